@@ -1,0 +1,203 @@
+//! The command line: flags parsed here, resolved into a [`RunPlan`], handed
+//! to [`run::execute`] or [`verify`]. Exit codes: [`protocol::exit::coordinator`].
+
+use crate::plan::{self, Isolation, Mode, RunPlan};
+use crate::progress::mib;
+use crate::run::{self, RunError, RunSummary};
+use crate::rundir::verify;
+use clap::{Args, Parser, Subcommand};
+use protocol::exit::coordinator as code;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "coordinator",
+    version,
+    about = "Profile a pipeline stage by stage, each stage in a fresh isolated worker process, with hash-bound evidence",
+    args_conflicts_with_subcommands = true,
+    after_help = "Exit codes: 0 success, 1 run failed (failure.json says why), 2 bad usage or input, \
+                  3 verification failed, 128+N interrupted by signal N.\n\
+                  Set STAGEBENCH_LOG=debug to see worker spawns, pids and handshakes on stderr."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Recompute every hash binding of a run directory; exit 0 if all hold.
+    Verify {
+        /// The run directory (holding report.json).
+        dir: PathBuf,
+    },
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// What to run.
+    #[arg(long, value_enum, default_value = "diagnostic")]
+    mode: Mode,
+    /// A stage to run, in order; repeatable. Diagnostic stages: noop, sleep:MS,
+    /// spin:MS, alloc:MIB, write:KIB, fail, crash.
+    /// [default: noop sleep:200 spin:300 alloc:256 write:64]
+    #[arg(long = "stage", value_name = "NAME[:ARG]")]
+    stages: Vec<String>,
+    /// How many worker processes run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    workers: u32,
+    /// `stage`: a fresh worker process per stage; `run`: one process runs every stage.
+    #[arg(long, value_enum, default_value = "stage")]
+    isolation: Isolation,
+    /// Run directory to create; it must not exist. [default: runs/<UTC time>-<mode>/]
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Fail a stage that runs longer than this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    stage_timeout: Option<Duration>,
+    /// Fail a worker that has not completed its handshake after this many seconds.
+    #[arg(long, value_name = "SECS", default_value = "20", value_parser = positive_secs)]
+    connect_timeout: Duration,
+    /// Seconds between SIGTERM and SIGKILL when workers must be stopped.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = positive_secs)]
+    grace: Duration,
+    /// The worker binary. [default: `worker` next to this coordinator]
+    #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
+    worker_bin: Option<PathBuf>,
+    /// Print nothing while running; only the final summary.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn positive_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v < 1e9) {
+        return Err(format!("'{s}' must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}
+
+pub fn main() -> ExitCode {
+    init_logging();
+    let cli = Cli::parse();
+    match cli.command {
+        Some(Command::Verify { dir }) => match verify::verify(&dir) {
+            Ok(v) => {
+                println!("verified {}: {v}", dir.display());
+                ExitCode::from(code::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("error: verification of '{}' failed: {e}", dir.display());
+                ExitCode::from(code::VERIFY_FAILED)
+            }
+        },
+        None => {
+            let plan = match resolve(cli.run) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(code::USAGE);
+                }
+            };
+            match run::execute(&plan) {
+                Ok(summary) => {
+                    print_summary(&summary);
+                    ExitCode::from(code::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(match e {
+                        RunError::Usage(_) => code::USAGE,
+                        RunError::Failed { .. } => code::RUN_FAILED,
+                        RunError::Interrupted { signal } => code::INTERRUPTED_BASE + signal as u8,
+                    })
+                }
+            }
+        }
+    }
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STAGEBENCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .try_init();
+}
+
+fn resolve(args: RunArgs) -> Result<RunPlan, String> {
+    let spellings: Vec<String> = if args.stages.is_empty() {
+        plan::DEFAULT_DIAGNOSTIC_STAGES
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    } else {
+        args.stages
+    };
+    let stages = spellings
+        .iter()
+        .map(|s| s.parse().map_err(|e| format!("--stage {s}: {e}")))
+        .collect::<Result<Vec<_>, _>>()?;
+    let worker_bin = match args.worker_bin {
+        Some(p) => p,
+        None => default_worker_bin()?,
+    };
+    Ok(RunPlan {
+        mode: args.mode,
+        isolation: args.isolation,
+        workers: args.workers,
+        stages: plan::keyed(stages),
+        connect_timeout: args.connect_timeout,
+        stage_timeout: args.stage_timeout,
+        grace: args.grace,
+        worker_bin,
+        output: args.output,
+        quiet: args.quiet,
+    })
+}
+
+/// `worker` next to the running coordinator binary.
+fn default_worker_bin() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    Ok(me.with_file_name("worker"))
+}
+
+fn print_summary(s: &RunSummary) {
+    let r = &s.report;
+    println!(
+        "stagebench {} run: {} stage(s) in {} worker process(es), {:.3} s",
+        r.mode,
+        r.stages.len(),
+        r.workers.len(),
+        r.run_wall_s
+    );
+    println!(
+        "  {:<16} {:>6} {:>10} {:>10} {:>12}",
+        "stage", "worker", "wall s", "cpu s", "peak RSS"
+    );
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        println!(
+            "  {:<16} {:>6} {:>10.3} {:>10.3} {:>12}",
+            key,
+            st.worker,
+            st.wall_s,
+            st.cpu_s,
+            mib(st.peak_rss_bytes)
+        );
+    }
+    println!(
+        "evidence: {}/ (declaration.json, environment.json, report.json)",
+        s.dir.display()
+    );
+}

@@ -1,0 +1,208 @@
+//! Admits connections: reads each one's handshake, checks it, and hands the
+//! connection to the supervisor of the worker it belongs to.
+//!
+//! A connection that fails any check is refused (a `Refused` frame naming the
+//! reason, then closed), logged, counted, and never handed to a supervisor.
+
+use protocol::frame::{self, FrameError};
+use protocol::{FromWorker, Hello, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::net::UnixListener;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::sync::oneshot;
+
+/// An admitted connection.
+pub struct Connection {
+    pub hello: Hello,
+    pub reader: OwnedReadHalf,
+    pub writer: OwnedWriteHalf,
+}
+
+struct Pending {
+    expected_pid: Option<u32>,
+    tx: oneshot::Sender<Connection>,
+}
+
+pub struct Gate {
+    token: Token,
+    run_dir: String,
+    hello_timeout: Duration,
+    pending: Mutex<HashMap<WorkerId, Pending>>,
+    refused: AtomicU64,
+}
+
+impl Gate {
+    pub fn new(token: Token, run_dir: String, hello_timeout: Duration) -> Arc<Gate> {
+        Arc::new(Gate {
+            token,
+            run_dir,
+            hello_timeout,
+            pending: Mutex::new(HashMap::new()),
+            refused: AtomicU64::new(0),
+        })
+    }
+
+    /// Registers a worker about to be launched; its connection arrives on the receiver.
+    pub fn expect(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
+        let (tx, rx) = oneshot::channel();
+        self.lock().insert(
+            rank,
+            Pending {
+                expected_pid: None,
+                tx,
+            },
+        );
+        rx
+    }
+
+    /// Records the pid a locally launched worker must present.
+    pub fn set_pid(&self, rank: WorkerId, pid: u32) {
+        if let Some(p) = self.lock().get_mut(&rank) {
+            p.expected_pid = Some(pid);
+        }
+    }
+
+    /// Stops expecting a worker (it ended, or was admitted).
+    pub fn forget(&self, rank: WorkerId) {
+        self.lock().remove(&rank);
+    }
+
+    /// How many connections were refused so far.
+    pub fn refused(&self) -> u64 {
+        self.refused.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerId, Pending>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Accepts connections until the task is aborted.
+    pub async fn serve(self: Arc<Self>, listener: UnixListener) {
+        loop {
+            match listener.accept().await {
+                Ok((stream, _)) => {
+                    let gate = self.clone();
+                    tokio::spawn(async move { gate.admit(stream).await });
+                }
+                Err(e) => tracing::warn!("accept failed: {e}"),
+            }
+        }
+    }
+
+    async fn admit(&self, stream: tokio::net::UnixStream) {
+        let (mut reader, mut writer) = stream.into_split();
+        let first = tokio::time::timeout(self.hello_timeout, async {
+            frame::nonblocking::read::<_, FromWorker>(&mut reader).await
+        })
+        .await;
+        let hello = match first {
+            Err(_) => {
+                return self
+                    .refuse(&mut writer, "no handshake within the connect timeout")
+                    .await;
+            }
+            Ok(Err(FrameError::Closed)) => {
+                return self
+                    .refuse(&mut writer, "connection closed before the handshake")
+                    .await;
+            }
+            Ok(Err(e)) => {
+                return self
+                    .refuse(&mut writer, &format!("bad handshake frame: {e}"))
+                    .await;
+            }
+            Ok(Ok(FromWorker::Hello(h))) => h,
+            Ok(Ok(other)) => {
+                let what = format!("first frame must be a handshake, got {}", kind(&other));
+                return self.refuse(&mut writer, &what).await;
+            }
+        };
+        let rank = hello.rank;
+        let check = self.check(&hello);
+        let pending = match check {
+            Err(reason) => {
+                return self
+                    .refuse(
+                        &mut writer,
+                        &format!("{rank} (pid {}): {reason}", hello.pid),
+                    )
+                    .await;
+            }
+            Ok(()) => self.lock().remove(&rank),
+        };
+        let Some(pending) = pending else {
+            let reason = format!("{rank} is not expected (unknown rank, or already connected)");
+            return self.refuse(&mut writer, &reason).await;
+        };
+        let welcome = ToWorker::Welcome {
+            run_dir: self.run_dir.clone(),
+        };
+        if let Err(e) = frame::nonblocking::write(&mut writer, &welcome).await {
+            tracing::warn!("{rank}: could not send welcome: {e}");
+        }
+        tracing::debug!(rank = rank.0, pid = hello.pid, "admitted");
+        let _ = pending.tx.send(Connection {
+            hello,
+            reader,
+            writer,
+        });
+    }
+
+    fn check(&self, hello: &Hello) -> Result<(), String> {
+        if hello.protocol_version != PROTOCOL_VERSION {
+            return Err(format!(
+                "protocol version {} does not match the coordinator's {PROTOCOL_VERSION}",
+                hello.protocol_version
+            ));
+        }
+        if !hello.token.matches(&self.token) {
+            return Err("wrong token: this worker was not launched for this run".into());
+        }
+        if hello.build_fingerprint != protocol::program::SOURCE_SHA256 {
+            return Err(format!(
+                "worker build {} differs from the coordinator's build {}",
+                short(&hello.build_fingerprint),
+                short(protocol::program::SOURCE_SHA256)
+            ));
+        }
+        if let Some(expected) = self.lock().get(&hello.rank).and_then(|p| p.expected_pid) {
+            if expected != hello.pid {
+                return Err(format!(
+                    "pid {} is not the launched worker's pid {expected}",
+                    hello.pid
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    async fn refuse(&self, writer: &mut OwnedWriteHalf, reason: &str) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        tracing::warn!("refused a connection: {reason}");
+        let _ = frame::nonblocking::write(
+            writer,
+            &ToWorker::Refused {
+                reason: reason.into(),
+            },
+        )
+        .await;
+    }
+}
+
+fn short(fingerprint: &str) -> &str {
+    &fingerprint[..fingerprint.len().min(12)]
+}
+
+/// A message's kind, for error text (never its contents).
+pub fn kind(msg: &FromWorker) -> &'static str {
+    match msg {
+        FromWorker::Hello(_) => "Hello",
+        FromWorker::Progress { .. } => "Progress",
+        FromWorker::Artifact { .. } => "Artifact",
+        FromWorker::Measurement { .. } => "Measurement",
+        FromWorker::StageFailed { .. } => "StageFailed",
+    }
+}

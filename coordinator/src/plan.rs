@@ -1,0 +1,102 @@
+//! What a run will do, resolved from the command line before anything runs.
+
+use protocol::Stage;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// The kind of run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash).
+    Diagnostic,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Diagnostic => "diagnostic",
+        }
+    }
+}
+
+/// How stages map to processes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Isolation {
+    /// A fresh worker process for every stage.
+    Stage,
+    /// One worker process runs all stages in order.
+    Run,
+}
+
+impl Isolation {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::Stage => "stage",
+            Isolation::Run => "run",
+        }
+    }
+
+    /// How many jobs one worker process takes before it is shut down.
+    pub fn jobs_per_process(self) -> usize {
+        match self {
+            Isolation::Stage => 1,
+            Isolation::Run => usize::MAX,
+        }
+    }
+}
+
+/// A stage in the plan, with the unique key its record gets in report.json.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PlannedStage {
+    pub key: String,
+    pub stage: Stage,
+}
+
+/// Stages run when `--mode diagnostic` is given no `--stage`.
+pub const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
+    &["noop", "sleep:200", "spin:300", "alloc:256", "write:64"];
+
+/// Everything a run needs, decided before the run directory exists.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    pub mode: Mode,
+    pub isolation: Isolation,
+    pub workers: u32,
+    pub stages: Vec<PlannedStage>,
+    pub connect_timeout: Duration,
+    pub stage_timeout: Option<Duration>,
+    /// Time between SIGTERM and SIGKILL when a worker must be stopped.
+    pub grace: Duration,
+    pub worker_bin: PathBuf,
+    pub output: Option<PathBuf>,
+    pub quiet: bool,
+}
+
+/// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.
+pub fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {
+    let mut seen = std::collections::HashMap::<String, usize>::new();
+    stages
+        .into_iter()
+        .map(|stage| {
+            let base = stage.to_string();
+            let n = seen.entry(base.clone()).or_insert(0);
+            *n += 1;
+            let key = if *n == 1 { base } else { format!("{base}#{n}") };
+            PlannedStage { key, stage }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_stages_get_distinct_keys() {
+        let stages = ["noop", "sleep:5", "noop", "noop"]
+            .map(|s| s.parse().unwrap())
+            .to_vec();
+        let keys: Vec<_> = keyed(stages).into_iter().map(|p| p.key).collect();
+        assert_eq!(keys, ["noop", "sleep:5", "noop#2", "noop#3"]);
+    }
+}

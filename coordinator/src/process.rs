@@ -1,0 +1,185 @@
+//! One worker OS process: spawned in its own process group, reaped by wait4
+//! on a blocking thread (so its rusage is kept), terminated by group.
+
+use nix::sys::signal::{Signal, killpg};
+use nix::unistd::Pid;
+use protocol::{Token, WorkerId};
+use std::io;
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+use tokio::sync::watch;
+
+/// How a process ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExitKind {
+    Exited(i32),
+    Signaled { signal: i32, core_dumped: bool },
+}
+
+impl std::fmt::Display for ExitKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match *self {
+            ExitKind::Exited(code) => write!(f, "exited {code}"),
+            ExitKind::Signaled {
+                signal,
+                core_dumped,
+            } => {
+                let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("?");
+                write!(f, "killed by signal {signal} ({name})")?;
+                if core_dumped {
+                    f.write_str(", core dumped")?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// What wait4 returned for a reaped worker, plus its spawn-to-reap wall time.
+#[derive(Clone, Copy, Debug)]
+pub struct ProcessExit {
+    pub kind: ExitKind,
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub peak_rss_bytes: u64,
+    pub wall: Duration,
+}
+
+/// How to start a worker that connects back to this coordinator.
+#[derive(Clone, Debug)]
+pub struct LocalLauncher {
+    pub worker_bin: PathBuf,
+    pub socket: PathBuf,
+    pub token: Token,
+}
+
+/// A running (or finished) worker process.
+pub struct WorkerProcess {
+    pub rank: WorkerId,
+    pub pid: u32,
+    exit: watch::Receiver<Option<ProcessExit>>,
+}
+
+impl LocalLauncher {
+    /// Spawns one worker in a new process group. The token goes through the
+    /// environment, never argv.
+    pub fn launch(&self, rank: WorkerId) -> io::Result<WorkerProcess> {
+        let started = Instant::now();
+        let child = Command::new(&self.worker_bin)
+            .env(protocol::env::SOCKET, &self.socket)
+            .env(protocol::env::TOKEN, self.token.to_hex())
+            .env(protocol::env::RANK, rank.0.to_string())
+            .env(protocol::env::PARENT_PID, std::process::id().to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        let pid = child.id();
+        // The std Child is dropped without waiting: wait4 below reaps it.
+        drop(child);
+        Ok(WorkerProcess {
+            rank,
+            pid,
+            exit: reap_in_background(pid, started),
+        })
+    }
+}
+
+/// Reaps `pid` with wait4 on a blocking thread and publishes its exit.
+fn reap_in_background(pid: u32, started: Instant) -> watch::Receiver<Option<ProcessExit>> {
+    let (tx, rx) = watch::channel(None);
+    std::thread::Builder::new()
+        .name(format!("reap-{pid}"))
+        .spawn(move || {
+            let exit = wait4(pid, started);
+            let _ = tx.send(Some(exit));
+        })
+        .expect("spawn a reaper thread");
+    rx
+}
+
+fn wait4(pid: u32, started: Instant) -> ProcessExit {
+    let mut status: libc::c_int = 0;
+    // SAFETY: rusage is a plain C struct for which all-zero bytes are valid.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    loop {
+        // SAFETY: valid pointers to locals; pid is our own child.
+        let r = unsafe { libc::wait4(pid as libc::pid_t, &mut status, 0, &mut usage) };
+        if r == pid as libc::pid_t {
+            break;
+        }
+        let err = io::Error::last_os_error();
+        if err.kind() != io::ErrorKind::Interrupted {
+            // Not our child any more (cannot happen: we never wait elsewhere).
+            return ProcessExit {
+                kind: ExitKind::Exited(-1),
+                user_ns: 0,
+                sys_ns: 0,
+                peak_rss_bytes: 0,
+                wall: started.elapsed(),
+            };
+        }
+    }
+    let kind = if libc::WIFSIGNALED(status) {
+        ExitKind::Signaled {
+            signal: libc::WTERMSIG(status),
+            core_dumped: libc::WCOREDUMP(status),
+        }
+    } else {
+        ExitKind::Exited(libc::WEXITSTATUS(status))
+    };
+    let tv = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+    ProcessExit {
+        kind,
+        user_ns: tv(usage.ru_utime),
+        sys_ns: tv(usage.ru_stime),
+        peak_rss_bytes: usage.ru_maxrss.max(0) as u64 * 1024,
+        wall: started.elapsed(),
+    }
+}
+
+impl WorkerProcess {
+    /// The exit, if the process has been reaped.
+    pub fn exited(&self) -> Option<ProcessExit> {
+        *self.exit.borrow()
+    }
+
+    /// Waits until the process has been reaped. Cancel-safe.
+    pub async fn wait(&self) -> ProcessExit {
+        let mut rx = self.exit.clone();
+        match rx.wait_for(|e| e.is_some()).await {
+            Ok(e) => e.expect("checked by wait_for"),
+            Err(_) => unreachable!("the reaper thread sends before it drops the sender"),
+        }
+    }
+
+    /// SIGTERM to the whole group, then SIGKILL after `grace`; waits for the reap.
+    pub async fn terminate(&self, grace: Duration) -> ProcessExit {
+        if let Some(e) = self.exited() {
+            self.kill_leftovers();
+            return e;
+        }
+        self.signal_group(Signal::SIGTERM);
+        let exit = match tokio::time::timeout(grace, self.wait()).await {
+            Ok(e) => e,
+            Err(_) => {
+                self.signal_group(Signal::SIGKILL);
+                self.wait().await
+            }
+        };
+        self.kill_leftovers();
+        exit
+    }
+
+    /// After the leader is reaped, SIGKILL anything it left in its group.
+    pub fn kill_leftovers(&self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+
+    fn signal_group(&self, sig: Signal) {
+        // ESRCH (group already empty) is the normal case and is ignored.
+        let _ = killpg(Pid::from_raw(self.pid as i32), sig);
+    }
+}

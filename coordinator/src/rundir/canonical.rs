@@ -1,0 +1,86 @@
+//! The one place where JSON evidence becomes bytes.
+//!
+//! Canonical form: object keys sorted recursively, pretty-printed with two
+//! spaces, one trailing newline. Every evidence file is written in this form
+//! and every digest is taken over it, so `verify` can re-derive the exact
+//! bytes from the parsed value: an edit that leaves the value unchanged
+//! (whitespace, key order, number spelling) is caught as non-canonical, and
+//! one that changes a value is caught by the digest.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+use sha2::{Digest, Sha256};
+
+/// Canonical bytes of any serialisable value.
+pub fn to_bytes<T: Serialize>(value: &T) -> Vec<u8> {
+    let v = serde_json::to_value(value).expect("evidence types serialise to JSON");
+    let mut out = serde_json::to_vec_pretty(&sorted(v)).expect("a JSON value serialises");
+    out.push(b'\n');
+    out
+}
+
+fn sorted(v: Value) -> Value {
+    match v {
+        Value::Object(m) => {
+            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            let mut out = Map::new();
+            for (k, v) in entries {
+                out.insert(k, sorted(v));
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+/// Lowercase hex SHA-256 of some bytes.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+/// SHA-256 (hex) of a file, read in chunks.
+pub fn file_sha256(path: &std::path::Path) -> std::io::Result<(String, u64)> {
+    use sha2::{Digest, Sha256};
+    use std::io::Read;
+    let mut f = std::fs::File::open(path)?;
+    let mut h = Sha256::new();
+    let mut buf = vec![0u8; 1 << 20];
+    let mut n = 0u64;
+    loop {
+        let k = f.read(&mut buf)?;
+        if k == 0 {
+            break;
+        }
+        n += k as u64;
+        h.update(&buf[..k]);
+    }
+    Ok((hex::encode(h.finalize()), n))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn keys_are_sorted_at_every_depth() {
+        let v = json!({"b": 1, "a": {"d": [{"z": 1, "y": 2}], "c": 0.5}});
+        let s = String::from_utf8(to_bytes(&v)).unwrap();
+        let a = s.find("\"a\"").unwrap();
+        let b = s.find("\"b\"").unwrap();
+        let y = s.find("\"y\"").unwrap();
+        let z = s.find("\"z\"").unwrap();
+        assert!(a < b && y < z);
+        assert!(s.ends_with("}\n"));
+    }
+
+    #[test]
+    fn canonical_form_is_a_fixed_point() {
+        let v = json!({"x": [1.0, 2.5e-7, -0.0], "w": "t\u{e9}xt", "n": null});
+        let once = to_bytes(&v);
+        let parsed: Value = serde_json::from_slice(&once).unwrap();
+        assert_eq!(to_bytes(&parsed), once);
+    }
+}

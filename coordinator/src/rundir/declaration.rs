@@ -1,0 +1,87 @@
+//! declaration.json: what will be measured, written and fsynced before any
+//! measurement starts.
+
+use crate::plan::RunPlan;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "stagebench.declaration";
+pub const SCHEMA_VERSION: u32 = 1;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Declaration {
+    pub schema: String,
+    pub schema_version: u32,
+    pub created_utc: String,
+    pub mode: String,
+    pub isolation: String,
+    pub workers: u32,
+    /// Planned stages in order: `{ key, stage }`.
+    pub stages: Vec<DeclaredStage>,
+    /// Every parameter and seed of the run.
+    pub parameters: BTreeMap<String, serde_json::Value>,
+    /// Fingerprint of the frozen dataset, for modes that read one.
+    pub dataset_fingerprint: Option<String>,
+    pub program: Program,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DeclaredStage {
+    pub key: String,
+    pub stage: String,
+}
+
+/// The program's identity: which code, built how, is measuring.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Program {
+    pub version: String,
+    /// SHA-256 over every source file of the workspace, embedded at build time.
+    pub source_sha256: String,
+    pub source_files: u64,
+    pub git_commit: Option<String>,
+    pub profile: String,
+    /// SHA-256 of the worker binary that will run the stages.
+    pub worker_binary_sha256: String,
+}
+
+impl Declaration {
+    pub fn from_plan(plan: &RunPlan, worker_binary_sha256: String) -> Declaration {
+        let mut parameters = BTreeMap::new();
+        let secs = |d: std::time::Duration| serde_json::json!(d.as_secs_f64());
+        parameters.insert("connect_timeout_s".into(), secs(plan.connect_timeout));
+        parameters.insert(
+            "stage_timeout_s".into(),
+            plan.stage_timeout
+                .map(secs)
+                .unwrap_or(serde_json::Value::Null),
+        );
+        parameters.insert("termination_grace_s".into(), secs(plan.grace));
+        use protocol::program as p;
+        Declaration {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            created_utc: crate::timestamp::rfc3339_utc_now(),
+            mode: plan.mode.as_str().into(),
+            isolation: plan.isolation.as_str().into(),
+            workers: plan.workers,
+            stages: plan
+                .stages
+                .iter()
+                .map(|s| DeclaredStage {
+                    key: s.key.clone(),
+                    stage: s.stage.to_string(),
+                })
+                .collect(),
+            parameters,
+            dataset_fingerprint: None,
+            program: Program {
+                version: p::VERSION.into(),
+                source_sha256: p::SOURCE_SHA256.into(),
+                source_files: p::SOURCE_FILES.parse().unwrap_or(0),
+                git_commit: p::git_commit().map(str::to_string),
+                profile: p::PROFILE.into(),
+                worker_binary_sha256,
+            },
+        }
+    }
+}

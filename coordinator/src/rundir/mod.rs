@@ -1,0 +1,153 @@
+//! The run directory: created fresh, written only by the coordinator, in a
+//! fixed order (declaration → environment → report or failure).
+//!
+//! Invariants:
+//! - The directory did not exist before this run; an existing path, even an
+//!   empty directory, is refused before anything is written.
+//! - Evidence files are written atomically (temp file, fsync, rename, fsync of
+//!   the directory) and never rewritten.
+//! - No evidence file holds an input path, a user or host name, or a subject
+//!   identifier.
+
+pub mod canonical;
+pub mod declaration;
+pub mod environment;
+pub mod failure;
+pub mod report;
+pub mod verify;
+
+use std::fs::{self, DirBuilder, File};
+use std::io::{self, Write};
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+pub const DECLARATION: &str = "declaration.json";
+pub const ENVIRONMENT: &str = "environment.json";
+pub const REPORT: &str = "report.json";
+pub const FAILURE: &str = "failure.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunDirError {
+    #[error(
+        "output path '{0}' already exists; stagebench never writes into an existing path (choose a new --output)"
+    )]
+    Exists(PathBuf),
+    #[error("cannot create output directory '{path}': {source}")]
+    Create { path: PathBuf, source: io::Error },
+    #[error("cannot write {name}: {source}")]
+    Write { name: String, source: io::Error },
+}
+
+/// A run directory this process created.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates `path` (private, 0700). Refuses any existing path.
+    pub fn create(path: &Path) -> Result<RunDir, RunDirError> {
+        if path.symlink_metadata().is_ok() {
+            return Err(RunDirError::Exists(path.to_path_buf()));
+        }
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            fs::create_dir_all(parent).map_err(|source| RunDirError::Create {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        }
+        match DirBuilder::new().mode(0o700).create(path) {
+            Ok(()) => Ok(RunDir {
+                path: path.to_path_buf(),
+            }),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+                Err(RunDirError::Exists(path.to_path_buf()))
+            }
+            Err(source) => Err(RunDirError::Create {
+                path: path.to_path_buf(),
+                source,
+            }),
+        }
+    }
+
+    /// Creates a new directory `runs/<UTC timestamp>-<mode>` under `base`,
+    /// adding `-2`, `-3`, … if a run started in the same second.
+    pub fn create_default(base: &Path, mode: &str) -> Result<RunDir, RunDirError> {
+        let stem = format!("{}-{mode}", crate::timestamp::compact_utc_now());
+        for n in 1.. {
+            let name = if n == 1 {
+                stem.clone()
+            } else {
+                format!("{stem}-{n}")
+            };
+            match RunDir::create(&base.join(name)) {
+                Err(RunDirError::Exists(_)) if n < 100 => continue,
+                other => return other,
+            }
+        }
+        unreachable!("the loop returns")
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Writes an evidence file atomically. Returns the SHA-256 of its bytes.
+    pub fn write_evidence(&self, name: &str, bytes: &[u8]) -> Result<String, RunDirError> {
+        write_atomic(&self.path, name, bytes).map_err(|source| RunDirError::Write {
+            name: name.to_string(),
+            source,
+        })?;
+        Ok(canonical::sha256_hex(bytes))
+    }
+}
+
+/// Temp file, fsync, rename into place, fsync the directory.
+fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    {
+        let mut f = File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+    }
+    fs::rename(&tmp, dir.join(name))?;
+    File::open(dir)?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn existing_paths_are_refused_and_left_alone() {
+        let tmp = tempfile::tempdir().unwrap();
+        let empty = tmp.path().join("empty");
+        fs::create_dir(&empty).unwrap();
+        assert!(matches!(
+            RunDir::create(&empty),
+            Err(RunDirError::Exists(_))
+        ));
+        let file = tmp.path().join("file");
+        fs::write(&file, b"mine").unwrap();
+        assert!(matches!(RunDir::create(&file), Err(RunDirError::Exists(_))));
+        assert_eq!(fs::read(&file).unwrap(), b"mine");
+        assert_eq!(fs::read_dir(&empty).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn new_directories_are_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let tmp = tempfile::tempdir().unwrap();
+        let rd = RunDir::create(&tmp.path().join("a/b/run")).unwrap();
+        let mode = fs::metadata(rd.path()).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700);
+    }
+
+    #[test]
+    fn default_names_do_not_collide() {
+        let tmp = tempfile::tempdir().unwrap();
+        let a = RunDir::create_default(tmp.path(), "diagnostic").unwrap();
+        let b = RunDir::create_default(tmp.path(), "diagnostic").unwrap();
+        assert_ne!(a.path(), b.path());
+    }
+}

@@ -1,0 +1,93 @@
+//! report.json: every measurement of a successful run, bound by SHA-256 to
+//! the declaration, the environment, every artifact and its own body.
+
+use super::canonical;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "stagebench.report";
+pub const SCHEMA_VERSION: u32 = 1;
+/// The key holding the digest of the report's own canonical body.
+pub const BODY_DIGEST_KEY: &str = "body_sha256";
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub schema_version: u32,
+    pub mode: String,
+    pub isolation: String,
+    pub declaration_sha256: String,
+    pub environment_sha256: String,
+    /// One record per planned stage, keyed by its key in the declaration.
+    pub stages: BTreeMap<String, StageRecord>,
+    /// Every worker process the run launched, in launch order.
+    pub workers: Vec<ProcessRecord>,
+    /// Every artifact, sorted by path.
+    pub artifacts: Vec<ArtifactRecord>,
+    /// Wall time of the whole run, from the first spawn to the last reap.
+    pub run_wall_s: f64,
+}
+
+/// A stage as its worker measured it (monotonic wall clock, getrusage deltas).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageRecord {
+    pub stage: String,
+    /// Position in the plan, from 0.
+    pub order: usize,
+    pub worker: u32,
+    pub wall_s: f64,
+    /// user_s + sys_s.
+    pub cpu_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    /// The worker process's lifetime peak RSS at the end of the stage. With
+    /// `--isolation stage` the process ran only this stage.
+    pub peak_rss_bytes: u64,
+    pub figures: BTreeMap<String, f64>,
+}
+
+/// A worker process as the coordinator saw it: spawn to reap, with the
+/// rusage wait4 returned, so it holds even if the worker misreported.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ProcessRecord {
+    pub rank: u32,
+    /// Keys of the stages this process ran.
+    pub stages: Vec<String>,
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub peak_rss_bytes: u64,
+    /// How the process ended, e.g. `exited 0`.
+    pub exit: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ArtifactRecord {
+    /// Relative to the run directory.
+    pub path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    /// Key of the stage that wrote it.
+    pub stage: String,
+}
+
+/// SHA-256 of the canonical bytes of `value` without its body digest.
+pub fn body_digest(value: &Value) -> String {
+    let mut body = value.clone();
+    if let Value::Object(m) = &mut body {
+        m.remove(BODY_DIGEST_KEY);
+    }
+    canonical::sha256_hex(&canonical::to_bytes(&body))
+}
+
+/// The final bytes of report.json: the body plus the digest of the body.
+pub fn seal(report: &Report) -> Vec<u8> {
+    let mut value = serde_json::to_value(report).expect("report serialises");
+    let digest = body_digest(&value);
+    if let Value::Object(m) = &mut value {
+        m.insert(BODY_DIGEST_KEY.into(), Value::String(digest));
+    }
+    canonical::to_bytes(&value)
+}

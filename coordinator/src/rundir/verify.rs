@@ -1,0 +1,109 @@
+//! `coordinator verify DIR`: recompute every binding and artifact hash.
+
+use super::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, canonical, report};
+use crate::supervisor::is_safe_relative;
+use rayon::prelude::*;
+use serde_json::Value;
+use std::path::Path;
+
+/// What a successful verification covered.
+#[derive(Debug)]
+pub struct Verified {
+    pub mode: String,
+    pub stages: usize,
+    pub artifacts: usize,
+}
+
+impl std::fmt::Display for Verified {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "declaration, environment, report body and {} artifact(s) match ({} run, {} stage record(s))",
+            self.artifacts, self.mode, self.stages
+        )
+    }
+}
+
+/// Checks every binding of the run directory; the error names the first
+/// thing that differs.
+pub fn verify(dir: &Path) -> Result<Verified, String> {
+    let report_path = dir.join(REPORT);
+    let bytes = match std::fs::read(&report_path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(match std::fs::read(dir.join(FAILURE)) {
+                Ok(f) => {
+                    let v: Value = serde_json::from_slice(&f).unwrap_or(Value::Null);
+                    format!(
+                        "no {REPORT}: the run failed ({}: {})",
+                        v["reason"].as_str().unwrap_or("?"),
+                        v["message"].as_str().unwrap_or("see failure.json")
+                    )
+                }
+                Err(_) if !dir.is_dir() => format!("'{}' is not a directory", dir.display()),
+                Err(_) => format!("no {REPORT} in '{}'", dir.display()),
+            });
+        }
+        Err(e) => return Err(format!("cannot read {REPORT}: {e}")),
+    };
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{REPORT} is not valid JSON: {e}"))?;
+    if canonical::to_bytes(&value) != bytes {
+        return Err(format!(
+            "{REPORT} is not in canonical form: it was edited after it was written"
+        ));
+    }
+    let (schema, version) = (value["schema"].as_str(), value["schema_version"].as_u64());
+    if schema != Some(report::SCHEMA) || version != Some(report::SCHEMA_VERSION as u64) {
+        return Err(format!(
+            "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",
+            report::SCHEMA,
+            report::SCHEMA_VERSION
+        ));
+    }
+    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
+        return Err(format!(
+            "{REPORT} body does not match its {}: a figure was changed",
+            report::BODY_DIGEST_KEY
+        ));
+    }
+    for (file, key) in [
+        (DECLARATION, "declaration_sha256"),
+        (ENVIRONMENT, "environment_sha256"),
+    ] {
+        let got = std::fs::read(dir.join(file))
+            .map(|b| canonical::sha256_hex(&b))
+            .map_err(|e| format!("cannot read {file}: {e}"))?;
+        if value[key].as_str() != Some(got.as_str()) {
+            return Err(format!("{file} does not match the report's {key}"));
+        }
+    }
+    let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
+    let problems: Vec<Option<String>> = artifacts
+        .par_iter()
+        .map(|a| check_artifact(dir, a).err())
+        .collect();
+    if let Some(p) = problems.into_iter().flatten().next() {
+        return Err(p);
+    }
+    Ok(Verified {
+        mode: value["mode"].as_str().unwrap_or("?").to_string(),
+        stages: value["stages"].as_object().map(|m| m.len()).unwrap_or(0),
+        artifacts: artifacts.len(),
+    })
+}
+
+fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
+    let path = a["path"].as_str().ok_or("an artifact record has no path")?;
+    if !is_safe_relative(path) {
+        return Err(format!("artifact path '{path}' leaves the run directory"));
+    }
+    let (sha, bytes) = canonical::file_sha256(&dir.join(path))
+        .map_err(|e| format!("artifact {path} cannot be read: {e}"))?;
+    if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
+        return Err(format!(
+            "artifact {path} does not match its recorded SHA-256"
+        ));
+    }
+    Ok(())
+}

@@ -1,0 +1,460 @@
+//! The life of one worker process, as a state machine:
+//!
+//! ```text
+//! spawned ──handshake──▶ connected ──assign──▶ running ──measurement──▶ idle ─┐
+//!    │                      ▲                     │                          │
+//!    │                      └──────── next job ◀──┼──────────────────────────┘
+//!    │                                            │                 no job left
+//!    ▼                                            ▼                      ▼
+//! exited early / connect timeout      failed / crashed / timed out   shutdown ─▶ completed
+//!                                     / protocol violation / cancelled
+//! ```
+//!
+//! Every ending is a [`WorkerEnd`] variant; no shortcut collapses two of them.
+//! Whatever the ending, the process group is gone and the process reaped
+//! before [`supervise`] returns.
+
+use crate::gate::{self, Connection};
+use crate::process::{ExitKind, ProcessExit, WorkerProcess};
+use protocol::frame::{self, FrameError};
+use protocol::{FromWorker, JobId, Measurement, Stage, ToWorker, WorkerId};
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::time::Duration;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+/// One unit of planned work.
+#[derive(Clone, Debug)]
+pub struct Job {
+    pub id: JobId,
+    /// Position in the plan.
+    pub order: usize,
+    /// Unique key of the stage record in the report.
+    pub key: String,
+    pub stage: Stage,
+}
+
+/// A completed job.
+#[derive(Clone, Debug)]
+pub struct JobResult {
+    pub job: Job,
+    pub worker: WorkerId,
+    pub measurement: Measurement,
+    /// Artifacts the worker reported: relative path and claimed SHA-256.
+    pub artifacts: Vec<(String, [u8; 32])>,
+}
+
+/// How a worker's life ended.
+#[derive(Clone, Debug)]
+pub enum WorkerEnd {
+    /// Shut down when asked and exited 0.
+    Completed,
+    /// A stage reported failure.
+    StageFailed { key: String, error: String },
+    /// The process died (non-zero exit or signal) while running `key`, or between stages.
+    Crashed { key: Option<String>, exit: ExitKind },
+    /// The process ended before it completed the handshake.
+    ExitedBeforeHandshake { exit: ExitKind },
+    /// No admitted connection within the connect timeout.
+    ConnectTimeout { after: Duration },
+    /// A stage ran past the stage timeout.
+    StageTimeout { key: String, after: Duration },
+    /// The worker sent something malformed, unexpected, or did not exit after shutdown.
+    ProtocolViolation { key: Option<String>, detail: String },
+    /// Stopped because the run was interrupted or another worker failed.
+    Cancelled,
+}
+
+impl WorkerEnd {
+    pub fn is_success(&self) -> bool {
+        matches!(self, WorkerEnd::Completed)
+    }
+
+    /// The stable reason string used in failure.json.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            WorkerEnd::Completed => "completed",
+            WorkerEnd::StageFailed { .. } => "stage_failed",
+            WorkerEnd::Crashed { .. } => "worker_crashed",
+            WorkerEnd::ExitedBeforeHandshake { .. } => "worker_exited",
+            WorkerEnd::ConnectTimeout { .. } => "connect_timeout",
+            WorkerEnd::StageTimeout { .. } => "stage_timeout",
+            WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
+            WorkerEnd::Cancelled => "cancelled",
+        }
+    }
+
+    /// The stage involved, if any.
+    pub fn stage(&self) -> Option<&str> {
+        match self {
+            WorkerEnd::StageFailed { key, .. } | WorkerEnd::StageTimeout { key, .. } => Some(key),
+            WorkerEnd::Crashed { key, .. } | WorkerEnd::ProtocolViolation { key, .. } => {
+                key.as_deref()
+            }
+            _ => None,
+        }
+    }
+
+    /// One line for a person, naming the worker.
+    pub fn describe(&self, rank: WorkerId) -> String {
+        let at = |key: &Option<String>| match key {
+            Some(k) => format!(" during stage {k}"),
+            None => String::new(),
+        };
+        match self {
+            WorkerEnd::Completed => format!("{rank} completed"),
+            WorkerEnd::StageFailed { key, error } => {
+                format!("stage {key} failed on {rank}: {error}")
+            }
+            WorkerEnd::Crashed { key, exit } => format!("{rank} {exit}{}", at(key)),
+            WorkerEnd::ExitedBeforeHandshake { exit } => {
+                format!("{rank} {exit} before completing the handshake")
+            }
+            WorkerEnd::ConnectTimeout { after } => {
+                format!("{rank} did not connect within {:.1} s", after.as_secs_f64())
+            }
+            WorkerEnd::StageTimeout { key, after } => {
+                format!(
+                    "stage {key} on {rank} exceeded the stage timeout of {:.1} s",
+                    after.as_secs_f64()
+                )
+            }
+            WorkerEnd::ProtocolViolation { key, detail } => {
+                format!("{rank} violated the protocol{}: {detail}", at(key))
+            }
+            WorkerEnd::Cancelled => format!("{rank} was stopped"),
+        }
+    }
+}
+
+/// Everything known about one worker once it is gone.
+#[derive(Debug)]
+pub struct WorkerOutcome {
+    pub rank: WorkerId,
+    pub jobs: Vec<JobResult>,
+    pub end: WorkerEnd,
+    pub exit: ProcessExit,
+}
+
+/// What supervisors report while they run (for progress display).
+#[derive(Clone, Debug)]
+pub enum Event {
+    StageStarted {
+        rank: WorkerId,
+        key: String,
+    },
+    Progress {
+        rank: WorkerId,
+        key: String,
+        done: u64,
+        total: u64,
+    },
+    StageFinished {
+        rank: WorkerId,
+        key: String,
+        measurement: Measurement,
+    },
+}
+
+/// State shared by all supervisors of one run.
+pub struct Shared {
+    pub queue: Mutex<VecDeque<Job>>,
+    pub cancel: CancellationToken,
+    pub events: mpsc::UnboundedSender<Event>,
+    pub connect_timeout: Duration,
+    pub stage_timeout: Option<Duration>,
+    pub grace: Duration,
+    pub jobs_per_process: usize,
+}
+
+impl Shared {
+    pub fn next_job(&self) -> Option<Job> {
+        self.queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .pop_front()
+    }
+
+    pub fn has_work(&self) -> bool {
+        !self
+            .queue
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .is_empty()
+    }
+}
+
+type Incoming = mpsc::UnboundedReceiver<Result<FromWorker, FrameError>>;
+
+/// Supervises one launched worker to its end.
+pub async fn supervise(
+    proc: WorkerProcess,
+    conn: oneshot::Receiver<Connection>,
+    shared: &Shared,
+) -> WorkerOutcome {
+    let rank = proc.rank;
+    let outcome = |jobs, end, exit| WorkerOutcome {
+        rank,
+        jobs,
+        end,
+        exit,
+    };
+
+    // spawned → connected
+    let conn = tokio::select! {
+        biased;
+        c = conn => c.ok(),
+        exit = proc.wait() => {
+            return outcome(Vec::new(), WorkerEnd::ExitedBeforeHandshake { exit: exit.kind }, exit);
+        }
+        _ = tokio::time::sleep(shared.connect_timeout) => {
+            let exit = proc.terminate(shared.grace).await;
+            return outcome(Vec::new(), WorkerEnd::ConnectTimeout { after: shared.connect_timeout }, exit);
+        }
+        _ = shared.cancel.cancelled() => {
+            let exit = proc.terminate(shared.grace).await;
+            return outcome(Vec::new(), WorkerEnd::Cancelled, exit);
+        }
+    };
+    let Some(Connection {
+        reader, mut writer, ..
+    }) = conn
+    else {
+        let exit = proc.terminate(shared.grace).await;
+        let detail = "connection lost during admission".to_string();
+        return outcome(
+            Vec::new(),
+            WorkerEnd::ProtocolViolation { key: None, detail },
+            exit,
+        );
+    };
+    let (tx, mut incoming) = mpsc::unbounded_channel();
+    let reader_task = tokio::spawn(read_frames(reader, tx));
+
+    // connected ⇄ running
+    let mut jobs = Vec::new();
+    let mut failure = None;
+    while jobs.len() < shared.jobs_per_process {
+        if shared.cancel.is_cancelled() {
+            failure = Some(WorkerEnd::Cancelled);
+            break;
+        }
+        let Some(job) = shared.next_job() else { break };
+        let _ = shared.events.send(Event::StageStarted {
+            rank,
+            key: job.key.clone(),
+        });
+        match run_job(&proc, &mut writer, &mut incoming, shared, &job).await {
+            Ok(result) => {
+                let _ = shared.events.send(Event::StageFinished {
+                    rank,
+                    key: job.key.clone(),
+                    measurement: result.measurement.clone(),
+                });
+                jobs.push(result);
+            }
+            Err(end) => {
+                failure = Some(end);
+                break;
+            }
+        }
+    }
+
+    // idle → shutdown → completed, or any failure → terminated
+    let (end, exit) = match failure {
+        Some(end) => (end, proc.terminate(shared.grace).await),
+        None => shut_down(&proc, &mut writer, shared.grace).await,
+    };
+    reader_task.abort();
+    WorkerOutcome {
+        rank,
+        jobs,
+        end,
+        exit,
+    }
+}
+
+async fn read_frames(
+    mut reader: tokio::net::unix::OwnedReadHalf,
+    tx: mpsc::UnboundedSender<Result<FromWorker, FrameError>>,
+) {
+    loop {
+        let r = frame::nonblocking::read::<_, FromWorker>(&mut reader).await;
+        let stop = r.is_err();
+        if tx.send(r).is_err() || stop {
+            return;
+        }
+    }
+}
+
+async fn run_job(
+    proc: &WorkerProcess,
+    writer: &mut tokio::net::unix::OwnedWriteHalf,
+    incoming: &mut Incoming,
+    shared: &Shared,
+    job: &Job,
+) -> Result<JobResult, WorkerEnd> {
+    let rank = proc.rank;
+    let key = Some(job.key.clone());
+    let assign = ToWorker::Assign {
+        job: job.id,
+        stage: job.stage.clone(),
+    };
+    if frame::nonblocking::write(writer, &assign).await.is_err() {
+        return Err(
+            died_or_violated(proc, key, "connection lost while assigning".into(), shared).await,
+        );
+    }
+    let deadline = shared
+        .stage_timeout
+        .map(|t| tokio::time::Instant::now() + t);
+    let mut artifacts = Vec::new();
+    loop {
+        let msg = tokio::select! {
+            biased;
+            _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled),
+            m = incoming.recv() => m,
+            _ = sleep_until(deadline) => {
+                let after = shared.stage_timeout.unwrap_or_default();
+                return Err(WorkerEnd::StageTimeout { key: job.key.clone(), after });
+            }
+        };
+        let violation = |detail: String| WorkerEnd::ProtocolViolation {
+            key: key.clone(),
+            detail,
+        };
+        match msg {
+            Some(Ok(FromWorker::Progress {
+                job: j,
+                done,
+                total,
+            })) if j == job.id => {
+                let _ = shared.events.send(Event::Progress {
+                    rank,
+                    key: job.key.clone(),
+                    done,
+                    total,
+                });
+            }
+            Some(Ok(FromWorker::Artifact {
+                job: j,
+                path,
+                sha256,
+            })) if j == job.id => {
+                if !is_safe_relative(&path) {
+                    return Err(violation(format!(
+                        "artifact path '{path}' is not a plain relative path"
+                    )));
+                }
+                artifacts.push((path, sha256));
+            }
+            Some(Ok(FromWorker::Measurement {
+                job: j,
+                measurement,
+            })) if j == job.id => {
+                return Ok(JobResult {
+                    job: job.clone(),
+                    worker: rank,
+                    measurement,
+                    artifacts,
+                });
+            }
+            Some(Ok(FromWorker::StageFailed { job: j, error })) if j == job.id => {
+                return Err(WorkerEnd::StageFailed {
+                    key: job.key.clone(),
+                    error,
+                });
+            }
+            Some(Ok(other)) => {
+                return Err(violation(format!(
+                    "unexpected {} frame",
+                    gate::kind(&other)
+                )));
+            }
+            Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_)))) => {
+                return Err(violation(e.to_string()));
+            }
+            Some(Err(e)) => {
+                return Err(died_or_violated(proc, key, e.to_string(), shared).await);
+            }
+            None => {
+                return Err(died_or_violated(proc, key, "connection lost".into(), shared).await);
+            }
+        }
+    }
+}
+
+/// The connection broke: if the process died, that is the cause; otherwise
+/// the worker broke the protocol.
+async fn died_or_violated(
+    proc: &WorkerProcess,
+    key: Option<String>,
+    detail: String,
+    shared: &Shared,
+) -> WorkerEnd {
+    match tokio::time::timeout(shared.grace, proc.wait()).await {
+        Ok(exit) => WorkerEnd::Crashed {
+            key,
+            exit: exit.kind,
+        },
+        Err(_) => WorkerEnd::ProtocolViolation { key, detail },
+    }
+}
+
+async fn shut_down(
+    proc: &WorkerProcess,
+    writer: &mut tokio::net::unix::OwnedWriteHalf,
+    grace: Duration,
+) -> (WorkerEnd, ProcessExit) {
+    let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
+    // A clean worker exits as soon as it reads Shutdown; allow generously.
+    match tokio::time::timeout(grace + Duration::from_secs(5), proc.wait()).await {
+        Ok(exit) => {
+            proc.kill_leftovers();
+            let end = match exit.kind {
+                ExitKind::Exited(0) => WorkerEnd::Completed,
+                kind => WorkerEnd::Crashed {
+                    key: None,
+                    exit: kind,
+                },
+            };
+            (end, exit)
+        }
+        Err(_) => {
+            let exit = proc.terminate(grace).await;
+            let detail = "did not exit after shutdown".to_string();
+            (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
+        }
+    }
+}
+
+async fn sleep_until(deadline: Option<tokio::time::Instant>) {
+    match deadline {
+        Some(d) => tokio::time::sleep_until(d).await,
+        None => std::future::pending().await,
+    }
+}
+
+/// A path that stays inside the run directory: relative, no `..`, no root.
+pub fn is_safe_relative(path: &str) -> bool {
+    let p = std::path::Path::new(path);
+    !path.is_empty()
+        && p.components()
+            .all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_safe_relative;
+
+    #[test]
+    fn artifact_paths_must_stay_inside() {
+        assert!(is_safe_relative("artifacts/a.bin"));
+        assert!(!is_safe_relative("/etc/passwd"));
+        assert!(!is_safe_relative("../x"));
+        assert!(!is_safe_relative("a/../../x"));
+        assert!(!is_safe_relative("./a"));
+        assert!(!is_safe_relative(""));
+    }
+}

@@ -1,0 +1,381 @@
+//! Length-prefixed bincode frames.
+//!
+//! A frame is a 4-byte big-endian payload length followed by that many bytes
+//! of bincode (standard config, decode limit [`MAX_FRAME_BYTES`]). A length
+//! above the limit is refused before anything is allocated, so a peer can
+//! never make us allocate a size it chose. Every failure is a [`FrameError`],
+//! never a panic.
+
+use serde::{Serialize, de::DeserializeOwned};
+use std::io::{self, Read, Write};
+
+/// Largest payload either side accepts. Messages carry references to
+/// artifacts, never their contents, so real frames are a few hundred bytes.
+pub const MAX_FRAME_BYTES: usize = 1 << 20;
+
+const HEADER_BYTES: usize = 4;
+
+fn config() -> impl bincode::config::Config {
+    bincode::config::standard().with_limit::<MAX_FRAME_BYTES>()
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum FrameError {
+    /// The peer closed the connection cleanly between frames.
+    #[error("connection closed")]
+    Closed,
+    #[error("truncated frame: expected {expected} bytes, connection ended after {got}")]
+    Truncated { expected: usize, got: usize },
+    #[error("oversized frame: {len} bytes announced, the limit is {max}")]
+    Oversized { len: usize, max: usize },
+    #[error("undecodable frame: {0}")]
+    Decode(String),
+    #[error("could not encode frame: {0}")]
+    Encode(String),
+    #[error("i/o error: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// Encodes `msg` as one complete frame (header and payload).
+pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
+    let payload = bincode::serde::encode_to_vec(msg, config())
+        .map_err(|e| FrameError::Encode(e.to_string()))?;
+    if payload.len() > MAX_FRAME_BYTES {
+        return Err(FrameError::Oversized {
+            len: payload.len(),
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
+    out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    out.extend_from_slice(&payload);
+    Ok(out)
+}
+
+/// Checks an announced payload length against the limit.
+fn payload_len(header: [u8; HEADER_BYTES]) -> Result<usize, FrameError> {
+    let len = u32::from_be_bytes(header) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(FrameError::Oversized {
+            len,
+            max: MAX_FRAME_BYTES,
+        });
+    }
+    if len == 0 {
+        return Err(FrameError::Decode("empty payload".into()));
+    }
+    Ok(len)
+}
+
+/// Decodes a payload, insisting that every byte belongs to the message.
+fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
+    let (msg, used) = bincode::serde::decode_from_slice(payload, config())
+        .map_err(|e| FrameError::Decode(e.to_string()))?;
+    if used != payload.len() {
+        return Err(FrameError::Decode(format!(
+            "{} trailing bytes after the message",
+            payload.len() - used
+        )));
+    }
+    Ok(msg)
+}
+
+/// Writes one frame and flushes.
+pub fn write<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), FrameError> {
+    w.write_all(&encode(msg)?)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one frame. A clean end of stream before the header is [`FrameError::Closed`].
+pub fn read<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError> {
+    let mut header = [0u8; HEADER_BYTES];
+    match fill(r, &mut header)? {
+        0 => return Err(FrameError::Closed),
+        n if n < HEADER_BYTES => {
+            return Err(FrameError::Truncated {
+                expected: HEADER_BYTES,
+                got: n,
+            });
+        }
+        _ => {}
+    }
+    let len = payload_len(header)?;
+    let mut payload = vec![0u8; len];
+    let got = fill(r, &mut payload)?;
+    if got < len {
+        return Err(FrameError::Truncated { expected: len, got });
+    }
+    decode_payload(&payload)
+}
+
+/// Reads until `buf` is full or the stream ends; returns the bytes read.
+fn fill<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+    let mut got = 0;
+    while got < buf.len() {
+        match r.read(&mut buf[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(got)
+}
+
+/// Async twins of [`read`] and [`write`] for tokio streams.
+#[cfg(feature = "tokio")]
+pub mod nonblocking {
+    use super::*;
+    use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+    /// Writes one frame and flushes.
+    pub async fn write<W: AsyncWrite + Unpin, T: Serialize>(
+        w: &mut W,
+        msg: &T,
+    ) -> Result<(), FrameError> {
+        w.write_all(&encode(msg)?).await?;
+        w.flush().await?;
+        Ok(())
+    }
+
+    /// Reads one frame. Not cancel-safe: run it in a task that owns the reader.
+    pub async fn read<R: AsyncRead + Unpin, T: DeserializeOwned>(
+        r: &mut R,
+    ) -> Result<T, FrameError> {
+        let mut header = [0u8; HEADER_BYTES];
+        match fill(r, &mut header).await? {
+            0 => return Err(FrameError::Closed),
+            n if n < HEADER_BYTES => {
+                return Err(FrameError::Truncated {
+                    expected: HEADER_BYTES,
+                    got: n,
+                });
+            }
+            _ => {}
+        }
+        let len = payload_len(header)?;
+        let mut payload = vec![0u8; len];
+        let got = fill(r, &mut payload).await?;
+        if got < len {
+            return Err(FrameError::Truncated { expected: len, got });
+        }
+        decode_payload(&payload)
+    }
+
+    async fn fill<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
+        let mut got = 0;
+        while got < buf.len() {
+            match r.read(&mut buf[got..]).await? {
+                0 => break,
+                n => got += n,
+            }
+        }
+        Ok(got)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{
+        Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, Stage, ToWorker, Token,
+        WorkerId,
+    };
+    use std::io::Cursor;
+
+    fn hello() -> FromWorker {
+        FromWorker::Hello(Hello {
+            protocol_version: PROTOCOL_VERSION,
+            worker_version: "0.1.0".into(),
+            build_fingerprint: "ab".repeat(32),
+            pid: 4242,
+            rank: WorkerId(3),
+            token: Token([7u8; 32]),
+        })
+    }
+
+    fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
+        let from = vec![
+            hello(),
+            FromWorker::Progress {
+                job: JobId(1),
+                done: 3,
+                total: 9,
+            },
+            FromWorker::Artifact {
+                job: JobId(1),
+                path: "artifacts/a.bin".into(),
+                sha256: [9; 32],
+            },
+            FromWorker::Measurement {
+                job: JobId(1),
+                measurement: Measurement {
+                    wall_ns: 1,
+                    user_ns: 2,
+                    sys_ns: 3,
+                    peak_rss_bytes: 4,
+                    figures: vec![Figure {
+                        name: "x".into(),
+                        value: 0.5,
+                    }],
+                },
+            },
+            FromWorker::StageFailed {
+                job: JobId(2),
+                error: "boom".into(),
+            },
+        ];
+        let to = vec![
+            ToWorker::Welcome {
+                run_dir: "/tmp/run".into(),
+            },
+            ToWorker::Refused {
+                reason: "token mismatch".into(),
+            },
+            ToWorker::Assign {
+                job: JobId(5),
+                stage: Stage::Sleep { ms: 200 },
+            },
+            ToWorker::Shutdown,
+        ];
+        (from, to)
+    }
+
+    #[test]
+    fn every_message_round_trips_through_a_buffer() {
+        let (from, to) = every_message();
+        let mut buf = Vec::new();
+        for m in &from {
+            write(&mut buf, m).unwrap();
+        }
+        for m in &to {
+            write(&mut buf, m).unwrap();
+        }
+        let mut r = Cursor::new(buf);
+        for m in &from {
+            assert_eq!(&read::<_, FromWorker>(&mut r).unwrap(), m);
+        }
+        for m in &to {
+            assert_eq!(&read::<_, ToWorker>(&mut r).unwrap(), m);
+        }
+        assert!(matches!(
+            read::<_, ToWorker>(&mut r),
+            Err(FrameError::Closed)
+        ));
+    }
+
+    /// The wire form of each message, pinned: any change to it shows up here
+    /// and must come with a PROTOCOL_VERSION bump.
+    #[test]
+    fn wire_form_is_pinned() {
+        let assign = encode(&ToWorker::Assign {
+            job: JobId(5),
+            stage: Stage::Sleep { ms: 200 },
+        })
+        .unwrap();
+        // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a one-byte varint.
+        assert_eq!(hex(&assign), "00000004020501c8");
+        let progress = encode(&FromWorker::Progress {
+            job: JobId(1),
+            done: 3,
+            total: 9,
+        })
+        .unwrap();
+        assert_eq!(hex(&progress), "0000000401010309");
+        let shutdown = encode(&ToWorker::Shutdown).unwrap();
+        assert_eq!(hex(&shutdown), "0000000103");
+    }
+
+    fn hex(b: &[u8]) -> String {
+        b.iter().map(|x| format!("{x:02x}")).collect()
+    }
+
+    #[test]
+    fn oversized_header_is_refused_without_allocating() {
+        let mut r = Cursor::new(vec![0xff, 0xff, 0xff, 0xff, 1, 2, 3]);
+        match read::<_, FromWorker>(&mut r) {
+            Err(FrameError::Oversized { len, max }) => {
+                assert_eq!(len, u32::MAX as usize);
+                assert_eq!(max, MAX_FRAME_BYTES);
+            }
+            other => panic!("expected Oversized, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn truncated_header_and_payload_are_named() {
+        let mut r = Cursor::new(vec![0, 0]);
+        assert!(matches!(
+            read::<_, FromWorker>(&mut r),
+            Err(FrameError::Truncated {
+                expected: 4,
+                got: 2
+            })
+        ));
+        let mut full = encode(&hello()).unwrap();
+        let cut = full.len() - 3;
+        full.truncate(cut);
+        let mut r = Cursor::new(full);
+        assert!(matches!(
+            read::<_, FromWorker>(&mut r),
+            Err(FrameError::Truncated { .. })
+        ));
+    }
+
+    #[test]
+    fn garbage_payload_is_a_decode_error() {
+        let mut bytes = vec![0, 0, 0, 8];
+        bytes.extend_from_slice(&[0xff; 8]);
+        let mut r = Cursor::new(bytes);
+        assert!(matches!(
+            read::<_, FromWorker>(&mut r),
+            Err(FrameError::Decode(_))
+        ));
+    }
+
+    #[test]
+    fn empty_payload_and_trailing_bytes_are_decode_errors() {
+        let mut r = Cursor::new(vec![0, 0, 0, 0]);
+        assert!(matches!(
+            read::<_, ToWorker>(&mut r),
+            Err(FrameError::Decode(_))
+        ));
+        let mut frame = encode(&ToWorker::Shutdown).unwrap();
+        frame[3] += 1;
+        frame.push(0);
+        let mut r = Cursor::new(frame);
+        assert!(matches!(
+            read::<_, ToWorker>(&mut r),
+            Err(FrameError::Decode(_))
+        ));
+    }
+
+    /// A short frame that claims a huge string inside must fail on the limit,
+    /// not allocate what it claims.
+    #[test]
+    fn inner_length_claims_are_bounded() {
+        // Variant 1 (Refused), then a varint string length of u64::MAX.
+        let payload = [1u8, 0xfd, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
+        bytes.extend_from_slice(&payload);
+        let mut r = Cursor::new(bytes);
+        assert!(matches!(
+            read::<_, ToWorker>(&mut r),
+            Err(FrameError::Decode(_))
+        ));
+    }
+
+    #[test]
+    fn token_hex_round_trips_and_compares() {
+        let t = Token([0xa5; 32]);
+        let back = Token::from_hex(&t.to_hex()).unwrap();
+        assert!(t.matches(&back));
+        let mut other = t.clone();
+        other.0[31] ^= 1;
+        assert!(!t.matches(&other));
+        assert!(Token::from_hex("abc").is_none());
+        assert!(Token::from_hex(&"zz".repeat(32)).is_none());
+        assert_eq!(format!("{t:?}"), "Token(<redacted>)");
+    }
+}

@@ -1,0 +1,22 @@
+//! The wire between the stagebench coordinator and its worker processes.
+//!
+//! Everything that crosses a process boundary is defined here: the messages
+//! ([`ToWorker`], [`FromWorker`]), their framing ([`frame`]), the handshake
+//! ([`Hello`], [`Token`]), the stage vocabulary ([`Stage`]), the program's
+//! build identity ([`program`]) and the exit codes of both binaries ([`exit`]).
+//!
+//! Invariant: this crate does no I/O beyond `Read`/`Write` (and, with the
+//! `tokio` feature, their async twins). It knows nothing of sockets, processes
+//! or files, so all of it is testable on in-memory buffers.
+
+pub mod env;
+pub mod exit;
+pub mod frame;
+mod messages;
+pub mod program;
+mod stage;
+
+pub use messages::{
+    Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, ToWorker, Token, WorkerId,
+};
+pub use stage::{Stage, StageParseError};

@@ -1,0 +1,140 @@
+//! Messages, named by direction.
+
+use crate::Stage;
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+/// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// A worker's rank within one run (0-based). Unique per connection in a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct WorkerId(pub u32);
+
+impl fmt::Display for WorkerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "worker {}", self.0)
+    }
+}
+
+/// One unit of assigned work within a run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct JobId(pub u32);
+
+/// The per-run secret a worker must present in its handshake. It reaches the
+/// worker through its environment, never through argv (which `ps` shows).
+#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Token(#[serde(with = "serde_bytes")] pub [u8; 32]);
+
+impl Token {
+    /// Parses the 64-hex-digit form used in the environment.
+    pub fn from_hex(s: &str) -> Option<Token> {
+        let s = s.trim().as_bytes();
+        if s.len() != 64 {
+            return None;
+        }
+        let mut out = [0u8; 32];
+        for (i, pair) in s.chunks(2).enumerate() {
+            let hi = (pair[0] as char).to_digit(16)?;
+            let lo = (pair[1] as char).to_digit(16)?;
+            out[i] = (hi * 16 + lo) as u8;
+        }
+        Some(Token(out))
+    }
+
+    /// The 64-hex-digit form used in the environment.
+    pub fn to_hex(&self) -> String {
+        self.0.iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    /// Comparison whose time does not depend on where the tokens differ.
+    pub fn matches(&self, other: &Token) -> bool {
+        self.0
+            .iter()
+            .zip(other.0.iter())
+            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+            == 0
+    }
+}
+
+impl fmt::Debug for Token {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Token(<redacted>)")
+    }
+}
+
+/// The first frame on every connection, sent by the worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Hello {
+    pub protocol_version: u32,
+    pub worker_version: String,
+    /// [`crate::program::SOURCE_SHA256`] of the worker's build.
+    pub build_fingerprint: String,
+    pub pid: u32,
+    pub rank: WorkerId,
+    pub token: Token,
+}
+
+/// Coordinator → worker.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// The handshake was accepted. `run_dir` is where artifacts go.
+    Welcome { run_dir: String },
+    /// The handshake was refused; the connection closes after this frame.
+    Refused { reason: String },
+    /// Run one stage and report on it.
+    Assign { job: JobId, stage: Stage },
+    /// No more work: exit cleanly.
+    Shutdown,
+}
+
+/// Worker → coordinator.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum FromWorker {
+    Hello(Hello),
+    /// `done` of `total` units of the current job are finished.
+    Progress {
+        job: JobId,
+        done: u64,
+        total: u64,
+    },
+    /// A file the job wrote, relative to the run directory, with its SHA-256.
+    Artifact {
+        job: JobId,
+        path: String,
+        #[serde(with = "serde_bytes")]
+        sha256: [u8; 32],
+    },
+    /// The job finished; this is its measurement.
+    Measurement {
+        job: JobId,
+        measurement: Measurement,
+    },
+    /// The job failed with this error text.
+    StageFailed {
+        job: JobId,
+        error: String,
+    },
+}
+
+/// What a worker measured around one stage.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// Monotonic wall time of the stage.
+    pub wall_ns: u64,
+    /// Process user CPU time spent during the stage (getrusage delta).
+    pub user_ns: u64,
+    /// Process system CPU time spent during the stage (getrusage delta).
+    pub sys_ns: u64,
+    /// Process lifetime peak RSS at the end of the stage (ru_maxrss), in bytes.
+    pub peak_rss_bytes: u64,
+    /// The stage's own figures (counts, rates, latencies).
+    pub figures: Vec<Figure>,
+}
+
+/// A named figure a stage reports beside its wall, CPU and memory.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Figure {
+    pub name: String,
+    pub value: f64,
+}

@@ -1,0 +1,150 @@
+//! The stages a worker knows how to run, and their `NAME[:ARG]` spelling.
+
+use serde::{Deserialize, Serialize};
+use std::fmt;
+use std::str::FromStr;
+
+/// A stage and its parameters, as assigned to a worker.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Stage {
+    /// Does nothing: measures orchestration overhead.
+    Noop,
+    /// Sleeps for the given milliseconds (wall time without CPU).
+    Sleep { ms: u64 },
+    /// Burns CPU for the given milliseconds of wall time.
+    Spin { ms: u64 },
+    /// Allocates and touches the given MiB, holding it until the stage ends.
+    Alloc { mib: u64 },
+    /// Writes a deterministic artifact of the given KiB and reports its hash.
+    Write { kib: u64 },
+    /// Returns an error.
+    Fail,
+    /// Aborts the worker process.
+    Crash,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum StageParseError {
+    #[error(
+        "unknown stage '{0}' (known: noop, sleep:MS, spin:MS, alloc:MIB, write:KIB, fail, crash)"
+    )]
+    Unknown(String),
+    #[error("stage '{name}' needs an argument: {name}:{what}")]
+    MissingArg { name: String, what: &'static str },
+    #[error("stage '{name}' takes no argument, got '{arg}'")]
+    UnexpectedArg { name: String, arg: String },
+    #[error("stage '{name}': '{arg}' is not a whole number of {what}")]
+    BadNumber {
+        name: String,
+        arg: String,
+        what: &'static str,
+    },
+}
+
+impl Stage {
+    /// The stage's name without its argument.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Stage::Noop => "noop",
+            Stage::Sleep { .. } => "sleep",
+            Stage::Spin { .. } => "spin",
+            Stage::Alloc { .. } => "alloc",
+            Stage::Write { .. } => "write",
+            Stage::Fail => "fail",
+            Stage::Crash => "crash",
+        }
+    }
+}
+
+impl fmt::Display for Stage {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Stage::Sleep { ms } | Stage::Spin { ms } => write!(f, "{}:{ms}", self.name()),
+            Stage::Alloc { mib } => write!(f, "alloc:{mib}"),
+            Stage::Write { kib } => write!(f, "write:{kib}"),
+            _ => f.write_str(self.name()),
+        }
+    }
+}
+
+impl FromStr for Stage {
+    type Err = StageParseError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, arg) = match s.split_once(':') {
+            Some((n, a)) => (n, Some(a)),
+            None => (s, None),
+        };
+        let number = |what: &'static str| -> Result<u64, StageParseError> {
+            let arg = arg.ok_or_else(|| StageParseError::MissingArg {
+                name: name.into(),
+                what,
+            })?;
+            arg.parse().map_err(|_| StageParseError::BadNumber {
+                name: name.into(),
+                arg: arg.into(),
+                what,
+            })
+        };
+        let bare = |stage: Stage| match arg {
+            None => Ok(stage),
+            Some(a) => Err(StageParseError::UnexpectedArg {
+                name: name.into(),
+                arg: a.into(),
+            }),
+        };
+        match name {
+            "noop" => bare(Stage::Noop),
+            "fail" => bare(Stage::Fail),
+            "crash" => bare(Stage::Crash),
+            "sleep" => Ok(Stage::Sleep { ms: number("MS")? }),
+            "spin" => Ok(Stage::Spin { ms: number("MS")? }),
+            "alloc" => Ok(Stage::Alloc {
+                mib: number("MIB")?,
+            }),
+            "write" => Ok(Stage::Write {
+                kib: number("KIB")?,
+            }),
+            _ => Err(StageParseError::Unknown(s.into())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spelling_round_trips() {
+        for s in [
+            "noop",
+            "sleep:200",
+            "spin:5",
+            "alloc:256",
+            "write:64",
+            "fail",
+            "crash",
+        ] {
+            let stage: Stage = s.parse().unwrap();
+            assert_eq!(stage.to_string(), s);
+        }
+    }
+
+    #[test]
+    fn bad_spellings_are_named() {
+        assert!(matches!(
+            "sleep".parse::<Stage>(),
+            Err(StageParseError::MissingArg { .. })
+        ));
+        assert!(matches!(
+            "sleep:x".parse::<Stage>(),
+            Err(StageParseError::BadNumber { .. })
+        ));
+        assert!(matches!(
+            "noop:1".parse::<Stage>(),
+            Err(StageParseError::UnexpectedArg { .. })
+        ));
+        let err = "warp:9".parse::<Stage>().unwrap_err();
+        assert!(err.to_string().contains("warp:9"));
+    }
+}

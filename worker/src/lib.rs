@@ -1,0 +1,10 @@
+//! The stagebench worker: glue between the protocol and the stages.
+//!
+//! [`session`] owns the connection (handshake, assignments, replies).
+//! [`measure`] wraps a stage in wall/CPU/peak-RSS measurement.
+//! [`stages`] holds the work itself and knows nothing about sockets: a stage
+//! talks to the outside only through the [`stages::Reporter`] it is given.
+
+pub mod measure;
+pub mod session;
+pub mod stages;

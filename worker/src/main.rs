@@ -1,0 +1,19 @@
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let mut args = std::env::args().skip(1);
+    match args.next().as_deref() {
+        None => ExitCode::from(worker::session::run_from_env()),
+        Some("--version" | "-V") => {
+            println!("worker {}", protocol::program::VERSION);
+            ExitCode::SUCCESS
+        }
+        Some(other) => {
+            eprintln!(
+                "worker: unexpected argument '{other}'; workers are started by the coordinator \
+                 (try `coordinator --help`), and take only --version"
+            );
+            ExitCode::from(protocol::exit::worker::SETUP)
+        }
+    }
+}

@@ -1,0 +1,105 @@
+//! Diagnostic stages: known costs that tests and benchmarks rely on.
+
+use super::{StageContext, StageError, write_artifact};
+use protocol::{Figure, Stage};
+use std::hint::black_box;
+use std::time::{Duration, Instant};
+
+const PAGE: usize = 4096;
+
+pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
+    match *stage {
+        Stage::Noop => Ok(Vec::new()),
+        Stage::Sleep { ms } => {
+            std::thread::sleep(Duration::from_millis(ms));
+            Ok(Vec::new())
+        }
+        Stage::Spin { ms } => Ok(vec![Figure {
+            name: "iterations".into(),
+            value: spin(ms) as f64,
+        }]),
+        Stage::Alloc { mib } => {
+            let touched = alloc_and_touch(mib);
+            Ok(vec![Figure {
+                name: "touched_pages".into(),
+                value: touched as f64,
+            }])
+        }
+        Stage::Write { kib } => {
+            let bytes = pattern(kib as usize * 1024);
+            let rel = format!("artifacts/{}.bin", ctx.job_tag);
+            let sha = write_artifact(&ctx.run_dir, &rel, &bytes)?;
+            ctx.reporter.artifact(&rel, sha);
+            Ok(vec![Figure {
+                name: "bytes".into(),
+                value: bytes.len() as f64,
+            }])
+        }
+        Stage::Fail => Err(StageError::Failed(
+            "the diagnostic stage 'fail' failed as asked".into(),
+        )),
+        Stage::Crash => {
+            // Report some progress first so the crash happens mid-stage.
+            ctx.reporter.progress(1, 2);
+            std::process::abort()
+        }
+    }
+}
+
+/// Burns CPU until `ms` of wall time have passed; returns the iterations done.
+fn spin(ms: u64) -> u64 {
+    let deadline = Instant::now() + Duration::from_millis(ms);
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let mut n = 0u64;
+    while Instant::now() < deadline {
+        for _ in 0..1_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+        }
+        n += 1_000;
+    }
+    black_box(x);
+    n
+}
+
+/// Allocates `mib` MiB and writes to every page, so it is resident.
+fn alloc_and_touch(mib: u64) -> usize {
+    let len = (mib as usize) << 20;
+    let mut v = vec![0u8; len];
+    for i in (0..len).step_by(PAGE) {
+        v[i] = (i / PAGE) as u8 | 1;
+    }
+    black_box(&v);
+    len.div_ceil(PAGE)
+}
+
+/// Deterministic bytes (xorshift) so the same stage writes the same artifact.
+fn pattern(len: usize) -> Vec<u8> {
+    let mut x = 0x2545_f491_4f6c_dd1du64 ^ len as u64;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pattern_is_deterministic_and_sized() {
+        assert_eq!(pattern(1000), pattern(1000));
+        assert_eq!(pattern(1000).len(), 1000);
+        assert_ne!(pattern(1000)[..16], pattern(1001)[..16]);
+    }
+
+    #[test]
+    fn alloc_touches_every_page() {
+        assert_eq!(alloc_and_touch(1), 256);
+    }
+}

@@ -1,0 +1,44 @@
+//! The work a worker can be assigned. Stages know nothing about sockets:
+//! they see a [`StageContext`] and report through a [`Reporter`].
+
+mod artifact;
+mod diagnostic;
+
+pub use artifact::write_artifact;
+
+use protocol::{Figure, Stage};
+use std::path::PathBuf;
+
+/// Where a stage runs and how it talks to the outside.
+pub struct StageContext<'a> {
+    /// The run directory; artifacts are written below it.
+    pub run_dir: PathBuf,
+    /// A name unique within the run for this assignment (used in artifact names).
+    pub job_tag: String,
+    pub reporter: &'a mut dyn Reporter,
+}
+
+/// How a stage tells the outside what it is doing and what it wrote.
+pub trait Reporter {
+    /// `done` of `total` units are finished.
+    fn progress(&mut self, done: u64, total: u64);
+    /// A file was written below the run directory, with its SHA-256.
+    fn artifact(&mut self, relative_path: &str, sha256: [u8; 32]);
+}
+
+/// Why a stage did not complete.
+#[derive(Debug, thiserror::Error)]
+pub enum StageError {
+    #[error("{0}")]
+    Failed(String),
+    #[error("i/o error on {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+}
+
+/// Runs one stage; returns its own figures.
+pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
+    diagnostic::run(stage, ctx)
+}
