@@ -30,10 +30,7 @@ const KEY_CRATES: &[&str] = &[
 
 fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
-    let root = manifest
-        .parent()
-        .expect("protocol sits inside the workspace")
-        .to_path_buf();
+    let root = manifest.parent().expect("protocol sits inside the workspace").to_path_buf();
 
     let mut files = Vec::new();
     for top in ["Cargo.toml", "Cargo.lock"] {
@@ -54,29 +51,16 @@ fn main() {
                 collect(&d, &mut files);
             }
         }
-        println!(
-            "cargo:rerun-if-changed={}",
-            dir.join("Cargo.toml").display()
-        );
+        println!("cargo:rerun-if-changed={}", dir.join("Cargo.toml").display());
     }
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("Cargo.toml").display()
-    );
-    println!(
-        "cargo:rerun-if-changed={}",
-        root.join("Cargo.lock").display()
-    );
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.toml").display());
+    println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
     files.retain(|p| p.is_file());
     files.sort();
 
     let mut all = Sha256::new();
     for f in &files {
-        let rel = f
-            .strip_prefix(&root)
-            .expect("under root")
-            .to_string_lossy()
-            .replace('\\', "/");
+        let rel = f.strip_prefix(&root).expect("under root").to_string_lossy().replace('\\', "/");
         let bytes = std::fs::read(f).expect("read source file");
         let file_hash = Sha256::digest(&bytes);
         all.update(rel.as_bytes());
@@ -116,16 +100,10 @@ fn main() {
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
     println!("cargo:rustc-env=STAGEBENCH_RUSTC_VERSION={rustc_version}");
-    println!(
-        "cargo:rustc-env=STAGEBENCH_PROFILE={}",
-        std::env::var("PROFILE").unwrap_or_default()
-    );
+    println!("cargo:rustc-env=STAGEBENCH_PROFILE={}", std::env::var("PROFILE").unwrap_or_default());
 
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
-    println!(
-        "cargo:rustc-env=STAGEBENCH_KEY_CRATES={}",
-        key_crate_versions(&lock)
-    );
+    println!("cargo:rustc-env=STAGEBENCH_KEY_CRATES={}", key_crate_versions(&lock));
 }
 
 fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -136,10 +114,7 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
         let p = e.path();
         if p.is_dir() {
             collect(&p, out);
-        } else if p
-            .extension()
-            .is_some_and(|x| x == "rs" || x == "toml" || x == "md")
-        {
+        } else if p.extension().is_some_and(|x| x == "rs" || x == "toml" || x == "md") {
             out.push(p);
         }
     }

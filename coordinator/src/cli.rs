@@ -74,9 +74,7 @@ struct RunArgs {
 }
 
 fn positive_secs(s: &str) -> Result<Duration, String> {
-    let v: f64 = s
-        .parse()
-        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(v.is_finite() && v > 0.0 && v < 1e9) {
         return Err(format!("'{s}' must be a positive number of seconds"));
     }
@@ -110,8 +108,12 @@ pub fn main() -> ExitCode {
                     print_summary(&summary);
                     ExitCode::from(code::SUCCESS)
                 }
-                Err(e) => {
-                    eprintln!("error: {e}");
+                Err(failure) => {
+                    let e = failure.error;
+                    match failure.failure_file {
+                        Some(f) => eprintln!("error: {e} (recorded in {})", f.display()),
+                        None => eprintln!("error: {e}"),
+                    }
                     ExitCode::from(match e {
                         RunError::Usage(_) => code::USAGE,
                         RunError::Failed { .. } => code::RUN_FAILED,
@@ -130,16 +132,14 @@ fn init_logging() {
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
         .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .try_init();
 }
 
 fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     let spellings: Vec<String> = if args.stages.is_empty() {
-        plan::DEFAULT_DIAGNOSTIC_STAGES
-            .iter()
-            .map(|s| s.to_string())
-            .collect()
+        plan::DEFAULT_DIAGNOSTIC_STAGES.iter().map(|s| s.to_string()).collect()
     } else {
         args.stages
     };
@@ -196,8 +196,5 @@ fn print_summary(s: &RunSummary) {
             mib(st.peak_rss_bytes)
         );
     }
-    println!(
-        "evidence: {}/ (declaration.json, environment.json, report.json)",
-        s.dir.display()
-    );
+    println!("evidence: {}/ (declaration.json, environment.json, report.json)", s.dir.display());
 }

@@ -61,11 +61,8 @@ pub async fn dispatch(
     let mut slots = tokio::task::JoinSet::new();
     for _ in 0..cfg.workers.max(1) {
         let (shared, gate, launcher) = (shared.clone(), gate.clone(), launcher.clone());
-        let (next_rank, first_failure, launch_error) = (
-            next_rank.clone(),
-            first_failure.clone(),
-            launch_error.clone(),
-        );
+        let (next_rank, first_failure, launch_error) =
+            (next_rank.clone(), first_failure.clone(), launch_error.clone());
         slots.spawn(async move {
             let mut outcomes = Vec::new();
             while shared.has_work() && !shared.cancel.is_cancelled() {
@@ -114,12 +111,7 @@ pub async fn dispatch(
     outcomes.sort_by_key(|o| o.rank);
     let first_failure = lock(&first_failure).take();
     let launch_error = lock(&launch_error).take();
-    DispatchOutcome {
-        outcomes,
-        first_failure,
-        launch_error,
-        wall: started.elapsed(),
-    }
+    DispatchOutcome { outcomes, first_failure, launch_error, wall: started.elapsed() }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -48,13 +48,7 @@ impl Gate {
     /// Registers a worker about to be launched; its connection arrives on the receiver.
     pub fn expect(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
         let (tx, rx) = oneshot::channel();
-        self.lock().insert(
-            rank,
-            Pending {
-                expected_pid: None,
-                tx,
-            },
-        );
+        self.lock().insert(rank, Pending { expected_pid: None, tx });
         rx
     }
 
@@ -100,19 +94,13 @@ impl Gate {
         .await;
         let hello = match first {
             Err(_) => {
-                return self
-                    .refuse(&mut writer, "no handshake within the connect timeout")
-                    .await;
+                return self.refuse(&mut writer, "no handshake within the connect timeout").await;
             }
             Ok(Err(FrameError::Closed)) => {
-                return self
-                    .refuse(&mut writer, "connection closed before the handshake")
-                    .await;
+                return self.refuse(&mut writer, "connection closed before the handshake").await;
             }
             Ok(Err(e)) => {
-                return self
-                    .refuse(&mut writer, &format!("bad handshake frame: {e}"))
-                    .await;
+                return self.refuse(&mut writer, &format!("bad handshake frame: {e}")).await;
             }
             Ok(Ok(FromWorker::Hello(h))) => h,
             Ok(Ok(other)) => {
@@ -125,10 +113,7 @@ impl Gate {
         let pending = match check {
             Err(reason) => {
                 return self
-                    .refuse(
-                        &mut writer,
-                        &format!("{rank} (pid {}): {reason}", hello.pid),
-                    )
+                    .refuse(&mut writer, &format!("{rank} (pid {}): {reason}", hello.pid))
                     .await;
             }
             Ok(()) => self.lock().remove(&rank),
@@ -137,18 +122,12 @@ impl Gate {
             let reason = format!("{rank} is not expected (unknown rank, or already connected)");
             return self.refuse(&mut writer, &reason).await;
         };
-        let welcome = ToWorker::Welcome {
-            run_dir: self.run_dir.clone(),
-        };
+        let welcome = ToWorker::Welcome { run_dir: self.run_dir.clone() };
         if let Err(e) = frame::nonblocking::write(&mut writer, &welcome).await {
             tracing::warn!("{rank}: could not send welcome: {e}");
         }
         tracing::debug!(rank = rank.0, pid = hello.pid, "admitted");
-        let _ = pending.tx.send(Connection {
-            hello,
-            reader,
-            writer,
-        });
+        let _ = pending.tx.send(Connection { hello, reader, writer });
     }
 
     fn check(&self, hello: &Hello) -> Result<(), String> {
@@ -182,13 +161,8 @@ impl Gate {
     async fn refuse(&self, writer: &mut OwnedWriteHalf, reason: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         tracing::warn!("refused a connection: {reason}");
-        let _ = frame::nonblocking::write(
-            writer,
-            &ToWorker::Refused {
-                reason: reason.into(),
-            },
-        )
-        .await;
+        let _ =
+            frame::nonblocking::write(writer, &ToWorker::Refused { reason: reason.into() }).await;
     }
 }
 

@@ -93,9 +93,7 @@ mod tests {
 
     #[test]
     fn repeated_stages_get_distinct_keys() {
-        let stages = ["noop", "sleep:5", "noop", "noop"]
-            .map(|s| s.parse().unwrap())
-            .to_vec();
+        let stages = ["noop", "sleep:5", "noop", "noop"].map(|s| s.parse().unwrap()).to_vec();
         let keys: Vec<_> = keyed(stages).into_iter().map(|p| p.key).collect();
         assert_eq!(keys, ["noop", "sleep:5", "noop#2", "noop#3"]);
     }

@@ -22,10 +22,7 @@ impl std::fmt::Display for ExitKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match *self {
             ExitKind::Exited(code) => write!(f, "exited {code}"),
-            ExitKind::Signaled {
-                signal,
-                core_dumped,
-            } => {
+            ExitKind::Signaled { signal, core_dumped } => {
                 let name = Signal::try_from(signal).map(|s| s.as_str()).unwrap_or("?");
                 write!(f, "killed by signal {signal} ({name})")?;
                 if core_dumped {
@@ -79,11 +76,7 @@ impl LocalLauncher {
         let pid = child.id();
         // The std Child is dropped without waiting: wait4 below reaps it.
         drop(child);
-        Ok(WorkerProcess {
-            rank,
-            pid,
-            exit: reap_in_background(pid, started),
-        })
+        Ok(WorkerProcess { rank, pid, exit: reap_in_background(pid, started) })
     }
 }
 
@@ -123,10 +116,7 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
         }
     }
     let kind = if libc::WIFSIGNALED(status) {
-        ExitKind::Signaled {
-            signal: libc::WTERMSIG(status),
-            core_dumped: libc::WCOREDUMP(status),
-        }
+        ExitKind::Signaled { signal: libc::WTERMSIG(status), core_dumped: libc::WCOREDUMP(status) }
     } else {
         ExitKind::Exited(libc::WEXITSTATUS(status))
     };

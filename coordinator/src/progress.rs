@@ -15,26 +15,16 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool, t
         }
         match ev {
             Event::StageStarted { rank, key } => {
-                tracing::debug!(rank = rank.0, key = %key, "stage started");
                 if terminal {
                     eprint!("\r\x1b[2K  running {key} on {rank} …");
                 }
             }
-            Event::Progress {
-                key,
-                done,
-                total: of,
-                ..
-            } => {
+            Event::Progress { key, done, total: of, .. } => {
                 if terminal {
                     eprint!("\r\x1b[2K  running {key}: {done}/{of}");
                 }
             }
-            Event::StageFinished {
-                rank,
-                key,
-                measurement: m,
-            } => {
+            Event::StageFinished { rank, key, measurement: m } => {
                 finished += 1;
                 if terminal {
                     eprint!("\r\x1b[2K");

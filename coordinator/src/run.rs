@@ -40,6 +40,19 @@ pub enum RunError {
     Interrupted { signal: i32 },
 }
 
+/// A run that produced no report, and where its failure.json is (if one was written).
+#[derive(Debug)]
+pub struct RunFailure {
+    pub error: RunError,
+    pub failure_file: Option<PathBuf>,
+}
+
+impl From<RunError> for RunFailure {
+    fn from(error: RunError) -> Self {
+        RunFailure { error, failure_file: None }
+    }
+}
+
 /// A completed run.
 pub struct RunSummary {
     pub dir: PathBuf,
@@ -52,18 +65,15 @@ struct Bound {
     environment_sha256: Option<String>,
 }
 
-pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunError> {
+pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     if !plan.worker_bin.is_file() {
-        return Err(RunError::Usage(format!(
+        return Err(RunFailure::from(RunError::Usage(format!(
             "worker binary not found at '{}': build the workspace (`cargo build --release`) or pass --worker-bin",
             plan.worker_bin.display()
-        )));
+        ))));
     }
     let (worker_sha, _) = canonical::file_sha256(&plan.worker_bin).map_err(|e| {
-        RunError::Usage(format!(
-            "cannot read worker binary '{}': {e}",
-            plan.worker_bin.display()
-        ))
+        RunError::Usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display()))
     })?;
     let dir = match &plan.output {
         Some(p) => RunDir::create(p),
@@ -71,41 +81,41 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunError> {
     }
     .map_err(|e| RunError::Usage(e.to_string()))?;
 
-    let mut bound = Bound {
-        declaration_sha256: None,
-        environment_sha256: None,
-    };
-    let result = run_in(&dir, plan, worker_sha, &mut bound);
-    if let Err(e) = &result {
-        let (stage, worker, reason) = match e {
-            RunError::Failed {
-                stage,
-                worker,
-                reason,
-                ..
-            } => (stage.clone(), *worker, *reason),
-            RunError::Interrupted { .. } => (None, None, "interrupted"),
-            RunError::Usage(_) => (None, None, "usage"),
-        };
-        let f = Failure {
-            schema: rundir::failure::SCHEMA.into(),
-            schema_version: rundir::failure::SCHEMA_VERSION,
-            mode: plan.mode.as_str().into(),
-            stage,
-            worker,
-            reason: reason.into(),
-            message: e.to_string(),
-            declaration_sha256: bound.declaration_sha256.clone(),
-            environment_sha256: bound.environment_sha256.clone(),
-        };
-        if let Err(w) = dir.write_evidence(rundir::FAILURE, &canonical::to_bytes(&f)) {
-            tracing::error!("{w}");
+    let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
+    match run_in(&dir, plan, worker_sha, &mut bound) {
+        Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
+        Err(error) => {
+            let failure_file = record_failure(&dir, plan, &bound, &error);
+            Err(RunFailure { error, failure_file })
         }
     }
-    result.map(|report| RunSummary {
-        dir: dir.path().to_path_buf(),
-        report,
-    })
+}
+
+/// Writes failure.json; returns its path, or None if even that failed.
+fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> Option<PathBuf> {
+    let (stage, worker, reason) = match e {
+        RunError::Failed { stage, worker, reason, .. } => (stage.clone(), *worker, *reason),
+        RunError::Interrupted { .. } => (None, None, "interrupted"),
+        RunError::Usage(_) => (None, None, "usage"),
+    };
+    let f = Failure {
+        schema: rundir::failure::SCHEMA.into(),
+        schema_version: rundir::failure::SCHEMA_VERSION,
+        mode: plan.mode.as_str().into(),
+        stage,
+        worker,
+        reason: reason.into(),
+        message: e.to_string(),
+        declaration_sha256: bound.declaration_sha256.clone(),
+        environment_sha256: bound.environment_sha256.clone(),
+    };
+    match dir.write_evidence(rundir::FAILURE, &canonical::to_bytes(&f)) {
+        Ok(_) => Some(dir.path().join(rundir::FAILURE)),
+        Err(w) => {
+            tracing::error!("{w}");
+            None
+        }
+    }
 }
 
 fn fail(
@@ -114,12 +124,7 @@ fn fail(
     reason: &'static str,
     message: String,
 ) -> RunError {
-    RunError::Failed {
-        stage,
-        worker,
-        reason,
-        message,
-    }
+    RunError::Failed { stage, worker, reason, message }
 }
 
 fn run_in(
@@ -191,11 +196,8 @@ async fn supervise_run(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let listener = UnixListener::bind(socket)?;
-    let gate = Gate::new(
-        token.clone(),
-        run_dir.to_string_lossy().into_owned(),
-        plan.connect_timeout,
-    );
+    let gate =
+        Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
     let gate_task = tokio::spawn(gate.clone().serve(listener));
 
     let cancel = CancellationToken::new();
@@ -211,11 +213,8 @@ async fn supervise_run(
     });
 
     let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer = tokio::spawn(crate::progress::print_events(
-        events_rx,
-        plan.quiet,
-        plan.stages.len(),
-    ));
+    let printer =
+        tokio::spawn(crate::progress::print_events(events_rx, plan.quiet, plan.stages.len()));
     let jobs = plan
         .stages
         .iter()
@@ -227,11 +226,8 @@ async fn supervise_run(
             stage: s.stage.clone(),
         })
         .collect();
-    let launcher = LocalLauncher {
-        worker_bin: plan.worker_bin.clone(),
-        socket: socket.to_path_buf(),
-        token,
-    };
+    let launcher =
+        LocalLauncher { worker_bin: plan.worker_bin.clone(), socket: socket.to_path_buf(), token };
     let cfg = DispatchConfig {
         workers: plan.workers,
         jobs_per_process: plan.isolation.jobs_per_process(),
@@ -249,10 +245,7 @@ async fn supervise_run(
         None
     };
     if gate.refused() > 0 {
-        tracing::warn!(
-            "{} connection(s) were refused during this run",
-            gate.refused()
-        );
+        tracing::warn!("{} connection(s) were refused during this run", gate.refused());
     }
     Ok((outcome, interrupted))
 }
@@ -275,21 +268,13 @@ fn build_report(
     declaration_sha256: String,
     environment_sha256: String,
 ) -> Result<Report, RunError> {
-    let results: Vec<&JobResult> = outcome
-        .outcomes
-        .iter()
-        .flat_map(|o| o.jobs.iter())
-        .collect();
+    let results: Vec<&JobResult> = outcome.outcomes.iter().flat_map(|o| o.jobs.iter()).collect();
     if results.len() != plan.stages.len() {
         return Err(fail(
             None,
             None,
             "internal",
-            format!(
-                "{} of {} planned stages reported",
-                results.len(),
-                plan.stages.len()
-            ),
+            format!("{} of {} planned stages reported", results.len(), plan.stages.len()),
         ));
     }
     let mut stages = BTreeMap::new();
@@ -307,11 +292,7 @@ fn build_report(
                 user_s: secs(m.user_ns),
                 sys_s: secs(m.sys_ns),
                 peak_rss_bytes: m.peak_rss_bytes,
-                figures: m
-                    .figures
-                    .iter()
-                    .map(|f| (f.name.clone(), f.value))
-                    .collect(),
+                figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
             },
         );
         for (path, claimed) in &r.artifacts {
@@ -320,18 +301,13 @@ fn build_report(
                     Some(r.job.key.clone()),
                     Some(r.worker.0),
                     "artifact_mismatch",
-                    format!(
-                        "artifact {path} of stage {} from {}: {why}",
-                        r.job.key, r.worker
-                    ),
+                    format!("artifact {path} of stage {} from {}: {why}", r.job.key, r.worker),
                 )
             };
             let (sha, bytes) = canonical::file_sha256(&dir.path().join(path))
                 .map_err(|e| mismatch(format!("cannot be read: {e}")))?;
             if sha != hex::encode(claimed) {
-                return Err(mismatch(
-                    "its SHA-256 differs from what the worker reported".into(),
-                ));
+                return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
             }
             artifacts.push(ArtifactRecord {
                 path: path.clone(),

@@ -140,21 +140,9 @@ pub struct WorkerOutcome {
 /// What supervisors report while they run (for progress display).
 #[derive(Clone, Debug)]
 pub enum Event {
-    StageStarted {
-        rank: WorkerId,
-        key: String,
-    },
-    Progress {
-        rank: WorkerId,
-        key: String,
-        done: u64,
-        total: u64,
-    },
-    StageFinished {
-        rank: WorkerId,
-        key: String,
-        measurement: Measurement,
-    },
+    StageStarted { rank: WorkerId, key: String },
+    Progress { rank: WorkerId, key: String, done: u64, total: u64 },
+    StageFinished { rank: WorkerId, key: String, measurement: Measurement },
 }
 
 /// State shared by all supervisors of one run.
@@ -170,18 +158,11 @@ pub struct Shared {
 
 impl Shared {
     pub fn next_job(&self) -> Option<Job> {
-        self.queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .pop_front()
+        self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
     }
 
     pub fn has_work(&self) -> bool {
-        !self
-            .queue
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .is_empty()
+        !self.queue.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 }
 
@@ -194,12 +175,7 @@ pub async fn supervise(
     shared: &Shared,
 ) -> WorkerOutcome {
     let rank = proc.rank;
-    let outcome = |jobs, end, exit| WorkerOutcome {
-        rank,
-        jobs,
-        end,
-        exit,
-    };
+    let outcome = |jobs, end, exit| WorkerOutcome { rank, jobs, end, exit };
 
     // spawned → connected
     let conn = tokio::select! {
@@ -217,17 +193,10 @@ pub async fn supervise(
             return outcome(Vec::new(), WorkerEnd::Cancelled, exit);
         }
     };
-    let Some(Connection {
-        reader, mut writer, ..
-    }) = conn
-    else {
+    let Some(Connection { reader, mut writer, .. }) = conn else {
         let exit = proc.terminate(shared.grace).await;
         let detail = "connection lost during admission".to_string();
-        return outcome(
-            Vec::new(),
-            WorkerEnd::ProtocolViolation { key: None, detail },
-            exit,
-        );
+        return outcome(Vec::new(), WorkerEnd::ProtocolViolation { key: None, detail }, exit);
     };
     let (tx, mut incoming) = mpsc::unbounded_channel();
     let reader_task = tokio::spawn(read_frames(reader, tx));
@@ -241,10 +210,8 @@ pub async fn supervise(
             break;
         }
         let Some(job) = shared.next_job() else { break };
-        let _ = shared.events.send(Event::StageStarted {
-            rank,
-            key: job.key.clone(),
-        });
+        tracing::debug!(rank = rank.0, pid = proc.pid, key = %job.key, "stage started");
+        let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
         match run_job(&proc, &mut writer, &mut incoming, shared, &job).await {
             Ok(result) => {
                 let _ = shared.events.send(Event::StageFinished {
@@ -267,12 +234,7 @@ pub async fn supervise(
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
     reader_task.abort();
-    WorkerOutcome {
-        rank,
-        jobs,
-        end,
-        exit,
-    }
+    WorkerOutcome { rank, jobs, end, exit }
 }
 
 async fn read_frames(
@@ -297,18 +259,13 @@ async fn run_job(
 ) -> Result<JobResult, WorkerEnd> {
     let rank = proc.rank;
     let key = Some(job.key.clone());
-    let assign = ToWorker::Assign {
-        job: job.id,
-        stage: job.stage.clone(),
-    };
+    let assign = ToWorker::Assign { job: job.id, stage: job.stage.clone() };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
         return Err(
-            died_or_violated(proc, key, "connection lost while assigning".into(), shared).await,
+            died_or_violated(proc, key, "connection lost while assigning".into(), shared).await
         );
     }
-    let deadline = shared
-        .stage_timeout
-        .map(|t| tokio::time::Instant::now() + t);
+    let deadline = shared.stage_timeout.map(|t| tokio::time::Instant::now() + t);
     let mut artifacts = Vec::new();
     loop {
         let msg = tokio::select! {
@@ -320,28 +277,13 @@ async fn run_job(
                 return Err(WorkerEnd::StageTimeout { key: job.key.clone(), after });
             }
         };
-        let violation = |detail: String| WorkerEnd::ProtocolViolation {
-            key: key.clone(),
-            detail,
-        };
+        let violation = |detail: String| WorkerEnd::ProtocolViolation { key: key.clone(), detail };
         match msg {
-            Some(Ok(FromWorker::Progress {
-                job: j,
-                done,
-                total,
-            })) if j == job.id => {
-                let _ = shared.events.send(Event::Progress {
-                    rank,
-                    key: job.key.clone(),
-                    done,
-                    total,
-                });
+            Some(Ok(FromWorker::Progress { job: j, done, total })) if j == job.id => {
+                let _ =
+                    shared.events.send(Event::Progress { rank, key: job.key.clone(), done, total });
             }
-            Some(Ok(FromWorker::Artifact {
-                job: j,
-                path,
-                sha256,
-            })) if j == job.id => {
+            Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
                 if !is_safe_relative(&path) {
                     return Err(violation(format!(
                         "artifact path '{path}' is not a plain relative path"
@@ -349,28 +291,14 @@ async fn run_job(
                 }
                 artifacts.push((path, sha256));
             }
-            Some(Ok(FromWorker::Measurement {
-                job: j,
-                measurement,
-            })) if j == job.id => {
-                return Ok(JobResult {
-                    job: job.clone(),
-                    worker: rank,
-                    measurement,
-                    artifacts,
-                });
+            Some(Ok(FromWorker::Measurement { job: j, measurement })) if j == job.id => {
+                return Ok(JobResult { job: job.clone(), worker: rank, measurement, artifacts });
             }
             Some(Ok(FromWorker::StageFailed { job: j, error })) if j == job.id => {
-                return Err(WorkerEnd::StageFailed {
-                    key: job.key.clone(),
-                    error,
-                });
+                return Err(WorkerEnd::StageFailed { key: job.key.clone(), error });
             }
             Some(Ok(other)) => {
-                return Err(violation(format!(
-                    "unexpected {} frame",
-                    gate::kind(&other)
-                )));
+                return Err(violation(format!("unexpected {} frame", gate::kind(&other))));
             }
             Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_)))) => {
                 return Err(violation(e.to_string()));
@@ -394,10 +322,7 @@ async fn died_or_violated(
     shared: &Shared,
 ) -> WorkerEnd {
     match tokio::time::timeout(shared.grace, proc.wait()).await {
-        Ok(exit) => WorkerEnd::Crashed {
-            key,
-            exit: exit.kind,
-        },
+        Ok(exit) => WorkerEnd::Crashed { key, exit: exit.kind },
         Err(_) => WorkerEnd::ProtocolViolation { key, detail },
     }
 }
@@ -414,10 +339,7 @@ async fn shut_down(
             proc.kill_leftovers();
             let end = match exit.kind {
                 ExitKind::Exited(0) => WorkerEnd::Completed,
-                kind => WorkerEnd::Crashed {
-                    key: None,
-                    exit: kind,
-                },
+                kind => WorkerEnd::Crashed { key: None, exit: kind },
             };
             (end, exit)
         }
@@ -439,9 +361,7 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
 /// A path that stays inside the run directory: relative, no `..`, no root.
 pub fn is_safe_relative(path: &str) -> bool {
     let p = std::path::Path::new(path);
-    !path.is_empty()
-        && p.components()
-            .all(|c| matches!(c, std::path::Component::Normal(_)))
+    !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 #[cfg(test)]

@@ -23,10 +23,7 @@ fn parts(secs: i64) -> (i64, u32, u32, i64, i64, i64) {
 }
 
 fn now_secs() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map(|d| d.as_secs() as i64)
-        .unwrap_or(0)
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0)
 }
 
 /// `20261129T091500Z`, for directory names.

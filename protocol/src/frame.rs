@@ -41,10 +41,7 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     let payload = bincode::serde::encode_to_vec(msg, config())
         .map_err(|e| FrameError::Encode(e.to_string()))?;
     if payload.len() > MAX_FRAME_BYTES {
-        return Err(FrameError::Oversized {
-            len: payload.len(),
-            max: MAX_FRAME_BYTES,
-        });
+        return Err(FrameError::Oversized { len: payload.len(), max: MAX_FRAME_BYTES });
     }
     let mut out = Vec::with_capacity(HEADER_BYTES + payload.len());
     out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
@@ -56,10 +53,7 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
 fn payload_len(header: [u8; HEADER_BYTES]) -> Result<usize, FrameError> {
     let len = u32::from_be_bytes(header) as usize;
     if len > MAX_FRAME_BYTES {
-        return Err(FrameError::Oversized {
-            len,
-            max: MAX_FRAME_BYTES,
-        });
+        return Err(FrameError::Oversized { len, max: MAX_FRAME_BYTES });
     }
     if len == 0 {
         return Err(FrameError::Decode("empty payload".into()));
@@ -93,10 +87,7 @@ pub fn read<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError> {
     match fill(r, &mut header)? {
         0 => return Err(FrameError::Closed),
         n if n < HEADER_BYTES => {
-            return Err(FrameError::Truncated {
-                expected: HEADER_BYTES,
-                got: n,
-            });
+            return Err(FrameError::Truncated { expected: HEADER_BYTES, got: n });
         }
         _ => {}
     }
@@ -147,10 +138,7 @@ pub mod nonblocking {
         match fill(r, &mut header).await? {
             0 => return Err(FrameError::Closed),
             n if n < HEADER_BYTES => {
-                return Err(FrameError::Truncated {
-                    expected: HEADER_BYTES,
-                    got: n,
-                });
+                return Err(FrameError::Truncated { expected: HEADER_BYTES, got: n });
             }
             _ => {}
         }
@@ -198,16 +186,8 @@ mod tests {
     fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
         let from = vec![
             hello(),
-            FromWorker::Progress {
-                job: JobId(1),
-                done: 3,
-                total: 9,
-            },
-            FromWorker::Artifact {
-                job: JobId(1),
-                path: "artifacts/a.bin".into(),
-                sha256: [9; 32],
-            },
+            FromWorker::Progress { job: JobId(1), done: 3, total: 9 },
+            FromWorker::Artifact { job: JobId(1), path: "artifacts/a.bin".into(), sha256: [9; 32] },
             FromWorker::Measurement {
                 job: JobId(1),
                 measurement: Measurement {
@@ -215,28 +195,15 @@ mod tests {
                     user_ns: 2,
                     sys_ns: 3,
                     peak_rss_bytes: 4,
-                    figures: vec![Figure {
-                        name: "x".into(),
-                        value: 0.5,
-                    }],
+                    figures: vec![Figure { name: "x".into(), value: 0.5 }],
                 },
             },
-            FromWorker::StageFailed {
-                job: JobId(2),
-                error: "boom".into(),
-            },
+            FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
         ];
         let to = vec![
-            ToWorker::Welcome {
-                run_dir: "/tmp/run".into(),
-            },
-            ToWorker::Refused {
-                reason: "token mismatch".into(),
-            },
-            ToWorker::Assign {
-                job: JobId(5),
-                stage: Stage::Sleep { ms: 200 },
-            },
+            ToWorker::Welcome { run_dir: "/tmp/run".into() },
+            ToWorker::Refused { reason: "token mismatch".into() },
+            ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 } },
             ToWorker::Shutdown,
         ];
         (from, to)
@@ -259,29 +226,18 @@ mod tests {
         for m in &to {
             assert_eq!(&read::<_, ToWorker>(&mut r).unwrap(), m);
         }
-        assert!(matches!(
-            read::<_, ToWorker>(&mut r),
-            Err(FrameError::Closed)
-        ));
+        assert!(matches!(read::<_, ToWorker>(&mut r), Err(FrameError::Closed)));
     }
 
     /// The wire form of each message, pinned: any change to it shows up here
     /// and must come with a PROTOCOL_VERSION bump.
     #[test]
     fn wire_form_is_pinned() {
-        let assign = encode(&ToWorker::Assign {
-            job: JobId(5),
-            stage: Stage::Sleep { ms: 200 },
-        })
-        .unwrap();
+        let assign =
+            encode(&ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 } }).unwrap();
         // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a one-byte varint.
         assert_eq!(hex(&assign), "00000004020501c8");
-        let progress = encode(&FromWorker::Progress {
-            job: JobId(1),
-            done: 3,
-            total: 9,
-        })
-        .unwrap();
+        let progress = encode(&FromWorker::Progress { job: JobId(1), done: 3, total: 9 }).unwrap();
         assert_eq!(hex(&progress), "0000000401010309");
         let shutdown = encode(&ToWorker::Shutdown).unwrap();
         assert_eq!(hex(&shutdown), "0000000103");
@@ -308,19 +264,13 @@ mod tests {
         let mut r = Cursor::new(vec![0, 0]);
         assert!(matches!(
             read::<_, FromWorker>(&mut r),
-            Err(FrameError::Truncated {
-                expected: 4,
-                got: 2
-            })
+            Err(FrameError::Truncated { expected: 4, got: 2 })
         ));
         let mut full = encode(&hello()).unwrap();
         let cut = full.len() - 3;
         full.truncate(cut);
         let mut r = Cursor::new(full);
-        assert!(matches!(
-            read::<_, FromWorker>(&mut r),
-            Err(FrameError::Truncated { .. })
-        ));
+        assert!(matches!(read::<_, FromWorker>(&mut r), Err(FrameError::Truncated { .. })));
     }
 
     #[test]
@@ -328,27 +278,18 @@ mod tests {
         let mut bytes = vec![0, 0, 0, 8];
         bytes.extend_from_slice(&[0xff; 8]);
         let mut r = Cursor::new(bytes);
-        assert!(matches!(
-            read::<_, FromWorker>(&mut r),
-            Err(FrameError::Decode(_))
-        ));
+        assert!(matches!(read::<_, FromWorker>(&mut r), Err(FrameError::Decode(_))));
     }
 
     #[test]
     fn empty_payload_and_trailing_bytes_are_decode_errors() {
         let mut r = Cursor::new(vec![0, 0, 0, 0]);
-        assert!(matches!(
-            read::<_, ToWorker>(&mut r),
-            Err(FrameError::Decode(_))
-        ));
+        assert!(matches!(read::<_, ToWorker>(&mut r), Err(FrameError::Decode(_))));
         let mut frame = encode(&ToWorker::Shutdown).unwrap();
         frame[3] += 1;
         frame.push(0);
         let mut r = Cursor::new(frame);
-        assert!(matches!(
-            read::<_, ToWorker>(&mut r),
-            Err(FrameError::Decode(_))
-        ));
+        assert!(matches!(read::<_, ToWorker>(&mut r), Err(FrameError::Decode(_))));
     }
 
     /// A short frame that claims a huge string inside must fail on the limit,
@@ -360,10 +301,7 @@ mod tests {
         let mut bytes = (payload.len() as u32).to_be_bytes().to_vec();
         bytes.extend_from_slice(&payload);
         let mut r = Cursor::new(bytes);
-        assert!(matches!(
-            read::<_, ToWorker>(&mut r),
-            Err(FrameError::Decode(_))
-        ));
+        assert!(matches!(read::<_, ToWorker>(&mut r), Err(FrameError::Decode(_))));
     }
 
     #[test]

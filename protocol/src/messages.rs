@@ -49,11 +49,7 @@ impl Token {
 
     /// Comparison whose time does not depend on where the tokens differ.
     pub fn matches(&self, other: &Token) -> bool {
-        self.0
-            .iter()
-            .zip(other.0.iter())
-            .fold(0u8, |acc, (a, b)| acc | (a ^ b))
-            == 0
+        self.0.iter().zip(other.0.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
     }
 }
 

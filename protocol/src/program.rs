@@ -19,8 +19,5 @@ pub fn git_commit() -> Option<&'static str> {
 
 /// `(crate, version)` of the key dependencies, from Cargo.lock at build time.
 pub fn key_crates() -> Vec<(&'static str, &'static str)> {
-    env!("STAGEBENCH_KEY_CRATES")
-        .split(';')
-        .filter_map(|kv| kv.split_once('='))
-        .collect()
+    env!("STAGEBENCH_KEY_CRATES").split(';').filter_map(|kv| kv.split_once('=')).collect()
 }

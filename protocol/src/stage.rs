@@ -34,11 +34,7 @@ pub enum StageParseError {
     #[error("stage '{name}' takes no argument, got '{arg}'")]
     UnexpectedArg { name: String, arg: String },
     #[error("stage '{name}': '{arg}' is not a whole number of {what}")]
-    BadNumber {
-        name: String,
-        arg: String,
-        what: &'static str,
-    },
+    BadNumber { name: String, arg: String, what: &'static str },
 }
 
 impl Stage {
@@ -76,10 +72,7 @@ impl FromStr for Stage {
             None => (s, None),
         };
         let number = |what: &'static str| -> Result<u64, StageParseError> {
-            let arg = arg.ok_or_else(|| StageParseError::MissingArg {
-                name: name.into(),
-                what,
-            })?;
+            let arg = arg.ok_or_else(|| StageParseError::MissingArg { name: name.into(), what })?;
             arg.parse().map_err(|_| StageParseError::BadNumber {
                 name: name.into(),
                 arg: arg.into(),
@@ -88,10 +81,7 @@ impl FromStr for Stage {
         };
         let bare = |stage: Stage| match arg {
             None => Ok(stage),
-            Some(a) => Err(StageParseError::UnexpectedArg {
-                name: name.into(),
-                arg: a.into(),
-            }),
+            Some(a) => Err(StageParseError::UnexpectedArg { name: name.into(), arg: a.into() }),
         };
         match name {
             "noop" => bare(Stage::Noop),
@@ -99,12 +89,8 @@ impl FromStr for Stage {
             "crash" => bare(Stage::Crash),
             "sleep" => Ok(Stage::Sleep { ms: number("MS")? }),
             "spin" => Ok(Stage::Spin { ms: number("MS")? }),
-            "alloc" => Ok(Stage::Alloc {
-                mib: number("MIB")?,
-            }),
-            "write" => Ok(Stage::Write {
-                kib: number("KIB")?,
-            }),
+            "alloc" => Ok(Stage::Alloc { mib: number("MIB")? }),
+            "write" => Ok(Stage::Write { kib: number("KIB")? }),
             _ => Err(StageParseError::Unknown(s.into())),
         }
     }
@@ -116,15 +102,7 @@ mod tests {
 
     #[test]
     fn spelling_round_trips() {
-        for s in [
-            "noop",
-            "sleep:200",
-            "spin:5",
-            "alloc:256",
-            "write:64",
-            "fail",
-            "crash",
-        ] {
+        for s in ["noop", "sleep:200", "spin:5", "alloc:256", "write:64", "fail", "crash"] {
             let stage: Stage = s.parse().unwrap();
             assert_eq!(stage.to_string(), s);
         }
@@ -132,18 +110,9 @@ mod tests {
 
     #[test]
     fn bad_spellings_are_named() {
-        assert!(matches!(
-            "sleep".parse::<Stage>(),
-            Err(StageParseError::MissingArg { .. })
-        ));
-        assert!(matches!(
-            "sleep:x".parse::<Stage>(),
-            Err(StageParseError::BadNumber { .. })
-        ));
-        assert!(matches!(
-            "noop:1".parse::<Stage>(),
-            Err(StageParseError::UnexpectedArg { .. })
-        ));
+        assert!(matches!("sleep".parse::<Stage>(), Err(StageParseError::MissingArg { .. })));
+        assert!(matches!("sleep:x".parse::<Stage>(), Err(StageParseError::BadNumber { .. })));
+        assert!(matches!("noop:1".parse::<Stage>(), Err(StageParseError::UnexpectedArg { .. })));
         let err = "warp:9".parse::<Stage>().unwrap_err();
         assert!(err.to_string().contains("warp:9"));
     }

@@ -21,11 +21,7 @@ pub fn self_usage() -> Usage {
             peak_rss_bytes: (u.max_rss().max(0) as u64) * 1024,
         },
         // getrusage(RUSAGE_SELF) cannot fail on Linux; report zeros rather than panic.
-        Err(_) => Usage {
-            user_ns: 0,
-            sys_ns: 0,
-            peak_rss_bytes: 0,
-        },
+        Err(_) => Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0 },
     }
 }
 

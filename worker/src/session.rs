@@ -61,11 +61,7 @@ fn launch_from_env() -> Result<Launch, String> {
     let rank = var(protocol::env::RANK)?
         .parse()
         .map_err(|_| format!("{} is not a whole number", protocol::env::RANK))?;
-    Ok(Launch {
-        socket,
-        token,
-        rank: WorkerId(rank),
-    })
+    Ok(Launch { socket, token, rank: WorkerId(rank) })
 }
 
 /// Asks the kernel to kill this worker if the coordinator dies, so no worker
@@ -133,11 +129,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     loop {
         match wire.recv()? {
             ToWorker::Assign { job, stage } => {
-                let mut reporter = WireReporter {
-                    wire: &mut wire,
-                    job,
-                    error: None,
-                };
+                let mut reporter = WireReporter { wire: &mut wire, job, error: None };
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
@@ -152,10 +144,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.figures = figures;
                         FromWorker::Measurement { job, measurement }
                     }
-                    Err(e) => FromWorker::StageFailed {
-                        job,
-                        error: e.to_string(),
-                    },
+                    Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
                 };
                 wire.send(&reply)?;
             }
@@ -188,17 +177,9 @@ impl WireReporter<'_> {
 
 impl Reporter for WireReporter<'_> {
     fn progress(&mut self, done: u64, total: u64) {
-        self.send(FromWorker::Progress {
-            job: self.job,
-            done,
-            total,
-        });
+        self.send(FromWorker::Progress { job: self.job, done, total });
     }
     fn artifact(&mut self, relative_path: &str, sha256: [u8; 32]) {
-        self.send(FromWorker::Artifact {
-            job: self.job,
-            path: relative_path.to_string(),
-            sha256,
-        });
+        self.send(FromWorker::Artifact { job: self.job, path: relative_path.to_string(), sha256 });
     }
 }

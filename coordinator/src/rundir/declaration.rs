@@ -51,9 +51,7 @@ impl Declaration {
         parameters.insert("connect_timeout_s".into(), secs(plan.connect_timeout));
         parameters.insert(
             "stage_timeout_s".into(),
-            plan.stage_timeout
-                .map(secs)
-                .unwrap_or(serde_json::Value::Null),
+            plan.stage_timeout.map(secs).unwrap_or(serde_json::Value::Null),
         );
         parameters.insert("termination_grace_s".into(), secs(plan.grace));
         use protocol::program as p;
@@ -67,10 +65,7 @@ impl Declaration {
             stages: plan
                 .stages
                 .iter()
-                .map(|s| DeclaredStage {
-                    key: s.key.clone(),
-                    stage: s.stage.to_string(),
-                })
+                .map(|s| DeclaredStage { key: s.key.clone(), stage: s.stage.to_string() })
                 .collect(),
             parameters,
             dataset_fingerprint: None,

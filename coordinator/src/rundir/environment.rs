@@ -73,26 +73,19 @@ pub fn capture() -> Environment {
         .lines()
         .find_map(|l| l.strip_prefix("PRETTY_NAME="))
         .map(|v| v.trim_matches('"').to_string());
-    let kernel = nix::sys::utsname::uname()
-        .ok()
-        .map(|u| u.release().to_string_lossy().into_owned());
+    let kernel =
+        nix::sys::utsname::uname().ok().map(|u| u.release().to_string_lossy().into_owned());
     Environment {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
         captured_utc: crate::timestamp::rfc3339_utc_now(),
         cpu: Cpu {
             model,
-            logical_cores: std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1),
+            logical_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
         },
         memory_bytes,
-        os: Os {
-            name: os_name,
-            kernel,
-            arch: std::env::consts::ARCH.into(),
-        },
+        os: Os { name: os_name, kernel, arch: std::env::consts::ARCH.into() },
         toolchain: Toolchain {
             rustc: protocol::program::RUSTC_VERSION.into(),
             profile: protocol::program::PROFILE.into(),
@@ -101,10 +94,7 @@ pub fn capture() -> Environment {
                 .map(|(k, v)| (k.to_string(), v.to_string()))
                 .collect(),
         },
-        threads: THREAD_VARIABLES
-            .iter()
-            .map(|v| (v.to_string(), std::env::var(v).ok()))
-            .collect(),
+        threads: THREAD_VARIABLES.iter().map(|v| (v.to_string(), std::env::var(v).ok())).collect(),
         load_average: load_average(),
         launcher: "local".into(),
     }
@@ -118,9 +108,7 @@ pub fn load_average() -> Option<[f64; 3]> {
 }
 
 fn read_trimmed(path: &str) -> Option<String> {
-    std::fs::read_to_string(path)
-        .ok()
-        .map(|s| s.trim().to_string())
+    std::fs::read_to_string(path).ok().map(|s| s.trim().to_string())
 }
 
 #[cfg(test)]
@@ -138,10 +126,7 @@ mod tests {
         }
         if let Ok(user) = std::env::var("USER") {
             if user.len() > 3 {
-                assert!(
-                    !json.contains(&format!("\"{user}\"")),
-                    "environment names the user"
-                );
+                assert!(!json.contains(&format!("\"{user}\"")), "environment names the user");
             }
         }
     }

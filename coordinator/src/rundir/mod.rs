@@ -51,22 +51,15 @@ impl RunDir {
             return Err(RunDirError::Exists(path.to_path_buf()));
         }
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            fs::create_dir_all(parent).map_err(|source| RunDirError::Create {
-                path: path.to_path_buf(),
-                source,
-            })?;
+            fs::create_dir_all(parent)
+                .map_err(|source| RunDirError::Create { path: path.to_path_buf(), source })?;
         }
         match DirBuilder::new().mode(0o700).create(path) {
-            Ok(()) => Ok(RunDir {
-                path: path.to_path_buf(),
-            }),
+            Ok(()) => Ok(RunDir { path: path.to_path_buf() }),
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
                 Err(RunDirError::Exists(path.to_path_buf()))
             }
-            Err(source) => Err(RunDirError::Create {
-                path: path.to_path_buf(),
-                source,
-            }),
+            Err(source) => Err(RunDirError::Create { path: path.to_path_buf(), source }),
         }
     }
 
@@ -75,11 +68,7 @@ impl RunDir {
     pub fn create_default(base: &Path, mode: &str) -> Result<RunDir, RunDirError> {
         let stem = format!("{}-{mode}", crate::timestamp::compact_utc_now());
         for n in 1.. {
-            let name = if n == 1 {
-                stem.clone()
-            } else {
-                format!("{stem}-{n}")
-            };
+            let name = if n == 1 { stem.clone() } else { format!("{stem}-{n}") };
             match RunDir::create(&base.join(name)) {
                 Err(RunDirError::Exists(_)) if n < 100 => continue,
                 other => return other,
@@ -94,10 +83,8 @@ impl RunDir {
 
     /// Writes an evidence file atomically. Returns the SHA-256 of its bytes.
     pub fn write_evidence(&self, name: &str, bytes: &[u8]) -> Result<String, RunDirError> {
-        write_atomic(&self.path, name, bytes).map_err(|source| RunDirError::Write {
-            name: name.to_string(),
-            source,
-        })?;
+        write_atomic(&self.path, name, bytes)
+            .map_err(|source| RunDirError::Write { name: name.to_string(), source })?;
         Ok(canonical::sha256_hex(bytes))
     }
 }
@@ -123,10 +110,7 @@ mod tests {
         let tmp = tempfile::tempdir().unwrap();
         let empty = tmp.path().join("empty");
         fs::create_dir(&empty).unwrap();
-        assert!(matches!(
-            RunDir::create(&empty),
-            Err(RunDirError::Exists(_))
-        ));
+        assert!(matches!(RunDir::create(&empty), Err(RunDirError::Exists(_))));
         let file = tmp.path().join("file");
         fs::write(&file, b"mine").unwrap();
         assert!(matches!(RunDir::create(&file), Err(RunDirError::Exists(_))));

@@ -67,10 +67,7 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
             report::BODY_DIGEST_KEY
         ));
     }
-    for (file, key) in [
-        (DECLARATION, "declaration_sha256"),
-        (ENVIRONMENT, "environment_sha256"),
-    ] {
+    for (file, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
         let got = std::fs::read(dir.join(file))
             .map(|b| canonical::sha256_hex(&b))
             .map_err(|e| format!("cannot read {file}: {e}"))?;
@@ -79,10 +76,8 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
         }
     }
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
-    let problems: Vec<Option<String>> = artifacts
-        .par_iter()
-        .map(|a| check_artifact(dir, a).err())
-        .collect();
+    let problems: Vec<Option<String>> =
+        artifacts.par_iter().map(|a| check_artifact(dir, a).err()).collect();
     if let Some(p) = problems.into_iter().flatten().next() {
         return Err(p);
     }
@@ -101,9 +96,7 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
     let (sha, bytes) = canonical::file_sha256(&dir.join(path))
         .map_err(|e| format!("artifact {path} cannot be read: {e}"))?;
     if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
-        return Err(format!(
-            "artifact {path} does not match its recorded SHA-256"
-        ));
+        return Err(format!("artifact {path} does not match its recorded SHA-256"));
     }
     Ok(())
 }

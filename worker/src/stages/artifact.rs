@@ -14,17 +14,12 @@ pub fn write_artifact(
     bytes: &[u8],
 ) -> Result<[u8; 32], StageError> {
     let path = run_dir.join(relative);
-    let io = |source| StageError::Io {
-        path: relative.to_string(),
-        source,
-    };
+    let io = |source| StageError::Io { path: relative.to_string(), source };
     let dir = path.parent().unwrap_or(run_dir);
     fs::create_dir_all(dir).map_err(io)?;
     let tmp = dir.join(format!(
         ".{}.tmp-{}",
-        path.file_name()
-            .map(|n| n.to_string_lossy())
-            .unwrap_or_default(),
+        path.file_name().map(|n| n.to_string_lossy()).unwrap_or_default(),
         std::process::id()
     ));
     {

@@ -14,30 +14,23 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             std::thread::sleep(Duration::from_millis(ms));
             Ok(Vec::new())
         }
-        Stage::Spin { ms } => Ok(vec![Figure {
-            name: "iterations".into(),
-            value: spin(ms) as f64,
-        }]),
+        Stage::Spin { ms } => {
+            Ok(vec![Figure { name: "iterations".into(), value: spin(ms) as f64 }])
+        }
         Stage::Alloc { mib } => {
             let touched = alloc_and_touch(mib);
-            Ok(vec![Figure {
-                name: "touched_pages".into(),
-                value: touched as f64,
-            }])
+            Ok(vec![Figure { name: "touched_pages".into(), value: touched as f64 }])
         }
         Stage::Write { kib } => {
             let bytes = pattern(kib as usize * 1024);
             let rel = format!("artifacts/{}.bin", ctx.job_tag);
             let sha = write_artifact(&ctx.run_dir, &rel, &bytes)?;
             ctx.reporter.artifact(&rel, sha);
-            Ok(vec![Figure {
-                name: "bytes".into(),
-                value: bytes.len() as f64,
-            }])
+            Ok(vec![Figure { name: "bytes".into(), value: bytes.len() as f64 }])
         }
-        Stage::Fail => Err(StageError::Failed(
-            "the diagnostic stage 'fail' failed as asked".into(),
-        )),
+        Stage::Fail => {
+            Err(StageError::Failed("the diagnostic stage 'fail' failed as asked".into()))
+        }
         Stage::Crash => {
             // Report some progress first so the crash happens mid-stage.
             ctx.reporter.progress(1, 2);

@@ -32,10 +32,7 @@ pub enum StageError {
     #[error("{0}")]
     Failed(String),
     #[error("i/o error on {path}: {source}")]
-    Io {
-        path: String,
-        source: std::io::Error,
-    },
+    Io { path: String, source: std::io::Error },
 }
 
 /// Runs one stage; returns its own figures.

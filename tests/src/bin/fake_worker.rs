@@ -1,0 +1,115 @@
+//! A worker that misbehaves in the way `STAGEBENCH_FAKE` names, for tests.
+//! It is launched by the real coordinator (via --worker-bin) exactly like a
+//! real worker and reads the same environment.
+
+use protocol::frame;
+use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+
+fn main() {
+    let mode = std::env::var("STAGEBENCH_FAKE").unwrap_or_default();
+    let socket = std::env::var(protocol::env::SOCKET).expect("socket");
+    let token = Token::from_hex(&std::env::var(protocol::env::TOKEN).expect("token")).unwrap();
+    let rank = WorkerId(std::env::var(protocol::env::RANK).expect("rank").parse().unwrap());
+    let hello = |token: Token, version: u32| {
+        FromWorker::Hello(Hello {
+            protocol_version: version,
+            worker_version: "fake".into(),
+            build_fingerprint: protocol::program::SOURCE_SHA256.into(),
+            pid: std::process::id(),
+            rank,
+            token,
+        })
+    };
+    let mut s = UnixStream::connect(&socket).expect("connect");
+    match mode.as_str() {
+        "wrong-version" => {
+            frame::write(&mut s, &hello(token, PROTOCOL_VERSION + 1)).unwrap();
+            report_reply(&mut s);
+        }
+        "wrong-token" => {
+            let mut bad = token.clone();
+            bad.0[0] ^= 0xff;
+            frame::write(&mut s, &hello(bad, PROTOCOL_VERSION)).unwrap();
+            report_reply(&mut s);
+        }
+        "garbage-first" => {
+            s.write_all(&[0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap();
+            report_reply(&mut s);
+        }
+        "silent" => {
+            // Connects and never says hello; waits until the coordinator hangs up.
+            block_until_closed(&mut s);
+        }
+        "duplicate" => {
+            frame::write(&mut s, &hello(token.clone(), PROTOCOL_VERSION)).unwrap();
+            let _: ToWorker = frame::read(&mut s).unwrap();
+            let mut second = UnixStream::connect(&socket).expect("connect again");
+            frame::write(&mut second, &hello(token, PROTOCOL_VERSION)).unwrap();
+            report_reply(&mut second);
+        }
+        "oversized" | "garbage" | "truncated" | "misreport" => {
+            frame::write(&mut s, &hello(token, PROTOCOL_VERSION)).unwrap();
+            let run_dir = match frame::read(&mut s).unwrap() {
+                ToWorker::Welcome { run_dir } => run_dir,
+                other => panic!("expected Welcome, got {other:?}"),
+            };
+            let assign: ToWorker = frame::read(&mut s).unwrap();
+            let job = match assign {
+                ToWorker::Assign { job, .. } => job,
+                _ => JobId(0),
+            };
+            match mode.as_str() {
+                "oversized" => s.write_all(&u32::MAX.to_be_bytes()).unwrap(),
+                "garbage" => {
+                    s.write_all(&[0, 0, 0, 6, 0xee, 0xee, 0xee, 0xee, 0xee, 0xee]).unwrap()
+                }
+                "truncated" => {
+                    s.write_all(&[0, 0, 0, 100, 1, 2, 3]).unwrap();
+                    s.shutdown(std::net::Shutdown::Write).unwrap();
+                }
+                _ => {
+                    // Claims an artifact that does not match what is on disk.
+                    let msg = FromWorker::Artifact {
+                        job,
+                        path: "artifacts/claimed.bin".into(),
+                        sha256: [0; 32],
+                    };
+                    frame::write(&mut s, &msg).unwrap();
+                    let _ = std::fs::create_dir_all(format!("{run_dir}/artifacts"));
+                    let _ = std::fs::write(format!("{run_dir}/artifacts/claimed.bin"), b"real");
+                    let done = FromWorker::Measurement { job, measurement: Default::default() };
+                    frame::write(&mut s, &done).unwrap();
+                    let _: Result<ToWorker, _> = frame::read(&mut s);
+                    return;
+                }
+            }
+            block_until_closed(&mut s);
+        }
+        other => panic!("unknown STAGEBENCH_FAKE mode '{other}'"),
+    }
+}
+
+/// Prints the coordinator's reply (a refusal) and exits with the worker's refused code.
+fn report_reply(s: &mut UnixStream) {
+    match frame::read::<_, ToWorker>(s) {
+        Ok(ToWorker::Refused { reason }) => {
+            eprintln!("fake worker: refused: {reason}");
+            std::process::exit(protocol::exit::worker::REFUSED as i32);
+        }
+        other => {
+            eprintln!("fake worker: reply {other:?}");
+            std::process::exit(9);
+        }
+    }
+}
+
+fn block_until_closed(s: &mut UnixStream) {
+    let mut buf = [0u8; 64];
+    while let Ok(n) = s.read(&mut buf) {
+        if n == 0 {
+            break;
+        }
+    }
+}

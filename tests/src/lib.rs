@@ -1,0 +1,252 @@
+//! Helpers for tests that run the real binaries: build them once, run the
+//! coordinator with a timeout, watch its stderr for events, and check that no
+//! worker process outlived it.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Stdio};
+use std::sync::OnceLock;
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+/// Every wait in these tests is bounded by this unless a test says otherwise.
+pub const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Paths of the built binaries.
+pub struct Bins {
+    pub coordinator: PathBuf,
+    pub worker: PathBuf,
+    pub fake_worker: PathBuf,
+}
+
+/// Builds every binary of the workspace (a no-op when fresh) and returns their
+/// paths. Cargo does not hold its lock while tests run, so this is safe.
+pub fn bins() -> &'static Bins {
+    static BINS: OnceLock<Bins> = OnceLock::new();
+    BINS.get_or_init(|| {
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+        let status = Command::new(cargo)
+            .args(["build", "--workspace", "--bins", "--quiet"])
+            .current_dir(&root)
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "cargo build --workspace --bins failed");
+        // target/<profile>/deps/<this test> → target/<profile>/
+        let exe = std::env::current_exe().unwrap();
+        let dir = exe.parent().unwrap().parent().unwrap().to_path_buf();
+        let bins = Bins {
+            coordinator: dir.join("coordinator"),
+            worker: dir.join("worker"),
+            fake_worker: dir.join("fake-worker"),
+        };
+        for b in [&bins.coordinator, &bins.worker, &bins.fake_worker] {
+            assert!(b.is_file(), "{} was not built", b.display());
+        }
+        bins
+    })
+}
+
+/// A coordinator command with debug events on stderr (the tests read them).
+pub fn coordinator() -> Command {
+    let mut c = Command::new(&bins().coordinator);
+    c.env("STAGEBENCH_LOG", "debug").env_remove("STAGEBENCH_WORKER_BIN");
+    c
+}
+
+/// The outcome of a finished coordinator.
+pub struct Finished {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Finished {
+    pub fn code(&self) -> Option<i32> {
+        self.status.code()
+    }
+
+    /// Pids of every worker the coordinator spawned, from its debug events.
+    pub fn worker_pids(&self) -> Vec<i32> {
+        worker_pids(&self.stderr)
+    }
+
+    /// Asserts that no spawned worker is still alive.
+    pub fn assert_no_worker_left(&self) {
+        let pids = self.worker_pids();
+        assert!(!pids.is_empty(), "no worker spawn events in stderr:\n{}", self.stderr);
+        for pid in pids {
+            assert!(!alive(pid), "worker pid {pid} outlived the coordinator\n{}", self.stderr);
+        }
+    }
+}
+
+/// Runs a command to completion, failing the test after `TIMEOUT`.
+pub fn run(mut cmd: Command) -> Finished {
+    let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    let out = rx
+        .recv_timeout(TIMEOUT)
+        .expect("the command did not finish within the timeout")
+        .expect("wait for the command");
+    Finished {
+        status: out.status,
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A coordinator still running, with its stderr lines arriving on a channel.
+pub struct Running {
+    child: Option<Child>,
+    lines: Receiver<String>,
+    seen: Vec<String>,
+}
+
+impl Running {
+    pub fn spawn(mut cmd: Command) -> Running {
+        let mut child =
+            cmd.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn coordinator");
+        let stderr = child.stderr.take().unwrap();
+        let (tx, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Running { child: Some(child), lines, seen: Vec::new() }
+    }
+
+    /// The coordinator's pid.
+    pub fn pid(&self) -> i32 {
+        self.child.as_ref().expect("running").id() as i32
+    }
+
+    /// Waits for a stderr line containing `needle`; returns it.
+    pub fn wait_for(&mut self, needle: &str) -> String {
+        let deadline = Instant::now() + TIMEOUT;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.lines.recv_timeout(left) {
+                Ok(line) => {
+                    self.seen.push(line.clone());
+                    if line.contains(needle) {
+                        return line;
+                    }
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    panic!(
+                        "no line with '{needle}' within {TIMEOUT:?}; saw:\n{}",
+                        self.seen.join("\n")
+                    )
+                }
+                Err(RecvTimeoutError::Disconnected) => {
+                    panic!("stderr closed before '{needle}'; saw:\n{}", self.seen.join("\n"))
+                }
+            }
+        }
+    }
+
+    /// Waits for the process to exit (bounded), collecting the rest of stderr.
+    pub fn finish(mut self) -> (ExitStatus, String) {
+        let mut child = self.child.take().expect("running");
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(child.wait());
+        });
+        let status = rx
+            .recv_timeout(TIMEOUT)
+            .expect("coordinator did not exit within the timeout")
+            .expect("wait for coordinator");
+        // The coordinator has exited, so its stderr pipe is closed or closing.
+        while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
+            self.seen.push(l);
+        }
+        (status, self.seen.join("\n"))
+    }
+}
+
+impl Drop for Running {
+    /// A test that panicked must not leave its coordinator (or, through the
+    /// workers' parent-death signal, any worker) behind.
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// Pids from `worker spawned rank=N pid=P` events.
+pub fn worker_pids(stderr: &str) -> Vec<i32> {
+    stderr
+        .lines()
+        .filter(|l| l.contains("worker spawned"))
+        .filter_map(|l| field(l, "pid"))
+        .collect()
+}
+
+/// The integer value of `name=` in a log line.
+pub fn field(line: &str, name: &str) -> Option<i32> {
+    let at = line.find(&format!("{name}="))? + name.len() + 1;
+    let digits: String = line[at..].chars().take_while(|c| c.is_ascii_digit()).collect();
+    digits.parse().ok()
+}
+
+/// Whether a process with this pid exists and is not a zombie.
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => {
+            // The state follows the parenthesised command name.
+            let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
+            state != Some('Z')
+        }
+        Err(_) => false,
+    }
+}
+
+/// Reads and parses a JSON file.
+pub fn json(path: &Path) -> serde_json::Value {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
+}
+
+/// Every file below `dir`, relative, sorted.
+pub fn files_below(dir: &Path) -> Vec<String> {
+    fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {
+        for e in std::fs::read_dir(d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                walk(base, &p, out);
+            } else {
+                out.push(p.strip_prefix(base).unwrap().to_string_lossy().into_owned());
+            }
+        }
+    }
+    let mut out = Vec::new();
+    if dir.is_dir() {
+        walk(dir, dir, &mut out);
+    }
+    out.sort();
+    out
+}
+
+/// Waits until process `pid` has exited (or `timeout` passes), on a pidfd
+/// event rather than by polling. Returns whether it is gone.
+pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
+    // SAFETY: plain syscalls on integers we own; the fd is closed below.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as i32;
+    if fd < 0 {
+        return !alive(pid); // already gone (ESRCH)
+    }
+    let mut pfd = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    let ms = timeout.as_millis().min(i32::MAX as u128) as i32;
+    let r = unsafe { libc::poll(&mut pfd, 1, ms) };
+    unsafe { libc::close(fd) };
+    r == 1 || !alive(pid)
+}

@@ -1,0 +1,78 @@
+//! The handshake refuses what it must, names why, and counts nothing refused.
+
+use harness::{bins, coordinator, json, run};
+
+fn fake(mode: &str, out: &std::path::Path) -> harness::Finished {
+    let mut c = coordinator();
+    c.arg("--output").arg(out).args(["--stage", "noop", "--connect-timeout", "5"]);
+    c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", mode);
+    run(c)
+}
+
+#[test]
+fn wrong_protocol_version_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let f = fake("wrong-version", &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("refused a connection"), "{}", f.stderr);
+    assert!(f.stderr.contains("protocol version 2 does not match"), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "worker_exited");
+    assert_eq!(failure["worker"], 0);
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn wrong_token_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let f = fake("wrong-token", &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("wrong token"), "{}", f.stderr);
+    // The worker side saw the refusal with its reason.
+    assert!(f.stderr.contains("fake worker: refused: worker 0"), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn garbage_instead_of_a_handshake_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let f = fake("garbage-first", &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("bad handshake frame: undecodable frame"), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn a_second_connection_for_the_same_rank_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let f = fake("duplicate", &out);
+    assert!(
+        f.stderr.contains("worker 0 is not expected (unknown rank, or already connected)"),
+        "{}",
+        f.stderr
+    );
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn a_worker_that_never_says_hello_times_out() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "noop", "--connect-timeout", "1", "--grace", "1"]);
+    c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", "silent");
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert_eq!(json(&out.join("failure.json"))["reason"], "connect_timeout");
+    assert!(f.stderr.contains("worker 0 did not connect within 1.0 s"), "{}", f.stderr);
+    f.assert_no_worker_left();
+}

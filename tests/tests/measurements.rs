@@ -1,0 +1,54 @@
+//! The figures are real: wall from a monotonic clock, CPU and peak RSS from
+//! the kernel, both as the worker saw them and as wait4 reported the process.
+//!
+//! This file holds one test so that `cargo test` runs it alone (test binaries
+//! run one after another), away from other CPU-hungry tests.
+
+use harness::{coordinator, json, run};
+
+#[test]
+fn diagnostic_stages_measure_what_they_do() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args([
+        "--quiet",
+        "--stage",
+        "sleep:200",
+        "--stage",
+        "spin:300",
+        "--stage",
+        "alloc:256",
+    ]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let st = |k: &str, field: &str| r["stages"][k][field].as_f64().unwrap();
+
+    assert!(st("sleep:200", "wall_s") >= 0.2, "sleep wall {}", st("sleep:200", "wall_s"));
+    assert!(st("sleep:200", "cpu_s") < 0.1 * st("sleep:200", "wall_s"), "sleep burned CPU");
+
+    let (wall, cpu) = (st("spin:300", "wall_s"), st("spin:300", "cpu_s"));
+    assert!(wall >= 0.3, "spin wall {wall}");
+    assert!(cpu >= 0.6 * wall && cpu <= wall * 1.05 + 0.01, "spin cpu {cpu} vs wall {wall}");
+
+    let mib = 1024.0 * 1024.0;
+    assert!(
+        st("alloc:256", "peak_rss_bytes") >= 256.0 * mib,
+        "alloc peak {}",
+        st("alloc:256", "peak_rss_bytes")
+    );
+    assert!(
+        st("sleep:200", "peak_rss_bytes") < 64.0 * mib,
+        "a fresh process per stage keeps peaks apart"
+    );
+
+    // wait4's view of each process agrees and covers the whole process.
+    let workers = r["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 3);
+    let by_stage = |k: &str| workers.iter().find(|w| w["stages"][0] == k).unwrap();
+    assert!(by_stage("alloc:256")["peak_rss_bytes"].as_f64().unwrap() >= 256.0 * mib);
+    assert!(by_stage("spin:300")["cpu_s"].as_f64().unwrap() >= cpu);
+    assert!(by_stage("sleep:200")["wall_s"].as_f64().unwrap() >= 0.2);
+    f.assert_no_worker_left();
+}

@@ -1,0 +1,145 @@
+//! The run directory contract: fresh path only, evidence in order, nothing
+//! identifying inside.
+
+use harness::{coordinator, files_below, json, run};
+
+#[test]
+fn an_existing_output_directory_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("mine");
+    std::fs::create_dir(&out).unwrap();
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("already exists"), "{}", f.stderr);
+    assert!(f.stderr.lines().filter(|l| l.starts_with("error:")).count() == 1, "{}", f.stderr);
+    assert!(files_below(&out).is_empty(), "something was written into the user's directory");
+    assert!(f.worker_pids().is_empty(), "workers were started for a refused run");
+}
+
+#[test]
+fn an_existing_output_file_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("notes.txt");
+    std::fs::write(&out, b"precious").unwrap();
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+}
+
+#[test]
+fn default_output_is_a_new_directory_under_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = coordinator();
+    c.current_dir(tmp.path()).args(["--stage", "noop", "--quiet"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let runs: Vec<_> = std::fs::read_dir(tmp.path().join("runs")).unwrap().flatten().collect();
+    assert_eq!(runs.len(), 1);
+    let name = runs[0].file_name().to_string_lossy().into_owned();
+    assert!(name.ends_with("Z-diagnostic"), "{name}");
+    assert_eq!(
+        files_below(&runs[0].path()),
+        ["declaration.json", "environment.json", "report.json"]
+    );
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn evidence_binds_together_and_names_no_path_user_or_host() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("evidence-run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "noop", "--stage", "write:4", "--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let decl = json(&out.join("declaration.json"));
+    let report = json(&out.join("report.json"));
+    let keys: Vec<_> =
+        decl["stages"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
+    assert_eq!(keys, ["noop", "write:4", "noop#2"]);
+    for k in &keys {
+        let st = &report["stages"][k];
+        assert!(
+            st["wall_s"].is_f64() && st["cpu_s"].is_f64() && st["peak_rss_bytes"].is_u64(),
+            "{st}"
+        );
+    }
+    assert_eq!(report["workers"].as_array().unwrap().len(), 3, "one process per stage");
+    assert_eq!(report["artifacts"][0]["path"], "artifacts/job-1-write.bin");
+    assert_eq!(decl["program"]["source_sha256"].as_str().unwrap().len(), 64);
+
+    let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
+    let user = std::env::var("USER").unwrap_or_default();
+    let tmp_str = tmp.path().to_string_lossy().into_owned();
+    for name in ["declaration.json", "environment.json", "report.json"] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        assert!(!text.contains(&tmp_str), "{name} contains the output path");
+        assert!(!text.contains("evidence-run"), "{name} names the run directory");
+        if host.len() > 3 {
+            assert!(!text.contains(&host), "{name} names the host");
+        }
+        if user.len() > 3 {
+            assert!(!text.contains(&format!("\"{user}\"")), "{name} names the user");
+        }
+    }
+}
+
+#[test]
+fn isolation_run_uses_one_process_for_every_stage() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args([
+        "--isolation",
+        "run",
+        "--stage",
+        "noop",
+        "--stage",
+        "sleep:10",
+        "--stage",
+        "noop",
+    ]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = json(&out.join("report.json"));
+    let workers = report["workers"].as_array().unwrap();
+    assert_eq!(workers.len(), 1);
+    assert_eq!(workers[0]["stages"].as_array().unwrap().len(), 3);
+    assert_eq!(workers[0]["exit"], "exited 0");
+    assert_eq!(f.worker_pids().len(), 1);
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn several_workers_share_the_queue() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--workers", "3"]);
+    for _ in 0..6 {
+        c.args(["--stage", "sleep:100"]);
+    }
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = json(&out.join("report.json"));
+    assert_eq!(report["stages"].as_object().unwrap().len(), 6);
+    // Concurrency from the order of events, not from timing: the most
+    // workers alive at once (spawned and not yet ended) must reach three.
+    let mut alive = 0i32;
+    let mut most = 0i32;
+    for line in f.stderr.lines() {
+        if line.contains("worker spawned") {
+            alive += 1;
+            most = most.max(alive);
+        } else if line.contains("worker ended") {
+            alive -= 1;
+        }
+    }
+    assert_eq!(most, 3, "{}", f.stderr);
+    assert_eq!(f.worker_pids().len(), 6, "a fresh process per stage");
+    f.assert_no_worker_left();
+}

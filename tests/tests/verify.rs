@@ -1,0 +1,121 @@
+//! `verify` passes on an untouched run and fails after any single byte of
+//! the declaration, environment, report or an artifact changes.
+
+use coordinator::rundir::verify::verify;
+use harness::{coordinator, run};
+use std::path::{Path, PathBuf};
+
+fn a_run(tmp: &Path) -> PathBuf {
+    let out = tmp.join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--quiet", "--stage", "write:1", "--stage", "spin:5"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    out
+}
+
+#[test]
+fn verify_passes_on_an_untouched_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = a_run(tmp.path());
+    let v = verify(&out).expect("untouched run verifies");
+    assert_eq!(v.artifacts, 1);
+    let mut c = harness::coordinator();
+    c.arg("verify").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(f.stdout.starts_with("verified "), "{}", f.stdout);
+    assert_eq!(f.stdout.lines().count(), 1);
+}
+
+/// Changes every byte of `file` in turn, several ways, and expects verify to
+/// fail each time, then restores it and expects verify to pass again. The
+/// replacements include ones that keep JSON valid and its value unchanged
+/// (space to tab, `e` to `E` in an exponent), which only the canonical-form
+/// check can catch.
+fn every_byte_change_is_caught(out: &Path, file: &str) {
+    let path = out.join(file);
+    let original = std::fs::read(&path).unwrap();
+    for i in 0..original.len() {
+        let b = original[i];
+        let mut replacements = vec![b ^ 0x01, b ^ 0x20, b' ', b'\t', b'\n', b'0'];
+        replacements.retain(|&r| r != b);
+        for r in replacements {
+            let mut bytes = original.clone();
+            bytes[i] = r;
+            std::fs::write(&path, &bytes).unwrap();
+            assert!(
+                verify(out).is_err(),
+                "{file}: changing byte {i} ({:?} -> {:?}) went unnoticed",
+                original[i] as char,
+                bytes[i] as char
+            );
+        }
+    }
+    std::fs::write(&path, &original).unwrap();
+    verify(out).expect("restored run verifies again");
+}
+
+#[test]
+fn any_changed_byte_of_the_declaration_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    every_byte_change_is_caught(&a_run(tmp.path()), "declaration.json");
+}
+
+#[test]
+fn any_changed_byte_of_the_environment_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    every_byte_change_is_caught(&a_run(tmp.path()), "environment.json");
+}
+
+#[test]
+fn any_changed_byte_of_the_report_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    every_byte_change_is_caught(&a_run(tmp.path()), "report.json");
+}
+
+#[test]
+fn any_changed_byte_of_an_artifact_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = a_run(tmp.path());
+    every_byte_change_is_caught(&out, "artifacts/job-0-write.bin");
+}
+
+#[test]
+fn verify_failures_name_what_differs_and_exit_3() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = a_run(tmp.path());
+    let decl = out.join("declaration.json");
+    let text = std::fs::read_to_string(&decl).unwrap().replace("\"workers\": 1", "\"workers\": 2");
+    std::fs::write(&decl, text).unwrap();
+    let mut c = harness::coordinator();
+    c.arg("verify").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(3), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("declaration.json does not match the report's declaration_sha256"),
+        "{}",
+        f.stderr
+    );
+    assert_eq!(f.stderr.lines().count(), 1, "{}", f.stderr);
+
+    // A changed figure, even re-serialised canonically, breaks the body digest.
+    let report = out.join("report.json");
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
+    v["stages"]["spin:5"]["wall_s"] = serde_json::json!(0.001);
+    std::fs::write(&report, coordinator::rundir::canonical::to_bytes(&v)).unwrap();
+    let err = verify(&out).unwrap_err();
+    assert!(err.contains("body does not match its body_sha256"), "{err}");
+}
+
+#[test]
+fn verify_of_a_failed_run_says_it_failed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "fail"]);
+    assert_eq!(run(c).code(), Some(1));
+    let err = verify(&out).unwrap_err();
+    assert!(err.starts_with("no report.json: the run failed (stage_failed:"), "{err}");
+}
