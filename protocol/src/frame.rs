@@ -114,7 +114,7 @@ fn fill<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
-/// Async twins of [`read`] and [`write`] for tokio streams.
+/// Async twins of [`read()`] and [`write()`] for tokio streams.
 #[cfg(feature = "tokio")]
 pub mod nonblocking {
     use super::*;
