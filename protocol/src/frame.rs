@@ -49,8 +49,16 @@ pub fn encode<T: Serialize>(msg: &T) -> Result<Vec<u8>, FrameError> {
     Ok(out)
 }
 
-/// Checks an announced payload length against the limit.
-fn payload_len(header: [u8; HEADER_BYTES]) -> Result<usize, FrameError> {
+/// Checks a header read of `got` bytes; returns the announced payload
+/// length if it is complete and within the limit.
+fn payload_len(header: [u8; HEADER_BYTES], got: usize) -> Result<usize, FrameError> {
+    match got {
+        0 => return Err(FrameError::Closed),
+        n if n < HEADER_BYTES => {
+            return Err(FrameError::Truncated { expected: HEADER_BYTES, got: n });
+        }
+        _ => {}
+    }
     let len = u32::from_be_bytes(header) as usize;
     if len > MAX_FRAME_BYTES {
         return Err(FrameError::Oversized { len, max: MAX_FRAME_BYTES });
@@ -61,8 +69,12 @@ fn payload_len(header: [u8; HEADER_BYTES]) -> Result<usize, FrameError> {
     Ok(len)
 }
 
-/// Decodes a payload, insisting that every byte belongs to the message.
-fn decode_payload<T: DeserializeOwned>(payload: &[u8]) -> Result<T, FrameError> {
+/// Decodes a payload read of `got` bytes, insisting that it is complete and
+/// that every byte belongs to the message.
+fn decode_payload<T: DeserializeOwned>(payload: &[u8], got: usize) -> Result<T, FrameError> {
+    if got < payload.len() {
+        return Err(FrameError::Truncated { expected: payload.len(), got });
+    }
     let (msg, used) = bincode::serde::decode_from_slice(payload, config())
         .map_err(|e| FrameError::Decode(e.to_string()))?;
     if used != payload.len() {
@@ -84,20 +96,10 @@ pub fn write<W: Write, T: Serialize>(w: &mut W, msg: &T) -> Result<(), FrameErro
 /// Reads one frame. A clean end of stream before the header is [`FrameError::Closed`].
 pub fn read<R: Read, T: DeserializeOwned>(r: &mut R) -> Result<T, FrameError> {
     let mut header = [0u8; HEADER_BYTES];
-    match fill(r, &mut header)? {
-        0 => return Err(FrameError::Closed),
-        n if n < HEADER_BYTES => {
-            return Err(FrameError::Truncated { expected: HEADER_BYTES, got: n });
-        }
-        _ => {}
-    }
-    let len = payload_len(header)?;
-    let mut payload = vec![0u8; len];
+    let got = fill(r, &mut header)?;
+    let mut payload = vec![0u8; payload_len(header, got)?];
     let got = fill(r, &mut payload)?;
-    if got < len {
-        return Err(FrameError::Truncated { expected: len, got });
-    }
-    decode_payload(&payload)
+    decode_payload(&payload, got)
 }
 
 /// Reads until `buf` is full or the stream ends; returns the bytes read.
@@ -135,20 +137,10 @@ pub mod nonblocking {
         r: &mut R,
     ) -> Result<T, FrameError> {
         let mut header = [0u8; HEADER_BYTES];
-        match fill(r, &mut header).await? {
-            0 => return Err(FrameError::Closed),
-            n if n < HEADER_BYTES => {
-                return Err(FrameError::Truncated { expected: HEADER_BYTES, got: n });
-            }
-            _ => {}
-        }
-        let len = payload_len(header)?;
-        let mut payload = vec![0u8; len];
+        let got = fill(r, &mut header).await?;
+        let mut payload = vec![0u8; payload_len(header, got)?];
         let got = fill(r, &mut payload).await?;
-        if got < len {
-            return Err(FrameError::Truncated { expected: len, got });
-        }
-        decode_payload(&payload)
+        decode_payload(&payload, got)
     }
 
     async fn fill<R: AsyncRead + Unpin>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {

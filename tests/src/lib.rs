@@ -54,6 +54,16 @@ pub fn coordinator() -> Command {
     c
 }
 
+/// A scratch directory, a run path inside it that does not exist yet, and a
+/// coordinator command already pointed at that path with `--output`.
+pub fn coordinator_with_output() -> (tempfile::TempDir, PathBuf, Command) {
+    let tmp = tempfile::tempdir().expect("scratch directory");
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out);
+    (tmp, out, c)
+}
+
 /// The outcome of a finished coordinator.
 pub struct Finished {
     pub status: ExitStatus,

@@ -1,13 +1,11 @@
 //! A malformed frame from an admitted worker ends that worker's connection
 //! with an error naming it: never a panic, never a peer-sized allocation.
 
-use harness::{bins, coordinator, json, run};
+use harness::{bins, json, run};
 
 fn after_hello(mode: &str) -> (tempfile::TempDir, harness::Finished) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--stage", "sleep:1", "--grace", "1"]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "sleep:1", "--grace", "1"]);
     c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", mode);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);

@@ -65,10 +65,8 @@ fn a_second_connection_for_the_same_rank_is_refused() {
 
 #[test]
 fn a_worker_that_never_says_hello_times_out() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--stage", "noop", "--connect-timeout", "1", "--grace", "1"]);
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "noop", "--connect-timeout", "1", "--grace", "1"]);
     c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", "silent");
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);

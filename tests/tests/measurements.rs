@@ -8,18 +8,8 @@ use harness::{coordinator, json, run};
 
 #[test]
 fn diagnostic_stages_measure_what_they_do() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args([
-        "--quiet",
-        "--stage",
-        "sleep:200",
-        "--stage",
-        "spin:300",
-        "--stage",
-        "alloc:256",
-    ]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--stage", "sleep:200", "--stage", "spin:300", "--stage", "alloc:256"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let r = json(&out.join("report.json"));

@@ -90,19 +90,8 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
 
 #[test]
 fn isolation_run_uses_one_process_for_every_stage() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args([
-        "--isolation",
-        "run",
-        "--stage",
-        "noop",
-        "--stage",
-        "sleep:10",
-        "--stage",
-        "noop",
-    ]);
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--isolation", "run", "--stage", "noop", "--stage", "sleep:10", "--stage", "noop"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let report = json(&out.join("report.json"));
@@ -116,10 +105,8 @@ fn isolation_run_uses_one_process_for_every_stage() {
 
 #[test]
 fn several_workers_share_the_queue() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--workers", "3"]);
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--workers", "3"]);
     for _ in 0..6 {
         c.args(["--stage", "sleep:100"]);
     }

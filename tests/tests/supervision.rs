@@ -19,10 +19,8 @@ fn assert_failed(out: &Path, reason: &str, stage: Option<&str>) -> serde_json::V
 
 #[test]
 fn a_worker_crashing_mid_stage_fails_the_run_cleanly() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--stage", "noop", "--stage", "crash", "--stage", "noop"]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "noop", "--stage", "crash", "--stage", "noop"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(f.stderr.contains("worker 1 killed by signal 6 (SIGABRT)"), "{}", f.stderr);
@@ -36,10 +34,8 @@ fn a_worker_crashing_mid_stage_fails_the_run_cleanly() {
 
 #[test]
 fn a_failing_stage_is_named_with_its_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--isolation", "run", "--stage", "noop", "--stage", "fail"]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--isolation", "run", "--stage", "noop", "--stage", "fail"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(
@@ -54,17 +50,8 @@ fn a_failing_stage_is_named_with_its_error() {
 
 #[test]
 fn a_hanging_stage_is_ended_by_the_stage_timeout() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args([
-        "--stage",
-        "sleep:600000",
-        "--stage-timeout",
-        "0.5",
-        "--grace",
-        "0.5",
-    ]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "sleep:600000", "--stage-timeout", "0.5", "--grace", "0.5"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(
@@ -79,10 +66,8 @@ fn a_hanging_stage_is_ended_by_the_stage_timeout() {
 /// Starts a long run on several workers, waits until every one is inside its
 /// stage, then sends `sig` to the coordinator.
 fn interrupt(sig: Signal, expected_code: i32) {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--workers", "3"]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--workers", "3"]);
     for _ in 0..3 {
         c.args(["--stage", "sleep:600000"]);
     }
@@ -133,10 +118,8 @@ fn workers_die_with_a_coordinator_killed_outright() {
 
 #[test]
 fn a_missing_worker_binary_is_a_usage_error_before_anything_is_written() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).arg("--worker-bin").arg(tmp.path().join("no-such-worker"));
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.arg("--worker-bin").arg(tmp.path().join("no-such-worker"));
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("worker binary not found"), "{}", f.stderr);
@@ -145,10 +128,8 @@ fn a_missing_worker_binary_is_a_usage_error_before_anything_is_written() {
 
 #[test]
 fn an_unknown_stage_is_a_usage_error() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--stage", "warp:9"]);
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "warp:9"]);
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("unknown stage 'warp:9'"), "{}", f.stderr);

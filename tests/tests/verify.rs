@@ -111,10 +111,8 @@ fn verify_failures_name_what_differs_and_exit_3() {
 
 #[test]
 fn verify_of_a_failed_run_says_it_failed() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let mut c = coordinator();
-    c.arg("--output").arg(&out).args(["--stage", "fail"]);
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "fail"]);
     assert_eq!(run(c).code(), Some(1));
     let err = verify(&out).unwrap_err();
     assert!(err.starts_with("no report.json: the run failed (stage_failed:"), "{err}");
