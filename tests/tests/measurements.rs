@@ -4,11 +4,11 @@
 //! This file holds one test so that `cargo test` runs it alone (test binaries
 //! run one after another), away from other CPU-hungry tests.
 
-use harness::{coordinator, json, run};
+use harness::{json, run};
 
 #[test]
 fn diagnostic_stages_measure_what_they_do() {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--quiet", "--stage", "sleep:200", "--stage", "spin:300", "--stage", "alloc:256"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);

@@ -19,7 +19,7 @@ fn assert_failed(out: &Path, reason: &str, stage: Option<&str>) -> serde_json::V
 
 #[test]
 fn a_worker_crashing_mid_stage_fails_the_run_cleanly() {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--stage", "noop", "--stage", "crash", "--stage", "noop"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
@@ -34,7 +34,7 @@ fn a_worker_crashing_mid_stage_fails_the_run_cleanly() {
 
 #[test]
 fn a_failing_stage_is_named_with_its_error() {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--isolation", "run", "--stage", "noop", "--stage", "fail"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
@@ -50,7 +50,7 @@ fn a_failing_stage_is_named_with_its_error() {
 
 #[test]
 fn a_hanging_stage_is_ended_by_the_stage_timeout() {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--stage", "sleep:600000", "--stage-timeout", "0.5", "--grace", "0.5"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
@@ -66,7 +66,7 @@ fn a_hanging_stage_is_ended_by_the_stage_timeout() {
 /// Starts a long run on several workers, waits until every one is inside its
 /// stage, then sends `sig` to the coordinator.
 fn interrupt(sig: Signal, expected_code: i32) {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--workers", "3"]);
     for _ in 0..3 {
         c.args(["--stage", "sleep:600000"]);
@@ -128,7 +128,7 @@ fn a_missing_worker_binary_is_a_usage_error_before_anything_is_written() {
 
 #[test]
 fn an_unknown_stage_is_a_usage_error() {
-    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--stage", "warp:9"]);
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
