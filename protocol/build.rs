@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// Workspace members whose sources make up the program.
-const MEMBERS: &[&str] = &["protocol", "worker", "coordinator", "tests"];
+const MEMBERS: &[&str] = &["protocol", "evidence", "recipe", "worker", "coordinator", "tests"];
 /// Crates whose resolved versions are worth recording in environment.json.
 const KEY_CRATES: &[&str] = &[
     "tokio",

@@ -6,10 +6,9 @@ use crate::gate::Gate;
 use crate::plan::RunPlan;
 use crate::process::LocalLauncher;
 use crate::rundir::report::{self, ArtifactRecord, ProcessRecord, Report, StageRecord};
-use crate::rundir::{
-    self, RunDir, canonical, declaration::Declaration, environment, failure::Failure,
-};
+use crate::rundir::{self, RunDir, declaration::Declaration, environment, failure::Failure};
 use crate::supervisor::{Job, JobResult};
+use evidence::canonical;
 use protocol::{JobId, Token};
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;

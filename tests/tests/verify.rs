@@ -104,7 +104,7 @@ fn verify_failures_name_what_differs_and_exit_3() {
     let mut v: serde_json::Value =
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     v["stages"]["spin:5"]["wall_s"] = serde_json::json!(0.001);
-    std::fs::write(&report, coordinator::rundir::canonical::to_bytes(&v)).unwrap();
+    std::fs::write(&report, evidence::to_bytes(&v)).unwrap();
     let err = verify(&out).unwrap_err();
     assert!(err.contains("body does not match its body_sha256"), "{err}");
 }

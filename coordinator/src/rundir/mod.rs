@@ -9,15 +9,14 @@
 //! - No evidence file holds an input path, a user or host name, or a subject
 //!   identifier.
 
-pub mod canonical;
 pub mod declaration;
 pub mod environment;
 pub mod failure;
 pub mod report;
 pub mod verify;
 
-use std::fs::{self, DirBuilder, File};
-use std::io::{self, Write};
+use std::fs::{self, DirBuilder};
+use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
@@ -83,22 +82,10 @@ impl RunDir {
 
     /// Writes an evidence file atomically. Returns the SHA-256 of its bytes.
     pub fn write_evidence(&self, name: &str, bytes: &[u8]) -> Result<String, RunDirError> {
-        write_atomic(&self.path, name, bytes)
+        evidence::write_atomic(&self.path.join(name), bytes)
             .map_err(|source| RunDirError::Write { name: name.to_string(), source })?;
-        Ok(canonical::sha256_hex(bytes))
+        Ok(evidence::sha256_hex(bytes))
     }
-}
-
-/// Temp file, fsync, rename into place, fsync the directory.
-fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp"));
-    {
-        let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-    }
-    fs::rename(&tmp, dir.join(name))?;
-    File::open(dir)?.sync_all()
 }
 
 #[cfg(test)]

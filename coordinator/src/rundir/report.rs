@@ -1,7 +1,7 @@
 //! report.json: every measurement of a successful run, bound by SHA-256 to
 //! the declaration, the environment, every artifact and its own body.
 
-use super::canonical;
+use evidence::canonical;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;

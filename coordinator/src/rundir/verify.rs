@@ -1,7 +1,8 @@
 //! `coordinator verify DIR`: recompute every binding and artifact hash.
 
-use super::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, canonical, report};
+use super::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, report};
 use crate::supervisor::is_safe_relative;
+use evidence::canonical;
 use rayon::prelude::*;
 use serde_json::Value;
 use std::path::Path;

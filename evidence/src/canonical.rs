@@ -1,4 +1,4 @@
-//! The one place where JSON evidence becomes bytes.
+//! Canonical JSON bytes and SHA-256.
 //!
 //! Canonical form: object keys sorted recursively, pretty-printed with two
 //! spaces, one trailing newline. Every evidence file is written in this form

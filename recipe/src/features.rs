@@ -1,0 +1,222 @@
+//! Frame features (contract v1): per frame of 12 samples at stride 6,
+//! computed in f64 and stored as f32, in the order `tod, mov_mu, mov_std,
+//! angle_mu, angle_std`. A frame is valid iff all 12 of its enmo and anglez
+//! samples are finite.
+//!
+//! Two implementations: [`extract_reference`], a plain scalar transcription
+//! of the contract, and [`extract`], the one stages use. `extract` performs
+//! the same floating-point operations in the same order (it only computes
+//! each sample's cosine once, from a table of exact `cos` values, and skips
+//! nothing), so the two agree to the last bit; tests check that.
+
+use crate::contract::{FRAME_SAMPLES, FRAME_STRIDE, N_FEATURES, frame_count};
+use std::f64::consts::TAU;
+use std::sync::OnceLock;
+
+/// Features of one series.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Features {
+    /// Row-major `[frames, 5]`.
+    pub values: Vec<f32>,
+    pub valid: Vec<bool>,
+}
+
+impl Features {
+    pub fn frames(&self) -> usize {
+        self.valid.len()
+    }
+    pub fn valid_frames(&self) -> usize {
+        self.valid.iter().filter(|v| **v).count()
+    }
+}
+
+fn tod_term(local_seconds: u32) -> f64 {
+    (TAU * local_seconds as f64 / 86_400.0).cos()
+}
+
+fn mean_std(xs: impl Iterator<Item = f64> + Clone) -> (f64, f64) {
+    let n = FRAME_SAMPLES as f64;
+    let mut sum = 0.0;
+    for x in xs.clone() {
+        sum += x;
+    }
+    let mean = sum / n;
+    let mut sq = 0.0;
+    for x in xs {
+        let d = x - mean;
+        sq += d * d;
+    }
+    (mean, (sq / n).sqrt())
+}
+
+/// The contract, transcribed as plainly as possible.
+pub fn extract_reference(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features {
+    let frames = frame_count(local_seconds.len());
+    let mut values = Vec::with_capacity(frames * N_FEATURES);
+    let mut valid = Vec::with_capacity(frames);
+    for j in 0..frames {
+        let w = j * FRAME_STRIDE..j * FRAME_STRIDE + FRAME_SAMPLES;
+        let mut tod = 0.0;
+        for &t in &local_seconds[w.clone()] {
+            tod += tod_term(t);
+        }
+        tod /= FRAME_SAMPLES as f64;
+        let (mov_mu, mov_std) = mean_std(enmo[w.clone()].iter().map(|&x| x as f64));
+        let (angle_mu, angle_std) = mean_std(anglez[w.clone()].iter().map(|&x| x as f64));
+        values.extend([tod, mov_mu, mov_std, angle_mu, angle_std].map(|v| v as f32));
+        valid.push(enmo[w.clone()].iter().chain(&anglez[w]).all(|x| x.is_finite()));
+    }
+    Features { values, valid }
+}
+
+/// `cos(2π·s/86400)` for every second of a day, computed by the same
+/// expression as the reference, so lookups are bit-identical to it.
+fn tod_table() -> &'static [f64] {
+    static TABLE: OnceLock<Vec<f64>> = OnceLock::new();
+    TABLE.get_or_init(|| (0..86_400u32).map(tod_term).collect())
+}
+
+/// The extraction stages use: same arithmetic as the reference, each
+/// sample's terms computed once.
+pub fn extract(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features {
+    let n = local_seconds.len();
+    let frames = frame_count(n);
+    let table = tod_table();
+    let cos: Vec<f64> = local_seconds.iter().map(|&t| table[(t as usize) % 86_400]).collect();
+    let e: Vec<f64> = enmo[..n].iter().map(|&x| x as f64).collect();
+    let a: Vec<f64> = anglez[..n].iter().map(|&x| x as f64).collect();
+    let finite: Vec<bool> = (0..n).map(|i| e[i].is_finite() && a[i].is_finite()).collect();
+    let mut values = vec![0f32; frames * N_FEATURES];
+    let mut valid = vec![false; frames];
+    let inv = FRAME_SAMPLES as f64;
+    for j in 0..frames {
+        let s = j * FRAME_STRIDE;
+        let window =
+            |v: &[f64]| -> [f64; FRAME_SAMPLES] { v[s..s + FRAME_SAMPLES].try_into().unwrap() };
+        let (c, ew, aw) = (window(&cos), window(&e), window(&a));
+        let mut tod = 0.0;
+        for x in c {
+            tod += x;
+        }
+        let (mov_mu, mov_std) = mean_std_array(&ew, inv);
+        let (angle_mu, angle_std) = mean_std_array(&aw, inv);
+        let out = &mut values[j * N_FEATURES..(j + 1) * N_FEATURES];
+        out[0] = (tod / inv) as f32;
+        out[1] = mov_mu as f32;
+        out[2] = mov_std as f32;
+        out[3] = angle_mu as f32;
+        out[4] = angle_std as f32;
+        valid[j] = finite[s..s + FRAME_SAMPLES].iter().all(|&f| f);
+    }
+    Features { values, valid }
+}
+
+#[inline(always)]
+fn mean_std_array(xs: &[f64; FRAME_SAMPLES], n: f64) -> (f64, f64) {
+    let mut sum = 0.0;
+    for &x in xs {
+        sum += x;
+    }
+    let mean = sum / n;
+    let mut sq = 0.0;
+    for &x in xs {
+        let d = x - mean;
+        sq += d * d;
+    }
+    (mean, (sq / n).sqrt())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::Rng;
+
+    fn bits(f: &Features) -> (Vec<u32>, Vec<bool>) {
+        (f.values.iter().map(|v| v.to_bits()).collect(), f.valid.clone())
+    }
+
+    fn random_series(rng: &mut Rng, n: usize, nonfinite: f64) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
+        let start = rng.range(0, 86_400) as u32;
+        let mut ts = Vec::with_capacity(n);
+        let mut t = start;
+        for _ in 0..n {
+            ts.push(t);
+            t = (t + 5) % 86_400;
+            if rng.chance(0.001) {
+                // A daylight-saving jump of the local clock by ±1 h.
+                t = if rng.chance(0.5) {
+                    (t + 3600) % 86_400
+                } else {
+                    (t + 86_400 - 3600) % 86_400
+                };
+            }
+        }
+        let special = [f32::NAN, f32::INFINITY, f32::NEG_INFINITY];
+        let pick = |scale: f64, rng: &mut Rng| -> f32 {
+            if rng.chance(nonfinite) {
+                special[rng.range(0, 3) as usize]
+            } else {
+                (rng.normal() * scale) as f32
+            }
+        };
+        let enmo = (0..n).map(|_| pick(0.05, rng).abs()).collect();
+        let anglez = (0..n).map(|_| pick(40.0, rng)).collect();
+        (ts, enmo, anglez)
+    }
+
+    #[test]
+    fn fast_matches_reference_to_the_bit_on_random_input() {
+        let mut rng = Rng::new(42);
+        for case in 0..200 {
+            let n = rng.range(0, 3_000) as usize;
+            let p = if case % 3 == 0 { 0.0 } else { 0.01 };
+            let (ts, e, a) = random_series(&mut rng, n, p);
+            assert_eq!(
+                bits(&extract(&ts, &e, &a)),
+                bits(&extract_reference(&ts, &e, &a)),
+                "case {case}"
+            );
+        }
+    }
+
+    #[test]
+    fn edge_cases() {
+        // Shorter than a window: no frames.
+        for n in 0..12 {
+            let f = extract(&vec![0; n], &vec![0.0; n], &vec![0.0; n]);
+            assert_eq!(f.frames(), 0);
+        }
+        // One non-finite sample invalidates exactly the frames that contain it.
+        let n = 30;
+        let ts: Vec<u32> = (0..n).map(|i| i * 5).collect();
+        let mut e = vec![0.01f32; n as usize];
+        let a = vec![10.0f32; n as usize];
+        e[13] = f32::NAN;
+        let f = extract(&ts, &e, &a);
+        assert_eq!(f.valid, [true, false, false, true]); // frames cover 0–11, 6–17, 12–23, 18–29
+        let f = extract(&ts, &vec![0.01; n as usize], &a);
+        assert_eq!(f.valid, [true, true, true, true]);
+        // Constant signal: std exactly 0, mean exactly the value.
+        assert_eq!(f.values[1], 0.01f32);
+        assert_eq!(f.values[2], 0.0);
+        assert_eq!(f.values[3], 10.0);
+        // Midnight: tod = 1; noon: tod = −1.
+        let f = extract(&[0; 12], &[0.0; 12], &[0.0; 12]);
+        assert_eq!(f.values[0], 1.0);
+        let f = extract(&[43_200; 12], &[0.0; 12], &[0.0; 12]);
+        assert_eq!(f.values[0], -1.0);
+    }
+
+    #[test]
+    fn daylight_saving_jumps_use_the_local_clock() {
+        // 01:59:30 … then back to 01:00:00: tod follows the local clock.
+        let ts: Vec<u32> =
+            (0..6).map(|i| 7170 + 5 * i).chain((0..6).map(|i| 3600 + 5 * i)).collect();
+        let e = [0.0f32; 12];
+        let f = extract(&ts, &e, &e);
+        let r = extract_reference(&ts, &e, &e);
+        assert_eq!(bits(&f), bits(&r));
+        let expect: f64 = ts.iter().map(|&t| tod_term(t)).sum::<f64>() / 12.0;
+        assert_eq!(f.values[0], expect as f32);
+    }
+}

@@ -1,0 +1,243 @@
+//! Reading series data in the CMI format from parquet, and the row contract
+//! every series must keep: `step` runs 0, 1, 2, … and the UTC instant of each
+//! row is exactly 5 s after the previous one. Freezing and extraction both
+//! check it with [`RowChecker`], so there is one definition of a valid series.
+
+use crate::clock;
+use crate::contract::SAMPLE_SECONDS;
+use arrow_array::{Array, Float32Array, LargeStringArray, RecordBatch, StringArray, UInt32Array};
+use arrow_schema::{DataType, Schema};
+use parquet::arrow::ProjectionMask;
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::file::reader::ChunkReader;
+
+/// Columns of a frozen per-series source file, with their types.
+pub const SOURCE_COLUMNS: [(&str, DataType); 4] = [
+    ("step", DataType::UInt32),
+    ("timestamp", DataType::Utf8),
+    ("anglez", DataType::Float32),
+    ("enmo", DataType::Float32),
+];
+
+/// What is wrong with an input, named well enough to fix it.
+#[derive(Debug, thiserror::Error)]
+pub enum SourceError {
+    #[error("{file}: not a readable parquet file: {detail}")]
+    Parquet { file: String, detail: String },
+    #[error("{file}: missing column '{column}' (needs {needs})")]
+    MissingColumn { file: String, column: String, needs: String },
+    #[error("{file}: column '{column}' has type {got}, expected {expected}")]
+    ColumnType { file: String, column: String, got: String, expected: String },
+    #[error("{file}: series {series}, row {row}: {problem}")]
+    Row { file: String, series: String, row: u64, problem: RowProblem },
+    #[error("{file}: {detail}")]
+    Other { file: String, detail: String },
+}
+
+/// A broken row contract.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum RowProblem {
+    #[error("step {got} where {expected} was expected (steps must run 0, 1, 2, … without gaps)")]
+    Step { expected: u64, got: u64 },
+    #[error("timestamp '{0}' cannot be parsed (expected YYYY-MM-DDTHH:MM:SS±HHMM)")]
+    Timestamp(String),
+    #[error("timestamp '{text}' is {delta} s after the previous row in UTC (must be exactly 5 s)")]
+    Cadence { text: String, delta: i64 },
+    #[error("null {0}")]
+    Null(&'static str),
+}
+
+/// Checks rows of one series in order.
+#[derive(Default)]
+pub struct RowChecker {
+    next_step: u64,
+    prev_utc: Option<i64>,
+}
+
+impl RowChecker {
+    /// Checks one row; returns its local clock seconds of day.
+    pub fn push(&mut self, step: u32, timestamp: &str) -> Result<u32, RowProblem> {
+        if step as u64 != self.next_step {
+            return Err(RowProblem::Step { expected: self.next_step, got: step as u64 });
+        }
+        let stamp = clock::parse(timestamp.as_bytes())
+            .ok_or_else(|| RowProblem::Timestamp(timestamp.to_string()))?;
+        if let Some(prev) = self.prev_utc {
+            if stamp.utc - prev != SAMPLE_SECONDS {
+                return Err(RowProblem::Cadence {
+                    text: timestamp.to_string(),
+                    delta: stamp.utc - prev,
+                });
+            }
+        }
+        self.next_step += 1;
+        self.prev_utc = Some(stamp.utc);
+        Ok(stamp.local_seconds)
+    }
+}
+
+/// Checks that `schema` has each required column with its type (extra columns are ignored).
+pub fn check_columns(
+    schema: &Schema,
+    required: &[(&str, DataType)],
+    file: &str,
+) -> Result<(), SourceError> {
+    let needs = required.iter().map(|(n, t)| format!("{n}: {t}")).collect::<Vec<_>>().join(", ");
+    for (name, ty) in required {
+        let field = schema.field_with_name(name).map_err(|_| SourceError::MissingColumn {
+            file: file.into(),
+            column: (*name).into(),
+            needs: needs.clone(),
+        })?;
+        let ok = field.data_type() == ty
+            || (*ty == DataType::Utf8 && field.data_type() == &DataType::LargeUtf8);
+        if !ok {
+            return Err(SourceError::ColumnType {
+                file: file.into(),
+                column: (*name).into(),
+                got: field.data_type().to_string(),
+                expected: ty.to_string(),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Opens a parquet input reading only `columns`, after checking them.
+pub fn open<R: ChunkReader + 'static>(
+    input: R,
+    required: &[(&str, DataType)],
+    file: &str,
+    batch_rows: usize,
+) -> Result<ParquetRecordBatchReader, SourceError> {
+    let parquet = |e: parquet::errors::ParquetError| SourceError::Parquet {
+        file: file.into(),
+        detail: e.to_string(),
+    };
+    let builder = ParquetRecordBatchReaderBuilder::try_new(input).map_err(parquet)?;
+    check_columns(builder.schema(), required, file)?;
+    let names: Vec<&str> = required.iter().map(|(n, _)| *n).collect();
+    let mask = ProjectionMask::columns(builder.parquet_schema(), names.iter().copied());
+    builder.with_projection(mask).with_batch_size(batch_rows).build().map_err(parquet)
+}
+
+/// Typed access to one column of a batch.
+pub fn column<'a, T: 'static>(
+    batch: &'a RecordBatch,
+    name: &str,
+    file: &str,
+) -> Result<&'a T, SourceError> {
+    batch.column_by_name(name).and_then(|c| c.as_any().downcast_ref::<T>()).ok_or_else(|| {
+        SourceError::Other {
+            file: file.into(),
+            detail: format!("column '{name}' could not be read"),
+        }
+    })
+}
+
+/// A utf8 column, small or large offsets.
+pub enum Text<'a> {
+    Small(&'a StringArray),
+    Large(&'a LargeStringArray),
+}
+
+impl Text<'_> {
+    pub fn value(&self, i: usize) -> &str {
+        match self {
+            Text::Small(a) => a.value(i),
+            Text::Large(a) => a.value(i),
+        }
+    }
+    pub fn is_null(&self, i: usize) -> bool {
+        match self {
+            Text::Small(a) => a.is_null(i),
+            Text::Large(a) => a.is_null(i),
+        }
+    }
+}
+
+/// A utf8 column of a batch.
+pub fn text<'a>(batch: &'a RecordBatch, name: &str, file: &str) -> Result<Text<'a>, SourceError> {
+    let col = batch.column_by_name(name);
+    if let Some(a) = col.and_then(|c| c.as_any().downcast_ref::<StringArray>()) {
+        return Ok(Text::Small(a));
+    }
+    if let Some(a) = col.and_then(|c| c.as_any().downcast_ref::<LargeStringArray>()) {
+        return Ok(Text::Large(a));
+    }
+    Err(SourceError::Other { file: file.into(), detail: format!("column '{name}' is not text") })
+}
+
+/// The decoded, checked columns of one series.
+#[derive(Debug, Default)]
+pub struct SeriesData {
+    pub local_seconds: Vec<u32>,
+    pub anglez: Vec<f32>,
+    pub enmo: Vec<f32>,
+}
+
+/// Decodes and checks a frozen per-series source file from its bytes.
+/// Null anglez/enmo values become NaN (their frames are invalid).
+pub fn read_series(
+    bytes: bytes::Bytes,
+    file: &str,
+    series: &str,
+) -> Result<SeriesData, SourceError> {
+    let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
+    let mut out = SeriesData::default();
+    let mut checker = RowChecker::default();
+    let mut row = 0u64;
+    for batch in reader {
+        let batch =
+            batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
+        let step = column::<UInt32Array>(&batch, "step", file)?;
+        let ts = text(&batch, "timestamp", file)?;
+        let anglez = column::<Float32Array>(&batch, "anglez", file)?;
+        let enmo = column::<Float32Array>(&batch, "enmo", file)?;
+        out.local_seconds.reserve(batch.num_rows());
+        for i in 0..batch.num_rows() {
+            let fail = |problem| SourceError::Row {
+                file: file.into(),
+                series: series.into(),
+                row: row + i as u64,
+                problem,
+            };
+            if step.is_null(i) {
+                return Err(fail(RowProblem::Null("step")));
+            }
+            if ts.is_null(i) {
+                return Err(fail(RowProblem::Null("timestamp")));
+            }
+            out.local_seconds.push(checker.push(step.value(i), ts.value(i)).map_err(fail)?);
+        }
+        out.anglez.extend(anglez.iter().map(|v| v.unwrap_or(f32::NAN)));
+        out.enmo.extend(enmo.iter().map(|v| v.unwrap_or(f32::NAN)));
+        row += batch.num_rows() as u64;
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_checker_names_each_broken_rule() {
+        let mut c = RowChecker::default();
+        assert_eq!(c.push(0, "2018-08-14T15:30:00-0400"), Ok(55_800));
+        assert_eq!(c.push(1, "2018-08-14T15:30:05-0400"), Ok(55_805));
+        assert_eq!(
+            c.push(3, "2018-08-14T15:30:10-0400"),
+            Err(RowProblem::Step { expected: 2, got: 3 })
+        );
+        assert!(matches!(
+            c.push(2, "2018-08-14T15:30:20-0400"),
+            Err(RowProblem::Cadence { delta: 15, .. })
+        ));
+        assert!(matches!(c.push(2, "yesterday"), Err(RowProblem::Timestamp(_))));
+        // A daylight-saving change: local clock jumps back an hour, UTC keeps 5 s.
+        let mut c = RowChecker::default();
+        c.push(0, "2018-11-04T01:59:55-0400").unwrap();
+        assert_eq!(c.push(1, "2018-11-04T01:00:00-0500"), Ok(3600));
+    }
+}
