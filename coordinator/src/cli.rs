@@ -7,6 +7,7 @@ use crate::run::{self, RunError, RunSummary};
 use crate::rundir::verify;
 use clap::{Args, Parser, Subcommand};
 use protocol::exit::coordinator as code;
+use recipe::generate::Scale;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -35,6 +36,38 @@ enum Command {
         /// The run directory (holding report.json).
         dir: PathBuf,
     },
+    /// Make or freeze datasets in the CMI "Detect Sleep States" format.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum DatasetCommand {
+    /// Write a deterministic synthetic cohort in the raw CMI format
+    /// (train_series.parquet, train_events.csv) into a new directory.
+    Generate {
+        /// Directory to create; it must not exist.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// tiny (8 series, for tests), small (36, the built-in default) or seed (277, ~128 M rows).
+        #[arg(long, default_value = "small")]
+        scale: Scale,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Turn raw files into a frozen dataset: one parquet per series, a copy of
+    /// the events, and frozen.json with the split, every hash and a fingerprint.
+    Freeze {
+        /// The raw series parquet (series_id, step, timestamp, anglez, enmo).
+        #[arg(long, value_name = "FILE")]
+        series: PathBuf,
+        /// The raw events CSV (series_id, night, event, step, timestamp).
+        #[arg(long, value_name = "FILE")]
+        events: PathBuf,
+        /// Directory to create; it must not exist.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -56,6 +89,10 @@ struct RunArgs {
     /// Run directory to create; it must not exist. [default: runs/<UTC time>-<mode>/]
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
+    /// A frozen dataset (see `coordinator dataset freeze`). [default: the built-in
+    /// small synthetic cohort, generated once into $STAGEBENCH_CACHE or ~/.cache/stagebench]
+    #[arg(long, value_name = "DIR")]
+    data: Option<PathBuf>,
     /// Fail a stage that runs longer than this many seconds.
     #[arg(long, value_name = "SECS", value_parser = positive_secs)]
     stage_timeout: Option<Duration>,
@@ -85,6 +122,22 @@ pub fn main() -> ExitCode {
     init_logging();
     let cli = Cli::parse();
     match cli.command {
+        Some(Command::Dataset(cmd)) => {
+            let result = match cmd {
+                DatasetCommand::Generate { out, scale, seed } => crate::dataset::generate_cmd(&out, scale, seed),
+                DatasetCommand::Freeze { series, events, out } => crate::dataset::freeze_cmd(&series, &events, &out),
+            };
+            match result {
+                Ok(line) => {
+                    println!("{line}");
+                    ExitCode::from(code::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(code::USAGE)
+                }
+            }
+        }
         Some(Command::Verify { dir }) => match verify::verify(&dir) {
             Ok(v) => {
                 println!("verified {}: {v}", dir.display());
@@ -161,6 +214,7 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         grace: args.grace,
         worker_bin,
         output: args.output,
+        data: args.data,
         quiet: args.quiet,
     })
 }
@@ -180,20 +234,29 @@ fn print_summary(s: &RunSummary) {
         r.workers.len(),
         r.run_wall_s
     );
-    println!(
-        "  {:<16} {:>6} {:>10} {:>10} {:>12}",
-        "stage", "worker", "wall s", "cpu s", "peak RSS"
-    );
+    println!("  {:<36} {:>6} {:>10} {:>10} {:>12}", "stage", "worker", "wall s", "cpu s", "peak RSS");
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     for (key, st) in rows {
+        let worker = match st.worker {
+            Some(w) => w.to_string(),
+            None => format!("{}x", st.processes),
+        };
+        println!("  {:<36} {:>6} {:>10.3} {:>10.3} {:>12}", key, worker, st.wall_s, st.cpu_s, mib(st.peak_rss_bytes));
+    }
+    if let (Some(c), Some(serial), Some(parallel)) = (&r.counts, &r.serial, &r.parallel) {
         println!(
-            "  {:<16} {:>6} {:>10.3} {:>10.3} {:>12}",
-            key,
-            st.worker,
-            st.wall_s,
-            st.cpu_s,
-            mib(st.peak_rss_bytes)
+            "  training series {}, frames {} ({} valid); serial {:.3} s, {} processes {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
+            c.train_series,
+            c.frames,
+            c.valid_frames,
+            serial.wall_s,
+            parallel.workers.len(),
+            parallel.wall_s,
+            r.speedup.unwrap_or(f64::NAN),
+            100.0 * r.parallel_efficiency.unwrap_or(f64::NAN),
+            r.load_imbalance.unwrap_or(f64::NAN),
+            r.caches_identical.unwrap_or(false)
         );
     }
     println!("evidence: {}/ (declaration.json, environment.json, report.json)", s.dir.display());

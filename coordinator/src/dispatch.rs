@@ -36,13 +36,17 @@ pub struct DispatchOutcome {
     pub wall: Duration,
 }
 
+/// Ranks are unique across a run: phases draw them from one counter.
+pub type RankCounter = Arc<AtomicU32>;
+
 pub async fn dispatch(
     jobs: Vec<Job>,
-    launcher: LocalLauncher,
+    launcher: Arc<LocalLauncher>,
     gate: Arc<Gate>,
     cfg: DispatchConfig,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<Event>,
+    next_rank: RankCounter,
 ) -> DispatchOutcome {
     let started = Instant::now();
     let shared = Arc::new(Shared {
@@ -54,10 +58,8 @@ pub async fn dispatch(
         grace: cfg.grace,
         jobs_per_process: cfg.jobs_per_process,
     });
-    let next_rank = Arc::new(AtomicU32::new(0));
     let first_failure = Arc::new(Mutex::new(None));
     let launch_error = Arc::new(Mutex::new(None));
-    let launcher = Arc::new(launcher);
     let mut slots = tokio::task::JoinSet::new();
     for _ in 0..cfg.workers.max(1) {
         let (shared, gate, launcher) = (shared.clone(), gate.clone(), launcher.clone());

@@ -2,12 +2,15 @@
 //! worker processes, and writes hash-bound evidence. See ARCHITECTURE.md.
 
 pub mod cli;
+pub mod dataset;
 pub mod dispatch;
 pub mod gate;
+pub mod modes;
 pub mod plan;
 pub mod process;
 pub mod progress;
 pub mod run;
 pub mod rundir;
+pub mod stats;
 pub mod supervisor;
 pub mod timestamp;

@@ -9,12 +9,15 @@ use std::time::Duration;
 pub enum Mode {
     /// Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash).
     Diagnostic,
+    /// Cold feature-cache preparation, serial and N-process side by side.
+    ColdPrep,
 }
 
 impl Mode {
     pub fn as_str(self) -> &'static str {
         match self {
             Mode::Diagnostic => "diagnostic",
+            Mode::ColdPrep => "cold-prep",
         }
     }
 }
@@ -69,6 +72,8 @@ pub struct RunPlan {
     pub grace: Duration,
     pub worker_bin: PathBuf,
     pub output: Option<PathBuf>,
+    /// A frozen dataset; None means the built-in small synthetic cohort.
+    pub data: Option<PathBuf>,
     pub quiet: bool,
 }
 

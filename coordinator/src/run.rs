@@ -1,20 +1,22 @@
-//! One run, start to finish: run directory, declaration, environment,
-//! supervised workers, then report.json or failure.json.
+//! One run, start to finish: dataset, run directory, declaration,
+//! environment, phases of supervised workers, then report.json or failure.json.
 
-use crate::dispatch::{DispatchConfig, DispatchOutcome, dispatch};
+use crate::dispatch::{DispatchConfig, RankCounter, dispatch};
 use crate::gate::Gate;
-use crate::plan::RunPlan;
+use crate::modes::{self, Phase, PhaseOutcome};
+use crate::plan::{Mode, RunPlan};
 use crate::process::LocalLauncher;
-use crate::rundir::report::{self, ArtifactRecord, ProcessRecord, Report, StageRecord};
+use crate::rundir::report::{self, Report};
 use crate::rundir::{self, RunDir, declaration::Declaration, environment, failure::Failure};
-use crate::supervisor::{Job, JobResult};
-use evidence::canonical;
-use protocol::{JobId, Token};
+use crate::supervisor::Event;
+use protocol::Token;
 use std::collections::BTreeMap;
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use tokio::net::UnixListener;
 use tokio::signal::unix::{SignalKind, signal};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 /// Why a run produced no report.
@@ -65,23 +67,32 @@ struct Bound {
 }
 
 pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
+    let usage = |m: String| RunFailure::from(RunError::Usage(m));
     if !plan.worker_bin.is_file() {
-        return Err(RunFailure::from(RunError::Usage(format!(
+        return Err(usage(format!(
             "worker binary not found at '{}': build the workspace (`cargo build --release`) or pass --worker-bin",
             plan.worker_bin.display()
-        ))));
+        )));
     }
-    let (worker_sha, _) = canonical::file_sha256(&plan.worker_bin).map_err(|e| {
-        RunError::Usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display()))
-    })?;
+    let (worker_sha, _) = evidence::file_sha256(&plan.worker_bin)
+        .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display())))?;
+    // Everything about the input is checked before the run directory exists.
+    let (phases, per_job, fingerprint) = match plan.mode {
+        Mode::Diagnostic => (modes::diagnostic::phases(plan), true, None),
+        Mode::ColdPrep => {
+            let (dir, frozen) = crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
+            (modes::cold_prep::phases(plan, &dir, &frozen), false, Some(frozen.fingerprint.clone()))
+        }
+    };
     let dir = match &plan.output {
         Some(p) => RunDir::create(p),
         None => RunDir::create_default(Path::new("runs"), plan.mode.as_str()),
     }
-    .map_err(|e| RunError::Usage(e.to_string()))?;
+    .map_err(|e| usage(e.to_string()))?;
 
     let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
-    match run_in(&dir, plan, worker_sha, &mut bound) {
+    let declaration = Declaration::from_plan(plan, modes::declared(&phases, per_job), fingerprint, worker_sha);
+    match run_in(&dir, plan, &declaration, phases, &mut bound) {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
             let failure_file = record_failure(&dir, plan, &bound, &error);
@@ -108,7 +119,7 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
         declaration_sha256: bound.declaration_sha256.clone(),
         environment_sha256: bound.environment_sha256.clone(),
     };
-    match dir.write_evidence(rundir::FAILURE, &canonical::to_bytes(&f)) {
+    match dir.write_evidence(rundir::FAILURE, &evidence::to_bytes(&f)) {
         Ok(_) => Some(dir.path().join(rundir::FAILURE)),
         Err(w) => {
             tracing::error!("{w}");
@@ -117,32 +128,25 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
     }
 }
 
-fn fail(
-    stage: Option<String>,
-    worker: Option<u32>,
-    reason: &'static str,
-    message: String,
-) -> RunError {
+fn fail(stage: Option<String>, worker: Option<u32>, reason: &'static str, message: String) -> RunError {
     RunError::Failed { stage, worker, reason, message }
 }
 
 fn run_in(
     dir: &RunDir,
     plan: &RunPlan,
-    worker_sha: String,
+    declaration: &Declaration,
+    phases: Vec<Phase>,
     bound: &mut Bound,
 ) -> Result<Report, RunError> {
-    let internal = |what: &str, e: &dyn std::fmt::Display| {
-        fail(None, None, "internal", format!("{what}: {e}"))
-    };
-    let declaration = Declaration::from_plan(plan, worker_sha);
+    let internal = |what: &str, e: &dyn std::fmt::Display| fail(None, None, "internal", format!("{what}: {e}"));
     let decl_sha = dir
-        .write_evidence(rundir::DECLARATION, &canonical::to_bytes(&declaration))
+        .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
     let env = environment::capture();
     let env_sha = dir
-        .write_evidence(rundir::ENVIRONMENT, &canonical::to_bytes(&env))
+        .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(|e| internal("writing the environment", &e))?;
     bound.environment_sha256 = Some(env_sha.clone());
 
@@ -160,43 +164,71 @@ fn run_in(
         .enable_all()
         .build()
         .map_err(|e| internal("starting the async runtime", &e))?;
-    let run_dir_abs =
-        std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
-    let (outcome, interrupted) = runtime
-        .block_on(supervise_run(plan, &socket, token, &run_dir_abs))
+    let run_dir_abs = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
+    let started = std::time::Instant::now();
+    let (outcomes, interrupted) = runtime
+        .block_on(supervise_run(plan, phases, &socket, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
+    let run_wall = started.elapsed();
     drop(runtime);
     drop(socket_dir);
 
     if let Some(signal) = interrupted {
         return Err(RunError::Interrupted { signal });
     }
-    if let Some(msg) = outcome.launch_error {
-        return Err(fail(None, None, "internal", msg));
+    for p in &outcomes {
+        if let Some(msg) = &p.dispatch.launch_error {
+            return Err(fail(None, None, "internal", msg.clone()));
+        }
+        if let Some((rank, end)) = &p.dispatch.first_failure {
+            return Err(fail(end.stage().map(str::to_string), Some(rank.0), end.reason(), end.describe(*rank)));
+        }
     }
-    if let Some((rank, end)) = &outcome.first_failure {
-        return Err(fail(
-            end.stage().map(str::to_string),
-            Some(rank.0),
-            end.reason(),
-            end.describe(*rank),
-        ));
+    let mut report = Report {
+        schema: report::SCHEMA.into(),
+        schema_version: report::SCHEMA_VERSION,
+        mode: plan.mode.as_str().into(),
+        isolation: plan.isolation.as_str().into(),
+        declaration_sha256: decl_sha,
+        environment_sha256: env_sha,
+        stages: BTreeMap::new(),
+        workers: modes::process_records(&outcomes),
+        artifacts: Vec::new(),
+        run_wall_s: run_wall.as_secs_f64(),
+        counts: None,
+        serial: None,
+        parallel: None,
+        speedup: None,
+        parallel_efficiency: None,
+        load_imbalance: None,
+        caches_identical: None,
+    };
+    modes::assemble(plan.mode, dir.path(), &outcomes, &mut report)?;
+    let planned = declaration.stages.len();
+    if report.stages.len() != planned {
+        return Err(fail(None, None, "internal", format!("{} of {planned} planned stages reported", report.stages.len())));
     }
-    build_report(dir, plan, &outcome, decl_sha, env_sha)
+    report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    if report.artifacts.windows(2).any(|w| w[0].path == w[1].path) {
+        return Err(fail(None, None, "artifact_mismatch", "two stages reported the same artifact path".into()));
+    }
+    dir.write_evidence(rundir::REPORT, &report::seal(&report)).map_err(|e| internal("writing the report", &e))?;
+    Ok(report)
 }
 
-/// Runs the workers; returns their outcome and the signal that stopped them, if any.
+/// Runs the phases in order; returns their outcomes and the signal that
+/// stopped them, if any. Stops after the first phase that failed.
 async fn supervise_run(
     plan: &RunPlan,
+    phases: Vec<Phase>,
     socket: &Path,
     token: Token,
     run_dir: &Path,
-) -> std::io::Result<(DispatchOutcome, Option<i32>)> {
+) -> std::io::Result<(Vec<PhaseOutcome>, Option<i32>)> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let listener = UnixListener::bind(socket)?;
-    let gate =
-        Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
+    let gate = Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
     let gate_task = tokio::spawn(gate.clone().serve(listener));
 
     let cancel = CancellationToken::new();
@@ -211,30 +243,48 @@ async fn supervise_run(
         signo
     });
 
-    let (events_tx, events_rx) = tokio::sync::mpsc::unbounded_channel();
-    let printer =
-        tokio::spawn(crate::progress::print_events(events_rx, plan.quiet, plan.stages.len()));
-    let jobs = plan
-        .stages
-        .iter()
-        .enumerate()
-        .map(|(i, s)| Job {
-            id: JobId(i as u32),
-            order: i,
-            key: s.key.clone(),
-            stage: s.stage.clone(),
-        })
-        .collect();
-    let launcher =
-        LocalLauncher { worker_bin: plan.worker_bin.clone(), socket: socket.to_path_buf(), token };
-    let cfg = DispatchConfig {
-        workers: plan.workers,
-        jobs_per_process: plan.isolation.jobs_per_process(),
-        connect_timeout: plan.connect_timeout,
-        stage_timeout: plan.stage_timeout,
-        grace: plan.grace,
-    };
-    let outcome = dispatch(jobs, launcher, gate.clone(), cfg, cancel, events_tx).await;
+    let (events_tx, events_rx) = mpsc::unbounded_channel();
+    let printer = tokio::spawn(crate::progress::print_events(events_rx, plan.quiet));
+    let launcher = Arc::new(LocalLauncher { worker_bin: plan.worker_bin.clone(), socket: socket.to_path_buf(), token });
+    let ranks = RankCounter::default();
+    let mut outcomes = Vec::new();
+    for phase in phases {
+        if cancel.is_cancelled() {
+            break;
+        }
+        if let Some(cache) = &phase.cache {
+            std::fs::DirBuilder::new().mode(0o700).create(run_dir.join(cache))?;
+        }
+        tracing::debug!(key = %phase.key, jobs = phase.jobs.len(), workers = phase.workers, "phase started");
+        let _ = events_tx.send(Event::PhaseStarted {
+            key: phase.key.clone(),
+            jobs: phase.jobs.len(),
+            line_per_job: phase.line_per_job,
+        });
+        let cfg = DispatchConfig {
+            workers: phase.workers,
+            jobs_per_process: phase.jobs_per_process,
+            connect_timeout: plan.connect_timeout,
+            stage_timeout: plan.stage_timeout,
+            grace: plan.grace,
+        };
+        let d = dispatch(
+            phase.jobs.clone(),
+            launcher.clone(),
+            gate.clone(),
+            cfg,
+            cancel.clone(),
+            events_tx.clone(),
+            ranks.clone(),
+        )
+        .await;
+        let failed = d.first_failure.is_some() || d.launch_error.is_some();
+        outcomes.push(PhaseOutcome { phase, dispatch: d });
+        if failed {
+            break;
+        }
+    }
+    drop(events_tx);
     gate_task.abort();
     let _ = printer.await;
     let interrupted = if signal_task.is_finished() {
@@ -246,113 +296,11 @@ async fn supervise_run(
     if gate.refused() > 0 {
         tracing::warn!("{} connection(s) were refused during this run", gate.refused());
     }
-    Ok((outcome, interrupted))
+    Ok((outcomes, interrupted))
 }
 
 fn new_token() -> Result<Token, getrandom::Error> {
     let mut t = [0u8; 32];
     getrandom::fill(&mut t)?;
     Ok(Token(t))
-}
-
-fn secs(ns: u64) -> f64 {
-    ns as f64 / 1e9
-}
-
-/// Re-hashes every artifact the workers reported, then assembles the report.
-fn build_report(
-    dir: &RunDir,
-    plan: &RunPlan,
-    outcome: &DispatchOutcome,
-    declaration_sha256: String,
-    environment_sha256: String,
-) -> Result<Report, RunError> {
-    let results: Vec<&JobResult> = outcome.outcomes.iter().flat_map(|o| o.jobs.iter()).collect();
-    if results.len() != plan.stages.len() {
-        return Err(fail(
-            None,
-            None,
-            "internal",
-            format!("{} of {} planned stages reported", results.len(), plan.stages.len()),
-        ));
-    }
-    let mut stages = BTreeMap::new();
-    let mut artifacts = Vec::new();
-    for r in &results {
-        let m = &r.measurement;
-        stages.insert(
-            r.job.key.clone(),
-            StageRecord {
-                stage: r.job.stage.to_string(),
-                order: r.job.order,
-                worker: r.worker.0,
-                wall_s: secs(m.wall_ns),
-                cpu_s: secs(m.user_ns + m.sys_ns),
-                user_s: secs(m.user_ns),
-                sys_s: secs(m.sys_ns),
-                peak_rss_bytes: m.peak_rss_bytes,
-                figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
-            },
-        );
-        for (path, claimed) in &r.artifacts {
-            let mismatch = |why: String| {
-                fail(
-                    Some(r.job.key.clone()),
-                    Some(r.worker.0),
-                    "artifact_mismatch",
-                    format!("artifact {path} of stage {} from {}: {why}", r.job.key, r.worker),
-                )
-            };
-            let (sha, bytes) = canonical::file_sha256(&dir.path().join(path))
-                .map_err(|e| mismatch(format!("cannot be read: {e}")))?;
-            if sha != hex::encode(claimed) {
-                return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
-            }
-            artifacts.push(ArtifactRecord {
-                path: path.clone(),
-                sha256: sha,
-                bytes,
-                stage: r.job.key.clone(),
-            });
-        }
-    }
-    artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-    if artifacts.windows(2).any(|w| w[0].path == w[1].path) {
-        return Err(fail(
-            None,
-            None,
-            "artifact_mismatch",
-            "two stages reported the same artifact path".into(),
-        ));
-    }
-    let workers = outcome
-        .outcomes
-        .iter()
-        .map(|o| ProcessRecord {
-            rank: o.rank.0,
-            stages: o.jobs.iter().map(|j| j.job.key.clone()).collect(),
-            wall_s: o.exit.wall.as_secs_f64(),
-            cpu_s: secs(o.exit.user_ns + o.exit.sys_ns),
-            user_s: secs(o.exit.user_ns),
-            sys_s: secs(o.exit.sys_ns),
-            peak_rss_bytes: o.exit.peak_rss_bytes,
-            exit: o.exit.kind.to_string(),
-        })
-        .collect();
-    let report = Report {
-        schema: report::SCHEMA.into(),
-        schema_version: report::SCHEMA_VERSION,
-        mode: plan.mode.as_str().into(),
-        isolation: plan.isolation.as_str().into(),
-        declaration_sha256,
-        environment_sha256,
-        stages,
-        workers,
-        artifacts,
-        run_wall_s: outcome.wall.as_secs_f64(),
-    };
-    let bytes = report::seal(&report);
-    dir.write_evidence(rundir::REPORT, &bytes)
-        .map_err(|e| fail(None, None, "internal", e.to_string()))?;
-    Ok(report)
 }

@@ -76,6 +76,28 @@ mod tests {
         assert!(s.ends_with("}\n"));
     }
 
+    /// Floats must survive parse → print exactly (serde_json's
+    /// `float_roundtrip`), or verify would call an untouched report edited.
+    #[test]
+    fn floats_survive_a_round_trip() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let f = f64::from_bits(x) ;
+            if !f.is_finite() {
+                continue;
+            }
+            let v = json!({ "f": f, "g": (x >> 11) as f64 / 1e9 });
+            let once = to_bytes(&v);
+            let parsed: Value = serde_json::from_slice(&once).unwrap();
+            assert_eq!(to_bytes(&parsed), once, "{v}");
+        }
+        let v = json!({ "f": 0.6789708240000001 });
+        assert_eq!(to_bytes(&serde_json::from_slice::<Value>(&to_bytes(&v)).unwrap()), to_bytes(&v));
+    }
+
     #[test]
     fn canonical_form_is_a_fixed_point() {
         let v = json!({"x": [1.0, 2.5e-7, -0.0], "w": "t\u{e9}xt", "n": null});

@@ -21,6 +21,12 @@ pub enum Stage {
     Fail,
     /// Aborts the worker process.
     Crash,
+    /// Re-hashes every source file and the events file of a frozen dataset
+    /// against its frozen.json.
+    VerifySources { dataset: String },
+    /// Reads one series, checks its hash, extracts its features and writes
+    /// them into `cache` (relative to the run directory).
+    PrepareSeries { dataset: String, id: String, file: String, sha256: String, cache: String },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -48,6 +54,8 @@ impl Stage {
             Stage::Write { .. } => "write",
             Stage::Fail => "fail",
             Stage::Crash => "crash",
+            Stage::VerifySources { .. } => "verify_sources",
+            Stage::PrepareSeries { .. } => "prepare_series",
         }
     }
 }

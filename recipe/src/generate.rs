@@ -258,9 +258,8 @@ fn series(scale: Scale, seed: u64, index: usize) -> Series {
         let complete = onset >= 0 && (wakeup as usize) < n;
         let worn = complete && !nonwear[a..b].iter().any(|&x| x);
         // Which events the annotators recorded.
-        let (on, off) = if !worn {
-            (false, false)
-        } else if rng.chance(0.28) {
+        // Unworn nights have none; about 28% of worn nights are unlabelled.
+        let (on, off) = if !worn || rng.chance(0.28) {
             (false, false)
         } else if rng.chance(0.03) {
             (true, false)

@@ -16,7 +16,8 @@ fn wrong_protocol_version_is_refused() {
     let f = fake("wrong-version", &out);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(f.stderr.contains("refused a connection"), "{}", f.stderr);
-    assert!(f.stderr.contains("protocol version 2 does not match"), "{}", f.stderr);
+    let expected = format!("protocol version {} does not match", protocol::PROTOCOL_VERSION + 1);
+    assert!(f.stderr.contains(&expected), "{}", f.stderr);
     assert!(!out.join("report.json").exists());
     let failure = json(&out.join("failure.json"));
     assert_eq!(failure["reason"], "worker_exited");

@@ -29,6 +29,10 @@ pub struct Declaration {
 pub struct DeclaredStage {
     pub key: String,
     pub stage: String,
+    /// How many jobs (e.g. series) the stage runs.
+    pub jobs: usize,
+    /// Worker processes at once.
+    pub workers: u32,
 }
 
 /// The program's identity: which code, built how, is measuring.
@@ -45,7 +49,12 @@ pub struct Program {
 }
 
 impl Declaration {
-    pub fn from_plan(plan: &RunPlan, worker_binary_sha256: String) -> Declaration {
+    pub fn from_plan(
+        plan: &RunPlan,
+        stages: Vec<DeclaredStage>,
+        dataset_fingerprint: Option<String>,
+        worker_binary_sha256: String,
+    ) -> Declaration {
         let mut parameters = BTreeMap::new();
         let secs = |d: std::time::Duration| serde_json::json!(d.as_secs_f64());
         parameters.insert("connect_timeout_s".into(), secs(plan.connect_timeout));
@@ -62,13 +71,9 @@ impl Declaration {
             mode: plan.mode.as_str().into(),
             isolation: plan.isolation.as_str().into(),
             workers: plan.workers,
-            stages: plan
-                .stages
-                .iter()
-                .map(|s| DeclaredStage { key: s.key.clone(), stage: s.stage.to_string() })
-                .collect(),
+            stages,
             parameters,
-            dataset_fingerprint: None,
+            dataset_fingerprint,
             program: Program {
                 version: p::VERSION.into(),
                 source_sha256: p::SOURCE_SHA256.into(),

@@ -27,6 +27,75 @@ pub struct Report {
     pub artifacts: Vec<ArtifactRecord>,
     /// Wall time of the whole run, from the first spawn to the last reap.
     pub run_wall_s: f64,
+    /// Aggregate counts of the data a mode read (cold-prep and later modes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// Cold-prep: the one-process preparation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub serial: Option<PrepSide>,
+    /// Cold-prep: the N-process preparation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel: Option<PrepSide>,
+    /// Cold-prep: serial wall / parallel wall.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub speedup: Option<f64>,
+    /// Cold-prep: speedup / workers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parallel_efficiency: Option<f64>,
+    /// Cold-prep: the busiest parallel worker's busy time over the mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_imbalance: Option<f64>,
+    /// Cold-prep: whether the serial and parallel cache manifests are byte-identical.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caches_identical: Option<bool>,
+}
+
+/// Aggregate counts of the training partition (no identifiers).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Counts {
+    pub train_series: u64,
+    pub samples: u64,
+    pub frames: u64,
+    pub valid_frames: u64,
+}
+
+/// One side of a cold-prep comparison.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrepSide {
+    /// Coordinator-measured: first spawn to last reap of this phase.
+    pub wall_s: f64,
+    /// Sum over this phase's processes (wait4).
+    pub cpu_s: f64,
+    /// Largest peak RSS among this phase's processes (wait4).
+    pub peak_rss_bytes: u64,
+    pub workers: Vec<PrepWorker>,
+    /// Distribution of per-series preparation wall time, seconds.
+    pub per_series_s: Distribution,
+    /// Where per-series time went: summed over series, seconds.
+    pub components_s: BTreeMap<String, f64>,
+    /// Relative path of this cache's manifest.
+    pub manifest: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrepWorker {
+    pub rank: u32,
+    pub series: u64,
+    /// Sum of this worker's per-series wall times.
+    pub busy_s: f64,
+    /// Spawn to reap.
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    pub peak_rss_bytes: u64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Distribution {
+    pub n: u64,
+    pub min: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub max: f64,
 }
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).
@@ -35,7 +104,10 @@ pub struct StageRecord {
     pub stage: String,
     /// Position in the plan, from 0.
     pub order: usize,
-    pub worker: u32,
+    /// Rank of the worker that ran it; null when several processes did.
+    pub worker: Option<u32>,
+    /// How many worker processes this stage used.
+    pub processes: u32,
     pub wall_s: f64,
     /// user_s + sys_s.
     pub cpu_s: f64,
@@ -52,6 +124,8 @@ pub struct StageRecord {
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ProcessRecord {
     pub rank: u32,
+    /// Key of the stage (phase) the process served.
+    pub phase: String,
     /// Keys of the stages this process ran.
     pub stages: Vec<String>,
     pub wall_s: f64,
@@ -71,6 +145,9 @@ pub struct ArtifactRecord {
     pub bytes: u64,
     /// Key of the stage that wrote it.
     pub stage: String,
+    /// `file`, or `manifest`: a JSON list of files below the manifest's own
+    /// directory with their SHA-256, each of which `verify` checks too.
+    pub kind: String,
 }
 
 /// SHA-256 of the canonical bytes of `value` without its body digest.

@@ -99,5 +99,36 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
     if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
         return Err(format!("artifact {path} does not match its recorded SHA-256"));
     }
+    if a["kind"].as_str() == Some("manifest") {
+        check_manifest(dir, path)?;
+    }
     Ok(())
+}
+
+/// A manifest lists files below its own directory; each must match.
+fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
+    let bytes = std::fs::read(dir.join(path)).map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
+    let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("manifest {path} is not valid JSON: {e}"))?;
+    let base = Path::new(path).parent().unwrap_or(Path::new(""));
+    let files = v["files"].as_object().ok_or_else(|| format!("manifest {path} lists no files"))?;
+    let mut entries: Vec<(&String, &Value)> = files.iter().collect();
+    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let problems: Vec<Option<String>> = entries
+        .par_iter()
+        .map(|(rel, want)| {
+            let shown = base.join(rel).display().to_string();
+            if !is_safe_relative(rel) {
+                return Some(format!("manifest {path} lists '{rel}', which leaves its directory"));
+            }
+            match evidence::file_sha256(&dir.join(base).join(rel)) {
+                Ok((sha, n)) if want["sha256"].as_str() == Some(sha.as_str()) && want["bytes"].as_u64() == Some(n) => None,
+                Ok(_) => Some(format!("cache file {shown} does not match its SHA-256 in {path}")),
+                Err(e) => Some(format!("cache file {shown} listed in {path} cannot be read: {e}")),
+            }
+        })
+        .collect();
+    match problems.into_iter().flatten().next() {
+        Some(p) => Err(p),
+        None => Ok(()),
+    }
 }

@@ -36,6 +36,7 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             ctx.reporter.progress(1, 2);
             std::process::abort()
         }
+        _ => Err(StageError::Failed(format!("'{stage}' is not a diagnostic stage"))),
     }
 }
 

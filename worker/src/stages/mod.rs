@@ -3,6 +3,7 @@
 
 mod artifact;
 mod diagnostic;
+mod prepare;
 
 pub use artifact::write_artifact;
 
@@ -37,5 +38,13 @@ pub enum StageError {
 
 /// Runs one stage; returns its own figures.
 pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
-    diagnostic::run(stage, ctx)
+    match stage {
+        Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
+        _ => diagnostic::run(stage, ctx),
+    }
+}
+
+/// A named figure.
+pub(crate) fn figure(name: &str, value: f64) -> Figure {
+    Figure { name: name.into(), value }
 }

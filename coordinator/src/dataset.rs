@@ -1,0 +1,121 @@
+//! Which frozen dataset a run reads: `--data DIR`, or the built-in `small`
+//! synthetic cohort, generated and frozen once into the cache directory and
+//! checked by its fingerprint on every later use. Also the `dataset`
+//! subcommands.
+
+use recipe::frozen::Frozen;
+use recipe::generate::{self, Scale};
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+/// Seed of the built-in cohort.
+pub const DEFAULT_SEED: u64 = 0;
+pub const DEFAULT_SCALE: Scale = Scale::Small;
+
+/// `$STAGEBENCH_CACHE`, else `$XDG_CACHE_HOME/stagebench`, else `~/.cache/stagebench`.
+pub fn cache_root() -> PathBuf {
+    if let Some(p) = std::env::var_os("STAGEBENCH_CACHE") {
+        return PathBuf::from(p);
+    }
+    if let Some(p) = std::env::var_os("XDG_CACHE_HOME") {
+        return PathBuf::from(p).join("stagebench");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("stagebench")
+}
+
+/// The dataset a run reads, as an absolute path, with its checked frozen.json.
+pub fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), String> {
+    let dir = match data {
+        Some(d) => d.to_path_buf(),
+        None => default_dataset(quiet)?,
+    };
+    if !dir.join(recipe::frozen::FILE).is_file() {
+        return Err(format!(
+            "'{}' is not a frozen dataset (no frozen.json); make one with `coordinator dataset freeze --series FILE --events FILE --out DIR`",
+            dir.display()
+        ));
+    }
+    let frozen = Frozen::load(&dir).map_err(|e| e.to_string())?;
+    if frozen.train().next().is_none() {
+        return Err(format!("{}: the frozen dataset has no training series (empty cohort)", dir.display()));
+    }
+    let abs = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    Ok((abs, frozen))
+}
+
+/// The built-in cohort, made on first use.
+fn default_dataset(quiet: bool) -> Result<PathBuf, String> {
+    let root = cache_root().join("datasets");
+    let dir = root.join(format!("{}-seed{DEFAULT_SEED}", DEFAULT_SCALE.as_str()));
+    if dir.join(recipe::frozen::FILE).is_file() {
+        return Ok(dir);
+    }
+    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create the cache directory {}: {e}", root.display()))?;
+    if !quiet {
+        eprintln!(
+            "preparing the built-in {} synthetic cohort in {} (once; later runs reuse it)",
+            DEFAULT_SCALE.as_str(),
+            dir.display()
+        );
+    }
+    let scratch = tempfile::Builder::new()
+        .prefix(".raw-")
+        .tempdir_in(&root)
+        .map_err(|e| format!("cannot create a scratch directory in {}: {e}", root.display()))?;
+    let raw = scratch.path().join("raw");
+    generate::generate(&raw, DEFAULT_SCALE, DEFAULT_SEED, &mut |_, _| {}).map_err(|e| e.to_string())?;
+    match recipe::freeze::freeze(&raw.join(generate::SERIES_FILE), &raw.join(generate::EVENTS_FILE), &dir, &mut |_| {}) {
+        Ok(_) => Ok(dir),
+        // Another run froze it at the same time: use theirs (its fingerprint is checked).
+        Err(recipe::freeze::FreezeError::Exists(_)) => Ok(dir),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// `coordinator dataset generate`.
+pub fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, String> {
+    let terminal = std::io::stderr().is_terminal();
+    let g = generate::generate(out, scale, seed, &mut |done, total| {
+        if terminal {
+            eprint!("\r\x1b[2K  generating series {done}/{total}");
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if terminal {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(format!(
+        "wrote {} series, {} rows, {} events ({} missing), {} series crossing a daylight-saving change, to {}",
+        g.series,
+        g.rows,
+        g.events,
+        g.missing_events,
+        g.dst_series,
+        out.display()
+    ))
+}
+
+/// `coordinator dataset freeze`.
+pub fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, String> {
+    let terminal = std::io::stderr().is_terminal();
+    let f = recipe::freeze::freeze(series, events, out, &mut |rows| {
+        if terminal && rows % (1 << 20) < (64 << 10) {
+            eprint!("\r\x1b[2K  {rows} rows read");
+        }
+    })
+    .map_err(|e| e.to_string())?;
+    if terminal {
+        eprint!("\r\x1b[2K");
+    }
+    Ok(format!(
+        "froze {} series ({} train, {} validation, {} test), {} samples, into {}; fingerprint {}",
+        f.series.len(),
+        f.split.train,
+        f.split.validation,
+        f.split.test,
+        f.series.iter().map(|s| s.samples).sum::<u64>(),
+        out.display(),
+        f.fingerprint
+    ))
+}

@@ -1,0 +1,212 @@
+//! `--mode cold-prep`: verify the dataset, prepare every training series'
+//! features into a new cache with one worker process, again with N worker
+//! processes (the coordinator hands the next-largest series to whichever
+//! worker is free), verify again, and prove both caches identical.
+//!
+//! Each cache gets a `manifest.json` (written here, by the coordinator, after
+//! re-hashing every file the workers reported). The report binds the two
+//! manifests rather than listing per-series files, so it names no series.
+
+use super::{JobNumbers, Phase, PhaseOutcome, assembly_failure, checked_artifact, stage_from_job};
+use crate::plan::RunPlan;
+use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Report, StageRecord};
+use crate::run::RunError;
+use crate::stats::distribution;
+use protocol::Stage;
+use rayon::prelude::*;
+use recipe::frozen::Frozen;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub const VERIFY_BEFORE: &str = "verify_before";
+pub const SERIAL: &str = "cold_feature_cache_prepare";
+pub const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
+pub const VERIFY_AFTER: &str = "verify_after";
+pub const SERIAL_CACHE: &str = "private-feature-cache";
+pub const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
+pub const MANIFEST: &str = "manifest.json";
+pub const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
+/// Per-series time components the workers report.
+const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
+
+pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
+    let mut numbers = JobNumbers::default();
+    let data = dataset.to_string_lossy().into_owned();
+    let verify = |numbers: &mut JobNumbers, key: &str| Phase {
+        key: key.into(),
+        jobs: vec![numbers.job(key.into(), Stage::VerifySources { dataset: data.clone() })],
+        workers: 1,
+        jobs_per_process: 1,
+        cache: None,
+        line_per_job: true,
+    };
+    // Largest first, so the last series to start is a short one.
+    let mut train: Vec<_> = frozen.train().collect();
+    train.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
+    let prepare = |numbers: &mut JobNumbers, key: &str, cache: &str, workers: u32| Phase {
+        key: key.into(),
+        jobs: train
+            .iter()
+            .map(|s| {
+                let stage = Stage::PrepareSeries {
+                    dataset: data.clone(),
+                    id: s.id.clone(),
+                    file: s.file.clone(),
+                    sha256: s.sha256.clone(),
+                    cache: cache.into(),
+                };
+                numbers.job(key.into(), stage)
+            })
+            .collect(),
+        workers,
+        jobs_per_process: usize::MAX,
+        cache: Some(cache.into()),
+        line_per_job: false,
+    };
+    vec![
+        verify(&mut numbers, VERIFY_BEFORE),
+        prepare(&mut numbers, SERIAL, SERIAL_CACHE, 1),
+        prepare(&mut numbers, PARALLEL, PARALLEL_CACHE, plan.workers),
+        verify(&mut numbers, VERIFY_AFTER),
+    ]
+}
+
+fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome, RunError> {
+    outcomes
+        .iter()
+        .find(|p| p.phase.key == key)
+        .ok_or_else(|| assembly_failure(None, None, "internal", format!("phase {key} did not run")))
+}
+
+pub fn assemble(dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> Result<(), RunError> {
+    for (order, key) in [(0, VERIFY_BEFORE), (3, VERIFY_AFTER)] {
+        let p = find(outcomes, key)?;
+        let r = p.results().next().ok_or_else(|| assembly_failure(Some(key.into()), None, "internal", format!("{key} reported nothing")))?;
+        report.stages.insert(key.into(), stage_from_job(r, order));
+    }
+    let (serial_stage, serial, serial_manifest, serial_art, counts) = side(dir, find(outcomes, SERIAL)?, 1)?;
+    let (par_stage, parallel, par_manifest, par_art, _) = side(dir, find(outcomes, PARALLEL)?, 2)?;
+    let identical = serial_manifest == par_manifest;
+    if !identical {
+        return Err(assembly_failure(
+            Some(PARALLEL.into()),
+            None,
+            "caches_differ",
+            format!("the serial and parallel caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"),
+        ));
+    }
+    let workers = find(outcomes, PARALLEL)?.phase.workers.max(1) as f64;
+    let speedup = serial.wall_s / parallel.wall_s;
+    let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
+    let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+    report.stages.insert(SERIAL.into(), serial_stage);
+    report.stages.insert(PARALLEL.into(), par_stage);
+    report.artifacts.push(serial_art);
+    report.artifacts.push(par_art);
+    report.counts = Some(counts);
+    report.speedup = Some(speedup);
+    report.parallel_efficiency = Some(speedup / workers);
+    report.load_imbalance = Some(busy.iter().cloned().fold(0.0, f64::max) / mean_busy);
+    report.caches_identical = Some(identical);
+    report.serial = Some(serial);
+    report.parallel = Some(parallel);
+    Ok(())
+}
+
+type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
+
+/// Checks one preparation phase's cache, writes its manifest, and sums it up.
+fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
+    let cache = p.phase.cache.clone().expect("preparation phases have a cache");
+    let results: Vec<_> = p.results().collect();
+    if results.len() != p.phase.jobs.len() {
+        return Err(assembly_failure(Some(p.phase.key.clone()), None, "internal", format!("{} of {} series reported", results.len(), p.phase.jobs.len())));
+    }
+    // Re-hash every reported file (trust, but verify), in parallel.
+    let checked: Vec<ArtifactRecord> = results
+        .par_iter()
+        .flat_map_iter(|r| r.artifacts.iter().map(move |(path, sha)| checked_artifact(dir, r, path, sha, "file")))
+        .collect::<Result<_, _>>()?;
+    let prefix = format!("{cache}/");
+    let files: BTreeMap<String, serde_json::Value> = checked
+        .iter()
+        .map(|a| {
+            let rel = a.path.strip_prefix(&prefix).unwrap_or(&a.path).to_string();
+            (rel, serde_json::json!({ "sha256": a.sha256, "bytes": a.bytes }))
+        })
+        .collect();
+    let manifest = evidence::to_bytes(&serde_json::json!({
+        "schema": MANIFEST_SCHEMA,
+        "schema_version": 1,
+        "contract": recipe::contract::VERSION,
+        "files": files,
+    }));
+    let manifest_path = format!("{cache}/{MANIFEST}");
+    evidence::write_atomic(&dir.join(&manifest_path), &manifest)
+        .map_err(|e| assembly_failure(Some(p.phase.key.clone()), None, "internal", format!("writing {manifest_path}: {e}")))?;
+    let artifact = ArtifactRecord {
+        path: manifest_path.clone(),
+        sha256: evidence::sha256_hex(&manifest),
+        bytes: manifest.len() as u64,
+        stage: p.phase.key.clone(),
+        kind: "manifest".into(),
+    };
+
+    let fig = |r: &crate::supervisor::JobResult, name: &str| {
+        r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
+    };
+    let sum = |name: &str| results.iter().map(|r| fig(r, name)).sum::<f64>();
+    let walls: Vec<f64> = results.iter().map(|r| r.measurement.wall_ns as f64 / 1e9).collect();
+    let workers: Vec<PrepWorker> = p
+        .dispatch
+        .outcomes
+        .iter()
+        .map(|o| PrepWorker {
+            rank: o.rank.0,
+            series: o.jobs.len() as u64,
+            busy_s: o.jobs.iter().map(|j| j.measurement.wall_ns as f64 / 1e9).sum(),
+            wall_s: o.exit.wall.as_secs_f64(),
+            cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
+            peak_rss_bytes: o.exit.peak_rss_bytes,
+        })
+        .collect();
+    let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
+    let peak = workers.iter().map(|w| w.peak_rss_bytes).max().unwrap_or(0);
+    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
+    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
+    let components: BTreeMap<String, f64> = COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
+    let mut figures = components.clone();
+    for name in ["samples", "frames", "valid_frames"] {
+        figures.insert(name.into(), sum(name));
+    }
+    figures.insert("series".into(), results.len() as f64);
+    let wall_s = p.dispatch.wall.as_secs_f64();
+    let stage = StageRecord {
+        stage: "prepare_series".into(),
+        order,
+        worker: None,
+        processes: workers.len() as u32,
+        wall_s,
+        cpu_s,
+        user_s,
+        sys_s,
+        peak_rss_bytes: peak,
+        figures,
+    };
+    let counts = Counts {
+        train_series: results.len() as u64,
+        samples: sum("samples") as u64,
+        frames: sum("frames") as u64,
+        valid_frames: sum("valid_frames") as u64,
+    };
+    let side = PrepSide {
+        wall_s,
+        cpu_s,
+        peak_rss_bytes: peak,
+        workers,
+        per_series_s: distribution(&walls),
+        components_s: components,
+        manifest: manifest_path,
+    };
+    Ok((stage, side, manifest, artifact, counts))
+}

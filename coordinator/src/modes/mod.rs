@@ -1,0 +1,150 @@
+//! What each mode runs and what it adds to the report. A mode turns the plan
+//! into [`Phase`]s (each one dispatch of jobs over worker processes), and
+//! afterwards assembles its stage records and extra report fields from the
+//! phases' outcomes. Modes never measure: workers do, and `wait4` does.
+
+pub mod cold_prep;
+pub mod diagnostic;
+
+use crate::dispatch::DispatchOutcome;
+use crate::rundir::declaration::DeclaredStage;
+use crate::rundir::report::{ArtifactRecord, ProcessRecord, Report, StageRecord};
+use crate::run::RunError;
+use crate::supervisor::{Job, JobResult};
+use protocol::JobId;
+use std::path::Path;
+
+/// One dispatch: these jobs, over this many worker processes at once.
+#[derive(Clone, Debug)]
+pub struct Phase {
+    pub key: String,
+    pub jobs: Vec<Job>,
+    pub workers: u32,
+    pub jobs_per_process: usize,
+    /// A cache directory (relative to the run directory) the coordinator
+    /// creates, private, before the phase starts.
+    pub cache: Option<String>,
+    /// Print a line per job (few, long jobs) rather than a counter.
+    pub line_per_job: bool,
+}
+
+/// A phase and what happened in it.
+pub struct PhaseOutcome {
+    pub phase: Phase,
+    pub dispatch: DispatchOutcome,
+}
+
+impl PhaseOutcome {
+    pub fn results(&self) -> impl Iterator<Item = &JobResult> {
+        self.dispatch.outcomes.iter().flat_map(|o| o.jobs.iter())
+    }
+}
+
+/// Numbers jobs across a whole run, so ids are unique in it.
+#[derive(Default)]
+pub struct JobNumbers(u32);
+
+impl JobNumbers {
+    pub fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
+        let id = JobId(self.0);
+        self.0 += 1;
+        Job { id, order: id.0 as usize, key, stage }
+    }
+}
+
+/// The planned stages as the declaration lists them.
+pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
+    if per_job {
+        phases
+            .iter()
+            .flat_map(|p| p.jobs.iter().map(|j| DeclaredStage { key: j.key.clone(), stage: j.stage.to_string(), jobs: 1, workers: p.workers }))
+            .collect()
+    } else {
+        phases
+            .iter()
+            .map(|p| DeclaredStage {
+                key: p.key.clone(),
+                stage: p.jobs.first().map(|j| j.stage.to_string()).unwrap_or_default(),
+                jobs: p.jobs.len(),
+                workers: p.workers,
+            })
+            .collect()
+    }
+}
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// A stage record from one job's own measurement.
+pub fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
+    let m = &r.measurement;
+    StageRecord {
+        stage: r.job.stage.to_string(),
+        order,
+        worker: Some(r.worker.0),
+        processes: 1,
+        wall_s: secs(m.wall_ns),
+        cpu_s: secs(m.user_ns + m.sys_ns),
+        user_s: secs(m.user_ns),
+        sys_s: secs(m.sys_ns),
+        peak_rss_bytes: m.peak_rss_bytes,
+        figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
+    }
+}
+
+/// Every worker process of every phase, as wait4 reported it.
+pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
+    let mut out: Vec<ProcessRecord> = outcomes
+        .iter()
+        .flat_map(|p| {
+            p.dispatch.outcomes.iter().map(|o| ProcessRecord {
+                rank: o.rank.0,
+                phase: p.phase.key.clone(),
+                stages: {
+                    let mut keys: Vec<String> = o.jobs.iter().map(|j| j.job.key.clone()).collect();
+                    keys.dedup();
+                    keys
+                },
+                wall_s: o.exit.wall.as_secs_f64(),
+                cpu_s: secs(o.exit.user_ns + o.exit.sys_ns),
+                user_s: secs(o.exit.user_ns),
+                sys_s: secs(o.exit.sys_ns),
+                peak_rss_bytes: o.exit.peak_rss_bytes,
+                exit: o.exit.kind.to_string(),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.rank);
+    out
+}
+
+/// A failure found while assembling the report.
+pub fn assembly_failure(stage: Option<String>, worker: Option<u32>, reason: &'static str, message: String) -> RunError {
+    RunError::Failed { stage, worker, reason, message }
+}
+
+/// Re-hashes a file a worker reported and checks it against the claim.
+pub fn checked_artifact(dir: &Path, r: &JobResult, path: &str, claimed: &[u8; 32], kind: &str) -> Result<ArtifactRecord, RunError> {
+    let mismatch = |why: String| {
+        assembly_failure(
+            Some(r.job.key.clone()),
+            Some(r.worker.0),
+            "artifact_mismatch",
+            format!("artifact {path} of stage {} from {}: {why}", r.job.key, r.worker),
+        )
+    };
+    let (sha, bytes) = evidence::file_sha256(&dir.join(path)).map_err(|e| mismatch(format!("cannot be read: {e}")))?;
+    if sha != hex::encode(claimed) {
+        return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
+    }
+    Ok(ArtifactRecord { path: path.into(), sha256: sha, bytes, stage: r.job.key.clone(), kind: kind.into() })
+}
+
+/// Fills in a mode's part of the report.
+pub fn assemble(mode: crate::plan::Mode, dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> Result<(), RunError> {
+    match mode {
+        crate::plan::Mode::Diagnostic => diagnostic::assemble(dir, outcomes, report),
+        crate::plan::Mode::ColdPrep => cold_prep::assemble(dir, outcomes, report),
+    }
+}
