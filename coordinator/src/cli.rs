@@ -124,8 +124,12 @@ pub fn main() -> ExitCode {
     match cli.command {
         Some(Command::Dataset(cmd)) => {
             let result = match cmd {
-                DatasetCommand::Generate { out, scale, seed } => crate::dataset::generate_cmd(&out, scale, seed),
-                DatasetCommand::Freeze { series, events, out } => crate::dataset::freeze_cmd(&series, &events, &out),
+                DatasetCommand::Generate { out, scale, seed } => {
+                    crate::dataset::generate_cmd(&out, scale, seed)
+                }
+                DatasetCommand::Freeze { series, events, out } => {
+                    crate::dataset::freeze_cmd(&series, &events, &out)
+                }
             };
             match result {
                 Ok(line) => {
@@ -234,7 +238,10 @@ fn print_summary(s: &RunSummary) {
         r.workers.len(),
         r.run_wall_s
     );
-    println!("  {:<36} {:>6} {:>10} {:>10} {:>12}", "stage", "worker", "wall s", "cpu s", "peak RSS");
+    println!(
+        "  {:<36} {:>6} {:>10} {:>10} {:>12}",
+        "stage", "worker", "wall s", "cpu s", "peak RSS"
+    );
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     for (key, st) in rows {
@@ -242,7 +249,14 @@ fn print_summary(s: &RunSummary) {
             Some(w) => w.to_string(),
             None => format!("{}x", st.processes),
         };
-        println!("  {:<36} {:>6} {:>10.3} {:>10.3} {:>12}", key, worker, st.wall_s, st.cpu_s, mib(st.peak_rss_bytes));
+        println!(
+            "  {:<36} {:>6} {:>10.3} {:>10.3} {:>12}",
+            key,
+            worker,
+            st.wall_s,
+            st.cpu_s,
+            mib(st.peak_rss_bytes)
+        );
     }
     if let (Some(c), Some(serial), Some(parallel)) = (&r.counts, &r.serial, &r.parallel) {
         println!(

@@ -38,7 +38,10 @@ pub fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), St
     }
     let frozen = Frozen::load(&dir).map_err(|e| e.to_string())?;
     if frozen.train().next().is_none() {
-        return Err(format!("{}: the frozen dataset has no training series (empty cohort)", dir.display()));
+        return Err(format!(
+            "{}: the frozen dataset has no training series (empty cohort)",
+            dir.display()
+        ));
     }
     let abs = std::fs::canonicalize(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     Ok((abs, frozen))
@@ -51,7 +54,8 @@ fn default_dataset(quiet: bool) -> Result<PathBuf, String> {
     if dir.join(recipe::frozen::FILE).is_file() {
         return Ok(dir);
     }
-    std::fs::create_dir_all(&root).map_err(|e| format!("cannot create the cache directory {}: {e}", root.display()))?;
+    std::fs::create_dir_all(&root)
+        .map_err(|e| format!("cannot create the cache directory {}: {e}", root.display()))?;
     if !quiet {
         eprintln!(
             "preparing the built-in {} synthetic cohort in {} (once; later runs reuse it)",
@@ -64,8 +68,14 @@ fn default_dataset(quiet: bool) -> Result<PathBuf, String> {
         .tempdir_in(&root)
         .map_err(|e| format!("cannot create a scratch directory in {}: {e}", root.display()))?;
     let raw = scratch.path().join("raw");
-    generate::generate(&raw, DEFAULT_SCALE, DEFAULT_SEED, &mut |_, _| {}).map_err(|e| e.to_string())?;
-    match recipe::freeze::freeze(&raw.join(generate::SERIES_FILE), &raw.join(generate::EVENTS_FILE), &dir, &mut |_| {}) {
+    generate::generate(&raw, DEFAULT_SCALE, DEFAULT_SEED, &mut |_, _| {})
+        .map_err(|e| e.to_string())?;
+    match recipe::freeze::freeze(
+        &raw.join(generate::SERIES_FILE),
+        &raw.join(generate::EVENTS_FILE),
+        &dir,
+        &mut |_| {},
+    ) {
         Ok(_) => Ok(dir),
         // Another run froze it at the same time: use theirs (its fingerprint is checked).
         Err(recipe::freeze::FreezeError::Exists(_)) => Ok(dir),

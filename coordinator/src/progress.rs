@@ -31,7 +31,14 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
                 if let Some(p) = &phase {
                     finish(p, clear);
                 }
-                phase = Some(Phase { key, jobs, done: 0, line_per_job, started: Instant::now(), next_tenth: 1 });
+                phase = Some(Phase {
+                    key,
+                    jobs,
+                    done: 0,
+                    line_per_job,
+                    started: Instant::now(),
+                    next_tenth: 1,
+                });
             }
             Event::StageStarted { rank, key } => {
                 if terminal && phase.as_ref().is_some_and(|p| p.line_per_job) {
@@ -56,9 +63,21 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
                         mib(m.peak_rss_bytes),
                     );
                 } else if terminal {
-                    eprint!("{clear}  {}: {}/{} series, {:.1} s", p.key, p.done, p.jobs, p.started.elapsed().as_secs_f64());
+                    eprint!(
+                        "{clear}  {}: {}/{} series, {:.1} s",
+                        p.key,
+                        p.done,
+                        p.jobs,
+                        p.started.elapsed().as_secs_f64()
+                    );
                 } else if p.done * 10 >= p.next_tenth * p.jobs {
-                    eprintln!("  {}: {}/{} series, {:.1} s", p.key, p.done, p.jobs, p.started.elapsed().as_secs_f64());
+                    eprintln!(
+                        "  {}: {}/{} series, {:.1} s",
+                        p.key,
+                        p.done,
+                        p.jobs,
+                        p.started.elapsed().as_secs_f64()
+                    );
                     while p.done * 10 >= p.next_tenth * p.jobs {
                         p.next_tenth += 1;
                     }
@@ -75,7 +94,13 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
 
 fn finish(p: &Phase, clear: &str) {
     if !p.line_per_job && !clear.is_empty() {
-        eprintln!("{clear}  {}: {}/{} series, {:.1} s", p.key, p.done, p.jobs, p.started.elapsed().as_secs_f64());
+        eprintln!(
+            "{clear}  {}: {}/{} series, {:.1} s",
+            p.key,
+            p.done,
+            p.jobs,
+            p.started.elapsed().as_secs_f64()
+        );
     }
 }
 

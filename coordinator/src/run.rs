@@ -74,13 +74,15 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
             plan.worker_bin.display()
         )));
     }
-    let (worker_sha, _) = evidence::file_sha256(&plan.worker_bin)
-        .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display())))?;
+    let (worker_sha, _) = evidence::file_sha256(&plan.worker_bin).map_err(|e| {
+        usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display()))
+    })?;
     // Everything about the input is checked before the run directory exists.
     let (phases, per_job, fingerprint) = match plan.mode {
         Mode::Diagnostic => (modes::diagnostic::phases(plan), true, None),
         Mode::ColdPrep => {
-            let (dir, frozen) = crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
+            let (dir, frozen) =
+                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
             (modes::cold_prep::phases(plan, &dir, &frozen), false, Some(frozen.fingerprint.clone()))
         }
     };
@@ -91,7 +93,8 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     .map_err(|e| usage(e.to_string()))?;
 
     let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
-    let declaration = Declaration::from_plan(plan, modes::declared(&phases, per_job), fingerprint, worker_sha);
+    let declaration =
+        Declaration::from_plan(plan, modes::declared(&phases, per_job), fingerprint, worker_sha);
     match run_in(&dir, plan, &declaration, phases, &mut bound) {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
@@ -128,7 +131,12 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
     }
 }
 
-fn fail(stage: Option<String>, worker: Option<u32>, reason: &'static str, message: String) -> RunError {
+fn fail(
+    stage: Option<String>,
+    worker: Option<u32>,
+    reason: &'static str,
+    message: String,
+) -> RunError {
     RunError::Failed { stage, worker, reason, message }
 }
 
@@ -139,7 +147,9 @@ fn run_in(
     phases: Vec<Phase>,
     bound: &mut Bound,
 ) -> Result<Report, RunError> {
-    let internal = |what: &str, e: &dyn std::fmt::Display| fail(None, None, "internal", format!("{what}: {e}"));
+    let internal = |what: &str, e: &dyn std::fmt::Display| {
+        fail(None, None, "internal", format!("{what}: {e}"))
+    };
     let decl_sha = dir
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
@@ -164,7 +174,8 @@ fn run_in(
         .enable_all()
         .build()
         .map_err(|e| internal("starting the async runtime", &e))?;
-    let run_dir_abs = std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
+    let run_dir_abs =
+        std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
     let (outcomes, interrupted) = runtime
         .block_on(supervise_run(plan, phases, &socket, token, &run_dir_abs))
@@ -181,7 +192,12 @@ fn run_in(
             return Err(fail(None, None, "internal", msg.clone()));
         }
         if let Some((rank, end)) = &p.dispatch.first_failure {
-            return Err(fail(end.stage().map(str::to_string), Some(rank.0), end.reason(), end.describe(*rank)));
+            return Err(fail(
+                end.stage().map(str::to_string),
+                Some(rank.0),
+                end.reason(),
+                end.describe(*rank),
+            ));
         }
     }
     let mut report = Report {
@@ -206,13 +222,24 @@ fn run_in(
     modes::assemble(plan.mode, dir.path(), &outcomes, &mut report)?;
     let planned = declaration.stages.len();
     if report.stages.len() != planned {
-        return Err(fail(None, None, "internal", format!("{} of {planned} planned stages reported", report.stages.len())));
+        return Err(fail(
+            None,
+            None,
+            "internal",
+            format!("{} of {planned} planned stages reported", report.stages.len()),
+        ));
     }
     report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
     if report.artifacts.windows(2).any(|w| w[0].path == w[1].path) {
-        return Err(fail(None, None, "artifact_mismatch", "two stages reported the same artifact path".into()));
+        return Err(fail(
+            None,
+            None,
+            "artifact_mismatch",
+            "two stages reported the same artifact path".into(),
+        ));
     }
-    dir.write_evidence(rundir::REPORT, &report::seal(&report)).map_err(|e| internal("writing the report", &e))?;
+    dir.write_evidence(rundir::REPORT, &report::seal(&report))
+        .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
 }
 
@@ -228,7 +255,8 @@ async fn supervise_run(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let listener = UnixListener::bind(socket)?;
-    let gate = Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
+    let gate =
+        Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
     let gate_task = tokio::spawn(gate.clone().serve(listener));
 
     let cancel = CancellationToken::new();
@@ -245,7 +273,11 @@ async fn supervise_run(
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(crate::progress::print_events(events_rx, plan.quiet));
-    let launcher = Arc::new(LocalLauncher { worker_bin: plan.worker_bin.clone(), socket: socket.to_path_buf(), token });
+    let launcher = Arc::new(LocalLauncher {
+        worker_bin: plan.worker_bin.clone(),
+        socket: socket.to_path_buf(),
+        token,
+    });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();
     for phase in phases {

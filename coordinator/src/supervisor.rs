@@ -141,10 +141,26 @@ pub struct WorkerOutcome {
 #[derive(Clone, Debug)]
 pub enum Event {
     /// Sent by the run, not a supervisor: a phase of `jobs` jobs begins.
-    PhaseStarted { key: String, jobs: usize, line_per_job: bool },
-    StageStarted { rank: WorkerId, key: String },
-    Progress { rank: WorkerId, key: String, done: u64, total: u64 },
-    StageFinished { rank: WorkerId, key: String, measurement: Measurement },
+    PhaseStarted {
+        key: String,
+        jobs: usize,
+        line_per_job: bool,
+    },
+    StageStarted {
+        rank: WorkerId,
+        key: String,
+    },
+    Progress {
+        rank: WorkerId,
+        key: String,
+        done: u64,
+        total: u64,
+    },
+    StageFinished {
+        rank: WorkerId,
+        key: String,
+        measurement: Measurement,
+    },
 }
 
 /// State shared by all supervisors of one run.

@@ -85,7 +85,7 @@ mod tests {
             x ^= x << 13;
             x ^= x >> 7;
             x ^= x << 17;
-            let f = f64::from_bits(x) ;
+            let f = f64::from_bits(x);
             if !f.is_finite() {
                 continue;
             }
@@ -95,7 +95,10 @@ mod tests {
             assert_eq!(to_bytes(&parsed), once, "{v}");
         }
         let v = json!({ "f": 0.6789708240000001 });
-        assert_eq!(to_bytes(&serde_json::from_slice::<Value>(&to_bytes(&v)).unwrap()), to_bytes(&v));
+        assert_eq!(
+            to_bytes(&serde_json::from_slice::<Value>(&to_bytes(&v)).unwrap()),
+            to_bytes(&v)
+        );
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! coordinator with a timeout, watch its stderr for events, and check that no
 //! worker process outlived it.
 
+pub mod data;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};

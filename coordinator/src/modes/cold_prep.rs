@@ -9,8 +9,8 @@
 
 use super::{JobNumbers, Phase, PhaseOutcome, assembly_failure, checked_artifact, stage_from_job};
 use crate::plan::RunPlan;
-use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Report, StageRecord};
 use crate::run::RunError;
+use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Report, StageRecord};
 use crate::stats::distribution;
 use protocol::Stage;
 use rayon::prelude::*;
@@ -78,13 +78,20 @@ fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome,
         .ok_or_else(|| assembly_failure(None, None, "internal", format!("phase {key} did not run")))
 }
 
-pub fn assemble(dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> Result<(), RunError> {
+pub fn assemble(
+    dir: &Path,
+    outcomes: &[PhaseOutcome],
+    report: &mut Report,
+) -> Result<(), RunError> {
     for (order, key) in [(0, VERIFY_BEFORE), (3, VERIFY_AFTER)] {
         let p = find(outcomes, key)?;
-        let r = p.results().next().ok_or_else(|| assembly_failure(Some(key.into()), None, "internal", format!("{key} reported nothing")))?;
+        let r = p.results().next().ok_or_else(|| {
+            assembly_failure(Some(key.into()), None, "internal", format!("{key} reported nothing"))
+        })?;
         report.stages.insert(key.into(), stage_from_job(r, order));
     }
-    let (serial_stage, serial, serial_manifest, serial_art, counts) = side(dir, find(outcomes, SERIAL)?, 1)?;
+    let (serial_stage, serial, serial_manifest, serial_art, counts) =
+        side(dir, find(outcomes, SERIAL)?, 1)?;
     let (par_stage, parallel, par_manifest, par_art, _) = side(dir, find(outcomes, PARALLEL)?, 2)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
@@ -92,7 +99,9 @@ pub fn assemble(dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> R
             Some(PARALLEL.into()),
             None,
             "caches_differ",
-            format!("the serial and parallel caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"),
+            format!(
+                "the serial and parallel caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"
+            ),
         ));
     }
     let workers = find(outcomes, PARALLEL)?.phase.workers.max(1) as f64;
@@ -120,12 +129,19 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let cache = p.phase.cache.clone().expect("preparation phases have a cache");
     let results: Vec<_> = p.results().collect();
     if results.len() != p.phase.jobs.len() {
-        return Err(assembly_failure(Some(p.phase.key.clone()), None, "internal", format!("{} of {} series reported", results.len(), p.phase.jobs.len())));
+        return Err(assembly_failure(
+            Some(p.phase.key.clone()),
+            None,
+            "internal",
+            format!("{} of {} series reported", results.len(), p.phase.jobs.len()),
+        ));
     }
     // Re-hash every reported file (trust, but verify), in parallel.
     let checked: Vec<ArtifactRecord> = results
         .par_iter()
-        .flat_map_iter(|r| r.artifacts.iter().map(move |(path, sha)| checked_artifact(dir, r, path, sha, "file")))
+        .flat_map_iter(|r| {
+            r.artifacts.iter().map(move |(path, sha)| checked_artifact(dir, r, path, sha, "file"))
+        })
         .collect::<Result<_, _>>()?;
     let prefix = format!("{cache}/");
     let files: BTreeMap<String, serde_json::Value> = checked
@@ -142,8 +158,14 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
         "files": files,
     }));
     let manifest_path = format!("{cache}/{MANIFEST}");
-    evidence::write_atomic(&dir.join(&manifest_path), &manifest)
-        .map_err(|e| assembly_failure(Some(p.phase.key.clone()), None, "internal", format!("writing {manifest_path}: {e}")))?;
+    evidence::write_atomic(&dir.join(&manifest_path), &manifest).map_err(|e| {
+        assembly_failure(
+            Some(p.phase.key.clone()),
+            None,
+            "internal",
+            format!("writing {manifest_path}: {e}"),
+        )
+    })?;
     let artifact = ArtifactRecord {
         path: manifest_path.clone(),
         sha256: evidence::sha256_hex(&manifest),
@@ -174,7 +196,8 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let peak = workers.iter().map(|w| w.peak_rss_bytes).max().unwrap_or(0);
     let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
     let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
-    let components: BTreeMap<String, f64> = COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
+    let components: BTreeMap<String, f64> =
+        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
     let mut figures = components.clone();
     for name in ["samples", "frames", "valid_frames"] {
         figures.insert(name.into(), sum(name));

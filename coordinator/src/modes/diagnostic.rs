@@ -3,8 +3,8 @@
 
 use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
 use crate::plan::RunPlan;
-use crate::rundir::report::Report;
 use crate::run::RunError;
+use crate::rundir::report::Report;
 use std::path::Path;
 
 pub fn phases(plan: &RunPlan) -> Vec<Phase> {
@@ -20,7 +20,11 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
     }]
 }
 
-pub fn assemble(dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> Result<(), RunError> {
+pub fn assemble(
+    dir: &Path,
+    outcomes: &[PhaseOutcome],
+    report: &mut Report,
+) -> Result<(), RunError> {
     for p in outcomes {
         for r in p.results() {
             report.stages.insert(r.job.key.clone(), stage_from_job(r, r.job.order));

@@ -7,9 +7,9 @@ pub mod cold_prep;
 pub mod diagnostic;
 
 use crate::dispatch::DispatchOutcome;
+use crate::run::RunError;
 use crate::rundir::declaration::DeclaredStage;
 use crate::rundir::report::{ArtifactRecord, ProcessRecord, Report, StageRecord};
-use crate::run::RunError;
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
 use std::path::Path;
@@ -57,7 +57,14 @@ pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
     if per_job {
         phases
             .iter()
-            .flat_map(|p| p.jobs.iter().map(|j| DeclaredStage { key: j.key.clone(), stage: j.stage.to_string(), jobs: 1, workers: p.workers }))
+            .flat_map(|p| {
+                p.jobs.iter().map(|j| DeclaredStage {
+                    key: j.key.clone(),
+                    stage: j.stage.to_string(),
+                    jobs: 1,
+                    workers: p.workers,
+                })
+            })
             .collect()
     } else {
         phases
@@ -120,12 +127,23 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
 }
 
 /// A failure found while assembling the report.
-pub fn assembly_failure(stage: Option<String>, worker: Option<u32>, reason: &'static str, message: String) -> RunError {
+pub fn assembly_failure(
+    stage: Option<String>,
+    worker: Option<u32>,
+    reason: &'static str,
+    message: String,
+) -> RunError {
     RunError::Failed { stage, worker, reason, message }
 }
 
 /// Re-hashes a file a worker reported and checks it against the claim.
-pub fn checked_artifact(dir: &Path, r: &JobResult, path: &str, claimed: &[u8; 32], kind: &str) -> Result<ArtifactRecord, RunError> {
+pub fn checked_artifact(
+    dir: &Path,
+    r: &JobResult,
+    path: &str,
+    claimed: &[u8; 32],
+    kind: &str,
+) -> Result<ArtifactRecord, RunError> {
     let mismatch = |why: String| {
         assembly_failure(
             Some(r.job.key.clone()),
@@ -134,15 +152,27 @@ pub fn checked_artifact(dir: &Path, r: &JobResult, path: &str, claimed: &[u8; 32
             format!("artifact {path} of stage {} from {}: {why}", r.job.key, r.worker),
         )
     };
-    let (sha, bytes) = evidence::file_sha256(&dir.join(path)).map_err(|e| mismatch(format!("cannot be read: {e}")))?;
+    let (sha, bytes) = evidence::file_sha256(&dir.join(path))
+        .map_err(|e| mismatch(format!("cannot be read: {e}")))?;
     if sha != hex::encode(claimed) {
         return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
     }
-    Ok(ArtifactRecord { path: path.into(), sha256: sha, bytes, stage: r.job.key.clone(), kind: kind.into() })
+    Ok(ArtifactRecord {
+        path: path.into(),
+        sha256: sha,
+        bytes,
+        stage: r.job.key.clone(),
+        kind: kind.into(),
+    })
 }
 
 /// Fills in a mode's part of the report.
-pub fn assemble(mode: crate::plan::Mode, dir: &Path, outcomes: &[PhaseOutcome], report: &mut Report) -> Result<(), RunError> {
+pub fn assemble(
+    mode: crate::plan::Mode,
+    dir: &Path,
+    outcomes: &[PhaseOutcome],
+    report: &mut Report,
+) -> Result<(), RunError> {
     match mode {
         crate::plan::Mode::Diagnostic => diagnostic::assemble(dir, outcomes, report),
         crate::plan::Mode::ColdPrep => cold_prep::assemble(dir, outcomes, report),

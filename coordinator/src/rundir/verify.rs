@@ -107,8 +107,10 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
 
 /// A manifest lists files below its own directory; each must match.
 fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
-    let bytes = std::fs::read(dir.join(path)).map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
-    let v: Value = serde_json::from_slice(&bytes).map_err(|e| format!("manifest {path} is not valid JSON: {e}"))?;
+    let bytes = std::fs::read(dir.join(path))
+        .map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
+    let v: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| format!("manifest {path} is not valid JSON: {e}"))?;
     let base = Path::new(path).parent().unwrap_or(Path::new(""));
     let files = v["files"].as_object().ok_or_else(|| format!("manifest {path} lists no files"))?;
     let mut entries: Vec<(&String, &Value)> = files.iter().collect();
@@ -121,7 +123,12 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
                 return Some(format!("manifest {path} lists '{rel}', which leaves its directory"));
             }
             match evidence::file_sha256(&dir.join(base).join(rel)) {
-                Ok((sha, n)) if want["sha256"].as_str() == Some(sha.as_str()) && want["bytes"].as_u64() == Some(n) => None,
+                Ok((sha, n))
+                    if want["sha256"].as_str() == Some(sha.as_str())
+                        && want["bytes"].as_u64() == Some(n) =>
+                {
+                    None
+                }
                 Ok(_) => Some(format!("cache file {shown} does not match its SHA-256 in {path}")),
                 Err(e) => Some(format!("cache file {shown} listed in {path} cannot be read: {e}")),
             }

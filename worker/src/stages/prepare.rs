@@ -11,7 +11,8 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
         Stage::VerifySources { dataset } => {
             let dir = Path::new(dataset);
             let frozen = Frozen::load(dir).map_err(|e| StageError::Failed(e.to_string()))?;
-            let v = frozen::verify_sources(dir, &frozen).map_err(|e| StageError::Failed(e.to_string()))?;
+            let v = frozen::verify_sources(dir, &frozen)
+                .map_err(|e| StageError::Failed(e.to_string()))?;
             Ok(vec![figure("files", v.files as f64), figure("bytes", v.bytes as f64)])
         }
         Stage::PrepareSeries { dataset, id, file, sha256, cache } => {

@@ -1,0 +1,277 @@
+//! Bad input gets one line naming what is wrong (file, and series and row
+//! where they apply), a non-zero exit, no output or report, and leaves every
+//! input byte untouched.
+
+use harness::data::{Raw, copy_dir, f64_column, snapshot, tiny, write_columns};
+use harness::{Running, coordinator, json, run};
+use std::path::{Path, PathBuf};
+
+/// Writes a raw cohort into a fresh directory and tries to freeze it.
+fn freeze_raw(setup: impl FnOnce(&Path)) -> (tempfile::TempDir, harness::Finished, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let raw = tmp.path().join("raw");
+    std::fs::create_dir(&raw).unwrap();
+    std::fs::write(raw.join("train_events.csv"), Raw::valid(40).events()).unwrap();
+    Raw::valid(40).write(&raw.join("train_series.parquet"));
+    setup(&raw);
+    let before = snapshot(&raw);
+    let out = tmp.path().join("frozen");
+    let mut c = coordinator();
+    c.args(["dataset", "freeze", "--series"]).arg(raw.join("train_series.parquet"));
+    c.arg("--events").arg(raw.join("train_events.csv")).arg("--out").arg(&out);
+    let f = run(c);
+    assert_eq!(snapshot(&raw), before, "an input file was changed");
+    (tmp, f, out)
+}
+
+/// Asserts a refused freeze: exit 2, one error line containing `needle`, no output.
+fn refused(f: &harness::Finished, out: &Path, needle: &str) {
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let errors: Vec<_> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{}", f.stderr);
+    assert!(errors[0].contains(needle), "expected '{needle}' in: {}", errors[0]);
+    assert!(!out.exists(), "a refused freeze left output");
+    let parent = out.parent().unwrap();
+    let leftovers: Vec<_> = std::fs::read_dir(parent)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains("partial"))
+        .collect();
+    assert!(leftovers.is_empty(), "a partial directory was left behind");
+}
+
+#[test]
+fn a_valid_raw_cohort_freezes() {
+    let (_t, f, out) = freeze_raw(|_| {});
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let frozen = json(&out.join("frozen.json"));
+    assert_eq!(frozen["series"].as_array().unwrap().len(), 2);
+    assert_eq!(frozen["series"][0]["samples"], 40);
+}
+
+#[test]
+fn extra_columns_are_ignored() {
+    let (_t, f, _) = freeze_raw(|raw| {
+        let r = Raw::valid(40);
+        let mut cols = r.columns();
+        cols.push(("battery", f64_column(&r.anglez)));
+        write_columns(&raw.join("train_series.parquet"), cols);
+    });
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+}
+
+#[test]
+fn a_missing_column_is_named() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let cols = Raw::valid(40).columns().into_iter().filter(|(n, _)| *n != "enmo").collect();
+        write_columns(&raw.join("train_series.parquet"), cols);
+    });
+    refused(&f, &out, "train_series.parquet: missing column 'enmo'");
+}
+
+#[test]
+fn a_wrong_column_type_is_named() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let r = Raw::valid(40);
+        let cols = r
+            .columns()
+            .into_iter()
+            .map(|(n, a)| if n == "anglez" { (n, f64_column(&r.anglez)) } else { (n, a) })
+            .collect();
+        write_columns(&raw.join("train_series.parquet"), cols);
+    });
+    refused(&f, &out, "column 'anglez' has type Float64, expected Float32");
+}
+
+#[test]
+fn a_truncated_parquet_file_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let p = raw.join("train_series.parquet");
+        let bytes = std::fs::read(&p).unwrap();
+        std::fs::write(&p, &bytes[..bytes.len() / 2]).unwrap();
+    });
+    refused(&f, &out, "train_series.parquet: not a readable parquet file");
+}
+
+#[test]
+fn a_corrupt_parquet_file_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let p = raw.join("train_series.parquet");
+        let mut bytes = std::fs::read(&p).unwrap();
+        let third = bytes.len() / 3;
+        for b in bytes.iter_mut().skip(4).take(third) {
+            *b ^= 0x5a;
+        }
+        std::fs::write(&p, bytes).unwrap();
+    });
+    assert_ne!(f.code(), Some(0), "{}", f.stderr);
+    refused(&f, &out, "train_series.parquet");
+}
+
+#[test]
+fn a_step_gap_names_series_and_row() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let mut r = Raw::valid(40);
+        r.step[45] = 6; // series bbbbbbbbbbbb, its 6th row (file row 45) should be step 5
+        r.write(&raw.join("train_series.parquet"));
+    });
+    refused(&f, &out, "series bbbbbbbbbbbb, row 45: step 6 where 5 was expected");
+}
+
+#[test]
+fn reordered_rows_are_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let mut r = Raw::valid(40);
+        r.step.swap(10, 11);
+        r.timestamp.swap(10, 11);
+        r.write(&raw.join("train_series.parquet"));
+    });
+    refused(&f, &out, "series aaaaaaaaaaaa, row 10: step 11 where 10 was expected");
+}
+
+#[test]
+fn a_broken_utc_cadence_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let mut r = Raw::valid(40);
+        r.timestamp[20] = "2018-08-14T15:31:45-0400".into(); // 5 s too late
+        r.write(&raw.join("train_series.parquet"));
+    });
+    refused(
+        &f,
+        &out,
+        "series aaaaaaaaaaaa, row 20: timestamp '2018-08-14T15:31:45-0400' is 10 s after the previous row",
+    );
+}
+
+#[test]
+fn an_unparseable_timestamp_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let mut r = Raw::valid(40);
+        r.timestamp[3] = "14/08/2018 15:30".into();
+        r.write(&raw.join("train_series.parquet"));
+    });
+    refused(&f, &out, "series aaaaaaaaaaaa, row 3: timestamp '14/08/2018 15:30' cannot be parsed");
+}
+
+#[test]
+fn an_events_file_without_a_column_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        std::fs::write(raw.join("train_events.csv"), "series_id,night,event,timestamp\n").unwrap();
+    });
+    refused(&f, &out, "train_events.csv: missing column 'step'");
+}
+
+#[test]
+fn an_empty_cohort_is_refused() {
+    let (_t, f, out) = freeze_raw(|raw| {
+        let mut r = Raw::valid(0);
+        r.series_id.clear();
+        r.write(&raw.join("train_series.parquet"));
+    });
+    refused(&f, &out, "holds no series (empty cohort)");
+}
+
+#[test]
+fn an_existing_freeze_output_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("mine");
+    std::fs::create_dir(&out).unwrap();
+    std::fs::write(out.join("keep.txt"), "mine").unwrap();
+    let mut c = coordinator();
+    c.args(["dataset", "freeze", "--series"]).arg(tiny().raw.join("train_series.parquet"));
+    c.arg("--events").arg(tiny().raw.join("train_events.csv")).arg("--out").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("already exists"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(out.join("keep.txt")).unwrap(), "mine");
+    assert_eq!(harness::files_below(&out), ["keep.txt"]);
+}
+
+/// A copy of the tiny frozen dataset that a test may damage.
+fn damaged_copy(damage: impl FnOnce(&Path, &serde_json::Value)) -> (tempfile::TempDir, PathBuf) {
+    let tmp = tempfile::tempdir().unwrap();
+    let data = tmp.path().join("frozen");
+    copy_dir(&tiny().frozen, &data);
+    let frozen = json(&data.join("frozen.json"));
+    damage(&data, &frozen);
+    (tmp, data)
+}
+
+fn first_of(frozen: &serde_json::Value, partition: &str) -> String {
+    frozen["series"].as_array().unwrap().iter().find(|s| s["partition"] == partition).unwrap()["file"]
+        .as_str()
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn a_source_changed_after_freezing_fails_verify_before() {
+    let mut changed = String::new();
+    let (_t, data) = damaged_copy(|d, frozen| {
+        changed = first_of(frozen, "test");
+        let p = d.join(&changed);
+        let mut b = std::fs::read(&p).unwrap();
+        b[100] ^= 1;
+        std::fs::write(&p, b).unwrap();
+    });
+    let before = snapshot(&data);
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "2", "--data"]).arg(&data);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains(&format!("{changed} has changed since freezing")), "{line}");
+    assert!(!out.join("report.json").exists());
+    assert_eq!(json(&out.join("failure.json"))["stage"], "verify_before");
+    assert_eq!(snapshot(&data), before);
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn a_source_changed_during_the_run_fails_verify_after() {
+    let (_t, data) = damaged_copy(|_, _| {});
+    let frozen = json(&data.join("frozen.json"));
+    // A validation series: preparation never reads it, only verify_after can notice.
+    let changed = first_of(&frozen, "validation");
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "2", "--data"]).arg(&data);
+    let mut r = Running::spawn(c);
+    // verify_before has passed once the serial preparation has started.
+    r.wait_for("phase started key=cold_feature_cache_prepare ");
+    let p = data.join(&changed);
+    let mut b = std::fs::read(&p).unwrap();
+    b[100] ^= 1;
+    std::fs::write(&p, b).unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains(&format!("{changed} has changed since freezing")), "{stderr}");
+    assert_eq!(json(&out.join("failure.json"))["stage"], "verify_after");
+    assert!(!out.join("report.json").exists());
+}
+
+#[test]
+fn a_hand_edited_frozen_json_is_refused_before_anything_runs() {
+    let (_t, data) = damaged_copy(|d, _| {
+        let p = d.join("frozen.json");
+        let text =
+            std::fs::read_to_string(&p).unwrap().replacen("\"samples\": ", "\"samples\": 1", 1);
+        std::fs::write(&p, text).unwrap();
+    });
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--data"]).arg(&data);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("frozen.json: edited after freezing"), "{}", f.stderr);
+    assert!(!out.exists(), "a run directory was created for refused input");
+    assert!(f.worker_pids().is_empty());
+}
+
+#[test]
+fn a_directory_that_is_not_a_frozen_dataset_is_refused() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--data"]).arg(&tiny().raw);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("is not a frozen dataset (no frozen.json)"), "{}", f.stderr);
+    assert!(!out.exists());
+}

@@ -1,0 +1,123 @@
+//! `--mode cold-prep`: serial and N-process preparation side by side, in one
+//! hash-bound report, with identical caches.
+
+use harness::data::tiny;
+use harness::{json, run};
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn serial_and_parallel_preparation_agree_and_verify() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "2", "--data"]).arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let frozen = json(&tiny().frozen.join("frozen.json"));
+
+    // Counts match the contract applied to frozen.json's training series.
+    let train: Vec<_> =
+        frozen["series"].as_array().unwrap().iter().filter(|s| s["partition"] == "train").collect();
+    let frames: u64 = train
+        .iter()
+        .map(|s| recipe::contract::frame_count(s["samples"].as_u64().unwrap() as usize) as u64)
+        .sum();
+    assert_eq!(r["counts"]["train_series"], train.len() as u64);
+    assert_eq!(r["counts"]["frames"], frames);
+    assert!(r["counts"]["valid_frames"].as_u64().unwrap() <= frames);
+
+    for key in [
+        "verify_before",
+        "cold_feature_cache_prepare",
+        "cold_feature_cache_prepare_parallel",
+        "verify_after",
+    ] {
+        let st = &r["stages"][key];
+        assert!(
+            st["wall_s"].as_f64().unwrap() > 0.0
+                && st["cpu_s"].is_f64()
+                && st["peak_rss_bytes"].as_u64().unwrap() > 0,
+            "{key}: {st}"
+        );
+    }
+    assert_eq!(r["caches_identical"], true);
+    assert!(r["speedup"].as_f64().unwrap() > 0.0);
+    assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(r["serial"]["workers"].as_array().unwrap().len(), 1);
+    let series_done: u64 = r["parallel"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["series"].as_u64().unwrap())
+        .sum();
+    assert_eq!(series_done, train.len() as u64);
+    assert_eq!(r["serial"]["per_series_s"]["n"], train.len() as u64);
+
+    // The declaration carries the dataset fingerprint; the evidence names no series.
+    let decl = json(&out.join("declaration.json"));
+    assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
+    for name in ["declaration.json", "environment.json", "report.json"] {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        for s in frozen["series"].as_array().unwrap() {
+            assert!(!text.contains(s["id"].as_str().unwrap()), "{name} names a series");
+        }
+        assert!(!text.contains(tiny().frozen.to_str().unwrap()), "{name} holds the input path");
+    }
+
+    // Both caches are private, complete and identical, file by file.
+    for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
+        let mode = std::fs::metadata(out.join(cache)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{cache}");
+        assert_eq!(harness::files_below(&out.join(cache)).len(), 2 * train.len() + 1);
+    }
+    assert_eq!(
+        std::fs::read(out.join("private-feature-cache/manifest.json")).unwrap(),
+        std::fs::read(out.join("private-feature-cache-parallel/manifest.json")).unwrap()
+    );
+    coordinator::rundir::verify::verify(&out).expect("the run verifies");
+    f.assert_no_worker_left();
+
+    // A changed cache file is caught through its manifest.
+    let id = train[0]["id"].as_str().unwrap();
+    let npy = out.join(format!("private-feature-cache-parallel/{id}/values.npy"));
+    let mut bytes = std::fs::read(&npy).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&npy, bytes).unwrap();
+    let err = coordinator::rundir::verify::verify(&out).unwrap_err();
+    assert!(
+        err.contains("does not match its SHA-256 in private-feature-cache-parallel/manifest.json"),
+        "{err}"
+    );
+}
+
+#[test]
+fn the_cache_is_the_reference_extraction() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "3", "--data"]).arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let frozen = recipe::frozen::Frozen::load(&tiny().frozen).unwrap();
+    for s in frozen.train() {
+        let bytes = std::fs::read(tiny().frozen.join(&s.file)).unwrap();
+        let data = recipe::source::read_series(bytes.into(), &s.file, &s.id).unwrap();
+        let reference =
+            recipe::features::extract_reference(&data.local_seconds, &data.enmo, &data.anglez);
+        let [values, valid] = recipe::cache::files(&s.id);
+        for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
+            let (v, _) =
+                recipe::npy::read_f32_2d(&std::fs::read(out.join(cache).join(&values)).unwrap())
+                    .unwrap();
+            assert!(
+                v.iter().zip(&reference.values).all(|(a, b)| a.to_bits() == b.to_bits()),
+                "{cache} {}",
+                s.id
+            );
+            assert_eq!(v.len(), reference.values.len());
+            assert_eq!(
+                recipe::npy::read_bool_1d(&std::fs::read(out.join(cache).join(&valid)).unwrap())
+                    .unwrap(),
+                reference.valid
+            );
+        }
+    }
+}
