@@ -68,6 +68,14 @@ enum DatasetCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Read and decode every training series of a frozen dataset in this one
+    /// process, with no checks, extraction or writes: the floor under cold
+    /// preparation. Prints the times.
+    Scan {
+        /// A frozen dataset. [default: the built-in small cohort]
+        #[arg(long, value_name = "DIR")]
+        data: Option<PathBuf>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -130,6 +138,7 @@ pub fn main() -> ExitCode {
                 DatasetCommand::Freeze { series, events, out } => {
                     crate::dataset::freeze_cmd(&series, &events, &out)
                 }
+                DatasetCommand::Scan { data } => crate::dataset::scan_cmd(data.as_deref()),
             };
             match result {
                 Ok(line) => {

@@ -129,3 +129,23 @@ pub fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, St
         f.fingerprint
     ))
 }
+
+/// `coordinator dataset scan`: read and decode every training series, serially.
+pub fn scan_cmd(data: Option<&Path>) -> Result<String, String> {
+    let (dir, frozen) = resolve(data, false)?;
+    let (mut read_s, mut decode_s, mut rows, mut bytes, mut series) = (0.0, 0.0, 0u64, 0u64, 0u64);
+    for s in frozen.train() {
+        let t = std::time::Instant::now();
+        let b = std::fs::read(dir.join(&s.file)).map_err(|e| format!("{}: {e}", s.file))?;
+        read_s += t.elapsed().as_secs_f64();
+        bytes += b.len() as u64;
+        let t = std::time::Instant::now();
+        rows += recipe::source::decode_only(bytes::Bytes::from(b), &s.file).map_err(|e| e.to_string())?;
+        decode_s += t.elapsed().as_secs_f64();
+        series += 1;
+    }
+    Ok(format!(
+        "scanned {series} training series, {rows} rows, {bytes} bytes: read {read_s:.3} s + decode {decode_s:.3} s = {:.3} s",
+        read_s + decode_s
+    ))
+}

@@ -168,6 +168,18 @@ pub fn text<'a>(batch: &'a RecordBatch, name: &str, file: &str) -> Result<Text<'
     Err(SourceError::Other { file: file.into(), detail: format!("column '{name}' is not text") })
 }
 
+/// Decodes a parquet file's source columns into arrow arrays and nothing
+/// more: the floor under [`read_series`]. Returns the rows decoded.
+pub fn decode_only(bytes: bytes::Bytes, file: &str) -> Result<u64, SourceError> {
+    let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
+    let mut rows = 0u64;
+    for batch in reader {
+        let batch = batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
+        rows += std::hint::black_box(batch).num_rows() as u64;
+    }
+    Ok(rows)
+}
+
 /// The decoded, checked columns of one series.
 #[derive(Debug, Default)]
 pub struct SeriesData {
