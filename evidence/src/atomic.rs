@@ -6,8 +6,25 @@ use std::fs::{self, File};
 use std::io::{self, Write};
 use std::path::Path;
 
-/// Writes `bytes` to `path` atomically, creating parent directories.
+/// How far a write must be durable.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Durability {
+    /// fsync the file and its directory: survives power loss. For evidence.
+    Disk,
+    /// No fsync: still atomic against a killed process (the rename is), but
+    /// not against power loss. For derived data that can be rebuilt, such as
+    /// a feature cache, where an fsync per file costs more than the write.
+    Process,
+}
+
+/// Writes `bytes` to `path` atomically and durably ([`Durability::Disk`]),
+/// creating parent directories.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Durability::Disk)
+}
+
+/// Writes `bytes` to `path` atomically with the given durability.
+pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -18,14 +35,20 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
     let written = (|| {
         let mut f = File::create(&tmp)?;
         f.write_all(bytes)?;
-        f.sync_all()
+        if durability == Durability::Disk {
+            f.sync_all()?;
+        }
+        Ok(())
     })();
     if let Err(e) = written {
         let _ = fs::remove_file(&tmp);
         return Err(e);
     }
     fs::rename(&tmp, path)?;
-    File::open(dir)?.sync_all()
+    if durability == Durability::Disk {
+        File::open(dir)?.sync_all()?;
+    }
+    Ok(())
 }
 
 /// Renames `from` to `to` only if `to` does not exist (Linux `renameat2`

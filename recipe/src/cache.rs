@@ -1,5 +1,8 @@
 //! The per-series feature cache: `<cache>/<series_id>/values.npy` (float32
-//! `[frames, 5]`) and `valid.npy` (bool `[frames]`), each written atomically.
+//! `[frames, 5]`) and `valid.npy` (bool `[frames]`), each written atomically
+//! (temp file and rename: a killed process leaves the whole file or none).
+//! Cache files are not fsynced: they are derived data, rebuilt from the
+//! sources when in doubt, and an fsync per file cost more than the writes.
 
 use crate::contract::N_FEATURES;
 use crate::{features, npy, source};
@@ -76,8 +79,11 @@ pub fn prepare_series(
     let values = npy::f32_2d(&f.values, N_FEATURES);
     let valid = npy::bool_1d(&f.valid);
     let [values_path, valid_path] = files(s.id);
-    evidence::write_atomic(&cache.join(values_path), &values).map_err(PrepareError::Write)?;
-    evidence::write_atomic(&cache.join(valid_path), &valid).map_err(PrepareError::Write)?;
+    let durability = evidence::Durability::Process;
+    evidence::write_atomic_with(&cache.join(values_path), &values, durability)
+        .map_err(PrepareError::Write)?;
+    evidence::write_atomic_with(&cache.join(valid_path), &valid, durability)
+        .map_err(PrepareError::Write)?;
     let sha256 = [Sha256::digest(&values).into(), Sha256::digest(&valid).into()];
     let write_s = t.elapsed().as_secs_f64();
 

@@ -78,6 +78,23 @@ pub fn parse(s: &[u8]) -> Option<Stamp> {
     Some(Stamp { local_seconds, utc: local - offset })
 }
 
+/// Parses a 24-byte timestamp whose date and offset are known to equal those
+/// of an earlier one whose local midnight was at UTC `midnight`: only
+/// HH:MM:SS is read. Accepts and rejects exactly what [`parse`] would for
+/// such a string.
+#[inline]
+pub fn parse_same_day(s: &[u8], midnight: i64) -> Option<Stamp> {
+    if s[10] != b'T' || s[13] != b':' || s[16] != b':' {
+        return None;
+    }
+    let (h, mi, se) = (digits(&s[11..13])?, digits(&s[14..16])?, digits(&s[17..19])?);
+    if h > 23 || mi > 59 || se > 59 {
+        return None;
+    }
+    let local_seconds = h * 3600 + mi * 60 + se;
+    Some(Stamp { local_seconds, utc: midnight + local_seconds as i64 })
+}
+
 /// Formats a local time with offset as `YYYY-MM-DDTHH:MM:SS±HHMM` into `out` (24 bytes).
 pub fn format_into(utc: i64, offset_seconds: i64, out: &mut [u8; 24]) {
     let local = utc + offset_seconds;
@@ -167,6 +184,27 @@ mod tests {
         let t = days_from_civil(2018, 3, 11) * 86_400 + 7 * 3600;
         assert_eq!(eastern_offset(t - 1), -5 * 3600);
         assert_eq!(eastern_offset(t), -4 * 3600);
+    }
+
+    #[test]
+    fn the_same_day_fast_path_agrees_with_the_full_parse() {
+        let first = parse(b"2018-08-14T00:00:00-0400").unwrap();
+        let midnight = first.utc;
+        for text in [
+            &b"2018-08-14T15:30:00-0400"[..],
+            b"2018-08-14T23:59:59-0400",
+            b"2018-08-14T24:00:00-0400",
+            b"2018-08-14T15:3x:00-0400",
+            b"2018-08-14T15:30:60-0400",
+            b"2018-08-14 15:30:00-0400",
+        ] {
+            assert_eq!(
+                parse_same_day(text, midnight),
+                parse(text),
+                "{}",
+                String::from_utf8_lossy(text)
+            );
+        }
     }
 
     #[test]

@@ -76,51 +76,47 @@ fn tod_table() -> &'static [f64] {
     TABLE.get_or_init(|| (0..86_400u32).map(tod_term).collect())
 }
 
-/// The extraction stages use: same arithmetic as the reference, each
-/// sample's terms computed once.
+/// The extraction stages use: the reference's arithmetic in the reference's
+/// order, straight from the input slices (no intermediate arrays), with
+/// each cosine looked up rather than computed.
 pub fn extract(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features {
-    let n = local_seconds.len();
-    let frames = frame_count(n);
+    let frames = frame_count(local_seconds.len());
     let table = tod_table();
-    let cos: Vec<f64> = local_seconds.iter().map(|&t| table[(t as usize) % 86_400]).collect();
-    let e: Vec<f64> = enmo[..n].iter().map(|&x| x as f64).collect();
-    let a: Vec<f64> = anglez[..n].iter().map(|&x| x as f64).collect();
-    let finite: Vec<bool> = (0..n).map(|i| e[i].is_finite() && a[i].is_finite()).collect();
     let mut values = vec![0f32; frames * N_FEATURES];
     let mut valid = vec![false; frames];
-    let inv = FRAME_SAMPLES as f64;
-    for j in 0..frames {
+    let n = FRAME_SAMPLES as f64;
+    for (j, out) in values.chunks_exact_mut(N_FEATURES).enumerate() {
         let s = j * FRAME_STRIDE;
-        let window =
-            |v: &[f64]| -> [f64; FRAME_SAMPLES] { v[s..s + FRAME_SAMPLES].try_into().unwrap() };
-        let (c, ew, aw) = (window(&cos), window(&e), window(&a));
+        let t: &[u32; FRAME_SAMPLES] = local_seconds[s..s + FRAME_SAMPLES].try_into().unwrap();
+        let e: &[f32; FRAME_SAMPLES] = enmo[s..s + FRAME_SAMPLES].try_into().unwrap();
+        let a: &[f32; FRAME_SAMPLES] = anglez[s..s + FRAME_SAMPLES].try_into().unwrap();
         let mut tod = 0.0;
-        for x in c {
-            tod += x;
+        for &x in t {
+            tod += table[x as usize % 86_400];
         }
-        let (mov_mu, mov_std) = mean_std_array(&ew, inv);
-        let (angle_mu, angle_std) = mean_std_array(&aw, inv);
-        let out = &mut values[j * N_FEATURES..(j + 1) * N_FEATURES];
-        out[0] = (tod / inv) as f32;
+        let (mov_mu, mov_std) = mean_std_f32(e, n);
+        let (angle_mu, angle_std) = mean_std_f32(a, n);
+        out[0] = (tod / n) as f32;
         out[1] = mov_mu as f32;
         out[2] = mov_std as f32;
         out[3] = angle_mu as f32;
         out[4] = angle_std as f32;
-        valid[j] = finite[s..s + FRAME_SAMPLES].iter().all(|&f| f);
+        valid[j] = e.iter().chain(a.iter()).all(|x| x.is_finite());
     }
     Features { values, valid }
 }
 
+/// [`mean_std`] on f32 input widened to f64, in the same order.
 #[inline(always)]
-fn mean_std_array(xs: &[f64; FRAME_SAMPLES], n: f64) -> (f64, f64) {
+fn mean_std_f32(xs: &[f32; FRAME_SAMPLES], n: f64) -> (f64, f64) {
     let mut sum = 0.0;
     for &x in xs {
-        sum += x;
+        sum += x as f64;
     }
     let mean = sum / n;
     let mut sq = 0.0;
     for &x in xs {
-        let d = x - mean;
+        let d = x as f64 - mean;
         sq += d * d;
     }
     (mean, (sq / n).sqrt())

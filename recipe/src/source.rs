@@ -52,6 +52,10 @@ pub enum RowProblem {
 pub struct RowChecker {
     next_step: u64,
     prev_utc: Option<i64>,
+    /// The previous row's date and offset bytes, and the UTC instant of that
+    /// local midnight: consecutive rows almost always share them, so only
+    /// HH:MM:SS needs parsing (see [`clock::parse_same_day`]).
+    day: Option<([u8; 10], [u8; 5], i64)>,
 }
 
 impl RowChecker {
@@ -60,8 +64,28 @@ impl RowChecker {
         if step as u64 != self.next_step {
             return Err(RowProblem::Step { expected: self.next_step, got: step as u64 });
         }
-        let stamp = clock::parse(timestamp.as_bytes())
-            .ok_or_else(|| RowProblem::Timestamp(timestamp.to_string()))?;
+        let b = timestamp.as_bytes();
+        let fast = match &self.day {
+            Some((date, offset, midnight))
+                if b.len() == 24 && b[..10] == date[..] && b[19..] == offset[..] =>
+            {
+                clock::parse_same_day(b, *midnight)
+            }
+            _ => None,
+        };
+        let stamp = match fast {
+            Some(s) => s,
+            None => {
+                let s =
+                    clock::parse(b).ok_or_else(|| RowProblem::Timestamp(timestamp.to_string()))?;
+                if b.len() == 24 {
+                    let midnight = s.utc - s.local_seconds as i64;
+                    self.day =
+                        Some((b[..10].try_into().unwrap(), b[19..].try_into().unwrap(), midnight));
+                }
+                s
+            }
+        };
         if let Some(prev) = self.prev_utc {
             if stamp.utc - prev != SAMPLE_SECONDS {
                 return Err(RowProblem::Cadence {
@@ -73,6 +97,44 @@ impl RowChecker {
         self.next_step += 1;
         self.prev_utc = Some(stamp.utc);
         Ok(stamp.local_seconds)
+    }
+
+    /// Checks a run of rows given as a string array's raw bytes and offsets
+    /// (no nulls), appending each row's local seconds to `out`. Rows on the
+    /// common path (same date and offset as the row before, next step, 5 s
+    /// later) are checked in a tight loop; any other row goes through
+    /// [`RowChecker::push`], so the rules and the errors are the same.
+    /// On error, returns the index of the failing row with its problem.
+    pub fn push_raw(
+        &mut self,
+        steps: &[u32],
+        offsets: &[i32],
+        data: &[u8],
+        out: &mut Vec<u32>,
+    ) -> Result<(), (usize, RowProblem)> {
+        out.reserve(steps.len());
+        for (i, &step) in steps.iter().enumerate() {
+            let b = &data[offsets[i] as usize..offsets[i + 1] as usize];
+            if let (Some((date, offset, midnight)), Some(prev)) = (&self.day, self.prev_utc) {
+                if step as u64 == self.next_step
+                    && b.len() == 24
+                    && b[..10] == date[..]
+                    && b[19..] == offset[..]
+                {
+                    if let Some(s) = clock::parse_same_day(b, *midnight) {
+                        if s.utc - prev == SAMPLE_SECONDS {
+                            self.next_step += 1;
+                            self.prev_utc = Some(s.utc);
+                            out.push(s.local_seconds);
+                            continue;
+                        }
+                    }
+                }
+            }
+            let text = std::str::from_utf8(b).unwrap_or("<not UTF-8>");
+            out.push(self.push(step, text).map_err(|p| (i, p))?);
+        }
+        Ok(())
     }
 }
 
@@ -174,7 +236,8 @@ pub fn decode_only(bytes: bytes::Bytes, file: &str) -> Result<u64, SourceError> 
     let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
     let mut rows = 0u64;
     for batch in reader {
-        let batch = batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
+        let batch =
+            batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
         rows += std::hint::black_box(batch).num_rows() as u64;
     }
     Ok(rows)
@@ -206,32 +269,121 @@ pub fn read_series(
         let ts = text(&batch, "timestamp", file)?;
         let anglez = column::<Float32Array>(&batch, "anglez", file)?;
         let enmo = column::<Float32Array>(&batch, "enmo", file)?;
-        out.local_seconds.reserve(batch.num_rows());
-        for i in 0..batch.num_rows() {
-            let fail = |problem| SourceError::Row {
-                file: file.into(),
-                series: series.into(),
-                row: row + i as u64,
-                problem,
-            };
-            if step.is_null(i) {
-                return Err(fail(RowProblem::Null("step")));
-            }
-            if ts.is_null(i) {
-                return Err(fail(RowProblem::Null("timestamp")));
-            }
-            out.local_seconds.push(checker.push(step.value(i), ts.value(i)).map_err(fail)?);
+        if let (Text::Small(a), 0) = (&ts, step.null_count() + ts_nulls(&ts)) {
+            checker
+                .push_raw(step.values(), a.value_offsets(), a.value_data(), &mut out.local_seconds)
+                .map_err(|(i, problem)| SourceError::Row {
+                    file: file.into(),
+                    series: series.into(),
+                    row: row + i as u64,
+                    problem,
+                })?;
+        } else {
+            check_rows(&mut checker, step, &ts, row, file, series, &mut out.local_seconds)?;
         }
-        out.anglez.extend(anglez.iter().map(|v| v.unwrap_or(f32::NAN)));
-        out.enmo.extend(enmo.iter().map(|v| v.unwrap_or(f32::NAN)));
+        for (col, dst) in [(anglez, &mut out.anglez), (enmo, &mut out.enmo)] {
+            if col.null_count() == 0 {
+                dst.extend_from_slice(col.values());
+            } else {
+                dst.extend(col.iter().map(|v| v.unwrap_or(f32::NAN)));
+            }
+        }
         row += batch.num_rows() as u64;
     }
     Ok(out)
 }
 
+fn ts_nulls(t: &Text<'_>) -> usize {
+    match t {
+        Text::Small(a) => a.null_count(),
+        Text::Large(a) => a.null_count(),
+    }
+}
+
+/// The general per-row path: nulls, large offsets.
+fn check_rows(
+    checker: &mut RowChecker,
+    step: &UInt32Array,
+    ts: &Text<'_>,
+    row: u64,
+    file: &str,
+    series: &str,
+    out: &mut Vec<u32>,
+) -> Result<(), SourceError> {
+    out.reserve(step.len());
+    for i in 0..step.len() {
+        let fail = |problem| SourceError::Row {
+            file: file.into(),
+            series: series.into(),
+            row: row + i as u64,
+            problem,
+        };
+        if step.is_null(i) {
+            return Err(fail(RowProblem::Null("step")));
+        }
+        if ts.is_null(i) {
+            return Err(fail(RowProblem::Null("timestamp")));
+        }
+        out.push(checker.push(step.value(i), ts.value(i)).map_err(fail)?);
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The raw fast path and the per-row path accept the same rows and
+    /// report the same first error, on clean and on damaged input.
+    #[test]
+    fn push_raw_agrees_with_push() {
+        let mut rng = crate::rng::Rng::new(11);
+        for case in 0..300 {
+            let n = rng.range(1, 400) as usize;
+            let start = 1_541_300_000 + rng.range(0, 2000) as i64 * 5; // spans the 2018-11-04 DST change
+            let mut steps: Vec<u32> = (0..n as u32).collect();
+            let mut texts: Vec<String> = (0..n)
+                .map(|i| {
+                    let utc = start + 5 * i as i64;
+                    let mut b = [0u8; 24];
+                    clock::format_into(utc, clock::eastern_offset(utc), &mut b);
+                    String::from_utf8(b.to_vec()).unwrap()
+                })
+                .collect();
+            if case % 2 == 1 {
+                let at = rng.range(0, n as u64) as usize;
+                match rng.range(0, 4) {
+                    0 => steps[at] = steps[at].wrapping_add(1),
+                    1 => texts[at] = texts[at].replace(':', "-"),
+                    2 => texts[at].replace_range(17..19, "07"),
+                    _ => texts[at].replace_range(11..13, "25"),
+                }
+            }
+            let mut offsets = vec![0i32];
+            let mut data = Vec::new();
+            for t in &texts {
+                data.extend_from_slice(t.as_bytes());
+                offsets.push(data.len() as i32);
+            }
+            let mut fast = RowChecker::default();
+            let mut got = Vec::new();
+            let fast_result = fast.push_raw(&steps, &offsets, &data, &mut got);
+            let mut slow = RowChecker::default();
+            let mut want = Vec::new();
+            let mut slow_result = Ok(());
+            for (i, (&st, t)) in steps.iter().zip(&texts).enumerate() {
+                match slow.push(st, t) {
+                    Ok(v) => want.push(v),
+                    Err(p) => {
+                        slow_result = Err((i, p));
+                        break;
+                    }
+                }
+            }
+            assert_eq!(fast_result, slow_result, "case {case}");
+            assert_eq!(got, want, "case {case}");
+        }
+    }
 
     #[test]
     fn row_checker_names_each_broken_rule() {

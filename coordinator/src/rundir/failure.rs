@@ -16,7 +16,7 @@ pub struct Failure {
     pub worker: Option<u32>,
     /// A stable machine-readable kind: `stage_failed`, `worker_crashed`,
     /// `worker_exited`, `connect_timeout`, `stage_timeout`,
-    /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`,
+    /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`, `caches_differ`,
     /// `interrupted`, `internal`.
     pub reason: String,
     /// One line for a person.
