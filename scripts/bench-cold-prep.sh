@@ -54,10 +54,12 @@ for w in workers:
     rss = max(wk["peak_rss_bytes"] for x in reps for wk in x["parallel"]["workers"]) / 2**20
     srss = max(x["serial"]["peak_rss_bytes"] for x in reps) / 2**20
     comp = reps[0]["serial"]["components_s"]
+    pcomp = reps[0]["parallel"]["components_s"]
     print(f"--workers {w}: {c['train_series']} train series, {c['samples']} samples, {c['frames']} frames ({c['valid_frames']} valid)")
     print(f"  serial preparation                        median {m(serial):8.3f} s   ({m(serial)/m(floor):.2f}x the floor), peak RSS {srss:.0f} MiB")
     print(f"  {w}-process preparation                     median {m(par):8.3f} s   speedup {m([s/p for s,p in zip(serial,par)]):.2f}x, "
           f"efficiency {100*m([x['parallel_efficiency'] for x in reps]):.0f}%, load imbalance {m([x['load_imbalance'] for x in reps]):.2f}, "
           f"peak RSS per worker <= {rss:.0f} MiB; caches identical: {all(x['caches_identical'] for x in reps)}")
-    print("  serial time by component (round 1): " + ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in comp.items()))
+    print("  serial time by component (round 1):       " + ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in comp.items()))
+    print(f"  {w}-process time by component, summed:      " + ", ".join(f"{k[:-2]} {v:.2f} s" for k, v in pcomp.items()))
 PY

@@ -67,13 +67,18 @@ pub fn prepare_series(
     }
     let hash_s = t.elapsed().as_secs_f64();
 
+    // Decode and extract chunk by chunk, so the working set stays one chunk.
     let t = Instant::now();
-    let data = source::read_series(bytes::Bytes::from(bytes), s.file, s.id)?;
-    let decode_s = t.elapsed().as_secs_f64();
-
-    let t = Instant::now();
-    let f = features::extract(&data.local_seconds, &data.enmo, &data.anglez);
-    let extract_s = t.elapsed().as_secs_f64();
+    let mut extract_s = 0.0;
+    let mut frames = features::FrameBuilder::default();
+    let samples =
+        source::read_series_chunks(bytes::Bytes::from(bytes), s.file, s.id, |ts, e, a| {
+            let t = Instant::now();
+            frames.push(ts, e, a);
+            extract_s += t.elapsed().as_secs_f64();
+        })?;
+    let f = frames.finish();
+    let decode_s = t.elapsed().as_secs_f64() - extract_s;
 
     let t = Instant::now();
     let values = npy::f32_2d(&f.values, N_FEATURES);
@@ -88,7 +93,7 @@ pub fn prepare_series(
     let write_s = t.elapsed().as_secs_f64();
 
     Ok(Prepared {
-        samples: data.local_seconds.len() as u64,
+        samples,
         frames: f.frames() as u64,
         valid_frames: f.valid_frames() as u64,
         sha256,

@@ -80,10 +80,19 @@ fn tod_table() -> &'static [f64] {
 /// order, straight from the input slices (no intermediate arrays), with
 /// each cosine looked up rather than computed.
 pub fn extract(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features {
+    let mut f = Features { values: Vec::new(), valid: Vec::new() };
+    extract_into(local_seconds, enmo, anglez, &mut f);
+    f
+}
+
+/// Appends the frames of these samples to `f` (see [`extract`]).
+pub fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Features) {
     let frames = frame_count(local_seconds.len());
     let table = tod_table();
-    let mut values = vec![0f32; frames * N_FEATURES];
-    let mut valid = vec![false; frames];
+    let (v0, f0) = (f.values.len(), f.valid.len());
+    f.values.resize(v0 + frames * N_FEATURES, 0.0);
+    f.valid.resize(f0 + frames, false);
+    let (values, valid) = (&mut f.values[v0..], &mut f.valid[f0..]);
     let n = FRAME_SAMPLES as f64;
     for (j, out) in values.chunks_exact_mut(N_FEATURES).enumerate() {
         let s = j * FRAME_STRIDE;
@@ -103,7 +112,44 @@ pub fn extract(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features 
         out[4] = angle_std as f32;
         valid[j] = e.iter().chain(a.iter()).all(|x| x.is_finite());
     }
-    Features { values, valid }
+}
+
+/// Builds a series' frames from its samples arriving in chunks of any size,
+/// holding back only the samples the next frame still needs (fewer than 12
+/// beyond its start), so memory stays bounded by one chunk. Each frame sees
+/// the same 12 samples as in [`extract`], so the result is identical.
+#[derive(Default)]
+pub struct FrameBuilder {
+    ts: Vec<u32>,
+    e: Vec<f32>,
+    a: Vec<f32>,
+    out: Features,
+}
+
+impl FrameBuilder {
+    pub fn push(&mut self, local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) {
+        self.ts.extend_from_slice(local_seconds);
+        self.e.extend_from_slice(enmo);
+        self.a.extend_from_slice(anglez);
+        let frames = frame_count(self.ts.len());
+        if frames > 0 {
+            extract_into(&self.ts, &self.e, &self.a, &mut self.out);
+            let consumed = frames * FRAME_STRIDE;
+            self.ts.drain(..consumed);
+            self.e.drain(..consumed);
+            self.a.drain(..consumed);
+        }
+    }
+
+    pub fn finish(self) -> Features {
+        self.out
+    }
+}
+
+impl Default for Features {
+    fn default() -> Self {
+        Features { values: Vec::new(), valid: Vec::new() }
+    }
 }
 
 /// [`mean_std`] on f32 input widened to f64, in the same order.
@@ -172,6 +218,23 @@ mod tests {
                 bits(&extract_reference(&ts, &e, &a)),
                 "case {case}"
             );
+        }
+    }
+
+    #[test]
+    fn chunked_building_matches_whole_series_extraction() {
+        let mut rng = Rng::new(5);
+        for case in 0..100 {
+            let n = rng.range(0, 2_000) as usize;
+            let (ts, e, a) = random_series(&mut rng, n, 0.01);
+            let mut b = FrameBuilder::default();
+            let mut at = 0;
+            while at < n {
+                let len = (rng.range(1, 40) as usize).min(n - at);
+                b.push(&ts[at..at + len], &e[at..at + len], &a[at..at + len]);
+                at += len;
+            }
+            assert_eq!(bits(&b.finish()), bits(&extract_reference(&ts, &e, &a)), "case {case}");
         }
     }
 

@@ -258,10 +258,30 @@ pub fn read_series(
     file: &str,
     series: &str,
 ) -> Result<SeriesData, SourceError> {
-    let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
     let mut out = SeriesData::default();
+    read_series_chunks(bytes, file, series, |ts, e, a| {
+        out.local_seconds.extend_from_slice(ts);
+        out.enmo.extend_from_slice(e);
+        out.anglez.extend_from_slice(a);
+    })?;
+    Ok(out)
+}
+
+/// Like [`read_series`], but hands each decoded, checked chunk of rows
+/// (local seconds, enmo, anglez) to `sink` instead of keeping the series.
+/// Float columns are lent straight from the decoded buffers when they have
+/// no nulls. Returns the number of rows.
+pub fn read_series_chunks(
+    bytes: bytes::Bytes,
+    file: &str,
+    series: &str,
+    mut sink: impl FnMut(&[u32], &[f32], &[f32]),
+) -> Result<u64, SourceError> {
+    let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
     let mut checker = RowChecker::default();
     let mut row = 0u64;
+    let mut local = Vec::new();
+    let (mut a_buf, mut e_buf) = (Vec::new(), Vec::new());
     for batch in reader {
         let batch =
             batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
@@ -269,9 +289,10 @@ pub fn read_series(
         let ts = text(&batch, "timestamp", file)?;
         let anglez = column::<Float32Array>(&batch, "anglez", file)?;
         let enmo = column::<Float32Array>(&batch, "enmo", file)?;
+        local.clear();
         if let (Text::Small(a), 0) = (&ts, step.null_count() + ts_nulls(&ts)) {
             checker
-                .push_raw(step.values(), a.value_offsets(), a.value_data(), &mut out.local_seconds)
+                .push_raw(step.values(), a.value_offsets(), a.value_data(), &mut local)
                 .map_err(|(i, problem)| SourceError::Row {
                     file: file.into(),
                     series: series.into(),
@@ -279,18 +300,26 @@ pub fn read_series(
                     problem,
                 })?;
         } else {
-            check_rows(&mut checker, step, &ts, row, file, series, &mut out.local_seconds)?;
+            check_rows(&mut checker, step, &ts, row, file, series, &mut local)?;
         }
-        for (col, dst) in [(anglez, &mut out.anglez), (enmo, &mut out.enmo)] {
-            if col.null_count() == 0 {
-                dst.extend_from_slice(col.values());
-            } else {
-                dst.extend(col.iter().map(|v| v.unwrap_or(f32::NAN)));
-            }
-        }
+        let a = lend(anglez, &mut a_buf);
+        let e = lend(enmo, &mut e_buf);
+        sink(&local, e, a);
         row += batch.num_rows() as u64;
     }
-    Ok(out)
+    Ok(row)
+}
+
+/// A float column's values: borrowed when it has no nulls, else copied into
+/// `buf` with nulls as NaN.
+fn lend<'a>(col: &'a Float32Array, buf: &'a mut Vec<f32>) -> &'a [f32] {
+    if col.null_count() == 0 {
+        col.values()
+    } else {
+        buf.clear();
+        buf.extend(col.iter().map(|v| v.unwrap_or(f32::NAN)));
+        buf
+    }
 }
 
 fn ts_nulls(t: &Text<'_>) -> usize {
