@@ -14,7 +14,7 @@ use std::f64::consts::TAU;
 use std::sync::OnceLock;
 
 /// Features of one series.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq)]
 pub struct Features {
     /// Row-major `[frames, 5]`.
     pub values: Vec<f32>,
@@ -143,12 +143,6 @@ impl FrameBuilder {
 
     pub fn finish(self) -> Features {
         self.out
-    }
-}
-
-impl Default for Features {
-    fn default() -> Self {
-        Features { values: Vec::new(), valid: Vec::new() }
     }
 }
 

@@ -21,9 +21,10 @@ fn header(descr: &str, shape: &str) -> Vec<u8> {
 pub fn f32_2d(values: &[f32], cols: usize) -> Vec<u8> {
     let rows = values.len() / cols.max(1);
     let mut out = header("<f4", &format!("({rows}, {cols})"));
-    out.reserve(values.len() * 4);
-    for v in values {
-        out.extend_from_slice(&v.to_le_bytes());
+    let start = out.len();
+    out.resize(start + values.len() * 4, 0);
+    for (dst, v) in out[start..].chunks_exact_mut(4).zip(values) {
+        dst.copy_from_slice(&v.to_le_bytes());
     }
     out
 }
