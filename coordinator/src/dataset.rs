@@ -68,19 +68,37 @@ fn default_dataset(quiet: bool) -> Result<PathBuf, String> {
         .tempdir_in(&root)
         .map_err(|e| format!("cannot create a scratch directory in {}: {e}", root.display()))?;
     let raw = scratch.path().join("raw");
-    generate::generate(&raw, DEFAULT_SCALE, DEFAULT_SEED, &mut |_, _| {})
-        .map_err(|e| e.to_string())?;
-    match recipe::freeze::freeze(
-        &raw.join(generate::SERIES_FILE),
-        &raw.join(generate::EVENTS_FILE),
-        &dir,
-        &mut |_| {},
-    ) {
-        Ok(_) => Ok(dir),
+    // Generate and freeze in child processes: the coordinator must stay small,
+    // because Linux carries a spawner's peak RSS into every worker it spawns.
+    let (series, events) = (raw.join(generate::SERIES_FILE), raw.join(generate::EVENTS_FILE));
+    let (scale, seed) = (DEFAULT_SCALE.as_str().to_string(), DEFAULT_SEED.to_string());
+    run_self(&["dataset", "generate", "--scale", &scale, "--seed", &seed], &[("--out", &raw)])?;
+    let frozen = run_self(
+        &["dataset", "freeze"],
+        &[("--series", &series), ("--events", &events), ("--out", &dir)],
+    );
+    match frozen {
+        Ok(()) => Ok(dir),
         // Another run froze it at the same time: use theirs (its fingerprint is checked).
-        Err(recipe::freeze::FreezeError::Exists(_)) => Ok(dir),
-        Err(e) => Err(e.to_string()),
+        Err(_) if dir.join(recipe::frozen::FILE).is_file() => Ok(dir),
+        Err(e) => Err(e),
     }
+}
+
+/// Runs this coordinator binary with `args` then `--flag path` pairs; its
+/// error line becomes ours.
+fn run_self(args: &[&str], paths: &[(&str, &Path)]) -> Result<(), String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    let mut cmd = std::process::Command::new(&me);
+    cmd.args(args).stdin(std::process::Stdio::null());
+    for (flag, path) in paths {
+        cmd.arg(flag).arg(path);
+    }
+    let out = cmd.output().map_err(|e| format!("cannot run {}: {e}", me.display()))?;
+    if out.status.success() {
+        return Ok(());
+    }
+    Err(String::from_utf8_lossy(&out.stderr).trim().trim_start_matches("error: ").to_string())
 }
 
 /// `coordinator dataset generate`.

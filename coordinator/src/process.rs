@@ -56,6 +56,10 @@ pub struct LocalLauncher {
 pub struct WorkerProcess {
     pub rank: WorkerId,
     pub pid: u32,
+    /// The coordinator's own peak RSS when it spawned this worker. Linux
+    /// carries `ru_maxrss` across `execve`, so the worker's `wait4` peak can
+    /// never read lower than this.
+    pub rss_floor_bytes: u64,
     exit: watch::Receiver<Option<ProcessExit>>,
 }
 
@@ -76,7 +80,11 @@ impl LocalLauncher {
         let pid = child.id();
         // The std Child is dropped without waiting: wait4 below reaps it.
         drop(child);
-        Ok(WorkerProcess { rank, pid, exit: reap_in_background(pid, started) })
+        let rss_floor_bytes =
+            nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+                .map(|u| u.max_rss().max(0) as u64 * 1024)
+                .unwrap_or(0);
+        Ok(WorkerProcess { rank, pid, rss_floor_bytes, exit: reap_in_background(pid, started) })
     }
 }
 

@@ -132,6 +132,8 @@ impl WorkerEnd {
 #[derive(Debug)]
 pub struct WorkerOutcome {
     pub rank: WorkerId,
+    /// See [`WorkerProcess::rss_floor_bytes`].
+    pub rss_floor_bytes: u64,
     pub jobs: Vec<JobResult>,
     pub end: WorkerEnd,
     pub exit: ProcessExit,
@@ -193,7 +195,8 @@ pub async fn supervise(
     shared: &Shared,
 ) -> WorkerOutcome {
     let rank = proc.rank;
-    let outcome = |jobs, end, exit| WorkerOutcome { rank, jobs, end, exit };
+    let rss_floor_bytes = proc.rss_floor_bytes;
+    let outcome = |jobs, end, exit| WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit };
 
     // spawned → connected
     let conn = tokio::select! {
@@ -252,7 +255,7 @@ pub async fn supervise(
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
     reader_task.abort();
-    WorkerOutcome { rank, jobs, end, exit }
+    WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit }
 }
 
 async fn read_frames(

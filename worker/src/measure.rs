@@ -1,4 +1,9 @@
-//! Wall time (monotonic clock), process CPU time and peak RSS (getrusage).
+//! Wall time (monotonic clock), process CPU time (getrusage) and peak RSS.
+//!
+//! Peak RSS is read from `/proc/self/status` (`VmHWM`), the high-water mark
+//! of this program's own address space. `ru_maxrss` is not used where /proc
+//! exists: Linux carries it across `execve`, so a freshly spawned worker's
+//! `ru_maxrss` starts at its spawner's peak, not at its own.
 
 use nix::sys::resource::{UsageWho, getrusage};
 use protocol::Measurement;
@@ -12,17 +17,27 @@ pub struct Usage {
     pub peak_rss_bytes: u64,
 }
 
-/// Reads this process's resource usage. Linux reports ru_maxrss in KiB.
+/// Reads this process's resource usage.
 pub fn self_usage() -> Usage {
-    match getrusage(UsageWho::RUSAGE_SELF) {
-        Ok(u) => Usage {
-            user_ns: timeval_ns(u.user_time()),
-            sys_ns: timeval_ns(u.system_time()),
-            peak_rss_bytes: (u.max_rss().max(0) as u64) * 1024,
-        },
+    let (user_ns, sys_ns, maxrss) = match getrusage(UsageWho::RUSAGE_SELF) {
+        // Linux reports ru_maxrss in KiB.
+        Ok(u) => (
+            timeval_ns(u.user_time()),
+            timeval_ns(u.system_time()),
+            (u.max_rss().max(0) as u64) * 1024,
+        ),
         // getrusage(RUSAGE_SELF) cannot fail on Linux; report zeros rather than panic.
-        Err(_) => Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0 },
-    }
+        Err(_) => (0, 0, 0),
+    };
+    Usage { user_ns, sys_ns, peak_rss_bytes: own_peak_rss().unwrap_or(maxrss) }
+}
+
+/// `VmHWM` of this process's own address space, in bytes.
+pub fn own_peak_rss() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kib =
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?.trim().trim_end_matches("kB").trim();
+    kib.parse::<u64>().ok().map(|k| k * 1024)
 }
 
 fn timeval_ns(tv: nix::sys::time::TimeVal) -> u64 {

@@ -189,7 +189,9 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
             busy_s: o.jobs.iter().map(|j| j.measurement.wall_ns as f64 / 1e9).sum(),
             wall_s: o.exit.wall.as_secs_f64(),
             cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
-            peak_rss_bytes: o.exit.peak_rss_bytes,
+            // The worker's own lifetime peak (VmHWM) after its last series;
+            // wait4's figure carries the coordinator's RSS across exec.
+            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max().unwrap_or(0),
         })
         .collect();
     let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();

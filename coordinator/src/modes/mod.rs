@@ -118,6 +118,7 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
                 user_s: secs(o.exit.user_ns),
                 sys_s: secs(o.exit.sys_ns),
                 peak_rss_bytes: o.exit.peak_rss_bytes,
+                peak_rss_floor_bytes: o.rss_floor_bytes,
                 exit: o.exit.kind.to_string(),
             })
         })

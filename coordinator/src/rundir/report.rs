@@ -86,6 +86,7 @@ pub struct PrepWorker {
     /// Spawn to reap.
     pub wall_s: f64,
     pub cpu_s: f64,
+    /// The worker's own lifetime peak RSS (VmHWM), as it measured after its last series.
     pub peak_rss_bytes: u64,
 }
 
@@ -113,7 +114,8 @@ pub struct StageRecord {
     pub cpu_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
-    /// The worker process's lifetime peak RSS at the end of the stage. With
+    /// The worker process's lifetime peak RSS at the end of the stage
+    /// (`VmHWM`: its own address space, nothing inherited). With
     /// `--isolation stage` the process ran only this stage.
     pub peak_rss_bytes: u64,
     pub figures: BTreeMap<String, f64>,
@@ -132,7 +134,12 @@ pub struct ProcessRecord {
     pub cpu_s: f64,
     pub user_s: f64,
     pub sys_s: f64,
+    /// wait4's `ru_maxrss`. Linux carries `ru_maxrss` across `execve`, so
+    /// this is never below `peak_rss_floor_bytes`; a value equal to the floor
+    /// says only that the process stayed at or under it.
     pub peak_rss_bytes: u64,
+    /// The coordinator's own peak RSS when it spawned this process.
+    pub peak_rss_floor_bytes: u64,
     /// How the process ended, e.g. `exited 0`.
     pub exit: String,
 }

@@ -1,0 +1,50 @@
+//! The README's main job: with no --data, the built-in small cohort is made
+//! once (in child processes, so the coordinator stays small), reused, and
+//! checked by its fingerprint on every use.
+
+use harness::{coordinator_with_output, json, run};
+
+#[test]
+fn the_built_in_cohort_is_made_once_reused_and_checked() {
+    let cache = tempfile::tempdir().unwrap();
+    let first = {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.env("STAGEBENCH_CACHE", cache.path()).args(["--mode", "cold-prep", "--workers", "2"]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        assert!(f.stderr.contains("preparing the built-in small synthetic cohort"), "{}", f.stderr);
+        let r = json(&out.join("report.json"));
+        assert_eq!(r["caches_identical"], true);
+        assert_eq!(r["counts"]["train_series"], 25, "36 series split 25/5/6");
+        // The coordinator generated nothing itself: its peak, which Linux
+        // carries into every worker, stayed small.
+        for w in r["workers"].as_array().unwrap() {
+            assert!(w["peak_rss_floor_bytes"].as_u64().unwrap() < 48 << 20, "{w}");
+        }
+        assert!(r["stages"]["verify_before"]["peak_rss_bytes"].as_u64().unwrap() < 48 << 20);
+        f.assert_no_worker_left();
+        json(&out.join("declaration.json"))["dataset_fingerprint"].clone()
+    };
+    let frozen = cache.path().join("datasets/small-seed0/frozen.json");
+    assert_eq!(json(&frozen)["fingerprint"], first);
+
+    // Reused, not remade.
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.env("STAGEBENCH_CACHE", cache.path()).args(["--mode", "cold-prep", "--quiet"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(!f.stderr.contains("preparing"), "{}", f.stderr);
+    assert_eq!(json(&out.join("declaration.json"))["dataset_fingerprint"], first);
+
+    // Checked on every use: an edited frozen.json is refused, not regenerated over.
+    let text =
+        std::fs::read_to_string(&frozen).unwrap().replacen("\"samples\": ", "\"samples\": 9", 1);
+    std::fs::write(&frozen, &text).unwrap();
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.env("STAGEBENCH_CACHE", cache.path()).args(["--mode", "cold-prep"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("edited after freezing"), "{}", f.stderr);
+    assert!(!out.exists());
+    assert_eq!(std::fs::read_to_string(&frozen).unwrap(), text, "the user's cache was rewritten");
+}
