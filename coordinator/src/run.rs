@@ -131,7 +131,8 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
     }
 }
 
-fn fail(
+/// A failed run's error (see [`RunError::Failed`]).
+pub fn fail(
     stage: Option<String>,
     worker: Option<u32>,
     reason: &'static str,

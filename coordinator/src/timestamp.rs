@@ -2,19 +2,7 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
-/// Civil date (year, month, day) of a day count since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-pub fn civil_from_days(days: i64) -> (i64, u32, u32) {
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
-}
+use recipe::clock::civil_from_days;
 
 fn parts(secs: i64) -> (i64, u32, u32, i64, i64, i64) {
     let (y, mo, d) = civil_from_days(secs.div_euclid(86_400));

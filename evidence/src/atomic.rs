@@ -51,6 +51,53 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
     Ok(())
 }
 
+/// A directory built beside its final path (`.<name>.partial-<pid>`) and
+/// published whole with [`rename_no_replace`]: readers see all of it or
+/// nothing, an existing path is never replaced, and a staging directory
+/// that is dropped unpublished (on any error) is removed.
+pub struct Staging {
+    tmp: std::path::PathBuf,
+    out: std::path::PathBuf,
+    published: bool,
+}
+
+impl Staging {
+    /// Fails with `AlreadyExists` if `out` exists; otherwise creates the staging directory.
+    pub fn new(out: &Path) -> io::Result<Staging> {
+        if out.symlink_metadata().is_ok() {
+            return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+        }
+        let name = out
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "output".into());
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+        fs::create_dir_all(&tmp)?;
+        Ok(Staging { tmp, out: out.to_path_buf(), published: false })
+    }
+
+    /// Where to build the contents.
+    pub fn path(&self) -> &Path {
+        &self.tmp
+    }
+
+    /// Moves the contents to the final path; `AlreadyExists` if it appeared meanwhile.
+    pub fn publish(mut self) -> io::Result<()> {
+        rename_no_replace(&self.tmp, &self.out)?;
+        self.published = true;
+        Ok(())
+    }
+}
+
+impl Drop for Staging {
+    fn drop(&mut self) {
+        if !self.published {
+            let _ = fs::remove_dir_all(&self.tmp);
+        }
+    }
+}
+
 /// Renames `from` to `to` only if `to` does not exist (Linux `renameat2`
 /// with `RENAME_NOREPLACE`), so publishing a finished directory can never
 /// replace something that appeared meanwhile.
@@ -77,6 +124,28 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn staging_publishes_whole_or_leaves_nothing() {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join("out");
+        let s = super::Staging::new(&out).unwrap();
+        std::fs::write(s.path().join("f"), b"x").unwrap();
+        drop(s);
+        assert_eq!(
+            std::fs::read_dir(tmp.path()).unwrap().count(),
+            0,
+            "an unpublished staging dir was left"
+        );
+        let s = super::Staging::new(&out).unwrap();
+        std::fs::write(s.path().join("f"), b"x").unwrap();
+        s.publish().unwrap();
+        assert_eq!(std::fs::read(out.join("f")).unwrap(), b"x");
+        assert_eq!(
+            super::Staging::new(&out).err().unwrap().kind(),
+            std::io::ErrorKind::AlreadyExists
+        );
+    }
+
     #[test]
     fn rename_never_replaces() {
         let tmp = tempfile::tempdir().unwrap();

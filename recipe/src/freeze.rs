@@ -64,17 +64,6 @@ pub fn writer_properties() -> WriterProperties {
     WriterProperties::builder().set_compression(Compression::SNAPPY).build()
 }
 
-/// Removes the partial output unless the freeze completed.
-struct Partial(Option<PathBuf>);
-
-impl Drop for Partial {
-    fn drop(&mut self) {
-        if let Some(p) = self.0.take() {
-            let _ = std::fs::remove_dir_all(p);
-        }
-    }
-}
-
 struct Open {
     id: String,
     rows: u64,
@@ -90,19 +79,19 @@ pub fn freeze(
     out: &Path,
     progress: &mut dyn FnMut(u64),
 ) -> Result<Frozen, FreezeError> {
-    if out.symlink_metadata().is_ok() {
-        return Err(FreezeError::Exists(out.to_path_buf()));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "frozen".into());
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
+    let exists = |e: std::io::Error, what: String| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            FreezeError::Exists(out.to_path_buf())
+        } else {
+            FreezeError::Io { what, source: e }
+        }
+    };
+    let staging = evidence::Staging::new(out)
+        .map_err(|e| exists(e, format!("creating {}", out.display())))?;
+    let tmp = staging.path().to_path_buf();
     let io = |what: String| move |source| FreezeError::Io { what, source };
     std::fs::create_dir_all(tmp.join("sources"))
         .map_err(io(format!("creating {}", tmp.display())))?;
-    let mut partial = Partial(Some(tmp.clone()));
 
     let file = series.display().to_string();
     let input = File::open(series).map_err(io(format!("{file}: cannot open")))?;
@@ -207,14 +196,7 @@ pub fn freeze(
     let frozen = Frozen::seal(events_entry, entries);
     evidence::write_atomic(&tmp.join(frozen::FILE), &evidence::to_bytes(&frozen))
         .map_err(io("writing frozen.json".into()))?;
-    evidence::rename_no_replace(&tmp, out).map_err(|e| {
-        if e.kind() == std::io::ErrorKind::AlreadyExists {
-            FreezeError::Exists(out.to_path_buf())
-        } else {
-            FreezeError::Io { what: format!("publishing {}", out.display()), source: e }
-        }
-    })?;
-    partial.0 = None;
+    staging.publish().map_err(|e| exists(e, format!("publishing {}", out.display())))?;
     Ok(frozen)
 }
 

@@ -26,7 +26,7 @@ pub const EVENTS_FILE: &str = "train_events.csv";
 pub enum Scale {
     /// 8 series of 2–4 days (~0.5 M rows): for tests, seconds.
     Tiny,
-    /// 36 series of 5–12 days (~5 M rows): the embedded default.
+    /// 36 series of 5–12 days (~6 M rows): the embedded default.
     Small,
     /// 277 series of 10–35 days (~128 M rows): the real data's size.
     Seed,
@@ -113,37 +113,18 @@ pub fn generate(
     seed: u64,
     progress: &mut dyn FnMut(usize, usize),
 ) -> Result<Generated, GenerateError> {
-    if out.symlink_metadata().is_ok() {
-        return Err(GenerateError::Exists(out.to_path_buf()));
-    }
-    let name = out
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_else(|| "cohort".into());
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let tmp = parent.join(format!(".{name}.partial-{}", std::process::id()));
-    let werr = |what: &str| {
-        let what = what.to_string();
-        move |e: &dyn std::fmt::Display| GenerateError::Write {
-            what: what.clone(),
-            detail: e.to_string(),
+    let fail = |e: std::io::Error, what: &str| {
+        if e.kind() == std::io::ErrorKind::AlreadyExists {
+            GenerateError::Exists(out.to_path_buf())
+        } else {
+            GenerateError::Write { what: what.into(), detail: e.to_string() }
         }
     };
-    std::fs::create_dir_all(&tmp).map_err(|e| werr("creating the output directory")(&e))?;
-    let result = write_cohort(&tmp, scale, seed, progress).and_then(|g| {
-        evidence::rename_no_replace(&tmp, out).map_err(|e| {
-            if e.kind() == std::io::ErrorKind::AlreadyExists {
-                GenerateError::Exists(out.to_path_buf())
-            } else {
-                werr("publishing the cohort")(&e)
-            }
-        })?;
-        Ok(g)
-    });
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&tmp);
-    }
-    result
+    let staging =
+        evidence::Staging::new(out).map_err(|e| fail(e, "creating the output directory"))?;
+    let g = write_cohort(staging.path(), scale, seed, progress)?;
+    staging.publish().map_err(|e| fail(e, "publishing the cohort"))?;
+    Ok(g)
 }
 
 fn write_cohort(

@@ -127,15 +127,7 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
     out
 }
 
-/// A failure found while assembling the report.
-pub fn assembly_failure(
-    stage: Option<String>,
-    worker: Option<u32>,
-    reason: &'static str,
-    message: String,
-) -> RunError {
-    RunError::Failed { stage, worker, reason, message }
-}
+pub use crate::run::fail as assembly_failure;
 
 /// Re-hashes a file a worker reported and checks it against the claim.
 pub fn checked_artifact(
