@@ -121,3 +121,25 @@ fn the_cache_is_the_reference_extraction() {
         }
     }
 }
+
+#[test]
+fn sigint_during_parallel_preparation_leaves_no_worker_and_no_report() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "8", "--data"]).arg(&tiny().frozen);
+    let mut r = harness::Running::spawn(c);
+    // Wait until the 8-process phase has started and a worker is inside a series.
+    r.wait_for("phase started key=cold_feature_cache_prepare_parallel");
+    let line = r.wait_for("stage started");
+    assert!(harness::field(&line, "pid").is_some(), "{line}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(r.pid()), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let pids = harness::worker_pids(&stderr);
+    assert!(pids.len() >= 2, "{stderr}");
+    for pid in pids {
+        assert!(!harness::alive(pid), "worker {pid} survived the interrupt");
+    }
+    assert!(!out.join("report.json").exists());
+    assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
+}
