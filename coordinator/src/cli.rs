@@ -88,6 +88,12 @@ struct RunArgs {
     /// [default: noop sleep:200 spin:300 alloc:256 write:64]
     #[arg(long = "stage", value_name = "NAME[:ARG]")]
     stages: Vec<String>,
+    /// Trials mode: counted trials of every stage, each in a fresh process.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    trials: u32,
+    /// Trials mode: warm-up trials of every stage, recorded but not counted.
+    #[arg(long, default_value_t = 1)]
+    warmup: u32,
     /// How many worker processes run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
@@ -228,6 +234,8 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         worker_bin,
         output: args.output,
         data: args.data,
+        trials: args.trials,
+        warmup: args.warmup,
         quiet: args.quiet,
     })
 }
@@ -282,5 +290,62 @@ fn print_summary(s: &RunSummary) {
             r.caches_identical.unwrap_or(false)
         );
     }
+    if let Some(trials) = &r.trials {
+        print_trials(r, trials);
+    }
     println!("evidence: {}/ (declaration.json, environment.json, report.json)", s.dir.display());
+}
+
+/// Per stage: the median wall time with its interval, the spread, the
+/// outliers, how many trials would resolve a 1% difference, and warnings.
+fn print_trials(
+    r: &crate::rundir::report::Report,
+    trials: &std::collections::BTreeMap<String, crate::rundir::report::TrialSet>,
+) {
+    let mut keys: Vec<&String> = trials.keys().collect();
+    keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
+    // Warnings every stage shares (machine load) are printed once, below.
+    let shared: Vec<&String> = trials
+        .values()
+        .next()
+        .map(|t| {
+            t.warnings.iter().filter(|w| trials.values().all(|o| o.warnings.contains(w))).collect()
+        })
+        .unwrap_or_default();
+    println!(
+        "  {:<16} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
+        "trials (wall)",
+        "n",
+        "median s",
+        "95% CI of median",
+        "stdev s",
+        "MAD s",
+        "outliers",
+        "n for 1%"
+    );
+    for k in keys {
+        let t = &trials[k];
+        let w = &t.summary["wall_s"];
+        println!(
+            "  {:<16} {:>4} {:>11.6} {:>11.6}–{:<11.6} {:>10.6} {:>10.6} {:>8} {:>10}",
+            k,
+            t.n,
+            w.median,
+            w.median_ci95[0],
+            w.median_ci95[1],
+            w.stdev,
+            w.mad,
+            w.outliers.len(),
+            t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+        );
+        for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
+            println!("    warning: {warning}");
+        }
+    }
+    for warning in shared {
+        println!("  warning: {warning}");
+    }
+    if let Some(rule) = &r.outlier_rule {
+        println!("  outliers: {rule}; warm-up trials are recorded, not counted");
+    }
 }

@@ -11,6 +11,9 @@ pub enum Mode {
     Diagnostic,
     /// Cold feature-cache preparation, serial and N-process side by side.
     ColdPrep,
+    /// Repeated trials of each stage, every trial in a fresh worker process,
+    /// interleaved across stages, with statistics.
+    Trials,
 }
 
 impl Mode {
@@ -18,6 +21,7 @@ impl Mode {
         match self {
             Mode::Diagnostic => "diagnostic",
             Mode::ColdPrep => "cold-prep",
+            Mode::Trials => "trials",
         }
     }
 }
@@ -74,6 +78,10 @@ pub struct RunPlan {
     pub output: Option<PathBuf>,
     /// A frozen dataset; None means the built-in small synthetic cohort.
     pub data: Option<PathBuf>,
+    /// Trials mode: counted trials per stage.
+    pub trials: u32,
+    /// Trials mode: warm-up trials per stage, recorded but not counted.
+    pub warmup: u32,
     pub quiet: bool,
 }
 

@@ -80,6 +80,7 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     // Everything about the input is checked before the run directory exists.
     let (phases, per_job, fingerprint) = match plan.mode {
         Mode::Diagnostic => (modes::diagnostic::phases(plan), true, None),
+        Mode::Trials => (modes::trials::phases(plan), true, None),
         Mode::ColdPrep => {
             let (dir, frozen) =
                 crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
@@ -93,8 +94,11 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     .map_err(|e| usage(e.to_string()))?;
 
     let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
-    let declaration =
-        Declaration::from_plan(plan, modes::declared(&phases, per_job), fingerprint, worker_sha);
+    let stages = match plan.mode {
+        Mode::Trials => modes::trials::declared(plan),
+        _ => modes::declared(&phases, per_job),
+    };
+    let declaration = Declaration::from_plan(plan, stages, fingerprint, worker_sha);
     match run_in(&dir, plan, &declaration, phases, &mut bound) {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
@@ -219,8 +223,11 @@ fn run_in(
         parallel_efficiency: None,
         load_imbalance: None,
         caches_identical: None,
+        trials: None,
+        outlier_rule: None,
     };
-    modes::assemble(plan.mode, dir.path(), &outcomes, &mut report)?;
+    let context = modes::Context { plan, dir: dir.path(), load_at_start: env.load_average };
+    modes::assemble(&context, &outcomes, &mut report)?;
     let planned = declaration.stages.len();
     if report.stages.len() != planned {
         return Err(fail(

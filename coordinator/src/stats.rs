@@ -1,6 +1,8 @@
-//! Summary statistics over measured samples.
+//! Summary statistics over measured samples. Every number here is derived
+//! from the samples alone; nothing measures.
 
 use crate::rundir::report::Distribution;
+use serde::{Deserialize, Serialize};
 
 /// Linear-interpolation quantile (`q` in [0, 1]) of sorted data.
 pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
@@ -15,10 +17,15 @@ pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     }
 }
 
-/// n, min, median, p95, max of some values.
-pub fn distribution(values: &[f64]) -> Distribution {
+fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
+    v
+}
+
+/// n, min, median, p95, max of some values.
+pub fn distribution(values: &[f64]) -> Distribution {
+    let v = sorted(values);
     Distribution {
         n: v.len() as u64,
         min: v.first().copied().unwrap_or(f64::NAN),
@@ -26,6 +33,95 @@ pub fn distribution(values: &[f64]) -> Distribution {
         p95: quantile_sorted(&v, 0.95),
         max: v.last().copied().unwrap_or(f64::NAN),
     }
+}
+
+/// The rule that marks outliers, stated in every summary that uses it.
+pub const OUTLIER_RULE: &str = "outside Tukey's fences: below Q1 - 1.5 IQR or above Q3 + 1.5 IQR";
+/// Bootstrap resamples for the median's confidence interval.
+pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+
+/// Everything a careful reader wants about one figure's trials.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub n: u64,
+    pub min: f64,
+    pub median: f64,
+    pub mean: f64,
+    pub max: f64,
+    /// Sample standard deviation (n − 1).
+    pub stdev: f64,
+    /// Median absolute deviation from the median (unscaled).
+    pub mad: f64,
+    pub p5: f64,
+    pub p95: f64,
+    /// Percentile bootstrap 95% confidence interval of the median.
+    pub median_ci95: [f64; 2],
+    /// Indices (in trial order) of the samples outside Tukey's fences.
+    pub outliers: Vec<usize>,
+}
+
+/// Summarises samples (in trial order). `seed` makes the bootstrap repeatable.
+pub fn summarize(samples: &[f64], seed: u64) -> Summary {
+    let v = sorted(samples);
+    let n = v.len();
+    let mean = if n > 0 { v.iter().sum::<f64>() / n as f64 } else { f64::NAN };
+    let stdev = if n > 1 {
+        (v.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / (n - 1) as f64).sqrt()
+    } else {
+        0.0
+    };
+    let median = quantile_sorted(&v, 0.5);
+    let mad =
+        quantile_sorted(&sorted(&v.iter().map(|x| (x - median).abs()).collect::<Vec<_>>()), 0.5);
+    let (q1, q3) = (quantile_sorted(&v, 0.25), quantile_sorted(&v, 0.75));
+    let (lo, hi) = (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1));
+    let outliers =
+        samples.iter().enumerate().filter(|(_, x)| **x < lo || **x > hi).map(|(i, _)| i).collect();
+    Summary {
+        n: n as u64,
+        min: v.first().copied().unwrap_or(f64::NAN),
+        median,
+        mean,
+        max: v.last().copied().unwrap_or(f64::NAN),
+        stdev,
+        mad,
+        p5: quantile_sorted(&v, 0.05),
+        p95: quantile_sorted(&v, 0.95),
+        median_ci95: bootstrap_median_ci(&v, seed),
+        outliers,
+    }
+}
+
+/// Percentile bootstrap 95% interval of the median.
+fn bootstrap_median_ci(v: &[f64], seed: u64) -> [f64; 2] {
+    if v.len() < 2 {
+        let x = v.first().copied().unwrap_or(f64::NAN);
+        return [x, x];
+    }
+    let mut rng = recipe::rng::Rng::new(seed);
+    let mut medians = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    let mut resample = vec![0.0; v.len()];
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for x in resample.iter_mut() {
+            *x = v[rng.range(0, v.len() as u64) as usize];
+        }
+        resample.sort_by(|a, b| a.total_cmp(b));
+        medians.push(quantile_sorted(&resample, 0.5));
+    }
+    medians.sort_by(|a, b| a.total_cmp(b));
+    [quantile_sorted(&medians, 0.025), quantile_sorted(&medians, 0.975)]
+}
+
+/// Trials per side needed to resolve a difference of `fraction` of the mean
+/// between two such stages (two-sided α = 0.05, power 0.8):
+/// n = 2 (z₀.₉₇₅ + z₀.₈)² (σ / (fraction · mean))².
+pub fn trials_to_resolve(s: &Summary, fraction: f64) -> Option<u64> {
+    let delta = fraction * s.mean;
+    if delta.is_nan() || delta <= 0.0 || !s.stdev.is_finite() || s.n < 2 {
+        return None;
+    }
+    let z = 1.959_963_985 + 0.841_621_234;
+    Some((2.0 * z * z * (s.stdev / delta).powi(2)).ceil().max(2.0) as u64)
 }
 
 #[cfg(test)]
@@ -40,5 +136,62 @@ mod tests {
         assert_eq!(distribution(&[1.0, 2.0]).median, 1.5);
         assert_eq!(distribution(&[7.0]).p95, 7.0);
         assert!(distribution(&[]).median.is_nan());
+    }
+
+    /// Hand-computed: 2, 4, 4, 4, 5, 5, 7, 9 has mean 5, sample variance
+    /// 32/7, median 4.5, absolute deviations 2.5 .5 .5 .5 .5 .5 2.5 4.5 → MAD 0.5.
+    #[test]
+    fn summary_of_a_hand_computed_sample() {
+        let s = summarize(&[2.0, 4.0, 4.0, 4.0, 5.0, 5.0, 7.0, 9.0], 1);
+        assert_eq!(s.n, 8);
+        assert_eq!(s.mean, 5.0);
+        assert!((s.stdev - (32.0f64 / 7.0).sqrt()).abs() < 1e-12);
+        assert_eq!(s.median, 4.5);
+        assert_eq!(s.mad, 0.5);
+        // Q1 = 4, Q3 = 5.5, fences 1.75 and 7.75: only the 9 (index 7) is out.
+        assert_eq!(s.outliers, vec![7]);
+        assert!(s.median_ci95[0] <= s.median && s.median <= s.median_ci95[1]);
+    }
+
+    /// Over many seeded samples from a distribution whose median is known
+    /// (normal, median 10), the 95% interval covers it about 95% of the
+    /// time; and the interval is repeatable for a seed.
+    #[test]
+    fn bootstrap_interval_coverage_is_close_to_nominal() {
+        let mut covered = 0;
+        let runs = 80;
+        for seed in 0..runs {
+            let mut rng = recipe::rng::Rng::new(1000 + seed);
+            let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
+            let s = summarize(&sample, seed);
+            covered += (s.median_ci95[0] <= 10.0 && 10.0 <= s.median_ci95[1]) as u32;
+            if seed == 0 {
+                assert_eq!(summarize(&sample, seed), s);
+            }
+        }
+        let rate = covered as f64 / runs as f64;
+        assert!((0.85..=1.0).contains(&rate), "coverage {rate}");
+    }
+
+    #[test]
+    fn the_normal_generator_is_standard() {
+        let mut rng = recipe::rng::Rng::new(3);
+        let xs: Vec<f64> = (0..100_000).map(|_| rng.normal()).collect();
+        let s = summarize(&xs[..2000], 1);
+        let mean = xs.iter().sum::<f64>() / xs.len() as f64;
+        let var = xs.iter().map(|x| (x - mean) * (x - mean)).sum::<f64>() / xs.len() as f64;
+        assert!(mean.abs() < 0.02 && (var - 1.0).abs() < 0.02, "{mean} {var}");
+        assert!(s.median.abs() < 0.1);
+    }
+
+    #[test]
+    fn trials_needed_grow_with_noise() {
+        let quiet = summarize(&[100.0, 100.5, 99.5, 100.2, 99.8], 1);
+        let noisy = summarize(&[100.0, 110.0, 90.0, 105.0, 95.0], 1);
+        let (a, b) =
+            (trials_to_resolve(&quiet, 0.01).unwrap(), trials_to_resolve(&noisy, 0.01).unwrap());
+        assert!(a < b, "{a} {b}");
+        // σ = 7.9057, δ = 1: 2 · 7.849 · 62.5 = 981.1 → 982.
+        assert_eq!(b, 982);
     }
 }

@@ -5,6 +5,7 @@
 
 pub mod cold_prep;
 pub mod diagnostic;
+pub mod trials;
 
 use crate::dispatch::DispatchOutcome;
 use crate::run::RunError;
@@ -159,15 +160,23 @@ pub fn checked_artifact(
     })
 }
 
+/// What a mode may consult when it assembles its report.
+pub struct Context<'a> {
+    pub plan: &'a crate::plan::RunPlan,
+    pub dir: &'a Path,
+    /// Load averages when the run started (from environment.json).
+    pub load_at_start: Option<[f64; 3]>,
+}
+
 /// Fills in a mode's part of the report.
 pub fn assemble(
-    mode: crate::plan::Mode,
-    dir: &Path,
+    cx: &Context<'_>,
     outcomes: &[PhaseOutcome],
     report: &mut Report,
 ) -> Result<(), RunError> {
-    match mode {
-        crate::plan::Mode::Diagnostic => diagnostic::assemble(dir, outcomes, report),
-        crate::plan::Mode::ColdPrep => cold_prep::assemble(dir, outcomes, report),
+    match cx.plan.mode {
+        crate::plan::Mode::Diagnostic => diagnostic::assemble(cx.dir, outcomes, report),
+        crate::plan::Mode::ColdPrep => cold_prep::assemble(cx.dir, outcomes, report),
+        crate::plan::Mode::Trials => trials::assemble(cx, outcomes, report),
     }
 }

@@ -63,6 +63,12 @@ impl Declaration {
             plan.stage_timeout.map(secs).unwrap_or(serde_json::Value::Null),
         );
         parameters.insert("termination_grace_s".into(), secs(plan.grace));
+        if plan.mode == crate::plan::Mode::Trials {
+            parameters.insert("trials".into(), plan.trials.into());
+            parameters.insert("warmup".into(), plan.warmup.into());
+            parameters
+                .insert("bootstrap_resamples".into(), crate::stats::BOOTSTRAP_RESAMPLES.into());
+        }
         use protocol::program as p;
         Declaration {
             schema: SCHEMA.into(),

@@ -48,6 +48,32 @@ pub struct Report {
     /// Cold-prep: whether the serial and parallel cache manifests are byte-identical.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub caches_identical: Option<bool>,
+    /// Trials: every trial of every stage, with statistics, keyed like `stages`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trials: Option<BTreeMap<String, TrialSet>>,
+    /// Trials: the rule that marks outliers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outlier_rule: Option<String>,
+}
+
+/// The trials of one stage.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialSet {
+    /// Warm-up trials (recorded in `warmup_samples`, not counted).
+    pub warmup: u32,
+    /// Counted trials.
+    pub n: u32,
+    /// Per figure (`wall_s`, `cpu_s`, `peak_rss_bytes`, and the stage's own),
+    /// the counted trials' values in trial order.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    pub warmup_samples: BTreeMap<String, Vec<f64>>,
+    /// Per figure, statistics over the counted trials.
+    pub summary: BTreeMap<String, crate::stats::Summary>,
+    /// Trials per side needed to resolve a 1% difference in median wall time
+    /// at the observed noise (two-sided α 0.05, power 0.8).
+    pub trials_for_1pct: Option<u64>,
+    /// Reasons to distrust these numbers, for a person.
+    pub warnings: Vec<String>,
 }
 
 /// Aggregate counts of the training partition (no identifiers).

@@ -1,0 +1,156 @@
+//! `--mode trials`: every trial of every stage in a brand-new worker
+//! process, interleaved (A B C A B C …) so drift in machine speed spreads
+//! over all stages; warm-up trials are recorded but not counted; each figure
+//! gets statistics and the warnings a careful engineer wants.
+
+use super::{Context, JobNumbers, Phase, PhaseOutcome, stage_from_job};
+use crate::plan::RunPlan;
+use crate::run::RunError;
+use crate::rundir::declaration::DeclaredStage;
+use crate::rundir::report::{Report, TrialSet};
+use crate::stats::{self, Summary};
+use crate::supervisor::JobResult;
+use std::collections::BTreeMap;
+
+/// Coefficient of variation above which a stage's wall time is called unstable.
+pub const MAX_CV: f64 = 0.05;
+/// A first counted trial slower than this times the median of the rest is flagged.
+pub const FIRST_TRIAL_RATIO: f64 = 1.25;
+/// A 1-minute load average above this fraction of the logical cores is flagged.
+pub const BUSY_LOAD_PER_CORE: f64 = 0.5;
+
+/// One phase: rounds of (warm-up + counted) trials, each round running every
+/// stage once in plan order, each trial in a fresh process.
+pub fn phases(plan: &RunPlan) -> Vec<Phase> {
+    let mut numbers = JobNumbers::default();
+    let rounds = plan.warmup + plan.trials;
+    let jobs = (0..rounds)
+        .flat_map(|_| plan.stages.iter())
+        .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
+        .collect();
+    vec![Phase {
+        key: "trials".into(),
+        jobs,
+        workers: 1,
+        jobs_per_process: 1,
+        cache: None,
+        line_per_job: true,
+    }]
+}
+
+pub fn declared(plan: &RunPlan) -> Vec<DeclaredStage> {
+    plan.stages
+        .iter()
+        .map(|s| DeclaredStage {
+            key: s.key.clone(),
+            stage: s.stage.to_string(),
+            jobs: (plan.warmup + plan.trials) as usize,
+            workers: 1,
+        })
+        .collect()
+}
+
+pub fn assemble(
+    cx: &Context<'_>,
+    outcomes: &[PhaseOutcome],
+    report: &mut Report,
+) -> Result<(), RunError> {
+    let load_end = crate::rundir::environment::load_average();
+    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+    let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
+    results.sort_by_key(|r| r.job.order);
+    let mut sets = BTreeMap::new();
+    for (order, planned) in cx.plan.stages.iter().enumerate() {
+        let key = &planned.key;
+        let trials: Vec<&JobResult> =
+            results.iter().copied().filter(|r| &r.job.key == key).collect();
+        let (warm, counted) = trials.split_at((cx.plan.warmup as usize).min(trials.len()));
+        let Some(last) = counted.last() else {
+            let msg = format!("no counted trial of {key}");
+            return Err(super::assembly_failure(Some(key.clone()), None, "internal", msg));
+        };
+        let samples = figures_of(counted);
+        let summary: BTreeMap<String, Summary> = samples
+            .iter()
+            .enumerate()
+            .map(|(i, (name, xs))| (name.clone(), stats::summarize(xs, (order * 64 + i) as u64)))
+            .collect();
+        let wall = &summary["wall_s"];
+        let mut warnings = Vec::new();
+        let cv = wall.stdev / wall.mean;
+        if cv > MAX_CV {
+            warnings.push(format!(
+                "wall time is unstable: coefficient of variation {:.1}% (above {:.0}%)",
+                100.0 * cv,
+                100.0 * MAX_CV
+            ));
+        }
+        let walls = &samples["wall_s"];
+        if walls.len() >= 3 {
+            let rest = stats::distribution(&walls[1..]).median;
+            if walls[0] > FIRST_TRIAL_RATIO * rest {
+                warnings.push(format!(
+                    "the first counted trial took {:.2}x the median of the rest: consider more --warmup",
+                    walls[0] / rest
+                ));
+            }
+        }
+        for (when, load) in [("start", cx.load_at_start), ("end", load_end)] {
+            if let Some(l) = load.map(|l| l[0]).filter(|l| *l > BUSY_LOAD_PER_CORE * cores) {
+                warnings.push(format!(
+                    "load average {l:.2} at the {when} of the run on {cores} cores: the machine was not idle"
+                ));
+            }
+        }
+        // The stage record carries medians; every trial is under `trials`.
+        let mut record = stage_from_job(last, order);
+        record.wall_s = wall.median;
+        record.cpu_s = summary["cpu_s"].median;
+        record.user_s = summary["user_s"].median;
+        record.sys_s = summary["sys_s"].median;
+        record.peak_rss_bytes = summary["peak_rss_bytes"].median as u64;
+        record.worker = None;
+        record.processes = trials.len() as u32;
+        record.figures = summary
+            .iter()
+            .filter(|(k, _)| {
+                !matches!(k.as_str(), "wall_s" | "cpu_s" | "user_s" | "sys_s" | "peak_rss_bytes")
+            })
+            .map(|(k, s)| (k.clone(), s.median))
+            .collect();
+        report.stages.insert(key.clone(), record);
+        sets.insert(
+            key.clone(),
+            TrialSet {
+                warmup: warm.len() as u32,
+                n: counted.len() as u32,
+                samples,
+                warmup_samples: figures_of(warm),
+                trials_for_1pct: stats::trials_to_resolve(wall, 0.01),
+                summary,
+                warnings,
+            },
+        );
+    }
+    report.trials = Some(sets);
+    report.outlier_rule = Some(stats::OUTLIER_RULE.into());
+    Ok(())
+}
+
+/// Per figure, the trials' values in trial order. Peak RSS is each trial's
+/// own process's (VmHWM), never a running maximum.
+fn figures_of(trials: &[&JobResult]) -> BTreeMap<String, Vec<f64>> {
+    let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    for r in trials {
+        let me = &r.measurement;
+        m.entry("wall_s".into()).or_default().push(me.wall_ns as f64 / 1e9);
+        m.entry("cpu_s".into()).or_default().push((me.user_ns + me.sys_ns) as f64 / 1e9);
+        m.entry("user_s".into()).or_default().push(me.user_ns as f64 / 1e9);
+        m.entry("sys_s".into()).or_default().push(me.sys_ns as f64 / 1e9);
+        m.entry("peak_rss_bytes".into()).or_default().push(me.peak_rss_bytes as f64);
+        for f in &me.figures {
+            m.entry(f.name.clone()).or_default().push(f.value);
+        }
+    }
+    m
+}

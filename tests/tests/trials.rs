@@ -1,0 +1,59 @@
+//! `--mode trials`: each trial a fresh process, stages interleaved, warm-up
+//! recorded but not counted, statistics over the counted trials.
+
+use harness::{coordinator_with_output, json, run};
+
+#[test]
+fn trials_are_fresh_interleaved_and_summarised() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args([
+        "--mode", "trials", "--trials", "4", "--warmup", "1", "--stage", "sleep:30", "--stage",
+        "noop",
+    ]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+
+    // Every trial ran in its own process, in the order A B A B …
+    let pids = f.worker_pids();
+    assert_eq!(pids.len(), 10, "(4 + 1) trials × 2 stages, one process each");
+    let mut unique = pids.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), 10);
+    let order: Vec<&str> = f
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stage started"))
+        .map(|l| if l.contains("key=sleep:30") { "A" } else { "B" })
+        .collect();
+    assert_eq!(order.concat(), "ABABABABAB");
+    f.assert_no_worker_left();
+
+    let r = json(&out.join("report.json"));
+    let t = &r["trials"]["sleep:30"];
+    assert_eq!(t["n"], 4);
+    assert_eq!(t["warmup"], 1);
+    let walls: Vec<f64> =
+        t["samples"]["wall_s"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(walls.len(), 4);
+    assert_eq!(t["warmup_samples"]["wall_s"].as_array().unwrap().len(), 1);
+    assert!(walls.iter().all(|w| *w >= 0.03), "{walls:?}");
+    // The summary is computed from exactly those samples.
+    let mut sorted = walls.clone();
+    sorted.sort_by(f64::total_cmp);
+    let median = (sorted[1] + sorted[2]) / 2.0;
+    let s = &t["summary"]["wall_s"];
+    assert!((s["median"].as_f64().unwrap() - median).abs() < 1e-12);
+    assert_eq!(s["min"].as_f64().unwrap(), sorted[0]);
+    assert_eq!(s["max"].as_f64().unwrap(), sorted[3]);
+    let ci = s["median_ci95"].as_array().unwrap();
+    assert!(ci[0].as_f64().unwrap() <= median && median <= ci[1].as_f64().unwrap());
+    assert_eq!(r["stages"]["sleep:30"]["wall_s"].as_f64().unwrap(), s["median"].as_f64().unwrap());
+    // Peak RSS per trial is that trial's own process's, so each is small.
+    for v in t["samples"]["peak_rss_bytes"].as_array().unwrap() {
+        assert!(v.as_f64().unwrap() < 64.0 * 1024.0 * 1024.0);
+    }
+    assert!(r["outlier_rule"].as_str().unwrap().contains("Tukey"));
+    assert!(f.stdout.contains("95% CI of median"), "{}", f.stdout);
+    coordinator::rundir::verify::verify(&out).expect("a trials run verifies");
+}
