@@ -94,6 +94,13 @@ struct RunArgs {
     /// Trials mode: warm-up trials of every stage, recorded but not counted.
     #[arg(long, default_value_t = 1)]
     warmup: u32,
+    /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,
+    /// measured with its whole process tree; repeatable. Runs after --stage stages.
+    #[arg(long = "command", value_name = "CMD ARGS")]
+    commands: Vec<String>,
+    /// A name for the matching --command (in order) in reports. [default: command]
+    #[arg(long = "name", value_name = "NAME")]
+    names: Vec<String>,
     /// How many worker processes run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     workers: u32,
@@ -210,15 +217,38 @@ fn init_logging() {
 }
 
 fn resolve(args: RunArgs) -> Result<RunPlan, String> {
-    let spellings: Vec<String> = if args.stages.is_empty() {
+    if args.mode == Mode::ColdPrep && !(args.stages.is_empty() && args.commands.is_empty()) {
+        return Err(
+            "--stage and --command apply to --mode diagnostic and --mode trials, not cold-prep"
+                .into(),
+        );
+    }
+    if args.names.len() > args.commands.len() {
+        return Err(format!(
+            "{} --name given for {} --command",
+            args.names.len(),
+            args.commands.len()
+        ));
+    }
+    let spellings: Vec<String> = if args.stages.is_empty() && args.commands.is_empty() {
         plan::DEFAULT_DIAGNOSTIC_STAGES.iter().map(|s| s.to_string()).collect()
     } else {
         args.stages
     };
-    let stages = spellings
+    let mut stages = spellings
         .iter()
         .map(|s| s.parse().map_err(|e| format!("--stage {s}: {e}")))
         .collect::<Result<Vec<_>, _>>()?;
+    for (i, line) in args.commands.iter().enumerate() {
+        if line.trim().is_empty() {
+            return Err("--command needs a command line".into());
+        }
+        let name = args.names.get(i).cloned().unwrap_or_else(|| "command".into());
+        if name.trim().is_empty() {
+            return Err("--name must not be empty".into());
+        }
+        stages.push(protocol::Stage::Command { name, line: line.clone() });
+    }
     let worker_bin = match args.worker_bin {
         Some(p) => p,
         None => default_worker_bin()?,

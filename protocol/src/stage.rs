@@ -27,6 +27,9 @@ pub enum Stage {
     /// Reads one series, checks its hash, extracts its features and writes
     /// them into `cache` (relative to the run directory).
     PrepareSeries { dataset: String, id: String, file: String, sha256: String, cache: String },
+    /// Runs a user's command line with `sh -c`, measured with its whole
+    /// process tree; a non-zero exit fails the stage.
+    Command { name: String, line: String },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -56,6 +59,7 @@ impl Stage {
             Stage::Crash => "crash",
             Stage::VerifySources { .. } => "verify_sources",
             Stage::PrepareSeries { .. } => "prepare_series",
+            Stage::Command { .. } => "command",
         }
     }
 }
@@ -66,6 +70,7 @@ impl fmt::Display for Stage {
             Stage::Sleep { ms } | Stage::Spin { ms } => write!(f, "{}:{ms}", self.name()),
             Stage::Alloc { mib } => write!(f, "alloc:{mib}"),
             Stage::Write { kib } => write!(f, "write:{kib}"),
+            Stage::Command { name, .. } => f.write_str(name),
             _ => f.write_str(self.name()),
         }
     }

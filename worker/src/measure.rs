@@ -17,19 +17,29 @@ pub struct Usage {
     pub peak_rss_bytes: u64,
 }
 
-/// Reads this process's resource usage.
+/// Reads the resource usage of this process together with every child it
+/// has waited for (a command stage's whole process tree): CPU times add up;
+/// peak RSS is the larger of this process's own (`VmHWM`) and the largest
+/// waited-for child's (`ru_maxrss`, which for a child includes what Linux
+/// carried into it from this process at spawn).
 pub fn self_usage() -> Usage {
-    let (user_ns, sys_ns, maxrss) = match getrusage(UsageWho::RUSAGE_SELF) {
+    let read = |who| match getrusage(who) {
         // Linux reports ru_maxrss in KiB.
         Ok(u) => (
             timeval_ns(u.user_time()),
             timeval_ns(u.system_time()),
             (u.max_rss().max(0) as u64) * 1024,
         ),
-        // getrusage(RUSAGE_SELF) cannot fail on Linux; report zeros rather than panic.
+        // getrusage cannot fail on Linux for these; report zeros rather than panic.
         Err(_) => (0, 0, 0),
     };
-    Usage { user_ns, sys_ns, peak_rss_bytes: own_peak_rss().unwrap_or(maxrss) }
+    let (user, sys, maxrss) = read(UsageWho::RUSAGE_SELF);
+    let (c_user, c_sys, c_maxrss) = read(UsageWho::RUSAGE_CHILDREN);
+    Usage {
+        user_ns: user + c_user,
+        sys_ns: sys + c_sys,
+        peak_rss_bytes: own_peak_rss().unwrap_or(maxrss).max(c_maxrss),
+    }
 }
 
 /// `VmHWM` of this process's own address space, in bytes.

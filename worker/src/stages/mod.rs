@@ -2,6 +2,7 @@
 //! they see a [`StageContext`] and report through a [`Reporter`].
 
 mod artifact;
+mod command;
 mod diagnostic;
 mod prepare;
 
@@ -40,6 +41,7 @@ pub enum StageError {
 pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     match stage {
         Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
+        Stage::Command { line, .. } => command::run(line),
         _ => diagnostic::run(stage, ctx),
     }
 }

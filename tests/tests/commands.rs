@@ -1,0 +1,105 @@
+//! `--command`: anyone's command as a stage, measured with its whole process
+//! tree, its exit status checked, killed with its worker, kept from secrets.
+
+use harness::{coordinator_with_output, json, run};
+use nix::sys::signal::killpg;
+use nix::unistd::Pid;
+
+#[test]
+fn commands_are_measured_as_whole_process_trees() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args([
+        "--quiet",
+        "--command",
+        "i=0; while [ $i -lt 60000 ]; do i=$((i+1)); done",
+        "--name",
+        "busy",
+    ]);
+    c.args(["--command", "python3 -c 'b = bytearray(100 * 2**20)'", "--name", "alloc100"]);
+    c.args([
+        "--command",
+        "test -z \"$STAGEBENCH_TOKEN$STAGEBENCH_SOCKET\"",
+        "--name",
+        "no-secrets",
+    ]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let busy = &r["stages"]["busy"];
+    let (wall, cpu) = (busy["wall_s"].as_f64().unwrap(), busy["cpu_s"].as_f64().unwrap());
+    assert!(
+        cpu > 0.5 * wall && cpu <= 1.05 * wall + 0.01,
+        "a shell loop's CPU {cpu} vs wall {wall}"
+    );
+    let peak = r["stages"]["alloc100"]["peak_rss_bytes"].as_u64().unwrap();
+    assert!(peak >= 100 << 20, "a child's 100 MiB allocation shows as {peak}");
+    assert_eq!(r["stages"]["no-secrets"]["figures"]["exit_code"], 0.0);
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn a_failing_command_fails_the_run_with_its_status() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--command", "exit 3", "--name", "three"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("stage three failed on worker 0: the command exited with status 3"),
+        "{}",
+        f.stderr
+    );
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "stage_failed");
+    assert_eq!(failure["stage"], "three");
+}
+
+#[test]
+fn a_hanging_command_dies_with_its_worker_group() {
+    let (_tmp, _out, mut c) = coordinator_with_output();
+    c.args(["--command", "sleep 600; true", "--stage-timeout", "0.5", "--grace", "0.5"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("exceeded the stage timeout"), "{}", f.stderr);
+    f.assert_no_worker_left();
+    // The worker led its own process group; nothing of it (the shell, the
+    // sleep) is left in that group.
+    for pgid in f.worker_pids() {
+        assert!(
+            killpg(Pid::from_raw(pgid), None).is_err(),
+            "process group {pgid} still has members"
+        );
+    }
+}
+
+#[test]
+fn commands_run_as_trials() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args([
+        "--quiet",
+        "--mode",
+        "trials",
+        "--trials",
+        "3",
+        "--warmup",
+        "1",
+        "--command",
+        "true",
+        "--name",
+        "t",
+    ]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["trials"]["t"]["n"], 3);
+    assert_eq!(f.worker_pids().len(), 4);
+}
+
+#[test]
+fn names_without_commands_are_refused() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--name", "orphan"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("1 --name given for 0 --command"), "{}", f.stderr);
+    assert!(!out.exists());
+}
