@@ -262,3 +262,20 @@ pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
     unsafe { libc::close(fd) };
     r == 1 || !alive(pid)
 }
+
+/// Live (non-zombie) processes whose process group is `pgid`, from /proc.
+/// Zombies are dead, only waiting to be reaped by their new parent.
+pub fn live_group_members(pgid: i32) -> Vec<i32> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
+        // After the command name: state, ppid, pgrp, …
+        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
+        let fields: Vec<&str> = rest.split_whitespace().collect();
+        if fields.len() > 2 && fields[2].parse::<i32>().ok() == Some(pgid) && fields[0] != "Z" {
+            out.push(pid);
+        }
+    }
+    out
+}
