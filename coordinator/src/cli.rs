@@ -36,6 +36,20 @@ enum Command {
         /// The run directory (holding report.json).
         dir: PathBuf,
     },
+    /// Compare two runs stage by stage: ratio of medians with a bootstrap
+    /// interval, a rank test, and a verdict per figure. Exits 4 when a figure
+    /// of B regressed beyond the threshold against A.
+    Compare {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        /// Percent by which B may be significantly slower before it counts as regressed.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// Compare runs whose declarations differ (mode, dataset, a stage's
+        /// definition); the output is then marked as not comparable.
+        #[arg(long)]
+        allow_incomparable: bool,
+    },
     /// Make or freeze datasets in the CMI "Detect Sleep States" format.
     #[command(subcommand)]
     Dataset(DatasetCommand),
@@ -157,6 +171,26 @@ pub fn main() -> ExitCode {
                 Ok(line) => {
                     println!("{line}");
                     ExitCode::from(code::SUCCESS)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(code::USAGE)
+                }
+            }
+        }
+        Some(Command::Compare { run_a, run_b, threshold, allow_incomparable }) => {
+            match crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable) {
+                Ok(c) => {
+                    print!("{}", crate::compare::render(&c, threshold));
+                    if c.rows.iter().any(|r| r.regressed) {
+                        ExitCode::from(code::REGRESSION)
+                    } else {
+                        ExitCode::from(code::SUCCESS)
+                    }
+                }
+                Err(e @ crate::compare::CompareError::Unverified { .. }) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(code::VERIFY_FAILED)
                 }
                 Err(e) => {
                     eprintln!("error: {e}");

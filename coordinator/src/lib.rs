@@ -2,6 +2,7 @@
 //! worker processes, and writes hash-bound evidence. See ARCHITECTURE.md.
 
 pub mod cli;
+pub mod compare;
 pub mod dataset;
 pub mod dispatch;
 pub mod gate;

@@ -195,3 +195,155 @@ mod tests {
         assert_eq!(b, 982);
     }
 }
+
+/// Two-sided p-value of the Mann–Whitney U test (normal approximation with
+/// tie and continuity corrections). Works for unequal sample sizes.
+pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+    let (n1, n2) = (a.len() as f64, b.len() as f64);
+    if a.is_empty() || b.is_empty() {
+        return f64::NAN;
+    }
+    let mut all: Vec<(f64, usize)> =
+        a.iter().map(|&x| (x, 0)).chain(b.iter().map(|&x| (x, 1))).collect();
+    all.sort_by(|x, y| x.0.total_cmp(&y.0));
+    let n = all.len();
+    let (mut rank_a, mut ties) = (0.0, 0.0);
+    let mut i = 0;
+    while i < n {
+        let mut j = i;
+        while j + 1 < n && all[j + 1].0 == all[i].0 {
+            j += 1;
+        }
+        let rank = (i + j) as f64 / 2.0 + 1.0;
+        let t = (j - i + 1) as f64;
+        ties += t * t * t - t;
+        rank_a += all[i..=j].iter().filter(|x| x.1 == 0).count() as f64 * rank;
+        i = j + 1;
+    }
+    let u = rank_a - n1 * (n1 + 1.0) / 2.0;
+    let mean = n1 * n2 / 2.0;
+    let nn = n1 + n2;
+    let var = n1 * n2 / 12.0 * ((nn + 1.0) - ties / (nn * (nn - 1.0)));
+    if var <= 0.0 {
+        return 1.0;
+    }
+    let z = ((u - mean).abs() - 0.5).max(0.0) / var.sqrt();
+    2.0 * (1.0 - normal_cdf(z))
+}
+
+/// Standard normal CDF (Abramowitz–Stegun 7.1.26 erf, |error| < 1.5e-7).
+pub fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
+}
+
+/// Percentile bootstrap 95% interval of median(b) / median(a), resampling
+/// each side independently.
+pub fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
+    let (a, b) = (sorted(a), sorted(b));
+    if a.is_empty() || b.is_empty() {
+        return [f64::NAN, f64::NAN];
+    }
+    let mut rng = recipe::rng::Rng::new(seed);
+    let mut ra = vec![0.0; a.len()];
+    let mut rb = vec![0.0; b.len()];
+    let mut ratios = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
+    for _ in 0..BOOTSTRAP_RESAMPLES {
+        for (dst, src) in [(&mut ra, &a), (&mut rb, &b)] {
+            for x in dst.iter_mut() {
+                *x = src[rng.range(0, src.len() as u64) as usize];
+            }
+            dst.sort_by(|x, y| x.total_cmp(y));
+        }
+        ratios.push(quantile_sorted(&rb, 0.5) / quantile_sorted(&ra, 0.5));
+    }
+    ratios.sort_by(|x, y| x.total_cmp(y));
+    [quantile_sorted(&ratios, 0.025), quantile_sorted(&ratios, 0.975)]
+}
+
+/// Significance level of compare's verdicts.
+pub const ALPHA: f64 = 0.05;
+
+/// How B compares with A on a figure where lower is better.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoSignificantDifference,
+    /// Fewer than 2 trials on a side: nothing can be said.
+    TooFewTrials,
+}
+
+/// The verdict: significant when the rank test's p < ALPHA *and* the
+/// ratio's interval excludes 1.
+pub fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
+    if a.len() < 2 || b.len() < 2 || p.is_nan() {
+        return Verdict::TooFewTrials;
+    }
+    if p < ALPHA && ci[0] > 1.0 {
+        Verdict::Slower
+    } else if p < ALPHA && ci[1] < 1.0 {
+        Verdict::Faster
+    } else {
+        Verdict::NoSignificantDifference
+    }
+}
+
+#[cfg(test)]
+mod compare_tests {
+    use super::*;
+
+    fn sample(seed: u64, n: usize, center: f64) -> Vec<f64> {
+        let mut rng = recipe::rng::Rng::new(seed);
+        (0..n).map(|_| center * (1.0 + 0.02 * rng.normal())).collect()
+    }
+
+    /// Hand-computed: a = 1 2 3, b = 4 5: U_a = 0, mean 3, var 3·2/12·6 = 3;
+    /// z = (3 − 0.5)/√3 = 1.443, p = 0.149.
+    #[test]
+    fn mann_whitney_matches_a_hand_computation() {
+        let p = mann_whitney_p(&[1.0, 2.0, 3.0], &[4.0, 5.0]);
+        assert!((p - 0.149).abs() < 0.001, "{p}");
+        assert!((mann_whitney_p(&[1.0, 2.0], &[1.0, 2.0]) - 1.0).abs() < 1e-6);
+        assert!((normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+    }
+
+    #[test]
+    fn a_planted_ten_percent_difference_is_detected_with_unequal_sizes() {
+        for seed in 0..20 {
+            let a = sample(seed, 12, 1.0);
+            let b = sample(seed + 1000, 7, 1.10);
+            let p = mann_whitney_p(&a, &b);
+            let ci = ratio_of_medians_ci(&a, &b, seed);
+            assert_eq!(verdict(&a, &b, p, ci), Verdict::Slower, "seed {seed}: p {p}, ci {ci:?}");
+            assert_eq!(
+                verdict(&b, &a, mann_whitney_p(&b, &a), ratio_of_medians_ci(&b, &a, seed)),
+                Verdict::Faster
+            );
+        }
+    }
+
+    /// With no difference, a significant verdict is rare: at most about the
+    /// stated rate (α = 5%) over many seeds.
+    #[test]
+    fn no_difference_is_rarely_flagged() {
+        let runs = 200;
+        let flagged = (0..runs)
+            .filter(|&seed| {
+                let a = sample(seed, 10, 1.0);
+                let b = sample(seed + 5000, 8, 1.0);
+                verdict(&a, &b, mann_whitney_p(&a, &b), ratio_of_medians_ci(&a, &b, seed))
+                    != Verdict::NoSignificantDifference
+            })
+            .count();
+        let rate = flagged as f64 / runs as f64;
+        assert!(rate <= 0.08, "false-positive rate {rate}");
+    }
+}

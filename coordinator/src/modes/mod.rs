@@ -64,6 +64,7 @@ pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                     stage: j.stage.to_string(),
                     jobs: 1,
                     workers: p.workers,
+                    definition_sha256: crate::rundir::declaration::definition_sha256(&j.stage),
                 })
             })
             .collect()
@@ -75,6 +76,11 @@ pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                 stage: p.jobs.first().map(|j| j.stage.to_string()).unwrap_or_default(),
                 jobs: p.jobs.len(),
                 workers: p.workers,
+                // A phase's definition: every job's, in order.
+                definition_sha256: evidence::sha256_hex(
+                    &serde_json::to_vec(&p.jobs.iter().map(|j| &j.stage).collect::<Vec<_>>())
+                        .expect("stages serialise"),
+                ),
             })
             .collect()
     }

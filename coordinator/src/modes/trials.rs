@@ -46,6 +46,7 @@ pub fn declared(plan: &RunPlan) -> Vec<DeclaredStage> {
             stage: s.stage.to_string(),
             jobs: (plan.warmup + plan.trials) as usize,
             workers: 1,
+            definition_sha256: crate::rundir::declaration::definition_sha256(&s.stage),
         })
         .collect()
 }

@@ -33,6 +33,15 @@ pub struct DeclaredStage {
     pub jobs: usize,
     /// Worker processes at once.
     pub workers: u32,
+    /// SHA-256 of the stage's full definition (for a command, its command
+    /// line), so runs of different definitions are never compared as one,
+    /// while the definition itself (which may hold paths) stays out.
+    pub definition_sha256: String,
+}
+
+/// The `definition_sha256` of a stage.
+pub fn definition_sha256(stage: &protocol::Stage) -> String {
+    evidence::sha256_hex(&serde_json::to_vec(stage).expect("a stage serialises"))
 }
 
 /// The program's identity: which code, built how, is measuring.

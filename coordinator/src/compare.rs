@@ -1,0 +1,201 @@
+//! `coordinator compare RUN_A RUN_B`: per stage and figure, B against A.
+//!
+//! Both runs are verified first. Runs whose declarations make them
+//! incomparable (mode, dataset fingerprint, a stage's definition) are refused
+//! unless `--allow-incomparable`, which then marks the comparison. Per row:
+//! the ratio of medians (B / A) with a bootstrap 95% interval, a Mann–Whitney
+//! rank test (unequal trial counts are fine), and a verdict. A row regressed
+//! when B is significantly slower and its ratio exceeds 1 + threshold.
+
+use crate::rundir::verify::verify;
+use crate::stats::{self, Verdict};
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::Path;
+
+/// Figures compared for every stage (lower is better for each).
+const FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
+
+#[derive(Debug)]
+pub struct Row {
+    pub stage: String,
+    pub figure: String,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub median_a: f64,
+    pub median_b: f64,
+    pub ratio: f64,
+    pub ci95: [f64; 2],
+    pub p: f64,
+    pub verdict: Verdict,
+    pub regressed: bool,
+}
+
+#[derive(Debug)]
+pub struct Comparison {
+    /// Empty when the runs are comparable.
+    pub incomparable: Vec<String>,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{dir}: {reason}")]
+    Unverified { dir: String, reason: String },
+    #[error("the runs are not comparable: {}; pass --allow-incomparable to compare them anyway", .0.join("; "))]
+    Incomparable(Vec<String>),
+    #[error("{0}")]
+    Read(String),
+}
+
+fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
+    let bytes = std::fs::read(dir.join(file))
+        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))
+}
+
+/// Values of a figure for a stage: every counted trial, or the one record.
+fn samples(report: &Value, stage: &str, figure: &str) -> Vec<f64> {
+    if let Some(xs) = report["trials"][stage]["samples"][figure].as_array() {
+        return xs.iter().filter_map(Value::as_f64).collect();
+    }
+    report["stages"][stage][figure].as_f64().into_iter().collect()
+}
+
+pub fn compare(
+    a: &Path,
+    b: &Path,
+    threshold_pct: f64,
+    allow_incomparable: bool,
+) -> Result<Comparison, CompareError> {
+    for dir in [a, b] {
+        verify(dir).map_err(|reason| CompareError::Unverified {
+            dir: dir.display().to_string(),
+            reason,
+        })?;
+    }
+    let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
+    let (ra, rb) = (load(a, "report.json")?, load(b, "report.json")?);
+    let mut incomparable = Vec::new();
+    if da["mode"] != db["mode"] {
+        incomparable.push(format!("modes differ ({} vs {})", da["mode"], db["mode"]));
+    }
+    if da["dataset_fingerprint"] != db["dataset_fingerprint"] {
+        incomparable.push("dataset fingerprints differ".into());
+    }
+    let defs = |d: &Value| -> Vec<(String, String)> {
+        d["stages"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .map(|x| {
+                        (
+                            x["key"].as_str().unwrap_or("").to_string(),
+                            x["definition_sha256"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (defs_a, defs_b) = (defs(&da), defs(&db));
+    let keys_a: BTreeSet<&String> = defs_a.iter().map(|(k, _)| k).collect();
+    let common: Vec<String> =
+        defs_b.iter().map(|(k, _)| k).filter(|k| keys_a.contains(k)).cloned().collect();
+    for key in &common {
+        let da = defs_a.iter().find(|(k, _)| k == key).map(|(_, d)| d);
+        let db = defs_b.iter().find(|(k, _)| k == key).map(|(_, d)| d);
+        if da != db {
+            incomparable.push(format!("stage {key} is defined differently"));
+        }
+    }
+    if common.is_empty() {
+        incomparable.push("no stage in common".into());
+    }
+    if !incomparable.is_empty() && !allow_incomparable {
+        return Err(CompareError::Incomparable(incomparable));
+    }
+    let mut rows = Vec::new();
+    for (i, stage) in common.iter().enumerate() {
+        for (j, figure) in FIGURES.iter().enumerate() {
+            let (xa, xb) = (samples(&ra, stage, figure), samples(&rb, stage, figure));
+            if xa.is_empty() || xb.is_empty() {
+                continue;
+            }
+            let (ma, mb) = (stats::distribution(&xa).median, stats::distribution(&xb).median);
+            let p = if xa.len() >= 2 && xb.len() >= 2 {
+                stats::mann_whitney_p(&xa, &xb)
+            } else {
+                f64::NAN
+            };
+            let ci = stats::ratio_of_medians_ci(&xa, &xb, (i * 8 + j) as u64);
+            let verdict = stats::verdict(&xa, &xb, p, ci);
+            let ratio = mb / ma;
+            let regressed = verdict == Verdict::Slower && ratio > 1.0 + threshold_pct / 100.0;
+            rows.push(Row {
+                stage: stage.clone(),
+                figure: figure.to_string(),
+                n_a: xa.len(),
+                n_b: xb.len(),
+                median_a: ma,
+                median_b: mb,
+                ratio,
+                ci95: ci,
+                p,
+                verdict,
+                regressed,
+            });
+        }
+    }
+    Ok(Comparison { incomparable, rows })
+}
+
+/// The comparison as a table for a person.
+pub fn render(c: &Comparison, threshold_pct: f64) -> String {
+    let mut s = String::new();
+    if !c.incomparable.is_empty() {
+        s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
+    }
+    s.push_str(&format!(
+        "{:<20} {:<15} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
+        "stage",
+        "figure",
+        "n A",
+        "n B",
+        "median A",
+        "median B",
+        "B/A",
+        "95% CI of B/A",
+        "p",
+        "verdict"
+    ));
+    for r in &c.rows {
+        let verdict = match r.verdict {
+            Verdict::Faster => "faster",
+            Verdict::Slower if r.regressed => "SLOWER (regressed)",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::TooFewTrials => "too few trials to say",
+        };
+        s.push_str(&format!(
+            "{:<20} {:<15} {:>4} {:>4} {:>12.6} {:>12.6} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
+            r.stage,
+            r.figure,
+            r.n_a,
+            r.n_b,
+            r.median_a,
+            r.median_b,
+            r.ratio,
+            r.ci95[0],
+            r.ci95[1],
+            r.p,
+            verdict
+        ));
+    }
+    s.push_str(&format!(
+        "verdicts: Mann–Whitney p < {} and a 95% bootstrap interval of B/A excluding 1; regressed: slower by more than {threshold_pct}%\n",
+        stats::ALPHA
+    ));
+    s
+}

@@ -1,0 +1,83 @@
+//! `coordinator compare`: verdicts on real runs, refusal of incomparable or
+//! tampered runs, and an exit code CI can gate on.
+
+use harness::{coordinator, coordinator_with_output, run};
+use std::path::{Path, PathBuf};
+
+/// A trials run of `sleep $NAP` (the command line is the same whatever NAP is,
+/// so runs with different NAP are comparable), keeping its directory alive.
+fn nap_run(nap: &str, trials: &str, keep: &mut Vec<tempfile::TempDir>) -> PathBuf {
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.env("NAP", nap).args(["--quiet", "--mode", "trials", "--trials", trials, "--warmup", "1"]);
+    c.args(["--command", "sleep $NAP", "--name", "nap"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    keep.push(tmp);
+    out
+}
+
+fn compare(a: &Path, b: &Path, extra: &[&str]) -> harness::Finished {
+    let mut c = coordinator();
+    c.arg("compare").arg(a).arg(b).args(extra);
+    run(c)
+}
+
+#[test]
+fn a_planted_slowdown_is_a_regression_and_no_change_is_not() {
+    let mut keep = Vec::new();
+    let a = nap_run("0.04", "7", &mut keep);
+    let same = nap_run("0.04", "5", &mut keep);
+    let slower = nap_run("0.05", "6", &mut keep);
+
+    let f = compare(&a, &slower, &["--threshold", "5"]);
+    assert_eq!(f.code(), Some(4), "{}{}", f.stdout, f.stderr);
+    let row = f.stdout.lines().find(|l| l.starts_with("nap") && l.contains("wall_s")).unwrap();
+    assert!(row.contains("SLOWER (regressed)"), "{row}");
+
+    // The same definition again: no regression beyond the threshold. (A row
+    // may still read "slower" or "faster" at the test's 5% false-positive
+    // rate, which the stats unit tests check over many seeds; the exit code
+    // that CI gates on needs a significant slowdown larger than 5%.)
+    let f = compare(&a, &same, &[]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(!f.stdout.contains("regressed)"), "{}", f.stdout);
+}
+
+#[test]
+fn incomparable_runs_are_refused_unless_asked_and_then_marked() {
+    let mut keep = Vec::new();
+    let a = nap_run("0.01", "3", &mut keep);
+    let (tmp, b, mut c) = coordinator_with_output();
+    keep.push(tmp);
+    c.args([
+        "--quiet",
+        "--mode",
+        "trials",
+        "--trials",
+        "3",
+        "--command",
+        "sleep 0.01",
+        "--name",
+        "nap",
+    ]);
+    assert_eq!(run(c).code(), Some(0));
+
+    let f = compare(&a, &b, &[]);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("not comparable: stage nap is defined differently"), "{}", f.stderr);
+    let f = compare(&a, &b, &["--allow-incomparable"]);
+    assert!(f.stdout.starts_with("NOT COMPARABLE"), "{}", f.stdout);
+}
+
+#[test]
+fn a_tampered_run_is_refused() {
+    let mut keep = Vec::new();
+    let a = nap_run("0.01", "3", &mut keep);
+    let b = nap_run("0.01", "3", &mut keep);
+    let report = b.join("report.json");
+    let text = std::fs::read_to_string(&report).unwrap().replacen("\"n\": 3", "\"n\": 4", 1);
+    std::fs::write(&report, text).unwrap();
+    let f = compare(&a, &b, &[]);
+    assert_eq!(f.code(), Some(3), "{}", f.stderr);
+    assert!(f.stderr.contains("body does not match"), "{}", f.stderr);
+}
