@@ -378,27 +378,20 @@ fn print_trials(
         .unwrap_or_default();
     println!(
         "  {:<16} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
-        "trials (wall)",
-        "n",
-        "median s",
-        "95% CI of median",
-        "stdev s",
-        "MAD s",
-        "outliers",
-        "n for 1%"
+        "trials (wall)", "n", "median", "95% CI of median", "stdev", "MAD", "outliers", "n for 1%"
     );
     for k in keys {
         let t = &trials[k];
         let w = &t.summary["wall_s"];
         println!(
-            "  {:<16} {:>4} {:>11.6} {:>11.6}–{:<11.6} {:>10.6} {:>10.6} {:>8} {:>10}",
+            "  {:<16} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
             k,
             t.n,
-            w.median,
-            w.median_ci95[0],
-            w.median_ci95[1],
-            w.stdev,
-            w.mad,
+            sig(w.median),
+            sig(w.median_ci95[0]),
+            sig(w.median_ci95[1]),
+            sig(w.stdev),
+            sig(w.mad),
             w.outliers.len(),
             t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
         );
@@ -412,4 +405,30 @@ fn print_trials(
     if let Some(rule) = &r.outlier_rule {
         println!("  outliers: {rule}; warm-up trials are recorded, not counted");
     }
+}
+
+/// Seconds in the unit that suits them (s, ms, µs, ns), four significant
+/// digits, so a sub-microsecond median does not print as zero.
+fn sig(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let a = x.abs();
+    let (v, unit) = if a == 0.0 || a >= 1.0 {
+        (x, "s")
+    } else if a >= 1e-3 {
+        (x * 1e3, "ms")
+    } else if a >= 1e-6 {
+        (x * 1e6, "µs")
+    } else {
+        (x * 1e9, "ns")
+    };
+    let decimals = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$} {unit}")
 }
