@@ -50,6 +50,12 @@ enum Command {
         #[arg(long)]
         allow_incomparable: bool,
     },
+    /// Redraw a run's summary.md from its report.json alone (after checking
+    /// every other binding), byte for byte as the run wrote it.
+    Render {
+        /// The run directory (holding report.json).
+        dir: PathBuf,
+    },
     /// Make or freeze datasets in the CMI "Detect Sleep States" format.
     #[command(subcommand)]
     Dataset(DatasetCommand),
@@ -198,6 +204,16 @@ pub fn main() -> ExitCode {
                 }
             }
         }
+        Some(Command::Render { dir }) => match verify::render(&dir) {
+            Ok(path) => {
+                println!("rendered {}", path.display());
+                ExitCode::from(code::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("error: rendering '{}' failed: {e}", dir.display());
+                ExitCode::from(code::VERIFY_FAILED)
+            }
+        },
         Some(Command::Verify { dir }) => match verify::verify(&dir) {
             Ok(v) => {
                 println!("verified {}: {v}", dir.display());
@@ -387,11 +403,11 @@ fn print_trials(
             "  {:<16} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
             k,
             t.n,
-            sig(w.median),
-            sig(w.median_ci95[0]),
-            sig(w.median_ci95[1]),
-            sig(w.stdev),
-            sig(w.mad),
+            crate::render::duration(w.median),
+            crate::render::duration(w.median_ci95[0]),
+            crate::render::duration(w.median_ci95[1]),
+            crate::render::duration(w.stdev),
+            crate::render::duration(w.mad),
             w.outliers.len(),
             t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
         );
@@ -405,30 +421,4 @@ fn print_trials(
     if let Some(rule) = &r.outlier_rule {
         println!("  outliers: {rule}; warm-up trials are recorded, not counted");
     }
-}
-
-/// Seconds in the unit that suits them (s, ms, µs, ns), four significant
-/// digits, so a sub-microsecond median does not print as zero.
-fn sig(x: f64) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    let a = x.abs();
-    let (v, unit) = if a == 0.0 || a >= 1.0 {
-        (x, "s")
-    } else if a >= 1e-3 {
-        (x * 1e3, "ms")
-    } else if a >= 1e-6 {
-        (x * 1e6, "µs")
-    } else {
-        (x * 1e9, "ns")
-    };
-    let decimals = if v.abs() >= 100.0 {
-        1
-    } else if v.abs() >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.decimals$} {unit}")
 }

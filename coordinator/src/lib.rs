@@ -10,6 +10,7 @@ pub mod modes;
 pub mod plan;
 pub mod process;
 pub mod progress;
+pub mod render;
 pub mod run;
 pub mod rundir;
 pub mod stats;

@@ -248,6 +248,9 @@ fn run_in(
     }
     dir.write_evidence(rundir::REPORT, &report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
+    // Derived from the report alone; verify re-renders it and compares.
+    dir.write_evidence(crate::render::SUMMARY, crate::render::summary_markdown(&report).as_bytes())
+        .map_err(|e| internal("writing the summary", &e))?;
     Ok(report)
 }
 

@@ -55,7 +55,7 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     // The declaration carries the dataset fingerprint; the evidence names no series.
     let decl = json(&out.join("declaration.json"));
     assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
-    for name in ["declaration.json", "environment.json", "report.json"] {
+    for name in ["declaration.json", "environment.json", "report.json", "summary.md"] {
         let text = std::fs::read_to_string(out.join(name)).unwrap();
         for s in frozen["series"].as_array().unwrap() {
             assert!(!text.contains(s["id"].as_str().unwrap()), "{name} names a series");

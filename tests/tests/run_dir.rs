@@ -43,7 +43,7 @@ fn default_output_is_a_new_directory_under_runs() {
     assert!(name.ends_with("Z-diagnostic"), "{name}");
     assert_eq!(
         files_below(&runs[0].path()),
-        ["declaration.json", "environment.json", "report.json"]
+        ["declaration.json", "environment.json", "report.json", "summary.md"]
     );
     f.assert_no_worker_left();
 }
@@ -75,7 +75,7 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
     let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
     let user = std::env::var("USER").unwrap_or_default();
     let tmp_str = tmp.path().to_string_lossy().into_owned();
-    for name in ["declaration.json", "environment.json", "report.json"] {
+    for name in ["declaration.json", "environment.json", "report.json", "summary.md"] {
         let text = std::fs::read_to_string(out.join(name)).unwrap();
         assert!(!text.contains(&tmp_str), "{name} contains the output path");
         assert!(!text.contains("evidence-run"), "{name} names the run directory");

@@ -75,6 +75,23 @@ fn any_changed_byte_of_the_report_is_caught() {
 }
 
 #[test]
+fn any_changed_byte_of_the_summary_is_caught_and_render_restores_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = a_run(tmp.path());
+    every_byte_change_is_caught(&out, "summary.md");
+    let original = std::fs::read(out.join("summary.md")).unwrap();
+    std::fs::write(out.join("summary.md"), b"# edited by hand\n").unwrap();
+    assert!(verify(&out).unwrap_err().contains("summary.md differs"));
+    coordinator::rundir::verify::render(&out).unwrap();
+    assert_eq!(
+        std::fs::read(out.join("summary.md")).unwrap(),
+        original,
+        "render is not byte for byte"
+    );
+    verify(&out).unwrap();
+}
+
+#[test]
 fn any_changed_byte_of_an_artifact_is_caught() {
     let tmp = tempfile::tempdir().unwrap();
     let out = a_run(tmp.path());

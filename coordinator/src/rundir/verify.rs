@@ -28,6 +28,21 @@ impl std::fmt::Display for Verified {
 /// Checks every binding of the run directory; the error names the first
 /// thing that differs.
 pub fn verify(dir: &Path) -> Result<Verified, String> {
+    let (value, verified) = verify_bindings(dir)?;
+    let parsed: report::Report = serde_json::from_value(value)
+        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
+    match std::fs::read(dir.join(crate::render::SUMMARY)) {
+        Ok(b) if b == crate::render::summary_markdown(&parsed).into_bytes() => Ok(verified),
+        Ok(_) => Err(format!(
+            "{} differs from what {REPORT} renders (`coordinator render` redraws it)",
+            crate::render::SUMMARY
+        )),
+        Err(e) => Err(format!("cannot read {}: {e}", crate::render::SUMMARY)),
+    }
+}
+
+/// Every binding except summary.md; returns the parsed report with the summary.
+fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
     let report_path = dir.join(REPORT);
     let bytes = match std::fs::read(&report_path) {
         Ok(b) => b,
@@ -82,11 +97,12 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
     if let Some(p) = problems.into_iter().flatten().next() {
         return Err(p);
     }
-    Ok(Verified {
+    let verified = Verified {
         mode: value["mode"].as_str().unwrap_or("?").to_string(),
         stages: value["stages"].as_object().map(|m| m.len()).unwrap_or(0),
         artifacts: artifacts.len(),
-    })
+    };
+    Ok((value, verified))
 }
 
 fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
@@ -138,4 +154,16 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
         Some(p) => Err(p),
         None => Ok(()),
     }
+}
+
+/// `coordinator render`: checks every binding but summary.md itself, then
+/// redraws summary.md from report.json.
+pub fn render(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let (value, _) = verify_bindings(dir)?;
+    let parsed: report::Report = serde_json::from_value(value)
+        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
+    let path = dir.join(crate::render::SUMMARY);
+    evidence::write_atomic(&path, crate::render::summary_markdown(&parsed).as_bytes())
+        .map_err(|e| format!("writing {}: {e}", path.display()))?;
+    Ok(path)
 }

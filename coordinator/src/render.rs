@@ -1,0 +1,144 @@
+//! Tables derived from report.json alone: `summary.md`, a Markdown table a
+//! person can paste into an issue. Rendering only reads the report; it never
+//! measures. The same report always renders to the same bytes, so `verify`
+//! re-renders and compares, and `coordinator render` redraws it.
+
+use crate::rundir::report::Report;
+use std::fmt::Write as _;
+
+pub const SUMMARY: &str = "summary.md";
+
+/// Seconds in the unit that suits them (s, ms, µs, ns), four significant
+/// digits, so a sub-microsecond median does not print as zero.
+pub fn duration(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let a = x.abs();
+    let (v, unit) = if a == 0.0 || a >= 1.0 {
+        (x, "s")
+    } else if a >= 1e-3 {
+        (x * 1e3, "ms")
+    } else if a >= 1e-6 {
+        (x * 1e6, "µs")
+    } else {
+        (x * 1e9, "ns")
+    };
+    let decimals = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$} {unit}")
+}
+
+fn mib(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// The Markdown summary of a report.
+pub fn summary_markdown(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# stagebench {} run\n", r.mode);
+    let _ = writeln!(
+        s,
+        "{} stage(s), {} worker process(es), isolation `{}`, run wall {:.3} s. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
+        r.stages.len(),
+        r.workers.len(),
+        r.isolation,
+        r.run_wall_s,
+        &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
+        &r.environment_sha256[..12.min(r.environment_sha256.len())]
+    );
+    let _ = writeln!(s, "| stage | processes | wall | CPU | peak RSS MiB |");
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        let _ = writeln!(
+            s,
+            "| `{key}` | {} | {} | {} | {} |",
+            st.processes,
+            duration(st.wall_s),
+            duration(st.cpu_s),
+            mib(st.peak_rss_bytes)
+        );
+    }
+    if let (Some(c), Some(serial), Some(parallel)) = (&r.counts, &r.serial, &r.parallel) {
+        let _ = writeln!(s, "\n## Cold preparation\n");
+        let _ = writeln!(
+            s,
+            "{} training series, {} samples, {} frames ({} valid).\n",
+            c.train_series, c.samples, c.frames, c.valid_frames
+        );
+        let _ = writeln!(
+            s,
+            "| preparation | processes | wall | CPU | peak RSS MiB | per-series median | p95 |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+        for (name, side) in [("serial", serial), ("parallel", parallel)] {
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} | {} | {} |",
+                side.workers.len(),
+                duration(side.wall_s),
+                duration(side.cpu_s),
+                mib(side.peak_rss_bytes),
+                duration(side.per_series_s.median),
+                duration(side.per_series_s.p95)
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\nSpeedup {:.2}x, parallel efficiency {:.0}%, load imbalance {:.2}, caches identical: {}.",
+            r.speedup.unwrap_or(f64::NAN),
+            100.0 * r.parallel_efficiency.unwrap_or(f64::NAN),
+            r.load_imbalance.unwrap_or(f64::NAN),
+            r.caches_identical.unwrap_or(false)
+        );
+    }
+    if let Some(trials) = &r.trials {
+        let _ = writeln!(s, "\n## Trials (wall time)\n");
+        let _ = writeln!(
+            s,
+            "| stage | n | warm-up | median | 95% CI of median | stdev | MAD | outliers | trials for 1% |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---:|---:|---:|");
+        let mut keys: Vec<&String> = trials.keys().collect();
+        keys.sort_by_key(|k| r.stages.get(*k).map(|st| st.order).unwrap_or(usize::MAX));
+        for k in keys {
+            let t = &trials[k];
+            let w = &t.summary["wall_s"];
+            let _ = writeln!(
+                s,
+                "| `{k}` | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
+                t.n,
+                t.warmup,
+                duration(w.median),
+                duration(w.median_ci95[0]),
+                duration(w.median_ci95[1]),
+                duration(w.stdev),
+                duration(w.mad),
+                w.outliers.len(),
+                t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "–".into())
+            );
+        }
+        let warnings: Vec<String> = trials
+            .iter()
+            .flat_map(|(k, t)| t.warnings.iter().map(move |w| format!("- `{k}`: {w}")))
+            .collect();
+        if !warnings.is_empty() {
+            let _ = writeln!(s, "\nWarnings:\n\n{}", warnings.join("\n"));
+        }
+        if let Some(rule) = &r.outlier_rule {
+            let _ = writeln!(s, "\nOutliers: {rule}. Warm-up trials are recorded, not counted.");
+        }
+    }
+    let _ = writeln!(
+        s,
+        "\nOne report is one observation on one machine; repeat in fresh processes on an idle machine before claiming a difference."
+    );
+    s
+}
