@@ -103,8 +103,9 @@ pub fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut
         for &x in t {
             tod += table[x as usize % 86_400];
         }
-        let (mov_mu, mov_std) = mean_std_f32(e, n);
-        let (angle_mu, angle_std) = mean_std_f32(a, n);
+        // The reference's own mean/std, on the same widened values.
+        let (mov_mu, mov_std) = mean_std(e.iter().map(|&x| x as f64));
+        let (angle_mu, angle_std) = mean_std(a.iter().map(|&x| x as f64));
         out[0] = (tod / n) as f32;
         out[1] = mov_mu as f32;
         out[2] = mov_std as f32;
@@ -144,22 +145,6 @@ impl FrameBuilder {
     pub fn finish(self) -> Features {
         self.out
     }
-}
-
-/// [`mean_std`] on f32 input widened to f64, in the same order.
-#[inline(always)]
-fn mean_std_f32(xs: &[f32; FRAME_SAMPLES], n: f64) -> (f64, f64) {
-    let mut sum = 0.0;
-    for &x in xs {
-        sum += x as f64;
-    }
-    let mean = sum / n;
-    let mut sq = 0.0;
-    for &x in xs {
-        let d = x as f64 - mean;
-        sq += d * d;
-    }
-    (mean, (sq / n).sqrt())
 }
 
 #[cfg(test)]

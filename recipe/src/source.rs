@@ -210,6 +210,12 @@ impl Text<'_> {
             Text::Large(a) => a.value(i),
         }
     }
+    pub fn null_count(&self) -> usize {
+        match self {
+            Text::Small(a) => a.null_count(),
+            Text::Large(a) => a.null_count(),
+        }
+    }
     pub fn is_null(&self, i: usize) -> bool {
         match self {
             Text::Small(a) => a.is_null(i),
@@ -290,7 +296,7 @@ pub fn read_series_chunks(
         let anglez = column::<Float32Array>(&batch, "anglez", file)?;
         let enmo = column::<Float32Array>(&batch, "enmo", file)?;
         local.clear();
-        if let (Text::Small(a), 0) = (&ts, step.null_count() + ts_nulls(&ts)) {
+        if let (Text::Small(a), 0) = (&ts, step.null_count() + ts.null_count()) {
             checker
                 .push_raw(step.values(), a.value_offsets(), a.value_data(), &mut local)
                 .map_err(|(i, problem)| SourceError::Row {
@@ -319,13 +325,6 @@ fn lend<'a>(col: &'a Float32Array, buf: &'a mut Vec<f32>) -> &'a [f32] {
         buf.clear();
         buf.extend(col.iter().map(|v| v.unwrap_or(f32::NAN)));
         buf
-    }
-}
-
-fn ts_nulls(t: &Text<'_>) -> usize {
-    match t {
-        Text::Small(a) => a.null_count(),
-        Text::Large(a) => a.null_count(),
     }
 }
 

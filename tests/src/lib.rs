@@ -93,17 +93,25 @@ impl Finished {
     }
 }
 
+/// Runs a blocking wait on a thread, failing the test after `TIMEOUT`.
+fn within_timeout<T: Send + 'static>(
+    what: &str,
+    wait: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> T {
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(wait());
+    });
+    match rx.recv_timeout(TIMEOUT) {
+        Ok(r) => r.unwrap_or_else(|e| panic!("waiting for {what}: {e}")),
+        Err(_) => panic!("{what} did not finish within {TIMEOUT:?}"),
+    }
+}
+
 /// Runs a command to completion, failing the test after `TIMEOUT`.
 pub fn run(mut cmd: Command) -> Finished {
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    let out = rx
-        .recv_timeout(TIMEOUT)
-        .expect("the command did not finish within the timeout")
-        .expect("wait for the command");
+    let out = within_timeout("the command", move || child.wait_with_output());
     Finished {
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -167,14 +175,7 @@ impl Running {
     /// Waits for the process to exit (bounded), collecting the rest of stderr.
     pub fn finish(mut self) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(child.wait());
-        });
-        let status = rx
-            .recv_timeout(TIMEOUT)
-            .expect("coordinator did not exit within the timeout")
-            .expect("wait for coordinator");
+        let status = within_timeout("the coordinator", move || child.wait());
         // The coordinator has exited, so its stderr pipe is closed or closing.
         while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.seen.push(l);
@@ -212,14 +213,18 @@ pub fn field(line: &str, name: &str) -> Option<i32> {
 
 /// Whether a process with this pid exists and is not a zombie.
 pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => {
-            // The state follows the parenthesised command name.
-            let state = stat.rsplit_once(')').and_then(|(_, r)| r.trim_start().chars().next());
-            state != Some('Z')
-        }
-        Err(_) => false,
-    }
+    stat(pid).is_some_and(|(state, _)| state != 'Z')
+}
+
+/// A process's state letter and process group, from /proc/PID/stat.
+fn stat(pid: i32) -> Option<(char, i32)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // After the parenthesised command name: state, ppid, pgrp, …
+    let (_, rest) = stat.rsplit_once(')')?;
+    let mut fields = rest.split_whitespace();
+    let state = fields.next()?.chars().next()?;
+    let pgrp = fields.nth(1)?.parse().ok()?;
+    Some((state, pgrp))
 }
 
 /// Reads and parses a JSON file.
@@ -266,16 +271,11 @@ pub fn wait_gone(pid: i32, timeout: Duration) -> bool {
 /// Live (non-zombie) processes whose process group is `pgid`, from /proc.
 /// Zombies are dead, only waiting to be reaped by their new parent.
 pub fn live_group_members(pgid: i32) -> Vec<i32> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(pid) = e.file_name().to_string_lossy().parse::<i32>() else { continue };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { continue };
-        // After the command name: state, ppid, pgrp, …
-        let Some((_, rest)) = stat.rsplit_once(')') else { continue };
-        let fields: Vec<&str> = rest.split_whitespace().collect();
-        if fields.len() > 2 && fields[2].parse::<i32>().ok() == Some(pgid) && fields[0] != "Z" {
-            out.push(pid);
-        }
-    }
-    out
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_string_lossy().parse::<i32>().ok())
+        .filter(|&pid| stat(pid).is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z'))
+        .collect()
 }

@@ -7,9 +7,10 @@
 //! re-hashing every file the workers reported). The report binds the two
 //! manifests rather than listing per-series files, so it names no series.
 
-use super::{JobNumbers, Phase, PhaseOutcome, assembly_failure, checked_artifact, stage_from_job};
+use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
 use crate::plan::RunPlan;
 use crate::run::RunError;
+use crate::run::fail;
 use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Report, StageRecord};
 use crate::stats::distribution;
 use protocol::Stage;
@@ -75,7 +76,7 @@ fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome,
     outcomes
         .iter()
         .find(|p| p.phase.key == key)
-        .ok_or_else(|| assembly_failure(None, None, "internal", format!("phase {key} did not run")))
+        .ok_or_else(|| fail(None, None, "internal", format!("phase {key} did not run")))
 }
 
 pub fn assemble(
@@ -86,7 +87,7 @@ pub fn assemble(
     for (order, key) in [(0, VERIFY_BEFORE), (3, VERIFY_AFTER)] {
         let p = find(outcomes, key)?;
         let r = p.results().next().ok_or_else(|| {
-            assembly_failure(Some(key.into()), None, "internal", format!("{key} reported nothing"))
+            fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
         })?;
         report.stages.insert(key.into(), stage_from_job(r, order));
     }
@@ -95,7 +96,7 @@ pub fn assemble(
     let (par_stage, parallel, par_manifest, par_art, _) = side(dir, find(outcomes, PARALLEL)?, 2)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
-        return Err(assembly_failure(
+        return Err(fail(
             Some(PARALLEL.into()),
             None,
             "caches_differ",
@@ -129,7 +130,7 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let cache = p.phase.cache.clone().expect("preparation phases have a cache");
     let results: Vec<_> = p.results().collect();
     if results.len() != p.phase.jobs.len() {
-        return Err(assembly_failure(
+        return Err(fail(
             Some(p.phase.key.clone()),
             None,
             "internal",
@@ -159,12 +160,7 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     }));
     let manifest_path = format!("{cache}/{MANIFEST}");
     evidence::write_atomic(&dir.join(&manifest_path), &manifest).map_err(|e| {
-        assembly_failure(
-            Some(p.phase.key.clone()),
-            None,
-            "internal",
-            format!("writing {manifest_path}: {e}"),
-        )
+        fail(Some(p.phase.key.clone()), None, "internal", format!("writing {manifest_path}: {e}"))
     })?;
     let artifact = ArtifactRecord {
         path: manifest_path.clone(),

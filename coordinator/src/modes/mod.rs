@@ -134,8 +134,6 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
     out
 }
 
-pub use crate::run::fail as assembly_failure;
-
 /// Re-hashes a file a worker reported and checks it against the claim.
 pub fn checked_artifact(
     dir: &Path,
@@ -145,7 +143,7 @@ pub fn checked_artifact(
     kind: &str,
 ) -> Result<ArtifactRecord, RunError> {
     let mismatch = |why: String| {
-        assembly_failure(
+        crate::run::fail(
             Some(r.job.key.clone()),
             Some(r.worker.0),
             "artifact_mismatch",

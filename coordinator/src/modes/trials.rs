@@ -68,7 +68,7 @@ pub fn assemble(
         let (warm, counted) = trials.split_at((cx.plan.warmup as usize).min(trials.len()));
         let Some(last) = counted.last() else {
             let msg = format!("no counted trial of {key}");
-            return Err(super::assembly_failure(Some(key.clone()), None, "internal", msg));
+            return Err(crate::run::fail(Some(key.clone()), None, "internal", msg));
         };
         let samples = figures_of(counted);
         let summary: BTreeMap<String, Summary> = samples
