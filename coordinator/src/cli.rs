@@ -3,6 +3,7 @@
 
 use crate::plan::{self, Isolation, Mode, RunPlan};
 use crate::progress::mib;
+use crate::render::export::Exports;
 use crate::run::{self, RunError, RunSummary};
 use crate::rundir::verify;
 use clap::{Args, Parser, Subcommand};
@@ -49,11 +50,23 @@ enum Command {
         /// definition); the output is then marked as not comparable.
         #[arg(long)]
         allow_incomparable: bool,
+        /// Also write the table (compare.txt) and a forest plot of the ratios
+        /// (forest.svg, forest.png) into this new directory.
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
     },
     /// Redraw a run's summary.md from its report.json alone (after checking
     /// every other binding), byte for byte as the run wrote it.
     Render {
         /// The run directory (holding report.json).
+        dir: PathBuf,
+        #[command(flatten)]
+        export: ExportArgs,
+    },
+    /// Write DIR/README.md: a table of every run directory below DIR, newest
+    /// first, from their reports. Rerunning it with nothing new changes nothing.
+    Dashboard {
+        /// The directory holding run directories (at any depth).
         dir: PathBuf,
     },
     /// Make or freeze datasets in the CMI "Detect Sleep States" format.
@@ -96,6 +109,26 @@ enum DatasetCommand {
         #[arg(long, value_name = "DIR")]
         data: Option<PathBuf>,
     },
+}
+
+/// Results in the forms other tools read; each path must not exist.
+#[derive(Args, Debug, Default)]
+struct ExportArgs {
+    /// Write the results as JSON (per stage: figures, trials, statistics).
+    #[arg(long, value_name = "FILE")]
+    export_json: Option<PathBuf>,
+    /// Write the results as CSV (per stage: wall-time statistics, CPU, peak RSS).
+    #[arg(long, value_name = "FILE")]
+    export_csv: Option<PathBuf>,
+    /// Write the results as a Markdown table (the run's summary.md).
+    #[arg(long, value_name = "FILE")]
+    export_markdown: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    fn exports(self) -> Exports {
+        Exports::new(self.export_json, self.export_csv, self.export_markdown)
+    }
 }
 
 #[derive(Args, Debug)]
@@ -149,6 +182,8 @@ struct RunArgs {
     /// Print nothing while running; only the final summary.
     #[arg(long, short)]
     quiet: bool,
+    #[command(flatten)]
+    export: ExportArgs,
 }
 
 fn positive_secs(s: &str) -> Result<Duration, String> {
@@ -161,7 +196,7 @@ fn positive_secs(s: &str) -> Result<Duration, String> {
 
 pub fn main() -> ExitCode {
     init_logging();
-    let cli = Cli::parse();
+    let mut cli = Cli::parse();
     match cli.command {
         Some(Command::Dataset(cmd)) => {
             let result = match cmd {
@@ -184,10 +219,25 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Compare { run_a, run_b, threshold, allow_incomparable }) => {
+        Some(Command::Compare { run_a, run_b, threshold, allow_incomparable, output }) => {
+            if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
+                eprintln!("error: output '{}' already exists", out.display());
+                return ExitCode::from(code::USAGE);
+            }
             match crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable) {
                 Ok(c) => {
                     print!("{}", crate::compare::render(&c, threshold));
+                    if let Some(out) = &output {
+                        if let Err(e) = crate::compare::write_output(out, &c, threshold) {
+                            eprintln!("error: {e}");
+                            return ExitCode::from(code::USAGE);
+                        }
+                        println!(
+                            "wrote {}/ ({})",
+                            out.display(),
+                            crate::compare::OUTPUT_FILES.join(", ")
+                        );
+                    }
                     if c.rows.iter().any(|r| r.regressed) {
                         ExitCode::from(code::REGRESSION)
                     } else {
@@ -204,14 +254,33 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Render { dir }) => match verify::render(&dir) {
-            Ok(path) => {
-                println!("rendered {}", path.display());
+        Some(Command::Render { dir, export }) => {
+            let exports = export.exports();
+            if let Err(e) = exports.check() {
+                eprintln!("error: {e}");
+                return ExitCode::from(code::USAGE);
+            }
+            match verify::render(&dir) {
+                Ok((report, paths)) => {
+                    for path in paths {
+                        println!("rendered {}", path.display());
+                    }
+                    write_exports(&exports, &report)
+                }
+                Err(e) => {
+                    eprintln!("error: rendering '{}' failed: {e}", dir.display());
+                    ExitCode::from(code::VERIFY_FAILED)
+                }
+            }
+        }
+        Some(Command::Dashboard { dir }) => match crate::dashboard::write(&dir) {
+            Ok(line) => {
+                println!("{line}");
                 ExitCode::from(code::SUCCESS)
             }
             Err(e) => {
-                eprintln!("error: rendering '{}' failed: {e}", dir.display());
-                ExitCode::from(code::VERIFY_FAILED)
+                eprintln!("error: {e}");
+                ExitCode::from(code::USAGE)
             }
         },
         Some(Command::Verify { dir }) => match verify::verify(&dir) {
@@ -225,7 +294,8 @@ pub fn main() -> ExitCode {
             }
         },
         None => {
-            let plan = match resolve(cli.run) {
+            let exports = std::mem::take(&mut cli.run.export).exports();
+            let plan = match exports.check().and_then(|()| resolve(cli.run)) {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -235,7 +305,7 @@ pub fn main() -> ExitCode {
             match run::execute(&plan) {
                 Ok(summary) => {
                     print_summary(&summary);
-                    ExitCode::from(code::SUCCESS)
+                    write_exports(&exports, &summary.report)
                 }
                 Err(failure) => {
                     let e = failure.error;
@@ -254,9 +324,30 @@ pub fn main() -> ExitCode {
     }
 }
 
+/// Warnings only, and none from the SVG rasteriser: a bar narrower than a
+/// pixel makes it warn about a zero-width rectangle it then rightly skips.
+const QUIET_LIBRARIES: &str = "warn,usvg=error,resvg=error,tiny_skia=error";
+
+/// Writes the exports of a finished run; any failure is a usage error (the
+/// run's evidence is complete either way).
+fn write_exports(exports: &Exports, report: &crate::rundir::report::Report) -> ExitCode {
+    match exports.write(report) {
+        Ok(paths) => {
+            for p in paths {
+                println!("exported {}", p.display());
+            }
+            ExitCode::from(code::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(code::USAGE)
+        }
+    }
+}
+
 fn init_logging() {
     let filter = tracing_subscriber::EnvFilter::try_from_env("STAGEBENCH_LOG")
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_LIBRARIES));
     let _ = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
@@ -373,7 +464,10 @@ fn print_summary(s: &RunSummary) {
     if let Some(trials) = &r.trials {
         print_trials(r, trials);
     }
-    println!("evidence: {}/ (declaration.json, environment.json, report.json)", s.dir.display());
+    println!(
+        "evidence: {}/ (declaration.json, environment.json, report.json; summary.md and plots/ derived from it)",
+        s.dir.display()
+    );
 }
 
 /// Per stage: the median wall time with its interval, the spread, the

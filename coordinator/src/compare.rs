@@ -199,3 +199,24 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
     ));
     s
 }
+
+/// Files `compare --output DIR` writes.
+pub const OUTPUT_FILES: [&str; 3] = ["compare.txt", "forest.svg", "forest.png"];
+
+/// Writes the table and the forest plot into a new directory `out`, whole or
+/// not at all; an existing `out` is refused and left alone.
+pub fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Result<(), String> {
+    let named = || format!("'{}'", out.display());
+    let staging = evidence::Staging::new(out).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),
+        _ => format!("cannot create output {}: {e}", named()),
+    })?;
+    let plot = crate::render::plots::Plot::Forest { rows: &c.rows, threshold_pct };
+    let (svg, png) = crate::render::plots::svg_and_png(&plot)?;
+    let table = render(c, threshold_pct);
+    for (name, bytes) in OUTPUT_FILES.iter().zip([table.as_bytes(), &svg, &png]) {
+        evidence::write_atomic(&staging.path().join(name), bytes)
+            .map_err(|e| format!("writing {name}: {e}"))?;
+    }
+    staging.publish().map_err(|e| format!("publishing output {}: {e}", named()))
+}

@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod compare;
+pub mod dashboard;
 pub mod dataset;
 pub mod dispatch;
 pub mod gate;

@@ -1,20 +1,36 @@
 //! What a person sees while a run goes on, on stderr (nothing with --quiet):
-//! a line per finished stage for short plans, and for phases of many jobs
+//! a line per finished stage for short plans; for phases of many jobs
 //! (series) a live `done/total` counter on a terminal, or a line at every
-//! tenth otherwise. Machine-readable results go to report.json.
+//! tenth otherwise; for trials, one live line on a terminal (stage, trial i
+//! of N, last and running median) and nothing otherwise. Machine-readable
+//! results go to report.json.
 
 use crate::supervisor::Event;
+use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Instant;
 use tokio::sync::mpsc;
+
+/// How a phase shows its progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// A line per finished job: few, long jobs.
+    LinePerJob,
+    /// A `done/total` counter: many short jobs (series).
+    Counter,
+    /// Trials: a live line on a terminal, silent otherwise.
+    Trials { warmup: u32, trials: u32 },
+}
 
 struct Phase {
     key: String,
     jobs: usize,
     done: usize,
-    line_per_job: bool,
+    style: Style,
     started: Instant,
     next_tenth: usize,
+    /// Trials: wall times so far per stage key, warm-ups first.
+    walls: HashMap<String, Vec<f64>>,
 }
 
 /// Prints events until the channel closes.
@@ -27,7 +43,7 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
             continue;
         }
         match ev {
-            Event::PhaseStarted { key, jobs, line_per_job } => {
+            Event::PhaseStarted { key, jobs, style } => {
                 if let Some(p) = &phase {
                     finish(p, clear);
                 }
@@ -35,25 +51,32 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
                     key,
                     jobs,
                     done: 0,
-                    line_per_job,
+                    style,
                     started: Instant::now(),
                     next_tenth: 1,
+                    walls: HashMap::new(),
                 });
             }
             Event::StageStarted { rank, key } => {
-                if terminal && phase.as_ref().is_some_and(|p| p.line_per_job) {
+                if terminal && phase.as_ref().is_some_and(|p| p.style == Style::LinePerJob) {
                     eprint!("{clear}  running {key} on {rank} …");
                 }
             }
             Event::Progress { key, done, total, .. } => {
-                if terminal && phase.as_ref().is_some_and(|p| p.line_per_job) {
+                if terminal && phase.as_ref().is_some_and(|p| p.style == Style::LinePerJob) {
                     eprint!("{clear}  running {key}: {done}/{total}");
                 }
             }
             Event::StageFinished { rank, key, measurement: m } => {
                 let Some(p) = phase.as_mut() else { continue };
                 p.done += 1;
-                if p.line_per_job {
+                if let Style::Trials { warmup, trials } = p.style {
+                    let walls = p.walls.entry(key.clone()).or_default();
+                    walls.push(m.wall_ns as f64 / 1e9);
+                    if terminal {
+                        eprint!("{clear}  {}", trial_line(&key, walls, warmup, trials));
+                    }
+                } else if p.style == Style::LinePerJob {
                     eprintln!(
                         "{clear}  [{}/{}] {key:<16} {rank:<9} wall {:>8.3} s  cpu {:>8.3} s  peak RSS {:>9}",
                         p.done,
@@ -92,8 +115,22 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
     }
 }
 
+/// `spin:40: trial 3 of 10, last 40.02 ms, running median 40.01 ms`.
+fn trial_line(key: &str, walls: &[f64], warmup: u32, trials: u32) -> String {
+    let last = crate::render::duration(walls.last().copied().unwrap_or(f64::NAN));
+    let i = walls.len();
+    let w = warmup as usize;
+    if i <= w {
+        return format!("{key}: warm-up {i} of {warmup}, last {last}");
+    }
+    let median = crate::render::duration(crate::stats::distribution(&walls[w..]).median);
+    format!("{key}: trial {} of {trials}, last {last}, running median {median}", i - w)
+}
+
 fn finish(p: &Phase, clear: &str) {
-    if !p.line_per_job && !clear.is_empty() {
+    if matches!(p.style, Style::Trials { .. }) {
+        eprint!("{clear}");
+    } else if p.style == Style::Counter && !clear.is_empty() {
         eprintln!(
             "{clear}  {}: {}/{} series, {:.1} s",
             p.key,
@@ -107,4 +144,26 @@ fn finish(p: &Phase, clear: &str) {
 /// Bytes as MiB with one decimal.
 pub fn mib(bytes: u64) -> String {
     format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::trial_line;
+
+    #[test]
+    fn trial_line_counts_warmups_apart_and_shows_the_running_median() {
+        let walls = [0.5, 0.010, 0.030, 0.020];
+        assert_eq!(
+            trial_line("spin:20", &walls[..1], 1, 3),
+            "spin:20: warm-up 1 of 1, last 500.0 ms"
+        );
+        assert_eq!(
+            trial_line("spin:20", &walls, 1, 3),
+            "spin:20: trial 3 of 3, last 20.00 ms, running median 20.00 ms"
+        );
+        assert_eq!(
+            trial_line("spin:20", &walls[..3], 1, 3),
+            "spin:20: trial 2 of 3, last 30.00 ms, running median 20.00 ms"
+        );
+    }
 }

@@ -248,9 +248,10 @@ fn run_in(
     }
     dir.write_evidence(rundir::REPORT, &report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
-    // Derived from the report alone; verify re-renders it and compares.
-    dir.write_evidence(crate::render::SUMMARY, crate::render::summary_markdown(&report).as_bytes())
-        .map_err(|e| internal("writing the summary", &e))?;
+    // Derived from the report alone; verify re-renders them and compares.
+    crate::render::write_all(dir.path(), &report).map_err(|e| {
+        fail(None, None, "internal", format!("rendering the summary and plots: {e}"))
+    })?;
     Ok(report)
 }
 
@@ -302,7 +303,7 @@ async fn supervise_run(
         let _ = events_tx.send(Event::PhaseStarted {
             key: phase.key.clone(),
             jobs: phase.jobs.len(),
-            line_per_job: phase.line_per_job,
+            style: phase.progress,
         });
         let cfg = DispatchConfig {
             workers: phase.workers,

@@ -146,7 +146,7 @@ pub enum Event {
     PhaseStarted {
         key: String,
         jobs: usize,
-        line_per_job: bool,
+        style: crate::progress::Style,
     },
     StageStarted {
         rank: WorkerId,

@@ -98,6 +98,32 @@ impl Drop for Staging {
     }
 }
 
+/// Writes `bytes` to a new file `path` (temp file, fsync, rename without
+/// replacing): `AlreadyExists` if `path` exists or appears meanwhile, and
+/// never a torn or partial file. For files a user names, which must never
+/// overwrite something of theirs.
+pub fn write_new(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    if path.symlink_metadata().is_ok() {
+        return Err(io::Error::from(io::ErrorKind::AlreadyExists));
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.partial-{}", std::process::id()));
+    let result = (|| {
+        let mut f = File::create_new(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        rename_no_replace(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    result
+}
+
 /// Renames `from` to `to` only if `to` does not exist (Linux `renameat2`
 /// with `RENAME_NOREPLACE`), so publishing a finished directory can never
 /// replace something that appeared meanwhile.
@@ -124,6 +150,17 @@ pub fn rename_no_replace(from: &Path, to: &Path) -> io::Result<()> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn write_new_never_replaces_and_leaves_no_temp_file() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("export.csv");
+        super::write_new(&p, b"first").unwrap();
+        let e = super::write_new(&p, b"second").unwrap_err();
+        assert_eq!(e.kind(), std::io::ErrorKind::AlreadyExists);
+        assert_eq!(std::fs::read(&p).unwrap(), b"first");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
+    }
+
     #[test]
     fn staging_publishes_whole_or_leaves_nothing() {
         let tmp = tempfile::tempdir().unwrap();

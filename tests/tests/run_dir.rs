@@ -43,7 +43,14 @@ fn default_output_is_a_new_directory_under_runs() {
     assert!(name.ends_with("Z-diagnostic"), "{name}");
     assert_eq!(
         files_below(&runs[0].path()),
-        ["declaration.json", "environment.json", "report.json", "summary.md"]
+        [
+            "declaration.json",
+            "environment.json",
+            "plots/stages.png",
+            "plots/stages.svg",
+            "report.json",
+            "summary.md"
+        ]
     );
     f.assert_no_worker_left();
 }

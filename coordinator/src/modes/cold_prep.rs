@@ -39,7 +39,7 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         workers: 1,
         jobs_per_process: 1,
         cache: None,
-        line_per_job: true,
+        progress: crate::progress::Style::LinePerJob,
     };
     // Largest first, so the last series to start is a short one.
     let mut train: Vec<_> = frozen.train().collect();
@@ -62,7 +62,7 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         workers,
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
-        line_per_job: false,
+        progress: crate::progress::Style::Counter,
     };
     vec![
         verify(&mut numbers, VERIFY_BEFORE),

@@ -16,7 +16,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         workers: plan.workers,
         jobs_per_process: plan.isolation.jobs_per_process(),
         cache: None,
-        line_per_job: true,
+        progress: crate::progress::Style::LinePerJob,
     }]
 }
 

@@ -25,8 +25,8 @@ pub struct Phase {
     /// A cache directory (relative to the run directory) the coordinator
     /// creates, private, before the phase starts.
     pub cache: Option<String>,
-    /// Print a line per job (few, long jobs) rather than a counter.
-    pub line_per_job: bool,
+    /// How a person sees the phase progress.
+    pub progress: crate::progress::Style,
 }
 
 /// A phase and what happened in it.

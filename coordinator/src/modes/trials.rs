@@ -34,7 +34,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         workers: 1,
         jobs_per_process: 1,
         cache: None,
-        line_per_job: true,
+        progress: crate::progress::Style::Trials { warmup: plan.warmup, trials: plan.trials },
     }]
 }
 

@@ -31,17 +31,24 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
     let (value, verified) = verify_bindings(dir)?;
     let parsed: report::Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    match std::fs::read(dir.join(crate::render::SUMMARY)) {
-        Ok(b) if b == crate::render::summary_markdown(&parsed).into_bytes() => Ok(verified),
-        Ok(_) => Err(format!(
-            "{} differs from what {REPORT} renders (`coordinator render` redraws it)",
-            crate::render::SUMMARY
-        )),
-        Err(e) => Err(format!("cannot read {}: {e}", crate::render::SUMMARY)),
+    for f in crate::render::derived(&parsed)? {
+        match std::fs::read(dir.join(&f.path)) {
+            Ok(b) if b == f.bytes => {}
+            Ok(_) => {
+                return Err(format!(
+                    "{} differs from what {REPORT} renders (`coordinator render` redraws it; \
+                     a coordinator of another build may draw plots differently)",
+                    f.path
+                ));
+            }
+            Err(e) => return Err(format!("cannot read {}: {e}", f.path)),
+        }
     }
+    Ok(verified)
 }
 
-/// Every binding except summary.md; returns the parsed report with the summary.
+/// Every binding except the derived files (summary.md, plots); returns the
+/// report with what was checked.
 fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
     let report_path = dir.join(REPORT);
     let bytes = match std::fs::read(&report_path) {
@@ -156,14 +163,12 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
     }
 }
 
-/// `coordinator render`: checks every binding but summary.md itself, then
-/// redraws summary.md from report.json.
-pub fn render(dir: &Path) -> Result<std::path::PathBuf, String> {
+/// `coordinator render`: checks every binding but the derived files, then
+/// redraws summary.md and the plots from report.json.
+pub fn render(dir: &Path) -> Result<(report::Report, Vec<std::path::PathBuf>), String> {
     let (value, _) = verify_bindings(dir)?;
     let parsed: report::Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    let path = dir.join(crate::render::SUMMARY);
-    evidence::write_atomic(&path, crate::render::summary_markdown(&parsed).as_bytes())
-        .map_err(|e| format!("writing {}: {e}", path.display()))?;
-    Ok(path)
+    let files = crate::render::write_all(dir, &parsed)?;
+    Ok((parsed, files.into_iter().map(|f| dir.join(f.path)).collect()))
 }

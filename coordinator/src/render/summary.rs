@@ -1,12 +1,7 @@
-//! Tables derived from report.json alone: `summary.md`, a Markdown table a
-//! person can paste into an issue. Rendering only reads the report; it never
-//! measures. The same report always renders to the same bytes, so `verify`
-//! re-renders and compares, and `coordinator render` redraws it.
+//! `summary.md`: a Markdown table a person can paste into an issue.
 
 use crate::rundir::report::Report;
 use std::fmt::Write as _;
-
-pub const SUMMARY: &str = "summary.md";
 
 /// Seconds in the unit that suits them (s, ms, µs, ns), four significant
 /// digits, so a sub-microsecond median does not print as zero.
@@ -34,7 +29,7 @@ pub fn duration(x: f64) -> String {
     format!("{v:.decimals$} {unit}")
 }
 
-fn mib(bytes: u64) -> String {
+pub(super) fn mib(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 

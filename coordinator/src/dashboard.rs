@@ -1,0 +1,209 @@
+//! `coordinator dashboard DIR`: `DIR/README.md`, a table of every run
+//! directory below DIR (at any depth), newest first, from their evidence.
+//!
+//! A run directory is one holding declaration.json. Its row says whether the
+//! run succeeded (report.json whose body digest holds), failed
+//! (failure.json), was altered (a digest that does not hold) or never
+//! finished (a declaration alone). Reading is cheap: artifacts are not
+//! re-hashed (that is `verify`'s job). The output depends only on the runs,
+//! so rerunning with nothing new rewrites nothing. A README.md that this
+//! command did not write is refused and left alone.
+
+use crate::rundir::{DECLARATION, FAILURE, REPORT, report};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const INDEX: &str = "README.md";
+/// The first line of every index; a README.md without it is the user's.
+pub const MARKER: &str =
+    "<!-- written by `coordinator dashboard`: rerun it instead of editing this file -->";
+/// How deep below DIR run directories are looked for.
+const MAX_DEPTH: usize = 8;
+
+struct Row {
+    rel: String,
+    created: String,
+    mode: String,
+    status: String,
+    stages: String,
+    processes: String,
+    wall: String,
+    headline: String,
+}
+
+/// Writes (or leaves unchanged) `dir/README.md`; returns a line for a person.
+pub fn write(dir: &Path) -> Result<String, String> {
+    if !dir.is_dir() {
+        return Err(format!("'{}' is not a directory", dir.display()));
+    }
+    let index = dir.join(INDEX);
+    match std::fs::read_to_string(&index) {
+        Ok(old) if !old.starts_with(MARKER) => {
+            return Err(format!(
+                "'{}' exists and was not written by `coordinator dashboard`; it is left alone",
+                index.display()
+            ));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(format!("'{}' exists and is not an index of ours", index.display()));
+        }
+        _ => {}
+    }
+    let mut runs = Vec::new();
+    find_runs(dir, 0, &mut runs).map_err(|e| format!("reading '{}': {e}", dir.display()))?;
+    let mut rows: Vec<Row> = runs.iter().map(|p| row(dir, p)).collect();
+    // Newest first; ties (and unreadable dates) by path, so the order is total.
+    rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
+    let text = markdown(&rows);
+    let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
+    if !unchanged {
+        evidence::write_atomic(&index, text.as_bytes())
+            .map_err(|e| format!("writing '{}': {e}", index.display()))?;
+    }
+    Ok(format!(
+        "{} {} ({} run director{})",
+        if unchanged { "unchanged" } else { "wrote" },
+        index.display(),
+        rows.len(),
+        if rows.len() == 1 { "y" } else { "ies" }
+    ))
+}
+
+/// Directories holding declaration.json, in path order; hidden directories
+/// (such as a staging `.name.partial-PID`) and symlinks are not followed.
+fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    if dir.join(DECLARATION).is_file() {
+        out.push(dir.to_path_buf());
+        return Ok(());
+    }
+    if depth == MAX_DEPTH {
+        return Ok(());
+    }
+    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    children.sort();
+    for c in children {
+        find_runs(&c, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn row(base: &Path, dir: &Path) -> Row {
+    let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
+    let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
+    let mut r = Row {
+        rel,
+        created: decl["created_utc"].as_str().unwrap_or("").to_string(),
+        mode: decl["mode"].as_str().unwrap_or("?").to_string(),
+        status: String::new(),
+        stages: decl["stages"].as_array().map_or("?".into(), |s| s.len().to_string()),
+        processes: "–".into(),
+        wall: "–".into(),
+        headline: String::new(),
+    };
+    match read_json(&dir.join(REPORT)) {
+        Some(rep) => {
+            let claimed = rep[report::BODY_DIGEST_KEY].as_str().unwrap_or("");
+            if claimed != report::body_digest(&rep) {
+                r.status = "**altered**: report digest does not hold".into();
+                return r;
+            }
+            r.status = "ok".into();
+            r.processes = rep["workers"].as_array().map_or("?".into(), |w| w.len().to_string());
+            if let Some(w) = rep["run_wall_s"].as_f64() {
+                r.wall = crate::render::duration(w);
+            }
+            r.headline = headline(&rep);
+        }
+        None if dir.join(REPORT).exists() => r.status = "**unreadable report**".into(),
+        None => match read_json(&dir.join(FAILURE)) {
+            Some(f) => {
+                r.status = format!("failed: {}", f["reason"].as_str().unwrap_or("?"));
+                r.headline = f["message"].as_str().unwrap_or("").to_string();
+            }
+            None => r.status = "no report (interrupted or running)".into(),
+        },
+    }
+    r
+}
+
+/// One phrase about what the run found.
+fn headline(rep: &Value) -> String {
+    if let Some(s) = rep["speedup"].as_f64() {
+        let n = rep["parallel"]["workers"].as_array().map_or(0, |w| w.len());
+        let same = rep["caches_identical"].as_bool().unwrap_or(false);
+        return format!(
+            "speedup {s:.2}x on {n} processes; caches {}",
+            if same { "identical" } else { "DIFFER" }
+        );
+    }
+    if let Some(t) = rep["trials"].as_object() {
+        let n = t.values().filter_map(|s| s["n"].as_u64()).max().unwrap_or(0);
+        let warnings: usize =
+            t.values().map(|s| s["warnings"].as_array().map_or(0, |w| w.len())).sum();
+        return format!("{n} trials per stage; {warnings} warning(s)");
+    }
+    let mut stages: Vec<(&String, &Value)> =
+        rep["stages"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
+    stages.sort_by(|a, b| {
+        b.1["wall_s"].as_f64().unwrap_or(0.0).total_cmp(&a.1["wall_s"].as_f64().unwrap_or(0.0))
+    });
+    match stages.first() {
+        Some((k, s)) => format!(
+            "slowest stage `{}` ({})",
+            k.replace('|', "\\|"),
+            crate::render::duration(s["wall_s"].as_f64().unwrap_or(f64::NAN))
+        ),
+        None => String::new(),
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn markdown(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{MARKER}");
+    let _ = writeln!(s, "# stagebench runs\n");
+    let _ = writeln!(
+        s,
+        "{} run director{} below this one, newest first. Status `ok` means report.json's body digest holds; \
+         `coordinator verify DIR` re-checks every binding and artifact.\n",
+        rows.len(),
+        if rows.len() == 1 { "y" } else { "ies" }
+    );
+    let _ = writeln!(
+        s,
+        "| run | started (UTC) | mode | status | stages | processes | run wall | headline |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|");
+    for r in rows {
+        let link = if r.status == "ok" {
+            format!("[{}]({}/summary.md)", cell(&r.rel), r.rel.replace(' ', "%20"))
+        } else {
+            cell(&r.rel)
+        };
+        let _ = writeln!(
+            s,
+            "| {link} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&r.created),
+            cell(&r.mode),
+            cell(&r.status),
+            r.stages,
+            r.processes,
+            r.wall,
+            cell(&r.headline)
+        );
+    }
+    s
+}

@@ -1,0 +1,182 @@
+//! `--export-json`, `--export-csv`, `--export-markdown`: a run's results in
+//! the forms other tools read, in hyperfine's spirit. Derived from report.json
+//! alone, one row per stage in plan order, and tied to the evidence by the
+//! report's body digest. Written only as new files: an existing path is
+//! refused, never replaced.
+
+use crate::rundir::report::{self, Report, StageRecord, TrialSet};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+
+pub const SCHEMA: &str = "stagebench.export";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Format {
+    Json,
+    Csv,
+    Markdown,
+}
+
+impl Format {
+    pub fn flag(self) -> &'static str {
+        match self {
+            Format::Json => "--export-json",
+            Format::Csv => "--export-csv",
+            Format::Markdown => "--export-markdown",
+        }
+    }
+}
+
+/// Exports requested on the command line.
+#[derive(Clone, Debug, Default)]
+pub struct Exports(pub Vec<(Format, PathBuf)>);
+
+impl Exports {
+    pub fn new(json: Option<PathBuf>, csv: Option<PathBuf>, markdown: Option<PathBuf>) -> Exports {
+        let all = [(Format::Json, json), (Format::Csv, csv), (Format::Markdown, markdown)];
+        Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
+    }
+
+    /// Refuses, before anything runs, a path that exists or is named twice.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, (f, p)) in self.0.iter().enumerate() {
+            if p.symlink_metadata().is_ok() {
+                return Err(format!("{} '{}' already exists", f.flag(), p.display()));
+            }
+            if self.0[..i].iter().any(|(_, q)| q == p) {
+                return Err(format!("{} '{}' is named by another export", f.flag(), p.display()));
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes every export of `r`, each as a new file.
+    pub fn write(&self, r: &Report) -> Result<Vec<&Path>, String> {
+        let mut written = Vec::new();
+        for (f, p) in &self.0 {
+            evidence::write_new(p, &bytes(*f, r)).map_err(|e| match e.kind() {
+                std::io::ErrorKind::AlreadyExists => {
+                    format!("{} '{}' already exists", f.flag(), p.display())
+                }
+                _ => format!("{} '{}': {e}", f.flag(), p.display()),
+            })?;
+            written.push(p.as_path());
+        }
+        Ok(written)
+    }
+}
+
+pub fn bytes(f: Format, r: &Report) -> Vec<u8> {
+    match f {
+        Format::Json => json_export(r),
+        Format::Csv => csv(r).into_bytes(),
+        Format::Markdown => super::summary_markdown(r).into_bytes(),
+    }
+}
+
+fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    rows
+}
+
+fn trials_of<'a>(r: &'a Report, key: &str) -> Option<&'a TrialSet> {
+    r.trials.as_ref().and_then(|t| t.get(key))
+}
+
+/// Canonical JSON: one result per stage, with every counted trial's figures
+/// and their statistics when the run had trials.
+fn json_export(r: &Report) -> Vec<u8> {
+    let results: Vec<Value> = ordered(r)
+        .into_iter()
+        .map(|(key, st)| {
+            let mut v = json!({
+                "stage": key,
+                "definition": st.stage,
+                "processes": st.processes,
+                "wall_s": st.wall_s,
+                "cpu_s": st.cpu_s,
+                "user_s": st.user_s,
+                "sys_s": st.sys_s,
+                "peak_rss_bytes": st.peak_rss_bytes,
+                "figures": st.figures,
+            });
+            if let Some(t) = trials_of(r, key) {
+                v["trials"] = json!({
+                    "n": t.n,
+                    "warmup": t.warmup,
+                    "summary": t.summary,
+                    "samples": t.samples,
+                    "warnings": t.warnings,
+                });
+            }
+            v
+        })
+        .collect();
+    let body = serde_json::to_value(r).expect("report serialises");
+    evidence::to_bytes(&json!({
+        "schema": SCHEMA,
+        "schema_version": 1,
+        "mode": r.mode,
+        "report_body_sha256": report::body_digest(&body),
+        "results": results,
+    }))
+}
+
+const CSV_HEADER: &str = "stage,n,wall_median_s,wall_mean_s,wall_stdev_s,wall_min_s,wall_max_s,\
+wall_p5_s,wall_p95_s,wall_ci95_low_s,wall_ci95_high_s,cpu_median_s,user_median_s,sys_median_s,\
+peak_rss_median_bytes";
+
+/// One row per stage. A stage measured once has n = 1, its one value as
+/// median, mean, min and max, and empty spread columns.
+fn csv(r: &Report) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for (key, st) in ordered(r) {
+        let mut cols = vec![csv_field(key)];
+        match trials_of(r, key) {
+            Some(t) => {
+                let w = &t.summary["wall_s"];
+                cols.push(t.n.to_string());
+                cols.extend(
+                    [w.median, w.mean, w.stdev, w.min, w.max, w.p5, w.p95]
+                        .into_iter()
+                        .chain(w.median_ci95)
+                        .map(|x| x.to_string()),
+                );
+            }
+            None => {
+                let x = st.wall_s.to_string();
+                cols.push("1".into());
+                cols.extend([x.clone(), x.clone(), String::new(), x.clone(), x]);
+                cols.extend(std::iter::repeat_n(String::new(), 4));
+            }
+        }
+        cols.extend([st.cpu_s, st.user_s, st.sys_s].map(|x| x.to_string()));
+        cols.push(st.peak_rss_bytes.to_string());
+        out.push_str(&cols.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+/// RFC 4180: quoted when it holds a comma, quote or line break.
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::csv_field;
+
+    #[test]
+    fn csv_fields_are_quoted_only_when_needed() {
+        assert_eq!(csv_field("spin:40"), "spin:40");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+    }
+}

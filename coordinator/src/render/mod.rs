@@ -1,0 +1,118 @@
+//! Everything derived from report.json alone: `summary.md` and the plots
+//! under `plots/` (PNG and SVG). Rendering only reads the report; it never
+//! measures. The same report always renders to the same bytes with the same
+//! coordinator build, so `verify` re-renders and compares, and
+//! `coordinator render` redraws them.
+
+pub mod export;
+pub mod plots;
+mod summary;
+
+use crate::rundir::report::Report;
+pub use summary::{duration, summary_markdown};
+
+pub const SUMMARY: &str = "summary.md";
+/// The run directory's folder of plots.
+pub const PLOTS: &str = "plots";
+
+/// One derived file: its path relative to the run directory, and its bytes.
+#[derive(Debug)]
+pub struct Rendered {
+    pub path: String,
+    pub bytes: Vec<u8>,
+}
+
+/// Every file derived from `report`, in a fixed order: summary.md, then
+/// each plot the report has data for, SVG and PNG.
+pub fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
+    let mut out =
+        vec![Rendered { path: SUMMARY.into(), bytes: summary_markdown(report).into_bytes() }];
+    for plot in plots::for_report(report) {
+        let (svg, png) = plots::svg_and_png(&plot)?;
+        out.push(Rendered { path: format!("{PLOTS}/{}.svg", plot.name()), bytes: svg });
+        out.push(Rendered { path: format!("{PLOTS}/{}.png", plot.name()), bytes: png });
+    }
+    Ok(out)
+}
+
+/// Writes every derived file into `dir` (each atomically), creating `plots/`.
+pub fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Rendered>, String> {
+    let files = derived(report)?;
+    let plots = dir.join(PLOTS);
+    if !plots.is_dir() {
+        std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;
+    }
+    for f in &files {
+        evidence::write_atomic(&dir.join(&f.path), &f.bytes)
+            .map_err(|e| format!("writing {}: {e}", f.path))?;
+    }
+    Ok(files)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> Report {
+        let text = match name {
+            "trials" => include_str!("fixtures/trials-report.json"),
+            _ => include_str!("fixtures/cold-prep-report.json"),
+        };
+        serde_json::from_str(text).unwrap()
+    }
+
+    fn png_size(b: &[u8]) -> (u32, u32) {
+        assert_eq!(&b[..8], b"\x89PNG\r\n\x1a\n");
+        (
+            u32::from_be_bytes(b[16..20].try_into().unwrap()),
+            u32::from_be_bytes(b[20..24].try_into().unwrap()),
+        )
+    }
+
+    #[test]
+    fn fixed_reports_render_every_plot_they_have_data_for_the_same_way_twice() {
+        for (name, plots) in
+            [("trials", ["stages", "trials"]), ("cold-prep", ["stages", "cold-prep"])]
+        {
+            let r = fixture(name);
+            let files = derived(&r).unwrap();
+            let paths: Vec<&str> = files.iter().map(|f| f.path.as_str()).collect();
+            let mut expected = vec![SUMMARY.to_string()];
+            for p in plots {
+                expected.push(format!("plots/{p}.svg"));
+                expected.push(format!("plots/{p}.png"));
+            }
+            assert_eq!(paths, expected, "{name}");
+            for f in &files[1..] {
+                assert!(f.bytes.len() > 2_000, "{} is {} bytes", f.path, f.bytes.len());
+                if f.path.ends_with(".png") {
+                    let (w, h) = png_size(&f.bytes);
+                    assert_eq!(w, 1000);
+                    assert!(h > 150, "{}: {h} px high", f.path);
+                }
+            }
+            let again = derived(&r).unwrap();
+            assert!(
+                files.iter().zip(&again).all(|(a, b)| a.bytes == b.bytes),
+                "{name}: not repeatable"
+            );
+        }
+    }
+
+    #[test]
+    fn a_changed_figure_changes_its_plot() {
+        let r = fixture("trials");
+        let mut changed = r.clone();
+        let set = changed.trials.as_mut().unwrap().get_mut("spin:30").unwrap();
+        set.samples.get_mut("wall_s").unwrap()[0] *= 1.5;
+        let (a, b) = (derived(&r).unwrap(), derived(&changed).unwrap());
+        let find = |v: &[Rendered], p: &str| v.iter().find(|f| f.path == p).unwrap().bytes.clone();
+        assert_ne!(find(&a, "plots/trials.svg"), find(&b, "plots/trials.svg"));
+        assert_ne!(find(&a, "plots/trials.png"), find(&b, "plots/trials.png"));
+        assert_eq!(
+            find(&a, "plots/stages.svg"),
+            find(&b, "plots/stages.svg"),
+            "stages plot medians only"
+        );
+    }
+}

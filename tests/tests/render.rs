@@ -1,0 +1,221 @@
+//! What is derived from report.json: plots (PNG and SVG) that `verify`
+//! checks and `render` redraws byte for byte, exports that never overwrite,
+//! a dashboard that is idempotent and never takes over a user's README, and
+//! compare's forest plot.
+
+use harness::{coordinator, coordinator_with_output, json, run};
+use std::path::{Path, PathBuf};
+
+fn trials_run(
+    tmp_keep: &mut Vec<tempfile::TempDir>,
+    extra: &[&str],
+) -> (PathBuf, harness::Finished) {
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "trials", "--trials", "3", "--warmup", "1"]);
+    c.args(["--stage", "noop", "--stage", "sleep:5"]).args(extra);
+    let f = run(c);
+    tmp_keep.push(tmp);
+    (out, f)
+}
+
+fn png_size(bytes: &[u8]) -> (u32, u32) {
+    assert_eq!(&bytes[..8], b"\x89PNG\r\n\x1a\n", "not a PNG");
+    assert_eq!(&bytes[12..16], b"IHDR");
+    let be = |i: usize| u32::from_be_bytes(bytes[i..i + 4].try_into().unwrap());
+    (be(16), be(20))
+}
+
+fn svg_size(text: &str) -> (u32, u32) {
+    let attr = |name: &str| {
+        let at = text.find(&format!("{name}=\"")).unwrap() + name.len() + 2;
+        text[at..].split('"').next().unwrap().parse::<u32>().unwrap()
+    };
+    (attr("width"), attr("height"))
+}
+
+fn verify(dir: &Path) -> harness::Finished {
+    let mut c = coordinator();
+    c.arg("verify").arg(dir);
+    run(c)
+}
+
+#[test]
+fn plots_exist_are_checked_by_verify_and_redrawn_byte_for_byte() {
+    let mut keep = Vec::new();
+    let (out, f) = trials_run(&mut keep, &[]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    for name in ["stages", "trials"] {
+        let png = std::fs::read(out.join(format!("plots/{name}.png"))).unwrap();
+        let svg = std::fs::read_to_string(out.join(format!("plots/{name}.svg"))).unwrap();
+        assert!(png.len() > 5_000, "{name}.png is {} bytes", png.len());
+        assert!(svg.starts_with("<svg"), "{name}.svg");
+        assert!(svg.contains("sleep:5"), "{name}.svg has no stage label");
+        assert_eq!(png_size(&png), svg_size(&svg), "{name}: PNG and SVG sizes differ");
+    }
+    assert!(!out.join("plots/cold-prep.svg").exists(), "a trials run has no cold-prep plot");
+    assert_eq!(verify(&out).code(), Some(0));
+
+    // A changed pixel is caught like a changed figure, and render redraws it.
+    let original = std::fs::read(out.join("plots/trials.png")).unwrap();
+    let mut bytes = original.clone();
+    let last = bytes.len() - 20;
+    bytes[last] ^= 1;
+    std::fs::write(out.join("plots/trials.png"), &bytes).unwrap();
+    let f = verify(&out);
+    assert_eq!(f.code(), Some(3), "{}", f.stdout);
+    assert!(f.stderr.contains("plots/trials.png differs"), "{}", f.stderr);
+    std::fs::remove_file(out.join("plots/stages.svg")).unwrap();
+    let f = verify(&out);
+    assert!(f.stderr.contains("cannot read plots/stages.svg"), "{}", f.stderr);
+
+    let mut c = coordinator();
+    c.arg("render").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert_eq!(std::fs::read(out.join("plots/trials.png")).unwrap(), original);
+    assert_eq!(verify(&out).code(), Some(0));
+}
+
+#[test]
+fn exports_hold_every_stage_and_never_overwrite() {
+    let mut keep = Vec::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (jsonf, csvf, mdf) =
+        (dir.path().join("r.json"), dir.path().join("r.csv"), dir.path().join("r.md"));
+    let args = [
+        "--export-json",
+        jsonf.to_str().unwrap(),
+        "--export-csv",
+        csvf.to_str().unwrap(),
+        "--export-markdown",
+        mdf.to_str().unwrap(),
+    ];
+    let (out, f) = trials_run(&mut keep, &args);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = json(&out.join("report.json"));
+
+    let exported = json(&jsonf);
+    assert_eq!(exported["report_body_sha256"], report["body_sha256"]);
+    let results = exported["results"].as_array().unwrap();
+    let stages: Vec<&str> = results.iter().map(|r| r["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["noop", "sleep:5"]);
+    assert_eq!(results[1]["trials"]["samples"]["wall_s"].as_array().unwrap().len(), 3);
+
+    let csv = std::fs::read_to_string(&csvf).unwrap();
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 3, "{csv}");
+    let header: Vec<&str> = lines[0].split(',').collect();
+    let row: Vec<&str> = lines[2].split(',').collect();
+    assert_eq!(header.len(), row.len());
+    assert_eq!(row[0], "sleep:5");
+    assert_eq!(row[1], "3");
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let median: f64 = row[col("wall_median_s")].parse().unwrap();
+    assert_eq!(
+        median,
+        report["trials"]["sleep:5"]["summary"]["wall_s"]["median"].as_f64().unwrap()
+    );
+    assert!(median >= 0.005, "sleep:5 took {median} s");
+
+    assert_eq!(std::fs::read(&mdf).unwrap(), std::fs::read(out.join("summary.md")).unwrap());
+
+    // An existing export path is refused before anything runs.
+    let before = std::fs::read(&csvf).unwrap();
+    let (out2, f) = trials_run(&mut keep, &["--export-csv", csvf.to_str().unwrap()]);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("--export-csv") && f.stderr.contains("already exists"),
+        "{}",
+        f.stderr
+    );
+    assert!(!out2.exists(), "a run started although its export path exists");
+    assert_eq!(std::fs::read(&csvf).unwrap(), before);
+}
+
+#[test]
+fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme() {
+    let base = tempfile::tempdir().unwrap();
+    let runs = base.path().join("runs");
+    let mut c = coordinator();
+    c.args(["--quiet", "--mode", "diagnostic", "--stage", "noop", "--output"]).arg(runs.join("a"));
+    assert_eq!(run(c).code(), Some(0));
+    let mut c = coordinator();
+    c.args(["--quiet", "--mode", "diagnostic", "--stage", "fail", "--output"])
+        .arg(runs.join("nested/b"));
+    assert_eq!(run(c).code(), Some(1));
+
+    // Both runs may start within one second: date the failed one later by
+    // hand (it has no report to bind its declaration).
+    let decl = runs.join("nested/b/declaration.json");
+    let text = std::fs::read_to_string(&decl).unwrap();
+    let at = text.find("\"created_utc\": \"").unwrap() + 16;
+    std::fs::write(&decl, format!("{}2099-01-01T00:00:00Z{}", &text[..at], &text[at + 20..]))
+        .unwrap();
+
+    let dashboard = |dir: &Path| {
+        let mut c = coordinator();
+        c.arg("dashboard").arg(dir);
+        run(c)
+    };
+    let f = dashboard(&runs);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(f.stdout.starts_with("wrote"), "{}", f.stdout);
+    let first = std::fs::read_to_string(runs.join("README.md")).unwrap();
+    let rows: Vec<&str> =
+        first.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| run")).collect();
+    assert_eq!(rows.len(), 2, "{first}");
+    assert!(
+        rows[0].starts_with("| nested/b |") && rows[0].contains("failed: stage_failed"),
+        "{first}"
+    );
+    assert!(rows[1].starts_with("| [a](a/summary.md) |") && rows[1].contains("| ok |"), "{first}");
+
+    let f = dashboard(&runs);
+    assert!(f.stdout.starts_with("unchanged"), "{}", f.stdout);
+    assert_eq!(std::fs::read_to_string(runs.join("README.md")).unwrap(), first);
+
+    // A report whose body no longer matches its digest is flagged.
+    let report = runs.join("a/report.json");
+    let text = std::fs::read_to_string(&report).unwrap().replacen(
+        "\"run_wall_s\": ",
+        "\"run_wall_s\": 1",
+        1,
+    );
+    std::fs::write(&report, text).unwrap();
+    dashboard(&runs);
+    assert!(std::fs::read_to_string(runs.join("README.md")).unwrap().contains("**altered**"));
+
+    // A README.md the dashboard did not write is the user's.
+    let mine = runs.join("nested/README.md");
+    std::fs::write(&mine, "my notes\n").unwrap();
+    let f = dashboard(&runs.join("nested"));
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("was not written by `coordinator dashboard`"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my notes\n");
+}
+
+#[test]
+fn compare_writes_a_forest_plot_into_a_new_directory_only() {
+    let mut keep = Vec::new();
+    let (a, f) = trials_run(&mut keep, &[]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let (b, _) = trials_run(&mut keep, &[]);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("cmp");
+    let mut c = coordinator();
+    c.arg("compare").arg(&a).arg(&b).args(["--threshold", "1000", "--output"]).arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    let svg = std::fs::read_to_string(out.join("forest.svg")).unwrap();
+    assert!(svg.contains("sleep:5 wall_s"), "the forest plot has no row label");
+    let png = std::fs::read(out.join("forest.png")).unwrap();
+    assert_eq!(png_size(&png), svg_size(&svg));
+    assert!(std::fs::read_to_string(out.join("compare.txt")).unwrap().contains("verdict"));
+
+    let mut c = coordinator();
+    c.arg("compare").arg(&a).arg(&b).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("already exists"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(out.join("forest.svg")).unwrap(), svg);
+}
