@@ -33,6 +33,8 @@ pub struct DispatchOutcome {
     pub first_failure: Option<(WorkerId, WorkerEnd)>,
     /// A worker binary that could not be started at all.
     pub launch_error: Option<String>,
+    /// When the first worker was spawned, and the time to the last reap.
+    pub started: Instant,
     pub wall: Duration,
 }
 
@@ -113,7 +115,7 @@ pub async fn dispatch(
     outcomes.sort_by_key(|o| o.rank);
     let first_failure = lock(&first_failure).take();
     let launch_error = lock(&launch_error).take();
-    DispatchOutcome { outcomes, first_failure, launch_error, wall: started.elapsed() }
+    DispatchOutcome { outcomes, first_failure, launch_error, started, wall: started.elapsed() }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

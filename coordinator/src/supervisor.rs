@@ -43,6 +43,8 @@ pub struct JobResult {
     pub measurement: Measurement,
     /// Artifacts the worker reported: relative path and claimed SHA-256.
     pub artifacts: Vec<(String, [u8; 32])>,
+    /// When the coordinator received the measurement (its monotonic clock).
+    pub received: std::time::Instant,
 }
 
 /// How a worker's life ended.
@@ -313,7 +315,14 @@ async fn run_job(
                 artifacts.push((path, sha256));
             }
             Some(Ok(FromWorker::Measurement { job: j, measurement })) if j == job.id => {
-                return Ok(JobResult { job: job.clone(), worker: rank, measurement, artifacts });
+                let received = std::time::Instant::now();
+                return Ok(JobResult {
+                    job: job.clone(),
+                    worker: rank,
+                    measurement,
+                    artifacts,
+                    received,
+                });
             }
             Some(Ok(FromWorker::StageFailed { job: j, error })) if j == job.id => {
                 return Err(WorkerEnd::StageFailed { key: job.key.clone(), error });

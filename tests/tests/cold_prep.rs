@@ -52,10 +52,39 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     assert_eq!(series_done, train.len() as u64);
     assert_eq!(r["serial"]["per_series_s"]["n"], train.len() as u64);
 
+    // The timeline has every series once, on a worker of its side, inside
+    // the phase, and a worker prepares one series at a time.
+    for side in ["serial", "parallel"] {
+        let p = &r[side];
+        let spans = p["timeline"].as_array().unwrap();
+        assert_eq!(spans.len(), train.len(), "{side}");
+        let wall = p["wall_s"].as_f64().unwrap();
+        for w in p["workers"].as_array().unwrap() {
+            let rank = w["rank"].as_u64().unwrap();
+            let mine: Vec<(f64, f64)> = spans
+                .iter()
+                .filter(|s| s["rank"].as_u64() == Some(rank))
+                .map(|s| (s["start_s"].as_f64().unwrap(), s["end_s"].as_f64().unwrap()))
+                .collect();
+            assert_eq!(mine.len() as u64, w["series"].as_u64().unwrap(), "{side} rank {rank}");
+            for (a, b) in &mine {
+                assert!(
+                    0.0 <= *a && a <= b && *b <= wall,
+                    "{side}: span {a}..{b} outside 0..{wall}"
+                );
+            }
+            for pair in mine.windows(2) {
+                assert!(pair[0].1 <= pair[1].0 + 1e-3, "{side} rank {rank}: overlapping {pair:?}");
+            }
+        }
+    }
+
     // The declaration carries the dataset fingerprint; the evidence names no series.
     let decl = json(&out.join("declaration.json"));
     assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
-    for name in ["declaration.json", "environment.json", "report.json", "summary.md"] {
+    for name in
+        ["declaration.json", "environment.json", "report.json", "summary.md", "plots/cold-prep.svg"]
+    {
         let text = std::fs::read_to_string(out.join(name)).unwrap();
         for s in frozen["series"].as_array().unwrap() {
             assert!(!text.contains(s["id"].as_str().unwrap()), "{name} names a series");

@@ -11,7 +11,9 @@ use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
 use crate::plan::RunPlan;
 use crate::run::RunError;
 use crate::run::fail;
-use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Report, StageRecord};
+use crate::rundir::report::{
+    ArtifactRecord, Counts, PrepSide, PrepWorker, Report, Span, StageRecord,
+};
 use crate::stats::distribution;
 use protocol::Stage;
 use rayon::prelude::*;
@@ -228,6 +230,22 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
         per_series_s: distribution(&walls),
         components_s: components,
         manifest: manifest_path,
+        timeline: timeline(p),
     };
     Ok((stage, side, manifest, artifact, counts))
+}
+
+/// Every job of the phase as a span on its worker, in start order.
+fn timeline(p: &PhaseOutcome) -> Vec<Span> {
+    let t0 = p.dispatch.started;
+    let mut spans: Vec<Span> = p
+        .results()
+        .map(|r| {
+            let end_s = r.received.saturating_duration_since(t0).as_secs_f64();
+            let start_s = (end_s - r.measurement.wall_ns as f64 / 1e9).max(0.0);
+            Span { rank: r.worker.0, start_s, end_s }
+        })
+        .collect();
+    spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
+    spans
 }

@@ -346,57 +346,72 @@ fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
 fn cold_prep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
     let (Some(serial), Some(parallel)) = (&r.serial, &r.parallel) else { return Ok(()) };
     let mut labels = Vec::new();
-    let mut rows = Vec::new(); // (busy, phase wall, color)
+    // Per row: the worker's jobs as (start, end), its phase's wall, a colour.
+    type Spans = Vec<(f64, f64)>;
+    let mut rows: Vec<(Spans, f64, RGBColor)> = Vec::new();
     for (side, name, color) in [(serial, "serial", CPU), (parallel, "parallel", BAR)] {
         let mut workers: Vec<_> = side.workers.iter().collect();
         workers.sort_by_key(|w| w.rank);
         for w in workers {
             labels.push(format!("{name} rank {} ({} series)", w.rank, w.series));
-            rows.push((w.busy_s, side.wall_s, color));
+            let mut spans: Vec<(f64, f64)> = side
+                .timeline
+                .iter()
+                .filter(|s| s.rank == w.rank)
+                .map(|s| (s.start_s, s.end_s))
+                .collect();
+            if spans.is_empty() {
+                // A report without a timeline: busy time as one bar.
+                spans.push((0.0, w.busy_s));
+            }
+            rows.push((spans, side.wall_s, color));
         }
     }
     let n = rows.len();
     caption(
         root,
         &format!(
-            "Cold preparation: busy time per worker within its phase (outline); {} processes: speedup {:.2}x, efficiency {:.0}%",
+            "Cold preparation: which worker prepared a series when; {} processes: speedup {:.2}x, efficiency {:.0}%",
             parallel.workers.len(),
             r.speedup.unwrap_or(f64::NAN),
             100.0 * r.parallel_efficiency.unwrap_or(f64::NAN)
         ),
     )?;
-    let hi = upper(rows.iter().map(|r| r.1.max(r.0)).fold(0.0, f64::max));
+    let longest =
+        rows.iter().flat_map(|r| r.0.iter().map(|s| s.1).chain([r.1])).fold(0.0, f64::max);
     let body = root.margin(30, 0, 0, 0);
     let mut chart = ChartBuilder::on(&body)
         .margin(8)
         .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(label_width(&labels))
-        .build_cartesian_2d(0.0..hi, rows_axis(n))
+        .build_cartesian_2d(0.0..upper(longest), rows_axis(n))
         .map_err(err)?;
     chart
         .configure_mesh()
         .disable_y_mesh()
-        .x_desc("seconds since the phase started (filled: busy preparing series)")
+        .x_desc("time since the phase's first spawn (a block per series, alternating shades; outline: the phase's wall time)")
         .x_label_formatter(&|x| super::duration(*x))
         .y_label_formatter(&|y| row_label(&labels, *y))
         .label_style((SANS, 14))
-        .axis_desc_style((SANS, 12))
+        .axis_desc_style((SANS, 13))
         .draw()
         .map_err(err)?;
-    for (i, (busy, wall, color)) in rows.iter().enumerate() {
+    for (i, (spans, wall, color)) in rows.iter().enumerate() {
         let y = row_y(i, n);
+        if *wall > 0.0 {
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(0.0, y - 0.34), (*wall, y + 0.34)],
+                    color.stroke_width(1),
+                )))
+                .map_err(err)?;
+        }
         chart
-            .draw_series(
-                [
-                    Rectangle::new([(0.0, y - 0.32), (*wall, y + 0.32)], color.stroke_width(1)),
-                    Rectangle::new([(0.0, y - 0.32), (*busy, y + 0.32)], color.mix(0.8).filled()),
-                ]
-                .into_iter()
-                .zip([*wall, *busy])
-                .filter(|(_, v)| *v > 0.0)
-                .map(|(r, _)| r),
-            )
+            .draw_series(spans.iter().enumerate().filter(|(_, s)| s.1 > s.0).map(|(j, s)| {
+                let shade = if j % 2 == 0 { color.mix(0.9) } else { color.mix(0.55) };
+                Rectangle::new([(s.0, y - 0.3), (s.1, y + 0.3)], shade.filled())
+            }))
             .map_err(err)?;
     }
     Ok(())

@@ -101,6 +101,19 @@ pub struct PrepSide {
     pub components_s: BTreeMap<String, f64>,
     /// Relative path of this cache's manifest.
     pub manifest: String,
+    /// Which worker prepared a series when, in start order (series are not named).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<Span>,
+}
+
+/// One job on a worker: seconds from its phase's start. The end is when the
+/// coordinator received the measurement; the start is that minus the
+/// worker's own wall time for the job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Span {
+    pub rank: u32,
+    pub start_s: f64,
+    pub end_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
