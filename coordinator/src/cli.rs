@@ -479,13 +479,7 @@ fn print_trials(
     let mut keys: Vec<&String> = trials.keys().collect();
     keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
     // Warnings every stage shares (machine load) are printed once, below.
-    let shared: Vec<&String> = trials
-        .values()
-        .next()
-        .map(|t| {
-            t.warnings.iter().filter(|w| trials.values().all(|o| o.warnings.contains(w))).collect()
-        })
-        .unwrap_or_default();
+    let shared = crate::rundir::report::shared_warnings(trials);
     println!(
         "  {:<16} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
         "trials (wall)", "n", "median", "95% CI of median", "stdev", "MAD", "outliers", "n for 1%"

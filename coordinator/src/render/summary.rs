@@ -103,7 +103,7 @@ pub fn summary_markdown(r: &Report) -> String {
         let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---:|---:|---:|");
         let mut keys: Vec<&String> = trials.keys().collect();
         keys.sort_by_key(|k| r.stages.get(*k).map(|st| st.order).unwrap_or(usize::MAX));
-        for k in keys {
+        for &k in &keys {
             let t = &trials[k];
             let w = &t.summary["wall_s"];
             let _ = writeln!(
@@ -120,10 +120,15 @@ pub fn summary_markdown(r: &Report) -> String {
                 t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "–".into())
             );
         }
-        let warnings: Vec<String> = trials
+        let shared = crate::rundir::report::shared_warnings(trials);
+        let mut warnings: Vec<String> = keys
             .iter()
-            .flat_map(|(k, t)| t.warnings.iter().map(move |w| format!("- `{k}`: {w}")))
+            .flat_map(|k| {
+                let own = trials[*k].warnings.iter().filter(|w| !shared.contains(w));
+                own.map(move |w| format!("- `{k}`: {w}"))
+            })
             .collect();
+        warnings.extend(shared.iter().map(|w| format!("- every stage: {w}")));
         if !warnings.is_empty() {
             let _ = writeln!(s, "\nWarnings:\n\n{}", warnings.join("\n"));
         }

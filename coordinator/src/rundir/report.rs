@@ -76,6 +76,13 @@ pub struct TrialSet {
     pub warnings: Vec<String>,
 }
 
+/// Warnings every stage's trials share (machine load), said once by
+/// whoever prints them, in the order the first stage lists them.
+pub fn shared_warnings(trials: &BTreeMap<String, TrialSet>) -> Vec<&String> {
+    let Some(first) = trials.values().next() else { return Vec::new() };
+    first.warnings.iter().filter(|w| trials.values().all(|o| o.warnings.contains(w))).collect()
+}
+
 /// Aggregate counts of the training partition (no identifiers).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Counts {
