@@ -9,6 +9,9 @@ Measures, side by side in one invocation (release build):
            workers[].wall_s), which covers spawn, connect, handshake, assign,
            measurement, shutdown and exit.
   run/N  - the whole run's wall time divided by N (adds dispatch gaps).
+  trial  - `coordinator --mode trials --stage noop --trials N --warmup 0`: the
+           same spawn-to-reap wall per trial process, plus the trials run's wall
+           divided by N (includes statistics, report, summary.md and plots).
 The two are interleaved in ROUNDS rounds so drift in machine speed hits both.
 Run by hand on an idle machine; not part of CI.
 
@@ -40,6 +43,15 @@ def noop_run(coordinator, n, tmp, i):
     return [w["wall_s"] for w in report["workers"]], report["run_wall_s"] / n
 
 
+def trials_run(coordinator, n, tmp, i):
+    out = os.path.join(tmp, f"trials-{i}")
+    cmd = [coordinator, "--quiet", "--output", out, "--mode", "trials", "--stage", "noop",
+           "--trials", str(n), "--warmup", "0"]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+    report = json.load(open(os.path.join(out, "report.json")))
+    return [w["wall_s"] for w in report["workers"]], report["run_wall_s"] / n
+
+
 def ms(x):
     return f"{x * 1e3:7.3f} ms"
 
@@ -53,13 +65,16 @@ def main():
                    cwd=ROOT, check=True)
     coordinator = os.path.join(ROOT, "target/release/coordinator")
     worker = os.path.join(ROOT, "target/release/worker")
-    bare, stage, per_run = [], [], []
+    bare, stage, per_run, trial, per_trials_run = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             bare += bare_starts(worker, a.stages)
             walls, run_per_stage = noop_run(coordinator, a.stages, tmp, r)
             stage += walls
             per_run.append(run_per_stage)
+            walls, run_per_trial = trials_run(coordinator, a.stages, tmp, r)
+            trial += walls
+            per_trials_run.append(run_per_trial)
     load = open("/proc/loadavg").read().split()[:3]
     mb, ms_ = statistics.median(bare), statistics.median(stage)
     q = lambda xs, p: statistics.quantiles(xs, n=100)[p - 1]
@@ -68,7 +83,11 @@ def main():
     print(f"{'bare start (worker --version)':34} {ms(mb):>10} {ms(q(bare, 5)):>10} {ms(q(bare, 95)):>10}")
     print(f"{'noop stage, spawn to reap':34} {ms(ms_):>10} {ms(q(stage, 5)):>10} {ms(q(stage, 95)):>10}")
     print(f"{'noop stage, run wall / stages':34} {ms(statistics.median(per_run)):>10}")
+    mt = statistics.median(trial)
+    print(f"{'noop trial, spawn to reap':34} {ms(mt):>10} {ms(q(trial, 5)):>10} {ms(q(trial, 95)):>10}")
+    print(f"{'noop trial, run wall / trials':34} {ms(statistics.median(per_trials_run)):>10}")
     print(f"orchestration overhead above a bare start: {ms(ms_ - mb)} (ratio {ms_ / mb:.2f}x)")
+    print(f"trial overhead above a bare start: {ms(mt - mb)} (ratio {mt / mb:.2f}x)")
 
 
 if __name__ == "__main__":
