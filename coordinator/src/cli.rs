@@ -176,6 +176,23 @@ struct RunArgs {
     /// Seconds between SIGTERM and SIGKILL when workers must be stopped.
     #[arg(long, value_name = "SECS", default_value = "2", value_parser = positive_secs)]
     grace: Duration,
+    /// How workers start: `local` child processes, or `slurm`, the tasks of
+    /// one `srun` job step per phase (workers then connect over TCP).
+    #[arg(long, value_enum, default_value = "local")]
+    launcher: LauncherArg,
+    /// Listen for workers on this TCP address (HOST:PORT; port 0 picks one).
+    /// [default: a private Unix socket; 127.0.0.1:0 with --launcher slurm]
+    #[arg(long, value_name = "ADDR")]
+    listen: Option<String>,
+    /// --launcher slurm: the partition to run in (srun --partition).
+    #[arg(long, value_name = "NAME")]
+    partition: Option<String>,
+    /// --launcher slurm: the job step's time limit (srun --time, e.g. 10 or 1:00:00).
+    #[arg(long, value_name = "TIME")]
+    time_limit: Option<String>,
+    /// --launcher slurm: one more argument for srun, passed as given; repeatable.
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    srun_args: Vec<String>,
     /// The worker binary. [default: `worker` next to this coordinator]
     #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
     worker_bin: Option<PathBuf>,
@@ -184,6 +201,12 @@ struct RunArgs {
     quiet: bool,
     #[command(flatten)]
     export: ExportArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum LauncherArg {
+    Local,
+    Slurm,
 }
 
 fn positive_secs(s: &str) -> Result<Duration, String> {
@@ -390,6 +413,29 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         }
         stages.push(protocol::Stage::Command { name, line: line.clone() });
     }
+    let slurm_only = [
+        ("--partition", args.partition.is_some()),
+        ("--time-limit", args.time_limit.is_some()),
+        ("--srun-arg", !args.srun_args.is_empty()),
+    ];
+    let launcher = match args.launcher {
+        LauncherArg::Local => {
+            if let Some((flag, _)) = slurm_only.iter().find(|(_, given)| *given) {
+                return Err(format!("{flag} applies to --launcher slurm"));
+            }
+            crate::launch::Kind::Local
+        }
+        LauncherArg::Slurm => crate::launch::Kind::Slurm(crate::launch::SlurmOptions {
+            partition: args.partition,
+            time_limit: args.time_limit,
+            extra: args.srun_args,
+        }),
+    };
+    let listen = match (&launcher, args.listen) {
+        (_, Some(addr)) => Some(addr),
+        (crate::launch::Kind::Slurm(_), None) => Some("127.0.0.1:0".to_string()),
+        (crate::launch::Kind::Local, None) => None,
+    };
     let worker_bin = match args.worker_bin {
         Some(p) => p,
         None => default_worker_bin()?,
@@ -403,6 +449,8 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         stage_timeout: args.stage_timeout,
         grace: args.grace,
         worker_bin,
+        launcher,
+        listen,
         output: args.output,
         data: args.data,
         trials: args.trials,

@@ -7,15 +7,16 @@
 //! the cancellation token and the event channel. The first failure cancels
 //! every other worker (fail fast); a signal does the same.
 
-use crate::gate::Gate;
-use crate::process::LocalLauncher;
+use crate::gate::{Connection, Gate};
+use crate::launch::Launcher;
+use crate::process::WorkerProcess;
 use crate::supervisor::{Event, Job, Shared, WorkerEnd, WorkerOutcome, supervise};
 use protocol::WorkerId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 pub struct DispatchConfig {
@@ -43,7 +44,7 @@ pub type RankCounter = Arc<AtomicU32>;
 
 pub async fn dispatch(
     jobs: Vec<Job>,
-    launcher: Arc<LocalLauncher>,
+    launcher: Arc<Launcher>,
     gate: Arc<Gate>,
     cfg: DispatchConfig,
     cancel: CancellationToken,
@@ -51,6 +52,7 @@ pub async fn dispatch(
     next_rank: RankCounter,
 ) -> DispatchOutcome {
     let started = Instant::now();
+    let jobs_count = jobs.len();
     let shared = Arc::new(Shared {
         queue: Mutex::new(VecDeque::from(jobs)),
         cancel,
@@ -60,62 +62,134 @@ pub async fn dispatch(
         grace: cfg.grace,
         jobs_per_process: cfg.jobs_per_process,
     });
-    let first_failure = Arc::new(Mutex::new(None));
-    let launch_error = Arc::new(Mutex::new(None));
+    let slot = Slot {
+        shared: shared.clone(),
+        gate,
+        first_failure: Arc::new(Mutex::new(None)),
+        launch_error: Arc::new(Mutex::new(None)),
+    };
     let mut slots = tokio::task::JoinSet::new();
-    for _ in 0..cfg.workers.max(1) {
-        let (shared, gate, launcher) = (shared.clone(), gate.clone(), launcher.clone());
-        let (next_rank, first_failure, launch_error) =
-            (next_rank.clone(), first_failure.clone(), launch_error.clone());
-        slots.spawn(async move {
-            let mut outcomes = Vec::new();
-            while shared.has_work() && !shared.cancel.is_cancelled() {
-                let rank = WorkerId(next_rank.fetch_add(1, Ordering::Relaxed));
-                let conn = gate.expect(rank);
-                let proc = match launcher.launch(rank) {
-                    Ok(p) => p,
-                    Err(e) => {
-                        gate.forget(rank);
-                        let msg = format!(
-                            "cannot start the worker binary '{}': {e}",
-                            launcher.worker_bin.display()
-                        );
-                        lock(&launch_error).get_or_insert(msg);
-                        shared.cancel.cancel();
-                        break;
-                    }
-                };
-                gate.set_pid(rank, proc.pid);
-                tracing::debug!(rank = rank.0, pid = proc.pid, "worker spawned");
-                let outcome = supervise(proc, conn, &shared).await;
-                gate.forget(rank);
-                tracing::debug!(rank = rank.0, end = outcome.end.reason(), exit = %outcome.exit.kind, "worker ended");
-                let failed = !outcome.end.is_success();
-                if failed && !matches!(outcome.end, WorkerEnd::Cancelled) {
-                    lock(&first_failure).get_or_insert((rank, outcome.end.clone()));
-                }
-                outcomes.push(outcome);
-                if failed {
-                    shared.cancel.cancel();
-                    break;
+    let mut step = None;
+    if launcher.starts_steps() && cfg.jobs_per_process == usize::MAX {
+        // Long-lived workers through a scheduler: one job step for the phase.
+        let n = cfg.workers.max(1).min(jobs_count.max(1) as u32);
+        let first = WorkerId(next_rank.fetch_add(n, Ordering::Relaxed));
+        let conns: Vec<_> = (0..n).map(|i| slot.gate.expect(WorkerId(first.0 + i))).collect();
+        match launcher.launch(first, n) {
+            Ok(procs) => {
+                step = procs.first().map(WorkerProcess::same_step);
+                for (proc, conn) in procs.into_iter().zip(conns) {
+                    let slot = slot.clone();
+                    slots.spawn(async move {
+                        match slot.supervise_one(proc, conn).await {
+                            Ok(o) | Err(o) => vec![o],
+                        }
+                    });
                 }
             }
-            outcomes
-        });
+            Err(e) => {
+                for i in 0..n {
+                    slot.gate.forget(WorkerId(first.0 + i));
+                }
+                slot.launch_failed(&launcher, e);
+            }
+        }
+    } else {
+        for _ in 0..cfg.workers.max(1) {
+            let (slot, launcher, next_rank) = (slot.clone(), launcher.clone(), next_rank.clone());
+            slots.spawn(async move {
+                let mut outcomes = Vec::new();
+                while slot.shared.has_work() && !slot.shared.cancel.is_cancelled() {
+                    let rank = WorkerId(next_rank.fetch_add(1, Ordering::Relaxed));
+                    let conn = slot.gate.expect(rank);
+                    let proc = match launcher.launch(rank, 1) {
+                        Ok(mut p) => p.remove(0),
+                        Err(e) => {
+                            slot.gate.forget(rank);
+                            slot.launch_failed(&launcher, e);
+                            break;
+                        }
+                    };
+                    match slot.supervise_one(proc, conn).await {
+                        Ok(o) => outcomes.push(o),
+                        Err(o) => {
+                            outcomes.push(o);
+                            break;
+                        }
+                    }
+                }
+                outcomes
+            });
+        }
     }
     let mut outcomes = Vec::new();
     while let Some(r) = slots.join_next().await {
         match r {
             Ok(mut o) => outcomes.append(&mut o),
             Err(e) => {
-                lock(&launch_error).get_or_insert(format!("internal error in a worker slot: {e}"));
+                lock(&slot.launch_error)
+                    .get_or_insert(format!("internal error in a worker slot: {e}"));
             }
         }
     }
+    if let Some(step) = step {
+        // Every task has ended its connection; the step ends with them.
+        if tokio::time::timeout(cfg.grace + Duration::from_secs(5), step.wait()).await.is_err() {
+            tracing::warn!(pid = step.pid, "the job step outlived its tasks; stopping it");
+            step.terminate(cfg.grace).await;
+        }
+    }
     outcomes.sort_by_key(|o| o.rank);
-    let first_failure = lock(&first_failure).take();
-    let launch_error = lock(&launch_error).take();
+    let first_failure = lock(&slot.first_failure).take();
+    let launch_error = lock(&slot.launch_error).take();
     DispatchOutcome { outcomes, first_failure, launch_error, started, wall: started.elapsed() }
+}
+
+/// What every worker slot of a phase shares.
+#[derive(Clone)]
+struct Slot {
+    shared: Arc<Shared>,
+    gate: Arc<Gate>,
+    first_failure: Arc<Mutex<Option<(WorkerId, WorkerEnd)>>>,
+    launch_error: Arc<Mutex<Option<String>>>,
+}
+
+impl Slot {
+    /// Supervises one launched worker to its end: `Ok` when it completed,
+    /// `Err` (after cancelling the others) when it did not.
+    async fn supervise_one(
+        &self,
+        proc: WorkerProcess,
+        conn: oneshot::Receiver<Connection>,
+    ) -> Result<WorkerOutcome, WorkerOutcome> {
+        let rank = proc.rank;
+        if !proc.task_of_step {
+            self.gate.set_pid(rank, proc.pid);
+        }
+        tracing::debug!(rank = rank.0, pid = proc.pid, "worker spawned");
+        let outcome = supervise(proc, conn, &self.shared).await;
+        self.gate.forget(rank);
+        tracing::debug!(rank = rank.0, end = outcome.end.reason(), exit = %outcome.exit.kind, "worker ended");
+        if outcome.end.is_success() {
+            return Ok(outcome);
+        }
+        if !matches!(outcome.end, WorkerEnd::Cancelled) {
+            lock(&self.first_failure).get_or_insert((rank, outcome.end.clone()));
+        }
+        self.shared.cancel.cancel();
+        Err(outcome)
+    }
+
+    fn launch_failed(&self, launcher: &Launcher, e: std::io::Error) {
+        let what = match launcher.kind {
+            crate::launch::Kind::Local => {
+                format!("cannot start the worker binary '{}': {e}", launcher.worker_bin.display())
+            }
+            crate::launch::Kind::Slurm(_) => format!("cannot run srun: {e}"),
+        };
+        lock(&self.launch_error).get_or_insert(what);
+        self.shared.cancel.cancel();
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -10,15 +10,46 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
-use tokio::net::UnixListener;
-use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::oneshot;
+
+/// The reading half of a worker connection, whatever the transport.
+pub type ReadHalf = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+/// The writing half of a worker connection, whatever the transport.
+pub type WriteHalf = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+
+/// Where workers connect: a Unix socket in a private directory (local
+/// workers), or TCP (workers launched through a cluster scheduler). The same
+/// frames, handshake, limits and timeouts hold on both.
+pub enum Listener {
+    Unix(UnixListener),
+    Tcp(TcpListener),
+}
+
+impl Listener {
+    async fn accept(&self) -> std::io::Result<(ReadHalf, WriteHalf)> {
+        Ok(match self {
+            Listener::Unix(l) => {
+                let (s, _) = l.accept().await?;
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+            Listener::Tcp(l) => {
+                let (s, peer) = l.accept().await?;
+                tracing::debug!(%peer, "tcp connection");
+                s.set_nodelay(true)?;
+                let (r, w) = s.into_split();
+                (Box::new(r), Box::new(w))
+            }
+        })
+    }
+}
 
 /// An admitted connection.
 pub struct Connection {
     pub hello: Hello,
-    pub reader: OwnedReadHalf,
-    pub writer: OwnedWriteHalf,
+    pub reader: ReadHalf,
+    pub writer: WriteHalf,
 }
 
 struct Pending {
@@ -74,20 +105,19 @@ impl Gate {
     }
 
     /// Accepts connections until the task is aborted.
-    pub async fn serve(self: Arc<Self>, listener: UnixListener) {
+    pub async fn serve(self: Arc<Self>, listener: Listener) {
         loop {
             match listener.accept().await {
-                Ok((stream, _)) => {
+                Ok((reader, writer)) => {
                     let gate = self.clone();
-                    tokio::spawn(async move { gate.admit(stream).await });
+                    tokio::spawn(async move { gate.admit(reader, writer).await });
                 }
                 Err(e) => tracing::warn!("accept failed: {e}"),
             }
         }
     }
 
-    async fn admit(&self, stream: tokio::net::UnixStream) {
-        let (mut reader, mut writer) = stream.into_split();
+    async fn admit(&self, mut reader: ReadHalf, mut writer: WriteHalf) {
         let first = tokio::time::timeout(self.hello_timeout, async {
             frame::nonblocking::read::<_, FromWorker>(&mut reader).await
         })
@@ -158,7 +188,7 @@ impl Gate {
         Ok(())
     }
 
-    async fn refuse(&self, writer: &mut OwnedWriteHalf, reason: &str) {
+    async fn refuse(&self, writer: &mut WriteHalf, reason: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         tracing::warn!("refused a connection: {reason}");
         let _ =

@@ -7,6 +7,7 @@ pub mod dashboard;
 pub mod dataset;
 pub mod dispatch;
 pub mod gate;
+pub mod launch;
 pub mod modes;
 pub mod plan;
 pub mod process;

@@ -75,6 +75,10 @@ pub struct RunPlan {
     /// Time between SIGTERM and SIGKILL when a worker must be stopped.
     pub grace: Duration,
     pub worker_bin: PathBuf,
+    /// How workers are started (`--launcher`).
+    pub launcher: crate::launch::Kind,
+    /// TCP address to listen on (`--listen`); None means a Unix socket.
+    pub listen: Option<String>,
     pub output: Option<PathBuf>,
     /// A frozen dataset; None means the built-in small synthetic cohort.
     pub data: Option<PathBuf>,

@@ -3,10 +3,9 @@
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use protocol::{Token, WorkerId};
+use protocol::WorkerId;
 use std::io;
 use std::os::unix::process::CommandExt;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tokio::sync::watch;
@@ -44,47 +43,71 @@ pub struct ProcessExit {
     pub wall: Duration,
 }
 
-/// How to start a worker that connects back to this coordinator.
-#[derive(Clone, Debug)]
-pub struct LocalLauncher {
-    pub worker_bin: PathBuf,
-    pub socket: PathBuf,
-    pub token: Token,
-}
-
-/// A running (or finished) worker process.
+/// A running (or finished) worker process, or one task of a multi-task
+/// job step started through a cluster scheduler.
 pub struct WorkerProcess {
     pub rank: WorkerId,
+    /// The local process: the worker itself, or for a task the `srun` that
+    /// holds its job step.
     pub pid: u32,
     /// The coordinator's own peak RSS when it spawned this worker. Linux
     /// carries `ru_maxrss` across `execve`, so the worker's `wait4` peak can
-    /// never read lower than this.
+    /// never read lower than this. Zero for a task (not our child).
     pub rss_floor_bytes: u64,
+    /// One task of a job step: it may run on another host, `wait4` cannot
+    /// see it, and its end is the end of its connection after shutdown.
+    /// `wait`/`terminate` then concern the whole step.
+    pub task_of_step: bool,
+    pub launched: Instant,
     exit: watch::Receiver<Option<ProcessExit>>,
 }
 
-impl LocalLauncher {
-    /// Spawns one worker in a new process group. The token goes through the
-    /// environment, never argv.
-    pub fn launch(&self, rank: WorkerId) -> io::Result<WorkerProcess> {
-        let started = Instant::now();
-        let child = Command::new(&self.worker_bin)
-            .env(protocol::env::SOCKET, &self.socket)
-            .env(protocol::env::TOKEN, self.token.to_hex())
-            .env(protocol::env::RANK, rank.0.to_string())
-            .env(protocol::env::PARENT_PID, std::process::id().to_string())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .process_group(0)
-            .spawn()?;
-        let pid = child.id();
-        // The std Child is dropped without waiting: wait4 below reaps it.
-        drop(child);
-        let rss_floor_bytes =
-            nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
-                .map(|u| u.max_rss().max(0) as u64 * 1024)
-                .unwrap_or(0);
-        Ok(WorkerProcess { rank, pid, rss_floor_bytes, exit: reap_in_background(pid, started) })
+/// A process started by [`spawn_in_group`]: its pid and its future exit.
+pub struct Spawned {
+    pub pid: u32,
+    pub rss_floor_bytes: u64,
+    pub launched: Instant,
+    exit: watch::Receiver<Option<ProcessExit>>,
+}
+
+/// Spawns `cmd` as the leader of a new process group (so a terminal's
+/// SIGINT reaches only the coordinator, which then stops it by group), with
+/// stdin and stdout closed, and reaps it with wait4 on a thread.
+pub fn spawn_in_group(cmd: &mut Command) -> io::Result<Spawned> {
+    let launched = Instant::now();
+    let child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).process_group(0).spawn()?;
+    let pid = child.id();
+    // The std Child is dropped without waiting: wait4 below reaps it.
+    drop(child);
+    let rss_floor_bytes = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map(|u| u.max_rss().max(0) as u64 * 1024)
+        .unwrap_or(0);
+    Ok(Spawned { pid, rss_floor_bytes, launched, exit: reap_in_background(pid, launched) })
+}
+
+impl Spawned {
+    /// The one worker this process is.
+    pub fn worker(self, rank: WorkerId) -> WorkerProcess {
+        WorkerProcess {
+            rank,
+            pid: self.pid,
+            rss_floor_bytes: self.rss_floor_bytes,
+            task_of_step: false,
+            launched: self.launched,
+            exit: self.exit,
+        }
+    }
+
+    /// Task `rank` of the job step this process (`srun`) holds.
+    pub fn task(&self, rank: WorkerId) -> WorkerProcess {
+        WorkerProcess {
+            rank,
+            pid: self.pid,
+            rss_floor_bytes: 0,
+            task_of_step: true,
+            launched: self.launched,
+            exit: self.exit.clone(),
+        }
     }
 }
 
@@ -139,6 +162,18 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
 }
 
 impl WorkerProcess {
+    /// Another handle on the same process (for a task, the same job step).
+    pub fn same_step(&self) -> WorkerProcess {
+        WorkerProcess {
+            rank: self.rank,
+            pid: self.pid,
+            rss_floor_bytes: self.rss_floor_bytes,
+            task_of_step: self.task_of_step,
+            launched: self.launched,
+            exit: self.exit.clone(),
+        }
+    }
+
     /// The exit, if the process has been reaped.
     pub fn exited(&self) -> Option<ProcessExit> {
         *self.exit.borrow()

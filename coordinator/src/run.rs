@@ -3,18 +3,17 @@
 
 use crate::dispatch::{DispatchConfig, RankCounter, dispatch};
 use crate::gate::Gate;
+use crate::launch::Launcher;
 use crate::modes::{self, Phase, PhaseOutcome};
 use crate::plan::{Mode, RunPlan};
-use crate::process::LocalLauncher;
 use crate::rundir::report::{self, Report};
 use crate::rundir::{self, RunDir, declaration::Declaration, environment, failure::Failure};
 use crate::supervisor::Event;
 use protocol::Token;
 use std::collections::BTreeMap;
-use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use tokio::net::UnixListener;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -159,20 +158,14 @@ fn run_in(
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
-    let env = environment::capture();
+    let env = environment::capture(plan.launcher.as_str());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(|e| internal("writing the environment", &e))?;
     bound.environment_sha256 = Some(env_sha.clone());
 
-    let socket_dir = tempfile::Builder::new()
-        .prefix("stagebench-")
-        .tempdir()
-        .map_err(|e| internal("creating the socket directory", &e))?;
-    std::fs::set_permissions(socket_dir.path(), std::fs::Permissions::from_mode(0o700))
-        .map_err(|e| internal("securing the socket directory", &e))?;
-    let socket = socket_dir.path().join("coordinator.sock");
-    tracing::debug!(socket_dir = %socket_dir.path().display(), "socket directory created");
+    let what = if plan.listen.is_some() { "binding --listen" } else { "binding the socket" };
+    let bound = crate::launch::bind(plan.listen.as_deref()).map_err(|e| internal(what, &e))?;
     let token = new_token().map_err(|e| internal("drawing the run token", &e))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -182,8 +175,9 @@ fn run_in(
     let run_dir_abs =
         std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
+    let crate::launch::Bound { listener, endpoint, socket_dir } = bound;
     let (outcomes, interrupted) = runtime
-        .block_on(supervise_run(plan, phases, &socket, token, &run_dir_abs))
+        .block_on(supervise_run(plan, phases, listener, endpoint, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
     let run_wall = started.elapsed();
     drop(runtime);
@@ -205,6 +199,10 @@ fn run_in(
             ));
         }
     }
+    let workers = modes::process_records(&outcomes);
+    let hosts: std::collections::BTreeSet<&String> =
+        workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
+    let hosts = hosts.len() as u32;
     let mut report = Report {
         schema: report::SCHEMA.into(),
         schema_version: report::SCHEMA_VERSION,
@@ -213,9 +211,11 @@ fn run_in(
         declaration_sha256: decl_sha,
         environment_sha256: env_sha,
         stages: BTreeMap::new(),
-        workers: modes::process_records(&outcomes),
+        workers,
         artifacts: Vec::new(),
         run_wall_s: run_wall.as_secs_f64(),
+        launcher: plan.launcher.as_str().into(),
+        hosts,
         counts: None,
         serial: None,
         parallel: None,
@@ -260,13 +260,14 @@ fn run_in(
 async fn supervise_run(
     plan: &RunPlan,
     phases: Vec<Phase>,
-    socket: &Path,
+    listener: crate::launch::BoundListener,
+    endpoint: crate::launch::Endpoint,
     token: Token,
     run_dir: &Path,
 ) -> std::io::Result<(Vec<PhaseOutcome>, Option<i32>)> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
-    let listener = UnixListener::bind(socket)?;
+    let listener = listener.into_tokio()?;
     let gate =
         Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
     let gate_task = tokio::spawn(gate.clone().serve(listener));
@@ -285,10 +286,11 @@ async fn supervise_run(
 
     let (events_tx, events_rx) = mpsc::unbounded_channel();
     let printer = tokio::spawn(crate::progress::print_events(events_rx, plan.quiet));
-    let launcher = Arc::new(LocalLauncher {
+    let launcher = Arc::new(Launcher {
         worker_bin: plan.worker_bin.clone(),
-        socket: socket.to_path_buf(),
+        endpoint,
         token,
+        kind: plan.launcher.clone(),
     });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();

@@ -138,7 +138,13 @@ pub struct WorkerOutcome {
     pub rss_floor_bytes: u64,
     pub jobs: Vec<JobResult>,
     pub end: WorkerEnd,
+    /// From `wait4`; for a task of a job step (not our child, maybe on
+    /// another host) the worker's own figures: CPU summed over its stages,
+    /// the largest stage-end VmHWM, and launch to end of connection.
     pub exit: ProcessExit,
+    pub task_of_step: bool,
+    /// From the handshake (see [`protocol::host_sha256`]); None if it never came.
+    pub host_sha256: Option<String>,
 }
 
 /// What supervisors report while they run (for progress display).
@@ -198,7 +204,16 @@ pub async fn supervise(
 ) -> WorkerOutcome {
     let rank = proc.rank;
     let rss_floor_bytes = proc.rss_floor_bytes;
-    let outcome = |jobs, end, exit| WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit };
+    let task_of_step = proc.task_of_step;
+    let outcome = |jobs, end, exit| WorkerOutcome {
+        rank,
+        rss_floor_bytes,
+        jobs,
+        end,
+        exit,
+        task_of_step,
+        host_sha256: None,
+    };
 
     // spawned → connected
     let conn = tokio::select! {
@@ -216,7 +231,7 @@ pub async fn supervise(
             return outcome(Vec::new(), WorkerEnd::Cancelled, exit);
         }
     };
-    let Some(Connection { reader, mut writer, .. }) = conn else {
+    let Some(Connection { reader, mut writer, hello }) = conn else {
         let exit = proc.terminate(shared.grace).await;
         let detail = "connection lost during admission".to_string();
         return outcome(Vec::new(), WorkerEnd::ProtocolViolation { key: None, detail }, exit);
@@ -254,14 +269,18 @@ pub async fn supervise(
     // idle → shutdown → completed, or any failure → terminated
     let (end, exit) = match failure {
         Some(end) => (end, proc.terminate(shared.grace).await),
+        None if task_of_step => {
+            task_shut_down(&proc, &mut writer, &mut incoming, &jobs, shared.grace).await
+        }
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
     reader_task.abort();
-    WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit }
+    let host_sha256 = Some(hello.host_sha256);
+    WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit, task_of_step, host_sha256 }
 }
 
 async fn read_frames(
-    mut reader: tokio::net::unix::OwnedReadHalf,
+    mut reader: gate::ReadHalf,
     tx: mpsc::UnboundedSender<Result<FromWorker, FrameError>>,
 ) {
     loop {
@@ -275,7 +294,7 @@ async fn read_frames(
 
 async fn run_job(
     proc: &WorkerProcess,
-    writer: &mut tokio::net::unix::OwnedWriteHalf,
+    writer: &mut gate::WriteHalf,
     incoming: &mut Incoming,
     shared: &Shared,
     job: &Job,
@@ -359,7 +378,7 @@ async fn died_or_violated(
 
 async fn shut_down(
     proc: &WorkerProcess,
-    writer: &mut tokio::net::unix::OwnedWriteHalf,
+    writer: &mut gate::WriteHalf,
     grace: Duration,
 ) -> (WorkerEnd, ProcessExit) {
     let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
@@ -376,6 +395,47 @@ async fn shut_down(
         Err(_) => {
             let exit = proc.terminate(grace).await;
             let detail = "did not exit after shutdown".to_string();
+            (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
+        }
+    }
+}
+
+/// A task of a job step has ended when its connection closes after
+/// Shutdown (the worker exits right after); the step ends with its last task.
+async fn task_shut_down(
+    proc: &WorkerProcess,
+    writer: &mut gate::WriteHalf,
+    incoming: &mut Incoming,
+    jobs: &[JobResult],
+    grace: Duration,
+) -> (WorkerEnd, ProcessExit) {
+    let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
+    let closed = async {
+        loop {
+            match incoming.recv().await {
+                None | Some(Err(_)) => return,
+                Some(Ok(_)) => {}
+            }
+        }
+    };
+    match tokio::time::timeout(grace + Duration::from_secs(5), closed).await {
+        Ok(()) => {
+            let exit = ProcessExit {
+                kind: ExitKind::Exited(0),
+                user_ns: jobs.iter().map(|j| j.measurement.user_ns).sum(),
+                sys_ns: jobs.iter().map(|j| j.measurement.sys_ns).sum(),
+                peak_rss_bytes: jobs
+                    .iter()
+                    .map(|j| j.measurement.peak_rss_bytes)
+                    .max()
+                    .unwrap_or(0),
+                wall: proc.launched.elapsed(),
+            };
+            (WorkerEnd::Completed, exit)
+        }
+        Err(_) => {
+            let exit = proc.terminate(grace).await;
+            let detail = "did not close its connection after shutdown".to_string();
             (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
         }
     }

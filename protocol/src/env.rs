@@ -9,3 +9,15 @@ pub const TOKEN: &str = "STAGEBENCH_TOKEN";
 pub const RANK: &str = "STAGEBENCH_RANK";
 /// The coordinator's pid: a worker whose parent is gone exits at once.
 pub const PARENT_PID: &str = "STAGEBENCH_PARENT_PID";
+/// `HOST:PORT` of the coordinator's TCP listener, instead of [`SOCKET`]
+/// (workers launched through a cluster scheduler, possibly on other hosts).
+pub const ADDR: &str = "STAGEBENCH_ADDR";
+/// A file (mode 0600) holding the token, instead of [`TOKEN`].
+pub const TOKEN_FILE: &str = "STAGEBENCH_TOKEN_FILE";
+/// For the tasks of a Slurm job step: the rank of task 0. A task's rank is
+/// this plus `SLURM_PROCID`, used when [`RANK`] is not set.
+pub const RANK_BASE: &str = "STAGEBENCH_RANK_BASE";
+/// Set by Slurm in every task: the task's index in its job step.
+pub const SLURM_PROCID: &str = "SLURM_PROCID";
+/// Set by Slurm in every task: how many tasks the job step has.
+pub const SLURM_NTASKS: &str = "SLURM_NTASKS";

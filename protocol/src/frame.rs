@@ -172,6 +172,7 @@ mod tests {
             pid: 4242,
             rank: WorkerId(3),
             token: Token([7u8; 32]),
+            host_sha256: "cd".repeat(32),
         })
     }
 

@@ -18,5 +18,6 @@ mod stage;
 
 pub use messages::{
     Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, ToWorker, Token, WorkerId,
+    host_sha256,
 };
 pub use stage::{Stage, StageParseError};

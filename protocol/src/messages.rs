@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 3;
+pub const PROTOCOL_VERSION: u32 = 4;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -69,6 +69,21 @@ pub struct Hello {
     pub pid: u32,
     pub rank: WorkerId,
     pub token: Token,
+    /// [`host_sha256`] of the host the worker runs on: a report can count
+    /// the hosts that served a run without naming them.
+    pub host_sha256: String,
+}
+
+/// SHA-256 (hex) of the run's token and a host name: the same host gives the
+/// same digest within a run, and digests cannot be linked across runs or
+/// reversed by trying likely host names without the token.
+pub fn host_sha256(token: &Token, host: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let mut h = Sha256::new();
+    h.update(b"stagebench-host\0");
+    h.update(token.0);
+    h.update(host.as_bytes());
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Coordinator → worker.

@@ -4,8 +4,12 @@
 use harness::{bins, json, run};
 
 fn after_hello(mode: &str) -> (tempfile::TempDir, harness::Finished) {
+    after_hello_with(mode, &[])
+}
+
+fn after_hello_with(mode: &str, extra: &[&str]) -> (tempfile::TempDir, harness::Finished) {
     let (tmp, out, mut c) = harness::coordinator_with_output();
-    c.args(["--stage", "sleep:1", "--grace", "1"]);
+    c.args(["--stage", "sleep:1", "--grace", "1"]).args(extra);
     c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", mode);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
@@ -57,4 +61,16 @@ fn an_artifact_whose_hash_is_wrong_fails_the_run() {
     assert_eq!(failure(&tmp)["reason"], "artifact_mismatch");
     // The worker's file is left where it wrote it: nothing is deleted.
     assert!(tmp.path().join("run/artifacts/claimed.bin").exists());
+}
+
+#[test]
+fn over_tcp_the_same_frame_limits_hold() {
+    let tcp = ["--listen", "127.0.0.1:0"];
+    let (tmp, f) = after_hello_with("oversized", &tcp);
+    assert!(f.stderr.contains("tcp connection"), "not over TCP: {}", f.stderr);
+    assert!(f.stderr.contains("oversized frame: 4294967295 bytes announced"), "{}", f.stderr);
+    assert_eq!(failure(&tmp)["reason"], "protocol_violation");
+    let (tmp, f) = after_hello_with("truncated", &tcp);
+    assert!(f.stderr.contains("truncated frame: expected 100 bytes"), "{}", f.stderr);
+    assert_eq!(failure(&tmp)["reason"], "protocol_violation");
 }

@@ -2,66 +2,85 @@
 
 use harness::{bins, coordinator, json, run};
 
-fn fake(mode: &str, out: &std::path::Path) -> harness::Finished {
+/// Both transports: the private Unix socket, and TCP on loopback
+/// (`--listen`), where the same checks must hold.
+const TRANSPORTS: [Option<&str>; 2] = [None, Some("127.0.0.1:0")];
+
+fn fake(mode: &str, out: &std::path::Path, listen: Option<&str>) -> harness::Finished {
     let mut c = coordinator();
     c.arg("--output").arg(out).args(["--stage", "noop", "--connect-timeout", "5"]);
+    if let Some(addr) = listen {
+        c.args(["--listen", addr]);
+    }
     c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", mode);
     run(c)
 }
 
 #[test]
 fn wrong_protocol_version_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let f = fake("wrong-version", &out);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(f.stderr.contains("refused a connection"), "{}", f.stderr);
-    let expected = format!("protocol version {} does not match", protocol::PROTOCOL_VERSION + 1);
-    assert!(f.stderr.contains(&expected), "{}", f.stderr);
-    assert!(!out.join("report.json").exists());
-    let failure = json(&out.join("failure.json"));
-    assert_eq!(failure["reason"], "worker_exited");
-    assert_eq!(failure["worker"], 0);
-    f.assert_no_worker_left();
+    for listen in TRANSPORTS {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join(format!("run-{}", listen.is_some()));
+        let f = fake("wrong-version", &out, listen);
+        assert_eq!(f.code(), Some(1), "{}", f.stderr);
+        assert!(f.stderr.contains("refused a connection"), "{}", f.stderr);
+        let expected =
+            format!("protocol version {} does not match", protocol::PROTOCOL_VERSION + 1);
+        assert!(f.stderr.contains(&expected), "{}", f.stderr);
+        assert!(!out.join("report.json").exists());
+        let failure = json(&out.join("failure.json"));
+        assert_eq!(failure["reason"], "worker_exited");
+        assert_eq!(failure["worker"], 0);
+        f.assert_no_worker_left();
+    }
 }
 
 #[test]
 fn wrong_token_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let f = fake("wrong-token", &out);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(f.stderr.contains("wrong token"), "{}", f.stderr);
-    // The worker side saw the refusal with its reason.
-    assert!(f.stderr.contains("fake worker: refused: worker 0"), "{}", f.stderr);
-    assert!(!out.join("report.json").exists());
-    f.assert_no_worker_left();
+    for listen in TRANSPORTS {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join(format!("run-{}", listen.is_some()));
+        let f = fake("wrong-token", &out, listen);
+        assert_eq!(f.code(), Some(1), "{}", f.stderr);
+        assert!(f.stderr.contains("wrong token"), "{}", f.stderr);
+        if listen.is_some() {
+            assert!(f.stderr.contains("tcp connection"), "not over TCP: {}", f.stderr);
+        }
+        // The worker side saw the refusal with its reason.
+        assert!(f.stderr.contains("fake worker: refused: worker 0"), "{}", f.stderr);
+        assert!(!out.join("report.json").exists());
+        f.assert_no_worker_left();
+    }
 }
 
 #[test]
 fn garbage_instead_of_a_handshake_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let f = fake("garbage-first", &out);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(f.stderr.contains("bad handshake frame: undecodable frame"), "{}", f.stderr);
-    assert!(!out.join("report.json").exists());
-    f.assert_no_worker_left();
+    for listen in TRANSPORTS {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join(format!("run-{}", listen.is_some()));
+        let f = fake("garbage-first", &out, listen);
+        assert_eq!(f.code(), Some(1), "{}", f.stderr);
+        assert!(f.stderr.contains("bad handshake frame: undecodable frame"), "{}", f.stderr);
+        assert!(!out.join("report.json").exists());
+        f.assert_no_worker_left();
+    }
 }
 
 #[test]
 fn a_second_connection_for_the_same_rank_is_refused() {
-    let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("run");
-    let f = fake("duplicate", &out);
-    assert!(
-        f.stderr.contains("worker 0 is not expected (unknown rank, or already connected)"),
-        "{}",
-        f.stderr
-    );
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(!out.join("report.json").exists());
-    f.assert_no_worker_left();
+    for listen in TRANSPORTS {
+        let tmp = tempfile::tempdir().unwrap();
+        let out = tmp.path().join(format!("run-{}", listen.is_some()));
+        let f = fake("duplicate", &out, listen);
+        assert!(
+            f.stderr.contains("worker 0 is not expected (unknown rank, or already connected)"),
+            "{}",
+            f.stderr
+        );
+        assert_eq!(f.code(), Some(1), "{}", f.stderr);
+        assert!(!out.join("report.json").exists());
+        f.assert_no_worker_left();
+    }
 }
 
 #[test]

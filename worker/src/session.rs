@@ -5,15 +5,25 @@ use crate::stages::{self, Reporter, StageContext};
 use protocol::exit::worker as code;
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
-use std::io::{BufReader, BufWriter, Write};
+use std::io::{BufReader, BufWriter, Read, Write};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
+/// Where the coordinator listens.
+pub enum Endpoint {
+    Unix(PathBuf),
+    Tcp(String),
+}
+
 /// What the coordinator handed this worker through its environment.
 pub struct Launch {
-    pub socket: PathBuf,
+    pub endpoint: Endpoint,
     pub token: Token,
     pub rank: WorkerId,
+    /// Launched by a cluster scheduler: the parent is the scheduler's step
+    /// daemon, not the coordinator.
+    pub scheduled: bool,
 }
 
 /// Reads the launch environment, connects, and serves until shutdown.
@@ -26,7 +36,9 @@ pub fn run_from_env() -> u8 {
             return code::SETUP;
         }
     };
-    die_with_parent();
+    if !launch.scheduled {
+        die_with_parent();
+    }
     let rank = launch.rank;
     match serve(launch) {
         Ok(()) => code::SUCCESS,
@@ -50,18 +62,54 @@ pub fn run_from_env() -> u8 {
 }
 
 fn launch_from_env() -> Result<Launch, String> {
+    use protocol::env;
+    let get = |name: &str| std::env::var(name).ok();
     let var = |name: &str| {
-        std::env::var(name).map_err(|_| {
+        get(name).ok_or_else(|| {
             format!("{name} is not set: workers are started by the coordinator, not by hand")
         })
     };
-    let socket = PathBuf::from(var(protocol::env::SOCKET)?);
-    let token = Token::from_hex(&var(protocol::env::TOKEN)?)
-        .ok_or_else(|| format!("{} is not 64 hex digits", protocol::env::TOKEN))?;
-    let rank = var(protocol::env::RANK)?
-        .parse()
-        .map_err(|_| format!("{} is not a whole number", protocol::env::RANK))?;
-    Ok(Launch { socket, token, rank: WorkerId(rank) })
+    let endpoint = match (get(env::ADDR), get(env::SOCKET)) {
+        (Some(addr), _) => Endpoint::Tcp(addr),
+        (None, Some(path)) => Endpoint::Unix(PathBuf::from(path)),
+        (None, None) => {
+            return Err(format!(
+                "neither {} nor {} is set: workers are started by the coordinator, not by hand",
+                env::ADDR,
+                env::SOCKET
+            ));
+        }
+    };
+    let token_hex = match (get(env::TOKEN), get(env::TOKEN_FILE)) {
+        (Some(t), _) => t,
+        (None, Some(file)) => std::fs::read_to_string(&file)
+            .map_err(|e| format!("cannot read {}: {e}", env::TOKEN_FILE))?
+            .trim()
+            .to_string(),
+        (None, None) => var(env::TOKEN)?,
+    };
+    let token = Token::from_hex(&token_hex)
+        .ok_or_else(|| format!("{} is not 64 hex digits", env::TOKEN))?;
+    let number = |name: &str| -> Result<u32, String> {
+        var(name)?.parse().map_err(|_| format!("{name} is not a whole number"))
+    };
+    // A Slurm task: rank = base + its index in the job step.
+    let scheduled = get(env::RANK).is_none() && get(env::RANK_BASE).is_some();
+    let rank = if scheduled {
+        let (base, procid) = (number(env::RANK_BASE)?, number(env::SLURM_PROCID)?);
+        let ntasks = number(env::SLURM_NTASKS)?;
+        if procid >= ntasks {
+            return Err(format!(
+                "{} {procid} is not below {} {ntasks}",
+                env::SLURM_PROCID,
+                env::SLURM_NTASKS
+            ));
+        }
+        base.checked_add(procid).ok_or("rank out of range")?
+    } else {
+        number(env::RANK)?
+    };
+    Ok(Launch { endpoint, token, rank: WorkerId(rank), scheduled })
 }
 
 /// Asks the kernel to kill this worker if the coordinator dies, so no worker
@@ -93,9 +141,59 @@ impl From<FrameError> for WorkerError {
     }
 }
 
+/// A connection to the coordinator over either transport.
+enum Stream {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Stream {
+    fn connect(endpoint: &Endpoint) -> std::io::Result<Stream> {
+        Ok(match endpoint {
+            Endpoint::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
+            Endpoint::Tcp(addr) => {
+                let s = TcpStream::connect(addr.as_str())?;
+                s.set_nodelay(true)?;
+                Stream::Tcp(s)
+            }
+        })
+    }
+
+    fn try_clone(&self) -> std::io::Result<Stream> {
+        Ok(match self {
+            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
+            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
+        })
+    }
+}
+
+impl Read for Stream {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.read(buf),
+            Stream::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Stream {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Stream::Unix(s) => s.write(buf),
+            Stream::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Stream::Unix(s) => s.flush(),
+            Stream::Tcp(s) => s.flush(),
+        }
+    }
+}
+
 struct Wire {
-    reader: BufReader<UnixStream>,
-    writer: BufWriter<UnixStream>,
+    reader: BufReader<Stream>,
+    writer: BufWriter<Stream>,
 }
 
 impl Wire {
@@ -108,7 +206,7 @@ impl Wire {
 }
 
 fn serve(launch: Launch) -> Result<(), WorkerError> {
-    let stream = UnixStream::connect(&launch.socket).map_err(WorkerError::Connect)?;
+    let stream = Stream::connect(&launch.endpoint).map_err(WorkerError::Connect)?;
     let mut wire = Wire {
         reader: BufReader::new(stream.try_clone().map_err(WorkerError::Connect)?),
         writer: BufWriter::new(stream),
@@ -119,6 +217,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
         build_fingerprint: protocol::program::SOURCE_SHA256.to_string(),
         pid: std::process::id(),
         rank: launch.rank,
+        host_sha256: protocol::host_sha256(&launch.token, &this_host()),
         token: launch.token,
     }))?;
     let run_dir = match wire.recv()? {
@@ -155,6 +254,10 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
             other => return Err(WorkerError::Unexpected(format!("{other:?} after Welcome"))),
         }
     }
+}
+
+fn this_host() -> String {
+    nix::unistd::gethostname().map(|h| h.to_string_lossy().into_owned()).unwrap_or_default()
 }
 
 /// Sends a stage's reports as frames; remembers the first send error so the

@@ -127,6 +127,8 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
                 peak_rss_bytes: o.exit.peak_rss_bytes,
                 peak_rss_floor_bytes: o.rss_floor_bytes,
                 exit: o.exit.kind.to_string(),
+                task_of_step: o.task_of_step,
+                host_sha256: o.host_sha256.clone(),
             })
         })
         .collect();

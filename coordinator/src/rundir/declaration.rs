@@ -72,6 +72,7 @@ impl Declaration {
             plan.stage_timeout.map(secs).unwrap_or(serde_json::Value::Null),
         );
         parameters.insert("termination_grace_s".into(), secs(plan.grace));
+        parameters.insert("launcher".into(), plan.launcher.as_str().into());
         if plan.mode == crate::plan::Mode::Trials {
             parameters.insert("trials".into(), plan.trials.into());
             parameters.insert("warmup".into(), plan.warmup.into());

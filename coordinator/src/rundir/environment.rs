@@ -56,7 +56,7 @@ pub struct Toolchain {
 }
 
 /// Reads the environment of this machine now.
-pub fn capture() -> Environment {
+pub fn capture(launcher: &str) -> Environment {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -96,7 +96,7 @@ pub fn capture() -> Environment {
         },
         threads: THREAD_VARIABLES.iter().map(|v| (v.to_string(), std::env::var(v).ok())).collect(),
         load_average: load_average(),
-        launcher: "local".into(),
+        launcher: launcher.into(),
     }
 }
 
@@ -115,7 +115,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 mod tests {
     #[test]
     fn captures_this_machine_without_naming_it() {
-        let env = super::capture();
+        let env = super::capture("local");
         assert!(env.cpu.logical_cores >= 1);
         let json = serde_json::to_string(&env).unwrap();
         if let Ok(host) = nix::unistd::gethostname() {

@@ -27,6 +27,12 @@ pub struct Report {
     pub artifacts: Vec<ArtifactRecord>,
     /// Wall time of the whole run, from the first spawn to the last reap.
     pub run_wall_s: f64,
+    /// How workers were started: `local` or `slurm`.
+    #[serde(default = "local")]
+    pub launcher: String,
+    /// How many distinct hosts ran the workers (by `host_sha256`).
+    #[serde(default)]
+    pub hosts: u32,
     /// Aggregate counts of the data a mode read (cold-prep and later modes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counts: Option<Counts>,
@@ -54,6 +60,10 @@ pub struct Report {
     /// Trials: the rule that marks outliers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlier_rule: Option<String>,
+}
+
+fn local() -> String {
+    "local".into()
 }
 
 /// The trials of one stage.
@@ -188,6 +198,17 @@ pub struct ProcessRecord {
     pub peak_rss_floor_bytes: u64,
     /// How the process ended, e.g. `exited 0`.
     pub exit: String,
+    /// A task of a Slurm job step: not the coordinator's child and perhaps
+    /// on another host, so `wait4` cannot see it; `cpu_s`, `user_s`,
+    /// `sys_s` and `peak_rss_bytes` are then the worker's own figures (CPU
+    /// summed over its stages, its largest VmHWM), `wall_s` is launch to the
+    /// end of its connection, and `peak_rss_floor_bytes` is 0.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub task_of_step: bool,
+    /// The worker's host, as SHA-256 of the run token and the host name
+    /// (never the name): equal digests mean the same host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host_sha256: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

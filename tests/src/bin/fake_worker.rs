@@ -5,11 +5,60 @@
 use protocol::frame;
 use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
 use std::io::{Read, Write};
+use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
+
+/// The coordinator's socket or TCP listener, as a real worker would reach it.
+enum Conn {
+    Unix(UnixStream),
+    Tcp(TcpStream),
+}
+
+impl Conn {
+    fn connect() -> Conn {
+        match std::env::var(protocol::env::ADDR) {
+            Ok(addr) => Conn::Tcp(TcpStream::connect(addr).expect("connect over tcp")),
+            Err(_) => {
+                let socket = std::env::var(protocol::env::SOCKET).expect("socket");
+                Conn::Unix(UnixStream::connect(socket).expect("connect"))
+            }
+        }
+    }
+
+    fn shutdown_write(&self) {
+        let _ = match self {
+            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Write),
+            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
+        };
+    }
+}
+
+impl Read for Conn {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.read(buf),
+            Conn::Tcp(s) => s.read(buf),
+        }
+    }
+}
+
+impl Write for Conn {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        match self {
+            Conn::Unix(s) => s.write(buf),
+            Conn::Tcp(s) => s.write(buf),
+        }
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        match self {
+            Conn::Unix(s) => s.flush(),
+            Conn::Tcp(s) => s.flush(),
+        }
+    }
+}
 
 fn main() {
     let mode = std::env::var("STAGEBENCH_FAKE").unwrap_or_default();
-    let socket = std::env::var(protocol::env::SOCKET).expect("socket");
     let token = Token::from_hex(&std::env::var(protocol::env::TOKEN).expect("token")).unwrap();
     let rank = WorkerId(std::env::var(protocol::env::RANK).expect("rank").parse().unwrap());
     let hello = |token: Token, version: u32| {
@@ -19,10 +68,11 @@ fn main() {
             build_fingerprint: protocol::program::SOURCE_SHA256.into(),
             pid: std::process::id(),
             rank,
+            host_sha256: protocol::host_sha256(&token, "fake-host"),
             token,
         })
     };
-    let mut s = UnixStream::connect(&socket).expect("connect");
+    let mut s = Conn::connect();
     match mode.as_str() {
         "wrong-version" => {
             frame::write(&mut s, &hello(token, PROTOCOL_VERSION + 1)).unwrap();
@@ -45,7 +95,7 @@ fn main() {
         "duplicate" => {
             frame::write(&mut s, &hello(token.clone(), PROTOCOL_VERSION)).unwrap();
             let _: ToWorker = frame::read(&mut s).unwrap();
-            let mut second = UnixStream::connect(&socket).expect("connect again");
+            let mut second = Conn::connect();
             frame::write(&mut second, &hello(token, PROTOCOL_VERSION)).unwrap();
             report_reply(&mut second);
         }
@@ -67,7 +117,7 @@ fn main() {
                 }
                 "truncated" => {
                     s.write_all(&[0, 0, 0, 100, 1, 2, 3]).unwrap();
-                    s.shutdown(std::net::Shutdown::Write).unwrap();
+                    s.shutdown_write();
                 }
                 _ => {
                     // Claims an artifact that does not match what is on disk.
@@ -92,7 +142,7 @@ fn main() {
 }
 
 /// Prints the coordinator's reply (a refusal) and exits with the worker's refused code.
-fn report_reply(s: &mut UnixStream) {
+fn report_reply(s: &mut Conn) {
     match frame::read::<_, ToWorker>(s) {
         Ok(ToWorker::Refused { reason }) => {
             eprintln!("fake worker: refused: {reason}");
@@ -105,7 +155,7 @@ fn report_reply(s: &mut UnixStream) {
     }
 }
 
-fn block_until_closed(s: &mut UnixStream) {
+fn block_until_closed(s: &mut Conn) {
     let mut buf = [0u8; 64];
     while let Ok(n) = s.read(&mut buf) {
         if n == 0 {

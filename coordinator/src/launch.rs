@@ -1,0 +1,179 @@
+//! How workers are started: `local` (each worker a child process of the
+//! coordinator) or `slurm` (workers as the tasks of one `srun` job step,
+//! which stays the coordinator's child so that stopping it cancels every
+//! task). Either way a worker gets where to connect, its rank and the run's
+//! token through its environment, never argv (argv is visible in `ps`);
+//! `srun` passes the environment on to its tasks.
+
+use crate::process::{WorkerProcess, spawn_in_group};
+use protocol::{Token, WorkerId, env};
+use std::io;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// Where workers connect, as handed to them.
+#[derive(Clone, Debug)]
+pub enum Endpoint {
+    /// A Unix socket in a private directory.
+    Unix(PathBuf),
+    /// `HOST:PORT` of a TCP listener.
+    Tcp(String),
+}
+
+/// `--launcher slurm` settings.
+#[derive(Clone, Debug, Default)]
+pub struct SlurmOptions {
+    pub partition: Option<String>,
+    /// `srun --time`, e.g. `10` (minutes) or `1:00:00`.
+    pub time_limit: Option<String>,
+    /// Further `srun` arguments, passed through as given.
+    pub extra: Vec<String>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Kind {
+    Local,
+    Slurm(SlurmOptions),
+}
+
+impl Kind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            Kind::Local => "local",
+            Kind::Slurm(_) => "slurm",
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Launcher {
+    pub worker_bin: PathBuf,
+    pub endpoint: Endpoint,
+    pub token: Token,
+    pub kind: Kind,
+}
+
+impl Launcher {
+    /// Whether several workers start together as one job step.
+    pub fn starts_steps(&self) -> bool {
+        matches!(self.kind, Kind::Slurm(_))
+    }
+
+    /// Starts `n` workers with ranks `first`, `first + 1`, …: locally one
+    /// process each; through Slurm one job step of `n` tasks, whose task i
+    /// takes rank `first + SLURM_PROCID`.
+    pub fn launch(&self, first: WorkerId, n: u32) -> io::Result<Vec<WorkerProcess>> {
+        match &self.kind {
+            Kind::Local => (0..n)
+                .map(|i| {
+                    let rank = WorkerId(first.0 + i);
+                    let mut cmd = Command::new(&self.worker_bin);
+                    self.connection_env(&mut cmd);
+                    cmd.env(env::RANK, rank.0.to_string())
+                        .env(env::PARENT_PID, std::process::id().to_string());
+                    Ok(spawn_in_group(&mut cmd)?.worker(rank))
+                })
+                .collect(),
+            Kind::Slurm(opts) => {
+                let mut cmd = Command::new("srun");
+                cmd.arg(format!("--ntasks={n}"))
+                    // One task dying ends the step, so no task waits alone.
+                    .arg("--kill-on-bad-exit=1")
+                    .arg("--job-name=stagebench")
+                    .arg("--quiet");
+                if let Some(p) = &opts.partition {
+                    cmd.arg(format!("--partition={p}"));
+                }
+                if let Some(t) = &opts.time_limit {
+                    cmd.arg(format!("--time={t}"));
+                }
+                cmd.args(&opts.extra).arg(&self.worker_bin);
+                self.connection_env(&mut cmd);
+                cmd.env_remove(env::RANK)
+                    .env_remove(env::PARENT_PID)
+                    .env(env::RANK_BASE, first.0.to_string());
+                let step = spawn_in_group(&mut cmd)?;
+                tracing::debug!(pid = step.pid, tasks = n, first = first.0, "srun started");
+                Ok((0..n).map(|i| step.task(WorkerId(first.0 + i))).collect())
+            }
+        }
+    }
+
+    fn connection_env(&self, cmd: &mut Command) {
+        match &self.endpoint {
+            Endpoint::Unix(path) => cmd.env(env::SOCKET, path).env_remove(env::ADDR),
+            Endpoint::Tcp(addr) => cmd.env(env::ADDR, addr).env_remove(env::SOCKET),
+        };
+        cmd.env(env::TOKEN, self.token.to_hex()).env_remove(env::TOKEN_FILE);
+    }
+}
+
+/// A listener bound before the run's runtime starts, and the endpoint
+/// workers are told to connect to.
+pub struct Bound {
+    pub listener: BoundListener,
+    pub endpoint: Endpoint,
+    /// Holds the private socket directory (0700) while the run lasts.
+    pub socket_dir: Option<tempfile::TempDir>,
+}
+
+pub enum BoundListener {
+    Unix(std::os::unix::net::UnixListener),
+    Tcp(std::net::TcpListener),
+}
+
+impl BoundListener {
+    /// The tokio listener; call inside the runtime.
+    pub fn into_tokio(self) -> io::Result<crate::gate::Listener> {
+        Ok(match self {
+            BoundListener::Unix(l) => {
+                l.set_nonblocking(true)?;
+                crate::gate::Listener::Unix(tokio::net::UnixListener::from_std(l)?)
+            }
+            BoundListener::Tcp(l) => {
+                l.set_nonblocking(true)?;
+                crate::gate::Listener::Tcp(tokio::net::TcpListener::from_std(l)?)
+            }
+        })
+    }
+}
+
+/// Binds where workers will connect: TCP on `listen` when given, else a Unix
+/// socket in a new private directory. A TCP listener on an unspecified
+/// address (0.0.0.0) is advertised under this host's name.
+pub fn bind(listen: Option<&str>) -> io::Result<Bound> {
+    match listen {
+        Some(addr) => {
+            let l = std::net::TcpListener::bind(addr)?;
+            let local = l.local_addr()?;
+            let advertised = if local.ip().is_unspecified() {
+                let host = nix::unistd::gethostname()
+                    .map_err(io::Error::from)?
+                    .to_string_lossy()
+                    .into_owned();
+                format!("{host}:{}", local.port())
+            } else {
+                local.to_string()
+            };
+            tracing::debug!(%local, %advertised, "tcp listener bound");
+            Ok(Bound {
+                listener: BoundListener::Tcp(l),
+                endpoint: Endpoint::Tcp(advertised),
+                socket_dir: None,
+            })
+        }
+        None => {
+            use std::os::unix::fs::PermissionsExt;
+            let dir = tempfile::Builder::new().prefix("stagebench-").tempdir()?;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+            let socket = dir.path().join("coordinator.sock");
+            tracing::debug!(socket_dir = %dir.path().display(), "socket directory created");
+            let l = std::os::unix::net::UnixListener::bind(&socket)?;
+            Ok(Bound {
+                listener: BoundListener::Unix(l),
+                endpoint: Endpoint::Unix(socket),
+                socket_dir: Some(dir),
+            })
+        }
+    }
+}
