@@ -3,6 +3,7 @@
 //! worker process outlived it.
 
 pub mod data;
+pub mod slurm;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

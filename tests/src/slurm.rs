@@ -1,0 +1,67 @@
+//! The single-node Slurm cluster of `scripts/slurm-local.sh`, for tests that
+//! launch workers through `srun`. `.ci/run` brings it up; where it is not
+//! up (no root, no cgroup filesystem, a developer's machine) the tests are
+//! skipped with the reason written straight to stderr, which the test
+//! harness does not capture, so a skip is never silent.
+
+use std::io::Write as _;
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The variable a test puts in the coordinator's environment to find every
+/// process of its run afterwards: srun passes it on to each task.
+pub const TAG: &str = "STAGEBENCH_TEST_TAG";
+
+/// The cluster's config when it answers, or why not.
+pub fn cluster() -> Result<PathBuf, String> {
+    let conf = std::env::var_os("SLURM_CONF")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/tmp/stagebench-slurm/slurm.conf"));
+    if !conf.exists() {
+        return Err(format!(
+            "no Slurm config at {} (run scripts/slurm-local.sh up, or set SLURM_CONF)",
+            conf.display()
+        ));
+    }
+    let out = Command::new("timeout")
+        .args(["10", "sinfo", "-h", "-o", "%T"])
+        .env("SLURM_CONF", &conf)
+        .output()
+        .map_err(|e| format!("cannot run sinfo: {e}"))?;
+    let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
+    if !out.status.success() || !["idle", "mixed", "allocated"].iter().any(|s| state.starts_with(s))
+    {
+        return Err(format!(
+            "the Slurm cluster does not answer (sinfo: '{state}' {})",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(conf)
+}
+
+/// Says on the real stderr that `test` was skipped, and why.
+pub fn skip(test: &str, reason: &str) {
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
+
+/// Pids of live processes whose environment holds `TAG=tag`.
+pub fn tagged(tag: &str) -> Vec<i32> {
+    let needle = format!("{TAG}={tag}");
+    let Ok(entries) = std::fs::read_dir("/proc") else { return Vec::new() };
+    entries
+        .filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| *pid != std::process::id() as i32 && crate::alive(*pid))
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()))
+        })
+        .collect()
+}
+
+/// A tag unique to this test process and call.
+pub fn new_tag() -> String {
+    static N: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
+}
