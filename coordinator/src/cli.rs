@@ -432,7 +432,12 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         }),
     };
     let listen = match (&launcher, args.listen) {
-        (_, Some(addr)) => Some(addr),
+        (_, Some(addr)) => {
+            // Refused now, before a run directory exists, not mid-run.
+            std::net::TcpListener::bind(addr.as_str())
+                .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))?;
+            Some(addr)
+        }
         (crate::launch::Kind::Slurm(_), None) => Some("127.0.0.1:0".to_string()),
         (crate::launch::Kind::Local, None) => None,
     };

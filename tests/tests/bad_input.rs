@@ -275,3 +275,20 @@ fn a_directory_that_is_not_a_frozen_dataset_is_refused() {
     assert!(f.stderr.contains("is not a frozen dataset (no frozen.json)"), "{}", f.stderr);
     assert!(!out.exists());
 }
+
+#[test]
+fn launcher_flags_are_checked_before_a_run_directory_exists() {
+    for (args, expected) in [
+        (vec!["--listen", "nonsense"], "--listen nonsense: cannot listen there"),
+        (vec!["--listen", "192.0.2.1:0"], "--listen 192.0.2.1:0: cannot listen there"),
+        (vec!["--partition", "p"], "--partition applies to --launcher slurm"),
+        (vec!["--srun-arg=--overcommit"], "--srun-arg applies to --launcher slurm"),
+    ] {
+        let (_tmp, out, mut c) = harness::coordinator_with_output();
+        c.args(["--stage", "noop"]).args(&args);
+        let f = harness::run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        assert!(f.stderr.contains(expected), "{args:?}: {}", f.stderr);
+        assert!(!out.exists(), "{args:?} created the run directory");
+    }
+}
