@@ -11,6 +11,7 @@ use crate::rundir::report::Report;
 use crate::stats::Verdict;
 use plotters::coord::Shift;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
+use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
@@ -188,6 +189,37 @@ fn mib(bytes: f64) -> String {
     format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
 }
 
+type RowChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RowsAxis>>;
+
+/// A chart of one row per label (top to bottom) over the x range, with the
+/// axes, grid and labels every row plot shares.
+fn row_chart<'a, DB: DrawingBackend>(
+    body: &'a DrawingArea<DB, Shift>,
+    labels: &[String],
+    x: std::ops::Range<f64>,
+    x_desc: &str,
+    x_fmt: &dyn Fn(&f64) -> String,
+) -> Result<RowChart<'a, DB>, String> {
+    let mut chart = ChartBuilder::on(body)
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(40)
+        .y_label_area_size(label_width(labels) + 20)
+        .build_cartesian_2d(x, rows_axis(labels.len().max(1)))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(x_fmt)
+        .y_label_formatter(&|y| row_label(labels, *y))
+        .label_style((SANS, 14))
+        .axis_desc_style((SANS, 12))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 fn caption(root: &DrawingArea<impl DrawingBackend, Shift>, text: &str) -> Result<(), String> {
     root.draw(&Text::new(text.to_string(), (12, 10), (SANS, 18).into_font())).map_err(err)
 }
@@ -288,23 +320,13 @@ fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
         "Trials: wall time of each fresh-process trial relative to its stage's median (in brackets)",
     )?;
     let body = root.margin(30, 0, 0, 0);
-    let mut chart = ChartBuilder::on(&body)
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(label_width(&labels) + 20)
-        .build_cartesian_2d((lo - pad)..(hi + pad), rows_axis(n))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc("trial wall time / median   (filled: counted, hollow grey: warm-up; bar: 95% CI of the median)")
-        .x_label_formatter(&|x| format!("{:.0}%", 100.0 * (x - 1.0)))
-        .y_label_formatter(&|y| row_label(&labels, *y))
-        .label_style((SANS, 14))
-        .axis_desc_style((SANS, 12))
-        .draw()
-        .map_err(err)?;
+    let mut chart = row_chart(
+        &body,
+        &labels,
+        (lo - pad)..(hi + pad),
+        "trial wall time / median   (filled: counted, hollow grey: warm-up; bar: 95% CI of the median)",
+        &|x| format!("{:.0}%", 100.0 * (x - 1.0)),
+    )?;
     chart
         .draw_series(std::iter::once(PathElement::new(
             vec![(1.0, -0.6), (1.0, n as f64 - 0.4)],
@@ -380,23 +402,13 @@ fn cold_prep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> R
     let longest =
         rows.iter().flat_map(|r| r.0.iter().map(|s| s.1).chain([r.1])).fold(0.0, f64::max);
     let body = root.margin(30, 0, 0, 0);
-    let mut chart = ChartBuilder::on(&body)
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(label_width(&labels))
-        .build_cartesian_2d(0.0..upper(longest), rows_axis(n))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc("time since the phase's first spawn (a block per series, alternating shades; outline: the phase's wall time)")
-        .x_label_formatter(&|x| super::duration(*x))
-        .y_label_formatter(&|y| row_label(&labels, *y))
-        .label_style((SANS, 14))
-        .axis_desc_style((SANS, 13))
-        .draw()
-        .map_err(err)?;
+    let mut chart = row_chart(
+        &body,
+        &labels,
+        0.0..upper(longest),
+        "time since the phase's first spawn (a block per series, alternating shades; outline: the phase's wall time)",
+        &|x| super::duration(*x),
+    )?;
     for (i, (spans, wall, color)) in rows.iter().enumerate() {
         let y = row_y(i, n);
         if *wall > 0.0 {
@@ -440,25 +452,10 @@ fn forest<DB: DrawingBackend>(
         ),
     )?;
     let body = root.margin(30, 0, 0, 0);
-    let mut chart = ChartBuilder::on(&body)
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(label_width(&labels))
-        .build_cartesian_2d((lo - pad)..(hi + pad), rows_axis(n.max(1)))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_desc(
-            "median B / median A   (green: faster, red: slower, grey: no significant difference)",
-        )
-        .x_label_formatter(&|x| format!("{x:.2}"))
-        .y_label_formatter(&|y| row_label(&labels, *y))
-        .label_style((SANS, 14))
-        .axis_desc_style((SANS, 12))
-        .draw()
-        .map_err(err)?;
+    let desc =
+        "median B / median A   (green: faster, red: slower, grey: no significant difference)";
+    let mut chart =
+        row_chart(&body, &labels, (lo - pad)..(hi + pad), desc, &|x| format!("{x:.2}"))?;
     let top = n.max(1) as f64 - 0.4;
     chart
         .draw_series([
