@@ -14,6 +14,8 @@ pub mod features;
 pub mod freeze;
 pub mod frozen;
 pub mod generate;
+pub mod normalizer;
 pub mod npy;
 pub mod rng;
 pub mod source;
+pub mod targets;
