@@ -14,6 +14,7 @@ pub mod features;
 pub mod freeze;
 pub mod frozen;
 pub mod generate;
+pub mod loader;
 pub mod normalizer;
 pub mod npy;
 pub mod rng;

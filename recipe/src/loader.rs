@@ -1,0 +1,206 @@
+//! One finite epoch over the eligible training contexts, as the recipe's
+//! loader delivers it: contexts in canonical order (series by id, then
+//! block) pass through a bounded shuffle buffer of [`SHUFFLE_BUFFER`] with a
+//! seeded generator, are grouped into batches of [`BATCH`] (the last partial
+//! batch kept), and each batch is materialised as contiguous `x` float32
+//! `[B, 240, 5]`, normalised, and `y` int32 `[B, 240]`. A background thread
+//! prepares batches ahead of the consumer ([`prefetched`]).
+//!
+//! The shuffle is deterministic for a seed and is not a uniform global
+//! permutation: like tf.data's `shuffle(256)`, an element can only move so
+//! far from its canonical position.
+
+use crate::contract::N_FEATURES;
+use crate::normalizer::Normalizer;
+use crate::rng::Rng;
+use crate::targets::CONTEXT_FRAMES;
+use std::sync::mpsc;
+
+pub const BATCH: usize = 32;
+pub const SHUFFLE_BUFFER: usize = 256;
+
+/// One context's raw features (`[240, 5]`) and frame targets (`[240]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Context {
+    pub x: Vec<f32>,
+    pub y: Vec<i8>,
+}
+
+/// A batch: `len` contexts, `x` `[len, 240, 5]` normalised, `y` `[len, 240]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Batch {
+    pub len: usize,
+    pub x: Vec<f32>,
+    pub y: Vec<i32>,
+}
+
+/// A bounded shuffle buffer: fills with the first `capacity` elements, then
+/// each output is a uniformly drawn element of the buffer, whose slot the
+/// next source element takes.
+pub struct Shuffle<I: Iterator> {
+    source: I,
+    buf: Vec<I::Item>,
+    rng: Rng,
+    capacity: usize,
+}
+
+impl<I: Iterator> Shuffle<I> {
+    pub fn new(source: I, capacity: usize, seed: u64) -> Self {
+        Shuffle { source, buf: Vec::with_capacity(capacity), rng: Rng::new(seed), capacity }
+    }
+}
+
+impl<I: Iterator> Iterator for Shuffle<I> {
+    type Item = I::Item;
+
+    fn next(&mut self) -> Option<I::Item> {
+        while self.buf.len() < self.capacity {
+            match self.source.next() {
+                Some(x) => self.buf.push(x),
+                None => break,
+            }
+        }
+        if self.buf.is_empty() {
+            return None;
+        }
+        let j = self.rng.range(0, self.buf.len() as u64) as usize;
+        Some(match self.source.next() {
+            Some(x) => std::mem::replace(&mut self.buf[j], x),
+            None => self.buf.swap_remove(j),
+        })
+    }
+}
+
+/// Shuffled, normalised batches of one epoch over `contexts`.
+pub fn batches<I: Iterator<Item = Context>>(
+    contexts: I,
+    normalizer: &Normalizer,
+    seed: u64,
+) -> impl Iterator<Item = Batch> {
+    let normalizer = normalizer.clone();
+    let mut shuffled = Shuffle::new(contexts, SHUFFLE_BUFFER, seed);
+    std::iter::from_fn(move || {
+        let first = shuffled.next()?;
+        let mut batch = Batch {
+            len: 0,
+            x: Vec::with_capacity(BATCH * CONTEXT_FRAMES * N_FEATURES),
+            y: Vec::with_capacity(BATCH * CONTEXT_FRAMES),
+        };
+        let mut add = |c: Context| {
+            for row in c.x.chunks_exact(N_FEATURES) {
+                for (k, v) in row.iter().enumerate() {
+                    batch.x.push(normalizer.apply(k, *v));
+                }
+            }
+            batch.y.extend(c.y.iter().map(|t| *t as i32));
+        };
+        add(first);
+        let mut len = 1;
+        while len < BATCH {
+            match shuffled.next() {
+                Some(c) => add(c),
+                None => break,
+            }
+            len += 1;
+        }
+        batch.len = len;
+        Some(batch)
+    })
+}
+
+/// Runs `items` on a background thread, at most `depth` items ahead of the
+/// consumer. The thread stops when the receiver is dropped.
+pub fn prefetched<T: Send + 'static>(
+    items: impl Iterator<Item = T> + Send + 'static,
+    depth: usize,
+) -> mpsc::IntoIter<T> {
+    let (tx, rx) = mpsc::sync_channel(depth.max(1));
+    std::thread::Builder::new()
+        .name("loader-prefetch".into())
+        .spawn(move || {
+            for item in items {
+                if tx.send(item).is_err() {
+                    return;
+                }
+            }
+        })
+        .expect("spawn the prefetch thread");
+    rx.into_iter()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn context(tag: f32) -> Context {
+        Context { x: vec![tag; CONTEXT_FRAMES * N_FEATURES], y: vec![1; CONTEXT_FRAMES] }
+    }
+
+    fn identity() -> Normalizer {
+        Normalizer {
+            contract: "test".into(),
+            count: 1,
+            mean: [0.0; N_FEATURES],
+            variance: [1.0; N_FEATURES],
+            scale: [1.0; N_FEATURES],
+        }
+    }
+
+    #[test]
+    fn the_shuffle_is_a_seeded_permutation_bounded_by_the_buffer() {
+        let a: Vec<u32> = Shuffle::new(0..1000u32, SHUFFLE_BUFFER, 5).collect();
+        let b: Vec<u32> = Shuffle::new(0..1000u32, SHUFFLE_BUFFER, 5).collect();
+        let c: Vec<u32> = Shuffle::new(0..1000u32, SHUFFLE_BUFFER, 6).collect();
+        assert_eq!(a, b, "same seed, same order");
+        assert_ne!(a, c, "another seed, another order");
+        let mut sorted = a.clone();
+        sorted.sort();
+        assert_eq!(sorted, (0..1000).collect::<Vec<_>>(), "every element exactly once");
+        assert_ne!(a, sorted, "shuffled");
+        // The i-th output was among the first i + 256 source elements.
+        assert!(a.iter().enumerate().all(|(i, x)| (*x as usize) < i + SHUFFLE_BUFFER));
+    }
+
+    #[test]
+    fn batches_are_full_but_the_last_and_keep_every_context() {
+        let n = 3 * BATCH + 10;
+        let all: Vec<Batch> = batches((0..n).map(|i| context(i as f32)), &identity(), 0).collect();
+        assert_eq!(all.len(), 4);
+        assert_eq!(all.iter().map(|b| b.len).collect::<Vec<_>>(), [32, 32, 32, 10]);
+        for b in &all {
+            assert_eq!(b.x.len(), b.len * CONTEXT_FRAMES * N_FEATURES);
+            assert_eq!(b.y.len(), b.len * CONTEXT_FRAMES);
+        }
+        let mut tags: Vec<u32> = all
+            .iter()
+            .flat_map(|b| b.x.chunks_exact(CONTEXT_FRAMES * N_FEATURES).map(|c| c[0] as u32))
+            .collect();
+        tags.sort();
+        assert_eq!(tags, (0..n as u32).collect::<Vec<_>>());
+    }
+
+    #[test]
+    fn batches_are_normalised_and_targets_widened() {
+        let mut norm = identity();
+        norm.mean = [1.0, 2.0, 3.0, 4.0, 5.0];
+        norm.scale = [2.0; N_FEATURES];
+        let mut c = context(0.0);
+        for row in c.x.chunks_exact_mut(N_FEATURES) {
+            row.copy_from_slice(&[3.0, 4.0, 5.0, 6.0, 7.0]);
+        }
+        c.y[0] = -1;
+        let b = batches(std::iter::once(c), &norm, 0).next().unwrap();
+        assert_eq!(&b.x[..N_FEATURES], &[1.0; N_FEATURES]);
+        assert_eq!(b.y[0], -1);
+        assert_eq!(b.len, 1);
+    }
+
+    #[test]
+    fn prefetching_keeps_order_and_stops_with_the_consumer() {
+        let got: Vec<u32> = prefetched(0..100u32, 2).collect();
+        assert_eq!(got, (0..100).collect::<Vec<_>>());
+        let mut it = prefetched(0.., 1);
+        assert_eq!(it.next(), Some(0u64));
+        drop(it); // the producer thread sees the closed channel and returns
+    }
+}
