@@ -151,6 +151,18 @@ pub fn compare(
     Ok(Comparison { incomparable, rows })
 }
 
+/// A figure's value in the unit its name says: seconds as a duration,
+/// bytes as MiB, anything else as a number.
+fn in_units(figure: &str, x: f64) -> String {
+    if figure.ends_with("_s") {
+        crate::render::duration(x)
+    } else if figure.ends_with("_bytes") {
+        format!("{:.1} MiB", x / (1024.0 * 1024.0))
+    } else {
+        format!("{x:.6}")
+    }
+}
+
 /// The comparison as a table for a person.
 pub fn render(c: &Comparison, threshold_pct: f64) -> String {
     let mut s = String::new();
@@ -179,13 +191,13 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
             Verdict::TooFewTrials => "too few trials to say",
         };
         s.push_str(&format!(
-            "{:<20} {:<15} {:>4} {:>4} {:>12.6} {:>12.6} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
+            "{:<20} {:<15} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
             r.stage,
             r.figure,
             r.n_a,
             r.n_b,
-            r.median_a,
-            r.median_b,
+            in_units(&r.figure, r.median_a),
+            in_units(&r.figure, r.median_b),
             r.ratio,
             r.ci95[0],
             r.ci95[1],
