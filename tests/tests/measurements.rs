@@ -20,7 +20,10 @@ fn diagnostic_stages_measure_what_they_do() {
 
     let (wall, cpu) = (st("spin:300", "wall_s"), st("spin:300", "cpu_s"));
     assert!(wall >= 0.3, "spin wall {wall}");
-    assert!(cpu >= 0.6 * wall && cpu <= wall * 1.05 + 0.01, "spin cpu {cpu} vs wall {wall}");
+    // Spinning burns CPU for as long as it can get a core; on a shared,
+    // loaded machine that may be well under its wall time (0.5 was seen with
+    // four other processes busy on two cores), never above it.
+    assert!(cpu >= 0.25 * wall && cpu <= wall * 1.05 + 0.01, "spin cpu {cpu} vs wall {wall}");
 
     let mib = 1024.0 * 1024.0;
     assert!(
