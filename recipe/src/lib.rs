@@ -20,3 +20,4 @@ pub mod npy;
 pub mod rng;
 pub mod source;
 pub mod targets;
+pub mod warm;

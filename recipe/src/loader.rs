@@ -76,9 +76,17 @@ pub fn batches<I: Iterator<Item = Context>>(
     contexts: I,
     normalizer: &Normalizer,
     seed: u64,
-) -> impl Iterator<Item = Batch> {
+) -> impl Iterator<Item = Batch> + use<I> {
+    batched(Shuffle::new(contexts, SHUFFLE_BUFFER, seed), normalizer)
+}
+
+/// Normalised batches of [`BATCH`] of an already shuffled stream, the last
+/// partial batch kept.
+pub fn batched<I: Iterator<Item = Context>>(
+    mut shuffled: I,
+    normalizer: &Normalizer,
+) -> impl Iterator<Item = Batch> + use<I> {
     let normalizer = normalizer.clone();
-    let mut shuffled = Shuffle::new(contexts, SHUFFLE_BUFFER, seed);
     std::iter::from_fn(move || {
         let first = shuffled.next()?;
         let mut batch = Batch {

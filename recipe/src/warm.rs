@@ -1,0 +1,311 @@
+//! The recipe's warm stages over a prepared feature cache: fit the
+//! normalizer, count the eligible contexts (rebuilding targets from the
+//! events and recounting validity from the sources, independently of the
+//! cache), and run one loader epoch. Every cache file is read through
+//! [`CacheView`], which checks it against the cache's manifest by SHA-256,
+//! so a file altered between stages fails the stage.
+
+use crate::contract::{FRAME_SAMPLES, FRAME_STRIDE, N_FEATURES, frame_count};
+use crate::frozen::{self, Frozen};
+use crate::loader::{self, Batch, Context};
+use crate::normalizer::{Moments, Normalizer};
+use crate::targets::{self, CONTEXT_FRAMES};
+use crate::{cache, events, npy, source};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST: &str = "manifest.json";
+/// The context index, inside the (private) cache: it names series.
+pub const CONTEXTS: &str = "contexts.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum WarmError {
+    #[error("{0}")]
+    Integrity(String),
+    #[error("{path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("{0}")]
+    Input(String),
+}
+
+fn io(path: &Path) -> impl FnOnce(std::io::Error) -> WarmError + '_ {
+    move |source| WarmError::Io { path: path.display().to_string(), source }
+}
+
+/// A cache whose every read is checked against its manifest.
+pub struct CacheView {
+    dir: PathBuf,
+    files: HashMap<String, String>,
+}
+
+#[derive(Deserialize)]
+struct ManifestFile {
+    files: BTreeMap<String, ManifestEntry>,
+}
+
+#[derive(Deserialize)]
+struct ManifestEntry {
+    sha256: String,
+}
+
+impl CacheView {
+    pub fn open(dir: &Path) -> Result<CacheView, WarmError> {
+        let path = dir.join(MANIFEST);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        let m: ManifestFile = serde_json::from_slice(&bytes).map_err(|e| {
+            WarmError::Integrity(format!("{MANIFEST} is not a cache manifest: {e}"))
+        })?;
+        let files = m.files.into_iter().map(|(k, v)| (k, v.sha256)).collect();
+        Ok(CacheView { dir: dir.to_path_buf(), files })
+    }
+
+    /// The bytes of `rel`, after checking them against the manifest.
+    pub fn read(&self, rel: &str) -> Result<Vec<u8>, WarmError> {
+        let expected = self
+            .files
+            .get(rel)
+            .ok_or_else(|| WarmError::Integrity(format!("{rel} is not in the cache manifest")))?;
+        let path = self.dir.join(rel);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        if hex(&Sha256::digest(&bytes)) != *expected {
+            return Err(WarmError::Integrity(format!(
+                "cache file {rel} has changed since it was prepared (its SHA-256 differs from the manifest)"
+            )));
+        }
+        Ok(bytes)
+    }
+
+    /// A series' features `[frames, 5]` and validity `[frames]`.
+    pub fn series(&self, id: &str) -> Result<(Vec<f32>, Vec<bool>), WarmError> {
+        let [values, valid] = cache::files(id);
+        let bad = |f: &str, e: std::io::Error| WarmError::Integrity(format!("{f}: {e}"));
+        let (v, cols) = npy::read_f32_2d(&self.read(&values)?).map_err(|e| bad(&values, e))?;
+        let ok = npy::read_bool_1d(&self.read(&valid)?).map_err(|e| bad(&valid, e))?;
+        if cols != N_FEATURES || v.len() != ok.len() * N_FEATURES {
+            return Err(WarmError::Integrity(format!("{values} does not match {valid}")));
+        }
+        Ok((v, ok))
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Fits the normalizer over the training series, in series-id order.
+pub fn fit_normalizer(frozen: &Frozen, cache: &CacheView) -> Result<Normalizer, WarmError> {
+    let mut train: Vec<_> = frozen.train().collect();
+    train.sort_by(|a, b| a.id.cmp(&b.id));
+    let mut parts = Vec::with_capacity(train.len());
+    for s in train {
+        let (values, valid) = cache.series(&s.id)?;
+        parts.push(Moments::of_series(&values, &valid));
+    }
+    Ok(Normalizer::fit(&parts))
+}
+
+/// The eligible contexts of every training series, in canonical order.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ContextIndex {
+    pub contract: String,
+    pub series: Vec<SeriesContexts>,
+    /// Series whose events hold a step outside the contract (all targets unknown).
+    pub invalid_event_series: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SeriesContexts {
+    pub id: String,
+    pub frames: u64,
+    pub blocks: Vec<u32>,
+}
+
+impl ContextIndex {
+    pub fn eligible(&self) -> u64 {
+        self.series.iter().map(|s| s.blocks.len() as u64).sum()
+    }
+}
+
+/// Per training series, frame targets from the events (all unknown for a
+/// series whose events break the contract), and the count of such series.
+fn frame_targets_by_series(
+    dataset: &Path,
+    frozen: &Frozen,
+) -> Result<(BTreeMap<String, Vec<i8>>, u64), WarmError> {
+    let path = dataset.join(frozen::EVENTS_FILE);
+    let bytes = std::fs::read(&path).map_err(io(&path))?;
+    let known = frozen.series.iter().map(|s| s.id.clone()).collect();
+    let all = events::parse(&bytes, frozen::EVENTS_FILE, Some(&known))
+        .map_err(|e| WarmError::Input(e.to_string()))?;
+    let mut by_series: HashMap<&str, Vec<&events::Event>> = HashMap::new();
+    for e in &all {
+        by_series.entry(e.series_id.as_str()).or_default().push(e);
+    }
+    let mut out = BTreeMap::new();
+    let mut invalid = 0;
+    for s in frozen.train() {
+        let samples = s.samples as usize;
+        let evs = by_series.get(s.id.as_str()).map(Vec::as_slice).unwrap_or(&[]);
+        let labels = match targets::sample_labels(evs, samples) {
+            Ok(l) => l,
+            Err(_) => {
+                invalid += 1;
+                vec![targets::UNKNOWN; samples]
+            }
+        };
+        out.insert(s.id.clone(), targets::frame_targets(&labels, frame_count(samples)));
+    }
+    Ok((out, invalid))
+}
+
+/// Frame validity recounted from the source rows, independently of the
+/// feature extraction: all 12 `enmo` and `anglez` values finite.
+fn valid_from_source(enmo: &[f32], anglez: &[f32]) -> Vec<bool> {
+    (0..frame_count(enmo.len()))
+        .map(|f| {
+            let r = f * FRAME_STRIDE..f * FRAME_STRIDE + FRAME_SAMPLES;
+            enmo[r.clone()].iter().chain(&anglez[r]).all(|x| x.is_finite())
+        })
+        .collect()
+}
+
+/// Builds the context index: targets from the events, validity from the
+/// cache, cross-checked against validity recounted from the sources.
+pub fn count_contexts(
+    dataset: &Path,
+    frozen: &Frozen,
+    cache: &CacheView,
+) -> Result<ContextIndex, WarmError> {
+    let (targets, invalid_event_series) = frame_targets_by_series(dataset, frozen)?;
+    let mut series = Vec::new();
+    for (id, frame_targets) in &targets {
+        let entry = frozen.series.iter().find(|s| &s.id == id).expect("a training series");
+        let (_, valid) = cache.series(id)?;
+        let path = dataset.join(&entry.file);
+        let bytes = std::fs::read(&path).map_err(io(&path))?;
+        if hex(&Sha256::digest(&bytes)) != entry.sha256 {
+            return Err(WarmError::Integrity(format!(
+                "{} has changed since freezing (its SHA-256 differs from frozen.json)",
+                entry.file
+            )));
+        }
+        let rows = source::read_series(bytes.into(), &entry.file, id)
+            .map_err(|e| WarmError::Input(e.to_string()))?;
+        if valid_from_source(&rows.enmo, &rows.anglez) != valid {
+            return Err(WarmError::Integrity(format!(
+                "the cache's validity of a series disagrees with its source ({})",
+                cache::files(id)[1]
+            )));
+        }
+        let blocks = targets::eligible_contexts(&valid, frame_targets);
+        series.push(SeriesContexts { id: id.clone(), frames: valid.len() as u64, blocks });
+    }
+    Ok(ContextIndex { contract: crate::contract::VERSION.into(), series, invalid_event_series })
+}
+
+/// What one loader epoch measured.
+#[derive(Clone, Debug, Default)]
+pub struct EpochStats {
+    pub batches: u64,
+    pub contexts: u64,
+    pub final_batch: u64,
+    /// Seconds the consumer waited for each next batch, in order.
+    pub waits_s: Vec<f64>,
+    /// SHA-256 over the canonical positions (series index, block) of every
+    /// context in delivery order: equal for equal seeds.
+    pub order_sha256: String,
+}
+
+/// One epoch through the loader: every eligible context once, shuffled,
+/// batched, normalised, prefetched on a background thread. `consume` sees
+/// each batch as the model would.
+pub fn loader_epoch(
+    dataset_targets: (&Path, &Frozen),
+    cache: CacheView,
+    index: &ContextIndex,
+    normalizer: &Normalizer,
+    seed: u64,
+    mut consume: impl FnMut(&Batch),
+) -> Result<EpochStats, WarmError> {
+    let (dataset, frozen) = dataset_targets;
+    let (targets, _) = frame_targets_by_series(dataset, frozen)?;
+    let index = index.clone();
+    let (err_tx, err_rx) = std::sync::mpsc::channel();
+    // Contexts in canonical order, series loaded one at a time.
+    let contexts = index.series.into_iter().enumerate().flat_map(move |(si, s)| {
+        let loaded = cache.series(&s.id);
+        let t = targets.get(&s.id).cloned().unwrap_or_default();
+        let err_tx = err_tx.clone();
+        let (values, ok) = match loaded {
+            Ok(v) => (Some(v.0), true),
+            Err(e) => {
+                let _ = err_tx.send(e);
+                (None, false)
+            }
+        };
+        s.blocks
+            .into_iter()
+            .filter(move |_| ok)
+            .map(move |b| {
+                let r = b as usize * CONTEXT_FRAMES..(b as usize + 1) * CONTEXT_FRAMES;
+                let v = values.as_ref().expect("loaded");
+                let mut c = Context {
+                    x: v[r.start * N_FEATURES..r.end * N_FEATURES].to_vec(),
+                    y: t[r].to_vec(),
+                };
+                c.x.shrink_to_fit();
+                (si as u32, b, c)
+            })
+            .collect::<Vec<_>>()
+    });
+    let mut order = Sha256::new();
+    let mut positions = Vec::new();
+    let tagged = loader::Shuffle::new(contexts, loader::SHUFFLE_BUFFER, seed);
+    // Positions travel beside the batches through the same shuffle.
+    let (pos_tx, pos_rx) = std::sync::mpsc::channel();
+    let batches = loader::batched(
+        tagged.map(move |(si, b, c)| {
+            let _ = pos_tx.send((si, b));
+            c
+        }),
+        normalizer,
+    );
+    let mut stats = EpochStats::default();
+    let mut it = loader::prefetched(batches, 2);
+    loop {
+        let t = std::time::Instant::now();
+        let Some(batch) = it.next() else { break };
+        stats.waits_s.push(t.elapsed().as_secs_f64());
+        consume(&batch);
+        stats.batches += 1;
+        stats.contexts += batch.len as u64;
+        stats.final_batch = batch.len as u64;
+    }
+    positions.extend(pos_rx.try_iter());
+    if let Ok(e) = err_rx.try_recv() {
+        return Err(e);
+    }
+    for (si, b) in &positions {
+        order.update(si.to_le_bytes());
+        order.update(b.to_le_bytes());
+    }
+    stats.order_sha256 = hex(&order.finalize());
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::valid_from_source;
+
+    #[test]
+    fn validity_recount_needs_all_twelve_values_finite() {
+        let mut enmo = vec![0.0f32; 30];
+        let anglez = vec![0.0f32; 30];
+        // 30 samples: frames start at 0, 6, 12 and 18.
+        assert_eq!(valid_from_source(&enmo, &anglez), [true; 4]);
+        enmo[13] = f32::NAN; // in frames 1 (6..18) and 2 (12..24)
+        assert_eq!(valid_from_source(&enmo, &anglez), [true, false, false, true]);
+    }
+}
