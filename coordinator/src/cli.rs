@@ -147,6 +147,9 @@ struct RunArgs {
     /// Trials mode: warm-up trials of every stage, recorded but not counted.
     #[arg(long, default_value_t = 1)]
     warmup: u32,
+    /// Profile mode: the loader's shuffle seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
     /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,
     /// measured with its whole process tree; repeatable. Runs after --stage stages.
     #[arg(long = "command", value_name = "CMD ARGS")]
@@ -381,11 +384,15 @@ fn init_logging() {
 }
 
 fn resolve(args: RunArgs) -> Result<RunPlan, String> {
-    if args.mode == Mode::ColdPrep && !(args.stages.is_empty() && args.commands.is_empty()) {
-        return Err(
-            "--stage and --command apply to --mode diagnostic and --mode trials, not cold-prep"
-                .into(),
-        );
+    let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile);
+    if recipe_mode && !(args.stages.is_empty() && args.commands.is_empty()) {
+        return Err(format!(
+            "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
+            args.mode.as_str()
+        ));
+    }
+    if args.mode == Mode::Profile && args.isolation == Isolation::Run {
+        return Err("--mode profile runs each stage in a fresh process; --isolation run is not built for it yet".into());
     }
     if args.names.len() > args.commands.len() {
         return Err(format!(
@@ -460,6 +467,7 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         data: args.data,
         trials: args.trials,
         warmup: args.warmup,
+        seed: args.seed,
         quiet: args.quiet,
     })
 }

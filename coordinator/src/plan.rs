@@ -14,6 +14,9 @@ pub enum Mode {
     /// Repeated trials of each stage, every trial in a fresh worker process,
     /// interleaved across stages, with statistics.
     Trials,
+    /// The recipe stage by stage: verify, cold cache preparation, normalizer
+    /// fit, context counting, a loader epoch, verify (model stages to come).
+    Profile,
 }
 
 impl Mode {
@@ -22,6 +25,7 @@ impl Mode {
             Mode::Diagnostic => "diagnostic",
             Mode::ColdPrep => "cold-prep",
             Mode::Trials => "trials",
+            Mode::Profile => "profile",
         }
     }
 }
@@ -86,6 +90,8 @@ pub struct RunPlan {
     pub trials: u32,
     /// Trials mode: warm-up trials per stage, recorded but not counted.
     pub warmup: u32,
+    /// Profile: the loader's shuffle seed.
+    pub seed: u64,
     pub quiet: bool,
 }
 

@@ -80,10 +80,14 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let (phases, per_job, fingerprint) = match plan.mode {
         Mode::Diagnostic => (modes::diagnostic::phases(plan), true, None),
         Mode::Trials => (modes::trials::phases(plan), true, None),
-        Mode::ColdPrep => {
+        Mode::ColdPrep | Mode::Profile => {
             let (dir, frozen) =
                 crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
-            (modes::cold_prep::phases(plan, &dir, &frozen), false, Some(frozen.fingerprint.clone()))
+            let phases = match plan.mode {
+                Mode::Profile => modes::profile::phases(plan, &dir, &frozen),
+                _ => modes::cold_prep::phases(plan, &dir, &frozen),
+            };
+            (phases, false, Some(frozen.fingerprint.clone()))
         }
     };
     let dir = match &plan.output {
@@ -176,7 +180,7 @@ fn run_in(
         std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
     let crate::launch::Bound { listener, endpoint, socket_dir } = bound;
-    let (outcomes, interrupted) = runtime
+    let (mut outcomes, interrupted) = runtime
         .block_on(supervise_run(plan, phases, listener, endpoint, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
     let run_wall = started.elapsed();
@@ -186,7 +190,10 @@ fn run_in(
     if let Some(signal) = interrupted {
         return Err(RunError::Interrupted { signal });
     }
-    for p in &outcomes {
+    for p in &mut outcomes {
+        if let Some(e) = p.after_error.take() {
+            return Err(e);
+        }
         if let Some(msg) = &p.dispatch.launch_error {
             return Err(fail(None, None, "internal", msg.clone()));
         }
@@ -330,8 +337,13 @@ async fn supervise_run(
             // any measured wall, so no phase pays for another's writeback.
             flush_filesystem(run_dir);
         }
-        outcomes.push(PhaseOutcome { phase, dispatch: d });
-        if failed {
+        let mut outcome = PhaseOutcome { phase, dispatch: d, after_error: None };
+        if let (false, Some(after)) = (failed, outcome.phase.after) {
+            outcome.after_error = after(run_dir, &outcome).err();
+        }
+        let stop = failed || outcome.after_error.is_some();
+        outcomes.push(outcome);
+        if stop {
             break;
         }
     }

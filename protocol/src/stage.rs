@@ -30,6 +30,14 @@ pub enum Stage {
     /// Runs a user's command line with `sh -c`, measured with its whole
     /// process tree; a non-zero exit fails the stage.
     Command { name: String, line: String },
+    /// Fits the normalizer over the training series of a prepared cache
+    /// (relative to the run directory) and writes `normalizer.json`.
+    FitNormalizer { dataset: String, cache: String },
+    /// Rebuilds targets from the events, recounts validity from the sources,
+    /// and writes the context index into the cache.
+    CountContexts { dataset: String, cache: String },
+    /// One loader epoch over the context index with the fitted normalizer.
+    LoaderEpoch { dataset: String, cache: String, seed: u64 },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -60,6 +68,9 @@ impl Stage {
             Stage::VerifySources { .. } => "verify_sources",
             Stage::PrepareSeries { .. } => "prepare_series",
             Stage::Command { .. } => "command",
+            Stage::FitNormalizer { .. } => "fit_normalizer",
+            Stage::CountContexts { .. } => "count_contexts",
+            Stage::LoaderEpoch { .. } => "loader_epoch",
         }
     }
 }

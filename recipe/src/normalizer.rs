@@ -144,7 +144,7 @@ mod tests {
         let (va, vb) = (vec![true; 100], vec![true; 60]);
         let merged = Moments::of_series(&a, &va).merge(&Moments::of_series(&b, &vb));
         let all: Vec<f32> = a.iter().chain(&b).copied().collect();
-        let one = Moments::of_series(&all, &vec![true; 160]);
+        let one = Moments::of_series(&all, &[true; 160]);
         assert_eq!(merged.count, one.count);
         for k in 0..N_FEATURES {
             assert!((merged.mean[k] - one.mean[k]).abs() <= 1e-9 * one.mean[k].abs().max(1.0));

@@ -309,3 +309,39 @@ mod tests {
         assert_eq!(valid_from_source(&enmo, &anglez), [true, false, false, true]);
     }
 }
+
+#[cfg(test)]
+mod cache_view_tests {
+    use super::*;
+
+    #[test]
+    fn a_cache_file_changed_after_its_manifest_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let [values, valid] = cache::files("s1");
+        std::fs::create_dir_all(dir.path().join("s1")).unwrap();
+        let v = npy::f32_2d(&[0.5; 10], N_FEATURES);
+        let ok = npy::bool_1d(&[true, false]);
+        std::fs::write(dir.path().join(&values), &v).unwrap();
+        std::fs::write(dir.path().join(&valid), &ok).unwrap();
+        let manifest = serde_json::json!({ "files": {
+            values.clone(): { "sha256": hex(&Sha256::digest(&v)) },
+            valid.clone(): { "sha256": hex(&Sha256::digest(&ok)) },
+        }});
+        std::fs::write(dir.path().join(MANIFEST), manifest.to_string()).unwrap();
+        let view = CacheView::open(dir.path()).unwrap();
+        let (x, m) = view.series("s1").unwrap();
+        assert_eq!((x.len(), m), (10, vec![true, false]));
+
+        let mut changed = v.clone();
+        *changed.last_mut().unwrap() ^= 1;
+        std::fs::write(dir.path().join(&values), &changed).unwrap();
+        let e = view.series("s1").unwrap_err().to_string();
+        assert!(e.contains("s1/values.npy has changed since it was prepared"), "{e}");
+        assert!(
+            view.read("s2/values.npy")
+                .unwrap_err()
+                .to_string()
+                .contains("not in the cache manifest")
+        );
+    }
+}

@@ -34,19 +34,42 @@ const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "wri
 
 pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
     let mut numbers = JobNumbers::default();
+    vec![
+        verify_phase(&mut numbers, VERIFY_BEFORE, dataset),
+        prepare_phase(&mut numbers, SERIAL, SERIAL_CACHE, 1, dataset, frozen),
+        prepare_phase(&mut numbers, PARALLEL, PARALLEL_CACHE, plan.workers, dataset, frozen),
+        verify_phase(&mut numbers, VERIFY_AFTER, dataset),
+    ]
+}
+
+/// One worker re-hashing every source file against frozen.json.
+pub fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
     let data = dataset.to_string_lossy().into_owned();
-    let verify = |numbers: &mut JobNumbers, key: &str| Phase {
+    Phase {
         key: key.into(),
-        jobs: vec![numbers.job(key.into(), Stage::VerifySources { dataset: data.clone() })],
+        jobs: vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
         workers: 1,
         jobs_per_process: 1,
         cache: None,
         progress: crate::progress::Style::LinePerJob,
-    };
-    // Largest first, so the last series to start is a short one.
+        after: None,
+    }
+}
+
+/// Every training series prepared into `cache` by `workers` processes, the
+/// largest series first, so the last to start is a short one.
+pub fn prepare_phase(
+    numbers: &mut JobNumbers,
+    key: &str,
+    cache: &str,
+    workers: u32,
+    dataset: &Path,
+    frozen: &Frozen,
+) -> Phase {
+    let data = dataset.to_string_lossy().into_owned();
     let mut train: Vec<_> = frozen.train().collect();
     train.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
-    let prepare = |numbers: &mut JobNumbers, key: &str, cache: &str, workers: u32| Phase {
+    Phase {
         key: key.into(),
         jobs: train
             .iter()
@@ -65,16 +88,11 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
         progress: crate::progress::Style::Counter,
-    };
-    vec![
-        verify(&mut numbers, VERIFY_BEFORE),
-        prepare(&mut numbers, SERIAL, SERIAL_CACHE, 1),
-        prepare(&mut numbers, PARALLEL, PARALLEL_CACHE, plan.workers),
-        verify(&mut numbers, VERIFY_AFTER),
-    ]
+        after: None,
+    }
 }
 
-fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome, RunError> {
+pub fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome, RunError> {
     outcomes
         .iter()
         .find(|p| p.phase.key == key)
@@ -125,10 +143,10 @@ pub fn assemble(
     Ok(())
 }
 
-type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
+pub type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
 
 /// Checks one preparation phase's cache, writes its manifest, and sums it up.
-fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
+pub fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let cache = p.phase.cache.clone().expect("preparation phases have a cache");
     let results: Vec<_> = p.results().collect();
     if results.len() != p.phase.jobs.len() {
@@ -221,6 +239,10 @@ fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
         samples: sum("samples") as u64,
         frames: sum("frames") as u64,
         valid_frames: sum("valid_frames") as u64,
+        eligible_contexts: None,
+        batches: None,
+        final_batch: None,
+        invalid_event_series: None,
     };
     let side = PrepSide {
         wall_s,

@@ -17,6 +17,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         jobs_per_process: plan.isolation.jobs_per_process(),
         cache: None,
         progress: crate::progress::Style::LinePerJob,
+        after: None,
     }]
 }
 

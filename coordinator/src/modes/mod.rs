@@ -5,6 +5,7 @@
 
 pub mod cold_prep;
 pub mod diagnostic;
+pub mod profile;
 pub mod trials;
 
 use crate::dispatch::DispatchOutcome;
@@ -27,12 +28,21 @@ pub struct Phase {
     pub cache: Option<String>,
     /// How a person sees the phase progress.
     pub progress: crate::progress::Style,
+    /// Run by the coordinator after the phase succeeded and before the next
+    /// starts (outside every measured wall): e.g. writing a cache manifest
+    /// the next phase's workers check their reads against.
+    pub after: Option<AfterPhase>,
 }
+
+/// A coordinator step between phases: the run directory and the phase's outcome.
+pub type AfterPhase = fn(&Path, &PhaseOutcome) -> Result<(), RunError>;
 
 /// A phase and what happened in it.
 pub struct PhaseOutcome {
     pub phase: Phase,
     pub dispatch: DispatchOutcome,
+    /// What the phase's `after` step refused, if anything.
+    pub after_error: Option<RunError>,
 }
 
 impl PhaseOutcome {
@@ -184,5 +194,6 @@ pub fn assemble(
         crate::plan::Mode::Diagnostic => diagnostic::assemble(cx.dir, outcomes, report),
         crate::plan::Mode::ColdPrep => cold_prep::assemble(cx.dir, outcomes, report),
         crate::plan::Mode::Trials => trials::assemble(cx, outcomes, report),
+        crate::plan::Mode::Profile => profile::assemble(cx.dir, outcomes, report),
     }
 }

@@ -35,6 +35,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         jobs_per_process: 1,
         cache: None,
         progress: crate::progress::Style::Trials { warmup: plan.warmup, trials: plan.trials },
+        after: None,
     }]
 }
 

@@ -94,6 +94,36 @@ pub fn summary_markdown(r: &Report) -> String {
             r.caches_identical.unwrap_or(false)
         );
     }
+    if let Some(c) = r.counts.as_ref().filter(|c| c.eligible_contexts.is_some()) {
+        let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "–".into());
+        let _ = writeln!(s, "\n## Recipe profile\n");
+        let _ = writeln!(
+            s,
+            "{} training series, {} frames ({} valid, all fitted by the normalizer); {} eligible contexts of 240 frames in {} batches of 32 ({} in the last); {} series with invalid event steps.",
+            c.train_series,
+            c.frames,
+            c.valid_frames,
+            n(c.eligible_contexts),
+            n(c.batches),
+            n(c.final_batch),
+            n(c.invalid_event_series)
+        );
+        if let Some(l) = r.stages.get("warm_loader_epoch") {
+            let f = |k: &str| l.figures.get(k).copied().unwrap_or(f64::NAN);
+            let _ = writeln!(
+                s,
+                "\nLoader epoch: first batch after {}, median wait {}, p95 wait {}, {:.0} contexts/s.",
+                duration(f("first_wait_s")),
+                duration(f("median_wait_s")),
+                duration(f("p95_wait_s")),
+                f("contexts_per_s")
+            );
+        }
+        let _ = writeln!(
+            s,
+            "\n\"Cold\" is the feature cache, not the OS page cache. Peak RSS is each stage's own fresh process's lifetime peak."
+        );
+    }
     if let Some(trials) = &r.trials {
         let _ = writeln!(s, "\n## Trials (wall time)\n");
         let _ = writeln!(

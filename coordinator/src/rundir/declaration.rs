@@ -73,6 +73,12 @@ impl Declaration {
         );
         parameters.insert("termination_grace_s".into(), secs(plan.grace));
         parameters.insert("launcher".into(), plan.launcher.as_str().into());
+        if plan.mode == crate::plan::Mode::Profile {
+            parameters.insert("seed".into(), plan.seed.into());
+            parameters.insert("batch".into(), recipe::loader::BATCH.into());
+            parameters.insert("shuffle_buffer".into(), recipe::loader::SHUFFLE_BUFFER.into());
+            parameters.insert("context_frames".into(), recipe::targets::CONTEXT_FRAMES.into());
+        }
         if plan.mode == crate::plan::Mode::Trials {
             parameters.insert("trials".into(), plan.trials.into());
             parameters.insert("warmup".into(), plan.warmup.into());

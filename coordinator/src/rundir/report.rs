@@ -100,6 +100,17 @@ pub struct Counts {
     pub samples: u64,
     pub frames: u64,
     pub valid_frames: u64,
+    /// Profile: eligible 240-frame contexts of the training series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible_contexts: Option<u64>,
+    /// Profile: batches of 32 in one epoch, and contexts in the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_batch: Option<u64>,
+    /// Profile: training series whose events break the target contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_event_series: Option<u64>,
 }
 
 /// One side of a cold-prep comparison.

@@ -5,6 +5,7 @@ mod artifact;
 mod command;
 mod diagnostic;
 mod prepare;
+mod warm;
 
 pub use artifact::write_artifact;
 
@@ -42,6 +43,9 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
     match stage {
         Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
         Stage::Command { line, .. } => command::run(line),
+        Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch { .. } => {
+            warm::run(stage, ctx)
+        }
         _ => diagnostic::run(stage, ctx),
     }
 }

@@ -1,0 +1,103 @@
+//! `--mode profile`: the recipe's data stages, each in a fresh worker,
+//! handing each other only hash-checked artifacts; counts consistent with
+//! each other, and the same seed giving the same normalizer, contexts and
+//! loader order.
+
+use harness::data::{Raw, tiny};
+use harness::{coordinator, json, run};
+use std::path::{Path, PathBuf};
+
+fn profile(
+    data: &Path,
+    seed: &str,
+    keep: &mut Vec<tempfile::TempDir>,
+) -> (PathBuf, harness::Finished) {
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--mode", "profile", "--seed", seed, "--data"]).arg(data);
+    let f = run(c);
+    keep.push(tmp);
+    (out, f)
+}
+
+fn read(p: PathBuf) -> Vec<u8> {
+    std::fs::read(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
+}
+
+#[test]
+fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
+    let mut keep = Vec::new();
+    let (a, f) = profile(&tiny().frozen, "0", &mut keep);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&a.join("report.json"));
+    let keys: Vec<&String> = r["stages"].as_object().unwrap().keys().collect();
+    for k in [
+        "verify_before",
+        "cold_feature_cache_prepare",
+        "warm_fit_normalizer",
+        "count_eligible_contexts",
+        "warm_loader_epoch",
+        "verify_after",
+    ] {
+        assert!(keys.iter().any(|x| *x == k), "no stage {k} in {keys:?}");
+    }
+    let c = &r["counts"];
+    let eligible = c["eligible_contexts"].as_u64().unwrap();
+    let batches = c["batches"].as_u64().unwrap();
+    assert!(eligible >= 2, "the tiny cohort should have contexts to shuffle: {c}");
+    assert_eq!(batches, eligible.div_ceil(32), "{c}");
+    assert_eq!(c["final_batch"].as_u64().unwrap(), eligible - 32 * (batches - 1), "{c}");
+    let normalizer = json(&a.join("normalizer.json"));
+    assert_eq!(normalizer["count"], c["valid_frames"], "fitted on every valid frame");
+    let loader = &r["stages"]["warm_loader_epoch"]["figures"];
+    assert_eq!(loader["contexts"].as_f64(), Some(eligible as f64));
+    assert!(loader["p95_wait_s"].as_f64().unwrap() >= loader["median_wait_s"].as_f64().unwrap());
+    // Every stage ran in its own process.
+    let ranks: Vec<u64> =
+        r["stages"].as_object().unwrap().values().filter_map(|s| s["worker"].as_u64()).collect();
+    let mut unique = ranks.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(unique.len(), ranks.len(), "{ranks:?}");
+    let mut v = coordinator();
+    v.arg("verify").arg(&a);
+    assert_eq!(run(v).code(), Some(0));
+
+    let (b, f) = profile(&tiny().frozen, "0", &mut keep);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let (c1, f) = profile(&tiny().frozen, "1", &mut keep);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    for file in ["normalizer.json", "private-feature-cache/contexts.json", "loader-order.sha256"] {
+        assert_eq!(read(a.join(file)), read(b.join(file)), "{file} differs for the same seed");
+    }
+    assert_eq!(read(a.join("normalizer.json")), read(c1.join("normalizer.json")));
+    assert_ne!(
+        read(a.join("loader-order.sha256")),
+        read(c1.join("loader-order.sha256")),
+        "another seed delivered the same order"
+    );
+}
+
+#[test]
+fn an_empty_eligible_set_fails_the_run_with_a_clear_error() {
+    // One night of ten samples per series: no 240-frame block has every target known.
+    let tmp = tempfile::tempdir().unwrap();
+    let raw = tmp.path().join("raw");
+    std::fs::create_dir(&raw).unwrap();
+    let r = Raw::valid(3000);
+    r.write(&raw.join("train_series.parquet"));
+    std::fs::write(raw.join("train_events.csv"), r.events()).unwrap();
+    let frozen = tmp.path().join("frozen");
+    let mut c = coordinator();
+    c.args(["dataset", "freeze", "--series"]).arg(raw.join("train_series.parquet"));
+    c.arg("--events").arg(raw.join("train_events.csv")).arg("--out").arg(&frozen);
+    assert_eq!(run(c).code(), Some(0));
+
+    let mut keep = Vec::new();
+    let (out, f) = profile(&frozen, "0", &mut keep);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("no eligible context"), "{}", f.stderr);
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["stage"], "count_eligible_contexts");
+    assert!(!out.join("report.json").exists());
+    f.assert_no_worker_left();
+}
