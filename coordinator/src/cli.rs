@@ -408,7 +408,13 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     };
     let mut stages = spellings
         .iter()
-        .map(|s| s.parse().map_err(|e| format!("--stage {s}: {e}")))
+        .map(|s| match crate::modes::profile::recipe_stage(s, args.seed) {
+            Some(_) if args.mode != Mode::Trials => Err(format!(
+                "--stage {s}: recipe stages repeat in --mode trials (--mode profile runs them all once)"
+            )),
+            Some(stage) => Ok(stage),
+            None => s.parse().map_err(|e| format!("--stage {s}: {e}")),
+        })
         .collect::<Result<Vec<_>, _>>()?;
     for (i, line) in args.commands.iter().enumerate() {
         if line.trim().is_empty() {
@@ -542,14 +548,14 @@ fn print_trials(
     // Warnings every stage shares (machine load) are printed once, below.
     let shared = crate::rundir::report::shared_warnings(trials);
     println!(
-        "  {:<16} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
+        "  {:<24} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
         "trials (wall)", "n", "median", "95% CI of median", "stdev", "MAD", "outliers", "n for 1%"
     );
     for k in keys {
         let t = &trials[k];
         let w = &t.summary["wall_s"];
         println!(
-            "  {:<16} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
+            "  {:<24} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
             k,
             t.n,
             crate::render::duration(w.median),

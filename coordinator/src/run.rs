@@ -77,9 +77,23 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display()))
     })?;
     // Everything about the input is checked before the run directory exists.
-    let (phases, per_job, fingerprint) = match plan.mode {
-        Mode::Diagnostic => (modes::diagnostic::phases(plan), true, None),
-        Mode::Trials => (modes::trials::phases(plan), true, None),
+    let filled;
+    let (plan, phases, per_job, fingerprint) = match plan.mode {
+        Mode::Diagnostic => (plan, modes::diagnostic::phases(plan), true, None),
+        Mode::Trials if plan.stages.iter().any(|s| modes::profile::recipe_name(&s.stage)) => {
+            // Recipe stages read a dataset: resolve it, and prepare their
+            // prerequisites once before the trials.
+            let (dir, frozen) =
+                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
+            let mut p = plan.clone();
+            for s in &mut p.stages {
+                modes::profile::with_dataset(&mut s.stage, &dir);
+            }
+            filled = p;
+            let phases = modes::trials::phases(&filled, Some((&dir, &frozen)));
+            (&filled, phases, true, Some(frozen.fingerprint.clone()))
+        }
+        Mode::Trials => (plan, modes::trials::phases(plan, None), true, None),
         Mode::ColdPrep | Mode::Profile => {
             let (dir, frozen) =
                 crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
@@ -87,7 +101,7 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
                 Mode::Profile => modes::profile::phases(plan, &dir, &frozen),
                 _ => modes::cold_prep::phases(plan, &dir, &frozen),
             };
-            (phases, false, Some(frozen.fingerprint.clone()))
+            (plan, phases, false, Some(frozen.fingerprint.clone()))
         }
     };
     let dir = match &plan.output {
@@ -98,7 +112,7 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
 
     let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
     let stages = match plan.mode {
-        Mode::Trials => modes::trials::declared(plan),
+        Mode::Trials => modes::trials::declared(plan, &phases),
         _ => modes::declared(&phases, per_job),
     };
     let declaration = Declaration::from_plan(plan, stages, fingerprint, worker_sha);
@@ -301,7 +315,8 @@ async fn supervise_run(
     });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();
-    for phase in phases {
+    let mut pending = std::collections::VecDeque::from(phases);
+    while let Some(phase) = pending.pop_front() {
         if cancel.is_cancelled() {
             break;
         }
@@ -339,7 +354,7 @@ async fn supervise_run(
         }
         let mut outcome = PhaseOutcome { phase, dispatch: d, after_error: None };
         if let (false, Some(after)) = (failed, outcome.phase.after) {
-            outcome.after_error = after(run_dir, &outcome).err();
+            outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
         }
         let stop = failed || outcome.after_error.is_some();
         outcomes.push(outcome);

@@ -36,8 +36,15 @@ pub enum Stage {
     /// Rebuilds targets from the events, recounts validity from the sources,
     /// and writes the context index into the cache.
     CountContexts { dataset: String, cache: String },
-    /// One loader epoch over the context index with the fitted normalizer.
-    LoaderEpoch { dataset: String, cache: String, seed: u64 },
+    /// One loader epoch over the context index with the fitted normalizer;
+    /// both files are checked against the SHA-256 their stages reported.
+    LoaderEpoch {
+        dataset: String,
+        cache: String,
+        seed: u64,
+        normalizer_sha256: String,
+        contexts_sha256: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -68,9 +75,9 @@ impl Stage {
             Stage::VerifySources { .. } => "verify_sources",
             Stage::PrepareSeries { .. } => "prepare_series",
             Stage::Command { .. } => "command",
-            Stage::FitNormalizer { .. } => "fit_normalizer",
-            Stage::CountContexts { .. } => "count_contexts",
-            Stage::LoaderEpoch { .. } => "loader_epoch",
+            Stage::FitNormalizer { .. } => "warm_fit_normalizer",
+            Stage::CountContexts { .. } => "count_eligible_contexts",
+            Stage::LoaderEpoch { .. } => "warm_loader_epoch",
         }
     }
 }

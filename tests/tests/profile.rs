@@ -101,3 +101,41 @@ fn an_empty_eligible_set_fails_the_run_with_a_clear_error() {
     assert!(!out.join("report.json").exists());
     f.assert_no_worker_left();
 }
+
+#[test]
+fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--data"]).arg(&tiny().frozen);
+    c.args(["--stage", "warm_loader_epoch", "--stage", "warm_fit_normalizer"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    for k in ["warm_loader_epoch", "warm_fit_normalizer"] {
+        assert_eq!(r["trials"][k]["n"], 2, "{k}");
+    }
+    // Prepared once, untimed as trials: the cache, the normalizer, the context index.
+    for k in [
+        "prerequisite:cold_feature_cache_prepare",
+        "prerequisite:warm_fit_normalizer",
+        "prerequisite:count_eligible_contexts",
+    ] {
+        assert!(r["stages"][k].is_object(), "no {k}");
+        assert!(r["trials"][k].is_null(), "{k} counted as a trial");
+    }
+    let artifacts: Vec<&str> =
+        r["artifacts"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert!(artifacts.contains(&"normalizer.json"), "{artifacts:?}");
+    // Every trial in a fresh process (prepare 1 + fit 1 + count 1 + 4 trials).
+    let mut pids = f.worker_pids();
+    assert_eq!(pids.len(), 7, "{pids:?}");
+    pids.sort();
+    pids.dedup();
+    assert_eq!(pids.len(), 7);
+    f.assert_no_worker_left();
+
+    let mut c = coordinator();
+    c.args(["--mode", "diagnostic", "--stage", "warm_fit_normalizer"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("recipe stages repeat in --mode trials"), "{}", f.stderr);
+}

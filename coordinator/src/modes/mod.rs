@@ -34,8 +34,37 @@ pub struct Phase {
     pub after: Option<AfterPhase>,
 }
 
-/// A coordinator step between phases: the run directory and the phase's outcome.
-pub type AfterPhase = fn(&Path, &PhaseOutcome) -> Result<(), RunError>;
+/// A coordinator step between phases: given the run directory, the phase's
+/// outcome and the phases still to run (whose jobs it may complete, e.g.
+/// with the hashes of artifacts this phase wrote).
+pub type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunError>;
+
+/// An [`AfterPhase`] step: hands the SHA-256 of `normalizer.json` and of the
+/// context index, as this phase's workers reported them, to every later
+/// loader job, which checks the files against them before use.
+pub fn hand_on_artifacts(
+    _: &Path,
+    done: &PhaseOutcome,
+    rest: &mut [Phase],
+) -> Result<(), RunError> {
+    for r in done.results() {
+        for (path, sha) in &r.artifacts {
+            let sha: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+            for job in rest.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+                if let protocol::Stage::LoaderEpoch { normalizer_sha256, contexts_sha256, .. } =
+                    &mut job.stage
+                {
+                    if path == "normalizer.json" {
+                        *normalizer_sha256 = sha.clone();
+                    } else if path.ends_with(&format!("/{}", recipe::warm::CONTEXTS)) {
+                        *contexts_sha256 = sha.clone();
+                    }
+                }
+            }
+        }
+    }
+    Ok(())
+}
 
 /// A phase and what happened in it.
 pub struct PhaseOutcome {

@@ -37,7 +37,7 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         frozen,
     );
     // Later stages check every cache read against this manifest.
-    prepare.after = Some(|dir, p| cold_prep::side(dir, p, 1).map(|_| ()));
+    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
     let one = |numbers: &mut JobNumbers, key: &str, stage: Stage| Phase {
         key: key.into(),
         jobs: vec![numbers.job(key.into(), stage)],
@@ -45,7 +45,8 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         jobs_per_process: 1,
         cache: None,
         progress: crate::progress::Style::LinePerJob,
-        after: None,
+        // The loader checks what fitting and counting wrote against their hashes.
+        after: Some(super::hand_on_artifacts),
     };
     let cache = SERIAL_CACHE.to_string();
     vec![
@@ -61,9 +62,57 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
             COUNT,
             Stage::CountContexts { dataset: data.clone(), cache: cache.clone() },
         ),
-        one(&mut numbers, LOADER, Stage::LoaderEpoch { dataset: data, cache, seed: plan.seed }),
+        one(&mut numbers, LOADER, loader_stage(data, plan.seed)),
         cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset),
     ]
+}
+
+/// The recipe stages `--mode trials` can repeat, by their profile names;
+/// their dataset is filled in once it is resolved ([`with_dataset`]).
+pub const TRIAL_STAGES: [&str; 3] = [FIT, COUNT, LOADER];
+
+/// The stage a recipe stage name stands for, with no dataset yet.
+pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
+    let cache = SERIAL_CACHE.to_string();
+    match name {
+        FIT => Some(Stage::FitNormalizer { dataset: String::new(), cache }),
+        COUNT => Some(Stage::CountContexts { dataset: String::new(), cache }),
+        LOADER => Some(loader_stage(String::new(), seed)),
+        _ => None,
+    }
+}
+
+/// Whether `stage` is one of the recipe's warm stages.
+pub fn recipe_name(stage: &Stage) -> bool {
+    matches!(
+        stage,
+        Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch { .. }
+    )
+}
+
+/// Sets the dataset of a recipe stage; returns whether `stage` is one.
+pub fn with_dataset(stage: &mut Stage, dir: &Path) -> bool {
+    match stage {
+        Stage::FitNormalizer { dataset, .. }
+        | Stage::CountContexts { dataset, .. }
+        | Stage::LoaderEpoch { dataset, .. } => {
+            *dataset = dir.to_string_lossy().into_owned();
+            true
+        }
+        _ => false,
+    }
+}
+
+/// A loader epoch over the serial cache; the artifact hashes are filled in
+/// by [`super::hand_on_artifacts`] once fitting and counting have run.
+pub fn loader_stage(dataset: String, seed: u64) -> Stage {
+    Stage::LoaderEpoch {
+        dataset,
+        cache: SERIAL_CACHE.into(),
+        seed,
+        normalizer_sha256: String::new(),
+        contexts_sha256: String::new(),
+    }
 }
 
 pub fn assemble(

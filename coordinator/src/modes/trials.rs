@@ -10,7 +10,10 @@ use crate::rundir::declaration::DeclaredStage;
 use crate::rundir::report::{Report, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
+use protocol::Stage;
+use recipe::frozen::Frozen;
 use std::collections::BTreeMap;
+use std::path::Path;
 
 /// Coefficient of variation above which a stage's wall time is called unstable.
 pub const MAX_CV: f64 = 0.05;
@@ -19,16 +22,23 @@ pub const FIRST_TRIAL_RATIO: f64 = 1.25;
 /// A 1-minute load average above this fraction of the logical cores is flagged.
 pub const BUSY_LOAD_PER_CORE: f64 = 0.5;
 
-/// One phase: rounds of (warm-up + counted) trials, each round running every
-/// stage once in plan order, each trial in a fresh process.
-pub fn phases(plan: &RunPlan) -> Vec<Phase> {
+/// The trials phase: rounds of (warm-up + counted) trials, each round
+/// running every stage once in plan order, each trial in a fresh process.
+/// Recipe stages get their prerequisites first, once and untimed (`data`
+/// is then the frozen dataset): the cache, and for the loader the
+/// normalizer and the context index, whose hashes every loader trial checks.
+pub fn phases(plan: &RunPlan, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
     let mut numbers = JobNumbers::default();
+    let mut phases = match data {
+        Some((dir, frozen)) => prerequisites(plan, &mut numbers, dir, frozen),
+        None => Vec::new(),
+    };
     let rounds = plan.warmup + plan.trials;
     let jobs = (0..rounds)
         .flat_map(|_| plan.stages.iter())
         .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
         .collect();
-    vec![Phase {
+    phases.push(Phase {
         key: "trials".into(),
         jobs,
         workers: 1,
@@ -36,20 +46,65 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         cache: None,
         progress: crate::progress::Style::Trials { warmup: plan.warmup, trials: plan.trials },
         after: None,
-    }]
+    });
+    phases
 }
 
-pub fn declared(plan: &RunPlan) -> Vec<DeclaredStage> {
-    plan.stages
-        .iter()
-        .map(|s| DeclaredStage {
-            key: s.key.clone(),
-            stage: s.stage.to_string(),
-            jobs: (plan.warmup + plan.trials) as usize,
-            workers: 1,
-            definition_sha256: crate::rundir::declaration::definition_sha256(&s.stage),
-        })
-        .collect()
+/// Key of a prerequisite phase in the declaration.
+pub fn prerequisite(key: &str) -> String {
+    format!("prerequisite:{key}")
+}
+
+fn prerequisites(
+    plan: &RunPlan,
+    numbers: &mut JobNumbers,
+    dir: &Path,
+    frozen: &Frozen,
+) -> Vec<Phase> {
+    use super::{cold_prep, profile};
+    let mut prepare = cold_prep::prepare_phase(
+        numbers,
+        &prerequisite(profile::PREPARE),
+        cold_prep::SERIAL_CACHE,
+        plan.workers,
+        dir,
+        frozen,
+    );
+    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
+    let mut out = vec![prepare];
+    if plan.stages.iter().any(|s| matches!(s.stage, Stage::LoaderEpoch { .. })) {
+        let data = dir.to_string_lossy().into_owned();
+        let cache = cold_prep::SERIAL_CACHE.to_string();
+        for (key, stage) in [
+            (profile::FIT, Stage::FitNormalizer { dataset: data.clone(), cache: cache.clone() }),
+            (profile::COUNT, Stage::CountContexts { dataset: data, cache }),
+        ] {
+            let key = prerequisite(key);
+            out.push(Phase {
+                jobs: vec![numbers.job(key.clone(), stage)],
+                key,
+                workers: 1,
+                jobs_per_process: 1,
+                cache: None,
+                progress: crate::progress::Style::LinePerJob,
+                after: Some(super::hand_on_artifacts),
+            });
+        }
+    }
+    out
+}
+
+pub fn declared(plan: &RunPlan, phases: &[Phase]) -> Vec<DeclaredStage> {
+    let before = &phases[..phases.len().saturating_sub(1)];
+    let mut out = super::declared(before, false);
+    out.extend(plan.stages.iter().map(|s| DeclaredStage {
+        key: s.key.clone(),
+        stage: s.stage.to_string(),
+        jobs: (plan.warmup + plan.trials) as usize,
+        workers: 1,
+        definition_sha256: crate::rundir::declaration::definition_sha256(&s.stage),
+    }));
+    out
 }
 
 pub fn assemble(
@@ -136,6 +191,36 @@ pub fn assemble(
     }
     report.trials = Some(sets);
     report.outlier_rule = Some(stats::OUTLIER_RULE.into());
+    bind_prerequisites(cx.dir, outcomes, cx.plan.stages.len(), report)
+}
+
+/// The prerequisites, measured once and not counted as trials: their stage
+/// records (ordered after the trial stages), their artifacts (cache
+/// manifest, normalizer, context index), each re-hashed, and the cache's counts.
+fn bind_prerequisites(
+    dir: &Path,
+    outcomes: &[PhaseOutcome],
+    first_order: usize,
+    report: &mut Report,
+) -> Result<(), RunError> {
+    use super::{cold_prep, profile};
+    let before = outcomes.iter().filter(|p| p.phase.key.starts_with("prerequisite:"));
+    for (i, p) in before.enumerate() {
+        let order = first_order + i;
+        if p.phase.key == prerequisite(profile::PREPARE) {
+            let (stage, _, _, manifest, counts) = cold_prep::side(dir, p, order)?;
+            report.stages.insert(p.phase.key.clone(), stage);
+            report.artifacts.push(manifest);
+            report.counts = Some(counts);
+            continue;
+        }
+        for r in p.results() {
+            report.stages.insert(p.phase.key.clone(), stage_from_job(r, order));
+            for (path, sha) in &r.artifacts {
+                report.artifacts.push(super::checked_artifact(dir, r, path, sha, "file")?);
+            }
+        }
+    }
     Ok(())
 }
 

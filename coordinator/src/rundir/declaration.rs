@@ -39,9 +39,17 @@ pub struct DeclaredStage {
     pub definition_sha256: String,
 }
 
-/// The `definition_sha256` of a stage.
+/// The `definition_sha256` of a stage. Where the dataset lives on disk is
+/// not part of a stage's definition (the declaration's dataset fingerprint
+/// says which data it is), so it is blanked before hashing.
 pub fn definition_sha256(stage: &protocol::Stage) -> String {
-    evidence::sha256_hex(&serde_json::to_vec(stage).expect("a stage serialises"))
+    let mut value = serde_json::to_value(stage).expect("a stage serialises");
+    if let Some(fields) = value.as_object_mut().and_then(|m| m.values_mut().next()) {
+        if let Some(dataset) = fields.get_mut("dataset") {
+            *dataset = serde_json::Value::String(String::new());
+        }
+    }
+    evidence::sha256_hex(&serde_json::to_vec(&value).expect("a value serialises"))
 }
 
 /// The program's identity: which code, built how, is measuring.

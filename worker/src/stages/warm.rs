@@ -24,13 +24,21 @@ fn write(ctx: &mut StageContext<'_>, rel: &str, bytes: &[u8]) -> Result<(), Stag
     Ok(())
 }
 
-fn read_json<T: serde::de::DeserializeOwned>(
+/// Reads an artifact an earlier stage wrote, after checking it against the
+/// SHA-256 that stage reported (handed on by the coordinator).
+fn read_checked<T: serde::de::DeserializeOwned>(
     ctx: &StageContext<'_>,
     rel: &str,
+    sha256: &str,
 ) -> Result<T, StageError> {
     let path = ctx.run_dir.join(rel);
     let bytes =
         std::fs::read(&path).map_err(|source| StageError::Io { path: rel.into(), source })?;
+    if evidence::sha256_hex(&bytes) != sha256 {
+        return Err(failed(format!(
+            "{rel} has changed since the stage that wrote it reported its SHA-256"
+        )));
+    }
     serde_json::from_slice(&bytes).map_err(|e| failed(format!("{rel}: {e}")))
 }
 
@@ -66,12 +74,13 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
                 figure("final_batch", (eligible - (batches - 1) * BATCH as u64) as f64),
             ])
         }
-        Stage::LoaderEpoch { dataset, cache, seed } => {
+        Stage::LoaderEpoch { dataset, cache, seed, normalizer_sha256, contexts_sha256 } => {
             let dir = Path::new(dataset);
             let frozen = Frozen::load(dir).map_err(failed)?;
             let view = CacheView::open(&ctx.run_dir.join(cache)).map_err(failed)?;
-            let normalizer: Normalizer = read_json(ctx, NORMALIZER)?;
-            let index: ContextIndex = read_json(ctx, &format!("{cache}/{}", warm::CONTEXTS))?;
+            let normalizer: Normalizer = read_checked(ctx, NORMALIZER, normalizer_sha256)?;
+            let contexts = format!("{cache}/{}", warm::CONTEXTS);
+            let index: ContextIndex = read_checked(ctx, &contexts, contexts_sha256)?;
             let started = std::time::Instant::now();
             let mut checksum = 0f64;
             let stats = warm::loader_epoch((dir, &frozen), view, &index, &normalizer, *seed, |b| {
