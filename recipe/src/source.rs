@@ -184,6 +184,28 @@ pub fn open<R: ChunkReader + 'static>(
 }
 
 /// Typed access to one column of a batch.
+/// Only the `enmo` and `anglez` columns of a (frozen, one-series) file, in
+/// row order, nulls as NaN: what frame validity depends on, without
+/// decoding timestamps.
+pub fn read_motion(bytes: bytes::Bytes, file: &str) -> Result<(Vec<f32>, Vec<f32>), SourceError> {
+    let required = [("anglez", DataType::Float32), ("enmo", DataType::Float32)];
+    let reader = open(bytes, &required, file, 64 * 1024)?;
+    let (mut enmo, mut anglez) = (Vec::new(), Vec::new());
+    for batch in reader {
+        let batch =
+            batch.map_err(|e| SourceError::Parquet { file: file.into(), detail: e.to_string() })?;
+        for (name, out) in [("enmo", &mut enmo), ("anglez", &mut anglez)] {
+            let col = column::<Float32Array>(&batch, name, file)?;
+            if col.null_count() == 0 {
+                out.extend_from_slice(col.values());
+            } else {
+                out.extend(col.iter().map(|v| v.unwrap_or(f32::NAN)));
+            }
+        }
+    }
+    Ok((enmo, anglez))
+}
+
 pub fn column<'a, T: 'static>(
     batch: &'a RecordBatch,
     name: &str,

@@ -95,14 +95,16 @@ fn hex(b: &[u8]) -> String {
 }
 
 /// Fits the normalizer over the training series, in series-id order.
+/// Series are read in parallel; their moments are merged in id order, so the
+/// result does not depend on which finished first.
 pub fn fit_normalizer(frozen: &Frozen, cache: &CacheView) -> Result<Normalizer, WarmError> {
+    use rayon::prelude::*;
     let mut train: Vec<_> = frozen.train().collect();
     train.sort_by(|a, b| a.id.cmp(&b.id));
-    let mut parts = Vec::with_capacity(train.len());
-    for s in train {
-        let (values, valid) = cache.series(&s.id)?;
-        parts.push(Moments::of_series(&values, &valid));
-    }
+    let parts = train
+        .par_iter()
+        .map(|s| cache.series(&s.id).map(|(values, valid)| Moments::of_series(&values, &valid)))
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(Normalizer::fit(&parts))
 }
 
@@ -172,36 +174,42 @@ fn valid_from_source(enmo: &[f32], anglez: &[f32]) -> Vec<bool> {
 }
 
 /// Builds the context index: targets from the events, validity from the
-/// cache, cross-checked against validity recounted from the sources.
+/// cache, cross-checked against validity recounted from the sources (their
+/// `enmo` and `anglez` columns only). Series are read in parallel; the index
+/// is in series-id order whatever finished first.
 pub fn count_contexts(
     dataset: &Path,
     frozen: &Frozen,
     cache: &CacheView,
 ) -> Result<ContextIndex, WarmError> {
+    use rayon::prelude::*;
     let (targets, invalid_event_series) = frame_targets_by_series(dataset, frozen)?;
-    let mut series = Vec::new();
-    for (id, frame_targets) in &targets {
-        let entry = frozen.series.iter().find(|s| &s.id == id).expect("a training series");
-        let (_, valid) = cache.series(id)?;
-        let path = dataset.join(&entry.file);
-        let bytes = std::fs::read(&path).map_err(io(&path))?;
-        if hex(&Sha256::digest(&bytes)) != entry.sha256 {
-            return Err(WarmError::Integrity(format!(
-                "{} has changed since freezing (its SHA-256 differs from frozen.json)",
-                entry.file
-            )));
-        }
-        let rows = source::read_series(bytes.into(), &entry.file, id)
-            .map_err(|e| WarmError::Input(e.to_string()))?;
-        if valid_from_source(&rows.enmo, &rows.anglez) != valid {
-            return Err(WarmError::Integrity(format!(
-                "the cache's validity of a series disagrees with its source ({})",
-                cache::files(id)[1]
-            )));
-        }
-        let blocks = targets::eligible_contexts(&valid, frame_targets);
-        series.push(SeriesContexts { id: id.clone(), frames: valid.len() as u64, blocks });
-    }
+    let work: Vec<(&String, &Vec<i8>)> = targets.iter().collect();
+    let series = work
+        .par_iter()
+        .map(|(id, frame_targets)| {
+            let entry = frozen.series.iter().find(|s| &s.id == *id).expect("a training series");
+            let (_, valid) = cache.series(id)?;
+            let path = dataset.join(&entry.file);
+            let bytes = std::fs::read(&path).map_err(io(&path))?;
+            if hex(&Sha256::digest(&bytes)) != entry.sha256 {
+                return Err(WarmError::Integrity(format!(
+                    "{} has changed since freezing (its SHA-256 differs from frozen.json)",
+                    entry.file
+                )));
+            }
+            let (enmo, anglez) = source::read_motion(bytes.into(), &entry.file)
+                .map_err(|e| WarmError::Input(e.to_string()))?;
+            if valid_from_source(&enmo, &anglez) != valid {
+                return Err(WarmError::Integrity(format!(
+                    "the cache's validity of a series disagrees with its source ({})",
+                    cache::files(id)[1]
+                )));
+            }
+            let blocks = targets::eligible_contexts(&valid, frame_targets);
+            Ok(SeriesContexts { id: (*id).clone(), frames: valid.len() as u64, blocks })
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     Ok(ContextIndex { contract: crate::contract::VERSION.into(), series, invalid_event_series })
 }
 
@@ -262,6 +270,10 @@ pub fn loader_epoch(
     });
     let mut order = Sha256::new();
     let mut positions = Vec::new();
+    // Series are read, hash-checked and cut into contexts on a thread of
+    // their own, ahead of the thread that shuffles and batches them, so a
+    // series load does not stall a batch.
+    let contexts = loader::prefetched(contexts, 2 * loader::SHUFFLE_BUFFER);
     let tagged = loader::Shuffle::new(contexts, loader::SHUFFLE_BUFFER, seed);
     // Positions travel beside the batches through the same shuffle.
     let (pos_tx, pos_rx) = std::sync::mpsc::channel();
