@@ -139,3 +139,26 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("recipe stages repeat in --mode trials"), "{}", f.stderr);
 }
+
+#[test]
+fn a_prerequisite_altered_between_trials_fails_the_next_trial() {
+    // Trials alternate: loader, then a command that edits normalizer.json,
+    // then the loader again, which must refuse the changed file.
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--data"]).arg(&tiny().frozen);
+    c.args(["--stage", "warm_loader_epoch", "--name", "tamper", "--command"]);
+    c.arg(format!("sed -i 's/\"count\"/\"count\" /' '{}'", out.join("normalizer.json").display()));
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains(
+            "normalizer.json has changed since the stage that wrote it reported its SHA-256"
+        ),
+        "{}",
+        f.stderr
+    );
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["stage"], "warm_loader_epoch");
+    assert!(!out.join("report.json").exists());
+    f.assert_no_worker_left();
+}
