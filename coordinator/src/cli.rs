@@ -234,16 +234,7 @@ pub fn main() -> ExitCode {
                 }
                 DatasetCommand::Scan { data } => crate::dataset::scan_cmd(data.as_deref()),
             };
-            match result {
-                Ok(line) => {
-                    println!("{line}");
-                    ExitCode::from(code::SUCCESS)
-                }
-                Err(e) => {
-                    eprintln!("error: {e}");
-                    ExitCode::from(code::USAGE)
-                }
-            }
+            say(result)
         }
         Some(Command::Compare { run_a, run_b, threshold, allow_incomparable, output }) => {
             if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
@@ -299,16 +290,7 @@ pub fn main() -> ExitCode {
                 }
             }
         }
-        Some(Command::Dashboard { dir }) => match crate::dashboard::write(&dir) {
-            Ok(line) => {
-                println!("{line}");
-                ExitCode::from(code::SUCCESS)
-            }
-            Err(e) => {
-                eprintln!("error: {e}");
-                ExitCode::from(code::USAGE)
-            }
-        },
+        Some(Command::Dashboard { dir }) => say(crate::dashboard::write(&dir)),
         Some(Command::Verify { dir }) => match verify::verify(&dir) {
             Ok(v) => {
                 println!("verified {}: {v}", dir.display());
@@ -353,6 +335,20 @@ pub fn main() -> ExitCode {
 /// Warnings only, and none from the SVG rasteriser: a bar narrower than a
 /// pixel makes it warn about a zero-width rectangle it then rightly skips.
 const QUIET_LIBRARIES: &str = "warn,usvg=error,resvg=error,tiny_skia=error";
+
+/// A subcommand's one line on stdout, or its error on stderr with the usage code.
+fn say(result: Result<String, String>) -> ExitCode {
+    match result {
+        Ok(line) => {
+            println!("{line}");
+            ExitCode::from(code::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(code::USAGE)
+        }
+    }
+}
 
 /// Writes the exports of a finished run; any failure is a usage error (the
 /// run's evidence is complete either way).

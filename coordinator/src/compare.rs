@@ -157,7 +157,7 @@ fn in_units(figure: &str, x: f64) -> String {
     if figure.ends_with("_s") {
         crate::render::duration(x)
     } else if figure.ends_with("_bytes") {
-        format!("{:.1} MiB", x / (1024.0 * 1024.0))
+        crate::progress::mib(x as u64)
     } else {
         format!("{x:.6}")
     }

@@ -77,7 +77,7 @@ pub async fn dispatch(
         let conns: Vec<_> = (0..n).map(|i| slot.gate.expect(WorkerId(first.0 + i))).collect();
         match launcher.launch(first, n) {
             Ok(procs) => {
-                step = procs.first().map(WorkerProcess::same_step);
+                step = procs.first().cloned();
                 for (proc, conn) in procs.into_iter().zip(conns) {
                     let slot = slot.clone();
                     slots.spawn(async move {

@@ -44,7 +44,9 @@ pub struct ProcessExit {
 }
 
 /// A running (or finished) worker process, or one task of a multi-task
-/// job step started through a cluster scheduler.
+/// job step started through a cluster scheduler. A clone is another handle
+/// on the same process.
+#[derive(Clone)]
 pub struct WorkerProcess {
     pub rank: WorkerId,
     /// The local process: the worker itself, or for a task the `srun` that
@@ -63,6 +65,7 @@ pub struct WorkerProcess {
 }
 
 /// A process started by [`spawn_in_group`]: its pid and its future exit.
+#[derive(Clone)]
 pub struct Spawned {
     pub pid: u32,
     pub rss_floor_bytes: u64,
@@ -100,14 +103,7 @@ impl Spawned {
 
     /// Task `rank` of the job step this process (`srun`) holds.
     pub fn task(&self, rank: WorkerId) -> WorkerProcess {
-        WorkerProcess {
-            rank,
-            pid: self.pid,
-            rss_floor_bytes: 0,
-            task_of_step: true,
-            launched: self.launched,
-            exit: self.exit.clone(),
-        }
+        WorkerProcess { rss_floor_bytes: 0, task_of_step: true, ..self.clone().worker(rank) }
     }
 }
 
@@ -162,18 +158,6 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
 }
 
 impl WorkerProcess {
-    /// Another handle on the same process (for a task, the same job step).
-    pub fn same_step(&self) -> WorkerProcess {
-        WorkerProcess {
-            rank: self.rank,
-            pid: self.pid,
-            rss_floor_bytes: self.rss_floor_bytes,
-            task_of_step: self.task_of_step,
-            launched: self.launched,
-            exit: self.exit.clone(),
-        }
-    }
-
     /// The exit, if the process has been reaped.
     pub fn exited(&self) -> Option<ProcessExit> {
         *self.exit.borrow()

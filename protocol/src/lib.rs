@@ -15,6 +15,7 @@ pub mod frame;
 mod messages;
 pub mod program;
 mod stage;
+pub mod stream;
 
 pub use messages::{
     Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, ToWorker, Token, WorkerId,

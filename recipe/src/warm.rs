@@ -69,7 +69,7 @@ impl CacheView {
             .ok_or_else(|| WarmError::Integrity(format!("{rel} is not in the cache manifest")))?;
         let path = self.dir.join(rel);
         let bytes = std::fs::read(&path).map_err(io(&path))?;
-        if hex(&Sha256::digest(&bytes)) != *expected {
+        if evidence::sha256_hex(&bytes) != *expected {
             return Err(WarmError::Integrity(format!(
                 "cache file {rel} has changed since it was prepared (its SHA-256 differs from the manifest)"
             )));
@@ -88,10 +88,6 @@ impl CacheView {
         }
         Ok((v, ok))
     }
-}
-
-fn hex(b: &[u8]) -> String {
-    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 /// Fits the normalizer over the training series, in series-id order.
@@ -192,7 +188,7 @@ pub fn count_contexts(
             let (_, valid) = cache.series(id)?;
             let path = dataset.join(&entry.file);
             let bytes = std::fs::read(&path).map_err(io(&path))?;
-            if hex(&Sha256::digest(&bytes)) != entry.sha256 {
+            if evidence::sha256_hex(&bytes) != entry.sha256 {
                 return Err(WarmError::Integrity(format!(
                     "{} has changed since freezing (its SHA-256 differs from frozen.json)",
                     entry.file
@@ -243,33 +239,24 @@ pub fn loader_epoch(
     let (err_tx, err_rx) = std::sync::mpsc::channel();
     // Contexts in canonical order, series loaded one at a time.
     let contexts = index.series.into_iter().enumerate().flat_map(move |(si, s)| {
-        let loaded = cache.series(&s.id);
-        let t = targets.get(&s.id).cloned().unwrap_or_default();
-        let err_tx = err_tx.clone();
-        let (values, ok) = match loaded {
-            Ok(v) => (Some(v.0), true),
+        // A series that fails its check yields no context; the error ends the epoch.
+        let (values, blocks) = match cache.series(&s.id) {
+            Ok((values, _)) => (values, s.blocks),
             Err(e) => {
                 let _ = err_tx.send(e);
-                (None, false)
+                (Vec::new(), Vec::new())
             }
         };
-        s.blocks
+        let t = targets.get(&s.id).map(Vec::as_slice).unwrap_or_default();
+        blocks
             .into_iter()
-            .filter(move |_| ok)
-            .map(move |b| {
+            .map(|b| {
                 let r = b as usize * CONTEXT_FRAMES..(b as usize + 1) * CONTEXT_FRAMES;
-                let v = values.as_ref().expect("loaded");
-                let mut c = Context {
-                    x: v[r.start * N_FEATURES..r.end * N_FEATURES].to_vec(),
-                    y: t[r].to_vec(),
-                };
-                c.x.shrink_to_fit();
-                (si as u32, b, c)
+                let x = values[r.start * N_FEATURES..r.end * N_FEATURES].to_vec();
+                (si as u32, b, Context { x, y: t[r].to_vec() })
             })
             .collect::<Vec<_>>()
     });
-    let mut order = Sha256::new();
-    let mut positions = Vec::new();
     // Series are read, hash-checked and cut into contexts on a thread of
     // their own, ahead of the thread that shuffles and batches them, so a
     // series load does not stall a batch.
@@ -295,15 +282,15 @@ pub fn loader_epoch(
         stats.contexts += batch.len as u64;
         stats.final_batch = batch.len as u64;
     }
-    positions.extend(pos_rx.try_iter());
     if let Ok(e) = err_rx.try_recv() {
         return Err(e);
     }
-    for (si, b) in &positions {
+    let mut order = Sha256::new();
+    for (si, b) in pos_rx.try_iter() {
         order.update(si.to_le_bytes());
         order.update(b.to_le_bytes());
     }
-    stats.order_sha256 = hex(&order.finalize());
+    stats.order_sha256 = hex::encode(order.finalize());
     Ok(stats)
 }
 
@@ -336,8 +323,8 @@ mod cache_view_tests {
         std::fs::write(dir.path().join(&values), &v).unwrap();
         std::fs::write(dir.path().join(&valid), &ok).unwrap();
         let manifest = serde_json::json!({ "files": {
-            values.clone(): { "sha256": hex(&Sha256::digest(&v)) },
-            valid.clone(): { "sha256": hex(&Sha256::digest(&ok)) },
+            values.clone(): { "sha256": evidence::sha256_hex(&v) },
+            valid.clone(): { "sha256": evidence::sha256_hex(&ok) },
         }});
         std::fs::write(dir.path().join(MANIFEST), manifest.to_string()).unwrap();
         let view = CacheView::open(dir.path()).unwrap();

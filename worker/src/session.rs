@@ -4,17 +4,10 @@ use crate::measure::measured;
 use crate::stages::{self, Reporter, StageContext};
 use protocol::exit::worker as code;
 use protocol::frame::{self, FrameError};
+use protocol::stream::{Endpoint, Stream};
 use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
-use std::io::{BufReader, BufWriter, Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
+use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
-
-/// Where the coordinator listens.
-pub enum Endpoint {
-    Unix(PathBuf),
-    Tcp(String),
-}
 
 /// What the coordinator handed this worker through its environment.
 pub struct Launch {
@@ -69,17 +62,13 @@ fn launch_from_env() -> Result<Launch, String> {
             format!("{name} is not set: workers are started by the coordinator, not by hand")
         })
     };
-    let endpoint = match (get(env::ADDR), get(env::SOCKET)) {
-        (Some(addr), _) => Endpoint::Tcp(addr),
-        (None, Some(path)) => Endpoint::Unix(PathBuf::from(path)),
-        (None, None) => {
-            return Err(format!(
-                "neither {} nor {} is set: workers are started by the coordinator, not by hand",
-                env::ADDR,
-                env::SOCKET
-            ));
-        }
-    };
+    let endpoint = Endpoint::from_env().ok_or_else(|| {
+        format!(
+            "neither {} nor {} is set: workers are started by the coordinator, not by hand",
+            env::ADDR,
+            env::SOCKET
+        )
+    })?;
     let token_hex = match (get(env::TOKEN), get(env::TOKEN_FILE)) {
         (Some(t), _) => t,
         (None, Some(file)) => std::fs::read_to_string(&file)
@@ -138,56 +127,6 @@ enum WorkerError {
 impl From<FrameError> for WorkerError {
     fn from(e: FrameError) -> Self {
         WorkerError::Frame(e)
-    }
-}
-
-/// A connection to the coordinator over either transport.
-enum Stream {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Stream {
-    fn connect(endpoint: &Endpoint) -> std::io::Result<Stream> {
-        Ok(match endpoint {
-            Endpoint::Unix(path) => Stream::Unix(UnixStream::connect(path)?),
-            Endpoint::Tcp(addr) => {
-                let s = TcpStream::connect(addr.as_str())?;
-                s.set_nodelay(true)?;
-                Stream::Tcp(s)
-            }
-        })
-    }
-
-    fn try_clone(&self) -> std::io::Result<Stream> {
-        Ok(match self {
-            Stream::Unix(s) => Stream::Unix(s.try_clone()?),
-            Stream::Tcp(s) => Stream::Tcp(s.try_clone()?),
-        })
-    }
-}
-
-impl Read for Stream {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.read(buf),
-            Stream::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Stream {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Stream::Unix(s) => s.write(buf),
-            Stream::Tcp(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Stream::Unix(s) => s.flush(),
-            Stream::Tcp(s) => s.flush(),
-        }
     }
 }
 

@@ -49,7 +49,7 @@ pub fn hand_on_artifacts(
 ) -> Result<(), RunError> {
     for r in done.results() {
         for (path, sha) in &r.artifacts {
-            let sha: String = sha.iter().map(|b| format!("{b:02x}")).collect();
+            let sha = hex::encode(sha);
             for job in rest.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
                 if let protocol::Stage::LoaderEpoch { normalizer_sha256, contexts_sha256, .. } =
                     &mut job.stage

@@ -90,16 +90,13 @@ pub fn recipe_name(stage: &Stage) -> bool {
     )
 }
 
-/// Sets the dataset of a recipe stage; returns whether `stage` is one.
-pub fn with_dataset(stage: &mut Stage, dir: &Path) -> bool {
-    match stage {
-        Stage::FitNormalizer { dataset, .. }
-        | Stage::CountContexts { dataset, .. }
-        | Stage::LoaderEpoch { dataset, .. } => {
-            *dataset = dir.to_string_lossy().into_owned();
-            true
-        }
-        _ => false,
+/// Sets the dataset of a recipe stage; other stages are left alone.
+pub fn with_dataset(stage: &mut Stage, dir: &Path) {
+    if let Stage::FitNormalizer { dataset, .. }
+    | Stage::CountContexts { dataset, .. }
+    | Stage::LoaderEpoch { dataset, .. } = stage
+    {
+        *dataset = dir.to_string_lossy().into_owned();
     }
 }
 

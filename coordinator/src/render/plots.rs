@@ -185,10 +185,6 @@ fn upper(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() { max * 1.18 } else { 1.0 }
 }
 
-fn mib(bytes: f64) -> String {
-    format!("{:.1} MiB", bytes / (1024.0 * 1024.0))
-}
-
 type RowChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RowsAxis>>;
 
 /// A chart of one row per label (top to bottom) over the x range, with the
@@ -288,7 +284,7 @@ fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
     let rss: Vec<f64> = rows.iter().map(|(_, s)| s.peak_rss_bytes as f64).collect();
     bar_panel(&left, "wall", &labels, true, &walls, BAR, &|x| super::duration(x))?;
     bar_panel(&mid, "CPU (user + system)", &labels, false, &cpus, CPU, &|x| super::duration(x))?;
-    bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, &mib)
+    bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, &|x| crate::progress::mib(x as u64))
 }
 
 fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {

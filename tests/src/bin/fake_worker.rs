@@ -3,58 +3,14 @@
 //! real worker and reads the same environment.
 
 use protocol::frame;
+use protocol::stream::{Endpoint, Stream};
 use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
 use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::os::unix::net::UnixStream;
 
-/// The coordinator's socket or TCP listener, as a real worker would reach it.
-enum Conn {
-    Unix(UnixStream),
-    Tcp(TcpStream),
-}
-
-impl Conn {
-    fn connect() -> Conn {
-        match std::env::var(protocol::env::ADDR) {
-            Ok(addr) => Conn::Tcp(TcpStream::connect(addr).expect("connect over tcp")),
-            Err(_) => {
-                let socket = std::env::var(protocol::env::SOCKET).expect("socket");
-                Conn::Unix(UnixStream::connect(socket).expect("connect"))
-            }
-        }
-    }
-
-    fn shutdown_write(&self) {
-        let _ = match self {
-            Conn::Unix(s) => s.shutdown(std::net::Shutdown::Write),
-            Conn::Tcp(s) => s.shutdown(std::net::Shutdown::Write),
-        };
-    }
-}
-
-impl Read for Conn {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.read(buf),
-            Conn::Tcp(s) => s.read(buf),
-        }
-    }
-}
-
-impl Write for Conn {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        match self {
-            Conn::Unix(s) => s.write(buf),
-            Conn::Tcp(s) => s.write(buf),
-        }
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        match self {
-            Conn::Unix(s) => s.flush(),
-            Conn::Tcp(s) => s.flush(),
-        }
-    }
+/// The coordinator's socket or TCP listener, as a real worker reaches it.
+fn connect() -> Stream {
+    let endpoint = Endpoint::from_env().expect("a socket or address");
+    Stream::connect(&endpoint).expect("connect")
 }
 
 fn main() {
@@ -72,7 +28,7 @@ fn main() {
             token,
         })
     };
-    let mut s = Conn::connect();
+    let mut s = connect();
     match mode.as_str() {
         "wrong-version" => {
             frame::write(&mut s, &hello(token, PROTOCOL_VERSION + 1)).unwrap();
@@ -95,7 +51,7 @@ fn main() {
         "duplicate" => {
             frame::write(&mut s, &hello(token.clone(), PROTOCOL_VERSION)).unwrap();
             let _: ToWorker = frame::read(&mut s).unwrap();
-            let mut second = Conn::connect();
+            let mut second = connect();
             frame::write(&mut second, &hello(token, PROTOCOL_VERSION)).unwrap();
             report_reply(&mut second);
         }
@@ -117,7 +73,7 @@ fn main() {
                 }
                 "truncated" => {
                     s.write_all(&[0, 0, 0, 100, 1, 2, 3]).unwrap();
-                    s.shutdown_write();
+                    s.shutdown_write().unwrap();
                 }
                 _ => {
                     // Claims an artifact that does not match what is on disk.
@@ -142,7 +98,7 @@ fn main() {
 }
 
 /// Prints the coordinator's reply (a refusal) and exits with the worker's refused code.
-fn report_reply(s: &mut Conn) {
+fn report_reply(s: &mut Stream) {
     match frame::read::<_, ToWorker>(s) {
         Ok(ToWorker::Refused { reason }) => {
             eprintln!("fake worker: refused: {reason}");
@@ -155,7 +111,7 @@ fn report_reply(s: &mut Conn) {
     }
 }
 
-fn block_until_closed(s: &mut Conn) {
+fn block_until_closed(s: &mut Stream) {
     let mut buf = [0u8; 64];
     while let Ok(n) = s.read(&mut buf) {
         if n == 0 {
