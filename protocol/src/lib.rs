@@ -21,4 +21,4 @@ pub use messages::{
     Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, ToWorker, Token, WorkerId,
     host_sha256,
 };
-pub use stage::{Stage, StageParseError};
+pub use stage::{EpochInput, ModelStep, Stage, StageParseError};

@@ -36,15 +36,60 @@ pub enum Stage {
     /// Rebuilds targets from the events, recounts validity from the sources,
     /// and writes the context index into the cache.
     CountContexts { dataset: String, cache: String },
-    /// One loader epoch over the context index with the fitted normalizer;
-    /// both files are checked against the SHA-256 their stages reported.
-    LoaderEpoch {
-        dataset: String,
-        cache: String,
-        seed: u64,
-        normalizer_sha256: String,
-        contexts_sha256: String,
-    },
+    /// One loader epoch over the context index with the fitted normalizer.
+    LoaderEpoch(EpochInput),
+    /// A step of the model's part of the recipe, over the same loader.
+    Model(ModelStep, EpochInput),
+}
+
+/// What a loader epoch reads: a prepared cache (relative to the run
+/// directory) of a dataset, the normalizer and the context index, both
+/// checked against the SHA-256 their stages reported, and the shuffle seed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct EpochInput {
+    pub dataset: String,
+    pub cache: String,
+    pub seed: u64,
+    pub normalizer_sha256: String,
+    pub contexts_sha256: String,
+}
+
+/// The model stages of the seed profiler's table. In a fresh process each
+/// one first does, untimed, what it needs from the stages before it (read
+/// the host batch, build the model, warm up), then measures only its own part.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ModelStep {
+    /// Build the model and its optimizer (seed 0).
+    ResidentBuild,
+    /// Two training steps on one host batch (the loader's first).
+    ResidentWarmup,
+    /// Twenty training steps on that same batch, after two untimed warm-ups.
+    ResidentSteps,
+    /// Build a fresh model and optimizer for the epoch.
+    EndToEndBuild,
+    /// Train a fresh model for one epoch through the loader.
+    FitEpoch,
+}
+
+impl ModelStep {
+    pub const ALL: [ModelStep; 5] = [
+        ModelStep::ResidentBuild,
+        ModelStep::ResidentWarmup,
+        ModelStep::ResidentSteps,
+        ModelStep::EndToEndBuild,
+        ModelStep::FitEpoch,
+    ];
+
+    /// The seed's stage name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ModelStep::ResidentBuild => "resident_model_build",
+            ModelStep::ResidentWarmup => "resident_compile_and_warmup",
+            ModelStep::ResidentSteps => "resident_model_steps",
+            ModelStep::EndToEndBuild => "end_to_end_model_build",
+            ModelStep::FitEpoch => "end_to_end_fit_epoch",
+        }
+    }
 }
 
 #[derive(Debug, thiserror::Error, PartialEq, Eq)]
@@ -77,7 +122,16 @@ impl Stage {
             Stage::Command { .. } => "command",
             Stage::FitNormalizer { .. } => "warm_fit_normalizer",
             Stage::CountContexts { .. } => "count_eligible_contexts",
-            Stage::LoaderEpoch { .. } => "warm_loader_epoch",
+            Stage::LoaderEpoch(_) => "warm_loader_epoch",
+            Stage::Model(step, _) => step.name(),
+        }
+    }
+
+    /// The epoch input of a loader or model stage.
+    pub fn epoch_input_mut(&mut self) -> Option<&mut EpochInput> {
+        match self {
+            Stage::LoaderEpoch(input) | Stage::Model(_, input) => Some(input),
+            _ => None,
         }
     }
 }

@@ -224,14 +224,15 @@ pub struct EpochStats {
 
 /// One epoch through the loader: every eligible context once, shuffled,
 /// batched, normalised, prefetched on a background thread. `consume` sees
-/// each batch as the model would.
+/// each batch as the model would; it may end the epoch early with `Break`
+/// (the background threads then stop at their next hand-over).
 pub fn loader_epoch(
     dataset_targets: (&Path, &Frozen),
     cache: CacheView,
     index: &ContextIndex,
     normalizer: &Normalizer,
     seed: u64,
-    mut consume: impl FnMut(&Batch),
+    mut consume: impl FnMut(&Batch) -> std::ops::ControlFlow<()>,
 ) -> Result<EpochStats, WarmError> {
     let (dataset, frozen) = dataset_targets;
     let (targets, _) = frame_targets_by_series(dataset, frozen)?;
@@ -277,10 +278,13 @@ pub fn loader_epoch(
         let t = std::time::Instant::now();
         let Some(batch) = it.next() else { break };
         stats.waits_s.push(t.elapsed().as_secs_f64());
-        consume(&batch);
+        let flow = consume(&batch);
         stats.batches += 1;
         stats.contexts += batch.len as u64;
         stats.final_batch = batch.len as u64;
+        if flow.is_break() {
+            break;
+        }
     }
     if let Ok(e) = err_rx.try_recv() {
         return Err(e);

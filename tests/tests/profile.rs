@@ -1,7 +1,7 @@
-//! `--mode profile`: the recipe's data stages, each in a fresh worker,
-//! handing each other only hash-checked artifacts; counts consistent with
-//! each other, and the same seed giving the same normalizer, contexts and
-//! loader order.
+//! `--mode profile`: the recipe's data and model stages, each in a fresh
+//! worker, handing each other only hash-checked artifacts; counts
+//! consistent with each other, and the same seed giving the same
+//! normalizer, contexts, loader order and trained weights.
 
 use harness::data::{Raw, tiny};
 use harness::{coordinator, json, run};
@@ -36,10 +36,16 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
         "warm_fit_normalizer",
         "count_eligible_contexts",
         "warm_loader_epoch",
+        "resident_model_build",
+        "resident_compile_and_warmup",
+        "resident_model_steps",
+        "end_to_end_model_build",
+        "end_to_end_fit_epoch",
         "verify_after",
     ] {
         assert!(keys.iter().any(|x| *x == k), "no stage {k} in {keys:?}");
     }
+    assert_eq!(keys.len(), 11, "{keys:?}");
     let c = &r["counts"];
     let eligible = c["eligible_contexts"].as_u64().unwrap();
     let batches = c["batches"].as_u64().unwrap();
@@ -51,6 +57,32 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     let loader = &r["stages"]["warm_loader_epoch"]["figures"];
     assert_eq!(loader["contexts"].as_f64(), Some(eligible as f64));
     assert!(loader["p95_wait_s"].as_f64().unwrap() >= loader["median_wait_s"].as_f64().unwrap());
+    // The model: the seed recipe's size, trained over exactly the counted epoch.
+    let stage = |k: &str| &r["stages"][k]["figures"];
+    for k in ["resident_model_build", "end_to_end_model_build"] {
+        assert_eq!(stage(k)["parameters"], 4018.0, "{k}");
+    }
+    let fit = stage("end_to_end_fit_epoch");
+    assert_eq!(fit["contexts"].as_f64(), Some(eligible as f64), "{fit}");
+    assert_eq!(fit["batches"].as_f64(), Some(batches as f64), "{fit}");
+    assert_eq!(fit["final_batch"].as_f64(), c["final_batch"].as_f64(), "{fit}");
+    assert!(
+        fit["loss_last_tenth"].as_f64().unwrap() < fit["loss_first_tenth"].as_f64().unwrap(),
+        "the fit epoch did not learn: {fit}"
+    );
+    let steps = stage("resident_model_steps");
+    assert_eq!(steps["steps"], 20.0);
+    assert_eq!(stage("resident_compile_and_warmup")["warmup_steps"], 2.0);
+    assert!(steps["last_loss"].as_f64().unwrap() < steps["first_loss"].as_f64().unwrap());
+    // Setup a shared process would have done is timed apart from the stage.
+    for k in ["resident_compile_and_warmup", "resident_model_steps", "end_to_end_fit_epoch"] {
+        assert!(stage(k)["setup_s"].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(
+        steps["min_step_s"].as_f64().unwrap() * 20.0
+            <= r["stages"]["resident_model_steps"]["wall_s"].as_f64().unwrap(),
+        "20 steps took less than 20 times the shortest: {steps}"
+    );
     // Every stage ran in its own process.
     let ranks: Vec<u64> =
         r["stages"].as_object().unwrap().values().filter_map(|s| s["worker"].as_u64()).collect();
@@ -66,15 +98,18 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let (c1, f) = profile(&tiny().frozen, "1", &mut keep);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    for file in ["normalizer.json", "private-feature-cache/contexts.json", "loader-order.sha256"] {
+    for file in [
+        "normalizer.json",
+        "private-feature-cache/contexts.json",
+        "loader-order.sha256",
+        "fit-weights.sha256",
+    ] {
         assert_eq!(read(a.join(file)), read(b.join(file)), "{file} differs for the same seed");
     }
     assert_eq!(read(a.join("normalizer.json")), read(c1.join("normalizer.json")));
-    assert_ne!(
-        read(a.join("loader-order.sha256")),
-        read(c1.join("loader-order.sha256")),
-        "another seed delivered the same order"
-    );
+    for file in ["loader-order.sha256", "fit-weights.sha256"] {
+        assert_ne!(read(a.join(file)), read(c1.join(file)), "another seed gave the same {file}");
+    }
 }
 
 #[test]
@@ -138,6 +173,24 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("recipe stages repeat in --mode trials"), "{}", f.stderr);
+}
+
+#[test]
+fn model_stages_repeat_as_trials_each_in_a_fresh_process() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--data"]).arg(&tiny().frozen);
+    c.args(["--stage", "resident_model_steps", "--stage", "end_to_end_fit_epoch"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let t = &r["trials"]["resident_model_steps"]["samples"];
+    assert_eq!(t["median_step_s"].as_array().map(Vec::len), Some(2), "{t}");
+    // Training is deterministic: both fit trials end on the same loss.
+    let losses = &r["trials"]["end_to_end_fit_epoch"]["samples"]["loss_last_tenth"];
+    assert_eq!(losses[0], losses[1], "{losses}");
+    // prepare + fit + count, then 4 trials.
+    assert_eq!(f.worker_pids().len(), 7);
+    f.assert_no_worker_left();
 }
 
 #[test]

@@ -4,7 +4,9 @@
 //! [`measure`] wraps a stage in wall/CPU/peak-RSS measurement.
 //! [`stages`] holds the work itself and knows nothing about sockets: a stage
 //! talks to the outside only through the [`stages::Reporter`] it is given.
+//! [`threads`] decides which thread pools do the model's arithmetic.
 
 pub mod measure;
 pub mod session;
 pub mod stages;
+pub mod threads;

@@ -54,19 +54,33 @@ fn timeval_ns(tv: nix::sys::time::TimeVal) -> u64 {
     (tv.tv_sec().max(0) as u64) * 1_000_000_000 + (tv.tv_usec().max(0) as u64) * 1_000
 }
 
-/// Runs `f`, returning its result and the measurement around it.
-pub fn measured<T>(f: impl FnOnce() -> T) -> (T, Measurement) {
-    let before = self_usage();
-    let start = Instant::now();
-    let out = f();
-    let wall = start.elapsed();
-    let after = self_usage();
-    let m = Measurement {
-        wall_ns: wall.as_nanos() as u64,
-        user_ns: after.user_ns.saturating_sub(before.user_ns),
-        sys_ns: after.sys_ns.saturating_sub(before.sys_ns),
-        peak_rss_bytes: after.peak_rss_bytes,
-        figures: Vec::new(),
-    };
-    (out, m)
+/// The clock and this process's usage at one instant.
+#[derive(Clone, Copy, Debug)]
+pub struct Mark {
+    at: Instant,
+    usage: Usage,
+}
+
+impl Mark {
+    pub fn now() -> Mark {
+        // Usage first: the wall clock then starts after the getrusage calls.
+        let usage = self_usage();
+        Mark { at: Instant::now(), usage }
+    }
+
+    /// Seconds from `self` to `later`.
+    pub fn seconds_to(&self, later: &Mark) -> f64 {
+        later.at.duration_since(self.at).as_secs_f64()
+    }
+
+    /// The measurement from `self` to `end`; peak RSS is the lifetime peak at `end`.
+    pub fn until(&self, end: &Mark) -> Measurement {
+        Measurement {
+            wall_ns: end.at.duration_since(self.at).as_nanos() as u64,
+            user_ns: end.usage.user_ns.saturating_sub(self.usage.user_ns),
+            sys_ns: end.usage.sys_ns.saturating_sub(self.usage.sys_ns),
+            peak_rss_bytes: end.usage.peak_rss_bytes,
+            figures: Vec::new(),
+        }
+    }
 }

@@ -1,6 +1,6 @@
 //! One worker's connection: handshake, then assignments until shutdown.
 
-use crate::measure::measured;
+use crate::measure::Mark;
 use crate::stages::{self, Reporter, StageContext};
 use protocol::exit::worker as code;
 use protocol::frame::{self, FrameError};
@@ -167,18 +167,33 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     loop {
         match wire.recv()? {
             ToWorker::Assign { job, stage } => {
-                let mut reporter = WireReporter { wire: &mut wire, job, error: None };
+                let mut reporter =
+                    WireReporter { wire: &mut wire, job, error: None, setup_done: None };
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
                     reporter: &mut reporter,
                 };
-                let (result, mut measurement) = measured(|| stages::run(&stage, &mut ctx));
+                let start = Mark::now();
+                let result = stages::run(&stage, &mut ctx);
+                let end = Mark::now();
                 if let Some(e) = reporter.error.take() {
                     return Err(e.into());
                 }
                 let reply = match result {
-                    Ok(figures) => {
+                    Ok(mut figures) => {
+                        // A stage that did untimed setup is measured from its end.
+                        let from = match reporter.setup_done {
+                            Some(mark) => {
+                                figures.push(protocol::Figure {
+                                    name: "setup_s".into(),
+                                    value: start.seconds_to(&mark),
+                                });
+                                mark
+                            }
+                            None => start,
+                        };
+                        let mut measurement = from.until(&end);
                         measurement.figures = figures;
                         FromWorker::Measurement { job, measurement }
                     }
@@ -205,6 +220,8 @@ struct WireReporter<'a> {
     wire: &'a mut Wire,
     job: JobId,
     error: Option<FrameError>,
+    /// Where the stage said its untimed setup ended.
+    setup_done: Option<Mark>,
 }
 
 impl WireReporter<'_> {
@@ -223,5 +240,8 @@ impl Reporter for WireReporter<'_> {
     }
     fn artifact(&mut self, relative_path: &str, sha256: [u8; 32]) {
         self.send(FromWorker::Artifact { job: self.job, path: relative_path.to_string(), sha256 });
+    }
+    fn setup_done(&mut self) {
+        self.setup_done = Some(Mark::now());
     }
 }

@@ -41,7 +41,7 @@ pub type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunEr
 
 /// An [`AfterPhase`] step: hands the SHA-256 of `normalizer.json` and of the
 /// context index, as this phase's workers reported them, to every later
-/// loader job, which checks the files against them before use.
+/// loader and model job, which checks the files against them before use.
 pub fn hand_on_artifacts(
     _: &Path,
     done: &PhaseOutcome,
@@ -51,13 +51,11 @@ pub fn hand_on_artifacts(
         for (path, sha) in &r.artifacts {
             let sha = hex::encode(sha);
             for job in rest.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
-                if let protocol::Stage::LoaderEpoch { normalizer_sha256, contexts_sha256, .. } =
-                    &mut job.stage
-                {
+                if let Some(input) = job.stage.epoch_input_mut() {
                     if path == "normalizer.json" {
-                        *normalizer_sha256 = sha.clone();
+                        input.normalizer_sha256 = sha.clone();
                     } else if path.ends_with(&format!("/{}", recipe::warm::CONTEXTS)) {
-                        *contexts_sha256 = sha.clone();
+                        input.contexts_sha256 = sha.clone();
                     }
                 }
             }

@@ -1,8 +1,10 @@
 //! `--mode profile`: the recipe stage by stage, each stage in its own fresh
 //! worker process, on a frozen dataset: `verify_before`,
 //! `cold_feature_cache_prepare`, `warm_fit_normalizer`,
-//! `count_eligible_contexts`, `warm_loader_epoch`, `verify_after`. The model
-//! stages of the seed's table are not built yet.
+//! `count_eligible_contexts`, `warm_loader_epoch`, the model stages
+//! (`resident_model_build`, `resident_compile_and_warmup`,
+//! `resident_model_steps`, `end_to_end_model_build`,
+//! `end_to_end_fit_epoch`) and `verify_after`.
 //!
 //! Stages hand each other what they need only through artifacts in the run
 //! directory: the cache (whose manifest the coordinator writes right after
@@ -16,7 +18,7 @@ use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
 use crate::plan::RunPlan;
 use crate::run::{RunError, fail};
 use crate::rundir::report::Report;
-use protocol::Stage;
+use protocol::{EpochInput, ModelStep, Stage};
 use recipe::frozen::Frozen;
 use std::path::Path;
 
@@ -49,7 +51,7 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         after: Some(super::hand_on_artifacts),
     };
     let cache = SERIAL_CACHE.to_string();
-    vec![
+    let mut phases = vec![
         cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset),
         prepare,
         one(
@@ -62,14 +64,21 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
             COUNT,
             Stage::CountContexts { dataset: data.clone(), cache: cache.clone() },
         ),
-        one(&mut numbers, LOADER, loader_stage(data, plan.seed)),
-        cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset),
-    ]
+        one(&mut numbers, LOADER, Stage::LoaderEpoch(epoch_input(data.clone(), plan.seed))),
+    ];
+    for step in ModelStep::ALL {
+        let stage = Stage::Model(step, epoch_input(data.clone(), plan.seed));
+        phases.push(one(&mut numbers, step.name(), stage));
+    }
+    phases.push(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset));
+    phases
 }
 
 /// The recipe stages `--mode trials` can repeat, by their profile names;
 /// their dataset is filled in once it is resolved ([`with_dataset`]).
-pub const TRIAL_STAGES: [&str; 3] = [FIT, COUNT, LOADER];
+pub fn trial_stage_names() -> impl Iterator<Item = &'static str> {
+    [FIT, COUNT, LOADER].into_iter().chain(ModelStep::ALL.iter().map(|s| s.name()))
+}
 
 /// The stage a recipe stage name stands for, with no dataset yet.
 pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
@@ -77,33 +86,45 @@ pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
     match name {
         FIT => Some(Stage::FitNormalizer { dataset: String::new(), cache }),
         COUNT => Some(Stage::CountContexts { dataset: String::new(), cache }),
-        LOADER => Some(loader_stage(String::new(), seed)),
-        _ => None,
+        LOADER => Some(Stage::LoaderEpoch(epoch_input(String::new(), seed))),
+        _ => ModelStep::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(|step| Stage::Model(step, epoch_input(String::new(), seed))),
     }
 }
 
-/// Whether `stage` is one of the recipe's warm stages.
+/// Whether `stage` is one of the recipe's warm or model stages.
 pub fn recipe_name(stage: &Stage) -> bool {
     matches!(
         stage,
-        Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch { .. }
+        Stage::FitNormalizer { .. }
+            | Stage::CountContexts { .. }
+            | Stage::LoaderEpoch(_)
+            | Stage::Model(..)
     )
+}
+
+/// Whether `stage` reads the loader's inputs (the normalizer and the
+/// context index as well as the cache).
+pub fn reads_loader(stage: &Stage) -> bool {
+    matches!(stage, Stage::LoaderEpoch(_) | Stage::Model(..))
 }
 
 /// Sets the dataset of a recipe stage; other stages are left alone.
 pub fn with_dataset(stage: &mut Stage, dir: &Path) {
-    if let Stage::FitNormalizer { dataset, .. }
-    | Stage::CountContexts { dataset, .. }
-    | Stage::LoaderEpoch { dataset, .. } = stage
-    {
-        *dataset = dir.to_string_lossy().into_owned();
+    let dir = dir.to_string_lossy().into_owned();
+    if let Stage::FitNormalizer { dataset, .. } | Stage::CountContexts { dataset, .. } = stage {
+        *dataset = dir;
+    } else if let Some(input) = stage.epoch_input_mut() {
+        input.dataset = dir;
     }
 }
 
-/// A loader epoch over the serial cache; the artifact hashes are filled in
-/// by [`super::hand_on_artifacts`] once fitting and counting have run.
-pub fn loader_stage(dataset: String, seed: u64) -> Stage {
-    Stage::LoaderEpoch {
+/// A loader epoch's input over the serial cache; the artifact hashes are
+/// filled in by [`super::hand_on_artifacts`] once fitting and counting have run.
+pub fn epoch_input(dataset: String, seed: u64) -> EpochInput {
+    EpochInput {
         dataset,
         cache: SERIAL_CACHE.into(),
         seed,
@@ -121,7 +142,11 @@ pub fn assemble(
         cold_prep::side(dir, cold_prep::find(outcomes, PREPARE)?, 1)?;
     report.stages.insert(PREPARE.into(), prep_stage);
     report.artifacts.push(manifest);
-    for (order, key) in [(0, VERIFY_BEFORE), (2, FIT), (3, COUNT), (4, LOADER), (5, VERIFY_AFTER)] {
+    let keys = [VERIFY_BEFORE, PREPARE, FIT, COUNT, LOADER]
+        .into_iter()
+        .chain(ModelStep::ALL.iter().map(|s| s.name()))
+        .chain([VERIFY_AFTER]);
+    for (order, key) in keys.enumerate().filter(|(_, k)| *k != PREPARE) {
         let p = cold_prep::find(outcomes, key)?;
         let r = p.results().next().ok_or_else(|| {
             fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
@@ -138,17 +163,19 @@ pub fn assemble(
     counts.batches = fig(COUNT, "batches");
     counts.final_batch = fig(COUNT, "final_batch");
     counts.invalid_event_series = fig(COUNT, "invalid_event_series");
-    // The loader delivered exactly what counting found.
-    if fig(LOADER, "contexts") != counts.eligible_contexts
-        || fig(LOADER, "batches") != counts.batches
-        || fig(LOADER, "final_batch") != counts.final_batch
-    {
-        return Err(fail(
-            Some(LOADER.into()),
-            None,
-            "internal",
-            "the loader epoch's contexts or batches differ from the count".into(),
-        ));
+    // The loader, alone and under the fit, delivered exactly what counting found.
+    for key in [LOADER, ModelStep::FitEpoch.name()] {
+        if fig(key, "contexts") != counts.eligible_contexts
+            || fig(key, "batches") != counts.batches
+            || fig(key, "final_batch") != counts.final_batch
+        {
+            return Err(fail(
+                Some(key.into()),
+                None,
+                "internal",
+                format!("{key}: the epoch's contexts or batches differ from the count"),
+            ));
+        }
     }
     if fig(FIT, "frames") != Some(counts.valid_frames) {
         return Err(fail(

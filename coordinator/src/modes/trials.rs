@@ -72,7 +72,7 @@ fn prerequisites(
     );
     prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
     let mut out = vec![prepare];
-    if plan.stages.iter().any(|s| matches!(s.stage, Stage::LoaderEpoch { .. })) {
+    if plan.stages.iter().any(|s| profile::reads_loader(&s.stage)) {
         let data = dir.to_string_lossy().into_owned();
         let cache = cold_prep::SERIAL_CACHE.to_string();
         for (key, stage) in [

@@ -4,6 +4,7 @@
 mod artifact;
 mod command;
 mod diagnostic;
+mod model;
 mod prepare;
 mod warm;
 
@@ -27,6 +28,10 @@ pub trait Reporter {
     fn progress(&mut self, done: u64, total: u64);
     /// A file was written below the run directory, with its SHA-256.
     fn artifact(&mut self, relative_path: &str, sha256: [u8; 32]);
+    /// What the stage did so far was setup (inputs an earlier stage would
+    /// have left in the same process): wall, CPU and figures are measured
+    /// from here; the setup's wall time is reported as `setup_s`.
+    fn setup_done(&mut self);
 }
 
 /// Why a stage did not complete.
@@ -43,9 +48,10 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
     match stage {
         Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
         Stage::Command { line, .. } => command::run(line),
-        Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch { .. } => {
+        Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch(_) => {
             warm::run(stage, ctx)
         }
+        Stage::Model(step, input) => model::run(*step, input, ctx),
         _ => diagnostic::run(stage, ctx),
     }
 }
@@ -53,4 +59,14 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
 /// A named figure.
 pub(crate) fn figure(name: &str, value: f64) -> Figure {
     Figure { name: name.into(), value }
+}
+
+/// The `p` quantile of `values` (nearest rank on the sorted values); 0 when empty.
+pub(crate) fn quantile(values: &[f64], p: f64) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n => v[((n - 1) as f64 * p).round() as usize],
+    }
 }

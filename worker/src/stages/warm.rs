@@ -3,22 +3,23 @@
 //! Each writes its artifact atomically and reports its hash.
 
 use super::{StageContext, StageError, figure};
-use protocol::{Figure, Stage};
+use protocol::{EpochInput, Figure, Stage};
 use recipe::frozen::Frozen;
-use recipe::loader::BATCH;
+use recipe::loader::{BATCH, Batch};
 use recipe::normalizer::Normalizer;
 use recipe::warm::{self, CacheView, ContextIndex};
-use std::path::Path;
+use std::ops::ControlFlow;
+use std::path::{Path, PathBuf};
 
 /// Run-directory file names of the artifacts these stages hand on.
 pub const NORMALIZER: &str = "normalizer.json";
 pub const LOADER_ORDER: &str = "loader-order.sha256";
 
-fn failed(e: impl std::fmt::Display) -> StageError {
+pub(super) fn failed(e: impl std::fmt::Display) -> StageError {
     StageError::Failed(e.to_string())
 }
 
-fn write(ctx: &mut StageContext<'_>, rel: &str, bytes: &[u8]) -> Result<(), StageError> {
+pub(super) fn write(ctx: &mut StageContext<'_>, rel: &str, bytes: &[u8]) -> Result<(), StageError> {
     let sha = super::write_artifact(&ctx.run_dir, rel, bytes)?;
     ctx.reporter.artifact(rel, sha);
     Ok(())
@@ -40,6 +41,40 @@ fn read_checked<T: serde::de::DeserializeOwned>(
         )));
     }
     serde_json::from_slice(&bytes).map_err(|e| failed(format!("{rel}: {e}")))
+}
+
+/// A loader epoch's inputs, opened and checked: the dataset, the cache (every
+/// read checked against its manifest), and the normalizer and context index
+/// (checked against the SHA-256 their stages reported).
+pub(super) struct Loader {
+    dataset: PathBuf,
+    frozen: Frozen,
+    view: CacheView,
+    normalizer: Normalizer,
+    index: ContextIndex,
+    seed: u64,
+}
+
+impl Loader {
+    pub(super) fn open(ctx: &StageContext<'_>, input: &EpochInput) -> Result<Loader, StageError> {
+        let dataset = PathBuf::from(&input.dataset);
+        let frozen = Frozen::load(&dataset).map_err(failed)?;
+        let view = CacheView::open(&ctx.run_dir.join(&input.cache)).map_err(failed)?;
+        let normalizer = read_checked(ctx, NORMALIZER, &input.normalizer_sha256)?;
+        let contexts = format!("{}/{}", input.cache, warm::CONTEXTS);
+        let index = read_checked(ctx, &contexts, &input.contexts_sha256)?;
+        Ok(Loader { dataset, frozen, view, normalizer, index, seed: input.seed })
+    }
+
+    /// One epoch; `consume` sees each batch and may end the epoch early.
+    pub(super) fn epoch(
+        self,
+        consume: impl FnMut(&Batch) -> ControlFlow<()>,
+    ) -> Result<warm::EpochStats, StageError> {
+        let Loader { dataset, frozen, view, normalizer, index, seed } = self;
+        warm::loader_epoch((&dataset, &frozen), view, &index, &normalizer, seed, consume)
+            .map_err(failed)
+    }
 }
 
 pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
@@ -74,26 +109,19 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
                 figure("final_batch", (eligible - (batches - 1) * BATCH as u64) as f64),
             ])
         }
-        Stage::LoaderEpoch { dataset, cache, seed, normalizer_sha256, contexts_sha256 } => {
-            let dir = Path::new(dataset);
-            let frozen = Frozen::load(dir).map_err(failed)?;
-            let view = CacheView::open(&ctx.run_dir.join(cache)).map_err(failed)?;
-            let normalizer: Normalizer = read_checked(ctx, NORMALIZER, normalizer_sha256)?;
-            let contexts = format!("{cache}/{}", warm::CONTEXTS);
-            let index: ContextIndex = read_checked(ctx, &contexts, contexts_sha256)?;
+        Stage::LoaderEpoch(input) => {
+            let loader = Loader::open(ctx, input)?;
             let started = std::time::Instant::now();
             let mut checksum = 0f64;
-            let stats = warm::loader_epoch((dir, &frozen), view, &index, &normalizer, *seed, |b| {
+            let stats = loader.epoch(|b| {
                 // Touch the batch as a model would read it.
                 checksum += b.x.iter().step_by(97).map(|v| *v as f64).sum::<f64>();
-            })
-            .map_err(failed)?;
+                ControlFlow::Continue(())
+            })?;
             let epoch_s = started.elapsed().as_secs_f64();
             std::hint::black_box(checksum);
             write(ctx, LOADER_ORDER, format!("{}\n", stats.order_sha256).as_bytes())?;
-            let mut waits = stats.waits_s.clone();
-            waits.sort_by(f64::total_cmp);
-            let q = |p: f64| waits[((waits.len() - 1) as f64 * p).round() as usize];
+            let q = |p: f64| super::quantile(&stats.waits_s, p);
             Ok(vec![
                 figure("batches", stats.batches as f64),
                 figure("contexts", stats.contexts as f64),

@@ -1,0 +1,32 @@
+//! Times training steps on one seeded batch of 32 contexts: a quick look at
+//! the model's step cost without the worker (`cargo run --release -p
+//! stagebench-model --example steps [STEPS]`).
+
+use model::net::{HostBatch, Model};
+
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+use recipe::loader::Batch;
+use recipe::rng::Rng;
+
+fn main() {
+    let steps: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
+    let frames = recipe::targets::CONTEXT_FRAMES;
+    let mut r = Rng::new(7);
+    let len = recipe::loader::BATCH;
+    let x = (0..len * frames * 5).map(|_| r.uniform() as f32 - 0.5).collect();
+    let y = (0..len * frames).map(|i| i32::from(i % 300 < 120)).collect();
+    let batch = HostBatch::from_loader(&Batch { len, x, y }).expect("a batch");
+    let mut m = Model::new(0).expect("a model");
+    for _ in 0..2 {
+        m.step(&batch).expect("a step");
+    }
+    let mut times = Vec::new();
+    for _ in 0..steps {
+        let t = std::time::Instant::now();
+        m.step(&batch).expect("a step");
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    println!("median step {:.3} ms over {steps}", times[steps / 2] * 1e3);
+}

@@ -1,0 +1,464 @@
+//! A 1-D convolution over `[batch, time, channels]` with "same" zero padding
+//! and a dilation, as our own kernels, forward and backward, wrapped as a
+//! candle custom op so the rest of the model keeps candle's autograd.
+//!
+//! Why not candle's `conv1d`: its backward for a padded or dilated
+//! convolution falls to a direct loop, and its layout is channels-first. With
+//! channels last, the rows of a sequence are contiguous, every tap of the
+//! kernel is a row offset, and each output row is a short sum of
+//! `input value × weight row` products whose width (the output channels) is
+//! a compile-time constant, so the compiler keeps the accumulator in vector
+//! registers. The three kernels:
+//!
+//! - forward: `y[t] = b + Σ_j Σ_i x[t + j·d − p][i] · w[j][i][·]`
+//! - input gradient: the forward kernel itself, over `dy`, with the weights
+//!   flipped in time and transposed (`w'[j][o][i] = w[K−1−j][i][o]`); with an
+//!   odd kernel the padding is symmetric, so the same offsets line up.
+//! - weight and bias gradient: per batch item, outer products accumulated
+//!   in a private buffer, then summed in item order. The order of every sum
+//!   is fixed, so the result does not depend on how rayon split the work.
+//!
+//! Batch items are independent and run in parallel on rayon's pool. On
+//! x86-64 with AVX2 and FMA (checked at run time) the kernels are compiled a
+//! second time for those instructions and use fused multiply-adds.
+
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use rayon::prelude::*;
+
+/// One convolution's geometry: kernel size (odd) and dilation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Conv {
+    pub kernel: usize,
+    pub dilation: usize,
+}
+
+impl Conv {
+    fn pad(&self) -> usize {
+        (self.kernel - 1) / 2 * self.dilation
+    }
+}
+
+/// `x` `[B, T, Cin]`, `w` `[K, Cin, O]`, `b` `[O]` → `[B, T, O]`.
+pub fn conv(x: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
+    x.apply_op3(w, b, geometry)
+}
+
+fn contiguous<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
+    let Some((start, end)) = l.contiguous_offsets() else {
+        bail!("conv: {what} must be contiguous")
+    };
+    Ok(&s.as_slice::<f32>()?[start..end])
+}
+
+/// The slice of a tensor's contiguous f32 data, copied out.
+fn data(t: &Tensor) -> Result<Vec<f32>> {
+    t.contiguous()?.flatten_all()?.to_vec1::<f32>()
+}
+
+impl CustomOp3 for Conv {
+    fn name(&self) -> &'static str {
+        "stagebench-conv1d"
+    }
+
+    fn cpu_fwd(
+        &self,
+        xs: &CpuStorage,
+        xl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        bs: &CpuStorage,
+        bl: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (batch, time, cin) = xl.shape().dims3()?;
+        let (k, wcin, out) = wl.shape().dims3()?;
+        if k != self.kernel || k % 2 == 0 || wcin != cin || bl.shape().dims1()? != out {
+            bail!(
+                "conv: shapes x {:?}, w {:?}, b {:?} do not fit",
+                xl.shape(),
+                wl.shape(),
+                bl.shape()
+            )
+        }
+        let x = contiguous(xs, xl, "x")?;
+        let w = contiguous(ws, wl, "w")?;
+        let b = contiguous(bs, bl, "b")?;
+        let mut y = vec![0f32; batch * time * out];
+        forward(x, time, cin, w, Some(b), *self, out, &mut y)?;
+        Ok((CpuStorage::F32(y), Shape::from((batch, time, out))))
+    }
+
+    fn bwd(
+        &self,
+        x: &Tensor,
+        w: &Tensor,
+        _b: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (batch, time, cin) = x.dims3()?;
+        let (k, _, out) = w.dims3()?;
+        let (xv, wv, dyv) = (data(x)?, data(w)?, data(dy)?);
+        // The input's gradient only where something upstream needs it (not
+        // for the data batch itself).
+        let dx = if x.track_op() {
+            let mut flipped = vec![0f32; wv.len()];
+            for j in 0..k {
+                for i in 0..cin {
+                    for o in 0..out {
+                        flipped[((k - 1 - j) * out + o) * cin + i] = wv[(j * cin + i) * out + o];
+                    }
+                }
+            }
+            let mut dx = vec![0f32; xv.len()];
+            forward(&dyv, time, out, &flipped, None, *self, cin, &mut dx)?;
+            Some(Tensor::from_vec(dx, (batch, time, cin), x.device())?)
+        } else {
+            None
+        };
+        let (dw, db) = weight_grad(&xv, &dyv, time, cin, out, *self)?;
+        Ok((
+            dx,
+            Some(Tensor::from_vec(dw, (k, cin, out), w.device())?),
+            Some(Tensor::from_vec(db, out, w.device())?),
+        ))
+    }
+}
+
+/// Multiply-add as the kernel's instruction set allows: fused where the
+/// target has FMA (one rounding), `a * b + c` elsewhere (never libm's fmaf).
+trait MulAdd {
+    fn mul_add(a: f32, b: f32, c: f32) -> f32;
+}
+
+struct Fused;
+impl MulAdd for Fused {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a.mul_add(b, c)
+    }
+}
+
+struct Separate;
+impl MulAdd for Separate {
+    #[inline(always)]
+    fn mul_add(a: f32, b: f32, c: f32) -> f32 {
+        a * b + c
+    }
+}
+
+/// Whether this CPU runs the AVX2 + FMA build of the kernels.
+fn fused() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
+/// Calls `$body!(O)` with the output width as a constant, for the widths
+/// the kernels are built for.
+macro_rules! with_width {
+    ($width:expr, $f:ident ( $($arg:expr),* )) => {
+        match $width {
+            1 => $f::<1>($($arg),*),
+            2 => $f::<2>($($arg),*),
+            4 => $f::<4>($($arg),*),
+            5 => $f::<5>($($arg),*),
+            8 => $f::<8>($($arg),*),
+            16 => $f::<16>($($arg),*),
+            32 => $f::<32>($($arg),*),
+            other => bail!("conv: {other} output channels are not supported (1, 2, 4, 5, 8, 16, 32)"),
+        }
+    };
+}
+
+/// `y` `[B, T, out]` from `x` `[B, T, cin]` and `w` `[K, cin, out]`.
+#[allow(clippy::too_many_arguments)]
+fn forward(
+    x: &[f32],
+    time: usize,
+    cin: usize,
+    w: &[f32],
+    bias: Option<&[f32]>,
+    g: Conv,
+    out: usize,
+    y: &mut [f32],
+) -> Result<()> {
+    fn run<const O: usize>(
+        x: &[f32],
+        time: usize,
+        cin: usize,
+        w: &[f32],
+        bias: Option<&[f32]>,
+        g: Conv,
+        y: &mut [f32],
+    ) -> Result<()> {
+        let mut b = [0f32; O];
+        if let Some(bias) = bias {
+            b.copy_from_slice(bias);
+        }
+        let fused = fused();
+        y.par_chunks_mut(time * O).zip(x.par_chunks(time * cin)).for_each(|(y, x)| {
+            if fused {
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: the CPU was checked for AVX2 and FMA just above.
+                unsafe {
+                    forward_item_fma::<O>(x, cin, w, &b, g, y)
+                }
+            } else {
+                forward_item::<O, Separate>(x, cin, w, &b, g, y)
+            }
+        });
+        Ok(())
+    }
+    if time == 0 || x.len() % (time * cin) != 0 || y.len() != x.len() / cin * out {
+        bail!("conv: buffer sizes do not fit the shapes")
+    }
+    with_width!(out, run(x, time, cin, w, bias, g, y))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn forward_item_fma<const O: usize>(
+    x: &[f32],
+    cin: usize,
+    w: &[f32],
+    bias: &[f32; O],
+    g: Conv,
+    y: &mut [f32],
+) {
+    forward_item::<O, Fused>(x, cin, w, bias, g, y)
+}
+
+/// One batch item: `x` `[T, cin]` → `y` `[T, O]`.
+#[inline(always)]
+fn forward_item<const O: usize, M: MulAdd>(
+    x: &[f32],
+    cin: usize,
+    w: &[f32],
+    bias: &[f32; O],
+    g: Conv,
+    y: &mut [f32],
+) {
+    let time = y.len() / O;
+    let pad = g.pad();
+    for (t, yt) in y.chunks_exact_mut(O).enumerate() {
+        let mut acc = *bias;
+        for j in 0..g.kernel {
+            // Source row t + j·d − pad, skipped where it falls in the padding.
+            let Some(s) = (t + j * g.dilation).checked_sub(pad).filter(|s| *s < time) else {
+                continue;
+            };
+            let xs = &x[s * cin..(s + 1) * cin];
+            let wj = &w[j * cin * O..(j + 1) * cin * O];
+            for (xv, wr) in xs.iter().zip(wj.chunks_exact(O)) {
+                for o in 0..O {
+                    acc[o] = M::mul_add(*xv, wr[o], acc[o]);
+                }
+            }
+        }
+        yt.copy_from_slice(&acc);
+    }
+}
+
+/// `dw` `[K, cin, out]` and `db` `[out]` from `x` `[B, T, cin]` and `dy`
+/// `[B, T, out]`: per item in parallel, summed in item order.
+fn weight_grad(
+    x: &[f32],
+    dy: &[f32],
+    time: usize,
+    cin: usize,
+    out: usize,
+    g: Conv,
+) -> Result<(Vec<f32>, Vec<f32>)> {
+    fn run<const O: usize>(
+        x: &[f32],
+        dy: &[f32],
+        time: usize,
+        cin: usize,
+        g: Conv,
+    ) -> Result<(Vec<f32>, Vec<f32>)> {
+        let fused = fused();
+        let parts: Vec<(Vec<f32>, [f32; O])> = dy
+            .par_chunks(time * O)
+            .zip(x.par_chunks(time * cin))
+            .map(|(dy, x)| {
+                let mut dw = vec![0f32; g.kernel * cin * O];
+                let mut db = [0f32; O];
+                if fused {
+                    #[cfg(target_arch = "x86_64")]
+                    // SAFETY: the CPU was checked for AVX2 and FMA just above.
+                    unsafe {
+                        weight_grad_item_fma::<O>(x, cin, dy, g, &mut dw, &mut db)
+                    }
+                } else {
+                    weight_grad_item::<O, Separate>(x, cin, dy, g, &mut dw, &mut db)
+                }
+                (dw, db)
+            })
+            .collect();
+        let mut dw = vec![0f32; g.kernel * cin * O];
+        let mut db = vec![0f32; O];
+        for (pw, pb) in &parts {
+            dw.iter_mut().zip(pw).for_each(|(a, b)| *a += b);
+            db.iter_mut().zip(pb).for_each(|(a, b)| *a += b);
+        }
+        Ok((dw, db))
+    }
+    if time == 0 || x.len() % (time * cin) != 0 || dy.len() != x.len() / cin * out {
+        bail!("conv: gradient sizes do not fit the shapes")
+    }
+    with_width!(out, run(x, dy, time, cin, g))
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+unsafe fn weight_grad_item_fma<const O: usize>(
+    x: &[f32],
+    cin: usize,
+    dy: &[f32],
+    g: Conv,
+    dw: &mut [f32],
+    db: &mut [f32; O],
+) {
+    weight_grad_item::<O, Fused>(x, cin, dy, g, dw, db)
+}
+
+#[inline(always)]
+fn weight_grad_item<const O: usize, M: MulAdd>(
+    x: &[f32],
+    cin: usize,
+    dy: &[f32],
+    g: Conv,
+    dw: &mut [f32],
+    db: &mut [f32; O],
+) {
+    let time = dy.len() / O;
+    let pad = g.pad();
+    for (t, gt) in dy.chunks_exact(O).enumerate() {
+        let gt: &[f32; O] = gt.try_into().expect("a row of O");
+        for o in 0..O {
+            db[o] += gt[o];
+        }
+        for j in 0..g.kernel {
+            let Some(s) = (t + j * g.dilation).checked_sub(pad).filter(|s| *s < time) else {
+                continue;
+            };
+            let xs = &x[s * cin..(s + 1) * cin];
+            let dwj = &mut dw[j * cin * O..(j + 1) * cin * O];
+            for (xv, row) in xs.iter().zip(dwj.chunks_exact_mut(O)) {
+                for o in 0..O {
+                    row[o] = M::mul_add(*xv, gt[o], row[o]);
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use candle_core::{D, Device, Var};
+
+    /// The same convolution through candle's own conv1d (channels first,
+    /// its own padding and dilation), as an independent reference.
+    fn reference(x: &Tensor, w: &Tensor, b: &Tensor, g: Conv) -> Result<Tensor> {
+        let xc = x.transpose(1, 2)?.contiguous()?; // [B, Cin, T]
+        let wc = w.permute((2, 1, 0))?.contiguous()?; // [O, Cin, K]
+        let y = xc.conv1d(&wc, g.pad(), 1, g.dilation, 1)?; // [B, O, T]
+        y.transpose(1, 2)?.broadcast_add(b)
+    }
+
+    /// The same convolution as im2col from candle's pad, narrow and cat,
+    /// then one matmul: autograd through candle's plainest ops only.
+    fn im2col_reference(x: &Tensor, w: &Tensor, b: &Tensor, g: Conv) -> Result<Tensor> {
+        let (batch, time, cin) = x.dims3()?;
+        let padded = x.pad_with_zeros(1, g.pad(), g.pad())?;
+        let taps: Vec<Tensor> =
+            (0..g.kernel).map(|j| padded.narrow(1, j * g.dilation, time)).collect::<Result<_>>()?;
+        let cols = Tensor::cat(&taps, 2)?.reshape((batch * time, g.kernel * cin))?;
+        let out = w.dim(2)?;
+        let y = cols.matmul(&w.reshape((g.kernel * cin, out))?)?;
+        y.reshape((batch, time, out))?.broadcast_add(b)
+    }
+
+    fn seeded(shape: &[usize], seed: u64) -> Vec<f32> {
+        let mut r = recipe::rng::Rng::new(seed);
+        (0..shape.iter().product::<usize>()).map(|_| r.uniform() as f32 * 2.0 - 1.0).collect()
+    }
+
+    fn max_diff(a: &Tensor, b: &Tensor) -> f32 {
+        (a - b)
+            .unwrap()
+            .abs()
+            .unwrap()
+            .flatten_all()
+            .unwrap()
+            .max(D::Minus1)
+            .unwrap()
+            .to_scalar()
+            .unwrap()
+    }
+
+    #[test]
+    fn forward_and_gradients_match_candles_own_convolution() {
+        let dev = Device::Cpu;
+        for (k, d, cin, out, time) in [
+            (5, 1, 16, 16, 40),
+            (5, 2, 16, 16, 40),
+            (5, 4, 16, 16, 17),
+            (1, 1, 5, 16, 30),
+            (1, 1, 16, 2, 30),
+            (3, 3, 4, 8, 7),
+        ] {
+            let g = Conv { kernel: k, dilation: d };
+            let x = Var::from_vec(seeded(&[3, time, cin], 1), (3, time, cin), &dev).unwrap();
+            let w = Var::from_vec(seeded(&[k, cin, out], 2), (k, cin, out), &dev).unwrap();
+            let b = Var::from_vec(seeded(&[out], 3), out, &dev).unwrap();
+            // A loss that weighs every output differently.
+            let weights =
+                Tensor::from_vec(seeded(&[3, time, out], 4), (3, time, out), &dev).unwrap();
+            let ours = conv(&x, &w, &b, g).unwrap();
+            let theirs = im2col_reference(&x, &w, &b, g).unwrap();
+            let candles = reference(&x, &w, &b, g).unwrap();
+            assert!(max_diff(&theirs, &candles) < 1e-5, "the references differ");
+            assert!(max_diff(&ours, &theirs) < 1e-5, "forward k{k} d{d}");
+            let go = (ours * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let gt = (theirs * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            for (name, v) in [("x", &x), ("w", &w), ("b", &b)] {
+                let (a, c) = (go.get(v).unwrap(), gt.get(v).unwrap());
+                let diff = max_diff(a, c);
+                assert!(diff < 1e-4, "d{name} k{k} d{d} cin{cin} out{out}: {diff}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_weight_gradient_does_not_depend_on_the_thread_count() {
+        let (time, cin, out) = (50, 16, 16);
+        let g = Conv { kernel: 5, dilation: 2 };
+        let x = seeded(&[32, time, cin], 5);
+        let dy = seeded(&[32, time, out], 6);
+        let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        let three = rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap();
+        let a = one.install(|| weight_grad(&x, &dy, time, cin, out, g).unwrap());
+        let b = three.install(|| weight_grad(&x, &dy, time, cin, out, g).unwrap());
+        assert_eq!(a, b);
+    }
+
+    #[test]
+    fn unsupported_shapes_are_refused_not_guessed() {
+        let dev = Device::Cpu;
+        let x = Tensor::zeros((1, 4, 3), candle_core::DType::F32, &dev).unwrap();
+        let w = Tensor::zeros((5, 3, 7), candle_core::DType::F32, &dev).unwrap();
+        let b = Tensor::zeros(7, candle_core::DType::F32, &dev).unwrap();
+        let e = conv(&x, &w, &b, Conv { kernel: 5, dilation: 1 }).unwrap_err().to_string();
+        assert!(e.contains("7 output channels are not supported"), "{e}");
+        let w = Tensor::zeros((4, 3, 8), candle_core::DType::F32, &dev).unwrap();
+        let b = Tensor::zeros(8, candle_core::DType::F32, &dev).unwrap();
+        assert!(conv(&x, &w, &b, Conv { kernel: 4, dilation: 1 }).is_err());
+    }
+}

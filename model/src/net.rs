@@ -1,0 +1,212 @@
+//! The seed recipe's model, 4,018 parameters: a per-frame Conv1D 5→16
+//! (kernel 1); three residual blocks, each `h + relu(conv(h))` with a
+//! Conv1D 16→16 of kernel 5, "same" padding and dilation 1, 2, 4; a
+//! per-frame Dense 16→2 giving logits. Sparse categorical cross-entropy
+//! from the logits, Adam at 1e-3.
+//!
+//! Initialisation follows Keras' defaults, from our own seeded generator:
+//! kernels Glorot-uniform (limit √(6 / (fan_in + fan_out)), fans counting
+//! the kernel's taps), biases zero. Adam uses Keras' ε = 1e-7, β 0.9/0.999.
+
+use crate::conv::{Conv, conv};
+use candle_core::{D, DType, Device, Result, Tensor, Var};
+use candle_nn::optim::{AdamW, Optimizer, ParamsAdamW};
+use recipe::contract::N_FEATURES;
+use recipe::rng::Rng;
+
+/// Hidden channels.
+pub const WIDTH: usize = 16;
+/// Classes: wake 0, sleep 1.
+pub const CLASSES: usize = 2;
+pub const LEARNING_RATE: f64 = 1e-3;
+pub const ADAM_EPSILON: f64 = 1e-7;
+
+/// Each layer: kernel, dilation, in and out channels.
+const LAYERS: [(usize, usize, usize, usize); 5] = [
+    (1, 1, N_FEATURES, WIDTH),
+    (5, 1, WIDTH, WIDTH),
+    (5, 2, WIDTH, WIDTH),
+    (5, 4, WIDTH, WIDTH),
+    (1, 1, WIDTH, CLASSES),
+];
+
+struct Layer {
+    geometry: Conv,
+    weight: Var,
+    bias: Var,
+}
+
+/// The model's parameters and optimizer state.
+pub struct Model {
+    layers: Vec<Layer>,
+    optimizer: AdamW,
+}
+
+impl Model {
+    /// A fresh model: weights from `seed`, Adam state zero.
+    pub fn new(seed: u64) -> Result<Model> {
+        let dev = Device::Cpu;
+        let mut rng = Rng::new(seed);
+        let mut layers = Vec::new();
+        for (kernel, dilation, cin, out) in LAYERS {
+            let limit = (6.0 / ((kernel * cin + kernel * out) as f64)).sqrt();
+            let w: Vec<f32> = (0..kernel * cin * out)
+                .map(|_| ((rng.uniform() * 2.0 - 1.0) * limit) as f32)
+                .collect();
+            layers.push(Layer {
+                geometry: Conv { kernel, dilation },
+                weight: Var::from_vec(w, (kernel, cin, out), &dev)?,
+                bias: Var::zeros(out, DType::F32, &dev)?,
+            });
+        }
+        let vars = layers.iter().flat_map(|l| [l.weight.clone(), l.bias.clone()]).collect();
+        let optimizer = AdamW::new(
+            vars,
+            ParamsAdamW {
+                lr: LEARNING_RATE,
+                beta1: 0.9,
+                beta2: 0.999,
+                eps: ADAM_EPSILON,
+                weight_decay: 0.0,
+            },
+        )?;
+        Ok(Model { layers, optimizer })
+    }
+
+    /// Trainable parameters.
+    pub fn parameters(&self) -> usize {
+        self.layers.iter().map(|l| l.weight.elem_count() + l.bias.elem_count()).sum()
+    }
+
+    /// Logits `[B, T, 2]` for `x` `[B, T, 5]`.
+    pub fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let [input, blocks @ .., dense] = self.layers.as_slice() else {
+            unreachable!("the model has five layers")
+        };
+        let apply = |l: &Layer, h: &Tensor| conv(h, &l.weight, &l.bias, l.geometry);
+        let mut h = apply(input, x)?;
+        for block in blocks {
+            h = (&h + apply(block, &h)?.relu()?)?;
+        }
+        apply(dense, &h)
+    }
+
+    /// Mean cross-entropy of the logits against `y` (class per frame).
+    pub fn loss(&self, x: &Tensor, y: &Tensor) -> Result<Tensor> {
+        let logits = self.forward(x)?;
+        let logits = logits.reshape(((), CLASSES))?;
+        candle_nn::loss::cross_entropy(&logits, &y.flatten_all()?)
+    }
+
+    /// One training step on a batch: forward, backward, Adam. Returns the
+    /// batch's mean loss before the update.
+    pub fn step(&mut self, batch: &HostBatch) -> Result<f32> {
+        let loss = self.loss(&batch.x, &batch.y)?;
+        self.optimizer.backward_step(&loss)?;
+        loss.to_scalar::<f32>()
+    }
+
+    /// Every parameter's values, layer by layer (weights then bias).
+    pub fn snapshot(&self) -> Result<Vec<Vec<f32>>> {
+        self.layers
+            .iter()
+            .flat_map(|l| [&l.weight, &l.bias])
+            .map(|v| v.as_tensor().flatten_all()?.to_vec1::<f32>())
+            .collect()
+    }
+}
+
+/// A batch on the host as the model takes it: `x` `[B, 240, 5]` f32 and
+/// `y` `[B, 240]` class indices (u32, as candle's gather wants them).
+pub struct HostBatch {
+    pub len: usize,
+    pub x: Tensor,
+    pub y: Tensor,
+}
+
+impl HostBatch {
+    /// From a loader batch; every target must be a known class.
+    pub fn from_loader(b: &recipe::loader::Batch) -> Result<HostBatch> {
+        let frames = recipe::targets::CONTEXT_FRAMES;
+        let y = b
+            .y
+            .iter()
+            .map(|v| match *v {
+                0 | 1 => Ok(*v as u32),
+                other => Err(candle_core::Error::Msg(format!(
+                    "a loader batch holds target {other}; only 0 (wake) and 1 (sleep) can be trained"
+                ))),
+            })
+            .collect::<Result<Vec<u32>>>()?;
+        Ok(HostBatch {
+            len: b.len,
+            x: Tensor::from_slice(&b.x, (b.len, frames, N_FEATURES), &Device::Cpu)?,
+            y: Tensor::from_vec(y, (b.len, frames), &Device::Cpu)?,
+        })
+    }
+}
+
+/// Argmax accuracy of the model on a batch (a sanity figure, not an evaluation).
+pub fn accuracy(model: &Model, batch: &HostBatch) -> Result<f32> {
+    let pred = model.forward(&batch.x)?.argmax(D::Minus1)?;
+    let hit = pred.eq(&batch.y)?.to_dtype(DType::F32)?.mean_all()?;
+    hit.to_scalar::<f32>()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use recipe::loader::Batch;
+    use recipe::targets::CONTEXT_FRAMES;
+
+    /// A batch whose class is a clear function of the first feature.
+    fn learnable(len: usize, seed: u64) -> HostBatch {
+        let mut r = Rng::new(seed);
+        let mut x = Vec::new();
+        let mut y = Vec::new();
+        for _ in 0..len * CONTEXT_FRAMES {
+            let v = r.uniform() as f32 * 2.0 - 1.0;
+            x.extend([v, 0.1, -0.2, 0.3, r.uniform() as f32]);
+            y.push(i32::from(v > 0.0));
+        }
+        HostBatch::from_loader(&Batch { len, x, y }).unwrap()
+    }
+
+    #[test]
+    fn the_model_has_the_seed_recipes_4018_parameters() {
+        assert_eq!(Model::new(0).unwrap().parameters(), 4018);
+    }
+
+    #[test]
+    fn the_same_seed_gives_the_same_weights_and_the_same_training() {
+        let batch = learnable(4, 1);
+        let (mut a, mut b) = (Model::new(0).unwrap(), Model::new(0).unwrap());
+        assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+        assert_ne!(a.snapshot().unwrap(), Model::new(1).unwrap().snapshot().unwrap());
+        for _ in 0..3 {
+            assert_eq!(a.step(&batch).unwrap(), b.step(&batch).unwrap());
+        }
+        assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+    }
+
+    #[test]
+    fn training_lowers_the_loss_and_learns_a_learnable_batch() {
+        let batch = learnable(8, 2);
+        let mut m = Model::new(0).unwrap();
+        let first = m.step(&batch).unwrap();
+        let mut last = first;
+        for _ in 0..150 {
+            last = m.step(&batch).unwrap();
+        }
+        assert!(last < first * 0.5, "loss {first} → {last}");
+        assert!(accuracy(&m, &batch).unwrap() > 0.9);
+    }
+
+    #[test]
+    fn an_unknown_target_is_refused_not_trained() {
+        let mut b = Batch { len: 1, x: vec![0.0; CONTEXT_FRAMES * 5], y: vec![0; CONTEXT_FRAMES] };
+        b.y[7] = -1;
+        let e = HostBatch::from_loader(&b).err().unwrap().to_string();
+        assert!(e.contains("target -1"), "{e}");
+    }
+}
