@@ -6,9 +6,14 @@ cohort that scripts/bench-cold-prep.sh generates and freezes once into
 ~/.cache/stagebench/bench/frozen-seed (run that first, or pass --data), and
 prints per stage the median wall time, CPU time and peak RSS over the rounds,
 beside the seed profiler's single observation on a faster desktop CPU.
+
+With --torch PYTHON (an interpreter that has torch; see
+scripts/bench-model-torch.py), each round also trains the same model in
+PyTorch on the same two threads, interleaved with the profile runs, and the
+fit epoch and resident step are compared as ratios of medians.
 Run by hand on an idle machine; not part of CI.
 
-usage: scripts/bench-profile.py [--rounds R] [--data DIR]
+usage: scripts/bench-profile.py [--rounds R] [--data DIR] [--torch PYTHON]
 """
 
 import argparse
@@ -25,6 +30,7 @@ SEED_S = {
     "warm_fit_normalizer": 6.72,
     "count_eligible_contexts": 8.09,
     "warm_loader_epoch": 14.1,
+    "end_to_end_fit_epoch": 16.13,
 }
 STAGES = [
     "verify_before",
@@ -32,6 +38,11 @@ STAGES = [
     "warm_fit_normalizer",
     "count_eligible_contexts",
     "warm_loader_epoch",
+    "resident_model_build",
+    "resident_compile_and_warmup",
+    "resident_model_steps",
+    "end_to_end_model_build",
+    "end_to_end_fit_epoch",
     "verify_after",
 ]
 
@@ -40,19 +51,27 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--data", default=os.path.expanduser("~/.cache/stagebench/bench/frozen-seed"))
+    ap.add_argument("--torch", help="a Python interpreter with torch, for the side-by-side model")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.data, "frozen.json")):
         sys.exit(f"no frozen dataset at {a.data}: run SCALE=seed scripts/bench-cold-prep.sh first")
     subprocess.run(["cargo", "build", "--release", "--workspace", "--bins", "--quiet"],
                    cwd=ROOT, check=True)
     coordinator = os.path.join(ROOT, "target/release/coordinator")
-    reports = []
+    reports, torch = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             out = os.path.join(tmp, f"profile-{r}")
             subprocess.run([coordinator, "--quiet", "--mode", "profile", "--data", a.data,
                             "--output", out], check=True, stdout=subprocess.DEVNULL)
             reports.append(json.load(open(os.path.join(out, "report.json"))))
+            if a.torch:
+                contexts = reports[-1]["counts"]["eligible_contexts"]
+                res = os.path.join(tmp, f"torch-{r}.json")
+                subprocess.run([a.torch, os.path.join(ROOT, "scripts/bench-model-torch.py"),
+                                "--threads", "2", "--contexts", str(contexts), "--json", res],
+                               check=True, stdout=subprocess.DEVNULL)
+                torch.append(json.load(open(res)))
     load = open("/proc/loadavg").read().split()[:3]
     c = reports[0]["counts"]
     print(f"{a.rounds} rounds; load average {' '.join(load)}; {os.cpu_count()} CPUs")
@@ -71,6 +90,21 @@ def main():
     print(f"loader: first wait {med('first_wait_s') * 1e3:.1f} ms, median wait "
           f"{med('median_wait_s') * 1e3:.3f} ms, p95 wait {med('p95_wait_s') * 1e3:.3f} ms, "
           f"{med('contexts_per_s'):.0f} contexts/s")
+    fig = lambda stage, key: statistics.median(r["stages"][stage]["figures"][key] for r in reports)
+    fit = statistics.median(r["stages"]["end_to_end_fit_epoch"]["wall_s"] for r in reports)
+    step = fig("resident_model_steps", "median_step_s")
+    print(f"model: resident median step {step * 1e3:.2f} ms; fit epoch {fit:.2f} s, "
+          f"{fig('end_to_end_fit_epoch', 'contexts_per_s'):.0f} contexts/s, mean loss "
+          f"{fig('end_to_end_fit_epoch', 'loss_first_tenth'):.4f} (first tenth) -> "
+          f"{fig('end_to_end_fit_epoch', 'loss_last_tenth'):.4f} (last tenth)")
+    if torch:
+        t_fit = statistics.median(t["epoch_s"] for t in torch)
+        t_step = statistics.median(t["resident_median_step_s"] for t in torch)
+        print(f"pytorch {torch[0]['torch']} on {torch[0]['threads']} threads, {len(torch)} rounds "
+              f"interleaved: resident step {t_step * 1e3:.2f} ms, epoch {t_fit:.2f} s "
+              "(batches made in memory beforehand: no loader)")
+        print(f"stagebench / pytorch: resident step {step / t_step:.2f}x, "
+              f"fit epoch (ours with its loader) {fit / t_fit:.2f}x")
 
 
 if __name__ == "__main__":

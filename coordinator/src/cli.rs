@@ -387,9 +387,6 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             args.mode.as_str()
         ));
     }
-    if args.mode == Mode::Profile && args.isolation == Isolation::Run {
-        return Err("--mode profile runs each stage in a fresh process; --isolation run is not built for it yet".into());
-    }
     if args.names.len() > args.commands.len() {
         return Err(format!(
             "{} --name given for {} --command",

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 pub struct DispatchConfig {
     pub workers: u32,
     pub jobs_per_process: usize,
+    pub after_job: Option<crate::supervisor::AfterJob>,
     pub connect_timeout: Duration,
     pub stage_timeout: Option<Duration>,
     pub grace: Duration,
@@ -55,6 +56,7 @@ pub async fn dispatch(
     let jobs_count = jobs.len();
     let shared = Arc::new(Shared {
         queue: Mutex::new(VecDeque::from(jobs)),
+        after_job: cfg.after_job,
         cancel,
         events,
         connect_timeout: cfg.connect_timeout,

@@ -15,7 +15,7 @@ pub enum Mode {
     /// interleaved across stages, with statistics.
     Trials,
     /// The recipe stage by stage: verify, cold cache preparation, normalizer
-    /// fit, context counting, a loader epoch, verify (model stages to come).
+    /// fit, context counting, a loader epoch, the model stages, verify.
     Profile,
 }
 

@@ -101,7 +101,8 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
                 Mode::Profile => modes::profile::phases(plan, &dir, &frozen),
                 _ => modes::cold_prep::phases(plan, &dir, &frozen),
             };
-            (plan, phases, false, Some(frozen.fingerprint.clone()))
+            // Profile declares each stage; a cache preparation stays one entry.
+            (plan, phases, plan.mode == Mode::Profile, Some(frozen.fingerprint.clone()))
         }
     };
     let dir = match &plan.output {
@@ -332,6 +333,7 @@ async fn supervise_run(
         let cfg = DispatchConfig {
             workers: phase.workers,
             jobs_per_process: phase.jobs_per_process,
+            after_job: phase.after_job,
             connect_timeout: plan.connect_timeout,
             stage_timeout: plan.stage_timeout,
             grace: plan.grace,

@@ -173,9 +173,15 @@ pub enum Event {
     },
 }
 
+/// Run by a worker's supervisor when one of its jobs succeeded, before it
+/// takes the next: may complete the jobs still queued (e.g. with the hashes
+/// of artifacts the finished job wrote).
+pub type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
+
 /// State shared by all supervisors of one run.
 pub struct Shared {
     pub queue: Mutex<VecDeque<Job>>,
+    pub after_job: Option<AfterJob>,
     pub cancel: CancellationToken,
     pub events: mpsc::UnboundedSender<Event>,
     pub connect_timeout: Duration,
@@ -257,6 +263,9 @@ pub async fn supervise(
                     key: job.key.clone(),
                     measurement: result.measurement.clone(),
                 });
+                if let Some(after) = shared.after_job {
+                    after(&result, &mut shared.queue.lock().unwrap_or_else(|e| e.into_inner()));
+                }
                 jobs.push(result);
             }
             Err(end) => {

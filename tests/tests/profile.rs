@@ -12,8 +12,17 @@ fn profile(
     seed: &str,
     keep: &mut Vec<tempfile::TempDir>,
 ) -> (PathBuf, harness::Finished) {
+    profile_with(data, seed, &[], keep)
+}
+
+fn profile_with(
+    data: &Path,
+    seed: &str,
+    extra: &[&str],
+    keep: &mut Vec<tempfile::TempDir>,
+) -> (PathBuf, harness::Finished) {
     let (tmp, out, mut c) = harness::coordinator_with_output();
-    c.args(["--quiet", "--mode", "profile", "--seed", seed, "--data"]).arg(data);
+    c.args(["--quiet", "--mode", "profile", "--seed", seed, "--data"]).arg(data).args(extra);
     let f = run(c);
     keep.push(tmp);
     (out, f)
@@ -110,6 +119,24 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     for file in ["loader-order.sha256", "fit-weights.sha256"] {
         assert_ne!(read(a.join(file)), read(c1.join(file)), "another seed gave the same {file}");
     }
+
+    // --isolation run: every stage after the cache in one process, the
+    // same epoch and the same trained weights.
+    let (one, f) = profile_with(&tiny().frozen, "0", &["--isolation", "run"], &mut keep);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert_eq!(f.worker_pids().len(), 3, "verify, prepare, and one for the rest");
+    let r1 = json(&one.join("report.json"));
+    let shared = r1["stages"]["warm_fit_normalizer"]["worker"].clone();
+    for (k, s) in r1["stages"].as_object().unwrap() {
+        if !["verify_before", "cold_feature_cache_prepare"].contains(&k.as_str()) {
+            assert_eq!(s["worker"], shared, "{k} ran in another process");
+        }
+    }
+    assert_eq!(r1["counts"], r["counts"]);
+    for file in ["normalizer.json", "loader-order.sha256", "fit-weights.sha256"] {
+        assert_eq!(read(a.join(file)), read(one.join(file)), "{file} depends on the isolation");
+    }
+    f.assert_no_worker_left();
 }
 
 #[test]

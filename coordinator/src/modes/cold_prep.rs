@@ -53,6 +53,7 @@ pub fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phas
         cache: None,
         progress: crate::progress::Style::LinePerJob,
         after: None,
+        after_job: None,
     }
 }
 
@@ -89,6 +90,7 @@ pub fn prepare_phase(
         cache: Some(cache.into()),
         progress: crate::progress::Style::Counter,
         after: None,
+        after_job: None,
     }
 }
 

@@ -18,6 +18,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         cache: None,
         progress: crate::progress::Style::LinePerJob,
         after: None,
+        after_job: None,
     }]
 }
 

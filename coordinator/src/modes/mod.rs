@@ -32,6 +32,9 @@ pub struct Phase {
     /// starts (outside every measured wall): e.g. writing a cache manifest
     /// the next phase's workers check their reads against.
     pub after: Option<AfterPhase>,
+    /// Run after each job of the phase that succeeded, before its worker
+    /// takes the next (see [`crate::supervisor::AfterJob`]).
+    pub after_job: Option<crate::supervisor::AfterJob>,
 }
 
 /// A coordinator step between phases: given the run directory, the phase's
@@ -39,29 +42,40 @@ pub struct Phase {
 /// with the hashes of artifacts this phase wrote).
 pub type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunError>;
 
-/// An [`AfterPhase`] step: hands the SHA-256 of `normalizer.json` and of the
-/// context index, as this phase's workers reported them, to every later
-/// loader and model job, which checks the files against them before use.
+/// An [`AfterPhase`] step: [`hand_on`] for every job of the phase, to the
+/// jobs of every later phase.
 pub fn hand_on_artifacts(
     _: &Path,
     done: &PhaseOutcome,
     rest: &mut [Phase],
 ) -> Result<(), RunError> {
     for r in done.results() {
-        for (path, sha) in &r.artifacts {
-            let sha = hex::encode(sha);
-            for job in rest.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
-                if let Some(input) = job.stage.epoch_input_mut() {
-                    if path == "normalizer.json" {
-                        input.normalizer_sha256 = sha.clone();
-                    } else if path.ends_with(&format!("/{}", recipe::warm::CONTEXTS)) {
-                        input.contexts_sha256 = sha.clone();
-                    }
-                }
+        hand_on(r, rest.iter_mut().flat_map(|p| p.jobs.iter_mut()));
+    }
+    Ok(())
+}
+
+/// An [`AfterJob`](crate::supervisor::AfterJob) step: [`hand_on`] to the
+/// jobs still queued in the same phase (one process running them in turn).
+pub fn hand_on_queued(done: &JobResult, queued: &mut std::collections::VecDeque<Job>) {
+    hand_on(done, queued.iter_mut());
+}
+
+/// Hands the SHA-256 of `normalizer.json` and of the context index, as the
+/// worker reported them, to the later loader and model jobs, which check
+/// the files against them before use.
+fn hand_on<'a>(done: &JobResult, later: impl Iterator<Item = &'a mut Job>) {
+    let mut later: Vec<&mut Job> = later.collect();
+    for (path, sha) in &done.artifacts {
+        let sha = hex::encode(sha);
+        for input in later.iter_mut().filter_map(|j| j.stage.epoch_input_mut()) {
+            if path == "normalizer.json" {
+                input.normalizer_sha256 = sha.clone();
+            } else if path.ends_with(&format!("/{}", recipe::warm::CONTEXTS)) {
+                input.contexts_sha256 = sha.clone();
             }
         }
     }
-    Ok(())
 }
 
 /// A phase and what happened in it.
@@ -90,19 +104,25 @@ impl JobNumbers {
     }
 }
 
-/// The planned stages as the declaration lists them.
+/// The planned stages as the declaration lists them: per job, or per phase.
+/// A phase that prepares a cache is one entry either way (its jobs are series).
 pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
     if per_job {
         phases
             .iter()
-            .flat_map(|p| {
-                p.jobs.iter().map(|j| DeclaredStage {
-                    key: j.key.clone(),
-                    stage: j.stage.to_string(),
-                    jobs: 1,
-                    workers: p.workers,
-                    definition_sha256: crate::rundir::declaration::definition_sha256(&j.stage),
-                })
+            .flat_map(|p| match p.cache {
+                Some(_) => declared(std::slice::from_ref(p), false),
+                None => p
+                    .jobs
+                    .iter()
+                    .map(|j| DeclaredStage {
+                        key: j.key.clone(),
+                        stage: j.stage.to_string(),
+                        jobs: 1,
+                        workers: p.workers,
+                        definition_sha256: crate::rundir::declaration::definition_sha256(&j.stage),
+                    })
+                    .collect(),
             })
             .collect()
     } else {

@@ -15,7 +15,7 @@
 
 use super::cold_prep::{self, SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
 use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
-use crate::plan::RunPlan;
+use crate::plan::{Isolation, RunPlan};
 use crate::run::{RunError, fail};
 use crate::rundir::report::Report;
 use protocol::{EpochInput, ModelStep, Stage};
@@ -40,39 +40,47 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
     );
     // Later stages check every cache read against this manifest.
     prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
-    let one = |numbers: &mut JobNumbers, key: &str, stage: Stage| Phase {
-        key: key.into(),
-        jobs: vec![numbers.job(key.into(), stage)],
-        workers: 1,
-        jobs_per_process: 1,
-        cache: None,
-        progress: crate::progress::Style::LinePerJob,
-        // The loader checks what fitting and counting wrote against their hashes.
-        after: Some(super::hand_on_artifacts),
-    };
     let cache = SERIAL_CACHE.to_string();
-    let mut phases = vec![
-        cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset),
-        prepare,
-        one(
-            &mut numbers,
-            FIT,
-            Stage::FitNormalizer { dataset: data.clone(), cache: cache.clone() },
-        ),
-        one(
-            &mut numbers,
-            COUNT,
-            Stage::CountContexts { dataset: data.clone(), cache: cache.clone() },
-        ),
-        one(&mut numbers, LOADER, Stage::LoaderEpoch(epoch_input(data.clone(), plan.seed))),
+    // The stages after the cache, in the seed's order.
+    let mut later = vec![
+        (FIT, Stage::FitNormalizer { dataset: data.clone(), cache: cache.clone() }),
+        (COUNT, Stage::CountContexts { dataset: data.clone(), cache }),
+        (LOADER, Stage::LoaderEpoch(epoch_input(data.clone(), plan.seed))),
     ];
     for step in ModelStep::ALL {
-        let stage = Stage::Model(step, epoch_input(data.clone(), plan.seed));
-        phases.push(one(&mut numbers, step.name(), stage));
+        later.push((step.name(), Stage::Model(step, epoch_input(data.clone(), plan.seed))));
     }
-    phases.push(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset));
+    let verify_before = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
+    let mut jobs: Vec<_> =
+        later.into_iter().map(|(key, stage)| numbers.job(key.into(), stage)).collect();
+    jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
+    let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
+        key,
+        jobs,
+        workers: 1,
+        jobs_per_process,
+        cache: None,
+        progress: crate::progress::Style::LinePerJob,
+        // Loader and model stages check what fitting and counting wrote
+        // against the hashes the coordinator hands on.
+        after: Some(super::hand_on_artifacts),
+        after_job: Some(super::hand_on_queued),
+    };
+    let mut phases = vec![verify_before, prepare];
+    match plan.isolation {
+        Isolation::Stage => {
+            phases.extend(jobs.into_iter().map(|j| phase(j.key.clone(), vec![j], 1)));
+        }
+        // The coordinator writes the cache's manifest between preparation
+        // and the stages that read it, so those share the process after it.
+        Isolation::Run => phases.push(phase(SHARED_PROCESS.into(), jobs, usize::MAX)),
+    }
     phases
 }
+
+/// The phase of `--isolation run` whose one process runs every stage after
+/// the cache preparation.
+pub const SHARED_PROCESS: &str = "after_cache_preparation";
 
 /// The recipe stages `--mode trials` can repeat, by their profile names;
 /// their dataset is filled in once it is resolved ([`with_dataset`]).
@@ -147,10 +155,10 @@ pub fn assemble(
         .chain(ModelStep::ALL.iter().map(|s| s.name()))
         .chain([VERIFY_AFTER]);
     for (order, key) in keys.enumerate().filter(|(_, k)| *k != PREPARE) {
-        let p = cold_prep::find(outcomes, key)?;
-        let r = p.results().next().ok_or_else(|| {
-            fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
-        })?;
+        // By job, whether the stage had a process of its own or shared one.
+        let r = outcomes.iter().flat_map(|p| p.results()).find(|r| r.job.key == key).ok_or_else(
+            || fail(Some(key.into()), None, "internal", format!("{key} reported nothing")),
+        )?;
         for (path, sha) in &r.artifacts {
             report.artifacts.push(checked_artifact(dir, r, path, sha, "file")?);
         }

@@ -46,6 +46,7 @@ pub fn phases(plan: &RunPlan, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
         cache: None,
         progress: crate::progress::Style::Trials { warmup: plan.warmup, trials: plan.trials },
         after: None,
+        after_job: None,
     });
     phases
 }
@@ -88,6 +89,7 @@ fn prerequisites(
                 cache: None,
                 progress: crate::progress::Style::LinePerJob,
                 after: Some(super::hand_on_artifacts),
+                after_job: None,
             });
         }
     }
