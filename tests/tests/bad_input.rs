@@ -162,6 +162,35 @@ fn an_events_file_without_a_column_is_refused() {
 }
 
 #[test]
+fn events_naming_an_unknown_series_a_malformed_night_or_event_are_refused() {
+    let ts = "2018-08-14T15:30:50-0400";
+    for (line, needle) in [
+        (
+            format!("cccccccccccc,1,onset,10,{ts}"),
+            "line 6: event for series cccccccccccc, which is not in the series file",
+        ),
+        (
+            format!("aaaaaaaaaaaa,first,onset,10,{ts}"),
+            "line 6: night 'first' is not a whole number",
+        ),
+        (format!("aaaaaaaaaaaa,-1,onset,10,{ts}"), "line 6: night '-1' is not a whole number"),
+        (
+            format!("aaaaaaaaaaaa,2,nap,10,{ts}"),
+            "line 6: event 'nap' is neither 'onset' nor 'wakeup'",
+        ),
+        (format!("aaaaaaaaaaaa,2,onset,ten,{ts}"), "line 6: step 'ten' is not a number"),
+    ] {
+        let (_t, f, out) = freeze_raw(|raw| {
+            let mut events = Raw::valid(40).events();
+            events.push_str(&line);
+            events.push('\n');
+            std::fs::write(raw.join("train_events.csv"), events).unwrap();
+        });
+        refused(&f, &out, &format!("train_events.csv: {needle}"));
+    }
+}
+
+#[test]
 fn an_empty_cohort_is_refused() {
     let (_t, f, out) = freeze_raw(|raw| {
         let mut r = Raw::valid(0);

@@ -242,3 +242,30 @@ fn a_prerequisite_altered_between_trials_fails_the_next_trial() {
     assert!(!out.join("report.json").exists());
     f.assert_no_worker_left();
 }
+
+#[test]
+fn a_cache_file_altered_after_preparation_fails_the_profile() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "profile", "--data"]).arg(&tiny().frozen);
+    let mut r = harness::Running::spawn(c);
+    // The manifest is written once preparation is done; every stage after
+    // it reads the cache, the last of them (the fit epoch) seconds later.
+    r.wait_for("phase started key=warm_fit_normalizer ");
+    let cache = out.join("private-feature-cache");
+    let manifest = json(&cache.join("manifest.json"));
+    let (file, _) = manifest["files"].as_object().unwrap().iter().next().unwrap();
+    let p = cache.join(file);
+    let mut b = read(p.clone());
+    let last = b.len() - 1;
+    b[last] ^= 1;
+    std::fs::write(&p, b).unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    let line = stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(
+        line.contains(&format!("cache file {file} has changed since it was prepared")),
+        "{line}"
+    );
+    assert!(!out.join("report.json").exists());
+    assert!(out.join("failure.json").exists());
+}
