@@ -136,6 +136,50 @@ pub fn prefetched<T: Send + 'static>(
     rx.into_iter()
 }
 
+/// Maps `items` through `f` on `threads` background threads, `depth`
+/// results ahead per thread, and yields the results in the items' order.
+/// Thread k takes items k, k + threads, …; the consumer takes from each in
+/// turn, so the order is the input's whatever finishes first. The threads
+/// stop when the iterator is dropped.
+pub fn read_ahead<T, R, F>(
+    items: Vec<T>,
+    threads: usize,
+    depth: usize,
+    f: F,
+) -> impl Iterator<Item = R> + use<T, R, F>
+where
+    T: Send + 'static,
+    R: Send + 'static,
+    F: Fn(T) -> R + Send + Sync + 'static,
+{
+    let threads = threads.clamp(1, items.len().max(1));
+    let f = std::sync::Arc::new(f);
+    let mut lanes: Vec<Vec<T>> = (0..threads).map(|_| Vec::new()).collect();
+    let n = items.len();
+    for (i, item) in items.into_iter().enumerate() {
+        lanes[i % threads].push(item);
+    }
+    let receivers: Vec<mpsc::Receiver<R>> = lanes
+        .into_iter()
+        .map(|lane| {
+            let (tx, rx) = mpsc::sync_channel(depth.max(1));
+            let f = f.clone();
+            std::thread::Builder::new()
+                .name("loader-read".into())
+                .spawn(move || {
+                    for item in lane {
+                        if tx.send(f(item)).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .expect("spawn a read-ahead thread");
+            rx
+        })
+        .collect();
+    (0..n).map_while(move |i| receivers[i % threads].recv().ok())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -201,6 +245,23 @@ mod tests {
         assert_eq!(&b.x[..N_FEATURES], &[1.0; N_FEATURES]);
         assert_eq!(b.y[0], -1);
         assert_eq!(b.len, 1);
+    }
+
+    #[test]
+    fn read_ahead_keeps_the_input_order_whatever_finishes_first() {
+        // Earlier items take longer, so later ones finish first.
+        let slow = |i: u64| {
+            std::thread::sleep(std::time::Duration::from_micros(200 * (20 - i)));
+            i * 10
+        };
+        for threads in [1, 2, 3, 7, 40] {
+            let got: Vec<u64> = read_ahead((0..20).collect(), threads, 2, slow).collect();
+            assert_eq!(got, (0..20).map(|i| i * 10).collect::<Vec<_>>(), "{threads} threads");
+        }
+        assert_eq!(read_ahead(Vec::<u8>::new(), 2, 1, |x| x).count(), 0);
+        let mut it = read_ahead((0..1000u32).collect(), 2, 1, |x| x);
+        assert_eq!(it.next(), Some(0));
+        drop(it); // the readers see their closed channels and return
     }
 
     #[test]

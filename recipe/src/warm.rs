@@ -209,6 +209,9 @@ pub fn count_contexts(
     Ok(ContextIndex { contract: crate::contract::VERSION.into(), series, invalid_event_series })
 }
 
+/// Threads reading series ahead of the loader's shuffle.
+pub const READERS: usize = 2;
+
 /// What one loader epoch measured.
 #[derive(Clone, Debug, Default)]
 pub struct EpochStats {
@@ -236,15 +239,18 @@ pub fn loader_epoch(
 ) -> Result<EpochStats, WarmError> {
     let (dataset, frozen) = dataset_targets;
     let (targets, _) = frame_targets_by_series(dataset, frozen)?;
-    let index = index.clone();
     let (err_tx, err_rx) = std::sync::mpsc::channel();
-    // Contexts in canonical order, series loaded one at a time.
-    let contexts = index.series.into_iter().enumerate().flat_map(move |(si, s)| {
+    let err_tx = std::sync::Mutex::new(err_tx);
+    // Series are read, hash-checked and cut into contexts on reader threads
+    // of their own, ahead of the thread that shuffles and batches them, so a
+    // series load does not stall a batch; they arrive in canonical order.
+    let series: Vec<(usize, SeriesContexts)> = index.series.iter().cloned().enumerate().collect();
+    let read = move |(si, s): (usize, SeriesContexts)| {
         // A series that fails its check yields no context; the error ends the epoch.
         let (values, blocks) = match cache.series(&s.id) {
             Ok((values, _)) => (values, s.blocks),
             Err(e) => {
-                let _ = err_tx.send(e);
+                let _ = err_tx.lock().map(|tx| tx.send(e));
                 (Vec::new(), Vec::new())
             }
         };
@@ -257,11 +263,8 @@ pub fn loader_epoch(
                 (si as u32, b, Context { x, y: t[r].to_vec() })
             })
             .collect::<Vec<_>>()
-    });
-    // Series are read, hash-checked and cut into contexts on a thread of
-    // their own, ahead of the thread that shuffles and batches them, so a
-    // series load does not stall a batch.
-    let contexts = loader::prefetched(contexts, 2 * loader::SHUFFLE_BUFFER);
+    };
+    let contexts = loader::read_ahead(series, READERS, 2, read).flatten();
     let tagged = loader::Shuffle::new(contexts, loader::SHUFFLE_BUFFER, seed);
     // Positions travel beside the batches through the same shuffle.
     let (pos_tx, pos_rx) = std::sync::mpsc::channel();

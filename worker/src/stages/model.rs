@@ -136,6 +136,7 @@ pub(super) fn run(
                 figure("contexts_per_s", stats.contexts as f64 / epoch_s),
                 figure("median_step_s", quantile(&step_s, 0.5)),
                 figure("median_wait_s", quantile(&stats.waits_s, 0.5)),
+                figure("p95_wait_s", quantile(&stats.waits_s, 0.95)),
                 figure("loss_first_tenth", mean(&losses[..tenth])),
                 figure("loss_last_tenth", mean(&losses[losses.len() - tenth..])),
             ])
