@@ -43,6 +43,119 @@ pub fn conv(x: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor
     x.apply_op3(w, b, geometry)
 }
 
+/// A residual block as one op: `h + relu(conv(h) + b)`, with `h` `[B, T, C]`
+/// and `w` `[K, C, C]`. One output buffer instead of three, and a backward
+/// with no mask tensors: the pre-activation is recomputed by the forward
+/// kernel, which costs less than the element-wise ops it replaces.
+pub fn residual(h: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
+    h.apply_op3(w, b, Residual(geometry))
+}
+
+/// The residual block's op (see [`residual`]).
+#[derive(Clone, Copy, Debug)]
+struct Residual(Conv);
+
+/// Checks the shapes of a convolution's operands; returns (B, T, Cin, O).
+fn dims(g: Conv, x: &Layout, w: &Layout, b: &Layout) -> Result<(usize, usize, usize, usize)> {
+    let (batch, time, cin) = x.shape().dims3()?;
+    let (k, wcin, out) = w.shape().dims3()?;
+    if k != g.kernel || k % 2 == 0 || wcin != cin || b.shape().dims1()? != out {
+        bail!("conv: shapes x {:?}, w {:?}, b {:?} do not fit", x.shape(), w.shape(), b.shape())
+    }
+    Ok((batch, time, cin, out))
+}
+
+/// The input's gradient `[B, T, cin]` from `dy` `[B, T, out]`: the forward
+/// kernel over the weights flipped in time and transposed.
+fn input_grad(
+    dy: &[f32],
+    w: &[f32],
+    time: usize,
+    cin: usize,
+    out: usize,
+    g: Conv,
+) -> Result<Vec<f32>> {
+    let k = g.kernel;
+    let mut flipped = vec![0f32; w.len()];
+    for j in 0..k {
+        for i in 0..cin {
+            for o in 0..out {
+                flipped[((k - 1 - j) * out + o) * cin + i] = w[(j * cin + i) * out + o];
+            }
+        }
+    }
+    let mut dx = vec![0f32; dy.len() / out * cin];
+    forward(dy, time, out, &flipped, None, g, cin, &mut dx)?;
+    Ok(dx)
+}
+
+impl CustomOp3 for Residual {
+    fn name(&self) -> &'static str {
+        "stagebench-residual-conv1d"
+    }
+
+    fn cpu_fwd(
+        &self,
+        hs: &CpuStorage,
+        hl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        bs: &CpuStorage,
+        bl: &Layout,
+    ) -> Result<(CpuStorage, Shape)> {
+        let (batch, time, c, out) = dims(self.0, hl, wl, bl)?;
+        if out != c {
+            bail!("residual: {c} channels in, {out} out: a residual block keeps its width")
+        }
+        let h = contiguous(hs, hl, "h")?;
+        let mut y = vec![0f32; h.len()];
+        forward(
+            h,
+            time,
+            c,
+            contiguous(ws, wl, "w")?,
+            Some(contiguous(bs, bl, "b")?),
+            self.0,
+            c,
+            &mut y,
+        )?;
+        for (y, h) in y.iter_mut().zip(h) {
+            *y = h + y.max(0.0);
+        }
+        Ok((CpuStorage::F32(y), Shape::from((batch, time, c))))
+    }
+
+    fn bwd(
+        &self,
+        h: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
+        _y: &Tensor,
+        dy: &Tensor,
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (batch, time, c) = h.dims3()?;
+        let (hv, wv, bv, dyv) = (data(h)?, data(w)?, data(b)?, data(dy)?);
+        let mut z = vec![0f32; hv.len()];
+        forward(&hv, time, c, &wv, Some(&bv), self.0, c, &mut z)?;
+        // Through the ReLU: zero where the pre-activation was not positive.
+        let dz: Vec<f32> =
+            dyv.iter().zip(&z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect();
+        let dh = if h.track_op() {
+            let mut dh = input_grad(&dz, &wv, time, c, c, self.0)?;
+            dh.iter_mut().zip(&dyv).for_each(|(a, g)| *a += g);
+            Some(Tensor::from_vec(dh, (batch, time, c), h.device())?)
+        } else {
+            None
+        };
+        let (dw, db) = weight_grad(&hv, &dz, time, c, c, self.0)?;
+        Ok((
+            dh,
+            Some(Tensor::from_vec(dw, w.shape(), w.device())?),
+            Some(Tensor::from_vec(db, c, w.device())?),
+        ))
+    }
+}
+
 fn contiguous<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]> {
     let Some((start, end)) = l.contiguous_offsets() else {
         bail!("conv: {what} must be contiguous")
@@ -69,16 +182,7 @@ impl CustomOp3 for Conv {
         bs: &CpuStorage,
         bl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (batch, time, cin) = xl.shape().dims3()?;
-        let (k, wcin, out) = wl.shape().dims3()?;
-        if k != self.kernel || k % 2 == 0 || wcin != cin || bl.shape().dims1()? != out {
-            bail!(
-                "conv: shapes x {:?}, w {:?}, b {:?} do not fit",
-                xl.shape(),
-                wl.shape(),
-                bl.shape()
-            )
-        }
+        let (batch, time, cin, out) = dims(*self, xl, wl, bl)?;
         let x = contiguous(xs, xl, "x")?;
         let w = contiguous(ws, wl, "w")?;
         let b = contiguous(bs, bl, "b")?;
@@ -101,16 +205,7 @@ impl CustomOp3 for Conv {
         // The input's gradient only where something upstream needs it (not
         // for the data batch itself).
         let dx = if x.track_op() {
-            let mut flipped = vec![0f32; wv.len()];
-            for j in 0..k {
-                for i in 0..cin {
-                    for o in 0..out {
-                        flipped[((k - 1 - j) * out + o) * cin + i] = wv[(j * cin + i) * out + o];
-                    }
-                }
-            }
-            let mut dx = vec![0f32; xv.len()];
-            forward(&dyv, time, out, &flipped, None, *self, cin, &mut dx)?;
+            let dx = input_grad(&dyv, &wv, time, cin, out, *self)?;
             Some(Tensor::from_vec(dx, (batch, time, cin), x.device())?)
         } else {
             None
@@ -245,7 +340,33 @@ fn forward_item<const O: usize, M: MulAdd>(
 ) {
     let time = y.len() / O;
     let pad = g.pad();
-    for (t, yt) in y.chunks_exact_mut(O).enumerate() {
+    let reach = (g.kernel - 1) * g.dilation; // last tap's offset from the first
+    let mut t = 0;
+    while t < time {
+        // Four rows at a time where every tap of all four is inside the
+        // sequence: each weight row is loaded once for four outputs.
+        if t >= pad && t + ROWS - 1 + reach - pad < time {
+            let mut acc = [*bias; ROWS];
+            for j in 0..g.kernel {
+                let s = t + j * g.dilation - pad;
+                let xs = &x[s * cin..(s + ROWS) * cin];
+                let wj = &w[j * cin * O..(j + 1) * cin * O];
+                for (i, wr) in wj.chunks_exact(O).enumerate() {
+                    let wr: &[f32; O] = wr.try_into().expect("a row of O");
+                    for (r, acc) in acc.iter_mut().enumerate() {
+                        let xv = xs[r * cin + i];
+                        for o in 0..O {
+                            acc[o] = M::mul_add(xv, wr[o], acc[o]);
+                        }
+                    }
+                }
+            }
+            for (r, acc) in acc.iter().enumerate() {
+                y[(t + r) * O..(t + r + 1) * O].copy_from_slice(acc);
+            }
+            t += ROWS;
+            continue;
+        }
         let mut acc = *bias;
         for j in 0..g.kernel {
             // Source row t + j·d − pad, skipped where it falls in the padding.
@@ -260,9 +381,13 @@ fn forward_item<const O: usize, M: MulAdd>(
                 }
             }
         }
-        yt.copy_from_slice(&acc);
+        y[t * O..(t + 1) * O].copy_from_slice(&acc);
+        t += 1;
     }
 }
+
+/// Output rows the forward kernel computes together.
+const ROWS: usize = 4;
 
 /// `dw` `[K, cin, out]` and `db` `[out]` from `x` `[B, T, cin]` and `dy`
 /// `[B, T, out]`: per item in parallel, summed in item order.
@@ -432,6 +557,29 @@ mod tests {
                 let (a, c) = (go.get(v).unwrap(), gt.get(v).unwrap());
                 let diff = max_diff(a, c);
                 assert!(diff < 1e-4, "d{name} k{k} d{d} cin{cin} out{out}: {diff}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_residual_block_matches_its_composition_from_candles_ops() {
+        let dev = Device::Cpu;
+        for d in [1, 2, 4] {
+            let g = Conv { kernel: 5, dilation: d };
+            let (time, c) = (33, 16);
+            let h = Var::from_vec(seeded(&[2, time, c], 7), (2, time, c), &dev).unwrap();
+            let w = Var::from_vec(seeded(&[5, c, c], 8), (5, c, c), &dev).unwrap();
+            let b = Var::from_vec(seeded(&[c], 9), c, &dev).unwrap();
+            let weights = Tensor::from_vec(seeded(&[2, time, c], 10), (2, time, c), &dev).unwrap();
+            let fused = residual(&h, &w, &b, g).unwrap();
+            let composed =
+                (h.as_tensor() + im2col_reference(&h, &w, &b, g).unwrap().relu().unwrap()).unwrap();
+            assert!(max_diff(&fused, &composed) < 1e-5, "forward d{d}");
+            let gf = (fused * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let gc = (composed * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            for (name, v) in [("h", &h), ("w", &w), ("b", &b)] {
+                let diff = max_diff(gf.get(v).unwrap(), gc.get(v).unwrap());
+                assert!(diff < 1e-4, "d{name} d{d}: {diff}");
             }
         }
     }

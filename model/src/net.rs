@@ -8,7 +8,7 @@
 //! kernels Glorot-uniform (limit √(6 / (fan_in + fan_out)), fans counting
 //! the kernel's taps), biases zero. Adam uses Keras' ε = 1e-7, β 0.9/0.999.
 
-use crate::conv::{Conv, conv};
+use crate::conv::{Conv, conv, residual};
 use candle_core::{D, DType, Device, Result, Tensor, Var};
 use candle_nn::optim::{AdamW, Optimizer, ParamsAdamW};
 use recipe::contract::N_FEATURES;
@@ -85,8 +85,8 @@ impl Model {
         };
         let apply = |l: &Layer, h: &Tensor| conv(h, &l.weight, &l.bias, l.geometry);
         let mut h = apply(input, x)?;
-        for block in blocks {
-            h = (&h + apply(block, &h)?.relu()?)?;
+        for l in blocks {
+            h = residual(&h, &l.weight, &l.bias, l.geometry)?;
         }
         apply(dense, &h)
     }
