@@ -42,7 +42,7 @@ pub struct Phase {
 /// with the hashes of artifacts this phase wrote).
 pub type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunError>;
 
-/// An [`AfterPhase`] step: [`hand_on`] for every job of the phase, to the
+/// An [`AfterPhase`] step: `hand_on` for every job of the phase, to the
 /// jobs of every later phase.
 pub fn hand_on_artifacts(
     _: &Path,
@@ -55,7 +55,7 @@ pub fn hand_on_artifacts(
     Ok(())
 }
 
-/// An [`AfterJob`](crate::supervisor::AfterJob) step: [`hand_on`] to the
+/// An [`AfterJob`](crate::supervisor::AfterJob) step: `hand_on` to the
 /// jobs still queued in the same phase (one process running them in turn).
 pub fn hand_on_queued(done: &JobResult, queued: &mut std::collections::VecDeque<Job>) {
     hand_on(done, queued.iter_mut());
