@@ -36,6 +36,43 @@ fn commands_are_measured_as_whole_process_trees() {
 }
 
 #[test]
+fn a_commands_own_spans_enter_the_report_as_figures() {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/spans.py");
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "spans"]);
+    c.arg("--command").arg(format!("python3 '{}'", script.display()));
+    c.args(["--command", "test -z \"$STAGEBENCH_ADDR$STAGEBENCH_TOKEN_FILE\"", "--name", "env"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let samples = &r["trials"]["spans"]["samples"];
+    assert_eq!(samples["span:load_s"], serde_json::json!([0.75, 0.75]), "{samples}");
+    assert_eq!(samples["span:load_n"], serde_json::json!([2.0, 2.0]));
+    assert_eq!(samples["span:adapt_images_s"], serde_json::json!([54.7, 54.7]));
+    // The spans files were the worker's own: none is left in the run directory.
+    let left: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with(".spans-"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+    let mut v = harness::coordinator();
+    v.arg("verify").arg(&out);
+    assert_eq!(run(v).code(), Some(0));
+}
+
+#[test]
+fn a_malformed_span_fails_the_stage_with_its_line() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--command", "echo '{\"name\": \"x\"}' >> \"$STAGEBENCH_SPANS\"", "--name", "bad"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("stage bad failed on worker 0: spans line 1: not an object"), "{line}");
+    assert!(!out.join("report.json").exists());
+}
+
+#[test]
 fn a_failing_command_fails_the_run_with_its_status() {
     let (_tmp, out, mut c) = coordinator_with_output();
     c.args(["--command", "exit 3", "--name", "three"]);

@@ -6,23 +6,24 @@
 //! It gets none of stagebench's launch variables, and it dies with the
 //! worker: it stays in the worker's process group (which the coordinator
 //! signals) and has a parent-death signal of its own.
+//!
+//! It does get `STAGEBENCH_SPANS`, a fresh file to which it may append its
+//! own inner spans (see [`super::spans`]); they become the stage's figures.
 
-use super::{StageError, figure};
+use super::spans::SpansFile;
+use super::{StageContext, StageError, figure};
 use protocol::Figure;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 
-pub(super) fn run(line: &str) -> Result<Vec<Figure>, StageError> {
+pub(super) fn run(line: &str, ctx: &StageContext<'_>) -> Result<Vec<Figure>, StageError> {
+    let spans = SpansFile::create(&ctx.run_dir, &ctx.job_tag)?;
     let mut cmd = Command::new("/bin/sh");
     cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null());
-    for var in [
-        protocol::env::SOCKET,
-        protocol::env::TOKEN,
-        protocol::env::RANK,
-        protocol::env::PARENT_PID,
-    ] {
+    for var in protocol::env::LAUNCH {
         cmd.env_remove(var);
     }
+    cmd.env(protocol::env::SPANS, spans.path());
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -34,7 +35,11 @@ pub(super) fn run(line: &str) -> Result<Vec<Figure>, StageError> {
         .status()
         .map_err(|e| StageError::Failed(format!("cannot start /bin/sh for the command: {e}")))?;
     match (status.code(), status.signal()) {
-        (Some(0), _) => Ok(vec![figure("exit_code", 0.0)]),
+        (Some(0), _) => {
+            let mut figures = vec![figure("exit_code", 0.0)];
+            figures.extend(spans.finish()?);
+            Ok(figures)
+        }
         (Some(code), _) => {
             Err(StageError::Failed(format!("the command exited with status {code}")))
         }

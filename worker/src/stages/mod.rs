@@ -6,6 +6,7 @@ mod command;
 mod diagnostic;
 mod model;
 mod prepare;
+mod spans;
 mod warm;
 
 pub use artifact::write_artifact;
@@ -47,7 +48,7 @@ pub enum StageError {
 pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     match stage {
         Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
-        Stage::Command { line, .. } => command::run(line),
+        Stage::Command { line, .. } => command::run(line, ctx),
         Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch(_) => {
             warm::run(stage, ctx)
         }
