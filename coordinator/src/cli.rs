@@ -46,6 +46,11 @@ enum Command {
         /// Percent by which B may be significantly slower before it counts as regressed.
         #[arg(long, default_value_t = 5.0)]
         threshold: f64,
+        /// Compare (and gate on) only this figure; repeat for several. Any
+        /// figure the runs record: wall_s, cpu_s, peak_rss_bytes (the
+        /// default three), or a stage's own, such as span:NAME_s.
+        #[arg(long = "figure", value_name = "NAME")]
+        figures: Vec<String>,
         /// Compare runs whose declarations differ (mode, dataset, a stage's
         /// definition); the output is then marked as not comparable.
         #[arg(long)]
@@ -236,12 +241,16 @@ pub fn main() -> ExitCode {
             };
             say(result)
         }
-        Some(Command::Compare { run_a, run_b, threshold, allow_incomparable, output }) => {
+        Some(Command::Compare { run_a, run_b, threshold, figures, allow_incomparable, output }) => {
             if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
                 eprintln!("error: output '{}' already exists", out.display());
                 return ExitCode::from(code::USAGE);
             }
-            match crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable) {
+            let figures = match figures.is_empty() {
+                true => crate::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
+                false => figures,
+            };
+            match crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable, &figures) {
                 Ok(c) => {
                     print!("{}", crate::compare::render(&c, threshold));
                     if let Some(out) = &output {

@@ -14,7 +14,8 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Figures compared for every stage (lower is better for each).
-const FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
+/// The figures compared when `--figure` is not given.
+pub const DEFAULT_FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
 
 #[derive(Debug)]
 pub struct Row {
@@ -46,6 +47,8 @@ pub enum CompareError {
     Incomparable(Vec<String>),
     #[error("{0}")]
     Read(String),
+    #[error("--figure {0}: no stage the runs share has this figure in both")]
+    NoFigure(String),
 }
 
 fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
@@ -60,7 +63,8 @@ fn samples(report: &Value, stage: &str, figure: &str) -> Vec<f64> {
     if let Some(xs) = report["trials"][stage]["samples"][figure].as_array() {
         return xs.iter().filter_map(Value::as_f64).collect();
     }
-    report["stages"][stage][figure].as_f64().into_iter().collect()
+    let record = &report["stages"][stage];
+    record[figure].as_f64().or_else(|| record["figures"][figure].as_f64()).into_iter().collect()
 }
 
 pub fn compare(
@@ -68,6 +72,7 @@ pub fn compare(
     b: &Path,
     threshold_pct: f64,
     allow_incomparable: bool,
+    figures: &[String],
 ) -> Result<Comparison, CompareError> {
     for dir in [a, b] {
         verify(dir).map_err(|reason| CompareError::Unverified {
@@ -118,7 +123,7 @@ pub fn compare(
     }
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
-        for (j, figure) in FIGURES.iter().enumerate() {
+        for (j, figure) in figures.iter().enumerate() {
             let (xa, xb) = (samples(&ra, stage, figure), samples(&rb, stage, figure));
             if xa.is_empty() || xb.is_empty() {
                 continue;
@@ -147,6 +152,10 @@ pub fn compare(
                 regressed,
             });
         }
+    }
+    let missing = figures.iter().find(|f| !rows.iter().any(|r| &r.figure == *f));
+    if let (Some(f), false) = (missing, common.is_empty()) {
+        return Err(CompareError::NoFigure(f.clone()));
     }
     Ok(Comparison { incomparable, rows })
 }
