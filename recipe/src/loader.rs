@@ -117,13 +117,14 @@ pub fn batched<I: Iterator<Item = Context>>(
 }
 
 /// Runs `items` on a background thread, at most `depth` items ahead of the
-/// consumer. The thread stops when the receiver is dropped.
+/// consumer. The thread stops when the iterator is dropped, and the drop
+/// waits for it.
 pub fn prefetched<T: Send + 'static>(
     items: impl Iterator<Item = T> + Send + 'static,
     depth: usize,
-) -> mpsc::IntoIter<T> {
+) -> Background<T> {
     let (tx, rx) = mpsc::sync_channel(depth.max(1));
-    std::thread::Builder::new()
+    let handle = std::thread::Builder::new()
         .name("loader-prefetch".into())
         .spawn(move || {
             for item in items {
@@ -133,20 +134,15 @@ pub fn prefetched<T: Send + 'static>(
             }
         })
         .expect("spawn the prefetch thread");
-    rx.into_iter()
+    Background { lanes: vec![rx], handles: vec![handle], taken: 0, count: None }
 }
 
 /// Maps `items` through `f` on `threads` background threads, `depth`
 /// results ahead per thread, and yields the results in the items' order.
 /// Thread k takes items k, k + threads, …; the consumer takes from each in
 /// turn, so the order is the input's whatever finishes first. The threads
-/// stop when the iterator is dropped.
-pub fn read_ahead<T, R, F>(
-    items: Vec<T>,
-    threads: usize,
-    depth: usize,
-    f: F,
-) -> impl Iterator<Item = R> + use<T, R, F>
+/// stop when the iterator is dropped, and the drop waits for them.
+pub fn read_ahead<T, R, F>(items: Vec<T>, threads: usize, depth: usize, f: F) -> Background<R>
 where
     T: Send + 'static,
     R: Send + 'static,
@@ -155,16 +151,16 @@ where
     let threads = threads.clamp(1, items.len().max(1));
     let f = std::sync::Arc::new(f);
     let mut lanes: Vec<Vec<T>> = (0..threads).map(|_| Vec::new()).collect();
-    let n = items.len();
+    let count = items.len();
     for (i, item) in items.into_iter().enumerate() {
         lanes[i % threads].push(item);
     }
-    let receivers: Vec<mpsc::Receiver<R>> = lanes
+    let (receivers, handles) = lanes
         .into_iter()
         .map(|lane| {
             let (tx, rx) = mpsc::sync_channel(depth.max(1));
             let f = f.clone();
-            std::thread::Builder::new()
+            let handle = std::thread::Builder::new()
                 .name("loader-read".into())
                 .spawn(move || {
                     for item in lane {
@@ -174,10 +170,44 @@ where
                     }
                 })
                 .expect("spawn a read-ahead thread");
-            rx
+            (rx, handle)
         })
-        .collect();
-    (0..n).map_while(move |i| receivers[i % threads].recv().ok())
+        .unzip();
+    Background { lanes: receivers, handles, taken: 0, count: Some(count) }
+}
+
+/// Items made on background threads, taken from their lanes in turn. When
+/// dropped it closes every lane, then waits for the threads, so no loader
+/// thread outlives its epoch (and none runs into a stage measured after it).
+pub struct Background<T> {
+    lanes: Vec<mpsc::Receiver<T>>,
+    handles: Vec<std::thread::JoinHandle<()>>,
+    taken: usize,
+    /// How many items the lanes hold in all, where known.
+    count: Option<usize>,
+}
+
+impl<T> Iterator for Background<T> {
+    type Item = T;
+
+    fn next(&mut self) -> Option<T> {
+        if self.lanes.is_empty() || self.count.is_some_and(|n| self.taken >= n) {
+            return None;
+        }
+        let item = self.lanes[self.taken % self.lanes.len()].recv().ok()?;
+        self.taken += 1;
+        Some(item)
+    }
+}
+
+impl<T> Drop for Background<T> {
+    fn drop(&mut self) {
+        // A thread blocked sending sees its closed lane and returns.
+        self.lanes.clear();
+        for handle in self.handles.drain(..) {
+            let _ = handle.join();
+        }
+    }
 }
 
 #[cfg(test)]
@@ -259,9 +289,19 @@ mod tests {
             assert_eq!(got, (0..20).map(|i| i * 10).collect::<Vec<_>>(), "{threads} threads");
         }
         assert_eq!(read_ahead(Vec::<u8>::new(), 2, 1, |x| x).count(), 0);
-        let mut it = read_ahead((0..1000u32).collect(), 2, 1, |x| x);
+        // Dropping it early stops the readers and waits for them: a reader
+        // still running afterwards would see the flag.
+        let running = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let r = running.clone();
+        let mut it = read_ahead((0..1000u32).collect(), 2, 1, move |x| {
+            r.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            std::thread::sleep(std::time::Duration::from_millis(1));
+            r.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+            x
+        });
         assert_eq!(it.next(), Some(0));
-        drop(it); // the readers see their closed channels and return
+        drop(it);
+        assert_eq!(running.load(std::sync::atomic::Ordering::SeqCst), 0);
     }
 
     #[test]
