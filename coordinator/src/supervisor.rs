@@ -191,12 +191,17 @@ pub struct Shared {
 }
 
 impl Shared {
+    /// The job queue, locked (a panicked holder does not poison it for the rest).
+    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
+        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     pub fn next_job(&self) -> Option<Job> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner()).pop_front()
+        self.queue().pop_front()
     }
 
     pub fn has_work(&self) -> bool {
-        !self.queue.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
+        !self.queue().is_empty()
     }
 }
 
@@ -264,7 +269,7 @@ pub async fn supervise(
                     measurement: result.measurement.clone(),
                 });
                 if let Some(after) = shared.after_job {
-                    after(&result, &mut shared.queue.lock().unwrap_or_else(|e| e.into_inner()));
+                    after(&result, &mut shared.queue());
                 }
                 jobs.push(result);
             }

@@ -36,6 +36,13 @@ impl Conv {
     fn pad(&self) -> usize {
         (self.kernel - 1) / 2 * self.dilation
     }
+
+    /// The input row that tap `j` of output row `t` reads, unless it falls
+    /// in the padding of a sequence of `time` rows.
+    #[inline(always)]
+    fn source(&self, t: usize, j: usize, time: usize) -> Option<usize> {
+        (t + j * self.dilation).checked_sub(self.pad()).filter(|s| *s < time)
+    }
 }
 
 /// `x` `[B, T, Cin]`, `w` `[K, Cin, O]`, `b` `[O]` → `[B, T, O]`.
@@ -369,10 +376,7 @@ fn forward_item<const O: usize, M: MulAdd>(
         }
         let mut acc = *bias;
         for j in 0..g.kernel {
-            // Source row t + j·d − pad, skipped where it falls in the padding.
-            let Some(s) = (t + j * g.dilation).checked_sub(pad).filter(|s| *s < time) else {
-                continue;
-            };
+            let Some(s) = g.source(t, j, time) else { continue };
             let xs = &x[s * cin..(s + 1) * cin];
             let wj = &w[j * cin * O..(j + 1) * cin * O];
             for (xv, wr) in xs.iter().zip(wj.chunks_exact(O)) {
@@ -462,16 +466,13 @@ fn weight_grad_item<const O: usize, M: MulAdd>(
     db: &mut [f32; O],
 ) {
     let time = dy.len() / O;
-    let pad = g.pad();
     for (t, gt) in dy.chunks_exact(O).enumerate() {
         let gt: &[f32; O] = gt.try_into().expect("a row of O");
         for o in 0..O {
             db[o] += gt[o];
         }
         for j in 0..g.kernel {
-            let Some(s) = (t + j * g.dilation).checked_sub(pad).filter(|s| *s < time) else {
-                continue;
-            };
+            let Some(s) = g.source(t, j, time) else { continue };
             let xs = &x[s * cin..(s + 1) * cin];
             let dwj = &mut dw[j * cin * O..(j + 1) * cin * O];
             for (xv, row) in xs.iter().zip(dwj.chunks_exact_mut(O)) {

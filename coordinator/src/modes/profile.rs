@@ -29,7 +29,6 @@ pub const LOADER: &str = "warm_loader_epoch";
 
 pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
     let mut numbers = JobNumbers::default();
-    let data = dataset.to_string_lossy().into_owned();
     let mut prepare = cold_prep::prepare_phase(
         &mut numbers,
         PREPARE,
@@ -40,19 +39,11 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
     );
     // Later stages check every cache read against this manifest.
     prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
-    let cache = SERIAL_CACHE.to_string();
-    // The stages after the cache, in the seed's order.
-    let mut later = vec![
-        (FIT, Stage::FitNormalizer { dataset: data.clone(), cache: cache.clone() }),
-        (COUNT, Stage::CountContexts { dataset: data.clone(), cache }),
-        (LOADER, Stage::LoaderEpoch(epoch_input(data.clone(), plan.seed))),
-    ];
-    for step in ModelStep::ALL {
-        later.push((step.name(), Stage::Model(step, epoch_input(data.clone(), plan.seed))));
-    }
     let verify_before = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
-    let mut jobs: Vec<_> =
-        later.into_iter().map(|(key, stage)| numbers.job(key.into(), stage)).collect();
+    // The stages after the cache, in the seed's order.
+    let mut jobs: Vec<_> = trial_stage_names()
+        .map(|key| numbers.job(key.into(), recipe_stage_over(key, dataset, plan.seed)))
+        .collect();
     jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
     let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
         key,
@@ -100,6 +91,16 @@ pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
             .find(|s| s.name() == name)
             .map(|step| Stage::Model(step, epoch_input(String::new(), seed))),
     }
+}
+
+/// The recipe stage `name` over `dataset`'s serial cache.
+///
+/// # Panics
+/// When `name` is not a recipe stage (see [`trial_stage_names`]).
+pub fn recipe_stage_over(name: &str, dataset: &Path, seed: u64) -> Stage {
+    let mut stage = recipe_stage(name, seed).expect("a recipe stage name");
+    with_dataset(&mut stage, dataset);
+    stage
 }
 
 /// Whether `stage` is one of the recipe's warm or model stages.

@@ -10,7 +10,6 @@ use crate::rundir::declaration::DeclaredStage;
 use crate::rundir::report::{Report, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
-use protocol::Stage;
 use recipe::frozen::Frozen;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -74,13 +73,9 @@ fn prerequisites(
     prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
     let mut out = vec![prepare];
     if plan.stages.iter().any(|s| profile::reads_loader(&s.stage)) {
-        let data = dir.to_string_lossy().into_owned();
-        let cache = cold_prep::SERIAL_CACHE.to_string();
-        for (key, stage) in [
-            (profile::FIT, Stage::FitNormalizer { dataset: data.clone(), cache: cache.clone() }),
-            (profile::COUNT, Stage::CountContexts { dataset: data, cache }),
-        ] {
-            let key = prerequisite(key);
+        for name in [profile::FIT, profile::COUNT] {
+            let stage = profile::recipe_stage_over(name, dir, plan.seed);
+            let key = prerequisite(name);
             out.push(Phase {
                 jobs: vec![numbers.job(key.clone(), stage)],
                 key,
