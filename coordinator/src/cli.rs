@@ -155,6 +155,23 @@ struct RunArgs {
     /// Profile mode: the loader's shuffle seed.
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Recipe mode: the state directory that keeps the recipe's artifacts
+    /// (cache, normalizer, context index, checkpoints) across runs. Created
+    /// if missing; an existing one must be empty or a state directory.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// Recipe mode: on resume, `load` a complete normalizer and context
+    /// index, or `recompute` them from their inputs.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    resume_policy: Option<PolicyArg>,
+    /// Recipe mode: epochs to train (a checkpoint after each).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    epochs: Option<u32>,
+    /// Kill the worker of STAGE with SIGKILL as soon as it reports FRACTION
+    /// (0 to 1) of its progress, e.g. cache_prepare:0.5 or train:0.75: a
+    /// declared interruption (the run then fails, leaving what it left).
+    #[arg(long, value_name = "STAGE:FRACTION")]
+    kill_at: Option<crate::plan::KillAt>,
     /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,
     /// measured with its whole process tree; repeatable. Runs after --stage stages.
     #[arg(long = "command", value_name = "CMD ARGS")]
@@ -209,6 +226,12 @@ struct RunArgs {
     quiet: bool,
     #[command(flatten)]
     export: ExportArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PolicyArg {
+    Load,
+    Recompute,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -389,7 +412,29 @@ fn init_logging() {
 }
 
 fn resolve(args: RunArgs) -> Result<RunPlan, String> {
-    let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile);
+    let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile | Mode::Recipe);
+    let state = match (args.mode, &args.state) {
+        (Mode::Recipe, None) => return Err("--mode recipe needs --state DIR".into()),
+        (Mode::Recipe, Some(dir)) => Some(plan::StatePlan {
+            dir: dir.clone(),
+            policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
+                PolicyArg::Load => protocol::ResumePolicy::Load,
+                PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
+            },
+            epochs: args.epochs.unwrap_or(1),
+        }),
+        (_, given) => {
+            let recipe_only = [
+                ("--state", given.is_some()),
+                ("--resume-policy", args.resume_policy.is_some()),
+                ("--epochs", args.epochs.is_some()),
+            ];
+            if let Some((flag, _)) = recipe_only.iter().find(|(_, g)| *g) {
+                return Err(format!("{flag} applies to --mode recipe"));
+            }
+            None
+        }
+    };
     if recipe_mode && !(args.stages.is_empty() && args.commands.is_empty()) {
         return Err(format!(
             "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
@@ -456,10 +501,27 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         (crate::launch::Kind::Slurm(_), None) => Some("127.0.0.1:0".to_string()),
         (crate::launch::Kind::Local, None) => None,
     };
+    if let Some(k) = &args.kill_at {
+        let known: Vec<String> = match args.mode {
+            Mode::Recipe => crate::modes::recipe::keys().map(str::to_string).collect(),
+            _ => plan::keyed(stages.clone()).into_iter().map(|s| s.key).collect(),
+        };
+        if !known.contains(&k.stage) {
+            return Err(format!(
+                "--kill-at {}: no stage of this run is called that (stages: {})",
+                k.stage,
+                known.join(", ")
+            ));
+        }
+    }
     let worker_bin = match args.worker_bin {
         Some(p) => p,
         None => default_worker_bin()?,
     };
+    // Claimed (created, marked) last: a refused command line leaves nothing.
+    let state = state
+        .map(|s| recipe::state::claim(&s.dir).map(|dir| plan::StatePlan { dir, ..s }))
+        .transpose()?;
     Ok(RunPlan {
         mode: args.mode,
         isolation: args.isolation,
@@ -477,6 +539,8 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         warmup: args.warmup,
         seed: args.seed,
         quiet: args.quiet,
+        state,
+        kill_at: args.kill_at,
     })
 }
 

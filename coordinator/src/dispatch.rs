@@ -26,6 +26,7 @@ pub struct DispatchConfig {
     pub connect_timeout: Duration,
     pub stage_timeout: Option<Duration>,
     pub grace: Duration,
+    pub kill_at: Option<crate::plan::KillAt>,
 }
 
 /// What happened to every worker, and the first failure if there was one.
@@ -63,6 +64,7 @@ pub async fn dispatch(
         stage_timeout: cfg.stage_timeout,
         grace: cfg.grace,
         jobs_per_process: cfg.jobs_per_process,
+        kill_at: cfg.kill_at,
     });
     let slot = Slot {
         shared: shared.clone(),

@@ -17,6 +17,10 @@ pub enum Mode {
     /// The recipe stage by stage: verify, cold cache preparation, normalizer
     /// fit, context counting, a loader epoch, the model stages, verify.
     Profile,
+    /// The recipe against a state directory (`--state`) that keeps its
+    /// artifacts across runs: verify, cache preparation, normalizer,
+    /// contexts, training for `--epochs`, each resuming from what is complete.
+    Recipe,
 }
 
 impl Mode {
@@ -26,6 +30,7 @@ impl Mode {
             Mode::ColdPrep => "cold-prep",
             Mode::Trials => "trials",
             Mode::Profile => "profile",
+            Mode::Recipe => "recipe",
         }
     }
 }
@@ -93,6 +98,44 @@ pub struct RunPlan {
     /// Profile: the loader's shuffle seed.
     pub seed: u64,
     pub quiet: bool,
+    /// Recipe: the state directory, the resume policy and the epochs.
+    pub state: Option<StatePlan>,
+    /// SIGKILL a stage's worker once it reports this much progress.
+    pub kill_at: Option<KillAt>,
+}
+
+/// `--mode recipe`'s state: where it is kept and how it resumes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StatePlan {
+    pub dir: PathBuf,
+    pub policy: protocol::ResumePolicy,
+    pub epochs: u32,
+}
+
+/// A declared interruption point (`--kill-at STAGE:FRACTION`): the worker
+/// running the stage is killed with SIGKILL as soon as it has reported at
+/// least this fraction of its progress.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KillAt {
+    pub stage: String,
+    pub fraction: f64,
+}
+
+impl std::str::FromStr for KillAt {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<KillAt, String> {
+        let (stage, fraction) = s
+            .rsplit_once(':')
+            .ok_or_else(|| format!("'{s}' is not STAGE:FRACTION (e.g. cache_prepare:0.5)"))?;
+        let fraction: f64 = fraction
+            .parse()
+            .map_err(|_| format!("'{fraction}' in '{s}' is not a fraction between 0 and 1"))?;
+        if !(0.0..=1.0).contains(&fraction) || stage.is_empty() {
+            return Err(format!("'{s}' is not STAGE:FRACTION with a fraction between 0 and 1"));
+        }
+        Ok(KillAt { stage: stage.into(), fraction })
+    }
 }
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.

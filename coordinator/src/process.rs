@@ -190,6 +190,11 @@ impl WorkerProcess {
         exit
     }
 
+    /// SIGKILL to the whole group, now (a declared interruption).
+    pub fn kill_now(&self) {
+        self.signal_group(Signal::SIGKILL);
+    }
+
     /// After the leader is reaped, SIGKILL anything it left in its group.
     pub fn kill_leftovers(&self) {
         self.signal_group(Signal::SIGKILL);

@@ -94,6 +94,13 @@ pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
             (&filled, phases, true, Some(frozen.fingerprint.clone()))
         }
         Mode::Trials => (plan, modes::trials::phases(plan, None), true, None),
+        Mode::Recipe => {
+            let (dir, frozen) =
+                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
+            let state = plan.state.as_ref().expect("resolve gives a recipe plan its state");
+            let phases = modes::recipe::phases(plan, &dir, state);
+            (plan, phases, true, Some(frozen.fingerprint.clone()))
+        }
         Mode::ColdPrep | Mode::Profile => {
             let (dir, frozen) =
                 crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
@@ -247,6 +254,7 @@ fn run_in(
         caches_identical: None,
         trials: None,
         outlier_rule: None,
+        state: None,
     };
     let context = modes::Context { plan, dir: dir.path(), load_at_start: env.load_average };
     modes::assemble(&context, &outcomes, &mut report)?;
@@ -337,6 +345,7 @@ async fn supervise_run(
             connect_timeout: plan.connect_timeout,
             stage_timeout: plan.stage_timeout,
             grace: plan.grace,
+            kill_at: plan.kill_at.clone(),
         };
         let d = dispatch(
             phase.jobs.clone(),

@@ -66,6 +66,8 @@ pub enum WorkerEnd {
     ProtocolViolation { key: Option<String>, detail: String },
     /// Stopped because the run was interrupted or another worker failed.
     Cancelled,
+    /// Killed with SIGKILL at the run's declared interruption point.
+    KilledAtPoint { key: String, done: u64, total: u64 },
 }
 
 impl WorkerEnd {
@@ -84,13 +86,16 @@ impl WorkerEnd {
             WorkerEnd::StageTimeout { .. } => "stage_timeout",
             WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
             WorkerEnd::Cancelled => "cancelled",
+            WorkerEnd::KilledAtPoint { .. } => "killed_at_point",
         }
     }
 
     /// The stage involved, if any.
     pub fn stage(&self) -> Option<&str> {
         match self {
-            WorkerEnd::StageFailed { key, .. } | WorkerEnd::StageTimeout { key, .. } => Some(key),
+            WorkerEnd::StageFailed { key, .. }
+            | WorkerEnd::StageTimeout { key, .. }
+            | WorkerEnd::KilledAtPoint { key, .. } => Some(key),
             WorkerEnd::Crashed { key, .. } | WorkerEnd::ProtocolViolation { key, .. } => {
                 key.as_deref()
             }
@@ -126,6 +131,9 @@ impl WorkerEnd {
                 format!("{rank} violated the protocol{}: {detail}", at(key))
             }
             WorkerEnd::Cancelled => format!("{rank} was stopped"),
+            WorkerEnd::KilledAtPoint { key, done, total } => format!(
+                "{rank} was killed with SIGKILL at the declared point of stage {key} ({done} of {total} done)"
+            ),
         }
     }
 }
@@ -188,6 +196,8 @@ pub struct Shared {
     pub stage_timeout: Option<Duration>,
     pub grace: Duration,
     pub jobs_per_process: usize,
+    /// Where to kill a worker on purpose (`--kill-at`).
+    pub kill_at: Option<crate::plan::KillAt>,
 }
 
 impl Shared {
@@ -338,6 +348,14 @@ async fn run_job(
             Some(Ok(FromWorker::Progress { job: j, done, total })) if j == job.id => {
                 let _ =
                     shared.events.send(Event::Progress { rank, key: job.key.clone(), done, total });
+                let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
+                if point.is_some_and(|k| done as f64 >= k.fraction * total as f64) {
+                    // The declared interruption: no warning, no grace.
+                    proc.kill_now();
+                    let _ = proc.wait().await;
+                    proc.kill_leftovers();
+                    return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), done, total });
+                }
             }
             Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
                 if !is_safe_relative(&path) {

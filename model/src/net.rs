@@ -8,9 +8,9 @@
 //! kernels Glorot-uniform (limit √(6 / (fan_in + fan_out)), fans counting
 //! the kernel's taps), biases zero. Adam uses Keras' ε = 1e-7, β 0.9/0.999.
 
+use crate::adam::{Adam, SlotState};
 use crate::conv::{Conv, conv, residual};
 use candle_core::{D, DType, Device, Result, Tensor, Var};
-use candle_nn::optim::{AdamW, Optimizer, ParamsAdamW};
 use recipe::contract::N_FEATURES;
 use recipe::rng::Rng;
 
@@ -39,7 +39,7 @@ struct Layer {
 /// The model's parameters and optimizer state.
 pub struct Model {
     layers: Vec<Layer>,
-    optimizer: AdamW,
+    optimizer: Adam,
 }
 
 impl Model {
@@ -60,16 +60,7 @@ impl Model {
             });
         }
         let vars = layers.iter().flat_map(|l| [l.weight.clone(), l.bias.clone()]).collect();
-        let optimizer = AdamW::new(
-            vars,
-            ParamsAdamW {
-                lr: LEARNING_RATE,
-                beta1: 0.9,
-                beta2: 0.999,
-                eps: ADAM_EPSILON,
-                weight_decay: 0.0,
-            },
-        )?;
+        let optimizer = Adam::new(vars, LEARNING_RATE, ADAM_EPSILON)?;
         Ok(Model { layers, optimizer })
     }
 
@@ -114,7 +105,59 @@ impl Model {
             .map(|v| v.as_tensor().flatten_all()?.to_vec1::<f32>())
             .collect()
     }
+
+    /// Optimizer steps taken so far.
+    pub fn steps(&self) -> u64 {
+        self.optimizer.steps()
+    }
+
+    /// The weights and the optimizer's state (moments and step count), as
+    /// bytes: everything training needs to continue exactly where it was.
+    pub fn checkpoint(&self) -> Result<Vec<u8>> {
+        let (steps, slots) = self.optimizer.state()?;
+        let mut out = CHECKPOINT_MAGIC.to_vec();
+        out.extend(steps.to_le_bytes());
+        out.extend((slots.len() as u32).to_le_bytes());
+        for s in &slots {
+            out.extend((s.value.len() as u32).to_le_bytes());
+            for v in s.value.iter().chain(&s.m).chain(&s.v) {
+                out.extend(v.to_le_bytes());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Puts back what [`Model::checkpoint`] wrote; refuses anything else.
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<()> {
+        let bad = || candle_core::Error::Msg("not a checkpoint of this model".into());
+        let mut rest = bytes.strip_prefix(CHECKPOINT_MAGIC.as_slice()).ok_or_else(bad)?;
+        let mut take = |n: usize| -> Result<&[u8]> {
+            let (head, tail) = rest.split_at_checked(n).ok_or_else(bad)?;
+            rest = tail;
+            Ok(head)
+        };
+        let steps = u64::from_le_bytes(take(8)?.try_into().map_err(|_| bad())?);
+        let vars = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?) as usize;
+        let mut slots = Vec::with_capacity(vars.min(64));
+        for _ in 0..vars {
+            let n = u32::from_le_bytes(take(4)?.try_into().map_err(|_| bad())?) as usize;
+            let floats = |b: &[u8]| -> Vec<f32> {
+                b.chunks_exact(4).map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect()
+            };
+            let value = floats(take(4 * n)?);
+            let m = floats(take(4 * n)?);
+            let v = floats(take(4 * n)?);
+            slots.push(SlotState { value, m, v });
+        }
+        if !take(0)?.is_empty() || !rest.is_empty() {
+            return Err(bad());
+        }
+        self.optimizer.restore(steps, &slots)
+    }
 }
+
+/// The first bytes of a checkpoint (format version 1).
+const CHECKPOINT_MAGIC: &[u8; 8] = b"SBCKPT01";
 
 /// A batch on the host as the model takes it: `x` `[B, 240, 5]` f32 and
 /// `y` `[B, 240]` class indices (u32, as candle's gather wants them).
@@ -187,6 +230,28 @@ mod tests {
             assert_eq!(a.step(&batch).unwrap(), b.step(&batch).unwrap());
         }
         assert_eq!(a.snapshot().unwrap(), b.snapshot().unwrap());
+    }
+
+    #[test]
+    fn a_restored_checkpoint_trains_on_exactly_as_the_uninterrupted_model() {
+        let batch = learnable(4, 3);
+        let mut a = Model::new(0).unwrap();
+        for _ in 0..3 {
+            a.step(&batch).unwrap();
+        }
+        let saved = a.checkpoint().unwrap();
+        let mut b = Model::new(7).unwrap();
+        b.restore(&saved).unwrap();
+        assert_eq!(b.steps(), 3);
+        assert_eq!(b.checkpoint().unwrap(), saved, "restore then checkpoint is the identity");
+        for _ in 0..3 {
+            assert_eq!(a.step(&batch).unwrap(), b.step(&batch).unwrap());
+        }
+        assert_eq!(a.checkpoint().unwrap(), b.checkpoint().unwrap());
+        let mut truncated = saved.clone();
+        truncated.pop();
+        assert!(Model::new(0).unwrap().restore(&truncated).is_err());
+        assert!(Model::new(0).unwrap().restore(b"SBCKPT00").is_err());
     }
 
     #[test]

@@ -21,4 +21,6 @@ pub use messages::{
     Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, ToWorker, Token, WorkerId,
     host_sha256,
 };
-pub use stage::{EpochInput, ModelStep, Stage, StageParseError};
+pub use stage::{
+    EpochInput, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
+};

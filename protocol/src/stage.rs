@@ -40,6 +40,72 @@ pub enum Stage {
     LoaderEpoch(EpochInput),
     /// A step of the model's part of the recipe, over the same loader.
     Model(ModelStep, EpochInput),
+    /// A step of the resumable recipe, over a state directory that keeps
+    /// its artifacts across runs (`--state`).
+    Resumable(StateStep, StateInput),
+}
+
+/// What a resumable step works on: a dataset, a state directory (absolute),
+/// what to do with derived artifacts found complete, how many epochs to
+/// train and the loader's seed.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct StateInput {
+    pub dataset: String,
+    pub state: String,
+    pub policy: ResumePolicy,
+    pub epochs: u32,
+    pub seed: u64,
+}
+
+/// On resume, what happens to a derived artifact (normalizer, context
+/// index) whose completion record matches its inputs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum ResumePolicy {
+    /// Load it (after checking it against its record).
+    Load,
+    /// Recompute it from its inputs, as if it had not been kept.
+    Recompute,
+}
+
+impl ResumePolicy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ResumePolicy::Load => "load",
+            ResumePolicy::Recompute => "recompute",
+        }
+    }
+}
+
+/// The stages of the resumable recipe, in order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum StateStep {
+    /// Prepare every training series not already complete in the state.
+    CachePrepare,
+    /// Fit the normalizer, or take the complete one (per the policy).
+    FitNormalizer,
+    /// Count the eligible contexts, or take the complete index.
+    CountContexts,
+    /// Train up to the declared epochs from the newest complete checkpoint,
+    /// writing a checkpoint (weights and optimizer state) after each epoch.
+    Train,
+}
+
+impl StateStep {
+    pub const ALL: [StateStep; 4] = [
+        StateStep::CachePrepare,
+        StateStep::FitNormalizer,
+        StateStep::CountContexts,
+        StateStep::Train,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            StateStep::CachePrepare => "cache_prepare",
+            StateStep::FitNormalizer => "fit_normalizer",
+            StateStep::CountContexts => "count_contexts",
+            StateStep::Train => "train",
+        }
+    }
 }
 
 /// What a loader epoch reads: a prepared cache (relative to the run
@@ -124,6 +190,7 @@ impl Stage {
             Stage::CountContexts { .. } => "count_eligible_contexts",
             Stage::LoaderEpoch(_) => "warm_loader_epoch",
             Stage::Model(step, _) => step.name(),
+            Stage::Resumable(step, _) => step.name(),
         }
     }
 

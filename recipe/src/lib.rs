@@ -19,5 +19,6 @@ pub mod normalizer;
 pub mod npy;
 pub mod rng;
 pub mod source;
+pub mod state;
 pub mod targets;
 pub mod warm;

@@ -6,6 +6,7 @@
 pub mod cold_prep;
 pub mod diagnostic;
 pub mod profile;
+pub mod recipe;
 pub mod trials;
 
 use crate::dispatch::DispatchOutcome;
@@ -71,7 +72,7 @@ fn hand_on<'a>(done: &JobResult, later: impl Iterator<Item = &'a mut Job>) {
         for input in later.iter_mut().filter_map(|j| j.stage.epoch_input_mut()) {
             if path == "normalizer.json" {
                 input.normalizer_sha256 = sha.clone();
-            } else if path.ends_with(&format!("/{}", recipe::warm::CONTEXTS)) {
+            } else if path.ends_with(&format!("/{}", ::recipe::warm::CONTEXTS)) {
                 input.contexts_sha256 = sha.clone();
             }
         }
@@ -242,5 +243,9 @@ pub fn assemble(
         crate::plan::Mode::ColdPrep => cold_prep::assemble(cx.dir, outcomes, report),
         crate::plan::Mode::Trials => trials::assemble(cx, outcomes, report),
         crate::plan::Mode::Profile => profile::assemble(cx.dir, outcomes, report),
+        crate::plan::Mode::Recipe => {
+            let state = cx.plan.state.as_ref().expect("a recipe plan has a state");
+            recipe::assemble(outcomes, report, state)
+        }
     }
 }

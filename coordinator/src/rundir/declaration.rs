@@ -44,12 +44,25 @@ pub struct DeclaredStage {
 /// says which data it is), so it is blanked before hashing.
 pub fn definition_sha256(stage: &protocol::Stage) -> String {
     let mut value = serde_json::to_value(stage).expect("a stage serialises");
-    if let Some(fields) = value.as_object_mut().and_then(|m| m.values_mut().next()) {
-        if let Some(dataset) = fields.get_mut("dataset") {
-            *dataset = serde_json::Value::String(String::new());
-        }
-    }
+    blank_paths(&mut value);
     evidence::sha256_hex(&serde_json::to_vec(&value).expect("a value serialises"))
+}
+
+/// Blanks every `dataset` and `state` (paths) in a stage's value, at any depth.
+fn blank_paths(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(m) => {
+            for (k, v) in m.iter_mut() {
+                if (k == "dataset" || k == "state") && v.is_string() {
+                    *v = serde_json::Value::String(String::new());
+                } else {
+                    blank_paths(v);
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(blank_paths),
+        _ => {}
+    }
 }
 
 /// The program's identity: which code, built how, is measuring.
@@ -86,6 +99,14 @@ impl Declaration {
             parameters.insert("batch".into(), recipe::loader::BATCH.into());
             parameters.insert("shuffle_buffer".into(), recipe::loader::SHUFFLE_BUFFER.into());
             parameters.insert("context_frames".into(), recipe::targets::CONTEXT_FRAMES.into());
+        }
+        if let Some(state) = &plan.state {
+            parameters.insert("seed".into(), plan.seed.into());
+            parameters.insert("epochs".into(), state.epochs.into());
+            parameters.insert("resume_policy".into(), state.policy.as_str().into());
+        }
+        if let Some(k) = &plan.kill_at {
+            parameters.insert("kill_at".into(), format!("{}:{}", k.stage, k.fraction).into());
         }
         if plan.mode == crate::plan::Mode::Trials {
             parameters.insert("trials".into(), plan.trials.into());

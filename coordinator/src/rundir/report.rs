@@ -60,6 +60,9 @@ pub struct Report {
     /// Trials: the rule that marks outliers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outlier_rule: Option<String>,
+    /// Recipe: the state directory as the run left it (no file named).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub state: Option<recipe::state::Digest>,
 }
 
 fn local() -> String {

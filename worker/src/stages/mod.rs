@@ -6,6 +6,7 @@ mod command;
 mod diagnostic;
 mod model;
 mod prepare;
+mod resumable;
 mod spans;
 mod warm;
 
@@ -53,6 +54,7 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
             warm::run(stage, ctx)
         }
         Stage::Model(step, input) => model::run(*step, input, ctx),
+        Stage::Resumable(step, input) => resumable::run(*step, input, ctx),
         _ => diagnostic::run(stage, ctx),
     }
 }

@@ -1,0 +1,345 @@
+//! Resumable recipe state: a directory that keeps the recipe's artifacts
+//! across runs, each with a completion record.
+//!
+//! Layout (paths relative to the state directory):
+//! - `cache/<series>/values.npy`, `cache/<series>/valid.npy`, record `cache/<series>.done.json`
+//! - `normalizer.json`, record `normalizer.done.json`
+//! - `contexts.json`, record `contexts.done.json`
+//! - `checkpoints/epoch-NNNN.bin` (weights and optimizer state), record `checkpoints/epoch-NNNN.done.json`
+//!
+//! A completion record names the fingerprint of everything its artifact was
+//! made from ([`inputs_sha256`]: source hashes, contract version,
+//! parameters, the hashes of the artifacts it was derived from) and the
+//! SHA-256 of every file it covers. An artifact is trusted only when its
+//! record exists, parses, matches the fingerprint of today's inputs, and
+//! every file hashes as recorded; otherwise it is rebuilt.
+//!
+//! Every file is written atomically (temp file, rename), artifact files
+//! before their record. A process killed at any instant therefore leaves,
+//! for each artifact, the old complete state, the new complete state, or
+//! files without a matching record, which are rebuilt. Temp files a killed
+//! process left (`.NAME.tmp-PID`) are removed when the state is opened.
+
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+
+pub const RECORD_SCHEMA: &str = "stagebench.completion";
+pub const RECORD_SUFFIX: &str = ".done.json";
+pub const CACHE: &str = "cache";
+pub const NORMALIZER: &str = "normalizer";
+pub const CONTEXTS: &str = "contexts";
+pub const CHECKPOINTS: &str = "checkpoints";
+/// The file that marks a directory as a stagebench state directory.
+pub const MARKER: &str = "stagebench-state.json";
+
+/// Makes `root` a state directory: creates it (and its marker) when it does
+/// not exist or is empty, accepts it when it holds the marker, and refuses
+/// anything else, so a mistyped path never has files written into (or temp
+/// files swept from) a directory of the user's. Returns the absolute path.
+pub fn claim(root: &Path) -> Result<PathBuf, String> {
+    let shown = root.display();
+    match std::fs::read_dir(root) {
+        Ok(mut entries) => {
+            if entries.next().is_some() && !root.join(MARKER).is_file() {
+                return Err(format!(
+                    "--state {shown}: the directory is not empty and is not a stagebench state directory (no {MARKER})"
+                ));
+            }
+        }
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            std::fs::create_dir_all(root)
+                .map_err(|e| format!("--state {shown}: cannot create it: {e}"))?;
+        }
+        Err(e) => return Err(format!("--state {shown}: {e}")),
+    }
+    if !root.join(MARKER).is_file() {
+        let marker = serde_json::json!({ "schema": "stagebench.state", "schema_version": 1 });
+        evidence::write_atomic(&root.join(MARKER), &evidence::to_bytes(&marker))
+            .map_err(|e| format!("--state {shown}: cannot write {MARKER}: {e}"))?;
+    }
+    std::fs::canonicalize(root).map_err(|e| format!("--state {shown}: {e}"))
+}
+
+/// The fingerprint of an artifact's inputs: SHA-256 of their canonical JSON.
+pub fn inputs_sha256(inputs: &serde_json::Value) -> String {
+    evidence::sha256_hex(&evidence::to_bytes(inputs))
+}
+
+/// A completion record: what an artifact was made from and what it is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub schema: String,
+    pub inputs_sha256: String,
+    /// Every file of the artifact (relative to the state directory) and its SHA-256.
+    pub files: BTreeMap<String, String>,
+}
+
+/// What a record check found.
+#[derive(Debug)]
+pub enum Found {
+    /// A record matching today's inputs (its files not yet hashed).
+    Record(Record),
+    /// No record: never made, or interrupted before it was complete.
+    Missing,
+    /// A record that cannot be trusted, and why.
+    Stale(String),
+}
+
+/// The checkpoint of `epoch` (1-based), by its name in the state.
+pub fn checkpoint(epoch: u32) -> String {
+    format!("{CHECKPOINTS}/epoch-{epoch:04}")
+}
+
+/// The cache artifact of a series, by its name in the state.
+pub fn series(id: &str) -> String {
+    format!("{CACHE}/{id}")
+}
+
+/// A state directory.
+pub struct StateDir {
+    root: PathBuf,
+}
+
+impl StateDir {
+    /// Opens (creating if needed) a state directory and removes the temp
+    /// files a killed writer left in it.
+    pub fn open(root: &Path) -> io::Result<StateDir> {
+        if !root.join(MARKER).is_file() {
+            return Err(io::Error::other(format!(
+                "not a stagebench state directory (no {MARKER})"
+            )));
+        }
+        let state = StateDir { root: root.to_path_buf() };
+        for dir in [root.to_path_buf(), root.join(CACHE), root.join(CHECKPOINTS)] {
+            state.sweep(&dir)?;
+        }
+        if let Ok(entries) = std::fs::read_dir(root.join(CACHE)) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    state.sweep(&e.path())?;
+                }
+            }
+        }
+        Ok(state)
+    }
+
+    fn sweep(&self, dir: &Path) -> io::Result<()> {
+        let Ok(entries) = std::fs::read_dir(dir) else { return Ok(()) };
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') && name.contains(".tmp-") {
+                std::fs::remove_file(e.path())?;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The path of a file named relative to the state.
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    fn record_path(&self, name: &str) -> PathBuf {
+        self.root.join(format!("{name}{RECORD_SUFFIX}"))
+    }
+
+    /// Reads `name`'s record and compares it with today's inputs. Does not
+    /// hash the artifact's files: that is [`StateDir::check_files`].
+    pub fn record(&self, name: &str, inputs_sha256: &str) -> Found {
+        let path = self.record_path(name);
+        let bytes = match std::fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Found::Missing,
+            Err(e) => return Found::Stale(format!("its record cannot be read: {e}")),
+        };
+        let record: Record = match serde_json::from_slice(&bytes) {
+            Ok(r) => r,
+            Err(e) => return Found::Stale(format!("its record is not a completion record: {e}")),
+        };
+        if record.schema != RECORD_SCHEMA {
+            return Found::Stale(format!("its record's schema is '{}'", record.schema));
+        }
+        if record.inputs_sha256 != inputs_sha256 {
+            return Found::Stale("its inputs have changed since it was made".into());
+        }
+        Found::Record(record)
+    }
+
+    /// Hashes every file of a record; the first that is missing or differs is named.
+    pub fn check_files(&self, record: &Record) -> Result<(), String> {
+        for (rel, sha) in &record.files {
+            match std::fs::read(self.path(rel)) {
+                Ok(bytes) if evidence::sha256_hex(&bytes) == *sha => {}
+                Ok(_) => return Err(format!("{rel} differs from its completion record")),
+                Err(e) => return Err(format!("{rel} cannot be read: {e}")),
+            }
+        }
+        Ok(())
+    }
+
+    /// Writes an artifact's files (each atomically), then its record.
+    pub fn commit(
+        &self,
+        name: &str,
+        inputs_sha256: &str,
+        files: &[(String, &[u8])],
+    ) -> io::Result<Record> {
+        let mut recorded = BTreeMap::new();
+        for (rel, bytes) in files {
+            self.write_file(rel, bytes)?;
+            recorded.insert(rel.clone(), evidence::sha256_hex(bytes));
+        }
+        let record = Record {
+            schema: RECORD_SCHEMA.into(),
+            inputs_sha256: inputs_sha256.into(),
+            files: recorded,
+        };
+        self.record_files(name, &record)?;
+        Ok(record)
+    }
+
+    /// Writes the record of files already written (each atomically) by
+    /// their producer, with the hashes it computed.
+    pub fn record_files(&self, name: &str, record: &Record) -> io::Result<()> {
+        evidence::write_atomic_with(
+            &self.record_path(name),
+            &evidence::to_bytes(record),
+            evidence::Durability::Process,
+        )
+    }
+
+    fn write_file(&self, rel: &str, bytes: &[u8]) -> io::Result<()> {
+        evidence::write_atomic_with(&self.path(rel), bytes, evidence::Durability::Process)
+    }
+}
+
+/// A summary of a state directory's files: how many, how large, and one
+/// SHA-256 over every file's relative path and SHA-256, per part
+/// (`cache`, `normalizer`, `contexts`, `checkpoints`) and overall. Names no
+/// file, so it can go into a report.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Digest {
+    pub files: u64,
+    pub bytes: u64,
+    pub sha256: String,
+    pub parts: BTreeMap<String, PartDigest>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PartDigest {
+    pub files: u64,
+    pub bytes: u64,
+    pub sha256: String,
+}
+
+/// Digests every regular file of a state directory (temp files excluded).
+pub fn digest(root: &Path) -> io::Result<Digest> {
+    let mut files = Vec::new();
+    walk(root, root, &mut files)?;
+    files.sort();
+    let mut parts: BTreeMap<String, Vec<&(String, String, u64)>> = BTreeMap::new();
+    for f in &files {
+        let name = f.0.split('/').next().unwrap_or_default();
+        let part = name.strip_suffix(RECORD_SUFFIX).unwrap_or(name);
+        let part = part.strip_suffix(".json").unwrap_or(part);
+        parts.entry(part.to_string()).or_default().push(f);
+    }
+    let sum = |fs: &[&(String, String, u64)]| {
+        let lines: String = fs.iter().map(|(p, s, _)| format!("{p} {s}\n")).collect();
+        PartDigest {
+            files: fs.len() as u64,
+            bytes: fs.iter().map(|f| f.2).sum(),
+            sha256: evidence::sha256_hex(lines.as_bytes()),
+        }
+    };
+    let all = sum(&files.iter().collect::<Vec<_>>());
+    Ok(Digest {
+        files: all.files,
+        bytes: all.bytes,
+        sha256: all.sha256,
+        parts: parts.iter().map(|(k, v)| (k.clone(), sum(v))).collect(),
+    })
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String, u64)>) -> io::Result<()> {
+    for e in std::fs::read_dir(dir)? {
+        let e = e?;
+        let name = e.file_name().to_string_lossy().into_owned();
+        if name.starts_with('.') {
+            continue;
+        }
+        let t = e.file_type()?;
+        if t.is_dir() {
+            walk(root, &e.path(), out)?;
+        } else if t.is_file() {
+            let bytes = std::fs::read(e.path())?;
+            let rel =
+                e.path().strip_prefix(root).unwrap_or(&e.path()).to_string_lossy().into_owned();
+            out.push((rel, evidence::sha256_hex(&bytes), bytes.len() as u64));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn only_an_empty_or_marked_directory_is_claimed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let fresh = tmp.path().join("new");
+        claim(&fresh).unwrap();
+        claim(&fresh).unwrap();
+        let mine = tmp.path().join("mine");
+        std::fs::create_dir(&mine).unwrap();
+        std::fs::write(mine.join("thesis.tex"), b"x").unwrap();
+        assert!(claim(&mine).unwrap_err().contains("not a stagebench state directory"));
+        assert!(StateDir::open(&mine).is_err());
+        assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 1, "nothing was written");
+    }
+
+    fn opened(dir: &Path) -> StateDir {
+        claim(dir).unwrap();
+        StateDir::open(dir).unwrap()
+    }
+
+    #[test]
+    fn a_record_is_trusted_only_with_matching_inputs_and_files() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = opened(tmp.path());
+        let inputs = inputs_sha256(&json!({"contract": "x", "source": "abc"}));
+        assert!(matches!(s.record(NORMALIZER, &inputs), Found::Missing));
+        s.commit(NORMALIZER, &inputs, &[("normalizer.json".into(), b"{}".as_slice())]).unwrap();
+        let Found::Record(r) = s.record(NORMALIZER, &inputs) else { panic!("not found") };
+        s.check_files(&r).unwrap();
+        let other = inputs_sha256(&json!({"contract": "y", "source": "abc"}));
+        assert!(matches!(s.record(NORMALIZER, &other), Found::Stale(_)));
+        std::fs::write(tmp.path().join("normalizer.json"), b"{ }").unwrap();
+        assert!(s.check_files(&r).unwrap_err().contains("normalizer.json"));
+        std::fs::write(tmp.path().join("normalizer.done.json"), b"{\"schema\":").unwrap();
+        assert!(matches!(s.record(NORMALIZER, &inputs), Found::Stale(_)));
+    }
+
+    #[test]
+    fn opening_sweeps_a_killed_writers_temp_files_and_digests_ignore_them() {
+        let tmp = tempfile::tempdir().unwrap();
+        let s = opened(tmp.path());
+        s.commit(&series("a"), "i", &[("cache/a/values.npy".into(), b"v".as_slice())]).unwrap();
+        let before = digest(tmp.path()).unwrap();
+        std::fs::write(tmp.path().join("cache/a/.values.npy.tmp-99"), b"torn").unwrap();
+        assert_eq!(digest(tmp.path()).unwrap(), before);
+        StateDir::open(tmp.path()).unwrap();
+        assert!(!tmp.path().join("cache/a/.values.npy.tmp-99").exists());
+        assert_eq!(before.files, 3, "the artifact, its record and the marker");
+        assert_eq!(before.parts["cache"].files, 2);
+    }
+}
