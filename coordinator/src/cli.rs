@@ -74,6 +74,19 @@ enum Command {
         /// The directory holding run directories (at any depth).
         dir: PathBuf,
     },
+    /// Run a scripted cold/resume campaign: each step a full `--mode recipe`
+    /// run in fresh processes, repeated; writes report.json (verifiable),
+    /// summary.md with the judgment, and plots/campaign.{svg,png}.
+    Campaign {
+        /// The campaign (TOML). [default: scripts/campaigns/cold-resume.toml, embedded]
+        file: Option<PathBuf>,
+        /// Campaign directory to create; it must not exist. [default: campaigns/<UTC time>-<name>/]
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// The worker binary. [default: `worker` next to this coordinator]
+        #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
+        worker_bin: Option<PathBuf>,
+    },
     /// Make or freeze datasets in the CMI "Detect Sleep States" format.
     #[command(subcommand)]
     Dataset(DatasetCommand),
@@ -323,6 +336,41 @@ pub fn main() -> ExitCode {
             }
         }
         Some(Command::Dashboard { dir }) => say(crate::dashboard::write(&dir)),
+        Some(Command::Campaign { file, output, worker_bin }) => {
+            let worker_bin = match worker_bin.map(Ok).unwrap_or_else(default_worker_bin) {
+                Ok(w) => w,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    return ExitCode::from(code::USAGE);
+                }
+            };
+            use crate::campaign::CampaignError as E;
+            match crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin) {
+                Ok(done) => {
+                    println!("campaign {}:", done.report.name);
+                    for line in &done.report.judgment {
+                        println!("  {line}");
+                    }
+                    println!(
+                        "evidence: {}/ (report.json, summary.md, plots/campaign.svg and .png; every run under runs/)",
+                        done.dir.display()
+                    );
+                    ExitCode::from(code::SUCCESS)
+                }
+                Err(E::Usage(e)) => {
+                    eprintln!("error: {e}");
+                    ExitCode::from(code::USAGE)
+                }
+                Err(E::Failed(e)) => {
+                    eprintln!("error: campaign failed: {e}");
+                    ExitCode::from(code::RUN_FAILED)
+                }
+                Err(E::Interrupted(signal)) => {
+                    eprintln!("error: campaign interrupted by signal {signal}; no report written");
+                    ExitCode::from(code::INTERRUPTED_BASE + signal as u8)
+                }
+            }
+        }
         Some(Command::Verify { dir }) => match verify::verify(&dir) {
             Ok(v) => {
                 println!("verified {}: {v}", dir.display());

@@ -1,6 +1,7 @@
 //! The stagebench coordinator: plans a run, launches and supervises isolated
 //! worker processes, and writes hash-bound evidence. See ARCHITECTURE.md.
 
+pub mod campaign;
 pub mod cli;
 pub mod compare;
 pub mod dashboard;

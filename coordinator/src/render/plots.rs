@@ -48,6 +48,9 @@ pub enum Plot<'a> {
     ColdPrep(&'a Report),
     /// `compare`: the ratio B/A of each row with its 95% interval.
     Forest { rows: &'a [Row], threshold_pct: f64 },
+    /// A campaign: cold against resume per stage, and each step's time
+    /// stacked by component.
+    Campaign(&'a crate::campaign::report::CampaignReport),
 }
 
 /// The plots a report has data for.
@@ -73,6 +76,7 @@ impl Plot<'_> {
             Plot::Trials(_) => "trials",
             Plot::ColdPrep(_) => "cold-prep",
             Plot::Forest { .. } => "forest",
+            Plot::Campaign(_) => "campaign",
         }
     }
 
@@ -85,6 +89,9 @@ impl Plot<'_> {
                     + r.parallel.as_ref().map_or(0, |s| s.workers.len())
             }
             Plot::Forest { rows, .. } => rows.len(),
+            Plot::Campaign(r) => {
+                crate::campaign::summary::stage_keys(r).len().max(r.steps.len()) + 2
+            }
         }
     }
 
@@ -99,6 +106,7 @@ impl Plot<'_> {
             Plot::Trials(r) => trials(root, r),
             Plot::ColdPrep(r) => cold_prep(root, r),
             Plot::Forest { rows, threshold_pct } => forest(root, rows, *threshold_pct),
+            Plot::Campaign(r) => campaign(root, r),
         }?;
         root.present().map_err(err)
     }
@@ -285,6 +293,130 @@ fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
     bar_panel(&left, "wall", &labels, true, &walls, BAR, &|x| super::duration(x))?;
     bar_panel(&mid, "CPU (user + system)", &labels, false, &cpus, CPU, &|x| super::duration(x))?;
     bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, &|x| crate::progress::mib(x as u64))
+}
+
+/// One colour per campaign component, in [`COMPONENTS`](crate::campaign::report::COMPONENTS) order.
+const COMPONENT_COLOURS: [RGBColor; 8] = [
+    RGBColor(150, 150, 150),
+    RGBColor(200, 50, 40),
+    RGBColor(230, 150, 40),
+    RGBColor(70, 110, 170),
+    RGBColor(140, 90, 170),
+    RGBColor(220, 110, 160),
+    RGBColor(90, 160, 90),
+    RGBColor(200, 200, 200),
+];
+
+fn campaign<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &crate::campaign::report::CampaignReport,
+) -> Result<(), String> {
+    use crate::campaign::report::{COMPONENTS, component_total, label};
+    caption(
+        root,
+        &format!("stagebench campaign {}: medians of {} trials per step", r.name, r.trials),
+    )?;
+    let body = root.margin(30, 0, 0, 0);
+    let (left, right) = body.split_horizontally(WIDTH as i32 / 2);
+    // Left: cold against the first resume (load policy first) per stage.
+    let keys = crate::campaign::summary::stage_keys(r);
+    let cold = r.steps.iter().find(|s| s.kind == "cold");
+    let resume = r
+        .steps
+        .iter()
+        .find(|s| s.kind == "resume" && s.policy.as_deref() == Some("load"))
+        .or_else(|| r.steps.iter().find(|s| s.kind == "resume"));
+    let at = |s: Option<&crate::campaign::report::StepReport>, k: &String| {
+        s.and_then(|s| s.median.get(k)).map(|p| p.total()).unwrap_or(0.0)
+    };
+    let colds: Vec<f64> = keys.iter().map(|k| at(cold, k)).collect();
+    let resumes: Vec<f64> = keys.iter().map(|k| at(resume, k)).collect();
+    let hi = upper(colds.iter().chain(&resumes).copied().fold(0.0, f64::max));
+    let n = keys.len().max(1);
+    let title = format!(
+        "per stage: cold (blue) vs {} (orange)",
+        resume.map(|s| s.name.as_str()).unwrap_or("resume")
+    );
+    let mut chart = ChartBuilder::on(&left)
+        .caption(title, (SANS, 15))
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(28)
+        .y_label_area_size(label_width(&keys))
+        .build_cartesian_2d(0.0..hi, rows_axis(n))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_labels(3)
+        .x_label_formatter(&|x| super::duration(*x))
+        .y_label_formatter(&|y| row_label(&keys, *y))
+        .label_style((SANS, 14))
+        .draw()
+        .map_err(err)?;
+    for (values, colour, (lo, top)) in
+        [(&colds, BAR, (0.02, 0.36)), (&resumes, CPU, (-0.36, -0.02))]
+    {
+        chart
+            .draw_series(values.iter().enumerate().filter(|(_, v)| **v > 0.0).map(|(i, v)| {
+                let y = row_y(i, n);
+                Rectangle::new([(0.0, y + lo), (*v, y + top)], colour.filled())
+            }))
+            .map_err(err)?;
+    }
+    // Right: every step's median total, stacked by component.
+    let steps: Vec<String> = r.steps.iter().map(|s| s.name.clone()).collect();
+    let m = steps.len().max(1);
+    let totals: Vec<f64> = r.steps.iter().map(|s| s.median_total_s).collect();
+    // Room on the right for the legend.
+    let hi = 1.6 * upper(totals.iter().copied().fold(0.0, f64::max));
+    let mut chart = ChartBuilder::on(&right)
+        .caption("per step, by component", (SANS, 15))
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(28)
+        .y_label_area_size(label_width(&steps))
+        .build_cartesian_2d(0.0..hi, rows_axis(m))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_labels(3)
+        .x_label_formatter(&|x| super::duration(*x))
+        .y_label_formatter(&|y| row_label(&steps, *y))
+        .label_style((SANS, 14))
+        .draw()
+        .map_err(err)?;
+    let mut start = vec![0.0; r.steps.len()];
+    for (c, colour) in COMPONENTS.iter().zip(COMPONENT_COLOURS) {
+        let bars: Vec<(usize, f64, f64)> = r
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v = component_total(s, c);
+                let from = start[i];
+                start[i] += v;
+                (i, from, from + v)
+            })
+            .collect();
+        chart
+            .draw_series(bars.into_iter().filter(|(_, a, b)| b > a).map(|(i, a, b)| {
+                let y = row_y(i, m);
+                Rectangle::new([(a, y - 0.32), (b, y + 0.32)], colour.filled())
+            }))
+            .map_err(err)?
+            .label(label(c))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(MUTED)
+        .label_font((SANS, 12))
+        .draw()
+        .map_err(err)
 }
 
 fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {

@@ -114,7 +114,6 @@ impl Declaration {
             parameters
                 .insert("bootstrap_resamples".into(), crate::stats::BOOTSTRAP_RESAMPLES.into());
         }
-        use protocol::program as p;
         Declaration {
             schema: SCHEMA.into(),
             schema_version: SCHEMA_VERSION,
@@ -125,14 +124,22 @@ impl Declaration {
             stages,
             parameters,
             dataset_fingerprint,
-            program: Program {
-                version: p::VERSION.into(),
-                source_sha256: p::SOURCE_SHA256.into(),
-                source_files: p::SOURCE_FILES.parse().unwrap_or(0),
-                git_commit: p::git_commit().map(str::to_string),
-                profile: p::PROFILE.into(),
-                worker_binary_sha256,
-            },
+            program: Program::current(worker_binary_sha256),
+        }
+    }
+}
+
+impl Program {
+    /// This build, with the worker binary it will run.
+    pub fn current(worker_binary_sha256: String) -> Program {
+        use protocol::program as p;
+        Program {
+            version: p::VERSION.into(),
+            source_sha256: p::SOURCE_SHA256.into(),
+            source_files: p::SOURCE_FILES.parse().unwrap_or(0),
+            git_commit: p::git_commit().map(str::to_string),
+            profile: p::PROFILE.into(),
+            worker_binary_sha256,
         }
     }
 }

@@ -248,7 +248,7 @@ pub fn body_digest(value: &Value) -> String {
 }
 
 /// The final bytes of report.json: the body plus the digest of the body.
-pub fn seal(report: &Report) -> Vec<u8> {
+pub fn seal(report: &impl Serialize) -> Vec<u8> {
     let mut value = serde_json::to_value(report).expect("report serialises");
     let digest = body_digest(&value);
     if let Value::Object(m) = &mut value {

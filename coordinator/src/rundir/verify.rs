@@ -19,7 +19,7 @@ impl std::fmt::Display for Verified {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "declaration, environment, report body and {} artifact(s) match ({} run, {} stage record(s))",
+            "declaration, environment, report body and {} artifact(s) match ({} run, {} stage or step record(s))",
             self.artifacts, self.mode, self.stages
         )
     }
@@ -29,6 +29,9 @@ impl std::fmt::Display for Verified {
 /// thing that differs.
 pub fn verify(dir: &Path) -> Result<Verified, String> {
     let (value, verified) = verify_bindings(dir)?;
+    if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
+        return verify_campaign(dir, value, verified);
+    }
     let parsed: report::Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
     for f in crate::render::derived(&parsed)? {
@@ -45,6 +48,25 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
         }
     }
     Ok(verified)
+}
+
+/// A campaign: its bindings (checked), every run's own bindings, and its
+/// summary and plot against what its report renders.
+fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verified, String> {
+    let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
+        .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
+    for a in parsed.artifacts.iter().filter(|a| a.path.ends_with(&format!("/{REPORT}"))) {
+        let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
+        verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
+    }
+    for f in crate::campaign::summary::derived(&parsed)? {
+        match std::fs::read(dir.join(&f.path)) {
+            Ok(b) if b == f.bytes => {}
+            Ok(_) => return Err(format!("{} differs from what {REPORT} renders", f.path)),
+            Err(e) => return Err(format!("cannot read {}: {e}", f.path)),
+        }
+    }
+    Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
 }
 
 /// Every binding except the derived files (summary.md, plots); returns the
@@ -77,7 +99,13 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
         ));
     }
     let (schema, version) = (value["schema"].as_str(), value["schema_version"].as_u64());
-    if schema != Some(report::SCHEMA) || version != Some(report::SCHEMA_VERSION as u64) {
+    let campaign = (
+        Some(crate::campaign::report::SCHEMA),
+        Some(crate::campaign::report::SCHEMA_VERSION as u64),
+    );
+    if (schema, version) != (Some(report::SCHEMA), Some(report::SCHEMA_VERSION as u64))
+        && (schema, version) != campaign
+    {
         return Err(format!(
             "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",
             report::SCHEMA,

@@ -391,6 +391,7 @@ fn train_epochs(
     let batches = index.eligible().div_ceil(BATCH as u64);
     let total = batches * u64::from(input.epochs);
     let mut last_loss = f64::NAN;
+    let mut write_s = 0.0;
     for e in restored + 1..=input.epochs {
         let mut losses = Vec::new();
         let mut error = None;
@@ -420,9 +421,11 @@ fn train_epochs(
             }
             let bytes = m.checkpoint().map_err(|err| failed(format!("model: {err}")))?;
             let name = state::checkpoint(e);
-            state
-                .commit(&name, &checkpoint_inputs(e, &previous), &[(format!("{name}.bin"), &bytes)])
-                .map_err(io_failed("writing a checkpoint"))?;
+            let inputs = checkpoint_inputs(e, &previous);
+            timed(&mut write_s, || {
+                state.commit(&name, &inputs, &[(format!("{name}.bin"), &bytes)])
+            })
+            .map_err(io_failed("writing a checkpoint"))?;
             previous = evidence::sha256_hex(&bytes);
             Ok(())
         })?;
@@ -441,6 +444,8 @@ fn train_epochs(
     ];
     if last_loss.is_finite() {
         figures.push(figure("last_epoch_loss", last_loss));
+        let written = f64::from(input.epochs - restored);
+        figures.push(figure("checkpoint_write_s", write_s / written));
     }
     Ok(figures)
 }

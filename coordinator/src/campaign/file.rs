@@ -1,0 +1,229 @@
+//! A campaign file (TOML): its schema and every check made before anything
+//! runs. Unknown keys, a missing or misplaced field, an unknown stage in a
+//! kill point: refused with one line naming it.
+
+use crate::plan::KillAt;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+/// `scripts/campaigns/cold-resume.toml`, embedded: what `coordinator
+/// campaign` runs when given no file.
+pub const DEFAULT: &str = include_str!("../../../scripts/campaigns/cold-resume.toml");
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CampaignFile {
+    pub campaign: Settings,
+    #[serde(rename = "step")]
+    pub steps: Vec<StepSpec>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    pub name: String,
+    /// Fresh-process runs per step.
+    #[serde(default = "three")]
+    pub trials: u32,
+    #[serde(default = "one")]
+    pub epochs: u32,
+    #[serde(default)]
+    pub seed: u64,
+    /// A frozen dataset (relative to the campaign file); None: the built-in cohort.
+    #[serde(default, skip_serializing)]
+    pub data: Option<PathBuf>,
+    /// Fail a stage that runs longer than this.
+    #[serde(default)]
+    pub stage_timeout_s: Option<f64>,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StepSpec {
+    pub name: String,
+    pub kind: StepKind,
+    /// Resume and interrupted steps: how the resume treats derived artifacts.
+    #[serde(default)]
+    pub policy: Option<PolicyName>,
+    /// Interrupted steps: `STAGE:FRACTION`.
+    #[serde(default)]
+    pub kill_at: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum StepKind {
+    /// From an empty state.
+    Cold,
+    /// On the complete state the last cold trial left.
+    Resume,
+    /// From an empty state, killed with SIGKILL at `kill_at`, then resumed.
+    Interrupted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PolicyName {
+    Load,
+    Recompute,
+}
+
+impl StepSpec {
+    pub fn policy(&self) -> protocol::ResumePolicy {
+        match self.policy {
+            Some(PolicyName::Recompute) => protocol::ResumePolicy::Recompute,
+            _ => protocol::ResumePolicy::Load,
+        }
+    }
+
+    pub fn kill_point(&self) -> Option<KillAt> {
+        self.kill_at.as_deref().and_then(|k| k.parse().ok())
+    }
+}
+
+/// Reads and checks a campaign file (or the embedded default).
+pub fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), String> {
+    let (text, base) = match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("campaign file '{}': {e}", p.display()))?;
+            (text, p.parent().map(Path::to_path_buf))
+        }
+        None => (DEFAULT.to_string(), None),
+    };
+    let shown =
+        path.map(|p| p.display().to_string()).unwrap_or_else(|| "the default campaign".into());
+    let mut file = parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    if let (Some(data), Some(base)) = (&file.campaign.data, base) {
+        file.campaign.data = Some(base.join(data));
+    }
+    Ok((file, text.into_bytes()))
+}
+
+/// Parses and checks a campaign's text.
+pub fn parse(text: &str) -> Result<CampaignFile, String> {
+    let file: CampaignFile = toml::from_str(text).map_err(|e| {
+        // toml's message spans lines (it quotes the source); keep one line.
+        e.message().to_string()
+    })?;
+    check(&file)?;
+    Ok(file)
+}
+
+fn check(f: &CampaignFile) -> Result<(), String> {
+    let s = &f.campaign;
+    let safe = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    };
+    if !safe(&s.name) {
+        return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name));
+    }
+    if !(1..=100).contains(&s.trials) {
+        return Err(format!("trials = {} must be between 1 and 100", s.trials));
+    }
+    if !(1..=1000).contains(&s.epochs) {
+        return Err(format!("epochs = {} must be between 1 and 1000", s.epochs));
+    }
+    if s.stage_timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+        return Err("stage_timeout_s must be a positive number of seconds".into());
+    }
+    if f.steps.is_empty() {
+        return Err("the campaign has no [[step]]".into());
+    }
+    let stages: Vec<&str> = crate::modes::recipe::keys().collect();
+    let mut seen = std::collections::BTreeSet::new();
+    let mut cold_seen = false;
+    for step in &f.steps {
+        let name = &step.name;
+        if !safe(name) {
+            return Err(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -"));
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(format!("two steps are called '{name}'"));
+        }
+        match step.kind {
+            StepKind::Cold => {
+                if step.policy.is_some() {
+                    return Err(format!(
+                        "step '{name}': a cold step has nothing to resume (no policy)"
+                    ));
+                }
+                cold_seen = true;
+            }
+            StepKind::Resume | StepKind::Interrupted if !cold_seen => {
+                return Err(format!(
+                    "step '{name}': a cold step must come first (it is the reference every resume is held to)"
+                ));
+            }
+            _ => {}
+        }
+        match (step.kind, &step.kill_at) {
+            (StepKind::Interrupted, None) => {
+                return Err(format!(
+                    "step '{name}': an interrupted step needs kill_at = \"STAGE:FRACTION\""
+                ));
+            }
+            (StepKind::Interrupted, Some(k)) => {
+                let point: KillAt = k.parse().map_err(|e| format!("step '{name}': kill_at {e}"))?;
+                if !stages.contains(&point.stage.as_str()) {
+                    return Err(format!(
+                        "step '{name}': kill_at names stage '{}', which the recipe does not have ({})",
+                        point.stage,
+                        stages.join(", ")
+                    ));
+                }
+            }
+            (_, Some(_)) => {
+                return Err(format!("step '{name}': only an interrupted step has a kill_at"));
+            }
+            (_, None) => {}
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_embedded_default_parses() {
+        let f = parse(DEFAULT).unwrap();
+        assert_eq!(f.campaign.name, "cold-resume");
+        assert!(f.steps.iter().any(|s| s.kind == StepKind::Interrupted));
+    }
+
+    #[test]
+    fn mistakes_are_refused_with_what_is_wrong() {
+        let base = "[campaign]\nname = \"x\"\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
+        let refused = |extra: &str, needle: &str| {
+            let e = parse(&format!("{base}{extra}")).unwrap_err();
+            assert!(e.contains(needle), "{e:?} does not say {needle:?}");
+            assert!(!e.contains('\n'), "{e:?} is not one line");
+        };
+        refused("colour = 1\n", "colour");
+        refused("[[step]]\nname = \"r\"\nkind = \"resume\"\nretries = 2\n", "retries");
+        refused("[[step]]\nname = \"i\"\nkind = \"interrupted\"\n", "kill_at");
+        refused("[[step]]\nname = \"i\"\nkind = \"interrupted\"\nkill_at = \"warp:0.5\"\n", "warp");
+        refused(
+            "[[step]]\nname = \"i\"\nkind = \"interrupted\"\nkill_at = \"train:2\"\n",
+            "fraction",
+        );
+        refused("[[step]]\nname = \"cold\"\nkind = \"resume\"\n", "two steps");
+        refused("[[step]]\nname = \"r\"\nkind = \"sideways\"\n", "sideways");
+        let e = parse("[campaign]\nname = \"x\"\n[[step]]\nname = \"r\"\nkind = \"resume\"\n")
+            .unwrap_err();
+        assert!(e.contains("cold step must come first"), "{e}");
+        parse(base).unwrap();
+    }
+}

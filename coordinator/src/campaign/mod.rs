@@ -1,0 +1,320 @@
+//! `coordinator campaign [FILE.toml] [--output DIR]`: a scripted sequence of
+//! recipe runs against state directories, each run a full `--mode recipe`
+//! run in fresh worker processes, repeated `trials` times per step:
+//!
+//! - `cold`: a new, empty state per trial; the first trial's final state is
+//!   the reference;
+//! - `resume`: the complete state the last cold trial left, with the step's
+//!   `policy` (load or recompute the derived artifacts);
+//! - `interrupted`: a new state per trial, a run whose worker is killed with
+//!   SIGKILL at `kill_at`, then a resume; the state it ends with must be the
+//!   reference, file for file.
+//!
+//! The campaign directory holds `declaration.json` (the campaign as parsed
+//! and the file's SHA-256, written before anything runs),
+//! `environment.json`, `runs/STEP/TRIAL/` (each a verifiable run
+//! directory; a killed run's is `TRIAL-killed/`, with its failure.json),
+//! `state/` (the state directories), then `report.json`, `summary.md` and
+//! `plots/campaign.{svg,png}`, derived from the report alone.
+
+pub mod file;
+pub mod report;
+pub mod summary;
+
+use crate::plan::{Isolation, Mode, RunPlan, StatePlan};
+use crate::run::{self, RunError};
+use crate::rundir::{self, RunDir, environment};
+use file::{CampaignFile, StepKind, StepSpec};
+use report::{CampaignReport, Killed, StepReport, TrialReport};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+pub const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
+
+/// A finished campaign.
+pub struct Finished {
+    pub dir: PathBuf,
+    pub report: CampaignReport,
+}
+
+/// Why a campaign stopped.
+#[derive(Debug)]
+pub enum CampaignError {
+    /// Refused before anything ran.
+    Usage(String),
+    /// A run failed where it should not have; its directory says why.
+    Failed(String),
+    Interrupted(i32),
+}
+
+/// Runs a campaign: `file` (None: the embedded default) into `output`
+/// (None: `campaigns/<UTC time>-<name>/`).
+pub fn run(
+    file: Option<&Path>,
+    output: Option<&Path>,
+    worker_bin: PathBuf,
+) -> Result<Finished, CampaignError> {
+    let (campaign, bytes) = file::load(file).map_err(CampaignError::Usage)?;
+    if !worker_bin.is_file() {
+        return Err(CampaignError::Usage(format!(
+            "worker binary not found at '{}': build the workspace or pass --worker-bin",
+            worker_bin.display()
+        )));
+    }
+    let (worker_sha, _) = evidence::file_sha256(&worker_bin)
+        .map_err(|e| CampaignError::Usage(format!("cannot read the worker binary: {e}")))?;
+    let (dataset, frozen) = crate::dataset::resolve(campaign.campaign.data.as_deref(), false)
+        .map_err(CampaignError::Usage)?;
+    let dir = match output {
+        Some(p) => RunDir::create(p),
+        None => RunDir::create_default(Path::new("campaigns"), &campaign.campaign.name),
+    }
+    .map_err(|e| CampaignError::Usage(e.to_string()))?;
+    let declaration = serde_json::json!({
+        "schema": SCHEMA_DECLARATION,
+        "schema_version": 1,
+        "created_utc": crate::timestamp::rfc3339_utc_now(),
+        "campaign": campaign,
+        "file_sha256": evidence::sha256_hex(&bytes),
+        "dataset_fingerprint": frozen.fingerprint,
+        "program": crate::rundir::declaration::Program::current(worker_sha),
+    });
+    let write = |name: &str, bytes: &[u8]| {
+        dir.write_evidence(name, bytes).map_err(|e| CampaignError::Failed(e.to_string()))
+    };
+    let declaration_sha256 = write(rundir::DECLARATION, &evidence::to_bytes(&declaration))?;
+    let environment_sha256 =
+        write(rundir::ENVIRONMENT, &evidence::to_bytes(&environment::capture("local")))?;
+    let runner = Runner { campaign: &campaign, dir: dir.path(), dataset, worker_bin };
+    let (steps, reference, artifacts) = match runner.steps() {
+        Ok(done) => done,
+        Err(e) => {
+            record_failure(&dir, &e, &declaration_sha256, &environment_sha256);
+            return Err(e);
+        }
+    };
+    let judgment = report::judgment(&steps, campaign.campaign.epochs);
+    let mut report = CampaignReport {
+        schema: report::SCHEMA.into(),
+        schema_version: report::SCHEMA_VERSION,
+        name: campaign.campaign.name.clone(),
+        declaration_sha256,
+        environment_sha256,
+        trials: campaign.campaign.trials,
+        epochs: campaign.campaign.epochs,
+        reference_state_sha256: reference,
+        steps,
+        judgment,
+        artifacts,
+    };
+    report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
+    summary::write_all(dir.path(), &report).map_err(CampaignError::Failed)?;
+    Ok(Finished { dir: dir.path().to_path_buf(), report })
+}
+
+/// failure.json in the campaign directory: it ran, and this stopped it.
+fn record_failure(dir: &RunDir, e: &CampaignError, declaration: &str, environment: &str) {
+    let (reason, message) = match e {
+        CampaignError::Usage(m) => ("usage", m.clone()),
+        CampaignError::Failed(m) => ("campaign_failed", m.clone()),
+        CampaignError::Interrupted(s) => ("interrupted", format!("interrupted by signal {s}")),
+    };
+    let f = crate::rundir::failure::Failure {
+        schema: crate::rundir::failure::SCHEMA.into(),
+        schema_version: crate::rundir::failure::SCHEMA_VERSION,
+        mode: "campaign".into(),
+        stage: None,
+        worker: None,
+        reason: reason.into(),
+        message,
+        declaration_sha256: Some(declaration.into()),
+        environment_sha256: Some(environment.into()),
+    };
+    if let Err(w) = dir.write_evidence(rundir::FAILURE, &evidence::to_bytes(&f)) {
+        tracing::error!("{w}");
+    }
+}
+
+struct Runner<'a> {
+    campaign: &'a CampaignFile,
+    dir: &'a Path,
+    dataset: PathBuf,
+    worker_bin: PathBuf,
+}
+
+impl Runner<'_> {
+    fn plan(&self, state: &Path, step: &StepSpec, run: &str, kill: bool) -> RunPlan {
+        let s = &self.campaign.campaign;
+        RunPlan {
+            mode: Mode::Recipe,
+            isolation: Isolation::Stage,
+            workers: 1,
+            stages: Vec::new(),
+            connect_timeout: Duration::from_secs(20),
+            stage_timeout: s.stage_timeout_s.map(Duration::from_secs_f64),
+            grace: Duration::from_secs(2),
+            worker_bin: self.worker_bin.clone(),
+            launcher: crate::launch::Kind::Local,
+            listen: None,
+            output: Some(self.dir.join(run)),
+            data: Some(self.dataset.clone()),
+            trials: 2,
+            warmup: 0,
+            seed: s.seed,
+            quiet: true,
+            state: Some(StatePlan {
+                dir: state.to_path_buf(),
+                policy: step.policy(),
+                epochs: s.epochs,
+            }),
+            kill_at: if kill { step.kill_point() } else { None },
+        }
+    }
+
+    /// A fresh state directory, claimed for the recipe.
+    fn state(&self, name: &str) -> Result<PathBuf, CampaignError> {
+        recipe::state::claim(&self.dir.join("state").join(name)).map_err(CampaignError::Failed)
+    }
+
+    fn steps(
+        &self,
+    ) -> Result<(Vec<StepReport>, String, Vec<crate::rundir::report::ArtifactRecord>), CampaignError>
+    {
+        let mut steps = Vec::new();
+        let mut artifacts = Vec::new();
+        let mut reference: Option<(String, PathBuf)> = None;
+        let trials = self.campaign.campaign.trials;
+        for step in &self.campaign.steps {
+            let mut done = Vec::new();
+            for t in 1..=trials {
+                let run_rel = format!("runs/{}/{t}", step.name);
+                let (state, killed) = match step.kind {
+                    StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
+                    StepKind::Resume => {
+                        let (_, dir) =
+                            reference.as_ref().expect("checked: a cold step comes first");
+                        (dir.clone(), None)
+                    }
+                    StepKind::Interrupted => {
+                        let state = self.state(&format!("{}-{t}", step.name))?;
+                        let killed_rel = format!("{run_rel}-killed");
+                        let killed = self.killed_run(step, &state, &killed_rel, &mut artifacts)?;
+                        (state, Some(killed))
+                    }
+                };
+                let plan = self.plan(&state, step, &run_rel, false);
+                let summary = run::execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+                let digest = summary.report.state.clone().map(|d| d.sha256).unwrap_or_default();
+                if reference.is_none() {
+                    reference = Some((digest.clone(), state.clone()));
+                }
+                if step.kind == StepKind::Cold {
+                    // Later resumes use the complete state the last cold trial left.
+                    reference.as_mut().expect("set above").1 = state.clone();
+                }
+                let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
+                let stages = report::stage_parts(&summary.report);
+                let train = summary.report.stages.get("train");
+                let fig = |n: &str| train.and_then(|s| s.figures.get(n)).copied();
+                let trial = TrialReport {
+                    run: run_rel.clone(),
+                    run_wall_s: summary.report.run_wall_s,
+                    total_s: stages.values().map(|p| p.total()).sum(),
+                    stages,
+                    state_sha256: digest,
+                    killed,
+                    identical_to_cold: identical,
+                    checkpoint_bytes: fig("checkpoint_bytes"),
+                    checkpoint_write_s: fig("checkpoint_write_s"),
+                };
+                artifacts
+                    .push(self.artifact(&format!("{run_rel}/{}", rundir::REPORT), &step.name)?);
+                println!(
+                    "  {:<20} trial {t}/{trials}: {:>10}{}",
+                    step.name,
+                    crate::render::duration(trial.total_s),
+                    match (&trial.killed, trial.identical_to_cold) {
+                        (Some(k), true) => format!(
+                            "  (killed after {}, resumed: artifacts identical to cold)",
+                            crate::render::duration(k.wall_s)
+                        ),
+                        (Some(_), false) =>
+                            "  (killed, resumed: artifacts DIFFER from cold)".into(),
+                        _ => String::new(),
+                    }
+                );
+                done.push(trial);
+            }
+            let median = report::medians(&done);
+            let mut totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
+            steps.push(StepReport {
+                name: step.name.clone(),
+                kind: match step.kind {
+                    StepKind::Cold => "cold",
+                    StepKind::Resume => "resume",
+                    StepKind::Interrupted => "interrupted",
+                }
+                .into(),
+                policy: (step.kind != StepKind::Cold).then(|| step.policy().as_str().to_string()),
+                kill_at: step.kill_at.clone(),
+                trials: done,
+                median,
+                median_total_s: report::median(&mut totals),
+            });
+        }
+        let (reference, _) = reference.expect("checked: at least one cold step");
+        Ok((steps, reference, artifacts))
+    }
+
+    /// The run killed at the step's point; it must end by that kill.
+    fn killed_run(
+        &self,
+        step: &StepSpec,
+        state: &Path,
+        run_rel: &str,
+        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
+    ) -> Result<Killed, CampaignError> {
+        let plan = self.plan(state, step, run_rel, true);
+        let started = Instant::now();
+        let outcome = run::execute(&plan);
+        let wall_s = started.elapsed().as_secs_f64();
+        match outcome {
+            Err(f) if matches!(f.error, RunError::Failed { reason: "killed_at_point", .. }) => {
+                artifacts
+                    .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
+                let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
+                Ok(Killed { run: run_rel.into(), stage, wall_s })
+            }
+            Err(f) => Err(self.failed(step, 0, f.error)),
+            Ok(_) => Err(CampaignError::Failed(format!(
+                "step '{}': the run ended before reaching its kill point {} (see {run_rel})",
+                step.name,
+                step.kill_at.as_deref().unwrap_or("?")
+            ))),
+        }
+    }
+
+    fn artifact(
+        &self,
+        rel: &str,
+        step: &str,
+    ) -> Result<crate::rundir::report::ArtifactRecord, CampaignError> {
+        let (sha256, bytes) = evidence::file_sha256(&self.dir.join(rel))
+            .map_err(|e| CampaignError::Failed(format!("{rel}: {e}")))?;
+        Ok(crate::rundir::report::ArtifactRecord {
+            path: rel.into(),
+            sha256,
+            bytes,
+            stage: step.into(),
+            kind: "run".into(),
+        })
+    }
+
+    fn failed(&self, step: &StepSpec, trial: u32, e: RunError) -> CampaignError {
+        match e {
+            RunError::Interrupted { signal } => CampaignError::Interrupted(signal),
+            e => CampaignError::Failed(format!("step '{}' trial {trial}: {e}", step.name)),
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! The campaign's report.json: every trial of every step decomposed per
+//! stage and component, the proof that interrupted runs resumed to the cold
+//! run's artifacts, and the judgment computed from those numbers. Bound by
+//! SHA-256 to the campaign's declaration and environment and to every
+//! run's own report (as artifacts), like a run's report.
+
+use crate::rundir::report::{ArtifactRecord, Report};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub const SCHEMA: &str = "stagebench.campaign";
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// The components a stage's time is split into, in the order they stack.
+pub const COMPONENTS: [&str; 8] =
+    ["startup", "integrity", "record_check", "load", "restore", "recompute", "work", "other"];
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct CampaignReport {
+    pub schema: String,
+    pub schema_version: u32,
+    pub name: String,
+    pub declaration_sha256: String,
+    pub environment_sha256: String,
+    pub trials: u32,
+    pub epochs: u32,
+    /// Digest of the state the first cold trial left (see `recipe::state::digest`).
+    pub reference_state_sha256: String,
+    pub steps: Vec<StepReport>,
+    /// Plain sentences computed from the medians below.
+    pub judgment: Vec<String>,
+    /// Every run's report.json and every killed run's failure.json.
+    pub artifacts: Vec<ArtifactRecord>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StepReport {
+    pub name: String,
+    pub kind: String,
+    pub policy: Option<String>,
+    pub kill_at: Option<String>,
+    pub trials: Vec<TrialReport>,
+    /// Per stage, the median over trials of each component's seconds.
+    pub median: BTreeMap<String, StagePart>,
+    /// Median over trials of the sum over stages (process start-up included).
+    pub median_total_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialReport {
+    /// The run directory, relative to the campaign's.
+    pub run: String,
+    pub run_wall_s: f64,
+    pub stages: BTreeMap<String, StagePart>,
+    /// Sum over stages of wall and start-up.
+    pub total_s: f64,
+    pub state_sha256: String,
+    /// Interrupted steps: the run that was killed.
+    pub killed: Option<Killed>,
+    /// Whether the state left equals the reference (the first cold trial's).
+    pub identical_to_cold: bool,
+    /// The train stage's checkpoint size and mean write time, when it wrote one.
+    pub checkpoint_bytes: Option<f64>,
+    pub checkpoint_write_s: Option<f64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Killed {
+    pub run: String,
+    pub stage: String,
+    /// From the run's start to the reap of the killed worker.
+    pub wall_s: f64,
+}
+
+/// One stage's seconds by component (see [`COMPONENTS`]) and its order.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct StagePart {
+    pub order: usize,
+    pub wall_s: f64,
+    pub components: BTreeMap<String, f64>,
+}
+
+impl StagePart {
+    pub fn total(&self) -> f64 {
+        self.wall_s + self.components.get("startup").copied().unwrap_or(0.0)
+    }
+}
+
+/// A run's stages by component: the worker's `component:*_s` figures,
+/// process start-up (the process's wait4 wall minus the stage's wall, when
+/// the stage had its process alone), and the rest as `other`. The source
+/// verification is integrity checking through and through.
+pub fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
+    report
+        .stages
+        .iter()
+        .map(|(key, st)| {
+            let mut components: BTreeMap<String, f64> = st
+                .figures
+                .iter()
+                .filter_map(|(k, v)| {
+                    let name = k.strip_prefix("component:")?.strip_suffix("_s")?;
+                    Some((name.to_string(), *v))
+                })
+                .collect();
+            if key == crate::modes::cold_prep::VERIFY_BEFORE {
+                components.insert("integrity".into(), st.wall_s);
+            }
+            let inside: f64 = components.values().sum();
+            components.insert("other".into(), (st.wall_s - inside).max(0.0));
+            let alone = report.workers.iter().find(|w| w.stages == [key.clone()]);
+            let startup = alone.map(|w| (w.wall_s - st.wall_s).max(0.0)).unwrap_or(0.0);
+            components.insert("startup".into(), startup);
+            (key.clone(), StagePart { order: st.order, wall_s: st.wall_s, components })
+        })
+        .collect()
+}
+
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(f64::total_cmp);
+    match values.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => values[n / 2],
+        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
+    }
+}
+
+/// Per stage and component, the median over the trials.
+pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
+    let mut out = BTreeMap::new();
+    let Some(first) = trials.first() else { return out };
+    for (key, part) in &first.stages {
+        let mut m = StagePart { order: part.order, ..Default::default() };
+        let mut walls: Vec<f64> =
+            trials.iter().filter_map(|t| t.stages.get(key)).map(|p| p.wall_s).collect();
+        m.wall_s = median(&mut walls);
+        for c in COMPONENTS {
+            let mut v: Vec<f64> = trials
+                .iter()
+                .filter_map(|t| t.stages.get(key))
+                .map(|p| p.components.get(c).copied().unwrap_or(0.0))
+                .collect();
+            m.components.insert(c.to_string(), median(&mut v));
+        }
+        out.insert(key.clone(), m);
+    }
+    out
+}
+
+/// Seconds of component `c` summed over a step's median stages.
+pub fn component_total(step: &StepReport, c: &str) -> f64 {
+    step.median.values().map(|p| p.components.get(c).copied().unwrap_or(0.0)).sum()
+}
+
+fn secs(s: f64) -> String {
+    crate::render::duration(s)
+}
+
+fn pct(part: f64, whole: f64) -> String {
+    if whole > 0.0 { format!("{:.0}%", 100.0 * part / whole) } else { "-".into() }
+}
+
+/// The judgment: a few plain sentences, every number from the report.
+pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(cold) = steps.iter().find(|s| s.kind == "cold") else { return out };
+    let c = cold.median_total_s;
+    out.push(format!(
+        "A cold run (empty state) took {} (median of {} fresh-process runs, process start-up included).",
+        secs(c),
+        cold.trials.len()
+    ));
+    let resume =
+        |p: &str| steps.iter().find(|s| s.kind == "resume" && s.policy.as_deref() == Some(p));
+    if let Some(load) = resume("load") {
+        let r = load.median_total_s;
+        out.push(format!(
+            "Resuming with everything complete took {} with the load policy: {:.3}× the cold run, all of it overhead, since nothing was left to do.",
+            secs(r),
+            r / c
+        ));
+        let mut parts: Vec<(&str, f64)> = COMPONENTS
+            .iter()
+            .map(|k| (*k, component_total(load, k)))
+            .filter(|(_, v)| *v > 0.0)
+            .collect();
+        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let listed: Vec<String> = parts
+            .iter()
+            .take(4)
+            .map(|(k, v)| format!("{} {} ({})", label(k), secs(*v), pct(*v, r)))
+            .collect();
+        out.push(format!("That overhead is mostly {}.", listed.join(", ")));
+        if let Some(rec) = resume("recompute") {
+            let rr = rec.median_total_s;
+            let recomputed = component_total(rec, "recompute");
+            out.push(format!(
+                "Recomputing the normalizer and the context index instead of loading them made the resume {} ({} of recomputation); loading instead of recomputing saves {} per resume ({} of the recompute resume).",
+                secs(rr),
+                secs(recomputed),
+                secs(rr - r),
+                pct(rr - r, rr)
+            ));
+        }
+    }
+    for s in steps.iter().filter(|s| s.kind == "interrupted") {
+        let identical = s.trials.iter().filter(|t| t.identical_to_cold).count();
+        let mut killed: Vec<f64> =
+            s.trials.iter().filter_map(|t| t.killed.as_ref().map(|k| k.wall_s)).collect();
+        out.push(format!(
+            "Killed with SIGKILL at {} after {} and resumed: the resume took {}, {} of it work still to do or redone; the final artifacts were identical to the cold run's in {identical} of {} trials.",
+            s.kill_at.as_deref().unwrap_or("?"),
+            secs(median(&mut killed)),
+            secs(s.median_total_s),
+            secs(component_total(s, "work")),
+            s.trials.len()
+        ));
+    }
+    if let Some(f) = finer_checkpoints(steps, epochs) {
+        out.push(f);
+    }
+    out
+}
+
+/// Would more checkpoints per epoch pay? The time an interruption loses is
+/// on average half an epoch; k checkpoints per epoch cut that to 1/(2k) of
+/// an epoch and cost k − 1 more checkpoint writes (and files) per epoch.
+fn finer_checkpoints(steps: &[StepReport], epochs: u32) -> Option<String> {
+    let cold = steps.iter().find(|s| s.kind == "cold")?;
+    let t = cold.median.get("train")?;
+    let epoch_s = t.components.get("work").copied().unwrap_or(0.0) / f64::from(epochs.max(1));
+    let bytes = cold.trials.first()?.checkpoint_bytes?;
+    let mut writes: Vec<f64> = cold.trials.iter().filter_map(|t| t.checkpoint_write_s).collect();
+    if writes.is_empty() {
+        return None;
+    }
+    let write_s = median(&mut writes);
+    let k = 4.0;
+    let saved = epoch_s / 2.0 - epoch_s / (2.0 * k);
+    let cost = (k - 1.0) * write_s;
+    let verdict = if cost <= 0.0 {
+        "they would pay off at any rate of interruption".to_string()
+    } else {
+        let every = saved / cost;
+        format!(
+            "they pay off only if more than one epoch in {:.0} is interrupted{}",
+            every.max(1.0),
+            if every > 100.0 {
+                ", so at this scale an epoch-level checkpoint is enough"
+            } else {
+                ""
+            }
+        )
+    };
+    Some(format!(
+        "A checkpoint (weights and Adam moments) is {} and takes {} to write; an epoch takes {}. Four checkpoints per epoch instead of one would add {} of state and {} of writes per epoch and cut the training lost to an interruption from about {} to {}: {verdict}.",
+        kib(bytes),
+        secs(write_s),
+        secs(epoch_s),
+        kib(3.0 * bytes),
+        secs(cost),
+        secs(epoch_s / 2.0),
+        secs(epoch_s / (2.0 * k)),
+    ))
+}
+
+fn kib(bytes: f64) -> String {
+    format!("{:.1} KiB", bytes / 1024.0)
+}
+
+pub fn label(component: &str) -> &'static str {
+    match component {
+        "startup" => "process start-up",
+        "integrity" => "integrity checks",
+        "record_check" => "completion-record checks",
+        "load" => "artifact loads",
+        "restore" => "model restore",
+        "recompute" => "recomputation",
+        "work" => "work",
+        _ => "other",
+    }
+}

@@ -1,0 +1,115 @@
+//! What a campaign's report.json renders to: `summary.md` and
+//! `plots/campaign.{svg,png}` (cold against resume per stage, and each
+//! step's time stacked by component). Same report, same bytes, so `verify`
+//! re-renders and compares.
+
+use super::report::{COMPONENTS, CampaignReport, label};
+use crate::render::{PLOTS, Rendered, SUMMARY, duration};
+use std::fmt::Write;
+
+pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
+    let (svg, png) = crate::render::plots::svg_and_png(&crate::render::plots::Plot::Campaign(r))?;
+    Ok(vec![
+        Rendered { path: SUMMARY.into(), bytes: markdown(r).into_bytes() },
+        Rendered { path: format!("{PLOTS}/campaign.svg"), bytes: svg },
+        Rendered { path: format!("{PLOTS}/campaign.png"), bytes: png },
+    ])
+}
+
+pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<(), String> {
+    let plots = dir.join(PLOTS);
+    if !plots.is_dir() {
+        std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;
+    }
+    for f in derived(r)? {
+        evidence::write_atomic(&dir.join(&f.path), &f.bytes)
+            .map_err(|e| format!("writing {}: {e}", f.path))?;
+    }
+    Ok(())
+}
+
+/// The stage keys of a report's steps, in run order.
+pub fn stage_keys(r: &CampaignReport) -> Vec<String> {
+    let mut keys: Vec<(usize, String)> = r
+        .steps
+        .first()
+        .map(|s| s.median.iter().map(|(k, p)| (p.order, k.clone())).collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys.into_iter().map(|(_, k)| k).collect()
+}
+
+fn markdown(r: &CampaignReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# stagebench campaign `{}`\n", r.name);
+    let _ = writeln!(
+        s,
+        "{} step(s), {} trial(s) each, {} epoch(s). Declaration `{}`, environment `{}` (SHA-256, first 12 hex). Every run's directory is under `runs/` and verifies on its own.\n",
+        r.steps.len(),
+        r.trials,
+        r.epochs,
+        &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
+        &r.environment_sha256[..12.min(r.environment_sha256.len())]
+    );
+    let _ = writeln!(s, "## Judgment\n");
+    for line in &r.judgment {
+        let _ = writeln!(s, "- {line}");
+    }
+    let keys = stage_keys(r);
+    let _ = writeln!(s, "\n## Per stage (median of trials, process start-up included)\n");
+    let _ = write!(s, "| stage |");
+    for step in &r.steps {
+        let _ = write!(s, " {} |", step.name);
+    }
+    let _ = writeln!(s, "\n|---|{}", "---:|".repeat(r.steps.len()));
+    for k in &keys {
+        let _ = write!(s, "| `{k}` |");
+        for step in &r.steps {
+            let v = step.median.get(k).map(|p| p.total()).unwrap_or(0.0);
+            let _ = write!(s, " {} |", duration(v));
+        }
+        let _ = writeln!(s);
+    }
+    let _ = write!(s, "| **total** |");
+    for step in &r.steps {
+        let _ = write!(s, " **{}** |", duration(step.median_total_s));
+    }
+    let _ = writeln!(s, "\n\n## Per component (median of trials, summed over stages)\n");
+    let _ = write!(s, "| component |");
+    for step in &r.steps {
+        let _ = write!(s, " {} |", step.name);
+    }
+    let _ = writeln!(s, "\n|---|{}", "---:|".repeat(r.steps.len()));
+    for c in COMPONENTS {
+        let _ = write!(s, "| {} |", label(c));
+        for step in &r.steps {
+            let _ = write!(s, " {} |", duration(super::report::component_total(step, c)));
+        }
+        let _ = writeln!(s);
+    }
+    let _ = writeln!(s, "\n## Final state against the cold run's\n");
+    let _ = writeln!(s, "| step | kind | kill point | trials identical to cold |");
+    let _ = writeln!(s, "|---|---|---|---:|");
+    for step in &r.steps {
+        let same = step.trials.iter().filter(|t| t.identical_to_cold).count();
+        let _ = writeln!(
+            s,
+            "| {} | {}{} | {} | {same} of {} |",
+            step.name,
+            step.kind,
+            step.policy.as_deref().map(|p| format!(" ({p})")).unwrap_or_default(),
+            step.kill_at.as_deref().unwrap_or("-"),
+            step.trials.len()
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nReference state: `{}` (SHA-256 over every state file's path and SHA-256, as the first cold trial left it).",
+        &r.reference_state_sha256[..12.min(r.reference_state_sha256.len())]
+    );
+    let _ = writeln!(
+        s,
+        "\nComponents: process start-up is the worker process's wall (wait4) minus its stage's; integrity checks hash sources and kept artifacts; completion-record checks read records and compare input fingerprints; work makes what was not kept; other is the rest of the stage (opening the dataset and the state). \"Cold\" is the feature cache and the state, not the OS page cache."
+    );
+    s
+}
