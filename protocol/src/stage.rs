@@ -30,6 +30,10 @@ pub enum Stage {
     /// Runs a user's command line with `sh -c`, measured with its whole
     /// process tree; a non-zero exit fails the stage.
     Command { name: String, line: String },
+    /// Runs a program with its arguments, in a working directory, with
+    /// extra environment variables (a stage of an external pipeline),
+    /// measured like [`Stage::Command`].
+    Exec { name: String, argv: Vec<String>, cwd: String, env: Vec<(String, String)> },
     /// Fits the normalizer over the training series of a prepared cache
     /// (relative to the run directory) and writes `normalizer.json`.
     FitNormalizer { dataset: String, cache: String },
@@ -185,7 +189,7 @@ impl Stage {
             Stage::Crash => "crash",
             Stage::VerifySources { .. } => "verify_sources",
             Stage::PrepareSeries { .. } => "prepare_series",
-            Stage::Command { .. } => "command",
+            Stage::Command { .. } | Stage::Exec { .. } => "command",
             Stage::FitNormalizer { .. } => "warm_fit_normalizer",
             Stage::CountContexts { .. } => "count_eligible_contexts",
             Stage::LoaderEpoch(_) => "warm_loader_epoch",
@@ -209,7 +213,7 @@ impl fmt::Display for Stage {
             Stage::Sleep { ms } | Stage::Spin { ms } => write!(f, "{}:{ms}", self.name()),
             Stage::Alloc { mib } => write!(f, "alloc:{mib}"),
             Stage::Write { kib } => write!(f, "write:{kib}"),
-            Stage::Command { name, .. } => f.write_str(name),
+            Stage::Command { name, .. } | Stage::Exec { name, .. } => f.write_str(name),
             _ => f.write_str(self.name()),
         }
     }

@@ -187,3 +187,106 @@ fn a_campaign_file_with_a_mistake_is_refused_before_anything_runs() {
     assert!(f.stderr.contains("already exists"), "{}", f.stderr);
     assert_eq!(harness::files_below(&out), ["mine.txt"]);
 }
+
+/// A three-stage external pipeline: each stage a script with its own
+/// argv, cwd and environment, its inner spans reported through
+/// STAGEBENCH_SPANS; two stages leave a completion marker, so a resume
+/// skips them and runs only the third.
+fn pipeline(dir: &std::path::Path, extra_stage: &str) -> std::path::PathBuf {
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/pipeline_stage.py");
+    std::fs::copy(&script, dir.join("stage.py")).unwrap();
+    std::fs::create_dir_all(dir.join("work")).unwrap();
+    let stage = |name: &str, previous: &str, marker: bool| {
+        format!(
+            "[[pipeline]]\nname = \"{name}\"\nargv = [\"python3\", \"stage.py\", \"{name}\", \"work\"{previous}]\nenv = {{ STAGE_FLAVOUR = \"salted\" }}\n{}reset = [\"work/{name}\"]\n",
+            if marker { format!("marker = \"work/{name}/done\"\n") } else { String::new() }
+        )
+    };
+    let text = format!(
+        "[campaign]\nname = \"pipe\"\ntrials = 2\nscratch = \"work\"\n\n{}{}{}{extra_stage}\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+        stage("adapt_images", "", true),
+        stage("fit_likelihood", ", \"adapt_images\"", true),
+        stage("sample", ", \"fit_likelihood\"", false),
+    );
+    let path = dir.join("pipeline.toml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+#[test]
+fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "");
+    // Something of the user's inside scratch but not declared for reset stays.
+    std::fs::write(tmp.path().join("work/keep.txt"), b"mine").unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let steps = r["steps"].as_array().unwrap();
+    let (cold, resume) = (&steps[0], &steps[1]);
+    for t in cold["trials"].as_array().unwrap() {
+        for stage in ["adapt_images", "fit_likelihood", "sample"] {
+            let part = &t["stages"][stage];
+            assert_eq!(part["skipped"], serde_json::Value::Null, "{stage} skipped cold");
+            assert!(part["components"]["work"].as_f64().unwrap() > 0.0, "{stage}");
+            assert!(
+                part["spans"][format!("compute_{stage}")].as_f64().is_some(),
+                "{stage}: {part}"
+            );
+        }
+        // The run's own report carries the spans beside the process figures.
+        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
+        assert!(run["stages"]["sample"]["figures"]["span:compute_sample_s"].is_number(), "{run}");
+        assert!(run["stages"]["sample"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    }
+    for t in resume["trials"].as_array().unwrap() {
+        assert_eq!(t["stages"]["adapt_images"]["skipped"], true);
+        assert_eq!(t["stages"]["fit_likelihood"]["skipped"], true);
+        assert_eq!(t["stages"]["sample"]["skipped"], serde_json::Value::Null);
+        assert_eq!(t["identical_to_cold"], true, "a resume changed the outputs");
+        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
+        assert_eq!(run["stages"].as_object().unwrap().len(), 1, "only the unmarked stage ran");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("work/sample/out.txt")).unwrap(),
+        "adapt_images:salted\nfit_likelihood:salted\nsample:salted\n"
+    );
+    assert_eq!(std::fs::read(tmp.path().join("work/keep.txt")).unwrap(), b"mine");
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+}
+
+#[test]
+fn a_pipeline_with_a_reset_outside_scratch_or_a_missing_command_is_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("precious")).unwrap();
+    std::fs::write(tmp.path().join("precious/thesis.tex"), b"x").unwrap();
+    for (extra, needle) in [
+        (
+            "[[pipeline]]\nname = \"wipe\"\nargv = [\"true\"]\nreset = [\"precious\"]\n",
+            "not inside the scratch directory",
+        ),
+        (
+            "[[pipeline]]\nname = \"wipe\"\nargv = [\"true\"]\nreset = [\"work/../precious\"]\n",
+            "not inside the scratch directory",
+        ),
+        ("[[pipeline]]\nname = \"ghost\"\nargv = [\"no-such-program-5e1f\"]\n", "not found"),
+        ("[[pipeline]]\nname = \"empty\"\nargv = []\n", "no command"),
+    ] {
+        let file = pipeline(tmp.path(), extra);
+        let out = tmp.path().join("out");
+        let mut c = coordinator();
+        c.arg("campaign").arg(&file).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{needle}: {}", f.stderr);
+        assert!(f.stderr.contains(needle), "{needle}: {}", f.stderr);
+        assert_eq!(f.stderr.lines().filter(|l| l.starts_with("error")).count(), 1, "{}", f.stderr);
+        assert!(!out.exists(), "{needle}: something ran");
+        assert!(tmp.path().join("precious/thesis.tex").exists());
+    }
+}

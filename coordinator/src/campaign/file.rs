@@ -4,7 +4,8 @@
 
 use crate::plan::KillAt;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::collections::BTreeMap;
+use std::path::{Component, Path, PathBuf};
 
 /// `scripts/campaigns/cold-resume.toml`, embedded: what `coordinator
 /// campaign` runs when given no file.
@@ -16,6 +17,30 @@ pub struct CampaignFile {
     pub campaign: Settings,
     #[serde(rename = "step")]
     pub steps: Vec<StepSpec>,
+    /// An external pipeline run by the steps instead of the recipe.
+    #[serde(default, rename = "pipeline", skip_serializing_if = "Vec::is_empty")]
+    pub pipeline: Vec<PipelineStage>,
+}
+
+/// One stage of an external pipeline. Paths are relative to the campaign
+/// file's directory (the program, when it names a path, to `cwd`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PipelineStage {
+    pub name: String,
+    pub argv: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub cwd: Option<PathBuf>,
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// A file whose existence says the stage is complete: a resume skips it.
+    #[serde(default, skip_serializing)]
+    pub marker: Option<PathBuf>,
+    /// Paths a cold step removes first; each must lie inside `scratch`.
+    #[serde(default, skip_serializing)]
+    pub reset: Vec<PathBuf>,
+    #[serde(default)]
+    pub timeout_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -35,6 +60,9 @@ pub struct Settings {
     /// Fail a stage that runs longer than this.
     #[serde(default)]
     pub stage_timeout_s: Option<f64>,
+    /// Pipelines: the directory a cold step may reset paths inside.
+    #[serde(default, skip_serializing)]
+    pub scratch: Option<PathBuf>,
 }
 
 fn three() -> u32 {
@@ -102,10 +130,89 @@ pub fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), String> {
     let shown =
         path.map(|p| p.display().to_string()).unwrap_or_else(|| "the default campaign".into());
     let mut file = parse(&text).map_err(|e| format!("{shown}: {e}"))?;
-    if let (Some(data), Some(base)) = (&file.campaign.data, base) {
+    let base = base.filter(|b| !b.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("."));
+    if let Some(data) = &file.campaign.data {
         file.campaign.data = Some(base.join(data));
     }
+    resolve_pipeline(&mut file, &base).map_err(|e| format!("{shown}: {e}"))?;
     Ok((file, text.into_bytes()))
+}
+
+/// Makes a pipeline's paths absolute and checks, before anything runs,
+/// that every program exists, every working directory exists, and every
+/// reset path lies inside the declared scratch directory.
+fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> {
+    if file.pipeline.is_empty() {
+        return Ok(());
+    }
+    let base = std::fs::canonicalize(base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let scratch = match &file.campaign.scratch {
+        Some(s) => {
+            let s = std::fs::canonicalize(base.join(s))
+                .map_err(|e| format!("scratch = {:?}: {e}", s.display().to_string()))?;
+            if !s.is_dir() {
+                return Err(format!("scratch = {:?} is not a directory", s.display().to_string()));
+            }
+            Some(s)
+        }
+        None => None,
+    };
+    file.campaign.scratch = scratch.clone();
+    for st in &mut file.pipeline {
+        let name = st.name.clone();
+        let cwd = base.join(st.cwd.as_deref().unwrap_or(Path::new(".")));
+        if !cwd.is_dir() {
+            return Err(format!("pipeline stage '{name}': its cwd is not a directory"));
+        }
+        let program = Path::new(&st.argv[0]);
+        let found = if st.argv[0].contains('/') {
+            cwd.join(program).is_file()
+        } else {
+            std::env::var_os("PATH")
+                .map(|p| std::env::split_paths(&p).any(|d| d.join(program).is_file()))
+                .unwrap_or(false)
+        };
+        if !found {
+            return Err(format!(
+                "pipeline stage '{name}': command '{}' not found{}",
+                st.argv[0],
+                if st.argv[0].contains('/') { " (relative to its cwd)" } else { " on PATH" }
+            ));
+        }
+        st.cwd = Some(cwd);
+        st.marker = st.marker.as_ref().map(|m| base.join(m));
+        let mut reset = Vec::new();
+        for r in &st.reset {
+            let Some(scratch) = &scratch else {
+                return Err(format!(
+                    "pipeline stage '{name}': reset needs a declared scratch directory ([campaign] scratch)"
+                ));
+            };
+            let outside = || {
+                format!(
+                    "pipeline stage '{name}': reset path {:?} is not inside the scratch directory",
+                    r.display().to_string()
+                )
+            };
+            let full = base.join(r);
+            let lexically_inside = full.starts_with(scratch)
+                && full != *scratch
+                && !full.components().any(|c| matches!(c, Component::ParentDir));
+            // Through symlinks too: the deepest existing ancestor, resolved,
+            // must still be the scratch directory or inside it.
+            let mut probe = full.clone();
+            while !probe.exists() {
+                probe = probe.parent().ok_or_else(outside)?.to_path_buf();
+            }
+            let real = std::fs::canonicalize(&probe).map_err(|_| outside())?;
+            if !lexically_inside || !real.starts_with(scratch) {
+                return Err(outside());
+            }
+            reset.push(full);
+        }
+        st.reset = reset;
+    }
+    Ok(())
 }
 
 /// Parses and checks a campaign's text.
@@ -139,6 +246,40 @@ fn check(f: &CampaignFile) -> Result<(), String> {
     }
     if f.steps.is_empty() {
         return Err("the campaign has no [[step]]".into());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for st in &f.pipeline {
+        if !safe(&st.name) || !names.insert(st.name.as_str()) {
+            return Err(format!(
+                "pipeline stage name '{}' must be unique, 1-64 of a-z, 0-9, _ and -",
+                st.name
+            ));
+        }
+        if st.argv.first().is_none_or(|a| a.trim().is_empty()) {
+            return Err(format!("pipeline stage '{}' has no command (argv is empty)", st.name));
+        }
+        if st.timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+            return Err(format!(
+                "pipeline stage '{}': timeout_s must be a positive number",
+                st.name
+            ));
+        }
+    }
+    if !f.pipeline.is_empty() {
+        for step in &f.steps {
+            if step.kind == StepKind::Interrupted {
+                return Err(format!(
+                    "step '{}': interrupted steps apply to the recipe; a pipeline's steps are cold and resume",
+                    step.name
+                ));
+            }
+            if step.policy.is_some() {
+                return Err(format!(
+                    "step '{}': policy applies to the recipe, not to a pipeline",
+                    step.name
+                ));
+            }
+        }
     }
     let stages: Vec<&str> = crate::modes::recipe::keys().collect();
     let mut seen = std::collections::BTreeSet::new();

@@ -189,6 +189,20 @@ impl Runner<'_> {
             let mut done = Vec::new();
             for t in 1..=trials {
                 let run_rel = format!("runs/{}/{t}", step.name);
+                if !self.campaign.pipeline.is_empty() {
+                    let trial = self.pipeline_trial(step, t, &run_rel, &mut reference)?;
+                    if !trial.run.is_empty() {
+                        let report = format!("{run_rel}/{}", rundir::REPORT);
+                        artifacts.push(self.artifact(&report, &step.name)?);
+                    }
+                    println!(
+                        "  {:<20} trial {t}/{trials}: {:>10}",
+                        step.name,
+                        crate::render::duration(trial.total_s)
+                    );
+                    done.push(trial);
+                    continue;
+                }
                 let (state, killed) = match step.kind {
                     StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
                     StepKind::Resume => {
@@ -256,7 +270,8 @@ impl Runner<'_> {
                     StepKind::Interrupted => "interrupted",
                 }
                 .into(),
-                policy: (step.kind != StepKind::Cold).then(|| step.policy().as_str().to_string()),
+                policy: (step.kind != StepKind::Cold && self.campaign.pipeline.is_empty())
+                    .then(|| step.policy().as_str().to_string()),
                 kill_at: step.kill_at.clone(),
                 trials: done,
                 median,
@@ -265,6 +280,94 @@ impl Runner<'_> {
         }
         let (reference, _) = reference.expect("checked: at least one cold step");
         Ok((steps, reference, artifacts))
+    }
+
+    /// One trial of an external pipeline: a cold step resets the declared
+    /// paths and runs every stage; a resume skips the stages whose
+    /// completion marker exists. Each stage runs under its own worker,
+    /// measured with its process tree; the scratch directory's digest
+    /// stands for the state.
+    fn pipeline_trial(
+        &self,
+        step: &StepSpec,
+        t: u32,
+        run_rel: &str,
+        reference: &mut Option<(String, PathBuf)>,
+    ) -> Result<TrialReport, CampaignError> {
+        let fail =
+            |what: String| CampaignError::Failed(format!("step '{}' trial {t}: {what}", step.name));
+        let pipeline = &self.campaign.pipeline;
+        if step.kind == StepKind::Cold {
+            for path in pipeline.iter().flat_map(|s| &s.reset) {
+                let removed = match std::fs::symlink_metadata(path) {
+                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
+                    Ok(_) => std::fs::remove_file(path),
+                    Err(_) => Ok(()),
+                };
+                removed.map_err(|e| fail(format!("resetting a declared path: {e}")))?;
+            }
+        }
+        let mut skipped = Vec::new();
+        let mut stages = Vec::new();
+        for (order, st) in pipeline.iter().enumerate() {
+            let started = Instant::now();
+            let complete =
+                step.kind == StepKind::Resume && st.marker.as_ref().is_some_and(|m| m.exists());
+            if complete {
+                let mut part = report::StagePart { order, ..Default::default() };
+                part.components.insert("record_check".into(), started.elapsed().as_secs_f64());
+                part.skipped = true;
+                skipped.push((st.name.clone(), part));
+            } else {
+                stages.push(protocol::Stage::Exec {
+                    name: st.name.clone(),
+                    argv: st.argv.clone(),
+                    cwd: st.cwd.as_deref().unwrap_or(Path::new(".")).to_string_lossy().into_owned(),
+                    env: st.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                });
+            }
+        }
+        let s = &self.campaign.campaign;
+        let timeout =
+            pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
+        let plan = RunPlan {
+            mode: Mode::Diagnostic,
+            stages: crate::plan::keyed(stages),
+            stage_timeout: timeout.map(Duration::from_secs_f64),
+            state: None,
+            ..self.plan(Path::new("."), step, run_rel, false)
+        };
+        let (mut parts, run_wall_s, run) = if plan.stages.is_empty() {
+            // Every stage complete: nothing to run.
+            (Default::default(), 0.0, String::new())
+        } else {
+            let summary = run::execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+            (report::stage_parts(&summary.report), summary.report.run_wall_s, run_rel.to_string())
+        };
+        for (name, part) in skipped {
+            parts.insert(name, part);
+        }
+        let digest = match &s.scratch {
+            Some(dir) => recipe::state::digest(dir)
+                .map(|d| d.sha256)
+                .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?,
+            None => String::new(),
+        };
+        if reference.is_none() {
+            *reference = Some((digest.clone(), PathBuf::new()));
+        }
+        let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
+        Ok(TrialReport {
+            run,
+            run_wall_s,
+            total_s: parts.values().map(|p| p.total()).sum(),
+            stages: parts,
+            state_sha256: digest,
+            killed: None,
+            identical_to_cold: identical,
+            checkpoint_bytes: None,
+            checkpoint_write_s: None,
+        })
     }
 
     /// The run killed at the step's point; it must end by that kill.

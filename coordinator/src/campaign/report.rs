@@ -78,6 +78,12 @@ pub struct StagePart {
     pub order: usize,
     pub wall_s: f64,
     pub components: BTreeMap<String, f64>,
+    /// A pipeline stage a resume skipped (its completion marker existed).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub skipped: bool,
+    /// Inner spans the stage reported (`STAGEBENCH_SPANS`), seconds by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spans: BTreeMap<String, f64>,
 }
 
 impl StagePart {
@@ -105,13 +111,25 @@ pub fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
                 .collect();
             if key == crate::modes::cold_prep::VERIFY_BEFORE {
                 components.insert("integrity".into(), st.wall_s);
+            } else if components.is_empty() {
+                // Anyone's command: all of it is the stage's own work.
+                components.insert("work".into(), st.wall_s);
             }
+            let spans = st
+                .figures
+                .iter()
+                .filter_map(|(k, v)| {
+                    Some((k.strip_prefix("span:")?.strip_suffix("_s")?.to_string(), *v))
+                })
+                .collect();
             let inside: f64 = components.values().sum();
             components.insert("other".into(), (st.wall_s - inside).max(0.0));
             let alone = report.workers.iter().find(|w| w.stages == [key.clone()]);
             let startup = alone.map(|w| (w.wall_s - st.wall_s).max(0.0)).unwrap_or(0.0);
             components.insert("startup".into(), startup);
-            (key.clone(), StagePart { order: st.order, wall_s: st.wall_s, components })
+            let part =
+                StagePart { order: st.order, wall_s: st.wall_s, components, skipped: false, spans };
+            (key.clone(), part)
         })
         .collect()
 }
@@ -142,6 +160,12 @@ pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
                 .collect();
             m.components.insert(c.to_string(), median(&mut v));
         }
+        m.skipped = part.skipped;
+        for span in part.spans.keys() {
+            let mut v: Vec<f64> =
+                trials.iter().filter_map(|t| t.stages.get(key)?.spans.get(span).copied()).collect();
+            m.spans.insert(span.clone(), median(&mut v));
+        }
         out.insert(key.clone(), m);
     }
     out
@@ -170,14 +194,20 @@ pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         secs(c),
         cold.trials.len()
     ));
-    let resume =
-        |p: &str| steps.iter().find(|s| s.kind == "resume" && s.policy.as_deref() == Some(p));
+    // A pipeline's resume has no policy: it stands with the load policy.
+    let resume = |p: &str| {
+        steps.iter().find(|s| s.kind == "resume" && s.policy.as_deref().unwrap_or("load") == p)
+    };
     if let Some(load) = resume("load") {
         let r = load.median_total_s;
+        let work = component_total(load, "work");
         out.push(format!(
-            "Resuming with everything complete took {} with the load policy: {:.3}× the cold run, all of it overhead, since nothing was left to do.",
+            "Resuming ({}) took {}: {:.3}× the cold run; {} of it was work still to do, the other {} overhead.",
+            load.name,
             secs(r),
-            r / c
+            r / c,
+            secs(work),
+            secs(r - work)
         ));
         let mut parts: Vec<(&str, f64)> = COMPONENTS
             .iter()

@@ -1,7 +1,9 @@
-//! Anyone's command as a stage: `sh -c LINE`, measured with its whole
+//! Anyone's command as a stage (`sh -c LINE`, or a program with its
+//! arguments, working directory and environment), measured with its whole
 //! process tree (see `measure::self_usage`), its exit status checked.
 //!
-//! The command inherits the worker's working directory and stderr; its stdout
+//! The command inherits the worker's stderr (and, for a command line, its
+//! working directory); its stdout
 //! is discarded (so a chatty command's terminal does not enter its timing).
 //! It gets none of stagebench's launch variables, and it dies with the
 //! worker: it stays in the worker's process group (which the coordinator
@@ -16,10 +18,9 @@ use protocol::Figure;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 
-pub(super) fn run(line: &str, ctx: &StageContext<'_>) -> Result<Vec<Figure>, StageError> {
+pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     let spans = SpansFile::create(&ctx.run_dir, &ctx.job_tag)?;
-    let mut cmd = Command::new("/bin/sh");
-    cmd.arg("-c").arg(line).stdin(Stdio::null()).stdout(Stdio::null());
+    cmd.stdin(Stdio::null()).stdout(Stdio::null());
     for var in protocol::env::LAUNCH {
         cmd.env_remove(var);
     }
@@ -31,9 +32,9 @@ pub(super) fn run(line: &str, ctx: &StageContext<'_>) -> Result<Vec<Figure>, Sta
                 .map_err(std::io::Error::from)
         });
     }
-    let status = cmd
-        .status()
-        .map_err(|e| StageError::Failed(format!("cannot start /bin/sh for the command: {e}")))?;
+    let program = cmd.get_program().to_string_lossy().into_owned();
+    let status =
+        cmd.status().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
     match (status.code(), status.signal()) {
         (Some(0), _) => {
             let mut figures = vec![figure("exit_code", 0.0)];

@@ -49,7 +49,19 @@ pub enum StageError {
 pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     match stage {
         Stage::VerifySources { .. } | Stage::PrepareSeries { .. } => prepare::run(stage, ctx),
-        Stage::Command { line, .. } => command::run(line, ctx),
+        Stage::Command { line, .. } => {
+            let mut cmd = std::process::Command::new("/bin/sh");
+            cmd.arg("-c").arg(line);
+            command::run(cmd, ctx)
+        }
+        Stage::Exec { argv, cwd, env, .. } => {
+            let Some((program, args)) = argv.split_first() else {
+                return Err(StageError::Failed("the stage has no command".into()));
+            };
+            let mut cmd = std::process::Command::new(program);
+            cmd.args(args).current_dir(cwd).envs(env.iter().map(|(k, v)| (k, v)));
+            command::run(cmd, ctx)
+        }
         Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch(_) => {
             warm::run(stage, ctx)
         }
