@@ -45,16 +45,11 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
 /// One worker re-hashing every source file against frozen.json.
 pub fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
     let data = dataset.to_string_lossy().into_owned();
-    Phase {
-        key: key.into(),
-        jobs: vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
-        workers: 1,
-        jobs_per_process: 1,
-        cache: None,
-        progress: crate::progress::Style::LinePerJob,
-        after: None,
-        after_job: None,
-    }
+    Phase::in_turn(
+        key.into(),
+        vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
+        1,
+    )
 }
 
 /// Every training series prepared into `cache` by `workers` processes, the

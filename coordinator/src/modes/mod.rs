@@ -38,6 +38,23 @@ pub struct Phase {
     pub after_job: Option<crate::supervisor::AfterJob>,
 }
 
+impl Phase {
+    /// A phase of `jobs` in one worker slot, each process taking up to
+    /// `jobs_per_process` of them, a line per job, no extra steps.
+    pub fn in_turn(key: String, jobs: Vec<Job>, jobs_per_process: usize) -> Phase {
+        Phase {
+            key,
+            jobs,
+            workers: 1,
+            jobs_per_process,
+            cache: None,
+            progress: crate::progress::Style::LinePerJob,
+            after: None,
+            after_job: None,
+        }
+    }
+}
+
 /// A coordinator step between phases: given the run directory, the phase's
 /// outcome and the phases still to run (whose jobs it may complete, e.g.
 /// with the hashes of artifacts this phase wrote).

@@ -46,16 +46,11 @@ pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         .collect();
     jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
     let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
-        key,
-        jobs,
-        workers: 1,
-        jobs_per_process,
-        cache: None,
-        progress: crate::progress::Style::LinePerJob,
         // Loader and model stages check what fitting and counting wrote
         // against the hashes the coordinator hands on.
         after: Some(super::hand_on_artifacts),
         after_job: Some(super::hand_on_queued),
+        ..Phase::in_turn(key, jobs, jobs_per_process)
     };
     let mut phases = vec![verify_before, prepare];
     match plan.isolation {

@@ -38,16 +38,7 @@ pub fn phases(plan: &RunPlan, dataset: &Path, state: &StatePlan) -> Vec<Phase> {
         .iter()
         .map(|step| numbers.job(step.name().into(), Stage::Resumable(*step, input.clone())))
         .collect();
-    let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
-        key,
-        jobs,
-        workers: 1,
-        jobs_per_process,
-        cache: None,
-        progress: crate::progress::Style::LinePerJob,
-        after: None,
-        after_job: None,
-    };
+    let phase = Phase::in_turn;
     let mut phases = vec![verify];
     match plan.isolation {
         Isolation::Stage => {

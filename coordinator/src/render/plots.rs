@@ -228,6 +228,35 @@ fn caption(root: &DrawingArea<impl DrawingBackend, Shift>, text: &str) -> Result
     root.draw(&Text::new(text.to_string(), (12, 10), (SANS, 18).into_font())).map_err(err)
 }
 
+/// A titled panel of one row per label over `0..hi`, three x labels.
+fn titled_chart<'a, DB: DrawingBackend>(
+    area: &'a DrawingArea<DB, Shift>,
+    title: &str,
+    labels: &[String],
+    show_labels: bool,
+    hi: f64,
+    fmt: &dyn Fn(f64) -> String,
+) -> Result<RowChart<'a, DB>, String> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, (SANS, 15))
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(28)
+        .y_label_area_size(if show_labels { label_width(labels) } else { 0 })
+        .build_cartesian_2d(0.0..hi, rows_axis(labels.len().max(1)))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .disable_y_mesh()
+        .x_labels(3)
+        .x_label_formatter(&|x| fmt(*x))
+        .y_label_formatter(&|y| row_label(labels, *y))
+        .label_style((SANS, 14))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// One panel of horizontal bars, a value label at the end of each.
 #[allow(clippy::too_many_arguments)]
 fn bar_panel<DB: DrawingBackend>(
@@ -241,23 +270,7 @@ fn bar_panel<DB: DrawingBackend>(
 ) -> Result<(), String> {
     let n = labels.len();
     let hi = upper(values.iter().copied().fold(0.0, f64::max));
-    let mut chart = ChartBuilder::on(area)
-        .caption(title, (SANS, 15))
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(28)
-        .y_label_area_size(if show_labels { label_width(labels) } else { 0 })
-        .build_cartesian_2d(0.0..hi, rows_axis(n))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_labels(3)
-        .x_label_formatter(&|x| fmt(*x))
-        .y_label_formatter(&|y| row_label(labels, *y))
-        .label_style((SANS, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = titled_chart(area, title, labels, show_labels, hi, fmt)?;
     chart
         .draw_series(values.iter().enumerate().filter(|(_, v)| **v > 0.0).map(|(i, v)| {
             let y = row_y(i, n);
@@ -337,23 +350,7 @@ fn campaign<DB: DrawingBackend>(
         "per stage: cold (blue) vs {} (orange)",
         resume.map(|s| s.name.as_str()).unwrap_or("resume")
     );
-    let mut chart = ChartBuilder::on(&left)
-        .caption(title, (SANS, 15))
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(28)
-        .y_label_area_size(label_width(&keys))
-        .build_cartesian_2d(0.0..hi, rows_axis(n))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_labels(3)
-        .x_label_formatter(&|x| super::duration(*x))
-        .y_label_formatter(&|y| row_label(&keys, *y))
-        .label_style((SANS, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = titled_chart(&left, &title, &keys, true, hi, &|x| super::duration(x))?;
     for (values, colour, (lo, top)) in
         [(&colds, BAR, (0.02, 0.36)), (&resumes, CPU, (-0.36, -0.02))]
     {
@@ -370,23 +367,8 @@ fn campaign<DB: DrawingBackend>(
     let totals: Vec<f64> = r.steps.iter().map(|s| s.median_total_s).collect();
     // Room on the right for the legend.
     let hi = 1.6 * upper(totals.iter().copied().fold(0.0, f64::max));
-    let mut chart = ChartBuilder::on(&right)
-        .caption("per step, by component", (SANS, 15))
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(28)
-        .y_label_area_size(label_width(&steps))
-        .build_cartesian_2d(0.0..hi, rows_axis(m))
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .disable_y_mesh()
-        .x_labels(3)
-        .x_label_formatter(&|x| super::duration(*x))
-        .y_label_formatter(&|y| row_label(&steps, *y))
-        .label_style((SANS, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart =
+        titled_chart(&right, "per step, by component", &steps, true, hi, &|x| super::duration(x))?;
     let mut start = vec![0.0; r.steps.len()];
     for (c, colour) in COMPONENTS.iter().zip(COMPONENT_COLOURS) {
         let bars: Vec<(usize, f64, f64)> = r
