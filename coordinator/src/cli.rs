@@ -327,7 +327,14 @@ pub fn main() -> ExitCode {
                     for path in paths {
                         println!("rendered {}", path.display());
                     }
-                    write_exports(&exports, &report)
+                    match report {
+                        Some(report) => write_exports(&exports, &report),
+                        None if exports.0.is_empty() => ExitCode::from(code::SUCCESS),
+                        None => {
+                            eprintln!("error: exports apply to a run, not to a campaign");
+                            ExitCode::from(code::USAGE)
+                        }
+                    }
                 }
                 Err(e) => {
                     eprintln!("error: rendering '{}' failed: {e}", dir.display());

@@ -271,15 +271,10 @@ fn finer_checkpoints(steps: &[StepReport], epochs: u32) -> Option<String> {
     let verdict = if cost <= 0.0 {
         "they would pay off at any rate of interruption".to_string()
     } else {
-        let every = saved / cost;
         format!(
-            "they pay off only if more than one epoch in {:.0} is interrupted{}",
-            every.max(1.0),
-            if every > 100.0 {
-                ", so at this scale an epoch-level checkpoint is enough"
-            } else {
-                ""
-            }
+            "they pay off as soon as more than one epoch in {:.0} is interrupted; either way the stake is at most {} per interruption",
+            (saved / cost).max(1.0),
+            secs(saved)
         )
     };
     Some(format!(

@@ -16,16 +16,17 @@ pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
     ])
 }
 
-pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<(), String> {
+pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<Vec<Rendered>, String> {
     let plots = dir.join(PLOTS);
     if !plots.is_dir() {
         std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;
     }
-    for f in derived(r)? {
+    let files = derived(r)?;
+    for f in &files {
         evidence::write_atomic(&dir.join(&f.path), &f.bytes)
             .map_err(|e| format!("writing {}: {e}", f.path))?;
     }
-    Ok(())
+    Ok(files)
 }
 
 /// The stage keys of a report's steps, in run order.

@@ -366,7 +366,7 @@ fn campaign<DB: DrawingBackend>(
     let m = steps.len().max(1);
     let totals: Vec<f64> = r.steps.iter().map(|s| s.median_total_s).collect();
     // Room on the right for the legend.
-    let hi = 1.6 * upper(totals.iter().copied().fold(0.0, f64::max));
+    let hi = 2.4 * upper(totals.iter().copied().fold(0.0, f64::max));
     let mut chart =
         titled_chart(&right, "per step, by component", &steps, true, hi, &|x| super::duration(x))?;
     let mut start = vec![0.0; r.steps.len()];

@@ -193,10 +193,17 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
 
 /// `coordinator render`: checks every binding but the derived files, then
 /// redraws summary.md and the plots from report.json.
-pub fn render(dir: &Path) -> Result<(report::Report, Vec<std::path::PathBuf>), String> {
+/// A campaign's summary and plot are redrawn the same way (it has no exports: None).
+pub fn render(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>), String> {
     let (value, _) = verify_bindings(dir)?;
+    if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
+        let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
+            .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
+        let files = crate::campaign::summary::write_all(dir, &parsed)?;
+        return Ok((None, files.into_iter().map(|f| dir.join(f.path)).collect()));
+    }
     let parsed: report::Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
     let files = crate::render::write_all(dir, &parsed)?;
-    Ok((parsed, files.into_iter().map(|f| dir.join(f.path)).collect()))
+    Ok((Some(parsed), files.into_iter().map(|f| dir.join(f.path)).collect()))
 }
