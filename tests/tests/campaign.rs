@@ -290,3 +290,26 @@ fn a_pipeline_with_a_reset_outside_scratch_or_a_missing_command_is_refused_befor
         assert!(tmp.path().join("precious/thesis.tex").exists());
     }
 }
+
+#[test]
+fn a_pipeline_stage_that_fails_fails_the_campaign_with_no_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "[[pipeline]]\nname = \"broken\"\nargv = [\"false\"]\n");
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("step 'cold' trial 1") && f.stderr.contains("broken"),
+        "{}",
+        f.stderr
+    );
+    f.assert_no_worker_left();
+    assert!(!out.join("report.json").exists(), "a failed campaign wrote a report");
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "campaign_failed");
+    assert_eq!(failure["mode"], "campaign");
+    let declaration = std::fs::read_to_string(out.join("declaration.json")).unwrap();
+    assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
+}

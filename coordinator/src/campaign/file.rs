@@ -28,10 +28,12 @@ pub struct CampaignFile {
 #[serde(deny_unknown_fields)]
 pub struct PipelineStage {
     pub name: String,
+    /// Not in the declaration (it may hold paths): the file's SHA-256 binds it.
+    #[serde(skip_serializing)]
     pub argv: Vec<String>,
     #[serde(default, skip_serializing)]
     pub cwd: Option<PathBuf>,
-    #[serde(default)]
+    #[serde(default, skip_serializing)]
     pub env: BTreeMap<String, String>,
     /// A file whose existence says the stage is complete: a resume skips it.
     #[serde(default, skip_serializing)]
