@@ -313,3 +313,37 @@ fn a_pipeline_stage_that_fails_fails_the_campaign_with_no_report() {
     let declaration = std::fs::read_to_string(out.join("declaration.json")).unwrap();
     assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
 }
+
+#[test]
+fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("sleeper.toml");
+    std::fs::write(
+        &file,
+        "[campaign]\nname = \"sleeper\"\ntrials = 1\n\n[[pipeline]]\nname = \"nap\"\nargv = [\"sh\", \"-c\", \"echo pipeline-stage-ready >&2; exec sleep 300\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let mut r = harness::Running::spawn(c);
+    let spawned = r.wait_for("worker spawned");
+    let worker = harness::field(&spawned, "pid").expect("a worker pid");
+    r.wait_for("pipeline-stage-ready");
+    assert!(!harness::live_group_members(worker).is_empty(), "the stage's tree is not running");
+    kill(Pid::from_raw(r.pid()), Signal::SIGINT).unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        harness::wait_gone(worker, std::time::Duration::from_secs(10)),
+        "the worker outlived the campaign"
+    );
+    assert!(
+        harness::live_group_members(worker).is_empty(),
+        "the stage's sleep outlived the campaign"
+    );
+    assert!(!out.join("report.json").exists());
+    assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
+}

@@ -27,6 +27,8 @@ use crate::rundir::{self, RunDir, environment};
 use file::{CampaignFile, StepKind, StepSpec};
 use report::{CampaignReport, Killed, StepReport, TrialReport};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 pub const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
@@ -63,8 +65,15 @@ pub fn run(
     }
     let (worker_sha, _) = evidence::file_sha256(&worker_bin)
         .map_err(|e| CampaignError::Usage(format!("cannot read the worker binary: {e}")))?;
-    let (dataset, frozen) = crate::dataset::resolve(campaign.campaign.data.as_deref(), false)
-        .map_err(CampaignError::Usage)?;
+    // A pipeline reads no dataset of ours; the recipe reads the declared one.
+    let (dataset, fingerprint) = match campaign.pipeline.is_empty() {
+        true => {
+            let (dir, frozen) = crate::dataset::resolve(campaign.campaign.data.as_deref(), false)
+                .map_err(CampaignError::Usage)?;
+            (dir, Some(frozen.fingerprint))
+        }
+        false => (PathBuf::new(), None),
+    };
     let dir = match output {
         Some(p) => RunDir::create(p),
         None => RunDir::create_default(Path::new("campaigns"), &campaign.campaign.name),
@@ -76,7 +85,7 @@ pub fn run(
         "created_utc": crate::timestamp::rfc3339_utc_now(),
         "campaign": campaign,
         "file_sha256": evidence::sha256_hex(&bytes),
-        "dataset_fingerprint": frozen.fingerprint,
+        "dataset_fingerprint": fingerprint,
         "program": crate::rundir::declaration::Program::current(worker_sha),
     });
     let write = |name: &str, bytes: &[u8]| {
@@ -85,7 +94,8 @@ pub fn run(
     let declaration_sha256 = write(rundir::DECLARATION, &evidence::to_bytes(&declaration))?;
     let environment_sha256 =
         write(rundir::ENVIRONMENT, &evidence::to_bytes(&environment::capture("local")))?;
-    let runner = Runner { campaign: &campaign, dir: dir.path(), dataset, worker_bin };
+    let stop = watch_signals();
+    let runner = Runner { campaign: &campaign, dir: dir.path(), dataset, worker_bin, stop };
     let (steps, reference, artifacts) = match runner.steps() {
         Ok(done) => done,
         Err(e) => {
@@ -141,9 +151,46 @@ struct Runner<'a> {
     dir: &'a Path,
     dataset: PathBuf,
     worker_bin: PathBuf,
+    /// The signal that asked the campaign to stop, or 0.
+    stop: Arc<AtomicI32>,
+}
+
+/// SIGINT or SIGTERM, for the whole campaign: a run in progress sees the
+/// signal itself (and stops its workers); one that arrives between runs
+/// stops the campaign before the next run starts.
+fn watch_signals() -> Arc<AtomicI32> {
+    let flag = Arc::new(AtomicI32::new(0));
+    let seen = flag.clone();
+    std::thread::spawn(move || {
+        let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+            return;
+        };
+        rt.block_on(async move {
+            use tokio::signal::unix::{SignalKind, signal};
+            let (Ok(mut int), Ok(mut term)) =
+                (signal(SignalKind::interrupt()), signal(SignalKind::terminate()))
+            else {
+                return;
+            };
+            let signo = tokio::select! {
+                _ = int.recv() => libc::SIGINT,
+                _ = term.recv() => libc::SIGTERM,
+            };
+            seen.store(signo, Ordering::SeqCst);
+        });
+    });
+    flag
 }
 
 impl Runner<'_> {
+    /// A run, unless the campaign was asked to stop.
+    fn execute(&self, plan: &RunPlan) -> Result<run::RunSummary, run::RunFailure> {
+        match self.stop.load(Ordering::SeqCst) {
+            0 => run::execute(plan),
+            signal => Err(RunError::Interrupted { signal }.into()),
+        }
+    }
+
     fn plan(&self, state: &Path, step: &StepSpec, run: &str, kill: bool) -> RunPlan {
         let s = &self.campaign.campaign;
         RunPlan {
@@ -218,7 +265,7 @@ impl Runner<'_> {
                     }
                 };
                 let plan = self.plan(&state, step, &run_rel, false);
-                let summary = run::execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+                let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
                 let digest = summary.report.state.clone().map(|d| d.sha256).unwrap_or_default();
                 if reference.is_none() {
                     reference = Some((digest.clone(), state.clone()));
@@ -341,7 +388,7 @@ impl Runner<'_> {
             // Every stage complete: nothing to run.
             (Default::default(), 0.0, String::new())
         } else {
-            let summary = run::execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+            let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
             (report::stage_parts(&summary.report), summary.report.run_wall_s, run_rel.to_string())
         };
         for (name, part) in skipped {
@@ -380,7 +427,7 @@ impl Runner<'_> {
     ) -> Result<Killed, CampaignError> {
         let plan = self.plan(state, step, run_rel, true);
         let started = Instant::now();
-        let outcome = run::execute(&plan);
+        let outcome = self.execute(&plan);
         let wall_s = started.elapsed().as_secs_f64();
         match outcome {
             Err(f) if matches!(f.error, RunError::Failed { reason: "killed_at_point", .. }) => {
