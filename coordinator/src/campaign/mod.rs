@@ -236,61 +236,15 @@ impl Runner<'_> {
             let mut done = Vec::new();
             for t in 1..=trials {
                 let run_rel = format!("runs/{}/{t}", step.name);
-                if !self.campaign.pipeline.is_empty() {
-                    let trial = self.pipeline_trial(step, t, &run_rel, &mut reference)?;
-                    if !trial.run.is_empty() {
-                        let report = format!("{run_rel}/{}", rundir::REPORT);
-                        artifacts.push(self.artifact(&report, &step.name)?);
-                    }
-                    println!(
-                        "  {:<20} trial {t}/{trials}: {:>10}",
-                        step.name,
-                        crate::render::duration(trial.total_s)
-                    );
-                    done.push(trial);
-                    continue;
-                }
-                let (state, killed) = match step.kind {
-                    StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
-                    StepKind::Resume => {
-                        let (_, dir) =
-                            reference.as_ref().expect("checked: a cold step comes first");
-                        (dir.clone(), None)
-                    }
-                    StepKind::Interrupted => {
-                        let state = self.state(&format!("{}-{t}", step.name))?;
-                        let killed_rel = format!("{run_rel}-killed");
-                        let killed = self.killed_run(step, &state, &killed_rel, &mut artifacts)?;
-                        (state, Some(killed))
-                    }
+                let trial = if self.campaign.pipeline.is_empty() {
+                    self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
+                } else {
+                    self.pipeline_trial(step, t, &run_rel, &mut reference)?
                 };
-                let plan = self.plan(&state, step, &run_rel, false);
-                let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-                let digest = summary.report.state.clone().map(|d| d.sha256).unwrap_or_default();
-                if reference.is_none() {
-                    reference = Some((digest.clone(), state.clone()));
+                if !trial.run.is_empty() {
+                    let report = format!("{run_rel}/{}", rundir::REPORT);
+                    artifacts.push(self.artifact(&report, &step.name)?);
                 }
-                if step.kind == StepKind::Cold {
-                    // Later resumes use the complete state the last cold trial left.
-                    reference.as_mut().expect("set above").1 = state.clone();
-                }
-                let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
-                let stages = report::stage_parts(&summary.report);
-                let train = summary.report.stages.get("train");
-                let fig = |n: &str| train.and_then(|s| s.figures.get(n)).copied();
-                let trial = TrialReport {
-                    run: run_rel.clone(),
-                    run_wall_s: summary.report.run_wall_s,
-                    total_s: stages.values().map(|p| p.total()).sum(),
-                    stages,
-                    state_sha256: digest,
-                    killed,
-                    identical_to_cold: identical,
-                    checkpoint_bytes: fig("checkpoint_bytes"),
-                    checkpoint_write_s: fig("checkpoint_write_s"),
-                };
-                artifacts
-                    .push(self.artifact(&format!("{run_rel}/{}", rundir::REPORT), &step.name)?);
                 println!(
                     "  {:<20} trial {t}/{trials}: {:>10}{}",
                     step.name,
@@ -327,6 +281,57 @@ impl Runner<'_> {
         }
         let (reference, _) = reference.expect("checked: at least one cold step");
         Ok((steps, reference, artifacts))
+    }
+
+    /// One trial of a recipe step: a fresh or the reference state, for an
+    /// interrupted step first the run killed at its point, then the run
+    /// whose report is the trial's.
+    fn recipe_trial(
+        &self,
+        step: &StepSpec,
+        t: u32,
+        run_rel: &str,
+        reference: &mut Option<(String, PathBuf)>,
+        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
+    ) -> Result<TrialReport, CampaignError> {
+        let (state, killed) = match step.kind {
+            StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
+            StepKind::Resume => {
+                let (_, dir) = reference.as_ref().expect("checked: a cold step comes first");
+                (dir.clone(), None)
+            }
+            StepKind::Interrupted => {
+                let state = self.state(&format!("{}-{t}", step.name))?;
+                let killed_rel = format!("{run_rel}-killed");
+                let killed = self.killed_run(step, &state, &killed_rel, artifacts)?;
+                (state, Some(killed))
+            }
+        };
+        let plan = self.plan(&state, step, run_rel, false);
+        let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+        let digest = summary.report.state.clone().map(|d| d.sha256).unwrap_or_default();
+        if reference.is_none() {
+            *reference = Some((digest.clone(), state.clone()));
+        }
+        if step.kind == StepKind::Cold {
+            // Later resumes use the complete state the last cold trial left.
+            reference.as_mut().expect("set above").1 = state.clone();
+        }
+        let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
+        let stages = report::stage_parts(&summary.report);
+        let train = summary.report.stages.get("train");
+        let fig = |n: &str| train.and_then(|s| s.figures.get(n)).copied();
+        Ok(TrialReport {
+            run: run_rel.to_string(),
+            run_wall_s: summary.report.run_wall_s,
+            total_s: stages.values().map(|p| p.total()).sum(),
+            stages,
+            state_sha256: digest,
+            killed,
+            identical_to_cold: identical,
+            checkpoint_bytes: fig("checkpoint_bytes"),
+            checkpoint_write_s: fig("checkpoint_write_s"),
+        })
     }
 
     /// One trial of an external pipeline: a cold step resets the declared
