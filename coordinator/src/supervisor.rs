@@ -351,9 +351,8 @@ async fn run_job(
                 let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
                 if point.is_some_and(|k| done as f64 >= k.fraction * total as f64) {
                     // The declared interruption: no warning, no grace.
+                    // Reaped, like every ending, by the supervisor's terminate.
                     proc.kill_now();
-                    let _ = proc.wait().await;
-                    proc.kill_leftovers();
                     return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), done, total });
                 }
             }

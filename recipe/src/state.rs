@@ -175,8 +175,8 @@ impl StateDir {
     /// Hashes every file of a record; the first that is missing or differs is named.
     pub fn check_files(&self, record: &Record) -> Result<(), String> {
         for (rel, sha) in &record.files {
-            match std::fs::read(self.path(rel)) {
-                Ok(bytes) if evidence::sha256_hex(&bytes) == *sha => {}
+            match evidence::file_sha256(&self.path(rel)) {
+                Ok((got, _)) if got == *sha => {}
                 Ok(_) => return Err(format!("{rel} differs from its completion record")),
                 Err(e) => return Err(format!("{rel} cannot be read: {e}")),
             }
@@ -279,10 +279,10 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String, u64)>) -> io::Re
         if t.is_dir() {
             walk(root, &e.path(), out)?;
         } else if t.is_file() {
-            let bytes = std::fs::read(e.path())?;
+            let (sha, bytes) = evidence::file_sha256(&e.path())?;
             let rel =
                 e.path().strip_prefix(root).unwrap_or(&e.path()).to_string_lossy().into_owned();
-            out.push((rel, evidence::sha256_hex(&bytes), bytes.len() as u64));
+            out.push((rel, sha, bytes));
         }
     }
     Ok(())

@@ -17,16 +17,7 @@ pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
 }
 
 pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<Vec<Rendered>, String> {
-    let plots = dir.join(PLOTS);
-    if !plots.is_dir() {
-        std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;
-    }
-    let files = derived(r)?;
-    for f in &files {
-        evidence::write_atomic(&dir.join(&f.path), &f.bytes)
-            .map_err(|e| format!("writing {}: {e}", f.path))?;
-    }
-    Ok(files)
+    crate::render::write_files(dir, derived(r)?)
 }
 
 /// The stage keys of a report's steps, in run order.

@@ -37,7 +37,11 @@ pub fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
 
 /// Writes every derived file into `dir` (each atomically), creating `plots/`.
 pub fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Rendered>, String> {
-    let files = derived(report)?;
+    write_files(dir, derived(report)?)
+}
+
+/// Writes derived files into `dir` (each atomically), creating `plots/`.
+pub fn write_files(dir: &std::path::Path, files: Vec<Rendered>) -> Result<Vec<Rendered>, String> {
     let plots = dir.join(PLOTS);
     if !plots.is_dir() {
         std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;

@@ -34,7 +34,13 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
     }
     let parsed: report::Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    for f in crate::render::derived(&parsed)? {
+    check_derived(dir, crate::render::derived(&parsed)?)?;
+    Ok(verified)
+}
+
+/// Each derived file (summary, plots) must be byte for byte what the report renders.
+fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), String> {
+    for f in files {
         match std::fs::read(dir.join(&f.path)) {
             Ok(b) if b == f.bytes => {}
             Ok(_) => {
@@ -47,7 +53,7 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
             Err(e) => return Err(format!("cannot read {}: {e}", f.path)),
         }
     }
-    Ok(verified)
+    Ok(())
 }
 
 /// A campaign: its bindings (checked), every run's own bindings, and its
@@ -59,13 +65,7 @@ fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verif
         let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
         verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
     }
-    for f in crate::campaign::summary::derived(&parsed)? {
-        match std::fs::read(dir.join(&f.path)) {
-            Ok(b) if b == f.bytes => {}
-            Ok(_) => return Err(format!("{} differs from what {REPORT} renders", f.path)),
-            Err(e) => return Err(format!("cannot read {}: {e}", f.path)),
-        }
-    }
+    check_derived(dir, crate::campaign::summary::derived(&parsed)?)?;
     Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
 }
 

@@ -381,12 +381,15 @@ fn train_epochs(
         restored = e;
     }
     let mut m = Model::new(MODEL_SEED).map_err(|e| failed(format!("model: {e}")))?;
+    // The size of the checkpoint last read or written (all are the same size).
+    let mut checkpoint_len = 0;
     if restored > 0 {
         let file = format!("{}.bin", state::checkpoint(restored));
         let bytes = timed(&mut c.load, || std::fs::read(state.path(&file)))
             .map_err(io_failed("reading a checkpoint"))?;
         timed(&mut c.restore, || m.restore(&bytes))
             .map_err(|e| failed(format!("restoring a checkpoint: {e}")))?;
+        checkpoint_len = bytes.len();
     }
     let batches = index.eligible().div_ceil(BATCH as u64);
     let total = batches * u64::from(input.epochs);
@@ -422,11 +425,13 @@ fn train_epochs(
             let bytes = m.checkpoint().map_err(|err| failed(format!("model: {err}")))?;
             let name = state::checkpoint(e);
             let inputs = checkpoint_inputs(e, &previous);
-            timed(&mut write_s, || {
+            let record = timed(&mut write_s, || {
                 state.commit(&name, &inputs, &[(format!("{name}.bin"), &bytes)])
             })
             .map_err(io_failed("writing a checkpoint"))?;
-            previous = evidence::sha256_hex(&bytes);
+            // The record holds the one file's hash: the next epoch chains to it.
+            previous = record.files.into_values().next().unwrap_or_default();
+            checkpoint_len = bytes.len();
             Ok(())
         })?;
         if !losses.iter().all(|l| l.is_finite()) {
@@ -439,7 +444,7 @@ fn train_epochs(
         figure("epochs_restored", f64::from(restored)),
         figure("epochs_trained", f64::from(input.epochs - restored)),
         figure("batches_per_epoch", batches as f64),
-        figure("checkpoint_bytes", m.checkpoint().map(|b| b.len() as f64).unwrap_or(0.0)),
+        figure("checkpoint_bytes", checkpoint_len as f64),
         figure("optimizer_steps", m.steps() as f64),
     ];
     if last_loss.is_finite() {
