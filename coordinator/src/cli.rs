@@ -1,11 +1,12 @@
 //! The command line: flags parsed here, resolved into a [`RunPlan`], handed
 //! to [`run::execute`] or [`verify`]. Exit codes: [`protocol::exit::coordinator`].
 
+use crate::error::RunError;
+use crate::fmt::mib;
 use crate::plan::{self, Isolation, Mode, RunPlan};
-use crate::progress::mib;
 use crate::render::export::Exports;
-use crate::run::{self, RunError, RunSummary};
-use crate::rundir::verify;
+use crate::run::{self, RunSummary};
+use crate::verify;
 use clap::{Args, Parser, Subcommand};
 use protocol::exit::coordinator as code;
 use recipe::generate::Scale;
@@ -184,7 +185,7 @@ struct RunArgs {
     /// (0 to 1) of its progress, e.g. cache_prepare:0.5 or train:0.75: a
     /// declared interruption (the run then fails, leaving what it left).
     #[arg(long, value_name = "STAGE:FRACTION")]
-    kill_at: Option<crate::plan::KillAt>,
+    kill_at: Option<crate::interrupt::KillAt>,
     /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,
     /// measured with its whole process tree; repeatable. Runs after --stage stages.
     #[arg(long = "command", value_name = "CMD ARGS")]
@@ -679,11 +680,11 @@ fn print_trials(
             "  {:<24} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
             k,
             t.n,
-            crate::render::duration(w.median),
-            crate::render::duration(w.median_ci95[0]),
-            crate::render::duration(w.median_ci95[1]),
-            crate::render::duration(w.stdev),
-            crate::render::duration(w.mad),
+            crate::fmt::duration(w.median),
+            crate::fmt::duration(w.median_ci95[0]),
+            crate::fmt::duration(w.median_ci95[1]),
+            crate::fmt::duration(w.stdev),
+            crate::fmt::duration(w.mad),
             w.outliers.len(),
             t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
         );

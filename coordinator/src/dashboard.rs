@@ -120,7 +120,7 @@ fn row(base: &Path, dir: &Path) -> Row {
             r.status = "ok".into();
             r.processes = rep["workers"].as_array().map_or("?".into(), |w| w.len().to_string());
             if let Some(w) = rep["run_wall_s"].as_f64() {
-                r.wall = crate::render::duration(w);
+                r.wall = crate::fmt::duration(w);
             }
             r.headline = headline(&rep);
         }
@@ -161,7 +161,7 @@ fn headline(rep: &Value) -> String {
         Some((k, s)) => format!(
             "slowest stage `{}` ({})",
             k.replace('|', "\\|"),
-            crate::render::duration(s["wall_s"].as_f64().unwrap_or(f64::NAN))
+            crate::fmt::duration(s["wall_s"].as_f64().unwrap_or(f64::NAN))
         ),
         None => String::new(),
     }

@@ -7,10 +7,11 @@
 //! the cancellation token and the event channel. The first failure cancels
 //! every other worker (fail fast); a signal does the same.
 
+use crate::events::Event;
 use crate::gate::{Connection, Gate};
 use crate::launch::Launcher;
 use crate::process::WorkerProcess;
-use crate::supervisor::{Event, Job, Shared, WorkerEnd, WorkerOutcome, supervise};
+use crate::supervisor::{Job, Shared, WorkerEnd, WorkerOutcome, supervise};
 use protocol::WorkerId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -26,7 +27,7 @@ pub struct DispatchConfig {
     pub connect_timeout: Duration,
     pub stage_timeout: Option<Duration>,
     pub grace: Duration,
-    pub kill_at: Option<crate::plan::KillAt>,
+    pub kill_at: Option<crate::interrupt::KillAt>,
 }
 
 /// What happened to every worker, and the first failure if there was one.

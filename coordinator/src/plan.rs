@@ -1,5 +1,6 @@
 //! What a run will do, resolved from the command line before anything runs.
 
+use crate::interrupt::KillAt;
 use protocol::Stage;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -110,32 +111,6 @@ pub struct StatePlan {
     pub dir: PathBuf,
     pub policy: protocol::ResumePolicy,
     pub epochs: u32,
-}
-
-/// A declared interruption point (`--kill-at STAGE:FRACTION`): the worker
-/// running the stage is killed with SIGKILL as soon as it has reported at
-/// least this fraction of its progress.
-#[derive(Clone, Debug, PartialEq)]
-pub struct KillAt {
-    pub stage: String,
-    pub fraction: f64,
-}
-
-impl std::str::FromStr for KillAt {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<KillAt, String> {
-        let (stage, fraction) = s
-            .rsplit_once(':')
-            .ok_or_else(|| format!("'{s}' is not STAGE:FRACTION (e.g. cache_prepare:0.5)"))?;
-        let fraction: f64 = fraction
-            .parse()
-            .map_err(|_| format!("'{fraction}' in '{s}' is not a fraction between 0 and 1"))?;
-        if !(0.0..=1.0).contains(&fraction) || stage.is_empty() {
-            return Err(format!("'{s}' is not STAGE:FRACTION with a fraction between 0 and 1"));
-        }
-        Ok(KillAt { stage: stage.into(), fraction })
-    }
 }
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.

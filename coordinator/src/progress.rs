@@ -5,22 +5,12 @@
 //! of N, last and running median) and nothing otherwise. Machine-readable
 //! results go to report.json.
 
-use crate::supervisor::Event;
+use crate::events::{Event, Style};
+use crate::fmt::{duration, mib};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Instant;
 use tokio::sync::mpsc;
-
-/// How a phase shows its progress.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
-    /// A line per finished job: few, long jobs.
-    LinePerJob,
-    /// A `done/total` counter: many short jobs (series).
-    Counter,
-    /// Trials: a live line on a terminal, silent otherwise.
-    Trials { warmup: u32, trials: u32 },
-}
 
 struct Phase {
     key: String,
@@ -117,13 +107,13 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
 
 /// `spin:40: trial 3 of 10, last 40.02 ms, running median 40.01 ms`.
 fn trial_line(key: &str, walls: &[f64], warmup: u32, trials: u32) -> String {
-    let last = crate::render::duration(walls.last().copied().unwrap_or(f64::NAN));
+    let last = duration(walls.last().copied().unwrap_or(f64::NAN));
     let i = walls.len();
     let w = warmup as usize;
     if i <= w {
         return format!("{key}: warm-up {i} of {warmup}, last {last}");
     }
-    let median = crate::render::duration(crate::stats::distribution(&walls[w..]).median);
+    let median = duration(crate::stats::distribution(&walls[w..]).median);
     format!("{key}: trial {} of {trials}, last {last}, running median {median}", i - w)
 }
 
@@ -139,11 +129,6 @@ fn finish(p: &Phase, clear: &str) {
             p.started.elapsed().as_secs_f64()
         );
     }
-}
-
-/// Bytes as MiB with one decimal.
-pub fn mib(bytes: u64) -> String {
-    format!("{:.1} MiB", bytes as f64 / (1024.0 * 1024.0))
 }
 
 #[cfg(test)]

@@ -2,13 +2,14 @@
 //! environment, phases of supervised workers, then report.json or failure.json.
 
 use crate::dispatch::{DispatchConfig, RankCounter, dispatch};
+use crate::error::{RunError, fail};
+use crate::events::Event;
 use crate::gate::Gate;
 use crate::launch::Launcher;
 use crate::modes::{self, Phase, PhaseOutcome};
 use crate::plan::{Mode, RunPlan};
 use crate::rundir::report::{self, Report};
 use crate::rundir::{self, RunDir, declaration::Declaration, environment, failure::Failure};
-use crate::supervisor::Event;
 use protocol::Token;
 use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
@@ -17,28 +18,6 @@ use std::sync::Arc;
 use tokio::signal::unix::{SignalKind, signal};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// Why a run produced no report.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// Bad usage or input; nothing was measured.
-    #[error("{0}")]
-    Usage(String),
-    /// The run failed; failure.json says why.
-    #[error("{message}")]
-    Failed {
-        /// Key of the stage involved, if any.
-        stage: Option<String>,
-        /// Rank of the worker involved, if any.
-        worker: Option<u32>,
-        /// Stable reason for failure.json (see [`Failure::reason`]).
-        reason: &'static str,
-        message: String,
-    },
-    /// A signal stopped the run.
-    #[error("interrupted by signal {signal}; workers stopped, no report written")]
-    Interrupted { signal: i32 },
-}
 
 /// A run that produced no report, and where its failure.json is (if one was written).
 #[derive(Debug)]
@@ -158,16 +137,6 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
             None
         }
     }
-}
-
-/// A failed run's error (see [`RunError::Failed`]).
-pub fn fail(
-    stage: Option<String>,
-    worker: Option<u32>,
-    reason: &'static str,
-    message: String,
-) -> RunError {
-    RunError::Failed { stage, worker, reason, message }
 }
 
 fn run_in(

@@ -1,7 +1,6 @@
 //! Summary statistics over measured samples. Every number here is derived
 //! from the samples alone; nothing measures.
 
-use crate::rundir::report::Distribution;
 use serde::{Deserialize, Serialize};
 
 /// Linear-interpolation quantile (`q` in [0, 1]) of sorted data.
@@ -21,6 +20,21 @@ fn sorted(values: &[f64]) -> Vec<f64> {
     let mut v: Vec<f64> = values.iter().copied().filter(|x| x.is_finite()).collect();
     v.sort_by(|a, b| a.total_cmp(b));
     v
+}
+
+/// n, min, median, p95 and max of some values (non-finite values left out).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Distribution {
+    pub n: u64,
+    pub min: f64,
+    pub median: f64,
+    pub p95: f64,
+    pub max: f64,
+}
+
+/// The median of some values (non-finite values left out; NaN when none).
+pub fn median(values: &[f64]) -> f64 {
+    quantile_sorted(&sorted(values), 0.5)
 }
 
 /// n, min, median, p95, max of some values.

@@ -14,6 +14,7 @@
 //! Whatever the ending, the process group is gone and the process reaped
 //! before [`supervise`] returns.
 
+use crate::events::Event;
 use crate::gate::{self, Connection};
 use crate::process::{ExitKind, ProcessExit, WorkerProcess};
 use protocol::frame::{self, FrameError};
@@ -155,32 +156,6 @@ pub struct WorkerOutcome {
     pub host_sha256: Option<String>,
 }
 
-/// What supervisors report while they run (for progress display).
-#[derive(Clone, Debug)]
-pub enum Event {
-    /// Sent by the run, not a supervisor: a phase of `jobs` jobs begins.
-    PhaseStarted {
-        key: String,
-        jobs: usize,
-        style: crate::progress::Style,
-    },
-    StageStarted {
-        rank: WorkerId,
-        key: String,
-    },
-    Progress {
-        rank: WorkerId,
-        key: String,
-        done: u64,
-        total: u64,
-    },
-    StageFinished {
-        rank: WorkerId,
-        key: String,
-        measurement: Measurement,
-    },
-}
-
 /// Run by a worker's supervisor when one of its jobs succeeded, before it
 /// takes the next: may complete the jobs still queued (e.g. with the hashes
 /// of artifacts the finished job wrote).
@@ -197,7 +172,7 @@ pub struct Shared {
     pub grace: Duration,
     pub jobs_per_process: usize,
     /// Where to kill a worker on purpose (`--kill-at`).
-    pub kill_at: Option<crate::plan::KillAt>,
+    pub kill_at: Option<crate::interrupt::KillAt>,
 }
 
 impl Shared {
@@ -357,7 +332,7 @@ async fn run_job(
                 }
             }
             Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
-                if !is_safe_relative(&path) {
+                if !crate::rundir::is_safe_relative(&path) {
                     return Err(violation(format!(
                         "artifact path '{path}' is not a plain relative path"
                     )));
@@ -476,26 +451,5 @@ async fn sleep_until(deadline: Option<tokio::time::Instant>) {
     match deadline {
         Some(d) => tokio::time::sleep_until(d).await,
         None => std::future::pending().await,
-    }
-}
-
-/// A path that stays inside the run directory: relative, no `..`, no root.
-pub fn is_safe_relative(path: &str) -> bool {
-    let p = std::path::Path::new(path);
-    !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::is_safe_relative;
-
-    #[test]
-    fn artifact_paths_must_stay_inside() {
-        assert!(is_safe_relative("artifacts/a.bin"));
-        assert!(!is_safe_relative("/etc/passwd"));
-        assert!(!is_safe_relative("../x"));
-        assert!(!is_safe_relative("a/../../x"));
-        assert!(!is_safe_relative("./a"));
-        assert!(!is_safe_relative(""));
     }
 }

@@ -9,7 +9,7 @@
 //! nothing and an existing path is never touched.
 
 use crate::events;
-use crate::frozen::{self, FileEntry, Frozen, SeriesEntry};
+use crate::frozen::{self, FileEntry, Frozen, SeriesEntry, is_safe_id};
 use crate::source::{self, RowChecker, SourceError};
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
@@ -51,13 +51,6 @@ pub enum FreezeError {
     Io { what: String, source: std::io::Error },
     #[error("writing {file}: {detail}")]
     Write { file: String, detail: String },
-}
-
-/// Series ids become file names: letters, digits, `_` and `-` only.
-pub fn is_safe_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 64
-        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
 }
 
 pub fn writer_properties() -> WriterProperties {

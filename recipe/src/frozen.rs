@@ -155,10 +155,8 @@ impl Frozen {
                 expected: contract::VERSION.into(),
             });
         }
-        if let Some(bad) = frozen
-            .series
-            .iter()
-            .find(|s| !crate::freeze::is_safe_id(&s.id) || s.file != source_file(&s.id))
+        if let Some(bad) =
+            frozen.series.iter().find(|s| !is_safe_id(&s.id) || s.file != source_file(&s.id))
         {
             return Err(FrozenError::Invalid {
                 path: shown,
@@ -174,7 +172,14 @@ impl Frozen {
     }
 }
 
-/// Relative path of a series' source file.
+/// Series ids become file names: letters, digits, `_` and `-` only.
+pub fn is_safe_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-')
+}
+
+/// Where a series' source lives in a frozen dataset (after [`is_safe_id`]).
 pub fn source_file(id: &str) -> String {
     format!("sources/{id}.parquet")
 }

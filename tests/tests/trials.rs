@@ -55,5 +55,5 @@ fn trials_are_fresh_interleaved_and_summarised() {
     }
     assert!(r["outlier_rule"].as_str().unwrap().contains("Tukey"));
     assert!(f.stdout.contains("95% CI of median"), "{}", f.stdout);
-    coordinator::rundir::verify::verify(&out).expect("a trials run verifies");
+    coordinator::verify::verify(&out).expect("a trials run verifies");
 }

@@ -1,7 +1,7 @@
 //! `verify` passes on an untouched run and fails after any single byte of
 //! the declaration, environment, report or an artifact changes.
 
-use coordinator::rundir::verify::verify;
+use coordinator::verify::verify;
 use harness::{coordinator, run};
 use std::path::{Path, PathBuf};
 
@@ -82,7 +82,7 @@ fn any_changed_byte_of_the_summary_is_caught_and_render_restores_it() {
     let original = std::fs::read(out.join("summary.md")).unwrap();
     std::fs::write(out.join("summary.md"), b"# edited by hand\n").unwrap();
     assert!(verify(&out).unwrap_err().contains("summary.md differs"));
-    coordinator::rundir::verify::render(&out).unwrap();
+    coordinator::verify::render(&out).unwrap();
     assert_eq!(
         std::fs::read(out.join("summary.md")).unwrap(),
         original,

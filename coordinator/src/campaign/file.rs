@@ -2,7 +2,7 @@
 //! runs. Unknown keys, a missing or misplaced field, an unknown stage in a
 //! kill point: refused with one line naming it.
 
-use crate::plan::KillAt;
+use crate::interrupt::KillAt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Component, Path, PathBuf};

@@ -18,11 +18,13 @@
 //! `plots/campaign.{svg,png}`, derived from the report alone.
 
 pub mod file;
+mod plot;
 pub mod report;
 pub mod summary;
 
+use crate::error::RunError;
 use crate::plan::{Isolation, Mode, RunPlan, StatePlan};
-use crate::run::{self, RunError};
+use crate::run;
 use crate::rundir::{self, RunDir, environment};
 use file::{CampaignFile, StepKind, StepSpec};
 use report::{CampaignReport, Killed, StepReport, TrialReport};
@@ -248,11 +250,11 @@ impl Runner<'_> {
                 println!(
                     "  {:<20} trial {t}/{trials}: {:>10}{}",
                     step.name,
-                    crate::render::duration(trial.total_s),
+                    crate::fmt::duration(trial.total_s),
                     match (&trial.killed, trial.identical_to_cold) {
                         (Some(k), true) => format!(
                             "  (killed after {}, resumed: artifacts identical to cold)",
-                            crate::render::duration(k.wall_s)
+                            crate::fmt::duration(k.wall_s)
                         ),
                         (Some(_), false) =>
                             "  (killed, resumed: artifacts DIFFER from cold)".into(),
@@ -262,7 +264,7 @@ impl Runner<'_> {
                 done.push(trial);
             }
             let median = report::medians(&done);
-            let mut totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
+            let totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
             steps.push(StepReport {
                 name: step.name.clone(),
                 kind: match step.kind {
@@ -276,7 +278,7 @@ impl Runner<'_> {
                 kill_at: step.kill_at.clone(),
                 trials: done,
                 median,
-                median_total_s: report::median(&mut totals),
+                median_total_s: crate::stats::median(&totals),
             });
         }
         let (reference, _) = reference.expect("checked: at least one cold step");

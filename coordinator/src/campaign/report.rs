@@ -4,7 +4,9 @@
 //! SHA-256 to the campaign's declaration and environment and to every
 //! run's own report (as artifacts), like a run's report.
 
+use crate::fmt::duration;
 use crate::rundir::report::{ArtifactRecord, Report};
+use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -134,37 +136,28 @@ pub fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
         .collect()
 }
 
-pub fn median(values: &mut [f64]) -> f64 {
-    values.sort_by(f64::total_cmp);
-    match values.len() {
-        0 => 0.0,
-        n if n % 2 == 1 => values[n / 2],
-        n => (values[n / 2 - 1] + values[n / 2]) / 2.0,
-    }
-}
-
 /// Per stage and component, the median over the trials.
 pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
     let mut out = BTreeMap::new();
     let Some(first) = trials.first() else { return out };
     for (key, part) in &first.stages {
         let mut m = StagePart { order: part.order, ..Default::default() };
-        let mut walls: Vec<f64> =
+        let walls: Vec<f64> =
             trials.iter().filter_map(|t| t.stages.get(key)).map(|p| p.wall_s).collect();
-        m.wall_s = median(&mut walls);
+        m.wall_s = median(&walls);
         for c in COMPONENTS {
-            let mut v: Vec<f64> = trials
+            let v: Vec<f64> = trials
                 .iter()
                 .filter_map(|t| t.stages.get(key))
                 .map(|p| p.components.get(c).copied().unwrap_or(0.0))
                 .collect();
-            m.components.insert(c.to_string(), median(&mut v));
+            m.components.insert(c.to_string(), median(&v));
         }
         m.skipped = part.skipped;
         for span in part.spans.keys() {
-            let mut v: Vec<f64> =
+            let v: Vec<f64> =
                 trials.iter().filter_map(|t| t.stages.get(key)?.spans.get(span).copied()).collect();
-            m.spans.insert(span.clone(), median(&mut v));
+            m.spans.insert(span.clone(), median(&v));
         }
         out.insert(key.clone(), m);
     }
@@ -174,10 +167,6 @@ pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
 /// Seconds of component `c` summed over a step's median stages.
 pub fn component_total(step: &StepReport, c: &str) -> f64 {
     step.median.values().map(|p| p.components.get(c).copied().unwrap_or(0.0)).sum()
-}
-
-fn secs(s: f64) -> String {
-    crate::render::duration(s)
 }
 
 fn pct(part: f64, whole: f64) -> String {
@@ -191,7 +180,7 @@ pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
     let c = cold.median_total_s;
     out.push(format!(
         "A cold run (empty state) took {} (median of {} fresh-process runs, process start-up included).",
-        secs(c),
+        duration(c),
         cold.trials.len()
     ));
     // A pipeline's resume has no policy: it stands with the load policy.
@@ -204,10 +193,10 @@ pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         out.push(format!(
             "Resuming ({}) took {}: {:.3}× the cold run; {} of it was work still to do, the other {} overhead.",
             load.name,
-            secs(r),
+            duration(r),
             r / c,
-            secs(work),
-            secs(r - work)
+            duration(work),
+            duration(r - work)
         ));
         let mut parts: Vec<(&str, f64)> = COMPONENTS
             .iter()
@@ -218,7 +207,7 @@ pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         let listed: Vec<String> = parts
             .iter()
             .take(4)
-            .map(|(k, v)| format!("{} {} ({})", label(k), secs(*v), pct(*v, r)))
+            .map(|(k, v)| format!("{} {} ({})", label(k), duration(*v), pct(*v, r)))
             .collect();
         out.push(format!("That overhead is mostly {}.", listed.join(", ")));
         if let Some(rec) = resume("recompute") {
@@ -226,23 +215,23 @@ pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
             let recomputed = component_total(rec, "recompute");
             out.push(format!(
                 "Recomputing the normalizer and the context index instead of loading them made the resume {} ({} of recomputation); loading instead of recomputing saves {} per resume ({} of the recompute resume).",
-                secs(rr),
-                secs(recomputed),
-                secs(rr - r),
+                duration(rr),
+                duration(recomputed),
+                duration(rr - r),
                 pct(rr - r, rr)
             ));
         }
     }
     for s in steps.iter().filter(|s| s.kind == "interrupted") {
         let identical = s.trials.iter().filter(|t| t.identical_to_cold).count();
-        let mut killed: Vec<f64> =
+        let killed: Vec<f64> =
             s.trials.iter().filter_map(|t| t.killed.as_ref().map(|k| k.wall_s)).collect();
         out.push(format!(
             "Killed with SIGKILL at {} after {} and resumed: the resume took {}, {} of it work still to do or redone; the final artifacts were identical to the cold run's in {identical} of {} trials.",
             s.kill_at.as_deref().unwrap_or("?"),
-            secs(median(&mut killed)),
-            secs(s.median_total_s),
-            secs(component_total(s, "work")),
+            duration(median(&killed)),
+            duration(s.median_total_s),
+            duration(component_total(s, "work")),
             s.trials.len()
         ));
     }
@@ -260,11 +249,11 @@ fn finer_checkpoints(steps: &[StepReport], epochs: u32) -> Option<String> {
     let t = cold.median.get("train")?;
     let epoch_s = t.components.get("work").copied().unwrap_or(0.0) / f64::from(epochs.max(1));
     let bytes = cold.trials.first()?.checkpoint_bytes?;
-    let mut writes: Vec<f64> = cold.trials.iter().filter_map(|t| t.checkpoint_write_s).collect();
+    let writes: Vec<f64> = cold.trials.iter().filter_map(|t| t.checkpoint_write_s).collect();
     if writes.is_empty() {
         return None;
     }
-    let write_s = median(&mut writes);
+    let write_s = median(&writes);
     let k = 4.0;
     let saved = epoch_s / 2.0 - epoch_s / (2.0 * k);
     let cost = (k - 1.0) * write_s;
@@ -274,18 +263,18 @@ fn finer_checkpoints(steps: &[StepReport], epochs: u32) -> Option<String> {
         format!(
             "they pay off as soon as more than one epoch in {:.0} is interrupted; either way the stake is at most {} per interruption",
             (saved / cost).max(1.0),
-            secs(saved)
+            duration(saved)
         )
     };
     Some(format!(
         "A checkpoint (weights and Adam moments) is {} and takes {} to write; an epoch takes {}. Four checkpoints per epoch instead of one would add {} of state and {} of writes per epoch and cut the training lost to an interruption from about {} to {}: {verdict}.",
         kib(bytes),
-        secs(write_s),
-        secs(epoch_s),
+        duration(write_s),
+        duration(epoch_s),
         kib(3.0 * bytes),
-        secs(cost),
-        secs(epoch_s / 2.0),
-        secs(epoch_s / (2.0 * k)),
+        duration(cost),
+        duration(epoch_s / 2.0),
+        duration(epoch_s / (2.0 * k)),
     ))
 }
 

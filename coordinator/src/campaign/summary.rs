@@ -4,11 +4,12 @@
 //! re-renders and compares.
 
 use super::report::{COMPONENTS, CampaignReport, label};
-use crate::render::{PLOTS, Rendered, SUMMARY, duration};
+use crate::fmt::duration;
+use crate::render::{PLOTS, Rendered, SUMMARY};
 use std::fmt::Write;
 
 pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
-    let (svg, png) = crate::render::plots::svg_and_png(&crate::render::plots::Plot::Campaign(r))?;
+    let (svg, png) = super::plot::svg_and_png(r)?;
     Ok(vec![
         Rendered { path: SUMMARY.into(), bytes: markdown(r).into_bytes() },
         Rendered { path: format!("{PLOTS}/campaign.svg"), bytes: svg },

@@ -8,9 +8,8 @@
 //! manifests rather than listing per-series files, so it names no series.
 
 use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use crate::error::{RunError, fail};
 use crate::plan::RunPlan;
-use crate::run::RunError;
-use crate::run::fail;
 use crate::rundir::report::{
     ArtifactRecord, Counts, PrepSide, PrepWorker, Report, Span, StageRecord,
 };
@@ -83,7 +82,7 @@ pub fn prepare_phase(
         workers,
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
-        progress: crate::progress::Style::Counter,
+        progress: crate::events::Style::Counter,
         after: None,
         after_job: None,
     }

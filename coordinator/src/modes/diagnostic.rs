@@ -2,8 +2,8 @@
 //! record per job.
 
 use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use crate::error::RunError;
 use crate::plan::RunPlan;
-use crate::run::RunError;
 use crate::rundir::report::Report;
 use std::path::Path;
 
@@ -16,7 +16,7 @@ pub fn phases(plan: &RunPlan) -> Vec<Phase> {
         workers: plan.workers,
         jobs_per_process: plan.isolation.jobs_per_process(),
         cache: None,
-        progress: crate::progress::Style::LinePerJob,
+        progress: crate::events::Style::LinePerJob,
         after: None,
         after_job: None,
     }]

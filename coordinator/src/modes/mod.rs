@@ -10,7 +10,7 @@ pub mod recipe;
 pub mod trials;
 
 use crate::dispatch::DispatchOutcome;
-use crate::run::RunError;
+use crate::error::RunError;
 use crate::rundir::declaration::DeclaredStage;
 use crate::rundir::report::{ArtifactRecord, ProcessRecord, Report, StageRecord};
 use crate::supervisor::{Job, JobResult};
@@ -28,7 +28,7 @@ pub struct Phase {
     /// creates, private, before the phase starts.
     pub cache: Option<String>,
     /// How a person sees the phase progress.
-    pub progress: crate::progress::Style,
+    pub progress: crate::events::Style,
     /// Run by the coordinator after the phase succeeded and before the next
     /// starts (outside every measured wall): e.g. writing a cache manifest
     /// the next phase's workers check their reads against.
@@ -48,7 +48,7 @@ impl Phase {
             workers: 1,
             jobs_per_process,
             cache: None,
-            progress: crate::progress::Style::LinePerJob,
+            progress: crate::events::Style::LinePerJob,
             after: None,
             after_job: None,
         }
@@ -220,7 +220,7 @@ pub fn checked_artifact(
     kind: &str,
 ) -> Result<ArtifactRecord, RunError> {
     let mismatch = |why: String| {
-        crate::run::fail(
+        crate::error::fail(
             Some(r.job.key.clone()),
             Some(r.worker.0),
             "artifact_mismatch",

@@ -15,8 +15,8 @@
 
 use super::cold_prep::{self, SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
 use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use crate::error::{RunError, fail};
 use crate::plan::{Isolation, RunPlan};
-use crate::run::{RunError, fail};
 use crate::rundir::report::Report;
 use protocol::{EpochInput, ModelStep, Stage};
 use recipe::frozen::Frozen;

@@ -10,8 +10,8 @@
 
 use super::cold_prep::{self, VERIFY_BEFORE};
 use super::{JobNumbers, Phase, PhaseOutcome, stage_from_job};
+use crate::error::{RunError, fail};
 use crate::plan::{Isolation, RunPlan, StatePlan};
-use crate::run::{RunError, fail};
 use crate::rundir::report::Report;
 use protocol::{Stage, StateInput, StateStep};
 use std::path::Path;

@@ -4,8 +4,8 @@
 //! gets statistics and the warnings a careful engineer wants.
 
 use super::{Context, JobNumbers, Phase, PhaseOutcome, stage_from_job};
+use crate::error::RunError;
 use crate::plan::RunPlan;
-use crate::run::RunError;
 use crate::rundir::declaration::DeclaredStage;
 use crate::rundir::report::{Report, TrialSet};
 use crate::stats::{self, Summary};
@@ -43,7 +43,7 @@ pub fn phases(plan: &RunPlan, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
         workers: 1,
         jobs_per_process: 1,
         cache: None,
-        progress: crate::progress::Style::Trials { warmup: plan.warmup, trials: plan.trials },
+        progress: crate::events::Style::Trials { warmup: plan.warmup, trials: plan.trials },
         after: None,
         after_job: None,
     });
@@ -82,7 +82,7 @@ fn prerequisites(
                 workers: 1,
                 jobs_per_process: 1,
                 cache: None,
-                progress: crate::progress::Style::LinePerJob,
+                progress: crate::events::Style::LinePerJob,
                 after: Some(super::hand_on_artifacts),
                 after_job: None,
             });
@@ -121,7 +121,7 @@ pub fn assemble(
         let (warm, counted) = trials.split_at((cx.plan.warmup as usize).min(trials.len()));
         let Some(last) = counted.last() else {
             let msg = format!("no counted trial of {key}");
-            return Err(crate::run::fail(Some(key.clone()), None, "internal", msg));
+            return Err(crate::error::fail(Some(key.clone()), None, "internal", msg));
         };
         let samples = figures_of(counted);
         let summary: BTreeMap<String, Summary> = samples

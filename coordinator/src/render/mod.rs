@@ -9,7 +9,7 @@ pub mod plots;
 mod summary;
 
 use crate::rundir::report::Report;
-pub use summary::{duration, summary_markdown};
+pub use summary::summary_markdown;
 
 pub const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.
@@ -28,7 +28,7 @@ pub fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
     let mut out =
         vec![Rendered { path: SUMMARY.into(), bytes: summary_markdown(report).into_bytes() }];
     for plot in plots::for_report(report) {
-        let (svg, png) = plots::svg_and_png(&plot)?;
+        let (svg, png) = plot.svg_and_png()?;
         out.push(Rendered { path: format!("{PLOTS}/{}.svg", plot.name()), bytes: svg });
         out.push(Rendered { path: format!("{PLOTS}/{}.png", plot.name()), bytes: png });
     }

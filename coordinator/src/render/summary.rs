@@ -1,37 +1,8 @@
 //! `summary.md`: a Markdown table a person can paste into an issue.
 
+use crate::fmt::{duration, mib_number as mib};
 use crate::rundir::report::Report;
 use std::fmt::Write as _;
-
-/// Seconds in the unit that suits them (s, ms, µs, ns), four significant
-/// digits, so a sub-microsecond median does not print as zero.
-pub fn duration(x: f64) -> String {
-    if !x.is_finite() {
-        return format!("{x}");
-    }
-    let a = x.abs();
-    let (v, unit) = if a == 0.0 || a >= 1.0 {
-        (x, "s")
-    } else if a >= 1e-3 {
-        (x * 1e3, "ms")
-    } else if a >= 1e-6 {
-        (x * 1e6, "µs")
-    } else {
-        (x * 1e9, "ns")
-    };
-    let decimals = if v.abs() >= 100.0 {
-        1
-    } else if v.abs() >= 10.0 {
-        2
-    } else {
-        3
-    };
-    format!("{v:.decimals$} {unit}")
-}
-
-pub(super) fn mib(bytes: u64) -> String {
-    format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
-}
 
 /// The Markdown summary of a report.
 pub fn summary_markdown(r: &Report) -> String {

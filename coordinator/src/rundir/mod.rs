@@ -13,7 +13,6 @@ pub mod declaration;
 pub mod environment;
 pub mod failure;
 pub mod report;
-pub mod verify;
 
 use std::fs::{self, DirBuilder};
 use std::io;
@@ -88,9 +87,25 @@ impl RunDir {
     }
 }
 
+/// A path that stays inside the run directory: relative, no `..`, no root.
+pub fn is_safe_relative(path: &str) -> bool {
+    let p = std::path::Path::new(path);
+    !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn artifact_paths_must_stay_inside() {
+        assert!(is_safe_relative("artifacts/a.bin"));
+        assert!(!is_safe_relative("/etc/passwd"));
+        assert!(!is_safe_relative("../x"));
+        assert!(!is_safe_relative("a/../../x"));
+        assert!(!is_safe_relative("./a"));
+        assert!(!is_safe_relative(""));
+    }
 
     #[test]
     fn existing_paths_are_refused_and_left_alone() {

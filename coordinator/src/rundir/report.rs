@@ -127,7 +127,7 @@ pub struct PrepSide {
     pub peak_rss_bytes: u64,
     pub workers: Vec<PrepWorker>,
     /// Distribution of per-series preparation wall time, seconds.
-    pub per_series_s: Distribution,
+    pub per_series_s: crate::stats::Distribution,
     /// Where per-series time went: summed over series, seconds.
     pub components_s: BTreeMap<String, f64>,
     /// Relative path of this cache's manifest.
@@ -158,15 +158,6 @@ pub struct PrepWorker {
     pub cpu_s: f64,
     /// The worker's own lifetime peak RSS (VmHWM), as it measured after its last series.
     pub peak_rss_bytes: u64,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Distribution {
-    pub n: u64,
-    pub min: f64,
-    pub median: f64,
-    pub p95: f64,
-    pub max: f64,
 }
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).

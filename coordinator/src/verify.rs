@@ -1,7 +1,6 @@
 //! `coordinator verify DIR`: recompute every binding and artifact hash.
 
-use super::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, report};
-use crate::supervisor::is_safe_relative;
+use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
 use evidence::canonical;
 use rayon::prelude::*;
 use serde_json::Value;

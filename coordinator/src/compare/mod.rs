@@ -7,8 +7,10 @@
 //! rank test (unequal trial counts are fine), and a verdict. A row regressed
 //! when B is significantly slower and its ratio exceeds 1 + threshold.
 
-use crate::rundir::verify::verify;
+mod plot;
+
 use crate::stats::{self, Verdict};
+use crate::verify::verify;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -164,9 +166,9 @@ pub fn compare(
 /// bytes as MiB, anything else as a number.
 fn in_units(figure: &str, x: f64) -> String {
     if figure.ends_with("_s") {
-        crate::render::duration(x)
+        crate::fmt::duration(x)
     } else if figure.ends_with("_bytes") {
-        crate::progress::mib(x as u64)
+        crate::fmt::mib(x as u64)
     } else {
         format!("{x:.6}")
     }
@@ -232,8 +234,7 @@ pub fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Result<()
         std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),
         _ => format!("cannot create output {}: {e}", named()),
     })?;
-    let plot = crate::render::plots::Plot::Forest { rows: &c.rows, threshold_pct };
-    let (svg, png) = crate::render::plots::svg_and_png(&plot)?;
+    let (svg, png) = plot::svg_and_png(&c.rows, threshold_pct)?;
     let table = render(c, threshold_pct);
     for (name, bytes) in OUTPUT_FILES.iter().zip([table.as_bytes(), &svg, &png]) {
         evidence::write_atomic(&staging.path().join(name), bytes)

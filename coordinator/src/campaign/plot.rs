@@ -1,0 +1,103 @@
+//! The campaign plot: cold against resume per stage, and each step's
+//! median time stacked by component.
+
+use super::report::{COMPONENTS, CampaignReport, StepReport, component_total, label};
+use super::summary::stage_keys;
+use crate::chart::*;
+use crate::fmt::duration;
+use plotters::prelude::*;
+
+/// The plot's SVG and PNG bytes.
+pub fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), String> {
+    let rows = stage_keys(r).len().max(r.steps.len()) + 2;
+    crate::chart::svg_and_png(rows, |root| draw(root, r))
+}
+
+/// One colour per campaign component, in [`COMPONENTS`] order.
+const COMPONENT_COLOURS: [RGBColor; 8] = [
+    RGBColor(150, 150, 150),
+    RGBColor(200, 50, 40),
+    RGBColor(230, 150, 40),
+    RGBColor(70, 110, 170),
+    RGBColor(140, 90, 170),
+    RGBColor(220, 110, 160),
+    RGBColor(90, 160, 90),
+    RGBColor(200, 200, 200),
+];
+
+fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), String> {
+    caption(
+        root,
+        &format!("stagebench campaign {}: medians of {} trials per step", r.name, r.trials),
+    )?;
+    let body = root.margin(30, 0, 0, 0);
+    let (left, right) = body.split_horizontally(WIDTH as i32 / 2);
+    // Left: cold against the first resume (load policy first) per stage.
+    let keys = stage_keys(r);
+    let cold = r.steps.iter().find(|s| s.kind == "cold");
+    let resume = r
+        .steps
+        .iter()
+        .find(|s| s.kind == "resume" && s.policy.as_deref() == Some("load"))
+        .or_else(|| r.steps.iter().find(|s| s.kind == "resume"));
+    let at = |s: Option<&StepReport>, k: &String| {
+        s.and_then(|s| s.median.get(k)).map(|p| p.total()).unwrap_or(0.0)
+    };
+    let colds: Vec<f64> = keys.iter().map(|k| at(cold, k)).collect();
+    let resumes: Vec<f64> = keys.iter().map(|k| at(resume, k)).collect();
+    let hi = upper(colds.iter().chain(&resumes).copied().fold(0.0, f64::max));
+    let n = keys.len().max(1);
+    let title = format!(
+        "per stage: cold (blue) vs {} (orange)",
+        resume.map(|s| s.name.as_str()).unwrap_or("resume")
+    );
+    let mut chart = titled_chart(&left, &title, &keys, true, hi, &|x| duration(x))?;
+    for (values, colour, (lo, top)) in
+        [(&colds, BAR, (0.02, 0.36)), (&resumes, CPU, (-0.36, -0.02))]
+    {
+        chart
+            .draw_series(values.iter().enumerate().filter(|(_, v)| **v > 0.0).map(|(i, v)| {
+                let y = row_y(i, n);
+                Rectangle::new([(0.0, y + lo), (*v, y + top)], colour.filled())
+            }))
+            .map_err(err)?;
+    }
+    // Right: every step's median total, stacked by component.
+    let steps: Vec<String> = r.steps.iter().map(|s| s.name.clone()).collect();
+    let m = steps.len().max(1);
+    let totals: Vec<f64> = r.steps.iter().map(|s| s.median_total_s).collect();
+    // Room on the right for the legend.
+    let hi = 2.4 * upper(totals.iter().copied().fold(0.0, f64::max));
+    let mut chart =
+        titled_chart(&right, "per step, by component", &steps, true, hi, &|x| duration(x))?;
+    let mut start = vec![0.0; r.steps.len()];
+    for (c, colour) in COMPONENTS.iter().zip(COMPONENT_COLOURS) {
+        let bars: Vec<(usize, f64, f64)> = r
+            .steps
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let v = component_total(s, c);
+                let from = start[i];
+                start[i] += v;
+                (i, from, from + v)
+            })
+            .collect();
+        chart
+            .draw_series(bars.into_iter().filter(|(_, a, b)| b > a).map(|(i, a, b)| {
+                let y = row_y(i, m);
+                Rectangle::new([(a, y - 0.32), (b, y + 0.32)], colour.filled())
+            }))
+            .map_err(err)?
+            .label(label(c))
+            .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
+    }
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperRight)
+        .background_style(WHITE.mix(0.85))
+        .border_style(MUTED)
+        .label_font((SANS, 12))
+        .draw()
+        .map_err(err)
+}

@@ -1,0 +1,66 @@
+//! The forest plot of a comparison: the ratio B/A of each row with its
+//! 95% interval, coloured by verdict, beside the regression threshold.
+
+use super::Row;
+use crate::chart::*;
+use crate::stats::Verdict;
+use plotters::prelude::*;
+
+/// The plot's SVG and PNG bytes.
+pub fn svg_and_png(rows: &[Row], threshold_pct: f64) -> Result<(Vec<u8>, Vec<u8>), String> {
+    crate::chart::svg_and_png(rows.len(), |root| draw(root, rows, threshold_pct))
+}
+
+fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64) -> Result<(), String> {
+    let n = rows.len();
+    let labels: Vec<String> = rows.iter().map(|r| format!("{} {}", r.stage, r.figure)).collect();
+    let limit = 1.0 + threshold_pct / 100.0;
+    let (mut lo, mut hi) = (0.95f64.min(1.0 / limit), 1.05f64.max(limit));
+    for r in rows {
+        for x in [r.ratio, r.ci95[0], r.ci95[1]].into_iter().filter(|x| x.is_finite()) {
+            lo = lo.min(x);
+            hi = hi.max(x);
+        }
+    }
+    let pad = (hi - lo) * 0.06;
+    caption(
+        root,
+        &format!(
+            "B against A: ratio of medians with its 95% bootstrap interval (red line: the +{threshold_pct}% threshold)"
+        ),
+    )?;
+    let body = root.margin(30, 0, 0, 0);
+    let desc =
+        "median B / median A   (green: faster, red: slower, grey: no significant difference)";
+    let mut chart =
+        row_chart(&body, &labels, (lo - pad)..(hi + pad), desc, &|x| format!("{x:.2}"))?;
+    let top = n.max(1) as f64 - 0.4;
+    chart
+        .draw_series([
+            PathElement::new(vec![(1.0, -0.6), (1.0, top)], BLACK.stroke_width(1)),
+            PathElement::new(vec![(limit, -0.6), (limit, top)], SLOWER.mix(0.6).stroke_width(1)),
+        ])
+        .map_err(err)?;
+    for (i, r) in rows.iter().enumerate() {
+        let y = row_y(i, n);
+        let color = match r.verdict {
+            Verdict::Faster => FASTER,
+            Verdict::Slower => SLOWER,
+            Verdict::NoSignificantDifference | Verdict::TooFewTrials => MUTED,
+        };
+        if r.ci95.iter().all(|x| x.is_finite()) {
+            chart
+                .draw_series(std::iter::once(PathElement::new(
+                    vec![(r.ci95[0], y), (r.ci95[1], y)],
+                    color.stroke_width(2),
+                )))
+                .map_err(err)?;
+        }
+        if r.ratio.is_finite() {
+            chart
+                .draw_series(std::iter::once(Circle::new((r.ratio, y), 5, color.filled())))
+                .map_err(err)?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,42 @@
+//! What a run reports while it goes on: supervisors and the run send
+//! [`Event`]s, the progress printer shows them in the [`Style`] each phase
+//! asks for. Nothing here prints or measures.
+
+use protocol::{Measurement, WorkerId};
+
+/// How a phase shows its progress.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Style {
+    /// A line per finished job: few, long jobs.
+    LinePerJob,
+    /// A `done/total` counter: many short jobs (series).
+    Counter,
+    /// Trials: a live line on a terminal, silent otherwise.
+    Trials { warmup: u32, trials: u32 },
+}
+
+/// What supervisors report while they run (for progress display).
+#[derive(Clone, Debug)]
+pub enum Event {
+    /// Sent by the run, not a supervisor: a phase of `jobs` jobs begins.
+    PhaseStarted {
+        key: String,
+        jobs: usize,
+        style: Style,
+    },
+    StageStarted {
+        rank: WorkerId,
+        key: String,
+    },
+    Progress {
+        rank: WorkerId,
+        key: String,
+        done: u64,
+        total: u64,
+    },
+    StageFinished {
+        rank: WorkerId,
+        key: String,
+        measurement: Measurement,
+    },
+}
