@@ -11,6 +11,7 @@ their own and are skipped, as are lib.rs and main.rs (the root sits above all).
 
 Usage: scripts/check-floors.py [WORKSPACE_DIR]   (default: this checkout)
        scripts/check-floors.py --self-test        (proves the check can fail)
+       scripts/check-floors.py --edges CRATE_DIR   (prints one crate's module graph)
 Exit 0: no cycle; 1: a cycle (each printed with one place per edge); 2: usage.
 """
 
@@ -170,14 +171,37 @@ def members(workspace):
     return re.findall(r'"([^"]+)"', m.group(1))
 
 
+def declared_order(src):
+    """The crate root's `mod` declarations in order, if the root says its
+    modules are listed by floor; else None (only cycles are checked)."""
+    for root in ('lib.rs', 'main.rs'):
+        path = os.path.join(src, root)
+        if os.path.isfile(path):
+            text = open(path, encoding='utf-8').read()
+            if 'listed by floor' in text:
+                return re.findall(r'^\s*(?:pub(?:\([a-z]+\))?\s+)?mod\s+([a-z_0-9]+)\s*;', text, re.M)
+    return None
+
+
 def check(workspace):
-    """Prints each cycle with one place per edge; returns how many crates have one."""
+    """Prints each cycle (and, where the root lists its floors, each edge
+    pointing down the list) with one place per edge; returns how many crates fail."""
     bad = 0
     for member in members(workspace):
         src = os.path.join(workspace, member, 'src')
         if not os.path.isdir(src):
             continue
         graph = module_graph(src)
+        order = declared_order(src)
+        if order:
+            rank = {m: i for i, m in enumerate(order)}
+            upward = [(a, b, w) for a in sorted(graph) for b, w in sorted(graph[a].items())
+                      if a in rank and b in rank and rank[b] > rank[a]]
+            if upward:
+                bad += 1
+                print(f'{member}: modules use a floor listed after their own in the crate root:')
+                for a, b, w in upward:
+                    print(f'  {a} -> {b}  ({member}/src/{w})')
         for comp in cycles(graph):
             bad += 1
             print(f'{member}: the modules {", ".join(comp)} form a cycle:')
@@ -216,13 +240,36 @@ def self_test():
             if got != want:
                 print(f'self-test {name}: found {got} cycle(s), expected {want}')
                 failures += 1
-    print(f'{len(cases) - failures} passed, {failures} failed')
+    # A root that lists its floors: an edge pointing down the list fails
+    # even without a cycle; the same crate listed upward passes.
+    for listing, want in (('mod b;\nmod a;\n', 1), ('mod a;\nmod b;\n', 0)):
+        with tempfile.TemporaryDirectory() as ws:
+            with open(os.path.join(ws, 'Cargo.toml'), 'w') as f:
+                f.write('[workspace]\nmembers = ["k"]\n')
+            os.makedirs(os.path.join(ws, 'k', 'src'))
+            for rel, text in {'lib.rs': '//! Modules are listed by floor.\n' + listing,
+                              'a.rs': '', 'b.rs': 'use crate::a::x;'}.items():
+                with open(os.path.join(ws, 'k', 'src', rel), 'w') as f:
+                    f.write(text)
+            import contextlib, io
+            with contextlib.redirect_stdout(io.StringIO()):
+                got = check(ws)
+            if got != want:
+                print(f'self-test floor order {listing!r}: {got} failing crate(s), expected {want}')
+                failures += 1
+    total = len(cases) + 2
+    print(f'{total - failures} passed, {failures} failed')
     return failures
 
 
 def main(argv):
     if argv[1:] == ['--self-test']:
         return 1 if self_test() else 0
+    if len(argv) == 3 and argv[1] == '--edges':
+        graph = module_graph(os.path.join(argv[2], 'src'))
+        for a in sorted(graph):
+            print(f'{a} -> {", ".join(sorted(graph[a]))}')
+        return 0
     if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith('-')):
         print(__doc__.strip().splitlines()[0])
         print('usage: check-floors.py [WORKSPACE_DIR] | --self-test')
@@ -230,7 +277,7 @@ def main(argv):
     workspace = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
     bad = check(workspace)
     if bad:
-        print(f'{bad} crate(s) with a cycle between top-level modules; see ARCHITECTURE.md for the floors')
+        print(f'{bad} crate(s) with a cycle or a module above its floor; see ARCHITECTURE.md for the floors')
         return 1
     print(f'no cycle between the top-level modules of {len(members(workspace))} crates')
     return 0

@@ -3,7 +3,8 @@
 
 use crate::error::RunError;
 use crate::fmt::mib;
-use crate::plan::{self, Isolation, Mode, RunPlan};
+use crate::modes::{ModePlan, Report, RunPlan};
+use crate::plan::{self, Isolation, Mode, Settings};
 use crate::render::export::Exports;
 use crate::run::{self, RunSummary};
 use crate::verify;
@@ -440,7 +441,7 @@ fn say(result: Result<String, String>) -> ExitCode {
 
 /// Writes the exports of a finished run; any failure is a usage error (the
 /// run's evidence is complete either way).
-fn write_exports(exports: &Exports, report: &crate::rundir::report::Report) -> ExitCode {
+fn write_exports(exports: &Exports, report: &Report) -> ExitCode {
     match exports.write(report) {
         Ok(paths) => {
             for p in paths {
@@ -469,28 +470,18 @@ fn init_logging() {
 
 fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile | Mode::Recipe);
-    let state = match (args.mode, &args.state) {
-        (Mode::Recipe, None) => return Err("--mode recipe needs --state DIR".into()),
-        (Mode::Recipe, Some(dir)) => Some(plan::StatePlan {
-            dir: dir.clone(),
-            policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
-                PolicyArg::Load => protocol::ResumePolicy::Load,
-                PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
-            },
-            epochs: args.epochs.unwrap_or(1),
-        }),
-        (_, given) => {
-            let recipe_only = [
-                ("--state", given.is_some()),
-                ("--resume-policy", args.resume_policy.is_some()),
-                ("--epochs", args.epochs.is_some()),
-            ];
-            if let Some((flag, _)) = recipe_only.iter().find(|(_, g)| *g) {
-                return Err(format!("{flag} applies to --mode recipe"));
-            }
-            None
+    if args.mode != Mode::Recipe {
+        let recipe_only = [
+            ("--state", args.state.is_some()),
+            ("--resume-policy", args.resume_policy.is_some()),
+            ("--epochs", args.epochs.is_some()),
+        ];
+        if let Some((flag, _)) = recipe_only.iter().find(|(_, g)| *g) {
+            return Err(format!("{flag} applies to --mode recipe"));
         }
-    };
+    } else if args.state.is_none() {
+        return Err("--mode recipe needs --state DIR".into());
+    }
     if recipe_mode && !(args.stages.is_empty() && args.commands.is_empty()) {
         return Err(format!(
             "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
@@ -529,6 +520,7 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         }
         stages.push(protocol::Stage::Command { name, line: line.clone() });
     }
+    let stages = plan::keyed(stages);
     let slurm_only = [
         ("--partition", args.partition.is_some()),
         ("--time-limit", args.time_limit.is_some()),
@@ -560,7 +552,7 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     if let Some(k) = &args.kill_at {
         let known: Vec<String> = match args.mode {
             Mode::Recipe => crate::modes::recipe::keys().map(str::to_string).collect(),
-            _ => plan::keyed(stages.clone()).into_iter().map(|s| s.key).collect(),
+            _ => stages.iter().map(|s| s.key.clone()).collect(),
         };
         if !known.contains(&k.stage) {
             return Err(format!(
@@ -574,29 +566,46 @@ fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         Some(p) => p,
         None => default_worker_bin()?,
     };
-    // Claimed (created, marked) last: a refused command line leaves nothing.
-    let state = state
-        .map(|s| recipe::state::claim(&s.dir).map(|dir| plan::StatePlan { dir, ..s }))
-        .transpose()?;
+    let mode = match args.mode {
+        Mode::Diagnostic => ModePlan::Diagnostic(crate::modes::diagnostic::Plan { stages }),
+        Mode::ColdPrep => ModePlan::ColdPrep,
+        Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
+            stages,
+            trials: args.trials,
+            warmup: args.warmup,
+            seed: args.seed,
+        }),
+        Mode::Profile => ModePlan::Profile(crate::modes::profile::Plan { seed: args.seed }),
+        Mode::Recipe => {
+            // Claimed (created, marked) last: a refused command line leaves nothing.
+            let dir = args.state.as_deref().expect("checked above: recipe has --state");
+            ModePlan::Recipe(crate::modes::recipe::Plan {
+                state: recipe::state::claim(dir)?,
+                policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
+                    PolicyArg::Load => protocol::ResumePolicy::Load,
+                    PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
+                },
+                epochs: args.epochs.unwrap_or(1),
+                seed: args.seed,
+            })
+        }
+    };
     Ok(RunPlan {
-        mode: args.mode,
-        isolation: args.isolation,
-        workers: args.workers,
-        stages: plan::keyed(stages),
-        connect_timeout: args.connect_timeout,
-        stage_timeout: args.stage_timeout,
-        grace: args.grace,
-        worker_bin,
-        launcher,
-        listen,
-        output: args.output,
-        data: args.data,
-        trials: args.trials,
-        warmup: args.warmup,
-        seed: args.seed,
-        quiet: args.quiet,
-        state,
-        kill_at: args.kill_at,
+        settings: Settings {
+            isolation: args.isolation,
+            workers: args.workers,
+            connect_timeout: args.connect_timeout,
+            stage_timeout: args.stage_timeout,
+            grace: args.grace,
+            worker_bin,
+            launcher,
+            listen,
+            output: args.output,
+            data: args.data,
+            quiet: args.quiet,
+            kill_at: args.kill_at,
+        },
+        mode,
     })
 }
 
@@ -610,7 +619,7 @@ fn print_summary(s: &RunSummary) {
     let r = &s.report;
     println!(
         "stagebench {} run: {} stage(s) in {} worker process(es), {:.3} s",
-        r.mode,
+        r.mode(),
         r.stages.len(),
         r.workers.len(),
         r.run_wall_s
@@ -635,7 +644,8 @@ fn print_summary(s: &RunSummary) {
             mib(st.peak_rss_bytes)
         );
     }
-    if let (Some(c), Some(serial), Some(parallel)) = (&r.counts, &r.serial, &r.parallel) {
+    if let Some(prep) = r.cold_prep() {
+        let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
         println!(
             "  training series {}, frames {} ({} valid); serial {:.3} s, {} processes {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
             c.train_series,
@@ -644,13 +654,13 @@ fn print_summary(s: &RunSummary) {
             serial.wall_s,
             parallel.workers.len(),
             parallel.wall_s,
-            r.speedup.unwrap_or(f64::NAN),
-            100.0 * r.parallel_efficiency.unwrap_or(f64::NAN),
-            r.load_imbalance.unwrap_or(f64::NAN),
-            r.caches_identical.unwrap_or(false)
+            prep.speedup,
+            100.0 * prep.parallel_efficiency,
+            prep.load_imbalance,
+            prep.caches_identical
         );
     }
-    if let Some(trials) = &r.trials {
+    if let Some(trials) = r.trials() {
         print_trials(r, trials);
     }
     println!(
@@ -662,7 +672,7 @@ fn print_summary(s: &RunSummary) {
 /// Per stage: the median wall time with its interval, the spread, the
 /// outliers, how many trials would resolve a 1% difference, and warnings.
 fn print_trials(
-    r: &crate::rundir::report::Report,
+    r: &Report,
     trials: &std::collections::BTreeMap<String, crate::rundir::report::TrialSet>,
 ) {
     let mut keys: Vec<&String> = trials.keys().collect();
@@ -695,7 +705,7 @@ fn print_trials(
     for warning in shared {
         println!("  warning: {warning}");
     }
-    if let Some(rule) = &r.outlier_rule {
-        println!("  outliers: {rule}; warm-up trials are recorded, not counted");
+    if let crate::modes::Section::Trials(t) = &r.section {
+        println!("  outliers: {}; warm-up trials are recorded, not counted", t.outlier_rule);
     }
 }

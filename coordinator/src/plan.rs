@@ -2,6 +2,7 @@
 
 use crate::interrupt::KillAt;
 use protocol::Stage;
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -73,13 +74,13 @@ pub struct PlannedStage {
 pub const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
     &["noop", "sleep:200", "spin:300", "alloc:256", "write:64"];
 
-/// Everything a run needs, decided before the run directory exists.
+/// What every run needs whatever its mode, decided before the run
+/// directory exists. What a mode needs of its own is in its plan
+/// ([`crate::modes::ModePlan`]).
 #[derive(Clone, Debug)]
-pub struct RunPlan {
-    pub mode: Mode,
+pub struct Settings {
     pub isolation: Isolation,
     pub workers: u32,
-    pub stages: Vec<PlannedStage>,
     pub connect_timeout: Duration,
     pub stage_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when a worker must be stopped.
@@ -90,27 +91,31 @@ pub struct RunPlan {
     /// TCP address to listen on (`--listen`); None means a Unix socket.
     pub listen: Option<String>,
     pub output: Option<PathBuf>,
-    /// A frozen dataset; None means the built-in small synthetic cohort.
+    /// A frozen dataset, for the modes that read one; None means the
+    /// built-in small synthetic cohort.
     pub data: Option<PathBuf>,
-    /// Trials mode: counted trials per stage.
-    pub trials: u32,
-    /// Trials mode: warm-up trials per stage, recorded but not counted.
-    pub warmup: u32,
-    /// Profile: the loader's shuffle seed.
-    pub seed: u64,
     pub quiet: bool,
-    /// Recipe: the state directory, the resume policy and the epochs.
-    pub state: Option<StatePlan>,
     /// SIGKILL a stage's worker once it reports this much progress.
     pub kill_at: Option<KillAt>,
 }
 
-/// `--mode recipe`'s state: where it is kept and how it resumes.
-#[derive(Clone, Debug, PartialEq)]
-pub struct StatePlan {
-    pub dir: PathBuf,
-    pub policy: protocol::ResumePolicy,
-    pub epochs: u32,
+impl Settings {
+    /// The declaration's parameters every mode shares.
+    pub fn parameters(&self) -> BTreeMap<String, serde_json::Value> {
+        let secs = |d: Duration| serde_json::json!(d.as_secs_f64());
+        let mut p = BTreeMap::new();
+        p.insert("connect_timeout_s".into(), secs(self.connect_timeout));
+        p.insert(
+            "stage_timeout_s".into(),
+            self.stage_timeout.map(secs).unwrap_or(serde_json::Value::Null),
+        );
+        p.insert("termination_grace_s".into(), secs(self.grace));
+        p.insert("launcher".into(), self.launcher.as_str().into());
+        if let Some(k) = &self.kill_at {
+            p.insert("kill_at".into(), format!("{}:{}", k.stage, k.fraction).into());
+        }
+        p
+    }
 }
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.

@@ -6,12 +6,11 @@ use crate::error::{RunError, fail};
 use crate::events::Event;
 use crate::gate::Gate;
 use crate::launch::Launcher;
-use crate::modes::{self, Phase, PhaseOutcome};
-use crate::plan::{Mode, RunPlan};
-use crate::rundir::report::{self, Report};
-use crate::rundir::{self, RunDir, declaration::Declaration, environment, failure::Failure};
+use crate::modes::{self, Phase, PhaseOutcome, Report, RunPlan};
+use crate::plan::Settings;
+use crate::rundir::declaration::{Declaration, Program};
+use crate::rundir::{self, RunDir, environment, failure::Failure, report};
 use protocol::Token;
-use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -46,64 +45,37 @@ struct Bound {
 
 pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let usage = |m: String| RunFailure::from(RunError::Usage(m));
-    if !plan.worker_bin.is_file() {
+    let worker_bin = &plan.settings.worker_bin;
+    if !worker_bin.is_file() {
         return Err(usage(format!(
             "worker binary not found at '{}': build the workspace (`cargo build --release`) or pass --worker-bin",
-            plan.worker_bin.display()
+            worker_bin.display()
         )));
     }
-    let (worker_sha, _) = evidence::file_sha256(&plan.worker_bin).map_err(|e| {
-        usage(format!("cannot read worker binary '{}': {e}", plan.worker_bin.display()))
-    })?;
+    let (worker_sha, _) = evidence::file_sha256(worker_bin)
+        .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", worker_bin.display())))?;
     // Everything about the input is checked before the run directory exists.
-    let filled;
-    let (plan, phases, per_job, fingerprint) = match plan.mode {
-        Mode::Diagnostic => (plan, modes::diagnostic::phases(plan), true, None),
-        Mode::Trials if plan.stages.iter().any(|s| modes::profile::recipe_name(&s.stage)) => {
-            // Recipe stages read a dataset: resolve it, and prepare their
-            // prerequisites once before the trials.
-            let (dir, frozen) =
-                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
-            let mut p = plan.clone();
-            for s in &mut p.stages {
-                modes::profile::with_dataset(&mut s.stage, &dir);
-            }
-            filled = p;
-            let phases = modes::trials::phases(&filled, Some((&dir, &frozen)));
-            (&filled, phases, true, Some(frozen.fingerprint.clone()))
-        }
-        Mode::Trials => (plan, modes::trials::phases(plan, None), true, None),
-        Mode::Recipe => {
-            let (dir, frozen) =
-                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
-            let state = plan.state.as_ref().expect("resolve gives a recipe plan its state");
-            let phases = modes::recipe::phases(plan, &dir, state);
-            (plan, phases, true, Some(frozen.fingerprint.clone()))
-        }
-        Mode::ColdPrep | Mode::Profile => {
-            let (dir, frozen) =
-                crate::dataset::resolve(plan.data.as_deref(), plan.quiet).map_err(usage)?;
-            let phases = match plan.mode {
-                Mode::Profile => modes::profile::phases(plan, &dir, &frozen),
-                _ => modes::cold_prep::phases(plan, &dir, &frozen),
-            };
-            // Profile declares each stage; a cache preparation stays one entry.
-            (plan, phases, plan.mode == Mode::Profile, Some(frozen.fingerprint.clone()))
-        }
-    };
-    let dir = match &plan.output {
+    let prepared = plan.mode.prepare(&plan.settings).map_err(usage)?;
+    let settings = &plan.settings;
+    let dir = match &settings.output {
         Some(p) => RunDir::create(p),
-        None => RunDir::create_default(Path::new("runs"), plan.mode.as_str()),
+        None => RunDir::create_default(Path::new("runs"), plan.mode.name()),
     }
     .map_err(|e| usage(e.to_string()))?;
 
     let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
-    let stages = match plan.mode {
-        Mode::Trials => modes::trials::declared(plan, &phases),
-        _ => modes::declared(&phases, per_job),
-    };
-    let declaration = Declaration::from_plan(plan, stages, fingerprint, worker_sha);
-    match run_in(&dir, plan, &declaration, phases, &mut bound) {
+    let mut parameters = settings.parameters();
+    parameters.extend(prepared.parameters);
+    let declaration = Declaration::new(
+        plan.mode.name(),
+        settings.isolation.as_str(),
+        settings.workers,
+        prepared.stages,
+        parameters,
+        prepared.dataset_fingerprint,
+        Program::current(worker_sha),
+    );
+    match run_in(&dir, plan, &declaration, prepared.phases, &mut bound) {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
             let failure_file = record_failure(&dir, plan, &bound, &error);
@@ -122,7 +94,7 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
     let f = Failure {
         schema: rundir::failure::SCHEMA.into(),
         schema_version: rundir::failure::SCHEMA_VERSION,
-        mode: plan.mode.as_str().into(),
+        mode: plan.mode.name().into(),
         stage,
         worker,
         reason: reason.into(),
@@ -153,14 +125,15 @@ fn run_in(
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
-    let env = environment::capture(plan.launcher.as_str());
+    let env = environment::capture(plan.settings.launcher.as_str());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(|e| internal("writing the environment", &e))?;
     bound.environment_sha256 = Some(env_sha.clone());
 
-    let what = if plan.listen.is_some() { "binding --listen" } else { "binding the socket" };
-    let bound = crate::launch::bind(plan.listen.as_deref()).map_err(|e| internal(what, &e))?;
+    let listen = plan.settings.listen.as_deref();
+    let what = if listen.is_some() { "binding --listen" } else { "binding the socket" };
+    let bound = crate::launch::bind(listen).map_err(|e| internal(what, &e))?;
     let token = new_token().map_err(|e| internal("drawing the run token", &e))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -172,7 +145,7 @@ fn run_in(
     let started = std::time::Instant::now();
     let crate::launch::Bound { listener, endpoint, socket_dir } = bound;
     let (mut outcomes, interrupted) = runtime
-        .block_on(supervise_run(plan, phases, listener, endpoint, token, &run_dir_abs))
+        .block_on(supervise_run(&plan.settings, phases, listener, endpoint, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
     let run_wall = started.elapsed();
     drop(runtime);
@@ -201,32 +174,24 @@ fn run_in(
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;
+    let settings = &plan.settings;
+    let context = modes::Context { settings, dir: dir.path(), load_at_start: env.load_average };
+    let mut records = modes::Records::default();
+    let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
     let mut report = Report {
         schema: report::SCHEMA.into(),
         schema_version: report::SCHEMA_VERSION,
-        mode: plan.mode.as_str().into(),
-        isolation: plan.isolation.as_str().into(),
+        isolation: settings.isolation.as_str().into(),
         declaration_sha256: decl_sha,
         environment_sha256: env_sha,
-        stages: BTreeMap::new(),
+        stages: records.stages,
         workers,
-        artifacts: Vec::new(),
+        artifacts: records.artifacts,
         run_wall_s: run_wall.as_secs_f64(),
-        launcher: plan.launcher.as_str().into(),
+        launcher: settings.launcher.as_str().into(),
         hosts,
-        counts: None,
-        serial: None,
-        parallel: None,
-        speedup: None,
-        parallel_efficiency: None,
-        load_imbalance: None,
-        caches_identical: None,
-        trials: None,
-        outlier_rule: None,
-        state: None,
+        section,
     };
-    let context = modes::Context { plan, dir: dir.path(), load_at_start: env.load_average };
-    modes::assemble(&context, &outcomes, &mut report)?;
     let planned = declaration.stages.len();
     if report.stages.len() != planned {
         return Err(fail(
@@ -257,7 +222,7 @@ fn run_in(
 /// Runs the phases in order; returns their outcomes and the signal that
 /// stopped them, if any. Stops after the first phase that failed.
 async fn supervise_run(
-    plan: &RunPlan,
+    plan: &Settings,
     phases: Vec<Phase>,
     listener: crate::launch::BoundListener,
     endpoint: crate::launch::Endpoint,

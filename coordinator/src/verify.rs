@@ -1,5 +1,6 @@
 //! `coordinator verify DIR`: recompute every binding and artifact hash.
 
+use crate::modes::Report;
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
 use evidence::canonical;
 use rayon::prelude::*;
@@ -31,7 +32,7 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return verify_campaign(dir, value, verified);
     }
-    let parsed: report::Report = serde_json::from_value(value)
+    let parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
     check_derived(dir, crate::render::derived(&parsed)?)?;
     Ok(verified)
@@ -193,7 +194,7 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
 /// `coordinator render`: checks every binding but the derived files, then
 /// redraws summary.md and the plots from report.json.
 /// A campaign's summary and plot are redrawn the same way (it has no exports: None).
-pub fn render(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>), String> {
+pub fn render(dir: &Path) -> Result<(Option<Report>, Vec<std::path::PathBuf>), String> {
     let (value, _) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
@@ -201,7 +202,7 @@ pub fn render(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::Path
         let files = crate::campaign::summary::write_all(dir, &parsed)?;
         return Ok((None, files.into_iter().map(|f| dir.join(f.path)).collect()));
     }
-    let parsed: report::Report = serde_json::from_value(value)
+    let parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
     let files = crate::render::write_all(dir, &parsed)?;
     Ok((Some(parsed), files.into_iter().map(|f| dir.join(f.path)).collect()))

@@ -23,7 +23,8 @@ pub mod report;
 pub mod summary;
 
 use crate::error::RunError;
-use crate::plan::{Isolation, Mode, RunPlan, StatePlan};
+use crate::modes::{ModePlan, RunPlan, diagnostic, recipe as recipe_mode};
+use crate::plan::{Isolation, Settings};
 use crate::run;
 use crate::rundir::{self, RunDir, environment};
 use file::{CampaignFile, StepKind, StepSpec};
@@ -193,31 +194,40 @@ impl Runner<'_> {
         }
     }
 
-    fn plan(&self, state: &Path, step: &StepSpec, run: &str, kill: bool) -> RunPlan {
-        let s = &self.campaign.campaign;
-        RunPlan {
-            mode: Mode::Recipe,
+    /// What every run of the campaign shares: one local worker at a time,
+    /// quiet, into `run` below the campaign directory.
+    fn settings(&self, run: &str) -> Settings {
+        Settings {
             isolation: Isolation::Stage,
             workers: 1,
-            stages: Vec::new(),
             connect_timeout: Duration::from_secs(20),
-            stage_timeout: s.stage_timeout_s.map(Duration::from_secs_f64),
+            stage_timeout: self.campaign.campaign.stage_timeout_s.map(Duration::from_secs_f64),
             grace: Duration::from_secs(2),
             worker_bin: self.worker_bin.clone(),
             launcher: crate::launch::Kind::Local,
             listen: None,
             output: Some(self.dir.join(run)),
             data: Some(self.dataset.clone()),
-            trials: 2,
-            warmup: 0,
-            seed: s.seed,
             quiet: true,
-            state: Some(StatePlan {
-                dir: state.to_path_buf(),
+            kill_at: None,
+        }
+    }
+
+    /// A `--mode recipe` run of `step` against `state`, killed at the
+    /// step's point when `kill`.
+    fn plan(&self, state: &Path, step: &StepSpec, run: &str, kill: bool) -> RunPlan {
+        let s = &self.campaign.campaign;
+        RunPlan {
+            settings: Settings {
+                kill_at: if kill { step.kill_point() } else { None },
+                ..self.settings(run)
+            },
+            mode: ModePlan::Recipe(recipe_mode::Plan {
+                state: state.to_path_buf(),
                 policy: step.policy(),
                 epochs: s.epochs,
+                seed: s.seed,
             }),
-            kill_at: if kill { step.kill_point() } else { None },
         }
     }
 
@@ -311,7 +321,7 @@ impl Runner<'_> {
         };
         let plan = self.plan(&state, step, run_rel, false);
         let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-        let digest = summary.report.state.clone().map(|d| d.sha256).unwrap_or_default();
+        let digest = summary.report.state().map(|d| d.sha256.clone()).unwrap_or_default();
         if reference.is_none() {
             *reference = Some((digest.clone(), state.clone()));
         }
@@ -384,14 +394,17 @@ impl Runner<'_> {
         let s = &self.campaign.campaign;
         let timeout =
             pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
+        let stages = crate::plan::keyed(stages);
+        let nothing_to_run = stages.is_empty();
         let plan = RunPlan {
-            mode: Mode::Diagnostic,
-            stages: crate::plan::keyed(stages),
-            stage_timeout: timeout.map(Duration::from_secs_f64),
-            state: None,
-            ..self.plan(Path::new("."), step, run_rel, false)
+            settings: Settings {
+                stage_timeout: timeout.map(Duration::from_secs_f64),
+                data: None,
+                ..self.settings(run_rel)
+            },
+            mode: ModePlan::Diagnostic(diagnostic::Plan { stages }),
         };
-        let (mut parts, run_wall_s, run) = if plan.stages.is_empty() {
+        let (mut parts, run_wall_s, run) = if nothing_to_run {
             // Every stage complete: nothing to run.
             (Default::default(), 0.0, String::new())
         } else {

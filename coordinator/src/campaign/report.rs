@@ -5,7 +5,8 @@
 //! run's own report (as artifacts), like a run's report.
 
 use crate::fmt::duration;
-use crate::rundir::report::{ArtifactRecord, Report};
+use crate::modes::Report;
+use crate::rundir::report::ArtifactRecord;
 use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;

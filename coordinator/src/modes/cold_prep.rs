@@ -7,16 +7,15 @@
 //! re-hashing every file the workers reported). The report binds the two
 //! manifests rather than listing per-series files, so it names no series.
 
-use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
 use crate::error::{RunError, fail};
-use crate::plan::RunPlan;
-use crate::rundir::report::{
-    ArtifactRecord, Counts, PrepSide, PrepWorker, Report, Span, StageRecord,
-};
+use crate::plan::Settings;
+use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Span, StageRecord};
 use crate::stats::distribution;
 use protocol::Stage;
 use rayon::prelude::*;
 use recipe::frozen::Frozen;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -31,14 +30,42 @@ pub const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
 /// Per-series time components the workers report.
 const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
 
-pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
+/// What cold-prep adds to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Section {
+    /// Aggregate counts of the training partition.
+    pub counts: Counts,
+    /// The one-process preparation.
+    pub serial: PrepSide,
+    /// The N-process preparation.
+    pub parallel: PrepSide,
+    /// Serial wall / parallel wall.
+    pub speedup: f64,
+    /// Speedup / workers.
+    pub parallel_efficiency: f64,
+    /// The busiest parallel worker's busy time over the mean.
+    pub load_imbalance: f64,
+    /// Whether the serial and parallel cache manifests are byte-identical.
+    pub caches_identical: bool,
+}
+
+pub fn prepare(settings: &Settings) -> Result<Prepared, String> {
+    let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+    let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
-    vec![
+    let phases = vec![
         verify_phase(&mut numbers, VERIFY_BEFORE, dataset),
-        prepare_phase(&mut numbers, SERIAL, SERIAL_CACHE, 1, dataset, frozen),
-        prepare_phase(&mut numbers, PARALLEL, PARALLEL_CACHE, plan.workers, dataset, frozen),
+        prepare_phase(&mut numbers, SERIAL, SERIAL_CACHE, 1, dataset, &frozen),
+        prepare_phase(&mut numbers, PARALLEL, PARALLEL_CACHE, settings.workers, dataset, &frozen),
         verify_phase(&mut numbers, VERIFY_AFTER, dataset),
-    ]
+    ];
+    Ok(Prepared {
+        // A cache preparation is one entry, however many series it has.
+        stages: super::declared(&phases, false),
+        phases,
+        dataset_fingerprint: Some(frozen.fingerprint),
+        parameters: BTreeMap::new(),
+    })
 }
 
 /// One worker re-hashing every source file against frozen.json.
@@ -98,14 +125,14 @@ pub fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutc
 pub fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
-    report: &mut Report,
-) -> Result<(), RunError> {
+    records: &mut Records,
+) -> Result<Section, RunError> {
     for (order, key) in [(0, VERIFY_BEFORE), (3, VERIFY_AFTER)] {
         let p = find(outcomes, key)?;
         let r = p.results().next().ok_or_else(|| {
             fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
         })?;
-        report.stages.insert(key.into(), stage_from_job(r, order));
+        records.stages.insert(key.into(), stage_from_job(r, order));
     }
     let (serial_stage, serial, serial_manifest, serial_art, counts) =
         side(dir, find(outcomes, SERIAL)?, 1)?;
@@ -125,18 +152,19 @@ pub fn assemble(
     let speedup = serial.wall_s / parallel.wall_s;
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
-    report.stages.insert(SERIAL.into(), serial_stage);
-    report.stages.insert(PARALLEL.into(), par_stage);
-    report.artifacts.push(serial_art);
-    report.artifacts.push(par_art);
-    report.counts = Some(counts);
-    report.speedup = Some(speedup);
-    report.parallel_efficiency = Some(speedup / workers);
-    report.load_imbalance = Some(busy.iter().cloned().fold(0.0, f64::max) / mean_busy);
-    report.caches_identical = Some(identical);
-    report.serial = Some(serial);
-    report.parallel = Some(parallel);
-    Ok(())
+    records.stages.insert(SERIAL.into(), serial_stage);
+    records.stages.insert(PARALLEL.into(), par_stage);
+    records.artifacts.push(serial_art);
+    records.artifacts.push(par_art);
+    Ok(Section {
+        counts,
+        serial,
+        parallel,
+        speedup,
+        parallel_efficiency: speedup / workers,
+        load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
+        caches_identical: identical,
+    })
 }
 
 pub type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);

@@ -1,37 +1,46 @@
-//! `--mode diagnostic`: the planned stages as jobs of one phase; one stage
-//! record per job.
+//! `--mode diagnostic`: the planned stages (diagnostic stages with known
+//! costs, or a user's commands) as jobs of one phase; one stage record per job.
 
-use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
 use crate::error::RunError;
-use crate::plan::RunPlan;
-use crate::rundir::report::Report;
+use crate::plan::{PlannedStage, Settings};
+use std::collections::BTreeMap;
 use std::path::Path;
 
-pub fn phases(plan: &RunPlan) -> Vec<Phase> {
-    let mut numbers = JobNumbers::default();
-    let jobs = plan.stages.iter().map(|s| numbers.job(s.key.clone(), s.stage.clone())).collect();
-    vec![Phase {
-        key: "diagnostic".into(),
-        jobs,
-        workers: plan.workers,
-        jobs_per_process: plan.isolation.jobs_per_process(),
-        cache: None,
-        progress: crate::events::Style::LinePerJob,
-        after: None,
-        after_job: None,
-    }]
+/// What a diagnostic run needs of its own: its stages, in order.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub stages: Vec<PlannedStage>,
+}
+
+impl Plan {
+    pub fn prepare(&self, settings: &Settings) -> Prepared {
+        let mut numbers = JobNumbers::default();
+        let jobs =
+            self.stages.iter().map(|s| numbers.job(s.key.clone(), s.stage.clone())).collect();
+        let phases = vec![Phase {
+            workers: settings.workers,
+            ..Phase::in_turn("diagnostic".into(), jobs, settings.isolation.jobs_per_process())
+        }];
+        Prepared {
+            stages: super::declared(&phases, true),
+            phases,
+            dataset_fingerprint: None,
+            parameters: BTreeMap::new(),
+        }
+    }
 }
 
 pub fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
-    report: &mut Report,
+    records: &mut Records,
 ) -> Result<(), RunError> {
     for p in outcomes {
         for r in p.results() {
-            report.stages.insert(r.job.key.clone(), stage_from_job(r, r.job.order));
+            records.stages.insert(r.job.key.clone(), stage_from_job(r, r.job.order));
             for (path, claimed) in &r.artifacts {
-                report.artifacts.push(checked_artifact(dir, r, path, claimed, "file")?);
+                records.artifacts.push(checked_artifact(dir, r, path, claimed, "file")?);
             }
         }
     }

@@ -1,21 +1,119 @@
-//! What each mode runs and what it adds to the report. A mode turns the plan
-//! into [`Phase`]s (each one dispatch of jobs over worker processes), and
-//! afterwards assembles its stage records and extra report fields from the
-//! phases' outcomes. Modes never measure: workers do, and `wait4` does.
+//! What each mode runs and what it adds to the report. A mode is a type:
+//! its variant of [`ModePlan`] carries what only it needs, and its variant
+//! of [`Section`] what only its report holds. A mode turns its plan into
+//! [`Phase`]s (each one dispatch of jobs over worker processes) and the
+//! declaration's stages and parameters ([`Prepared`]), and afterwards
+//! assembles its stage records and its section from the phases' outcomes.
+//! Modes never measure: workers do, and `wait4` does.
+//!
+//! Adding a mode: its own module, a variant here in [`ModePlan`] and
+//! [`Section`] with their four `match` arms, and its name on the command line.
 
 pub mod cold_prep;
 pub mod diagnostic;
 pub mod profile;
 pub mod recipe;
+pub mod report;
 pub mod trials;
+
+pub use report::{Report, Section};
 
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
-use crate::rundir::declaration::DeclaredStage;
-use crate::rundir::report::{ArtifactRecord, ProcessRecord, Report, StageRecord};
+use crate::plan::Settings;
+use crate::rundir::declaration::{DeclaredStage, definition_sha256};
+use crate::rundir::report::{ArtifactRecord, ProcessRecord, StageRecord};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
+use std::collections::BTreeMap;
 use std::path::Path;
+
+/// A run's plan: what every mode shares, and the mode's own.
+#[derive(Clone, Debug)]
+pub struct RunPlan {
+    pub settings: Settings,
+    pub mode: ModePlan,
+}
+
+/// The mode of a run, with what only that mode needs.
+#[derive(Clone, Debug)]
+pub enum ModePlan {
+    /// Stages with known costs, or a user's commands, each measured once.
+    Diagnostic(diagnostic::Plan),
+    /// Cold feature-cache preparation, serial and N-process side by side.
+    ColdPrep,
+    /// Repeated fresh-process trials of each stage, with statistics.
+    Trials(trials::Plan),
+    /// The recipe stage by stage.
+    Profile(profile::Plan),
+    /// The recipe against a state directory that keeps its artifacts.
+    Recipe(recipe::Plan),
+}
+
+/// What a mode decided before the run directory exists.
+pub struct Prepared {
+    pub phases: Vec<Phase>,
+    /// The stages as declaration.json lists them.
+    pub stages: Vec<DeclaredStage>,
+    /// Fingerprint of the frozen dataset, for modes that read one.
+    pub dataset_fingerprint: Option<String>,
+    /// The mode's own parameters for the declaration.
+    pub parameters: BTreeMap<String, serde_json::Value>,
+}
+
+/// The stage records and artifacts a mode assembles into the report.
+#[derive(Default)]
+pub struct Records {
+    pub stages: BTreeMap<String, StageRecord>,
+    pub artifacts: Vec<ArtifactRecord>,
+}
+
+impl ModePlan {
+    /// The mode's name, as `--mode` spells it and reports record it.
+    pub fn name(&self) -> &'static str {
+        match self {
+            ModePlan::Diagnostic(_) => "diagnostic",
+            ModePlan::ColdPrep => "cold-prep",
+            ModePlan::Trials(_) => "trials",
+            ModePlan::Profile(_) => "profile",
+            ModePlan::Recipe(_) => "recipe",
+        }
+    }
+
+    /// Resolves the mode's inputs (a dataset, where it reads one) and plans
+    /// its phases; an error is bad usage or input, found before the run
+    /// directory exists.
+    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        match self {
+            ModePlan::Diagnostic(p) => Ok(p.prepare(settings)),
+            ModePlan::ColdPrep => cold_prep::prepare(settings),
+            ModePlan::Trials(p) => p.prepare(settings),
+            ModePlan::Profile(p) => p.prepare(settings),
+            ModePlan::Recipe(p) => p.prepare(settings),
+        }
+    }
+
+    /// Fills in the stage records and artifacts, and returns the mode's section.
+    pub fn assemble(
+        &self,
+        cx: &Context<'_>,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<Section, RunError> {
+        match self {
+            ModePlan::Diagnostic(_) => {
+                diagnostic::assemble(cx.dir, outcomes, records).map(|()| Section::Diagnostic)
+            }
+            ModePlan::ColdPrep => cold_prep::assemble(cx.dir, outcomes, records)
+                .map(|s| Section::ColdPrep(Box::new(s))),
+            ModePlan::Trials(p) => p.assemble(cx, outcomes, records).map(Section::Trials),
+            ModePlan::Profile(_) => {
+                profile::assemble(cx.dir, outcomes, records).map(Section::Profile)
+            }
+            ModePlan::Recipe(p) => p.assemble(outcomes, records).map(Section::Recipe),
+        }
+    }
+}
 
 /// One dispatch: these jobs, over this many worker processes at once.
 #[derive(Clone, Debug)]
@@ -138,7 +236,7 @@ pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                         stage: j.stage.to_string(),
                         jobs: 1,
                         workers: p.workers,
-                        definition_sha256: crate::rundir::declaration::definition_sha256(&j.stage),
+                        definition_sha256: definition_sha256(&j.stage),
                     })
                     .collect(),
             })
@@ -152,9 +250,8 @@ pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                 jobs: p.jobs.len(),
                 workers: p.workers,
                 // A phase's definition: every job's, in order.
-                definition_sha256: evidence::sha256_hex(
-                    &serde_json::to_vec(&p.jobs.iter().map(|j| &j.stage).collect::<Vec<_>>())
-                        .expect("stages serialise"),
+                definition_sha256: definition_sha256(
+                    &p.jobs.iter().map(|j| &j.stage).collect::<Vec<_>>(),
                 ),
             })
             .collect()
@@ -243,26 +340,8 @@ pub fn checked_artifact(
 
 /// What a mode may consult when it assembles its report.
 pub struct Context<'a> {
-    pub plan: &'a crate::plan::RunPlan,
+    pub settings: &'a Settings,
     pub dir: &'a Path,
     /// Load averages when the run started (from environment.json).
     pub load_at_start: Option<[f64; 3]>,
-}
-
-/// Fills in a mode's part of the report.
-pub fn assemble(
-    cx: &Context<'_>,
-    outcomes: &[PhaseOutcome],
-    report: &mut Report,
-) -> Result<(), RunError> {
-    match cx.plan.mode {
-        crate::plan::Mode::Diagnostic => diagnostic::assemble(cx.dir, outcomes, report),
-        crate::plan::Mode::ColdPrep => cold_prep::assemble(cx.dir, outcomes, report),
-        crate::plan::Mode::Trials => trials::assemble(cx, outcomes, report),
-        crate::plan::Mode::Profile => profile::assemble(cx.dir, outcomes, report),
-        crate::plan::Mode::Recipe => {
-            let state = cx.plan.state.as_ref().expect("a recipe plan has a state");
-            recipe::assemble(outcomes, report, state)
-        }
-    }
 }

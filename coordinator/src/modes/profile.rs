@@ -14,12 +14,14 @@
 //! one altered between stages fails the run.
 
 use super::cold_prep::{self, SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
-use super::{JobNumbers, Phase, PhaseOutcome, checked_artifact, stage_from_job};
+use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
 use crate::error::{RunError, fail};
-use crate::plan::{Isolation, RunPlan};
-use crate::rundir::report::Report;
+use crate::plan::{Isolation, Settings};
+use crate::rundir::report::Counts;
 use protocol::{EpochInput, ModelStep, Stage};
 use recipe::frozen::Frozen;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 pub const PREPARE: &str = "cold_feature_cache_prepare";
@@ -27,41 +29,73 @@ pub const FIT: &str = "warm_fit_normalizer";
 pub const COUNT: &str = "count_eligible_contexts";
 pub const LOADER: &str = "warm_loader_epoch";
 
-pub fn phases(plan: &RunPlan, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
-    let mut numbers = JobNumbers::default();
-    let mut prepare = cold_prep::prepare_phase(
-        &mut numbers,
-        PREPARE,
-        SERIAL_CACHE,
-        plan.workers,
-        dataset,
-        frozen,
-    );
-    // Later stages check every cache read against this manifest.
-    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
-    let verify_before = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
-    // The stages after the cache, in the seed's order.
-    let mut jobs: Vec<_> = trial_stage_names()
-        .map(|key| numbers.job(key.into(), recipe_stage_over(key, dataset, plan.seed)))
-        .collect();
-    jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
-    let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
-        // Loader and model stages check what fitting and counting wrote
-        // against the hashes the coordinator hands on.
-        after: Some(super::hand_on_artifacts),
-        after_job: Some(super::hand_on_queued),
-        ..Phase::in_turn(key, jobs, jobs_per_process)
-    };
-    let mut phases = vec![verify_before, prepare];
-    match plan.isolation {
-        Isolation::Stage => {
-            phases.extend(jobs.into_iter().map(|j| phase(j.key.clone(), vec![j], 1)));
-        }
-        // The coordinator writes the cache's manifest between preparation
-        // and the stages that read it, so those share the process after it.
-        Isolation::Run => phases.push(phase(SHARED_PROCESS.into(), jobs, usize::MAX)),
+/// What a profile needs of its own: the loader's shuffle seed.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    pub seed: u64,
+}
+
+/// What a profile adds to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Section {
+    /// The training partition's counts, with contexts and batches.
+    pub counts: Counts,
+}
+
+impl Plan {
+    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+        let phases = self.phases(settings, &dataset, &frozen);
+        let mut parameters = BTreeMap::new();
+        parameters.insert("seed".into(), self.seed.into());
+        parameters.insert("batch".into(), recipe::loader::BATCH.into());
+        parameters.insert("shuffle_buffer".into(), recipe::loader::SHUFFLE_BUFFER.into());
+        parameters.insert("context_frames".into(), recipe::targets::CONTEXT_FRAMES.into());
+        Ok(Prepared {
+            // Each stage declared; the cache preparation stays one entry.
+            stages: super::declared(&phases, true),
+            phases,
+            dataset_fingerprint: Some(frozen.fingerprint),
+            parameters,
+        })
     }
-    phases
+
+    fn phases(&self, settings: &Settings, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
+        let mut numbers = JobNumbers::default();
+        let mut prepare = cold_prep::prepare_phase(
+            &mut numbers,
+            PREPARE,
+            SERIAL_CACHE,
+            settings.workers,
+            dataset,
+            frozen,
+        );
+        // Later stages check every cache read against this manifest.
+        prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
+        let verify_before = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
+        // The stages after the cache, in the seed's order.
+        let mut jobs: Vec<_> = trial_stage_names()
+            .map(|key| numbers.job(key.into(), recipe_stage_over(key, dataset, self.seed)))
+            .collect();
+        jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
+        let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
+            // Loader and model stages check what fitting and counting wrote
+            // against the hashes the coordinator hands on.
+            after: Some(super::hand_on_artifacts),
+            after_job: Some(super::hand_on_queued),
+            ..Phase::in_turn(key, jobs, jobs_per_process)
+        };
+        let mut phases = vec![verify_before, prepare];
+        match settings.isolation {
+            Isolation::Stage => {
+                phases.extend(jobs.into_iter().map(|j| phase(j.key.clone(), vec![j], 1)));
+            }
+            // The coordinator writes the cache's manifest between preparation
+            // and the stages that read it, so those share the process after it.
+            Isolation::Run => phases.push(phase(SHARED_PROCESS.into(), jobs, usize::MAX)),
+        }
+        phases
+    }
 }
 
 /// The phase of `--isolation run` whose one process runs every stage after
@@ -140,12 +174,12 @@ pub fn epoch_input(dataset: String, seed: u64) -> EpochInput {
 pub fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
-    report: &mut Report,
-) -> Result<(), RunError> {
+    records: &mut Records,
+) -> Result<Section, RunError> {
     let (prep_stage, _, _, manifest, mut counts) =
         cold_prep::side(dir, cold_prep::find(outcomes, PREPARE)?, 1)?;
-    report.stages.insert(PREPARE.into(), prep_stage);
-    report.artifacts.push(manifest);
+    records.stages.insert(PREPARE.into(), prep_stage);
+    records.artifacts.push(manifest);
     let keys = [VERIFY_BEFORE, PREPARE, FIT, COUNT, LOADER]
         .into_iter()
         .chain(ModelStep::ALL.iter().map(|s| s.name()))
@@ -156,12 +190,12 @@ pub fn assemble(
             || fail(Some(key.into()), None, "internal", format!("{key} reported nothing")),
         )?;
         for (path, sha) in &r.artifacts {
-            report.artifacts.push(checked_artifact(dir, r, path, sha, "file")?);
+            records.artifacts.push(checked_artifact(dir, r, path, sha, "file")?);
         }
-        report.stages.insert(key.into(), stage_from_job(r, order));
+        records.stages.insert(key.into(), stage_from_job(r, order));
     }
     let fig = |key: &str, name: &str| {
-        report.stages.get(key).and_then(|s| s.figures.get(name)).map(|v| *v as u64)
+        records.stages.get(key).and_then(|s| s.figures.get(name)).map(|v| *v as u64)
     };
     counts.eligible_contexts = fig(COUNT, "eligible_contexts");
     counts.batches = fig(COUNT, "batches");
@@ -190,6 +224,5 @@ pub fn assemble(
                 .into(),
         ));
     }
-    report.counts = Some(counts);
-    Ok(())
+    Ok(Section { counts })
 }

@@ -9,12 +9,30 @@
 //! artifacts.
 
 use super::cold_prep::{self, VERIFY_BEFORE};
-use super::{JobNumbers, Phase, PhaseOutcome, stage_from_job};
+use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_from_job};
 use crate::error::{RunError, fail};
-use crate::plan::{Isolation, RunPlan, StatePlan};
-use crate::rundir::report::Report;
-use protocol::{Stage, StateInput, StateStep};
-use std::path::Path;
+use crate::plan::{Isolation, Settings};
+use protocol::{ResumePolicy, Stage, StateInput, StateStep};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+/// What a recipe run needs of its own: the state directory (claimed), how
+/// it resumes, the epochs and the loader's seed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    pub state: PathBuf,
+    pub policy: ResumePolicy,
+    pub epochs: u32,
+    pub seed: u64,
+}
+
+/// What a recipe run adds to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Section {
+    /// The state directory as the run left it (no file named).
+    pub state: ::recipe::state::Digest,
+}
 
 /// The phase of `--isolation run` whose one process runs every state stage.
 pub const SHARED_PROCESS: &str = "state_stages";
@@ -24,44 +42,57 @@ pub fn keys() -> impl Iterator<Item = &'static str> {
     std::iter::once(VERIFY_BEFORE).chain(StateStep::ALL.iter().map(|s| s.name()))
 }
 
-pub fn phases(plan: &RunPlan, dataset: &Path, state: &StatePlan) -> Vec<Phase> {
-    let mut numbers = JobNumbers::default();
-    let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
-    let input = StateInput {
-        dataset: dataset.to_string_lossy().into_owned(),
-        state: state.dir.to_string_lossy().into_owned(),
-        policy: state.policy,
-        epochs: state.epochs,
-        seed: plan.seed,
-    };
-    let jobs: Vec<_> = StateStep::ALL
-        .iter()
-        .map(|step| numbers.job(step.name().into(), Stage::Resumable(*step, input.clone())))
-        .collect();
-    let phase = Phase::in_turn;
-    let mut phases = vec![verify];
-    match plan.isolation {
-        Isolation::Stage => {
-            phases.extend(jobs.into_iter().map(|j| phase(j.key.clone(), vec![j], 1)));
+impl Plan {
+    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+        let mut numbers = JobNumbers::default();
+        let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
+        let input = StateInput {
+            dataset: dataset.to_string_lossy().into_owned(),
+            state: self.state.to_string_lossy().into_owned(),
+            policy: self.policy,
+            epochs: self.epochs,
+            seed: self.seed,
+        };
+        let jobs: Vec<_> = StateStep::ALL
+            .iter()
+            .map(|step| numbers.job(step.name().into(), Stage::Resumable(*step, input.clone())))
+            .collect();
+        let phase = Phase::in_turn;
+        let mut phases = vec![verify];
+        match settings.isolation {
+            Isolation::Stage => {
+                phases.extend(jobs.into_iter().map(|j| phase(j.key.clone(), vec![j], 1)));
+            }
+            Isolation::Run => phases.push(phase(SHARED_PROCESS.into(), jobs, usize::MAX)),
         }
-        Isolation::Run => phases.push(phase(SHARED_PROCESS.into(), jobs, usize::MAX)),
+        let mut parameters = BTreeMap::new();
+        parameters.insert("seed".into(), self.seed.into());
+        parameters.insert("epochs".into(), self.epochs.into());
+        parameters.insert("resume_policy".into(), self.policy.as_str().into());
+        Ok(Prepared {
+            stages: super::declared(&phases, true),
+            phases,
+            dataset_fingerprint: Some(frozen.fingerprint),
+            parameters,
+        })
     }
-    phases
-}
 
-pub fn assemble(
-    outcomes: &[PhaseOutcome],
-    report: &mut Report,
-    state: &StatePlan,
-) -> Result<(), RunError> {
-    for (order, key) in keys().enumerate() {
-        let r = outcomes.iter().flat_map(|p| p.results()).find(|r| r.job.key == key).ok_or_else(
-            || fail(Some(key.into()), None, "internal", format!("{key} reported nothing")),
-        )?;
-        report.stages.insert(key.into(), stage_from_job(r, order));
+    pub fn assemble(
+        &self,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<Section, RunError> {
+        for (order, key) in keys().enumerate() {
+            let r =
+                outcomes.iter().flat_map(|p| p.results()).find(|r| r.job.key == key).ok_or_else(
+                    || fail(Some(key.into()), None, "internal", format!("{key} reported nothing")),
+                )?;
+            records.stages.insert(key.into(), stage_from_job(r, order));
+        }
+        let state = ::recipe::state::digest(&self.state).map_err(|e| {
+            fail(None, None, "internal", format!("digesting the state directory: {e}"))
+        })?;
+        Ok(Section { state })
     }
-    let digest = ::recipe::state::digest(&state.dir)
-        .map_err(|e| fail(None, None, "internal", format!("digesting the state directory: {e}")))?;
-    report.state = Some(digest);
-    Ok(())
 }

@@ -3,14 +3,15 @@
 //! over all stages; warm-up trials are recorded but not counted; each figure
 //! gets statistics and the warnings a careful engineer wants.
 
-use super::{Context, JobNumbers, Phase, PhaseOutcome, stage_from_job};
-use crate::error::RunError;
-use crate::plan::RunPlan;
-use crate::rundir::declaration::DeclaredStage;
-use crate::rundir::report::{Report, TrialSet};
+use super::{Context, JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_from_job};
+use crate::error::{RunError, fail};
+use crate::plan::{PlannedStage, Settings};
+use crate::rundir::declaration::{DeclaredStage, definition_sha256};
+use crate::rundir::report::{Counts, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -21,33 +22,80 @@ pub const FIRST_TRIAL_RATIO: f64 = 1.25;
 /// A 1-minute load average above this fraction of the logical cores is flagged.
 pub const BUSY_LOAD_PER_CORE: f64 = 0.5;
 
-/// The trials phase: rounds of (warm-up + counted) trials, each round
-/// running every stage once in plan order, each trial in a fresh process.
-/// Recipe stages get their prerequisites first, once and untimed (`data`
-/// is then the frozen dataset): the cache, and for the loader the
-/// normalizer and the context index, whose hashes every loader trial checks.
-pub fn phases(plan: &RunPlan, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
-    let mut numbers = JobNumbers::default();
-    let mut phases = match data {
-        Some((dir, frozen)) => prerequisites(plan, &mut numbers, dir, frozen),
-        None => Vec::new(),
-    };
-    let rounds = plan.warmup + plan.trials;
-    let jobs = (0..rounds)
-        .flat_map(|_| plan.stages.iter())
-        .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
-        .collect();
-    phases.push(Phase {
-        key: "trials".into(),
-        jobs,
-        workers: 1,
-        jobs_per_process: 1,
-        cache: None,
-        progress: crate::events::Style::Trials { warmup: plan.warmup, trials: plan.trials },
-        after: None,
-        after_job: None,
-    });
-    phases
+/// What a trials run needs of its own.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// The stages to repeat, in order (diagnostic, commands, recipe stages).
+    pub stages: Vec<PlannedStage>,
+    /// Counted trials per stage.
+    pub trials: u32,
+    /// Warm-up trials per stage, recorded but not counted.
+    pub warmup: u32,
+    /// The loader's shuffle seed, for recipe stages.
+    pub seed: u64,
+}
+
+/// What a trials run adds to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Section {
+    /// The cache the recipe stages' prerequisites prepared, when there were any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counts: Option<Counts>,
+    /// Every trial of every stage, with statistics, keyed like `stages`.
+    pub trials: BTreeMap<String, TrialSet>,
+    /// The rule that marks outliers.
+    pub outlier_rule: String,
+}
+
+impl Plan {
+    /// Recipe stages read a dataset: it is resolved here, filled into them,
+    /// and their prerequisites are prepared once before the trials.
+    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
+            let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+            let mut plan = self.clone();
+            for s in &mut plan.stages {
+                super::profile::with_dataset(&mut s.stage, &dir);
+            }
+            (plan, Some((dir, frozen)))
+        } else {
+            (self.clone(), None)
+        };
+        let phases = plan.phases(settings, data.as_ref().map(|(d, f)| (d.as_path(), f)));
+        let mut parameters = BTreeMap::new();
+        parameters.insert("trials".into(), self.trials.into());
+        parameters.insert("warmup".into(), self.warmup.into());
+        parameters.insert("bootstrap_resamples".into(), stats::BOOTSTRAP_RESAMPLES.into());
+        Ok(Prepared {
+            stages: declared(&plan, &phases),
+            phases,
+            dataset_fingerprint: data.map(|(_, f)| f.fingerprint),
+            parameters,
+        })
+    }
+
+    /// The trials phase: rounds of (warm-up + counted) trials, each round
+    /// running every stage once in plan order, each trial in a fresh process.
+    /// Recipe stages get their prerequisites first, once and untimed (`data`
+    /// is then the frozen dataset): the cache, and for the loader the
+    /// normalizer and the context index, whose hashes every loader trial checks.
+    fn phases(&self, settings: &Settings, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
+        let mut numbers = JobNumbers::default();
+        let mut phases = match data {
+            Some((dir, frozen)) => prerequisites(self, settings.workers, &mut numbers, dir, frozen),
+            None => Vec::new(),
+        };
+        let rounds = self.warmup + self.trials;
+        let jobs = (0..rounds)
+            .flat_map(|_| self.stages.iter())
+            .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
+            .collect();
+        phases.push(Phase {
+            progress: crate::events::Style::Trials { warmup: self.warmup, trials: self.trials },
+            ..Phase::in_turn("trials".into(), jobs, 1)
+        });
+        phases
+    }
 }
 
 /// Key of a prerequisite phase in the declaration.
@@ -56,7 +104,8 @@ pub fn prerequisite(key: &str) -> String {
 }
 
 fn prerequisites(
-    plan: &RunPlan,
+    plan: &Plan,
+    workers: u32,
     numbers: &mut JobNumbers,
     dir: &Path,
     frozen: &Frozen,
@@ -66,7 +115,7 @@ fn prerequisites(
         numbers,
         &prerequisite(profile::PREPARE),
         cold_prep::SERIAL_CACHE,
-        plan.workers,
+        workers,
         dir,
         frozen,
     );
@@ -91,7 +140,7 @@ fn prerequisites(
     out
 }
 
-pub fn declared(plan: &RunPlan, phases: &[Phase]) -> Vec<DeclaredStage> {
+fn declared(plan: &Plan, phases: &[Phase]) -> Vec<DeclaredStage> {
     let before = &phases[..phases.len().saturating_sub(1)];
     let mut out = super::declared(before, false);
     out.extend(plan.stages.iter().map(|s| DeclaredStage {
@@ -99,96 +148,103 @@ pub fn declared(plan: &RunPlan, phases: &[Phase]) -> Vec<DeclaredStage> {
         stage: s.stage.to_string(),
         jobs: (plan.warmup + plan.trials) as usize,
         workers: 1,
-        definition_sha256: crate::rundir::declaration::definition_sha256(&s.stage),
+        definition_sha256: definition_sha256(&s.stage),
     }));
     out
 }
 
-pub fn assemble(
-    cx: &Context<'_>,
-    outcomes: &[PhaseOutcome],
-    report: &mut Report,
-) -> Result<(), RunError> {
-    let load_end = crate::rundir::environment::load_average();
-    let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
-    let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
-    results.sort_by_key(|r| r.job.order);
-    let mut sets = BTreeMap::new();
-    for (order, planned) in cx.plan.stages.iter().enumerate() {
-        let key = &planned.key;
-        let trials: Vec<&JobResult> =
-            results.iter().copied().filter(|r| &r.job.key == key).collect();
-        let (warm, counted) = trials.split_at((cx.plan.warmup as usize).min(trials.len()));
-        let Some(last) = counted.last() else {
-            let msg = format!("no counted trial of {key}");
-            return Err(crate::error::fail(Some(key.clone()), None, "internal", msg));
-        };
-        let samples = figures_of(counted);
-        let summary: BTreeMap<String, Summary> = samples
-            .iter()
-            .enumerate()
-            .map(|(i, (name, xs))| (name.clone(), stats::summarize(xs, (order * 64 + i) as u64)))
-            .collect();
-        let wall = &summary["wall_s"];
-        let mut warnings = Vec::new();
-        let cv = wall.stdev / wall.mean;
-        if cv > MAX_CV {
-            warnings.push(format!(
-                "wall time is unstable: coefficient of variation {:.1}% (above {:.0}%)",
-                100.0 * cv,
-                100.0 * MAX_CV
-            ));
-        }
-        let walls = &samples["wall_s"];
-        if walls.len() >= 3 {
-            let rest = stats::distribution(&walls[1..]).median;
-            if walls[0] > FIRST_TRIAL_RATIO * rest {
+impl Plan {
+    pub fn assemble(
+        &self,
+        cx: &Context<'_>,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<Section, RunError> {
+        let load_end = crate::rundir::environment::load_average();
+        let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
+        let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
+        results.sort_by_key(|r| r.job.order);
+        let mut sets = BTreeMap::new();
+        for (order, planned) in self.stages.iter().enumerate() {
+            let key = &planned.key;
+            let trials: Vec<&JobResult> =
+                results.iter().copied().filter(|r| &r.job.key == key).collect();
+            let (warm, counted) = trials.split_at((self.warmup as usize).min(trials.len()));
+            let Some(last) = counted.last() else {
+                let msg = format!("no counted trial of {key}");
+                return Err(fail(Some(key.clone()), None, "internal", msg));
+            };
+            let samples = figures_of(counted);
+            let summary: BTreeMap<String, Summary> = samples
+                .iter()
+                .enumerate()
+                .map(|(i, (name, xs))| {
+                    (name.clone(), stats::summarize(xs, (order * 64 + i) as u64))
+                })
+                .collect();
+            let wall = &summary["wall_s"];
+            let mut warnings = Vec::new();
+            let cv = wall.stdev / wall.mean;
+            if cv > MAX_CV {
                 warnings.push(format!(
+                    "wall time is unstable: coefficient of variation {:.1}% (above {:.0}%)",
+                    100.0 * cv,
+                    100.0 * MAX_CV
+                ));
+            }
+            let walls = &samples["wall_s"];
+            if walls.len() >= 3 {
+                let rest = stats::distribution(&walls[1..]).median;
+                if walls[0] > FIRST_TRIAL_RATIO * rest {
+                    warnings.push(format!(
                     "the first counted trial took {:.2}x the median of the rest: consider more --warmup",
                     walls[0] / rest
                 ));
+                }
             }
-        }
-        for (when, load) in [("start", cx.load_at_start), ("end", load_end)] {
-            if let Some(l) = load.map(|l| l[0]).filter(|l| *l > BUSY_LOAD_PER_CORE * cores) {
-                warnings.push(format!(
+            for (when, load) in [("start", cx.load_at_start), ("end", load_end)] {
+                if let Some(l) = load.map(|l| l[0]).filter(|l| *l > BUSY_LOAD_PER_CORE * cores) {
+                    warnings.push(format!(
                     "load average {l:.2} at the {when} of the run on {cores} cores: the machine was not idle"
                 ));
+                }
             }
+            // The stage record carries medians; every trial is under `trials`.
+            let mut record = stage_from_job(last, order);
+            record.wall_s = wall.median;
+            record.cpu_s = summary["cpu_s"].median;
+            record.user_s = summary["user_s"].median;
+            record.sys_s = summary["sys_s"].median;
+            record.peak_rss_bytes = summary["peak_rss_bytes"].median as u64;
+            record.worker = None;
+            record.processes = trials.len() as u32;
+            record.figures = summary
+                .iter()
+                .filter(|(k, _)| {
+                    !matches!(
+                        k.as_str(),
+                        "wall_s" | "cpu_s" | "user_s" | "sys_s" | "peak_rss_bytes"
+                    )
+                })
+                .map(|(k, s)| (k.clone(), s.median))
+                .collect();
+            records.stages.insert(key.clone(), record);
+            sets.insert(
+                key.clone(),
+                TrialSet {
+                    warmup: warm.len() as u32,
+                    n: counted.len() as u32,
+                    samples,
+                    warmup_samples: figures_of(warm),
+                    trials_for_1pct: stats::trials_to_resolve(wall, 0.01),
+                    summary,
+                    warnings,
+                },
+            );
         }
-        // The stage record carries medians; every trial is under `trials`.
-        let mut record = stage_from_job(last, order);
-        record.wall_s = wall.median;
-        record.cpu_s = summary["cpu_s"].median;
-        record.user_s = summary["user_s"].median;
-        record.sys_s = summary["sys_s"].median;
-        record.peak_rss_bytes = summary["peak_rss_bytes"].median as u64;
-        record.worker = None;
-        record.processes = trials.len() as u32;
-        record.figures = summary
-            .iter()
-            .filter(|(k, _)| {
-                !matches!(k.as_str(), "wall_s" | "cpu_s" | "user_s" | "sys_s" | "peak_rss_bytes")
-            })
-            .map(|(k, s)| (k.clone(), s.median))
-            .collect();
-        report.stages.insert(key.clone(), record);
-        sets.insert(
-            key.clone(),
-            TrialSet {
-                warmup: warm.len() as u32,
-                n: counted.len() as u32,
-                samples,
-                warmup_samples: figures_of(warm),
-                trials_for_1pct: stats::trials_to_resolve(wall, 0.01),
-                summary,
-                warnings,
-            },
-        );
+        let counts = bind_prerequisites(cx.dir, outcomes, self.stages.len(), records)?;
+        Ok(Section { counts, trials: sets, outlier_rule: stats::OUTLIER_RULE.into() })
     }
-    report.trials = Some(sets);
-    report.outlier_rule = Some(stats::OUTLIER_RULE.into());
-    bind_prerequisites(cx.dir, outcomes, cx.plan.stages.len(), report)
 }
 
 /// The prerequisites, measured once and not counted as trials: their stage
@@ -198,27 +254,28 @@ fn bind_prerequisites(
     dir: &Path,
     outcomes: &[PhaseOutcome],
     first_order: usize,
-    report: &mut Report,
-) -> Result<(), RunError> {
+    records: &mut Records,
+) -> Result<Option<Counts>, RunError> {
     use super::{cold_prep, profile};
     let before = outcomes.iter().filter(|p| p.phase.key.starts_with("prerequisite:"));
+    let mut prepared = None;
     for (i, p) in before.enumerate() {
         let order = first_order + i;
         if p.phase.key == prerequisite(profile::PREPARE) {
             let (stage, _, _, manifest, counts) = cold_prep::side(dir, p, order)?;
-            report.stages.insert(p.phase.key.clone(), stage);
-            report.artifacts.push(manifest);
-            report.counts = Some(counts);
+            records.stages.insert(p.phase.key.clone(), stage);
+            records.artifacts.push(manifest);
+            prepared = Some(counts);
             continue;
         }
         for r in p.results() {
-            report.stages.insert(p.phase.key.clone(), stage_from_job(r, order));
+            records.stages.insert(p.phase.key.clone(), stage_from_job(r, order));
             for (path, sha) in &r.artifacts {
-                report.artifacts.push(super::checked_artifact(dir, r, path, sha, "file")?);
+                records.artifacts.push(super::checked_artifact(dir, r, path, sha, "file")?);
             }
         }
     }
-    Ok(())
+    Ok(prepared)
 }
 
 /// Per figure, the trials' values in trial order. Peak RSS is each trial's

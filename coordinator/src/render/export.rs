@@ -4,7 +4,8 @@
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
 
-use crate::rundir::report::{self, Report, StageRecord, TrialSet};
+use crate::modes::Report;
+use crate::rundir::report::{self, StageRecord, TrialSet};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -81,7 +82,7 @@ fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {
 }
 
 fn trials_of<'a>(r: &'a Report, key: &str) -> Option<&'a TrialSet> {
-    r.trials.as_ref().and_then(|t| t.get(key))
+    r.trials().and_then(|t| t.get(key))
 }
 
 /// Canonical JSON: one result per stage, with every counted trial's figures
@@ -117,7 +118,7 @@ fn json_export(r: &Report) -> Vec<u8> {
     evidence::to_bytes(&json!({
         "schema": SCHEMA,
         "schema_version": 1,
-        "mode": r.mode,
+        "mode": r.mode(),
         "report_body_sha256": report::body_digest(&body),
         "results": results,
     }))

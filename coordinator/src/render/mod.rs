@@ -8,7 +8,7 @@ pub mod export;
 pub mod plots;
 mod summary;
 
-use crate::rundir::report::Report;
+use crate::modes::Report;
 pub use summary::summary_markdown;
 
 pub const SUMMARY: &str = "summary.md";
@@ -107,7 +107,10 @@ mod tests {
     fn a_changed_figure_changes_its_plot() {
         let r = fixture("trials");
         let mut changed = r.clone();
-        let set = changed.trials.as_mut().unwrap().get_mut("spin:30").unwrap();
+        let crate::modes::Section::Trials(t) = &mut changed.section else {
+            panic!("a trials report")
+        };
+        let set = t.trials.get_mut("spin:30").unwrap();
         set.samples.get_mut("wall_s").unwrap()[0] *= 1.5;
         let (a, b) = (derived(&r).unwrap(), derived(&changed).unwrap());
         let find = |v: &[Rendered], p: &str| v.iter().find(|f| f.path == p).unwrap().bytes.clone();

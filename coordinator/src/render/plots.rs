@@ -3,7 +3,7 @@
 
 use crate::chart::*;
 use crate::fmt::duration;
-use crate::rundir::report::Report;
+use crate::modes::Report;
 use plotters::coord::Shift;
 use plotters::prelude::*;
 
@@ -25,10 +25,10 @@ pub fn for_report(r: &Report) -> Vec<Plot<'_>> {
     if !r.stages.is_empty() {
         v.push(Plot::Stages(r));
     }
-    if r.trials.as_ref().is_some_and(|t| !t.is_empty()) {
+    if r.trials().is_some_and(|t| !t.is_empty()) {
         v.push(Plot::Trials(r));
     }
-    if r.serial.is_some() && r.parallel.is_some() {
+    if r.cold_prep().is_some() {
         v.push(Plot::ColdPrep(r));
     }
     v
@@ -47,10 +47,9 @@ impl Plot<'_> {
     fn rows(&self) -> usize {
         match self {
             Plot::Stages(r) => r.stages.len(),
-            Plot::Trials(r) => r.trials.as_ref().map_or(0, |t| t.len()),
+            Plot::Trials(r) => r.trials().map_or(0, |t| t.len()),
             Plot::ColdPrep(r) => {
-                r.serial.as_ref().map_or(0, |s| s.workers.len())
-                    + r.parallel.as_ref().map_or(0, |s| s.workers.len())
+                r.cold_prep().map_or(0, |c| c.serial.workers.len() + c.parallel.workers.len())
             }
         }
     }
@@ -74,10 +73,10 @@ fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
     rows.sort_by_key(|(_, st)| st.order);
     let labels: Vec<String> = rows.iter().map(|(k, _)| k.to_string()).collect();
     let what =
-        if r.trials.is_some() { "median of counted trials" } else { "one process per stage" };
+        if r.trials().is_some() { "median of counted trials" } else { "one process per stage" };
     caption(
         root,
-        &format!("stagebench {} run: wall, CPU and peak RSS per stage ({what})", r.mode),
+        &format!("stagebench {} run: wall, CPU and peak RSS per stage ({what})", r.mode()),
     )?;
     let body = root.margin(30, 0, 0, 0);
     let panel = (WIDTH - label_width(&labels)) as i32 / 3;
@@ -92,7 +91,7 @@ fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
 }
 
 fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
-    let Some(sets) = &r.trials else { return Ok(()) };
+    let Some(sets) = r.trials() else { return Ok(()) };
     let mut keys: Vec<&String> = sets.keys().collect();
     keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
     let n = keys.len();
@@ -166,7 +165,8 @@ fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
 }
 
 fn cold_prep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
-    let (Some(serial), Some(parallel)) = (&r.serial, &r.parallel) else { return Ok(()) };
+    let Some(c) = r.cold_prep() else { return Ok(()) };
+    let (serial, parallel) = (&c.serial, &c.parallel);
     let mut labels = Vec::new();
     // Per row: the worker's jobs as (start, end), its phase's wall, a colour.
     type Spans = Vec<(f64, f64)>;
@@ -195,8 +195,8 @@ fn cold_prep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> R
         &format!(
             "Cold preparation: which worker prepared a series when; {} processes: speedup {:.2}x, efficiency {:.0}%",
             parallel.workers.len(),
-            r.speedup.unwrap_or(f64::NAN),
-            100.0 * r.parallel_efficiency.unwrap_or(f64::NAN)
+            c.speedup,
+            100.0 * c.parallel_efficiency
         ),
     )?;
     let longest =

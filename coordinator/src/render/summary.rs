@@ -1,13 +1,13 @@
 //! `summary.md`: a Markdown table a person can paste into an issue.
 
 use crate::fmt::{duration, mib_number as mib};
-use crate::rundir::report::Report;
+use crate::modes::{self, Report};
 use std::fmt::Write as _;
 
 /// The Markdown summary of a report.
 pub fn summary_markdown(r: &Report) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# stagebench {} run\n", r.mode);
+    let _ = writeln!(s, "# stagebench {} run\n", r.mode());
     let _ = writeln!(
         s,
         "{} stage(s), {} worker process(es), isolation `{}`, run wall {:.3} s. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
@@ -32,7 +32,8 @@ pub fn summary_markdown(r: &Report) -> String {
             mib(st.peak_rss_bytes)
         );
     }
-    if let (Some(c), Some(serial), Some(parallel)) = (&r.counts, &r.serial, &r.parallel) {
+    if let Some(prep) = r.cold_prep() {
+        let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
         let _ = writeln!(s, "\n## Cold preparation\n");
         let _ = writeln!(
             s,
@@ -59,13 +60,13 @@ pub fn summary_markdown(r: &Report) -> String {
         let _ = writeln!(
             s,
             "\nSpeedup {:.2}x, parallel efficiency {:.0}%, load imbalance {:.2}, caches identical: {}.",
-            r.speedup.unwrap_or(f64::NAN),
-            100.0 * r.parallel_efficiency.unwrap_or(f64::NAN),
-            r.load_imbalance.unwrap_or(f64::NAN),
-            r.caches_identical.unwrap_or(false)
+            prep.speedup,
+            100.0 * prep.parallel_efficiency,
+            prep.load_imbalance,
+            prep.caches_identical
         );
     }
-    if let Some(c) = r.counts.as_ref().filter(|c| c.eligible_contexts.is_some()) {
+    if let Some(c) = r.counts().filter(|c| c.eligible_contexts.is_some()) {
         let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "–".into());
         let _ = writeln!(s, "\n## Recipe profile\n");
         let _ = writeln!(
@@ -95,7 +96,8 @@ pub fn summary_markdown(r: &Report) -> String {
             "\n\"Cold\" is the feature cache, not the OS page cache. Peak RSS is each stage's own fresh process's lifetime peak."
         );
     }
-    if let Some(trials) = &r.trials {
+    if let modes::Section::Trials(modes::trials::Section { trials, outlier_rule, .. }) = &r.section
+    {
         let _ = writeln!(s, "\n## Trials (wall time)\n");
         let _ = writeln!(
             s,
@@ -133,9 +135,8 @@ pub fn summary_markdown(r: &Report) -> String {
         if !warnings.is_empty() {
             let _ = writeln!(s, "\nWarnings:\n\n{}", warnings.join("\n"));
         }
-        if let Some(rule) = &r.outlier_rule {
-            let _ = writeln!(s, "\nOutliers: {rule}. Warm-up trials are recorded, not counted.");
-        }
+        let _ =
+            writeln!(s, "\nOutliers: {outlier_rule}. Warm-up trials are recorded, not counted.");
     }
     let _ = writeln!(
         s,

@@ -1,7 +1,6 @@
 //! declaration.json: what will be measured, written and fsynced before any
 //! measurement starts.
 
-use crate::plan::RunPlan;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -39,21 +38,27 @@ pub struct DeclaredStage {
     pub definition_sha256: String,
 }
 
-/// The `definition_sha256` of a stage. Where the dataset lives on disk is
-/// not part of a stage's definition (the declaration's dataset fingerprint
-/// says which data it is), so it is blanked before hashing.
-pub fn definition_sha256(stage: &protocol::Stage) -> String {
-    let mut value = serde_json::to_value(stage).expect("a stage serialises");
+/// The `definition_sha256` of a stage, or of a phase's stages in order.
+/// Where the inputs live on disk is not part of a definition (the
+/// declaration's dataset fingerprint says which data it is), so every path
+/// is blanked first; the bytes hashed are the canonical ones
+/// ([`evidence::to_bytes`]), as for every other hash of evidence.
+pub fn definition_sha256(definition: &impl serde::Serialize) -> String {
+    let mut value = serde_json::to_value(definition).expect("a stage serialises");
     blank_paths(&mut value);
-    evidence::sha256_hex(&serde_json::to_vec(&value).expect("a value serialises"))
+    evidence::sha256_hex(&evidence::to_bytes(&value))
 }
 
-/// Blanks every `dataset` and `state` (paths) in a stage's value, at any depth.
+/// Keys whose string values are paths on this machine: a frozen dataset, a
+/// state directory, a pipeline stage's working directory.
+const PATH_KEYS: [&str; 3] = ["dataset", "state", "cwd"];
+
+/// Blanks every path (see [`PATH_KEYS`]) in a stage's value, at any depth.
 fn blank_paths(value: &mut serde_json::Value) {
     match value {
         serde_json::Value::Object(m) => {
             for (k, v) in m.iter_mut() {
-                if (k == "dataset" || k == "state") && v.is_string() {
+                if PATH_KEYS.contains(&k.as_str()) && v.is_string() {
                     *v = serde_json::Value::String(String::new());
                 } else {
                     blank_paths(v);
@@ -79,52 +84,27 @@ pub struct Program {
 }
 
 impl Declaration {
-    pub fn from_plan(
-        plan: &RunPlan,
+    /// A declaration made now, by this build.
+    pub fn new(
+        mode: &str,
+        isolation: &str,
+        workers: u32,
         stages: Vec<DeclaredStage>,
+        parameters: BTreeMap<String, serde_json::Value>,
         dataset_fingerprint: Option<String>,
-        worker_binary_sha256: String,
+        program: Program,
     ) -> Declaration {
-        let mut parameters = BTreeMap::new();
-        let secs = |d: std::time::Duration| serde_json::json!(d.as_secs_f64());
-        parameters.insert("connect_timeout_s".into(), secs(plan.connect_timeout));
-        parameters.insert(
-            "stage_timeout_s".into(),
-            plan.stage_timeout.map(secs).unwrap_or(serde_json::Value::Null),
-        );
-        parameters.insert("termination_grace_s".into(), secs(plan.grace));
-        parameters.insert("launcher".into(), plan.launcher.as_str().into());
-        if plan.mode == crate::plan::Mode::Profile {
-            parameters.insert("seed".into(), plan.seed.into());
-            parameters.insert("batch".into(), recipe::loader::BATCH.into());
-            parameters.insert("shuffle_buffer".into(), recipe::loader::SHUFFLE_BUFFER.into());
-            parameters.insert("context_frames".into(), recipe::targets::CONTEXT_FRAMES.into());
-        }
-        if let Some(state) = &plan.state {
-            parameters.insert("seed".into(), plan.seed.into());
-            parameters.insert("epochs".into(), state.epochs.into());
-            parameters.insert("resume_policy".into(), state.policy.as_str().into());
-        }
-        if let Some(k) = &plan.kill_at {
-            parameters.insert("kill_at".into(), format!("{}:{}", k.stage, k.fraction).into());
-        }
-        if plan.mode == crate::plan::Mode::Trials {
-            parameters.insert("trials".into(), plan.trials.into());
-            parameters.insert("warmup".into(), plan.warmup.into());
-            parameters
-                .insert("bootstrap_resamples".into(), crate::stats::BOOTSTRAP_RESAMPLES.into());
-        }
         Declaration {
             schema: SCHEMA.into(),
             schema_version: SCHEMA_VERSION,
             created_utc: crate::timestamp::rfc3339_utc_now(),
-            mode: plan.mode.as_str().into(),
-            isolation: plan.isolation.as_str().into(),
-            workers: plan.workers,
+            mode: mode.into(),
+            isolation: isolation.into(),
+            workers,
             stages,
             parameters,
             dataset_fingerprint,
-            program: Program::current(worker_binary_sha256),
+            program,
         }
     }
 }
@@ -141,5 +121,52 @@ impl Program {
             profile: p::PROFILE.into(),
             worker_binary_sha256,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::definition_sha256;
+    use protocol::{ResumePolicy, Stage, StateInput, StateStep};
+
+    #[test]
+    fn a_definition_does_not_depend_on_where_its_inputs_live() {
+        let at = |data: &str, state: &str, cwd: &str| {
+            let input = StateInput {
+                dataset: data.into(),
+                state: state.into(),
+                policy: ResumePolicy::Load,
+                epochs: 1,
+                seed: 0,
+            };
+            let exec = Stage::Exec {
+                name: "fit".into(),
+                argv: vec!["python3".into(), "fit.py".into()],
+                cwd: cwd.into(),
+                env: Vec::new(),
+            };
+            let prepare = Stage::PrepareSeries {
+                dataset: data.into(),
+                id: "a1".into(),
+                file: "sources/a1.parquet".into(),
+                sha256: "00".into(),
+                cache: "private-feature-cache".into(),
+            };
+            (
+                definition_sha256(&Stage::Resumable(StateStep::Train, input)),
+                definition_sha256(&exec),
+                definition_sha256(&vec![prepare.clone(), prepare]),
+            )
+        };
+        let home = at("/home/ana/data", "/home/ana/state", "/home/ana/pipe");
+        assert_eq!(home, at("/srv/copy/data", "/tmp/s", "/srv/pipe"));
+        // What the stage does still counts.
+        let other = Stage::Exec {
+            name: "fit".into(),
+            argv: vec!["python3".into(), "other.py".into()],
+            cwd: "/home/ana/pipe".into(),
+            env: Vec::new(),
+        };
+        assert_ne!(home.1, definition_sha256(&other));
     }
 }

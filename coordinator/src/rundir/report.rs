@@ -1,5 +1,7 @@
-//! report.json: every measurement of a successful run, bound by SHA-256 to
-//! the declaration, the environment, every artifact and its own body.
+//! report.json's records: stages, processes, artifacts, and the parts a
+//! mode's section is made of (counts, preparation sides, trial sets), with
+//! the seal that binds a report's body to its own digest. The report itself,
+//! common part and mode section, is [`crate::modes::Report`].
 
 use evidence::canonical;
 use serde::{Deserialize, Serialize};
@@ -10,64 +12,6 @@ pub const SCHEMA: &str = "stagebench.report";
 pub const SCHEMA_VERSION: u32 = 1;
 /// The key holding the digest of the report's own canonical body.
 pub const BODY_DIGEST_KEY: &str = "body_sha256";
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Report {
-    pub schema: String,
-    pub schema_version: u32,
-    pub mode: String,
-    pub isolation: String,
-    pub declaration_sha256: String,
-    pub environment_sha256: String,
-    /// One record per planned stage, keyed by its key in the declaration.
-    pub stages: BTreeMap<String, StageRecord>,
-    /// Every worker process the run launched, in launch order.
-    pub workers: Vec<ProcessRecord>,
-    /// Every artifact, sorted by path.
-    pub artifacts: Vec<ArtifactRecord>,
-    /// Wall time of the whole run, from the first spawn to the last reap.
-    pub run_wall_s: f64,
-    /// How workers were started: `local` or `slurm`.
-    #[serde(default = "local")]
-    pub launcher: String,
-    /// How many distinct hosts ran the workers (by `host_sha256`).
-    #[serde(default)]
-    pub hosts: u32,
-    /// Aggregate counts of the data a mode read (cold-prep and later modes).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<Counts>,
-    /// Cold-prep: the one-process preparation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub serial: Option<PrepSide>,
-    /// Cold-prep: the N-process preparation.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parallel: Option<PrepSide>,
-    /// Cold-prep: serial wall / parallel wall.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub speedup: Option<f64>,
-    /// Cold-prep: speedup / workers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub parallel_efficiency: Option<f64>,
-    /// Cold-prep: the busiest parallel worker's busy time over the mean.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub load_imbalance: Option<f64>,
-    /// Cold-prep: whether the serial and parallel cache manifests are byte-identical.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caches_identical: Option<bool>,
-    /// Trials: every trial of every stage, with statistics, keyed like `stages`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub trials: Option<BTreeMap<String, TrialSet>>,
-    /// Trials: the rule that marks outliers.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub outlier_rule: Option<String>,
-    /// Recipe: the state directory as the run left it (no file named).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub state: Option<recipe::state::Digest>,
-}
-
-fn local() -> String {
-    "local".into()
-}
 
 /// The trials of one stage.
 #[derive(Clone, Debug, Serialize, Deserialize)]

@@ -1,0 +1,104 @@
+//! report.json: every measurement of a successful run, bound by SHA-256 to
+//! the declaration, the environment, every artifact and its own body. The
+//! common part is the same for every mode; what a mode adds is its
+//! [`Section`], flattened into the same JSON object and tagged by `mode`.
+
+use super::{cold_prep, profile, recipe, trials};
+use crate::rundir::report::{ArtifactRecord, Counts, ProcessRecord, StageRecord, TrialSet};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub use crate::rundir::report::{SCHEMA, SCHEMA_VERSION};
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Report {
+    pub schema: String,
+    pub schema_version: u32,
+    pub isolation: String,
+    pub declaration_sha256: String,
+    pub environment_sha256: String,
+    /// One record per planned stage, keyed by its key in the declaration.
+    pub stages: BTreeMap<String, StageRecord>,
+    /// Every worker process the run launched, in launch order.
+    pub workers: Vec<ProcessRecord>,
+    /// Every artifact, sorted by path.
+    pub artifacts: Vec<ArtifactRecord>,
+    /// Wall time of the whole run, from the first spawn to the last reap.
+    pub run_wall_s: f64,
+    /// How workers were started: `local` or `slurm`.
+    #[serde(default = "local")]
+    pub launcher: String,
+    /// How many distinct hosts ran the workers (by `host_sha256`).
+    #[serde(default)]
+    pub hosts: u32,
+    /// The mode's own part, tagged by `mode`.
+    #[serde(flatten)]
+    pub section: Section,
+}
+
+fn local() -> String {
+    "local".into()
+}
+
+/// What a mode adds to the report; its tag is the report's `mode`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(tag = "mode")]
+pub enum Section {
+    #[serde(rename = "diagnostic")]
+    Diagnostic,
+    #[serde(rename = "cold-prep")]
+    ColdPrep(Box<cold_prep::Section>),
+    #[serde(rename = "trials")]
+    Trials(trials::Section),
+    #[serde(rename = "profile")]
+    Profile(profile::Section),
+    #[serde(rename = "recipe")]
+    Recipe(recipe::Section),
+}
+
+impl Report {
+    /// The mode, as the report records it.
+    pub fn mode(&self) -> &'static str {
+        match &self.section {
+            Section::Diagnostic => "diagnostic",
+            Section::ColdPrep(_) => "cold-prep",
+            Section::Trials(_) => "trials",
+            Section::Profile(_) => "profile",
+            Section::Recipe(_) => "recipe",
+        }
+    }
+
+    /// Cold-prep's comparison of the serial and N-process preparations.
+    pub fn cold_prep(&self) -> Option<&cold_prep::Section> {
+        match &self.section {
+            Section::ColdPrep(c) => Some(c),
+            _ => None,
+        }
+    }
+
+    /// Trials: every trial of every stage, keyed like `stages`.
+    pub fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
+        match &self.section {
+            Section::Trials(t) => Some(&t.trials),
+            _ => None,
+        }
+    }
+
+    /// The counts of the data the run read, for the modes that read a dataset.
+    pub fn counts(&self) -> Option<&Counts> {
+        match &self.section {
+            Section::ColdPrep(c) => Some(&c.counts),
+            Section::Trials(t) => t.counts.as_ref(),
+            Section::Profile(p) => Some(&p.counts),
+            Section::Diagnostic | Section::Recipe(_) => None,
+        }
+    }
+
+    /// Recipe: the state directory as the run left it.
+    pub fn state(&self) -> Option<&::recipe::state::Digest> {
+        match &self.section {
+            Section::Recipe(r) => Some(&r.state),
+            _ => None,
+        }
+    }
+}
