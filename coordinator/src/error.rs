@@ -1,4 +1,48 @@
-//! The coordinator's errors: why a run produced no report ([`RunError`]).
+//! The coordinator's errors. [`Error`] is what a command ends with, and
+//! [`Error::exit_code`] is the one place an error becomes an exit code
+//! ([`protocol::exit::coordinator`]). [`RunError`] is why a run produced no
+//! report, with what failure.json records; each subsystem's own error
+//! (a run's, a campaign's, a comparison's) converts into [`Error`] with the
+//! text a person sees.
+
+use protocol::exit::coordinator as code;
+
+/// Why a command did not succeed; the message is the line after `error: `.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Bad usage or input; nothing was measured, nothing left behind.
+    #[error("{0}")]
+    Usage(String),
+    /// A run or campaign started and failed (its failure.json says why).
+    #[error("{0}")]
+    Failed(String),
+    /// A run or campaign directory does not hold what its evidence binds.
+    #[error("{0}")]
+    Unverified(String),
+    /// A signal stopped the work; nothing was reported.
+    #[error("{message}")]
+    Interrupted { signal: i32, message: String },
+}
+
+impl Error {
+    /// The exit code, as `--help` and the README list them.
+    pub fn exit_code(&self) -> u8 {
+        match self {
+            Error::Usage(_) => code::USAGE,
+            Error::Failed(_) => code::RUN_FAILED,
+            Error::Unverified(_) => code::VERIFY_FAILED,
+            Error::Interrupted { signal, .. } => code::INTERRUPTED_BASE + *signal as u8,
+        }
+    }
+}
+
+impl From<String> for Error {
+    /// A plain message is a usage error: the commands whose checks return
+    /// text (datasets, exports, the dashboard) refuse before doing anything.
+    fn from(message: String) -> Error {
+        Error::Usage(message)
+    }
+}
 
 /// Why a run produced no report.
 #[derive(Debug, thiserror::Error)]
@@ -13,13 +57,28 @@ pub enum RunError {
         stage: Option<String>,
         /// Rank of the worker involved, if any.
         worker: Option<u32>,
-        /// Stable reason for failure.json (see [`Failure::reason`]).
+        /// Stable reason for failure.json (see `rundir::failure::Failure::reason`).
         reason: &'static str,
         message: String,
     },
     /// A signal stopped the run.
     #[error("interrupted by signal {signal}; workers stopped, no report written")]
     Interrupted { signal: i32 },
+}
+
+impl RunError {
+    /// As a command's error, with where its failure.json is, if one was written.
+    pub fn recorded(self, failure_file: Option<&std::path::Path>) -> Error {
+        let message = match failure_file {
+            Some(f) => format!("{self} (recorded in {})", f.display()),
+            None => self.to_string(),
+        };
+        match self {
+            RunError::Usage(_) => Error::Usage(message),
+            RunError::Failed { .. } => Error::Failed(message),
+            RunError::Interrupted { signal } => Error::Interrupted { signal, message },
+        }
+    }
 }
 
 /// A failed run's error (see [`RunError::Failed`]).
@@ -30,4 +89,22 @@ pub fn fail(
     message: String,
 ) -> RunError {
     RunError::Failed { stage, worker, reason, message }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_error_has_the_documented_exit_code() {
+        assert_eq!(Error::Usage("x".into()).exit_code(), 2);
+        assert_eq!(Error::Failed("x".into()).exit_code(), 1);
+        assert_eq!(Error::Unverified("x".into()).exit_code(), 3);
+        let e = RunError::Interrupted { signal: 15 }.recorded(None);
+        assert_eq!(e.exit_code(), 143);
+        let e = fail(None, None, "stage_failed", "boom".into())
+            .recorded(Some(std::path::Path::new("runs/x/failure.json")));
+        assert_eq!(e.to_string(), "boom (recorded in runs/x/failure.json)");
+        assert_eq!(e.exit_code(), 1);
+    }
 }

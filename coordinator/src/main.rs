@@ -1,5 +1,5 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    coordinator::cli::main()
+    coordinator::cli::run(coordinator::cli::parse())
 }

@@ -43,13 +43,29 @@ pub struct Finished {
 }
 
 /// Why a campaign stopped.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum CampaignError {
     /// Refused before anything ran.
+    #[error("{0}")]
     Usage(String),
     /// A run failed where it should not have; its directory says why.
+    #[error("campaign failed: {0}")]
     Failed(String),
+    #[error("campaign interrupted by signal {0}; no report written")]
     Interrupted(i32),
+}
+
+impl From<CampaignError> for crate::error::Error {
+    fn from(e: CampaignError) -> Self {
+        use crate::error::Error;
+        match e {
+            CampaignError::Usage(m) => Error::Usage(m),
+            CampaignError::Failed(_) => Error::Failed(e.to_string()),
+            CampaignError::Interrupted(signal) => {
+                Error::Interrupted { signal, message: e.to_string() }
+            }
+        }
+    }
 }
 
 /// Runs a campaign: `file` (None: the embedded default) into `output`

@@ -53,6 +53,15 @@ pub enum CompareError {
     NoFigure(String),
 }
 
+impl From<CompareError> for crate::error::Error {
+    fn from(e: CompareError) -> Self {
+        match e {
+            CompareError::Unverified { .. } => crate::error::Error::Unverified(e.to_string()),
+            e => crate::error::Error::Usage(e.to_string()),
+        }
+    }
+}
+
 fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
     let bytes = std::fs::read(dir.join(file))
         .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))?;

@@ -169,4 +169,28 @@ mod tests {
         };
         assert_ne!(home.1, definition_sha256(&other));
     }
+
+    /// The profile's stages over a dataset: the same at any path.
+    #[test]
+    fn profile_stages_hash_no_dataset_path() {
+        use protocol::{EpochInput, ModelStep};
+        let stages = |data: &str| {
+            let input = EpochInput {
+                dataset: data.into(),
+                cache: "private-feature-cache".into(),
+                seed: 0,
+                normalizer_sha256: String::new(),
+                contexts_sha256: String::new(),
+            };
+            [
+                Stage::VerifySources { dataset: data.into() },
+                Stage::FitNormalizer { dataset: data.into(), cache: "c".into() },
+                Stage::CountContexts { dataset: data.into(), cache: "c".into() },
+                Stage::LoaderEpoch(input.clone()),
+                Stage::Model(ModelStep::FitEpoch, input),
+            ]
+            .map(|s| definition_sha256(&s))
+        };
+        assert_eq!(stages("/home/ana/frozen"), stages("/mnt/b/frozen"));
+    }
 }

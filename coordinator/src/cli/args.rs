@@ -1,0 +1,258 @@
+//! The command line as clap parses it: commands, flags, their defaults and
+//! their help. Nothing here runs anything.
+
+use crate::interrupt::KillAt;
+use crate::plan::{Isolation, Mode};
+use crate::render::export::Exports;
+use clap::{Args, Parser, Subcommand};
+use recipe::generate::Scale;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "coordinator",
+    version,
+    about = "Profile a pipeline stage by stage, each stage in a fresh isolated worker process, with hash-bound evidence",
+    args_conflicts_with_subcommands = true,
+    after_help = "Exit codes: 0 success, 1 run failed (failure.json says why), 2 bad usage or input, \
+                  3 verification failed, 128+N interrupted by signal N.\n\
+                  Set STAGEBENCH_LOG=debug to see worker spawns, pids and handshakes on stderr."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Option<Command>,
+    #[command(flatten)]
+    pub(super) run: RunArgs,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// Recompute every hash binding of a run directory; exit 0 if all hold.
+    Verify {
+        /// The run directory (holding report.json).
+        dir: PathBuf,
+    },
+    /// Compare two runs stage by stage: ratio of medians with a bootstrap
+    /// interval, a rank test, and a verdict per figure. Exits 4 when a figure
+    /// of B regressed beyond the threshold against A.
+    Compare {
+        run_a: PathBuf,
+        run_b: PathBuf,
+        /// Percent by which B may be significantly slower before it counts as regressed.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// Compare (and gate on) only this figure; repeat for several. Any
+        /// figure the runs record: wall_s, cpu_s, peak_rss_bytes (the
+        /// default three), or a stage's own, such as span:NAME_s.
+        #[arg(long = "figure", value_name = "NAME")]
+        figures: Vec<String>,
+        /// Compare runs whose declarations differ (mode, dataset, a stage's
+        /// definition); the output is then marked as not comparable.
+        #[arg(long)]
+        allow_incomparable: bool,
+        /// Also write the table (compare.txt) and a forest plot of the ratios
+        /// (forest.svg, forest.png) into this new directory.
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+    },
+    /// Redraw a run's summary.md from its report.json alone (after checking
+    /// every other binding), byte for byte as the run wrote it.
+    Render {
+        /// The run directory (holding report.json).
+        dir: PathBuf,
+        #[command(flatten)]
+        export: ExportArgs,
+    },
+    /// Write DIR/README.md: a table of every run directory below DIR, newest
+    /// first, from their reports. Rerunning it with nothing new changes nothing.
+    Dashboard {
+        /// The directory holding run directories (at any depth).
+        dir: PathBuf,
+    },
+    /// Run a scripted cold/resume campaign: each step a full `--mode recipe`
+    /// run in fresh processes, repeated; writes report.json (verifiable),
+    /// summary.md with the judgment, and plots/campaign.{svg,png}.
+    Campaign {
+        /// The campaign (TOML). [default: scripts/campaigns/cold-resume.toml, embedded]
+        file: Option<PathBuf>,
+        /// Campaign directory to create; it must not exist. [default: campaigns/<UTC time>-<name>/]
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        /// The worker binary. [default: `worker` next to this coordinator]
+        #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
+        worker_bin: Option<PathBuf>,
+    },
+    /// Make or freeze datasets in the CMI "Detect Sleep States" format.
+    #[command(subcommand)]
+    Dataset(DatasetCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum DatasetCommand {
+    /// Write a deterministic synthetic cohort in the raw CMI format
+    /// (train_series.parquet, train_events.csv) into a new directory.
+    Generate {
+        /// Directory to create; it must not exist.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+        /// tiny (8 series, for tests), small (36, the built-in default) or seed (277, ~128 M rows).
+        #[arg(long, default_value = "small")]
+        scale: Scale,
+        #[arg(long, default_value_t = 0)]
+        seed: u64,
+    },
+    /// Turn raw files into a frozen dataset: one parquet per series, a copy of
+    /// the events, and frozen.json with the split, every hash and a fingerprint.
+    Freeze {
+        /// The raw series parquet (series_id, step, timestamp, anglez, enmo).
+        #[arg(long, value_name = "FILE")]
+        series: PathBuf,
+        /// The raw events CSV (series_id, night, event, step, timestamp).
+        #[arg(long, value_name = "FILE")]
+        events: PathBuf,
+        /// Directory to create; it must not exist.
+        #[arg(long, value_name = "DIR")]
+        out: PathBuf,
+    },
+    /// Read and decode every training series of a frozen dataset in this one
+    /// process, with no checks, extraction or writes: the floor under cold
+    /// preparation. Prints the times.
+    Scan {
+        /// A frozen dataset. [default: the built-in small cohort]
+        #[arg(long, value_name = "DIR")]
+        data: Option<PathBuf>,
+    },
+}
+
+/// Results in the forms other tools read; each path must not exist.
+#[derive(Args, Debug, Default)]
+pub(super) struct ExportArgs {
+    /// Write the results as JSON (per stage: figures, trials, statistics).
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_json: Option<PathBuf>,
+    /// Write the results as CSV (per stage: wall-time statistics, CPU, peak RSS).
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_csv: Option<PathBuf>,
+    /// Write the results as a Markdown table (the run's summary.md).
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_markdown: Option<PathBuf>,
+}
+
+impl ExportArgs {
+    pub(super) fn exports(self) -> Exports {
+        Exports::new(self.export_json, self.export_csv, self.export_markdown)
+    }
+}
+
+#[derive(Args, Debug)]
+pub(super) struct RunArgs {
+    /// What to run.
+    #[arg(long, value_enum, default_value = "diagnostic")]
+    pub(super) mode: Mode,
+    /// A stage to run, in order; repeatable. Diagnostic stages: noop, sleep:MS,
+    /// spin:MS, alloc:MIB, write:KIB, fail, crash.
+    /// [default: noop sleep:200 spin:300 alloc:256 write:64]
+    #[arg(long = "stage", value_name = "NAME[:ARG]")]
+    pub(super) stages: Vec<String>,
+    /// Trials mode: counted trials of every stage, each in a fresh process.
+    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub(super) trials: u32,
+    /// Trials mode: warm-up trials of every stage, recorded but not counted.
+    #[arg(long, default_value_t = 1)]
+    pub(super) warmup: u32,
+    /// Profile mode: the loader's shuffle seed.
+    #[arg(long, default_value_t = 0)]
+    pub(super) seed: u64,
+    /// Recipe mode: the state directory that keeps the recipe's artifacts
+    /// (cache, normalizer, context index, checkpoints) across runs. Created
+    /// if missing; an existing one must be empty or a state directory.
+    #[arg(long, value_name = "DIR")]
+    pub(super) state: Option<PathBuf>,
+    /// Recipe mode: on resume, `load` a complete normalizer and context
+    /// index, or `recompute` them from their inputs.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    pub(super) resume_policy: Option<PolicyArg>,
+    /// Recipe mode: epochs to train (a checkpoint after each).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(super) epochs: Option<u32>,
+    /// Kill the worker of STAGE with SIGKILL as soon as it reports FRACTION
+    /// (0 to 1) of its progress, e.g. cache_prepare:0.5 or train:0.75: a
+    /// declared interruption (the run then fails, leaving what it left).
+    #[arg(long, value_name = "STAGE:FRACTION")]
+    pub(super) kill_at: Option<KillAt>,
+    /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,
+    /// measured with its whole process tree; repeatable. Runs after --stage stages.
+    #[arg(long = "command", value_name = "CMD ARGS")]
+    pub(super) commands: Vec<String>,
+    /// A name for the matching --command (in order) in reports. [default: command]
+    #[arg(long = "name", value_name = "NAME")]
+    pub(super) names: Vec<String>,
+    /// How many worker processes run at once.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub(super) workers: u32,
+    /// `stage`: a fresh worker process per stage; `run`: one process runs every stage.
+    #[arg(long, value_enum, default_value = "stage")]
+    pub(super) isolation: Isolation,
+    /// Run directory to create; it must not exist. [default: runs/<UTC time>-<mode>/]
+    #[arg(long, value_name = "DIR")]
+    pub(super) output: Option<PathBuf>,
+    /// A frozen dataset (see `coordinator dataset freeze`). [default: the built-in
+    /// small synthetic cohort, generated once into $STAGEBENCH_CACHE or ~/.cache/stagebench]
+    #[arg(long, value_name = "DIR")]
+    pub(super) data: Option<PathBuf>,
+    /// Fail a stage that runs longer than this many seconds.
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    pub(super) stage_timeout: Option<Duration>,
+    /// Fail a worker that has not completed its handshake after this many seconds.
+    #[arg(long, value_name = "SECS", default_value = "20", value_parser = positive_secs)]
+    pub(super) connect_timeout: Duration,
+    /// Seconds between SIGTERM and SIGKILL when workers must be stopped.
+    #[arg(long, value_name = "SECS", default_value = "2", value_parser = positive_secs)]
+    pub(super) grace: Duration,
+    /// How workers start: `local` child processes, or `slurm`, the tasks of
+    /// one `srun` job step per phase (workers then connect over TCP).
+    #[arg(long, value_enum, default_value = "local")]
+    pub(super) launcher: LauncherArg,
+    /// Listen for workers on this TCP address (HOST:PORT; port 0 picks one).
+    /// [default: a private Unix socket; 127.0.0.1:0 with --launcher slurm]
+    #[arg(long, value_name = "ADDR")]
+    pub(super) listen: Option<String>,
+    /// --launcher slurm: the partition to run in (srun --partition).
+    #[arg(long, value_name = "NAME")]
+    pub(super) partition: Option<String>,
+    /// --launcher slurm: the job step's time limit (srun --time, e.g. 10 or 1:00:00).
+    #[arg(long, value_name = "TIME")]
+    pub(super) time_limit: Option<String>,
+    /// --launcher slurm: one more argument for srun, passed as given; repeatable.
+    #[arg(long = "srun-arg", value_name = "ARG", allow_hyphen_values = true)]
+    pub(super) srun_args: Vec<String>,
+    /// The worker binary. [default: `worker` next to this coordinator]
+    #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
+    pub(super) worker_bin: Option<PathBuf>,
+    /// Print nothing while running; only the final summary.
+    #[arg(long, short)]
+    pub(super) quiet: bool,
+    #[command(flatten)]
+    pub(super) export: ExportArgs,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum PolicyArg {
+    Load,
+    Recompute,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(super) enum LauncherArg {
+    Local,
+    Slurm,
+}
+
+pub(super) fn positive_secs(s: &str) -> Result<Duration, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v.is_finite() && v > 0.0 && v < 1e9) {
+        return Err(format!("'{s}' must be a positive number of seconds"));
+    }
+    Ok(Duration::from_secs_f64(v))
+}

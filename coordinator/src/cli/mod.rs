@@ -1,0 +1,148 @@
+//! The command line: [`parse`] the flags, then [`run`] the command. Each
+//! command returns `Ok` with its exit code (0, or 4 for a comparison that
+//! found a regression) or an [`Error`], which is printed as one line and
+//! mapped to its exit code by [`Error::exit_code`], nowhere else.
+
+mod args;
+mod print;
+mod resolve;
+
+pub use args::Cli;
+
+use crate::error::Error;
+use crate::render::export::Exports;
+use args::{Command, DatasetCommand};
+use clap::Parser;
+use protocol::exit::coordinator as code;
+use std::path::Path;
+use std::process::ExitCode;
+
+/// Warnings only, and none from the SVG rasteriser: a bar narrower than a
+/// pixel makes it warn about a zero-width rectangle it then rightly skips.
+const QUIET_LIBRARIES: &str = "warn,usvg=error,resvg=error,tiny_skia=error";
+
+/// The command line of this process, parsed (clap exits on bad flags), with
+/// logging set up for what follows.
+pub fn parse() -> Cli {
+    init_logging();
+    Cli::parse()
+}
+
+/// Runs the command; its exit code.
+pub fn run(cli: Cli) -> ExitCode {
+    match command(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code())
+        }
+    }
+}
+
+fn command(cli: Cli) -> Result<u8, Error> {
+    match cli.command {
+        Some(Command::Dataset(cmd)) => {
+            let line = match cmd {
+                DatasetCommand::Generate { out, scale, seed } => {
+                    crate::dataset::generate_cmd(&out, scale, seed)
+                }
+                DatasetCommand::Freeze { series, events, out } => {
+                    crate::dataset::freeze_cmd(&series, &events, &out)
+                }
+                DatasetCommand::Scan { data } => crate::dataset::scan_cmd(data.as_deref()),
+            }?;
+            println!("{line}");
+            Ok(code::SUCCESS)
+        }
+        Some(Command::Compare { run_a, run_b, threshold, figures, allow_incomparable, output }) => {
+            if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
+                return Err(Error::Usage(format!("output '{}' already exists", out.display())));
+            }
+            let figures = match figures.is_empty() {
+                true => crate::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
+                false => figures,
+            };
+            let c =
+                crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable, &figures)?;
+            print!("{}", crate::compare::render(&c, threshold));
+            if let Some(out) = &output {
+                crate::compare::write_output(out, &c, threshold)?;
+                println!("wrote {}/ ({})", out.display(), crate::compare::OUTPUT_FILES.join(", "));
+            }
+            Ok(if c.rows.iter().any(|r| r.regressed) { code::REGRESSION } else { code::SUCCESS })
+        }
+        Some(Command::Render { dir, export }) => {
+            let exports = export.exports();
+            exports.check()?;
+            let (report, paths) = crate::verify::render(&dir).map_err(|e| {
+                Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
+            })?;
+            for path in paths {
+                println!("rendered {}", path.display());
+            }
+            match report {
+                Some(report) => write_exports(&exports, &report),
+                None if exports.0.is_empty() => Ok(code::SUCCESS),
+                None => Err(Error::Usage("exports apply to a run, not to a campaign".into())),
+            }
+        }
+        Some(Command::Dashboard { dir }) => {
+            println!("{}", crate::dashboard::write(&dir)?);
+            Ok(code::SUCCESS)
+        }
+        Some(Command::Campaign { file, output, worker_bin }) => {
+            let worker_bin = match worker_bin {
+                Some(w) => w,
+                None => resolve::default_worker_bin()?,
+            };
+            let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
+            println!("campaign {}:", done.report.name);
+            for line in &done.report.judgment {
+                println!("  {line}");
+            }
+            println!(
+                "evidence: {}/ (report.json, summary.md, plots/campaign.svg and .png; every run under runs/)",
+                done.dir.display()
+            );
+            Ok(code::SUCCESS)
+        }
+        Some(Command::Verify { dir }) => {
+            let v = crate::verify::verify(&dir).map_err(|e| {
+                Error::Unverified(format!("verification of '{}' failed: {e}", dir.display()))
+            })?;
+            println!("verified {}: {v}", dir.display());
+            Ok(code::SUCCESS)
+        }
+        None => {
+            let mut run = cli.run;
+            let exports = std::mem::take(&mut run.export).exports();
+            exports.check()?;
+            let plan = resolve::resolve(run)?;
+            let summary = crate::run::execute(&plan)
+                .map_err(|f| f.error.recorded(f.failure_file.as_deref()))?;
+            print::print_summary(&summary);
+            write_exports(&exports, &summary.report)
+        }
+    }
+}
+
+/// Writes the exports of a finished run; any failure is a usage error (the
+/// run's evidence is complete either way).
+fn write_exports(exports: &Exports, report: &crate::modes::Report) -> Result<u8, Error> {
+    for p in exports.write(report)? {
+        println!("exported {}", Path::new(&p).display());
+    }
+    Ok(code::SUCCESS)
+}
+
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_env("STAGEBENCH_LOG")
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(QUIET_LIBRARIES));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .without_time()
+        .try_init();
+}

@@ -1,0 +1,100 @@
+//! What a person reads on stdout when a run ends: the stage table, the
+//! cold-prep and trials lines, and where the evidence is.
+
+use crate::fmt::{duration, mib};
+use crate::modes::{Report, Section};
+use crate::run::RunSummary;
+use crate::rundir::report::{TrialSet, shared_warnings};
+use std::collections::BTreeMap;
+
+pub(super) fn print_summary(s: &RunSummary) {
+    let r = &s.report;
+    println!(
+        "stagebench {} run: {} stage(s) in {} worker process(es), {:.3} s",
+        r.mode(),
+        r.stages.len(),
+        r.workers.len(),
+        r.run_wall_s
+    );
+    println!(
+        "  {:<36} {:>6} {:>10} {:>10} {:>12}",
+        "stage", "worker", "wall s", "cpu s", "peak RSS"
+    );
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        let worker = match st.worker {
+            Some(w) => w.to_string(),
+            None => format!("{}x", st.processes),
+        };
+        println!(
+            "  {:<36} {:>6} {:>10.3} {:>10.3} {:>12}",
+            key,
+            worker,
+            st.wall_s,
+            st.cpu_s,
+            mib(st.peak_rss_bytes)
+        );
+    }
+    if let Some(prep) = r.cold_prep() {
+        let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
+        println!(
+            "  training series {}, frames {} ({} valid); serial {:.3} s, {} processes {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
+            c.train_series,
+            c.frames,
+            c.valid_frames,
+            serial.wall_s,
+            parallel.workers.len(),
+            parallel.wall_s,
+            prep.speedup,
+            100.0 * prep.parallel_efficiency,
+            prep.load_imbalance,
+            prep.caches_identical
+        );
+    }
+    if let Some(trials) = r.trials() {
+        print_trials(r, trials);
+    }
+    println!(
+        "evidence: {}/ (declaration.json, environment.json, report.json; summary.md and plots/ derived from it)",
+        s.dir.display()
+    );
+}
+
+/// Per stage: the median wall time with its interval, the spread, the
+/// outliers, how many trials would resolve a 1% difference, and warnings.
+fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
+    let mut keys: Vec<&String> = trials.keys().collect();
+    keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
+    // Warnings every stage shares (machine load) are printed once, below.
+    let shared = shared_warnings(trials);
+    println!(
+        "  {:<24} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
+        "trials (wall)", "n", "median", "95% CI of median", "stdev", "MAD", "outliers", "n for 1%"
+    );
+    for k in keys {
+        let t = &trials[k];
+        let w = &t.summary["wall_s"];
+        println!(
+            "  {:<24} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
+            k,
+            t.n,
+            duration(w.median),
+            duration(w.median_ci95[0]),
+            duration(w.median_ci95[1]),
+            duration(w.stdev),
+            duration(w.mad),
+            w.outliers.len(),
+            t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+        );
+        for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
+            println!("    warning: {warning}");
+        }
+    }
+    for warning in shared {
+        println!("  warning: {warning}");
+    }
+    if let Section::Trials(t) = &r.section {
+        println!("  outliers: {}; warm-up trials are recorded, not counted", t.outlier_rule);
+    }
+}

@@ -1,0 +1,154 @@
+//! From parsed flags to a [`RunPlan`]: every check of the command line that
+//! needs no run directory, in one place, before anything is created.
+
+use super::args::{LauncherArg, PolicyArg, RunArgs};
+use crate::modes::{ModePlan, RunPlan};
+use crate::plan::{self, Mode, Settings};
+use std::path::PathBuf;
+
+pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
+    let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile | Mode::Recipe);
+    if args.mode != Mode::Recipe {
+        let recipe_only = [
+            ("--state", args.state.is_some()),
+            ("--resume-policy", args.resume_policy.is_some()),
+            ("--epochs", args.epochs.is_some()),
+        ];
+        if let Some((flag, _)) = recipe_only.iter().find(|(_, g)| *g) {
+            return Err(format!("{flag} applies to --mode recipe"));
+        }
+    } else if args.state.is_none() {
+        return Err("--mode recipe needs --state DIR".into());
+    }
+    if recipe_mode && !(args.stages.is_empty() && args.commands.is_empty()) {
+        return Err(format!(
+            "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
+            args.mode.as_str()
+        ));
+    }
+    if args.names.len() > args.commands.len() {
+        return Err(format!(
+            "{} --name given for {} --command",
+            args.names.len(),
+            args.commands.len()
+        ));
+    }
+    let spellings: Vec<String> = if args.stages.is_empty() && args.commands.is_empty() {
+        plan::DEFAULT_DIAGNOSTIC_STAGES.iter().map(|s| s.to_string()).collect()
+    } else {
+        args.stages
+    };
+    let mut stages = spellings
+        .iter()
+        .map(|s| match crate::modes::profile::recipe_stage(s, args.seed) {
+            Some(_) if args.mode != Mode::Trials => Err(format!(
+                "--stage {s}: recipe stages repeat in --mode trials (--mode profile runs them all once)"
+            )),
+            Some(stage) => Ok(stage),
+            None => s.parse().map_err(|e| format!("--stage {s}: {e}")),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    for (i, line) in args.commands.iter().enumerate() {
+        if line.trim().is_empty() {
+            return Err("--command needs a command line".into());
+        }
+        let name = args.names.get(i).cloned().unwrap_or_else(|| "command".into());
+        if name.trim().is_empty() {
+            return Err("--name must not be empty".into());
+        }
+        stages.push(protocol::Stage::Command { name, line: line.clone() });
+    }
+    let stages = plan::keyed(stages);
+    let slurm_only = [
+        ("--partition", args.partition.is_some()),
+        ("--time-limit", args.time_limit.is_some()),
+        ("--srun-arg", !args.srun_args.is_empty()),
+    ];
+    let launcher = match args.launcher {
+        LauncherArg::Local => {
+            if let Some((flag, _)) = slurm_only.iter().find(|(_, given)| *given) {
+                return Err(format!("{flag} applies to --launcher slurm"));
+            }
+            crate::launch::Kind::Local
+        }
+        LauncherArg::Slurm => crate::launch::Kind::Slurm(crate::launch::SlurmOptions {
+            partition: args.partition,
+            time_limit: args.time_limit,
+            extra: args.srun_args,
+        }),
+    };
+    let listen = match (&launcher, args.listen) {
+        (_, Some(addr)) => {
+            // Refused now, before a run directory exists, not mid-run.
+            std::net::TcpListener::bind(addr.as_str())
+                .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))?;
+            Some(addr)
+        }
+        (crate::launch::Kind::Slurm(_), None) => Some("127.0.0.1:0".to_string()),
+        (crate::launch::Kind::Local, None) => None,
+    };
+    if let Some(k) = &args.kill_at {
+        let known: Vec<String> = match args.mode {
+            Mode::Recipe => crate::modes::recipe::keys().map(str::to_string).collect(),
+            _ => stages.iter().map(|s| s.key.clone()).collect(),
+        };
+        if !known.contains(&k.stage) {
+            return Err(format!(
+                "--kill-at {}: no stage of this run is called that (stages: {})",
+                k.stage,
+                known.join(", ")
+            ));
+        }
+    }
+    let worker_bin = match args.worker_bin {
+        Some(p) => p,
+        None => default_worker_bin()?,
+    };
+    let mode = match args.mode {
+        Mode::Diagnostic => ModePlan::Diagnostic(crate::modes::diagnostic::Plan { stages }),
+        Mode::ColdPrep => ModePlan::ColdPrep,
+        Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
+            stages,
+            trials: args.trials,
+            warmup: args.warmup,
+            seed: args.seed,
+        }),
+        Mode::Profile => ModePlan::Profile(crate::modes::profile::Plan { seed: args.seed }),
+        Mode::Recipe => {
+            // Claimed (created, marked) last: a refused command line leaves nothing.
+            let dir = args.state.as_deref().expect("checked above: recipe has --state");
+            ModePlan::Recipe(crate::modes::recipe::Plan {
+                state: recipe::state::claim(dir)?,
+                policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
+                    PolicyArg::Load => protocol::ResumePolicy::Load,
+                    PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
+                },
+                epochs: args.epochs.unwrap_or(1),
+                seed: args.seed,
+            })
+        }
+    };
+    Ok(RunPlan {
+        settings: Settings {
+            isolation: args.isolation,
+            workers: args.workers,
+            connect_timeout: args.connect_timeout,
+            stage_timeout: args.stage_timeout,
+            grace: args.grace,
+            worker_bin,
+            launcher,
+            listen,
+            output: args.output,
+            data: args.data,
+            quiet: args.quiet,
+            kill_at: args.kill_at,
+        },
+        mode,
+    })
+}
+
+/// `worker` next to the running coordinator binary.
+pub(super) fn default_worker_bin() -> Result<PathBuf, String> {
+    let me = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    Ok(me.with_file_name("worker"))
+}
