@@ -16,16 +16,16 @@ use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 static FONT: &[u8] = include_bytes!("../assets/DejaVuSans.ttf");
-pub const SANS: &str = "sans-serif";
-pub const WIDTH: u32 = 1000;
-pub const ROW_PX: u32 = 34;
+pub(crate) const SANS: &str = "sans-serif";
+pub(crate) const WIDTH: u32 = 1000;
+pub(crate) const ROW_PX: u32 = 34;
 
-pub const BAR: RGBColor = RGBColor(70, 110, 170);
-pub const CPU: RGBColor = RGBColor(220, 130, 50);
-pub const RSS: RGBColor = RGBColor(90, 160, 90);
-pub const MUTED: RGBColor = RGBColor(150, 150, 150);
-pub const FASTER: RGBColor = RGBColor(40, 140, 60);
-pub const SLOWER: RGBColor = RGBColor(200, 50, 40);
+pub(crate) const BAR: RGBColor = RGBColor(70, 110, 170);
+pub(crate) const CPU: RGBColor = RGBColor(220, 130, 50);
+pub(crate) const RSS: RGBColor = RGBColor(90, 160, 90);
+pub(crate) const MUTED: RGBColor = RGBColor(150, 150, 150);
+pub(crate) const FASTER: RGBColor = RGBColor(40, 140, 60);
+pub(crate) const SLOWER: RGBColor = RGBColor(200, 50, 40);
 
 fn register_font() {
     static ONCE: std::sync::Once = std::sync::Once::new();
@@ -37,11 +37,11 @@ fn register_font() {
 }
 
 /// The drawing area every plot draws on: an SVG, later rasterised.
-pub type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
 /// Draws a plot of `rows` rows as SVG (via `draw`, on a white background),
 /// and rasterises that SVG to PNG with the same font.
-pub fn svg_and_png(
+pub(crate) fn svg_and_png(
     rows: usize,
     draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
 ) -> Result<(Vec<u8>, Vec<u8>), String> {
@@ -73,18 +73,18 @@ fn rasterise(svg: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
     pixmap.encode_png().map_err(|e| format!("encoding PNG: {e}"))
 }
 
-pub fn err(e: impl std::fmt::Display) -> String {
+pub(crate) fn err(e: impl std::fmt::Display) -> String {
     format!("drawing a plot: {e}")
 }
 
 /// The y coordinate of row `i` of `n`, so that row 0 is at the top.
-pub fn row_y(i: usize, n: usize) -> f64 {
+pub(crate) fn row_y(i: usize, n: usize) -> f64 {
     (n - 1 - i) as f64
 }
 
 /// A y axis with one tick per row, at 0, 1, …, n − 1.
 #[derive(Clone)]
-pub struct RowsAxis(usize);
+pub(crate) struct RowsAxis(usize);
 
 impl Ranged for RowsAxis {
     type FormatOption = DefaultFormatting;
@@ -105,11 +105,11 @@ impl Ranged for RowsAxis {
     }
 }
 
-pub fn rows_axis(n: usize) -> RowsAxis {
+pub(crate) fn rows_axis(n: usize) -> RowsAxis {
     RowsAxis(n)
 }
 
-pub fn row_label(labels: &[String], y: f64) -> String {
+pub(crate) fn row_label(labels: &[String], y: f64) -> String {
     let n = labels.len();
     let i = y.round();
     if (y - i).abs() > 1e-6 || i < 0.0 || i as usize >= n {
@@ -118,19 +118,19 @@ pub fn row_label(labels: &[String], y: f64) -> String {
     labels[n - 1 - i as usize].clone()
 }
 
-pub fn label_width(labels: &[String]) -> u32 {
+pub(crate) fn label_width(labels: &[String]) -> u32 {
     (labels.iter().map(|l| l.chars().count()).max().unwrap_or(4) as u32 * 8 + 16).clamp(60, 320)
 }
 
-pub fn upper(max: f64) -> f64 {
+pub(crate) fn upper(max: f64) -> f64 {
     if max > 0.0 && max.is_finite() { max * 1.18 } else { 1.0 }
 }
 
-pub type RowChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RowsAxis>>;
+pub(crate) type RowChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, RowsAxis>>;
 
 /// A chart of one row per label (top to bottom) over the x range, with the
 /// axes, grid and labels every row plot shares.
-pub fn row_chart<'a, DB: DrawingBackend>(
+pub(crate) fn row_chart<'a, DB: DrawingBackend>(
     body: &'a DrawingArea<DB, Shift>,
     labels: &[String],
     x: std::ops::Range<f64>,
@@ -157,12 +157,15 @@ pub fn row_chart<'a, DB: DrawingBackend>(
     Ok(chart)
 }
 
-pub fn caption(root: &DrawingArea<impl DrawingBackend, Shift>, text: &str) -> Result<(), String> {
+pub(crate) fn caption(
+    root: &DrawingArea<impl DrawingBackend, Shift>,
+    text: &str,
+) -> Result<(), String> {
     root.draw(&Text::new(text.to_string(), (12, 10), (SANS, 18).into_font())).map_err(err)
 }
 
 /// A titled panel of one row per label over `0..hi`, three x labels.
-pub fn titled_chart<'a, DB: DrawingBackend>(
+pub(crate) fn titled_chart<'a, DB: DrawingBackend>(
     area: &'a DrawingArea<DB, Shift>,
     title: &str,
     labels: &[String],
@@ -192,7 +195,7 @@ pub fn titled_chart<'a, DB: DrawingBackend>(
 
 /// One panel of horizontal bars, a value label at the end of each.
 #[allow(clippy::too_many_arguments)]
-pub fn bar_panel<DB: DrawingBackend>(
+pub(crate) fn bar_panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, Shift>,
     title: &str,
     labels: &[String],

@@ -14,9 +14,9 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
-pub const INDEX: &str = "README.md";
+pub(crate) const INDEX: &str = "README.md";
 /// The first line of every index; a README.md without it is the user's.
-pub const MARKER: &str =
+pub(crate) const MARKER: &str =
     "<!-- written by `coordinator dashboard`: rerun it instead of editing this file -->";
 /// How deep below DIR run directories are looked for.
 const MAX_DEPTH: usize = 8;
@@ -33,7 +33,7 @@ struct Row {
 }
 
 /// Writes (or leaves unchanged) `dir/README.md`; returns a line for a person.
-pub fn write(dir: &Path) -> Result<String, String> {
+pub(crate) fn write(dir: &Path) -> Result<String, String> {
     if !dir.is_dir() {
         return Err(format!("'{}' is not a directory", dir.display()));
     }

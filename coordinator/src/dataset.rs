@@ -9,11 +9,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Seed of the built-in cohort.
-pub const DEFAULT_SEED: u64 = 0;
-pub const DEFAULT_SCALE: Scale = Scale::Small;
+pub(crate) const DEFAULT_SEED: u64 = 0;
+pub(crate) const DEFAULT_SCALE: Scale = Scale::Small;
 
 /// `$STAGEBENCH_CACHE`, else `$XDG_CACHE_HOME/stagebench`, else `~/.cache/stagebench`.
-pub fn cache_root() -> PathBuf {
+pub(crate) fn cache_root() -> PathBuf {
     if let Some(p) = std::env::var_os("STAGEBENCH_CACHE") {
         return PathBuf::from(p);
     }
@@ -25,7 +25,7 @@ pub fn cache_root() -> PathBuf {
 }
 
 /// The dataset a run reads, as an absolute path, with its checked frozen.json.
-pub fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), String> {
+pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), String> {
     let dir = match data {
         Some(d) => d.to_path_buf(),
         None => default_dataset(quiet)?,
@@ -102,7 +102,7 @@ fn run_self(args: &[&str], paths: &[(&str, &Path)]) -> Result<(), String> {
 }
 
 /// `coordinator dataset generate`.
-pub fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, String> {
+pub(crate) fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, String> {
     let terminal = std::io::stderr().is_terminal();
     let g = generate::generate(out, scale, seed, &mut |done, total| {
         if terminal {
@@ -125,7 +125,7 @@ pub fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, Strin
 }
 
 /// `coordinator dataset freeze`.
-pub fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, String> {
+pub(crate) fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, String> {
     let terminal = std::io::stderr().is_terminal();
     let f = recipe::freeze::freeze(series, events, out, &mut |rows| {
         if terminal && rows % (1 << 20) < (64 << 10) {
@@ -149,7 +149,7 @@ pub fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, St
 }
 
 /// `coordinator dataset scan`: read and decode every training series, serially.
-pub fn scan_cmd(data: Option<&Path>) -> Result<String, String> {
+pub(crate) fn scan_cmd(data: Option<&Path>) -> Result<String, String> {
     let (dir, frozen) = resolve(data, false)?;
     let (mut read_s, mut decode_s, mut rows, mut bytes, mut series) = (0.0, 0.0, 0u64, 0u64, 0u64);
     let mut checked_s = 0.0;

@@ -20,32 +20,32 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub struct DispatchConfig {
-    pub workers: u32,
-    pub jobs_per_process: usize,
-    pub after_job: Option<crate::supervisor::AfterJob>,
-    pub connect_timeout: Duration,
-    pub stage_timeout: Option<Duration>,
-    pub grace: Duration,
-    pub kill_at: Option<crate::interrupt::KillAt>,
+pub(crate) struct DispatchConfig {
+    pub(crate) workers: u32,
+    pub(crate) jobs_per_process: usize,
+    pub(crate) after_job: Option<crate::supervisor::AfterJob>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) stage_timeout: Option<Duration>,
+    pub(crate) grace: Duration,
+    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
 }
 
 /// What happened to every worker, and the first failure if there was one.
-pub struct DispatchOutcome {
-    pub outcomes: Vec<WorkerOutcome>,
+pub(crate) struct DispatchOutcome {
+    pub(crate) outcomes: Vec<WorkerOutcome>,
     /// The first worker ending that was not a success, in time order.
-    pub first_failure: Option<(WorkerId, WorkerEnd)>,
+    pub(crate) first_failure: Option<(WorkerId, WorkerEnd)>,
     /// A worker binary that could not be started at all.
-    pub launch_error: Option<String>,
+    pub(crate) launch_error: Option<String>,
     /// When the first worker was spawned, and the time to the last reap.
-    pub started: Instant,
-    pub wall: Duration,
+    pub(crate) started: Instant,
+    pub(crate) wall: Duration,
 }
 
 /// Ranks are unique across a run: phases draw them from one counter.
-pub type RankCounter = Arc<AtomicU32>;
+pub(crate) type RankCounter = Arc<AtomicU32>;
 
-pub async fn dispatch(
+pub(crate) async fn dispatch(
     jobs: Vec<Job>,
     launcher: Arc<Launcher>,
     gate: Arc<Gate>,

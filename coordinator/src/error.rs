@@ -9,7 +9,7 @@ use protocol::exit::coordinator as code;
 
 /// Why a command did not succeed; the message is the line after `error: `.
 #[derive(Debug, thiserror::Error)]
-pub enum Error {
+pub(crate) enum Error {
     /// Bad usage or input; nothing was measured, nothing left behind.
     #[error("{0}")]
     Usage(String),
@@ -26,7 +26,7 @@ pub enum Error {
 
 impl Error {
     /// The exit code, as `--help` and the README list them.
-    pub fn exit_code(&self) -> u8 {
+    pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Error::Usage(_) => code::USAGE,
             Error::Failed(_) => code::RUN_FAILED,
@@ -46,7 +46,7 @@ impl From<String> for Error {
 
 /// Why a run produced no report.
 #[derive(Debug, thiserror::Error)]
-pub enum RunError {
+pub(crate) enum RunError {
     /// Bad usage or input; nothing was measured.
     #[error("{0}")]
     Usage(String),
@@ -68,7 +68,7 @@ pub enum RunError {
 
 impl RunError {
     /// As a command's error, with where its failure.json is, if one was written.
-    pub fn recorded(self, failure_file: Option<&std::path::Path>) -> Error {
+    pub(crate) fn recorded(self, failure_file: Option<&std::path::Path>) -> Error {
         let message = match failure_file {
             Some(f) => format!("{self} (recorded in {})", f.display()),
             None => self.to_string(),
@@ -82,7 +82,7 @@ impl RunError {
 }
 
 /// A failed run's error (see [`RunError::Failed`]).
-pub fn fail(
+pub(crate) fn fail(
     stage: Option<String>,
     worker: Option<u32>,
     reason: &'static str,

@@ -6,7 +6,7 @@ use protocol::{Measurement, WorkerId};
 
 /// How a phase shows its progress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Style {
+pub(crate) enum Style {
     /// A line per finished job: few, long jobs.
     LinePerJob,
     /// A `done/total` counter: many short jobs (series).
@@ -17,7 +17,7 @@ pub enum Style {
 
 /// What supervisors report while they run (for progress display).
 #[derive(Clone, Debug)]
-pub enum Event {
+pub(crate) enum Event {
     /// Sent by the run, not a supervisor: a phase of `jobs` jobs begins.
     PhaseStarted {
         key: String,
@@ -29,7 +29,6 @@ pub enum Event {
         key: String,
     },
     Progress {
-        rank: WorkerId,
         key: String,
         done: u64,
         total: u64,

@@ -3,7 +3,7 @@
 
 /// Seconds in the unit that suits them (s, ms, µs, ns), four significant
 /// digits, so a sub-microsecond median does not print as zero.
-pub fn duration(x: f64) -> String {
+pub(crate) fn duration(x: f64) -> String {
     if !x.is_finite() {
         return format!("{x}");
     }
@@ -28,12 +28,12 @@ pub fn duration(x: f64) -> String {
 }
 
 /// Bytes as MiB with one decimal, without the unit (for a column headed MiB).
-pub fn mib_number(bytes: u64) -> String {
+pub(crate) fn mib_number(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
 }
 
 /// Bytes as MiB with one decimal and the unit: `12.3 MiB`.
-pub fn mib(bytes: u64) -> String {
+pub(crate) fn mib(bytes: u64) -> String {
     format!("{} MiB", mib_number(bytes))
 }
 

@@ -14,14 +14,14 @@ use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::oneshot;
 
 /// The reading half of a worker connection, whatever the transport.
-pub type ReadHalf = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
+pub(crate) type ReadHalf = Box<dyn tokio::io::AsyncRead + Send + Unpin>;
 /// The writing half of a worker connection, whatever the transport.
-pub type WriteHalf = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
+pub(crate) type WriteHalf = Box<dyn tokio::io::AsyncWrite + Send + Unpin>;
 
 /// Where workers connect: a Unix socket in a private directory (local
 /// workers), or TCP (workers launched through a cluster scheduler). The same
 /// frames, handshake, limits and timeouts hold on both.
-pub enum Listener {
+pub(crate) enum Listener {
     Unix(UnixListener),
     Tcp(TcpListener),
 }
@@ -46,10 +46,10 @@ impl Listener {
 }
 
 /// An admitted connection.
-pub struct Connection {
-    pub hello: Hello,
-    pub reader: ReadHalf,
-    pub writer: WriteHalf,
+pub(crate) struct Connection {
+    pub(crate) hello: Hello,
+    pub(crate) reader: ReadHalf,
+    pub(crate) writer: WriteHalf,
 }
 
 struct Pending {
@@ -57,7 +57,7 @@ struct Pending {
     tx: oneshot::Sender<Connection>,
 }
 
-pub struct Gate {
+pub(crate) struct Gate {
     token: Token,
     run_dir: String,
     hello_timeout: Duration,
@@ -66,7 +66,7 @@ pub struct Gate {
 }
 
 impl Gate {
-    pub fn new(token: Token, run_dir: String, hello_timeout: Duration) -> Arc<Gate> {
+    pub(crate) fn new(token: Token, run_dir: String, hello_timeout: Duration) -> Arc<Gate> {
         Arc::new(Gate {
             token,
             run_dir,
@@ -77,26 +77,26 @@ impl Gate {
     }
 
     /// Registers a worker about to be launched; its connection arrives on the receiver.
-    pub fn expect(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
+    pub(crate) fn expect(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
         let (tx, rx) = oneshot::channel();
         self.lock().insert(rank, Pending { expected_pid: None, tx });
         rx
     }
 
     /// Records the pid a locally launched worker must present.
-    pub fn set_pid(&self, rank: WorkerId, pid: u32) {
+    pub(crate) fn set_pid(&self, rank: WorkerId, pid: u32) {
         if let Some(p) = self.lock().get_mut(&rank) {
             p.expected_pid = Some(pid);
         }
     }
 
     /// Stops expecting a worker (it ended, or was admitted).
-    pub fn forget(&self, rank: WorkerId) {
+    pub(crate) fn forget(&self, rank: WorkerId) {
         self.lock().remove(&rank);
     }
 
     /// How many connections were refused so far.
-    pub fn refused(&self) -> u64 {
+    pub(crate) fn refused(&self) -> u64 {
         self.refused.load(Ordering::Relaxed)
     }
 
@@ -105,7 +105,7 @@ impl Gate {
     }
 
     /// Accepts connections until the task is aborted.
-    pub async fn serve(self: Arc<Self>, listener: Listener) {
+    pub(crate) async fn serve(self: Arc<Self>, listener: Listener) {
         loop {
             match listener.accept().await {
                 Ok((reader, writer)) => {
@@ -201,7 +201,7 @@ fn short(fingerprint: &str) -> &str {
 }
 
 /// A message's kind, for error text (never its contents).
-pub fn kind(msg: &FromWorker) -> &'static str {
+pub(crate) fn kind(msg: &FromWorker) -> &'static str {
     match msg {
         FromWorker::Hello(_) => "Hello",
         FromWorker::Progress { .. } => "Progress",

@@ -6,9 +6,9 @@
 /// running the stage is killed with SIGKILL as soon as it has reported at
 /// least this fraction of its progress.
 #[derive(Clone, Debug, PartialEq)]
-pub struct KillAt {
-    pub stage: String,
-    pub fraction: f64,
+pub(crate) struct KillAt {
+    pub(crate) stage: String,
+    pub(crate) fraction: f64,
 }
 
 impl std::str::FromStr for KillAt {

@@ -13,7 +13,7 @@ use std::process::Command;
 
 /// Where workers connect, as handed to them.
 #[derive(Clone, Debug)]
-pub enum Endpoint {
+pub(crate) enum Endpoint {
     /// A Unix socket in a private directory.
     Unix(PathBuf),
     /// `HOST:PORT` of a TCP listener.
@@ -22,22 +22,22 @@ pub enum Endpoint {
 
 /// `--launcher slurm` settings.
 #[derive(Clone, Debug, Default)]
-pub struct SlurmOptions {
-    pub partition: Option<String>,
+pub(crate) struct SlurmOptions {
+    pub(crate) partition: Option<String>,
     /// `srun --time`, e.g. `10` (minutes) or `1:00:00`.
-    pub time_limit: Option<String>,
+    pub(crate) time_limit: Option<String>,
     /// Further `srun` arguments, passed through as given.
-    pub extra: Vec<String>,
+    pub(crate) extra: Vec<String>,
 }
 
 #[derive(Clone, Debug)]
-pub enum Kind {
+pub(crate) enum Kind {
     Local,
     Slurm(SlurmOptions),
 }
 
 impl Kind {
-    pub fn as_str(&self) -> &'static str {
+    pub(crate) fn as_str(&self) -> &'static str {
         match self {
             Kind::Local => "local",
             Kind::Slurm(_) => "slurm",
@@ -46,23 +46,23 @@ impl Kind {
 }
 
 #[derive(Clone, Debug)]
-pub struct Launcher {
-    pub worker_bin: PathBuf,
-    pub endpoint: Endpoint,
-    pub token: Token,
-    pub kind: Kind,
+pub(crate) struct Launcher {
+    pub(crate) worker_bin: PathBuf,
+    pub(crate) endpoint: Endpoint,
+    pub(crate) token: Token,
+    pub(crate) kind: Kind,
 }
 
 impl Launcher {
     /// Whether several workers start together as one job step.
-    pub fn starts_steps(&self) -> bool {
+    pub(crate) fn starts_steps(&self) -> bool {
         matches!(self.kind, Kind::Slurm(_))
     }
 
     /// Starts `n` workers with ranks `first`, `first + 1`, …: locally one
     /// process each; through Slurm one job step of `n` tasks, whose task i
     /// takes rank `first + SLURM_PROCID`.
-    pub fn launch(&self, first: WorkerId, n: u32) -> io::Result<Vec<WorkerProcess>> {
+    pub(crate) fn launch(&self, first: WorkerId, n: u32) -> io::Result<Vec<WorkerProcess>> {
         match &self.kind {
             Kind::Local => (0..n)
                 .map(|i| {
@@ -110,21 +110,21 @@ impl Launcher {
 
 /// A listener bound before the run's runtime starts, and the endpoint
 /// workers are told to connect to.
-pub struct Bound {
-    pub listener: BoundListener,
-    pub endpoint: Endpoint,
+pub(crate) struct Bound {
+    pub(crate) listener: BoundListener,
+    pub(crate) endpoint: Endpoint,
     /// Holds the private socket directory (0700) while the run lasts.
-    pub socket_dir: Option<tempfile::TempDir>,
+    pub(crate) socket_dir: Option<tempfile::TempDir>,
 }
 
-pub enum BoundListener {
+pub(crate) enum BoundListener {
     Unix(std::os::unix::net::UnixListener),
     Tcp(std::net::TcpListener),
 }
 
 impl BoundListener {
     /// The tokio listener; call inside the runtime.
-    pub fn into_tokio(self) -> io::Result<crate::gate::Listener> {
+    pub(crate) fn into_tokio(self) -> io::Result<crate::gate::Listener> {
         Ok(match self {
             BoundListener::Unix(l) => {
                 l.set_nonblocking(true)?;
@@ -141,7 +141,7 @@ impl BoundListener {
 /// Binds where workers will connect: TCP on `listen` when given, else a Unix
 /// socket in a new private directory. A TCP listener on an unspecified
 /// address (0.0.0.0) is advertised under this host's name.
-pub fn bind(listen: Option<&str>) -> io::Result<Bound> {
+pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
     match listen {
         Some(addr) => {
             let l = std::net::TcpListener::bind(addr)?;

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 /// The kind of run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Mode {
+pub(crate) enum Mode {
     /// Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash).
     Diagnostic,
     /// Cold feature-cache preparation, serial and N-process side by side.
@@ -26,7 +26,7 @@ pub enum Mode {
 }
 
 impl Mode {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Mode::Diagnostic => "diagnostic",
             Mode::ColdPrep => "cold-prep",
@@ -39,7 +39,7 @@ impl Mode {
 
 /// How stages map to processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum Isolation {
+pub(crate) enum Isolation {
     /// A fresh worker process for every stage.
     Stage,
     /// One worker process runs all stages in order.
@@ -47,7 +47,7 @@ pub enum Isolation {
 }
 
 impl Isolation {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Isolation::Stage => "stage",
             Isolation::Run => "run",
@@ -55,7 +55,7 @@ impl Isolation {
     }
 
     /// How many jobs one worker process takes before it is shut down.
-    pub fn jobs_per_process(self) -> usize {
+    pub(crate) fn jobs_per_process(self) -> usize {
         match self {
             Isolation::Stage => 1,
             Isolation::Run => usize::MAX,
@@ -65,43 +65,43 @@ impl Isolation {
 
 /// A stage in the plan, with the unique key its record gets in report.json.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct PlannedStage {
-    pub key: String,
-    pub stage: Stage,
+pub(crate) struct PlannedStage {
+    pub(crate) key: String,
+    pub(crate) stage: Stage,
 }
 
 /// Stages run when `--mode diagnostic` is given no `--stage`.
-pub const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
+pub(crate) const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
     &["noop", "sleep:200", "spin:300", "alloc:256", "write:64"];
 
 /// What every run needs whatever its mode, decided before the run
 /// directory exists. What a mode needs of its own is in its plan
 /// ([`crate::modes::ModePlan`]).
 #[derive(Clone, Debug)]
-pub struct Settings {
-    pub isolation: Isolation,
-    pub workers: u32,
-    pub connect_timeout: Duration,
-    pub stage_timeout: Option<Duration>,
+pub(crate) struct Settings {
+    pub(crate) isolation: Isolation,
+    pub(crate) workers: u32,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) stage_timeout: Option<Duration>,
     /// Time between SIGTERM and SIGKILL when a worker must be stopped.
-    pub grace: Duration,
-    pub worker_bin: PathBuf,
+    pub(crate) grace: Duration,
+    pub(crate) worker_bin: PathBuf,
     /// How workers are started (`--launcher`).
-    pub launcher: crate::launch::Kind,
+    pub(crate) launcher: crate::launch::Kind,
     /// TCP address to listen on (`--listen`); None means a Unix socket.
-    pub listen: Option<String>,
-    pub output: Option<PathBuf>,
+    pub(crate) listen: Option<String>,
+    pub(crate) output: Option<PathBuf>,
     /// A frozen dataset, for the modes that read one; None means the
     /// built-in small synthetic cohort.
-    pub data: Option<PathBuf>,
-    pub quiet: bool,
+    pub(crate) data: Option<PathBuf>,
+    pub(crate) quiet: bool,
     /// SIGKILL a stage's worker once it reports this much progress.
-    pub kill_at: Option<KillAt>,
+    pub(crate) kill_at: Option<KillAt>,
 }
 
 impl Settings {
     /// The declaration's parameters every mode shares.
-    pub fn parameters(&self) -> BTreeMap<String, serde_json::Value> {
+    pub(crate) fn parameters(&self) -> BTreeMap<String, serde_json::Value> {
         let secs = |d: Duration| serde_json::json!(d.as_secs_f64());
         let mut p = BTreeMap::new();
         p.insert("connect_timeout_s".into(), secs(self.connect_timeout));
@@ -119,7 +119,7 @@ impl Settings {
 }
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.
-pub fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {
+pub(crate) fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {
     let mut seen = std::collections::HashMap::<String, usize>::new();
     stages
         .into_iter()

@@ -12,7 +12,7 @@ use tokio::sync::watch;
 
 /// How a process ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExitKind {
+pub(crate) enum ExitKind {
     Exited(i32),
     Signaled { signal: i32, core_dumped: bool },
 }
@@ -35,48 +35,48 @@ impl std::fmt::Display for ExitKind {
 
 /// What wait4 returned for a reaped worker, plus its spawn-to-reap wall time.
 #[derive(Clone, Copy, Debug)]
-pub struct ProcessExit {
-    pub kind: ExitKind,
-    pub user_ns: u64,
-    pub sys_ns: u64,
-    pub peak_rss_bytes: u64,
-    pub wall: Duration,
+pub(crate) struct ProcessExit {
+    pub(crate) kind: ExitKind,
+    pub(crate) user_ns: u64,
+    pub(crate) sys_ns: u64,
+    pub(crate) peak_rss_bytes: u64,
+    pub(crate) wall: Duration,
 }
 
 /// A running (or finished) worker process, or one task of a multi-task
 /// job step started through a cluster scheduler. A clone is another handle
 /// on the same process.
 #[derive(Clone)]
-pub struct WorkerProcess {
-    pub rank: WorkerId,
+pub(crate) struct WorkerProcess {
+    pub(crate) rank: WorkerId,
     /// The local process: the worker itself, or for a task the `srun` that
     /// holds its job step.
-    pub pid: u32,
+    pub(crate) pid: u32,
     /// The coordinator's own peak RSS when it spawned this worker. Linux
     /// carries `ru_maxrss` across `execve`, so the worker's `wait4` peak can
     /// never read lower than this. Zero for a task (not our child).
-    pub rss_floor_bytes: u64,
+    pub(crate) rss_floor_bytes: u64,
     /// One task of a job step: it may run on another host, `wait4` cannot
     /// see it, and its end is the end of its connection after shutdown.
     /// `wait`/`terminate` then concern the whole step.
-    pub task_of_step: bool,
-    pub launched: Instant,
+    pub(crate) task_of_step: bool,
+    pub(crate) launched: Instant,
     exit: watch::Receiver<Option<ProcessExit>>,
 }
 
 /// A process started by [`spawn_in_group`]: its pid and its future exit.
 #[derive(Clone)]
-pub struct Spawned {
-    pub pid: u32,
-    pub rss_floor_bytes: u64,
-    pub launched: Instant,
+pub(crate) struct Spawned {
+    pub(crate) pid: u32,
+    pub(crate) rss_floor_bytes: u64,
+    pub(crate) launched: Instant,
     exit: watch::Receiver<Option<ProcessExit>>,
 }
 
 /// Spawns `cmd` as the leader of a new process group (so a terminal's
 /// SIGINT reaches only the coordinator, which then stops it by group), with
 /// stdin and stdout closed, and reaps it with wait4 on a thread.
-pub fn spawn_in_group(cmd: &mut Command) -> io::Result<Spawned> {
+pub(crate) fn spawn_in_group(cmd: &mut Command) -> io::Result<Spawned> {
     let launched = Instant::now();
     let child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).process_group(0).spawn()?;
     let pid = child.id();
@@ -90,7 +90,7 @@ pub fn spawn_in_group(cmd: &mut Command) -> io::Result<Spawned> {
 
 impl Spawned {
     /// The one worker this process is.
-    pub fn worker(self, rank: WorkerId) -> WorkerProcess {
+    pub(crate) fn worker(self, rank: WorkerId) -> WorkerProcess {
         WorkerProcess {
             rank,
             pid: self.pid,
@@ -102,7 +102,7 @@ impl Spawned {
     }
 
     /// Task `rank` of the job step this process (`srun`) holds.
-    pub fn task(&self, rank: WorkerId) -> WorkerProcess {
+    pub(crate) fn task(&self, rank: WorkerId) -> WorkerProcess {
         WorkerProcess { rss_floor_bytes: 0, task_of_step: true, ..self.clone().worker(rank) }
     }
 }
@@ -159,12 +159,12 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
 
 impl WorkerProcess {
     /// The exit, if the process has been reaped.
-    pub fn exited(&self) -> Option<ProcessExit> {
+    pub(crate) fn exited(&self) -> Option<ProcessExit> {
         *self.exit.borrow()
     }
 
     /// Waits until the process has been reaped. Cancel-safe.
-    pub async fn wait(&self) -> ProcessExit {
+    pub(crate) async fn wait(&self) -> ProcessExit {
         let mut rx = self.exit.clone();
         match rx.wait_for(|e| e.is_some()).await {
             Ok(e) => e.expect("checked by wait_for"),
@@ -173,7 +173,7 @@ impl WorkerProcess {
     }
 
     /// SIGTERM to the whole group, then SIGKILL after `grace`; waits for the reap.
-    pub async fn terminate(&self, grace: Duration) -> ProcessExit {
+    pub(crate) async fn terminate(&self, grace: Duration) -> ProcessExit {
         if let Some(e) = self.exited() {
             self.kill_leftovers();
             return e;
@@ -191,12 +191,12 @@ impl WorkerProcess {
     }
 
     /// SIGKILL to the whole group, now (a declared interruption).
-    pub fn kill_now(&self) {
+    pub(crate) fn kill_now(&self) {
         self.signal_group(Signal::SIGKILL);
     }
 
     /// After the leader is reaped, SIGKILL anything it left in its group.
-    pub fn kill_leftovers(&self) {
+    pub(crate) fn kill_leftovers(&self) {
         self.signal_group(Signal::SIGKILL);
     }
 

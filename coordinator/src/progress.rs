@@ -24,7 +24,7 @@ struct Phase {
 }
 
 /// Prints events until the channel closes.
-pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
+pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
     let terminal = std::io::stderr().is_terminal();
     let mut phase: Option<Phase> = None;
     let clear = if terminal { "\r\x1b[2K" } else { "" };
@@ -52,7 +52,7 @@ pub async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: bool) {
                     eprint!("{clear}  running {key} on {rank} …");
                 }
             }
-            Event::Progress { key, done, total, .. } => {
+            Event::Progress { key, done, total } => {
                 if terminal && phase.as_ref().is_some_and(|p| p.style == Style::LinePerJob) {
                     eprint!("{clear}  running {key}: {done}/{total}");
                 }

@@ -20,9 +20,9 @@ use tokio_util::sync::CancellationToken;
 
 /// A run that produced no report, and where its failure.json is (if one was written).
 #[derive(Debug)]
-pub struct RunFailure {
-    pub error: RunError,
-    pub failure_file: Option<PathBuf>,
+pub(crate) struct RunFailure {
+    pub(crate) error: RunError,
+    pub(crate) failure_file: Option<PathBuf>,
 }
 
 impl From<RunError> for RunFailure {
@@ -32,9 +32,9 @@ impl From<RunError> for RunFailure {
 }
 
 /// A completed run.
-pub struct RunSummary {
-    pub dir: PathBuf,
-    pub report: Report,
+pub(crate) struct RunSummary {
+    pub(crate) dir: PathBuf,
+    pub(crate) report: Report,
 }
 
 /// The evidence written so far, for failure.json.
@@ -43,7 +43,7 @@ struct Bound {
     environment_sha256: Option<String>,
 }
 
-pub fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
+pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let usage = |m: String| RunFailure::from(RunError::Usage(m));
     let worker_bin = &plan.settings.worker_bin;
     if !worker_bin.is_file() {
@@ -175,7 +175,7 @@ fn run_in(
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;
     let settings = &plan.settings;
-    let context = modes::Context { settings, dir: dir.path(), load_at_start: env.load_average };
+    let context = modes::Context { dir: dir.path(), load_at_start: env.load_average };
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
     let mut report = Report {

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Linear-interpolation quantile (`q` in [0, 1]) of sorted data.
-pub fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
+pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
     match sorted.len() {
         0 => f64::NAN,
         1 => sorted[0],
@@ -24,21 +24,21 @@ fn sorted(values: &[f64]) -> Vec<f64> {
 
 /// n, min, median, p95 and max of some values (non-finite values left out).
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Distribution {
-    pub n: u64,
-    pub min: f64,
-    pub median: f64,
-    pub p95: f64,
-    pub max: f64,
+pub(crate) struct Distribution {
+    pub(crate) n: u64,
+    pub(crate) min: f64,
+    pub(crate) median: f64,
+    pub(crate) p95: f64,
+    pub(crate) max: f64,
 }
 
 /// The median of some values (non-finite values left out; NaN when none).
-pub fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     quantile_sorted(&sorted(values), 0.5)
 }
 
 /// n, min, median, p95, max of some values.
-pub fn distribution(values: &[f64]) -> Distribution {
+pub(crate) fn distribution(values: &[f64]) -> Distribution {
     let v = sorted(values);
     Distribution {
         n: v.len() as u64,
@@ -50,32 +50,33 @@ pub fn distribution(values: &[f64]) -> Distribution {
 }
 
 /// The rule that marks outliers, stated in every summary that uses it.
-pub const OUTLIER_RULE: &str = "outside Tukey's fences: below Q1 - 1.5 IQR or above Q3 + 1.5 IQR";
+pub(crate) const OUTLIER_RULE: &str =
+    "outside Tukey's fences: below Q1 - 1.5 IQR or above Q3 + 1.5 IQR";
 /// Bootstrap resamples for the median's confidence interval.
-pub const BOOTSTRAP_RESAMPLES: usize = 2000;
+pub(crate) const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// Everything a careful reader wants about one figure's trials.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Summary {
-    pub n: u64,
-    pub min: f64,
-    pub median: f64,
-    pub mean: f64,
-    pub max: f64,
+pub(crate) struct Summary {
+    pub(crate) n: u64,
+    pub(crate) min: f64,
+    pub(crate) median: f64,
+    pub(crate) mean: f64,
+    pub(crate) max: f64,
     /// Sample standard deviation (n − 1).
-    pub stdev: f64,
+    pub(crate) stdev: f64,
     /// Median absolute deviation from the median (unscaled).
-    pub mad: f64,
-    pub p5: f64,
-    pub p95: f64,
+    pub(crate) mad: f64,
+    pub(crate) p5: f64,
+    pub(crate) p95: f64,
     /// Percentile bootstrap 95% confidence interval of the median.
-    pub median_ci95: [f64; 2],
+    pub(crate) median_ci95: [f64; 2],
     /// Indices (in trial order) of the samples outside Tukey's fences.
-    pub outliers: Vec<usize>,
+    pub(crate) outliers: Vec<usize>,
 }
 
 /// Summarises samples (in trial order). `seed` makes the bootstrap repeatable.
-pub fn summarize(samples: &[f64], seed: u64) -> Summary {
+pub(crate) fn summarize(samples: &[f64], seed: u64) -> Summary {
     let v = sorted(samples);
     let n = v.len();
     let mean = if n > 0 { v.iter().sum::<f64>() / n as f64 } else { f64::NAN };
@@ -129,7 +130,7 @@ fn bootstrap_median_ci(v: &[f64], seed: u64) -> [f64; 2] {
 /// Trials per side needed to resolve a difference of `fraction` of the mean
 /// between two such stages (two-sided α = 0.05, power 0.8):
 /// n = 2 (z₀.₉₇₅ + z₀.₈)² (σ / (fraction · mean))².
-pub fn trials_to_resolve(s: &Summary, fraction: f64) -> Option<u64> {
+pub(crate) fn trials_to_resolve(s: &Summary, fraction: f64) -> Option<u64> {
     let delta = fraction * s.mean;
     if delta.is_nan() || delta <= 0.0 || !s.stdev.is_finite() || s.n < 2 {
         return None;
@@ -212,7 +213,7 @@ mod tests {
 
 /// Two-sided p-value of the Mann–Whitney U test (normal approximation with
 /// tie and continuity corrections). Works for unequal sample sizes.
-pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
+pub(crate) fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
     let (n1, n2) = (a.len() as f64, b.len() as f64);
     if a.is_empty() || b.is_empty() {
         return f64::NAN;
@@ -246,7 +247,7 @@ pub fn mann_whitney_p(a: &[f64], b: &[f64]) -> f64 {
 }
 
 /// Standard normal CDF (Abramowitz–Stegun 7.1.26 erf, |error| < 1.5e-7).
-pub fn normal_cdf(z: f64) -> f64 {
+pub(crate) fn normal_cdf(z: f64) -> f64 {
     let x = z.abs() / std::f64::consts::SQRT_2;
     let t = 1.0 / (1.0 + 0.327_591_1 * x);
     let poly = t
@@ -259,7 +260,7 @@ pub fn normal_cdf(z: f64) -> f64 {
 
 /// Percentile bootstrap 95% interval of median(b) / median(a), resampling
 /// each side independently.
-pub fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
+pub(crate) fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
     let (a, b) = (sorted(a), sorted(b));
     if a.is_empty() || b.is_empty() {
         return [f64::NAN, f64::NAN];
@@ -282,12 +283,12 @@ pub fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
 }
 
 /// Significance level of compare's verdicts.
-pub const ALPHA: f64 = 0.05;
+pub(crate) const ALPHA: f64 = 0.05;
 
 /// How B compares with A on a figure where lower is better.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Faster,
     Slower,
     NoSignificantDifference,
@@ -297,7 +298,7 @@ pub enum Verdict {
 
 /// The verdict: significant when the rank test's p < ALPHA *and* the
 /// ratio's interval excludes 1.
-pub fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
+pub(crate) fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
     if a.len() < 2 || b.len() < 2 || p.is_nan() {
         return Verdict::TooFewTrials;
     }

@@ -27,30 +27,30 @@ use tokio_util::sync::CancellationToken;
 
 /// One unit of planned work.
 #[derive(Clone, Debug)]
-pub struct Job {
-    pub id: JobId,
+pub(crate) struct Job {
+    pub(crate) id: JobId,
     /// Position in the plan.
-    pub order: usize,
+    pub(crate) order: usize,
     /// Unique key of the stage record in the report.
-    pub key: String,
-    pub stage: Stage,
+    pub(crate) key: String,
+    pub(crate) stage: Stage,
 }
 
 /// A completed job.
 #[derive(Clone, Debug)]
-pub struct JobResult {
-    pub job: Job,
-    pub worker: WorkerId,
-    pub measurement: Measurement,
+pub(crate) struct JobResult {
+    pub(crate) job: Job,
+    pub(crate) worker: WorkerId,
+    pub(crate) measurement: Measurement,
     /// Artifacts the worker reported: relative path and claimed SHA-256.
-    pub artifacts: Vec<(String, [u8; 32])>,
+    pub(crate) artifacts: Vec<(String, [u8; 32])>,
     /// When the coordinator received the measurement (its monotonic clock).
-    pub received: std::time::Instant,
+    pub(crate) received: std::time::Instant,
 }
 
 /// How a worker's life ended.
 #[derive(Clone, Debug)]
-pub enum WorkerEnd {
+pub(crate) enum WorkerEnd {
     /// Shut down when asked and exited 0.
     Completed,
     /// A stage reported failure.
@@ -72,12 +72,12 @@ pub enum WorkerEnd {
 }
 
 impl WorkerEnd {
-    pub fn is_success(&self) -> bool {
+    pub(crate) fn is_success(&self) -> bool {
         matches!(self, WorkerEnd::Completed)
     }
 
     /// The stable reason string used in failure.json.
-    pub fn reason(&self) -> &'static str {
+    pub(crate) fn reason(&self) -> &'static str {
         match self {
             WorkerEnd::Completed => "completed",
             WorkerEnd::StageFailed { .. } => "stage_failed",
@@ -92,7 +92,7 @@ impl WorkerEnd {
     }
 
     /// The stage involved, if any.
-    pub fn stage(&self) -> Option<&str> {
+    pub(crate) fn stage(&self) -> Option<&str> {
         match self {
             WorkerEnd::StageFailed { key, .. }
             | WorkerEnd::StageTimeout { key, .. }
@@ -105,7 +105,7 @@ impl WorkerEnd {
     }
 
     /// One line for a person, naming the worker.
-    pub fn describe(&self, rank: WorkerId) -> String {
+    pub(crate) fn describe(&self, rank: WorkerId) -> String {
         let at = |key: &Option<String>| match key {
             Some(k) => format!(" during stage {k}"),
             None => String::new(),
@@ -141,38 +141,38 @@ impl WorkerEnd {
 
 /// Everything known about one worker once it is gone.
 #[derive(Debug)]
-pub struct WorkerOutcome {
-    pub rank: WorkerId,
+pub(crate) struct WorkerOutcome {
+    pub(crate) rank: WorkerId,
     /// See [`WorkerProcess::rss_floor_bytes`].
-    pub rss_floor_bytes: u64,
-    pub jobs: Vec<JobResult>,
-    pub end: WorkerEnd,
+    pub(crate) rss_floor_bytes: u64,
+    pub(crate) jobs: Vec<JobResult>,
+    pub(crate) end: WorkerEnd,
     /// From `wait4`; for a task of a job step (not our child, maybe on
     /// another host) the worker's own figures: CPU summed over its stages,
     /// the largest stage-end VmHWM, and launch to end of connection.
-    pub exit: ProcessExit,
-    pub task_of_step: bool,
+    pub(crate) exit: ProcessExit,
+    pub(crate) task_of_step: bool,
     /// From the handshake (see [`protocol::host_sha256`]); None if it never came.
-    pub host_sha256: Option<String>,
+    pub(crate) host_sha256: Option<String>,
 }
 
 /// Run by a worker's supervisor when one of its jobs succeeded, before it
 /// takes the next: may complete the jobs still queued (e.g. with the hashes
 /// of artifacts the finished job wrote).
-pub type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
+pub(crate) type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
 
 /// State shared by all supervisors of one run.
-pub struct Shared {
-    pub queue: Mutex<VecDeque<Job>>,
-    pub after_job: Option<AfterJob>,
-    pub cancel: CancellationToken,
-    pub events: mpsc::UnboundedSender<Event>,
-    pub connect_timeout: Duration,
-    pub stage_timeout: Option<Duration>,
-    pub grace: Duration,
-    pub jobs_per_process: usize,
+pub(crate) struct Shared {
+    pub(crate) queue: Mutex<VecDeque<Job>>,
+    pub(crate) after_job: Option<AfterJob>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) events: mpsc::UnboundedSender<Event>,
+    pub(crate) connect_timeout: Duration,
+    pub(crate) stage_timeout: Option<Duration>,
+    pub(crate) grace: Duration,
+    pub(crate) jobs_per_process: usize,
     /// Where to kill a worker on purpose (`--kill-at`).
-    pub kill_at: Option<crate::interrupt::KillAt>,
+    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
 }
 
 impl Shared {
@@ -181,11 +181,11 @@ impl Shared {
         self.queue.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    pub fn next_job(&self) -> Option<Job> {
+    pub(crate) fn next_job(&self) -> Option<Job> {
         self.queue().pop_front()
     }
 
-    pub fn has_work(&self) -> bool {
+    pub(crate) fn has_work(&self) -> bool {
         !self.queue().is_empty()
     }
 }
@@ -193,7 +193,7 @@ impl Shared {
 type Incoming = mpsc::UnboundedReceiver<Result<FromWorker, FrameError>>;
 
 /// Supervises one launched worker to its end.
-pub async fn supervise(
+pub(crate) async fn supervise(
     proc: WorkerProcess,
     conn: oneshot::Receiver<Connection>,
     shared: &Shared,
@@ -321,8 +321,7 @@ async fn run_job(
         let violation = |detail: String| WorkerEnd::ProtocolViolation { key: key.clone(), detail };
         match msg {
             Some(Ok(FromWorker::Progress { job: j, done, total })) if j == job.id => {
-                let _ =
-                    shared.events.send(Event::Progress { rank, key: job.key.clone(), done, total });
+                let _ = shared.events.send(Event::Progress { key: job.key.clone(), done, total });
                 let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
                 if point.is_some_and(|k| done as f64 >= k.fraction * total as f64) {
                     // The declared interruption: no warning, no grace.

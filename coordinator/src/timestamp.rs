@@ -15,17 +15,17 @@ fn now_secs() -> i64 {
 }
 
 /// `20261129T091500Z`, for directory names.
-pub fn compact_utc_now() -> String {
+pub(crate) fn compact_utc_now() -> String {
     let (y, mo, d, h, mi, s) = parts(now_secs());
     format!("{y:04}{mo:02}{d:02}T{h:02}{mi:02}{s:02}Z")
 }
 
 /// `2026-11-29T09:15:00Z`, for evidence.
-pub fn rfc3339_utc_now() -> String {
+pub(crate) fn rfc3339_utc_now() -> String {
     rfc3339_utc(now_secs())
 }
 
-pub fn rfc3339_utc(secs: i64) -> String {
+pub(crate) fn rfc3339_utc(secs: i64) -> String {
     let (y, mo, d, h, mi, s) = parts(secs);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
 }

@@ -194,7 +194,15 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
 /// `coordinator render`: checks every binding but the derived files, then
 /// redraws summary.md and the plots from report.json.
 /// A campaign's summary and plot are redrawn the same way (it has no exports: None).
-pub fn render(dir: &Path) -> Result<(Option<Report>, Vec<std::path::PathBuf>), String> {
+pub fn render(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
+    render_report(dir).map(|(_, paths)| paths)
+}
+
+/// [`render`], also handing back a run's parsed report (None for a
+/// campaign), for the exports `coordinator render` may write.
+pub(crate) fn render_report(
+    dir: &Path,
+) -> Result<(Option<Report>, Vec<std::path::PathBuf>), String> {
     let (value, _) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)

@@ -9,62 +9,62 @@ use std::path::{Component, Path, PathBuf};
 
 /// `scripts/campaigns/cold-resume.toml`, embedded: what `coordinator
 /// campaign` runs when given no file.
-pub const DEFAULT: &str = include_str!("../../../scripts/campaigns/cold-resume.toml");
+pub(crate) const DEFAULT: &str = include_str!("../../../scripts/campaigns/cold-resume.toml");
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct CampaignFile {
-    pub campaign: Settings,
+pub(crate) struct CampaignFile {
+    pub(crate) campaign: Settings,
     #[serde(rename = "step")]
-    pub steps: Vec<StepSpec>,
+    pub(crate) steps: Vec<StepSpec>,
     /// An external pipeline run by the steps instead of the recipe.
     #[serde(default, rename = "pipeline", skip_serializing_if = "Vec::is_empty")]
-    pub pipeline: Vec<PipelineStage>,
+    pub(crate) pipeline: Vec<PipelineStage>,
 }
 
 /// One stage of an external pipeline. Paths are relative to the campaign
 /// file's directory (the program, when it names a path, to `cwd`).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct PipelineStage {
-    pub name: String,
+pub(crate) struct PipelineStage {
+    pub(crate) name: String,
     /// Not in the declaration (it may hold paths): the file's SHA-256 binds it.
     #[serde(skip_serializing)]
-    pub argv: Vec<String>,
+    pub(crate) argv: Vec<String>,
     #[serde(default, skip_serializing)]
-    pub cwd: Option<PathBuf>,
+    pub(crate) cwd: Option<PathBuf>,
     #[serde(default, skip_serializing)]
-    pub env: BTreeMap<String, String>,
+    pub(crate) env: BTreeMap<String, String>,
     /// A file whose existence says the stage is complete: a resume skips it.
     #[serde(default, skip_serializing)]
-    pub marker: Option<PathBuf>,
+    pub(crate) marker: Option<PathBuf>,
     /// Paths a cold step removes first; each must lie inside `scratch`.
     #[serde(default, skip_serializing)]
-    pub reset: Vec<PathBuf>,
+    pub(crate) reset: Vec<PathBuf>,
     #[serde(default)]
-    pub timeout_s: Option<f64>,
+    pub(crate) timeout_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
-    pub name: String,
+pub(crate) struct Settings {
+    pub(crate) name: String,
     /// Fresh-process runs per step.
     #[serde(default = "three")]
-    pub trials: u32,
+    pub(crate) trials: u32,
     #[serde(default = "one")]
-    pub epochs: u32,
+    pub(crate) epochs: u32,
     #[serde(default)]
-    pub seed: u64,
+    pub(crate) seed: u64,
     /// A frozen dataset (relative to the campaign file); None: the built-in cohort.
     #[serde(default, skip_serializing)]
-    pub data: Option<PathBuf>,
+    pub(crate) data: Option<PathBuf>,
     /// Fail a stage that runs longer than this.
     #[serde(default)]
-    pub stage_timeout_s: Option<f64>,
+    pub(crate) stage_timeout_s: Option<f64>,
     /// Pipelines: the directory a cold step may reset paths inside.
     #[serde(default, skip_serializing)]
-    pub scratch: Option<PathBuf>,
+    pub(crate) scratch: Option<PathBuf>,
 }
 
 fn three() -> u32 {
@@ -77,20 +77,20 @@ fn one() -> u32 {
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct StepSpec {
-    pub name: String,
-    pub kind: StepKind,
+pub(crate) struct StepSpec {
+    pub(crate) name: String,
+    pub(crate) kind: StepKind,
     /// Resume and interrupted steps: how the resume treats derived artifacts.
     #[serde(default)]
-    pub policy: Option<PolicyName>,
+    pub(crate) policy: Option<PolicyName>,
     /// Interrupted steps: `STAGE:FRACTION`.
     #[serde(default)]
-    pub kill_at: Option<String>,
+    pub(crate) kill_at: Option<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum StepKind {
+pub(crate) enum StepKind {
     /// From an empty state.
     Cold,
     /// On the complete state the last cold trial left.
@@ -101,26 +101,26 @@ pub enum StepKind {
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
-pub enum PolicyName {
+pub(crate) enum PolicyName {
     Load,
     Recompute,
 }
 
 impl StepSpec {
-    pub fn policy(&self) -> protocol::ResumePolicy {
+    pub(crate) fn policy(&self) -> protocol::ResumePolicy {
         match self.policy {
             Some(PolicyName::Recompute) => protocol::ResumePolicy::Recompute,
             _ => protocol::ResumePolicy::Load,
         }
     }
 
-    pub fn kill_point(&self) -> Option<KillAt> {
+    pub(crate) fn kill_point(&self) -> Option<KillAt> {
         self.kill_at.as_deref().and_then(|k| k.parse().ok())
     }
 }
 
 /// Reads and checks a campaign file (or the embedded default).
-pub fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), String> {
+pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), String> {
     let (text, base) = match path {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -218,7 +218,7 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
 }
 
 /// Parses and checks a campaign's text.
-pub fn parse(text: &str) -> Result<CampaignFile, String> {
+pub(crate) fn parse(text: &str) -> Result<CampaignFile, String> {
     let file: CampaignFile = toml::from_str(text).map_err(|e| {
         // toml's message spans lines (it quotes the source); keep one line.
         e.message().to_string()

@@ -17,34 +17,30 @@
 //! `state/` (the state directories), then `report.json`, `summary.md` and
 //! `plots/campaign.{svg,png}`, derived from the report alone.
 
-pub mod file;
+pub(crate) mod file;
 mod plot;
-pub mod report;
-pub mod summary;
+pub(crate) mod report;
+mod runner;
+pub(crate) mod summary;
 
-use crate::error::RunError;
-use crate::modes::{ModePlan, RunPlan, diagnostic, recipe as recipe_mode};
-use crate::plan::{Isolation, Settings};
-use crate::run;
 use crate::rundir::{self, RunDir, environment};
-use file::{CampaignFile, StepKind, StepSpec};
-use report::{CampaignReport, Killed, StepReport, TrialReport};
+use report::CampaignReport;
+use runner::Runner;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
-use std::time::{Duration, Instant};
 
-pub const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
+pub(crate) const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
 
 /// A finished campaign.
-pub struct Finished {
-    pub dir: PathBuf,
-    pub report: CampaignReport,
+pub(crate) struct Finished {
+    pub(crate) dir: PathBuf,
+    pub(crate) report: CampaignReport,
 }
 
 /// Why a campaign stopped.
 #[derive(Debug, thiserror::Error)]
-pub enum CampaignError {
+pub(crate) enum CampaignError {
     /// Refused before anything ran.
     #[error("{0}")]
     Usage(String),
@@ -70,7 +66,7 @@ impl From<CampaignError> for crate::error::Error {
 
 /// Runs a campaign: `file` (None: the embedded default) into `output`
 /// (None: `campaigns/<UTC time>-<name>/`).
-pub fn run(
+pub(crate) fn run(
     file: Option<&Path>,
     output: Option<&Path>,
     worker_bin: PathBuf,
@@ -165,15 +161,6 @@ fn record_failure(dir: &RunDir, e: &CampaignError, declaration: &str, environmen
     }
 }
 
-struct Runner<'a> {
-    campaign: &'a CampaignFile,
-    dir: &'a Path,
-    dataset: PathBuf,
-    worker_bin: PathBuf,
-    /// The signal that asked the campaign to stop, or 0.
-    stop: Arc<AtomicI32>,
-}
-
 /// SIGINT or SIGTERM, for the whole campaign: a run in progress sees the
 /// signal itself (and stops its workers); one that arrives between runs
 /// stops the campaign before the next run starts.
@@ -199,308 +186,4 @@ fn watch_signals() -> Arc<AtomicI32> {
         });
     });
     flag
-}
-
-impl Runner<'_> {
-    /// A run, unless the campaign was asked to stop.
-    fn execute(&self, plan: &RunPlan) -> Result<run::RunSummary, run::RunFailure> {
-        match self.stop.load(Ordering::SeqCst) {
-            0 => run::execute(plan),
-            signal => Err(RunError::Interrupted { signal }.into()),
-        }
-    }
-
-    /// What every run of the campaign shares: one local worker at a time,
-    /// quiet, into `run` below the campaign directory.
-    fn settings(&self, run: &str) -> Settings {
-        Settings {
-            isolation: Isolation::Stage,
-            workers: 1,
-            connect_timeout: Duration::from_secs(20),
-            stage_timeout: self.campaign.campaign.stage_timeout_s.map(Duration::from_secs_f64),
-            grace: Duration::from_secs(2),
-            worker_bin: self.worker_bin.clone(),
-            launcher: crate::launch::Kind::Local,
-            listen: None,
-            output: Some(self.dir.join(run)),
-            data: Some(self.dataset.clone()),
-            quiet: true,
-            kill_at: None,
-        }
-    }
-
-    /// A `--mode recipe` run of `step` against `state`, killed at the
-    /// step's point when `kill`.
-    fn plan(&self, state: &Path, step: &StepSpec, run: &str, kill: bool) -> RunPlan {
-        let s = &self.campaign.campaign;
-        RunPlan {
-            settings: Settings {
-                kill_at: if kill { step.kill_point() } else { None },
-                ..self.settings(run)
-            },
-            mode: ModePlan::Recipe(recipe_mode::Plan {
-                state: state.to_path_buf(),
-                policy: step.policy(),
-                epochs: s.epochs,
-                seed: s.seed,
-            }),
-        }
-    }
-
-    /// A fresh state directory, claimed for the recipe.
-    fn state(&self, name: &str) -> Result<PathBuf, CampaignError> {
-        recipe::state::claim(&self.dir.join("state").join(name)).map_err(CampaignError::Failed)
-    }
-
-    fn steps(
-        &self,
-    ) -> Result<(Vec<StepReport>, String, Vec<crate::rundir::report::ArtifactRecord>), CampaignError>
-    {
-        let mut steps = Vec::new();
-        let mut artifacts = Vec::new();
-        let mut reference: Option<(String, PathBuf)> = None;
-        let trials = self.campaign.campaign.trials;
-        for step in &self.campaign.steps {
-            let mut done = Vec::new();
-            for t in 1..=trials {
-                let run_rel = format!("runs/{}/{t}", step.name);
-                let trial = if self.campaign.pipeline.is_empty() {
-                    self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
-                } else {
-                    self.pipeline_trial(step, t, &run_rel, &mut reference)?
-                };
-                if !trial.run.is_empty() {
-                    let report = format!("{run_rel}/{}", rundir::REPORT);
-                    artifacts.push(self.artifact(&report, &step.name)?);
-                }
-                println!(
-                    "  {:<20} trial {t}/{trials}: {:>10}{}",
-                    step.name,
-                    crate::fmt::duration(trial.total_s),
-                    match (&trial.killed, trial.identical_to_cold) {
-                        (Some(k), true) => format!(
-                            "  (killed after {}, resumed: artifacts identical to cold)",
-                            crate::fmt::duration(k.wall_s)
-                        ),
-                        (Some(_), false) =>
-                            "  (killed, resumed: artifacts DIFFER from cold)".into(),
-                        _ => String::new(),
-                    }
-                );
-                done.push(trial);
-            }
-            let median = report::medians(&done);
-            let totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
-            steps.push(StepReport {
-                name: step.name.clone(),
-                kind: match step.kind {
-                    StepKind::Cold => "cold",
-                    StepKind::Resume => "resume",
-                    StepKind::Interrupted => "interrupted",
-                }
-                .into(),
-                policy: (step.kind != StepKind::Cold && self.campaign.pipeline.is_empty())
-                    .then(|| step.policy().as_str().to_string()),
-                kill_at: step.kill_at.clone(),
-                trials: done,
-                median,
-                median_total_s: crate::stats::median(&totals),
-            });
-        }
-        let (reference, _) = reference.expect("checked: at least one cold step");
-        Ok((steps, reference, artifacts))
-    }
-
-    /// One trial of a recipe step: a fresh or the reference state, for an
-    /// interrupted step first the run killed at its point, then the run
-    /// whose report is the trial's.
-    fn recipe_trial(
-        &self,
-        step: &StepSpec,
-        t: u32,
-        run_rel: &str,
-        reference: &mut Option<(String, PathBuf)>,
-        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
-    ) -> Result<TrialReport, CampaignError> {
-        let (state, killed) = match step.kind {
-            StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
-            StepKind::Resume => {
-                let (_, dir) = reference.as_ref().expect("checked: a cold step comes first");
-                (dir.clone(), None)
-            }
-            StepKind::Interrupted => {
-                let state = self.state(&format!("{}-{t}", step.name))?;
-                let killed_rel = format!("{run_rel}-killed");
-                let killed = self.killed_run(step, &state, &killed_rel, artifacts)?;
-                (state, Some(killed))
-            }
-        };
-        let plan = self.plan(&state, step, run_rel, false);
-        let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-        let digest = summary.report.state().map(|d| d.sha256.clone()).unwrap_or_default();
-        if reference.is_none() {
-            *reference = Some((digest.clone(), state.clone()));
-        }
-        if step.kind == StepKind::Cold {
-            // Later resumes use the complete state the last cold trial left.
-            reference.as_mut().expect("set above").1 = state.clone();
-        }
-        let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
-        let stages = report::stage_parts(&summary.report);
-        let train = summary.report.stages.get("train");
-        let fig = |n: &str| train.and_then(|s| s.figures.get(n)).copied();
-        Ok(TrialReport {
-            run: run_rel.to_string(),
-            run_wall_s: summary.report.run_wall_s,
-            total_s: stages.values().map(|p| p.total()).sum(),
-            stages,
-            state_sha256: digest,
-            killed,
-            identical_to_cold: identical,
-            checkpoint_bytes: fig("checkpoint_bytes"),
-            checkpoint_write_s: fig("checkpoint_write_s"),
-        })
-    }
-
-    /// One trial of an external pipeline: a cold step resets the declared
-    /// paths and runs every stage; a resume skips the stages whose
-    /// completion marker exists. Each stage runs under its own worker,
-    /// measured with its process tree; the scratch directory's digest
-    /// stands for the state.
-    fn pipeline_trial(
-        &self,
-        step: &StepSpec,
-        t: u32,
-        run_rel: &str,
-        reference: &mut Option<(String, PathBuf)>,
-    ) -> Result<TrialReport, CampaignError> {
-        let fail =
-            |what: String| CampaignError::Failed(format!("step '{}' trial {t}: {what}", step.name));
-        let pipeline = &self.campaign.pipeline;
-        if step.kind == StepKind::Cold {
-            for path in pipeline.iter().flat_map(|s| &s.reset) {
-                let removed = match std::fs::symlink_metadata(path) {
-                    Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
-                    Ok(_) => std::fs::remove_file(path),
-                    Err(_) => Ok(()),
-                };
-                removed.map_err(|e| fail(format!("resetting a declared path: {e}")))?;
-            }
-        }
-        let mut skipped = Vec::new();
-        let mut stages = Vec::new();
-        for (order, st) in pipeline.iter().enumerate() {
-            let started = Instant::now();
-            let complete =
-                step.kind == StepKind::Resume && st.marker.as_ref().is_some_and(|m| m.exists());
-            if complete {
-                let mut part = report::StagePart { order, ..Default::default() };
-                part.components.insert("record_check".into(), started.elapsed().as_secs_f64());
-                part.skipped = true;
-                skipped.push((st.name.clone(), part));
-            } else {
-                stages.push(protocol::Stage::Exec {
-                    name: st.name.clone(),
-                    argv: st.argv.clone(),
-                    cwd: st.cwd.as_deref().unwrap_or(Path::new(".")).to_string_lossy().into_owned(),
-                    env: st.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                });
-            }
-        }
-        let s = &self.campaign.campaign;
-        let timeout =
-            pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
-        let stages = crate::plan::keyed(stages);
-        let nothing_to_run = stages.is_empty();
-        let plan = RunPlan {
-            settings: Settings {
-                stage_timeout: timeout.map(Duration::from_secs_f64),
-                data: None,
-                ..self.settings(run_rel)
-            },
-            mode: ModePlan::Diagnostic(diagnostic::Plan { stages }),
-        };
-        let (mut parts, run_wall_s, run) = if nothing_to_run {
-            // Every stage complete: nothing to run.
-            (Default::default(), 0.0, String::new())
-        } else {
-            let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-            (report::stage_parts(&summary.report), summary.report.run_wall_s, run_rel.to_string())
-        };
-        for (name, part) in skipped {
-            parts.insert(name, part);
-        }
-        let digest = match &s.scratch {
-            Some(dir) => recipe::state::digest(dir)
-                .map(|d| d.sha256)
-                .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?,
-            None => String::new(),
-        };
-        if reference.is_none() {
-            *reference = Some((digest.clone(), PathBuf::new()));
-        }
-        let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
-        Ok(TrialReport {
-            run,
-            run_wall_s,
-            total_s: parts.values().map(|p| p.total()).sum(),
-            stages: parts,
-            state_sha256: digest,
-            killed: None,
-            identical_to_cold: identical,
-            checkpoint_bytes: None,
-            checkpoint_write_s: None,
-        })
-    }
-
-    /// The run killed at the step's point; it must end by that kill.
-    fn killed_run(
-        &self,
-        step: &StepSpec,
-        state: &Path,
-        run_rel: &str,
-        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
-    ) -> Result<Killed, CampaignError> {
-        let plan = self.plan(state, step, run_rel, true);
-        let started = Instant::now();
-        let outcome = self.execute(&plan);
-        let wall_s = started.elapsed().as_secs_f64();
-        match outcome {
-            Err(f) if matches!(f.error, RunError::Failed { reason: "killed_at_point", .. }) => {
-                artifacts
-                    .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
-                let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
-                Ok(Killed { run: run_rel.into(), stage, wall_s })
-            }
-            Err(f) => Err(self.failed(step, 0, f.error)),
-            Ok(_) => Err(CampaignError::Failed(format!(
-                "step '{}': the run ended before reaching its kill point {} (see {run_rel})",
-                step.name,
-                step.kill_at.as_deref().unwrap_or("?")
-            ))),
-        }
-    }
-
-    fn artifact(
-        &self,
-        rel: &str,
-        step: &str,
-    ) -> Result<crate::rundir::report::ArtifactRecord, CampaignError> {
-        let (sha256, bytes) = evidence::file_sha256(&self.dir.join(rel))
-            .map_err(|e| CampaignError::Failed(format!("{rel}: {e}")))?;
-        Ok(crate::rundir::report::ArtifactRecord {
-            path: rel.into(),
-            sha256,
-            bytes,
-            stage: step.into(),
-            kind: "run".into(),
-        })
-    }
-
-    fn failed(&self, step: &StepSpec, trial: u32, e: RunError) -> CampaignError {
-        match e {
-            RunError::Interrupted { signal } => CampaignError::Interrupted(signal),
-            e => CampaignError::Failed(format!("step '{}' trial {trial}: {e}", step.name)),
-        }
-    }
 }

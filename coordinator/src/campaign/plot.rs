@@ -8,7 +8,7 @@ use crate::fmt::duration;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
-pub fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub(crate) fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), String> {
     let rows = stage_keys(r).len().max(r.steps.len()) + 2;
     crate::chart::svg_and_png(rows, |root| draw(root, r))
 }

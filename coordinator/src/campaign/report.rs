@@ -11,86 +11,86 @@ use crate::stats::median;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA: &str = "stagebench.campaign";
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA: &str = "stagebench.campaign";
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// The components a stage's time is split into, in the order they stack.
-pub const COMPONENTS: [&str; 8] =
+pub(crate) const COMPONENTS: [&str; 8] =
     ["startup", "integrity", "record_check", "load", "restore", "recompute", "work", "other"];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct CampaignReport {
-    pub schema: String,
-    pub schema_version: u32,
-    pub name: String,
-    pub declaration_sha256: String,
-    pub environment_sha256: String,
-    pub trials: u32,
-    pub epochs: u32,
+pub(crate) struct CampaignReport {
+    pub(crate) schema: String,
+    pub(crate) schema_version: u32,
+    pub(crate) name: String,
+    pub(crate) declaration_sha256: String,
+    pub(crate) environment_sha256: String,
+    pub(crate) trials: u32,
+    pub(crate) epochs: u32,
     /// Digest of the state the first cold trial left (see `recipe::state::digest`).
-    pub reference_state_sha256: String,
-    pub steps: Vec<StepReport>,
+    pub(crate) reference_state_sha256: String,
+    pub(crate) steps: Vec<StepReport>,
     /// Plain sentences computed from the medians below.
-    pub judgment: Vec<String>,
+    pub(crate) judgment: Vec<String>,
     /// Every run's report.json and every killed run's failure.json.
-    pub artifacts: Vec<ArtifactRecord>,
+    pub(crate) artifacts: Vec<ArtifactRecord>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct StepReport {
-    pub name: String,
-    pub kind: String,
-    pub policy: Option<String>,
-    pub kill_at: Option<String>,
-    pub trials: Vec<TrialReport>,
+pub(crate) struct StepReport {
+    pub(crate) name: String,
+    pub(crate) kind: String,
+    pub(crate) policy: Option<String>,
+    pub(crate) kill_at: Option<String>,
+    pub(crate) trials: Vec<TrialReport>,
     /// Per stage, the median over trials of each component's seconds.
-    pub median: BTreeMap<String, StagePart>,
+    pub(crate) median: BTreeMap<String, StagePart>,
     /// Median over trials of the sum over stages (process start-up included).
-    pub median_total_s: f64,
+    pub(crate) median_total_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct TrialReport {
+pub(crate) struct TrialReport {
     /// The run directory, relative to the campaign's.
-    pub run: String,
-    pub run_wall_s: f64,
-    pub stages: BTreeMap<String, StagePart>,
+    pub(crate) run: String,
+    pub(crate) run_wall_s: f64,
+    pub(crate) stages: BTreeMap<String, StagePart>,
     /// Sum over stages of wall and start-up.
-    pub total_s: f64,
-    pub state_sha256: String,
+    pub(crate) total_s: f64,
+    pub(crate) state_sha256: String,
     /// Interrupted steps: the run that was killed.
-    pub killed: Option<Killed>,
+    pub(crate) killed: Option<Killed>,
     /// Whether the state left equals the reference (the first cold trial's).
-    pub identical_to_cold: bool,
+    pub(crate) identical_to_cold: bool,
     /// The train stage's checkpoint size and mean write time, when it wrote one.
-    pub checkpoint_bytes: Option<f64>,
-    pub checkpoint_write_s: Option<f64>,
+    pub(crate) checkpoint_bytes: Option<f64>,
+    pub(crate) checkpoint_write_s: Option<f64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Killed {
-    pub run: String,
-    pub stage: String,
+pub(crate) struct Killed {
+    pub(crate) run: String,
+    pub(crate) stage: String,
     /// From the run's start to the reap of the killed worker.
-    pub wall_s: f64,
+    pub(crate) wall_s: f64,
 }
 
 /// One stage's seconds by component (see [`COMPONENTS`]) and its order.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
-pub struct StagePart {
-    pub order: usize,
-    pub wall_s: f64,
-    pub components: BTreeMap<String, f64>,
+pub(crate) struct StagePart {
+    pub(crate) order: usize,
+    pub(crate) wall_s: f64,
+    pub(crate) components: BTreeMap<String, f64>,
     /// A pipeline stage a resume skipped (its completion marker existed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub skipped: bool,
+    pub(crate) skipped: bool,
     /// Inner spans the stage reported (`STAGEBENCH_SPANS`), seconds by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub spans: BTreeMap<String, f64>,
+    pub(crate) spans: BTreeMap<String, f64>,
 }
 
 impl StagePart {
-    pub fn total(&self) -> f64 {
+    pub(crate) fn total(&self) -> f64 {
         self.wall_s + self.components.get("startup").copied().unwrap_or(0.0)
     }
 }
@@ -99,7 +99,7 @@ impl StagePart {
 /// process start-up (the process's wait4 wall minus the stage's wall, when
 /// the stage had its process alone), and the rest as `other`. The source
 /// verification is integrity checking through and through.
-pub fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
+pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
     report
         .stages
         .iter()
@@ -138,7 +138,7 @@ pub fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
 }
 
 /// Per stage and component, the median over the trials.
-pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
+pub(crate) fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
     let mut out = BTreeMap::new();
     let Some(first) = trials.first() else { return out };
     for (key, part) in &first.stages {
@@ -166,7 +166,7 @@ pub fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
 }
 
 /// Seconds of component `c` summed over a step's median stages.
-pub fn component_total(step: &StepReport, c: &str) -> f64 {
+pub(crate) fn component_total(step: &StepReport, c: &str) -> f64 {
     step.median.values().map(|p| p.components.get(c).copied().unwrap_or(0.0)).sum()
 }
 
@@ -175,7 +175,7 @@ fn pct(part: f64, whole: f64) -> String {
 }
 
 /// The judgment: a few plain sentences, every number from the report.
-pub fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
+pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
     let mut out = Vec::new();
     let Some(cold) = steps.iter().find(|s| s.kind == "cold") else { return out };
     let c = cold.median_total_s;
@@ -283,7 +283,7 @@ fn kib(bytes: f64) -> String {
     format!("{:.1} KiB", bytes / 1024.0)
 }
 
-pub fn label(component: &str) -> &'static str {
+pub(crate) fn label(component: &str) -> &'static str {
     match component {
         "startup" => "process start-up",
         "integrity" => "integrity checks",

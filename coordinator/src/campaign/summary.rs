@@ -8,7 +8,7 @@ use crate::fmt::duration;
 use crate::render::{PLOTS, Rendered, SUMMARY};
 use std::fmt::Write;
 
-pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
+pub(crate) fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
     let (svg, png) = super::plot::svg_and_png(r)?;
     Ok(vec![
         Rendered { path: SUMMARY.into(), bytes: markdown(r).into_bytes() },
@@ -17,12 +17,15 @@ pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
     ])
 }
 
-pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<Vec<Rendered>, String> {
+pub(crate) fn write_all(
+    dir: &std::path::Path,
+    r: &CampaignReport,
+) -> Result<Vec<Rendered>, String> {
     crate::render::write_files(dir, derived(r)?)
 }
 
 /// The stage keys of a report's steps, in run order.
-pub fn stage_keys(r: &CampaignReport) -> Vec<String> {
+pub(crate) fn stage_keys(r: &CampaignReport) -> Vec<String> {
     let mut keys: Vec<(usize, String)> = r
         .steps
         .first()

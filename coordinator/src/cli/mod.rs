@@ -1,7 +1,7 @@
 //! The command line: [`parse`] the flags, then [`run`] the command. Each
 //! command returns `Ok` with its exit code (0, or 4 for a comparison that
-//! found a regression) or an [`Error`], which is printed as one line and
-//! mapped to its exit code by [`Error::exit_code`], nowhere else.
+//! found a regression) or an `error::Error`, which is printed as one line and
+//! mapped to its exit code by `Error::exit_code`, nowhere else.
 
 mod args;
 mod print;
@@ -74,7 +74,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
         Some(Command::Render { dir, export }) => {
             let exports = export.exports();
             exports.check()?;
-            let (report, paths) = crate::verify::render(&dir).map_err(|e| {
+            let (report, paths) = crate::verify::render_report(&dir).map_err(|e| {
                 Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
             })?;
             for path in paths {

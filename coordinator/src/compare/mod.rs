@@ -17,32 +17,32 @@ use std::path::Path;
 
 /// Figures compared for every stage (lower is better for each).
 /// The figures compared when `--figure` is not given.
-pub const DEFAULT_FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
+pub(crate) const DEFAULT_FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
 
 #[derive(Debug)]
-pub struct Row {
-    pub stage: String,
-    pub figure: String,
-    pub n_a: usize,
-    pub n_b: usize,
-    pub median_a: f64,
-    pub median_b: f64,
-    pub ratio: f64,
-    pub ci95: [f64; 2],
-    pub p: f64,
-    pub verdict: Verdict,
-    pub regressed: bool,
+pub(crate) struct Row {
+    pub(crate) stage: String,
+    pub(crate) figure: String,
+    pub(crate) n_a: usize,
+    pub(crate) n_b: usize,
+    pub(crate) median_a: f64,
+    pub(crate) median_b: f64,
+    pub(crate) ratio: f64,
+    pub(crate) ci95: [f64; 2],
+    pub(crate) p: f64,
+    pub(crate) verdict: Verdict,
+    pub(crate) regressed: bool,
 }
 
 #[derive(Debug)]
-pub struct Comparison {
+pub(crate) struct Comparison {
     /// Empty when the runs are comparable.
-    pub incomparable: Vec<String>,
-    pub rows: Vec<Row>,
+    pub(crate) incomparable: Vec<String>,
+    pub(crate) rows: Vec<Row>,
 }
 
 #[derive(Debug, thiserror::Error)]
-pub enum CompareError {
+pub(crate) enum CompareError {
     #[error("{dir}: {reason}")]
     Unverified { dir: String, reason: String },
     #[error("the runs are not comparable: {}; pass --allow-incomparable to compare them anyway", .0.join("; "))]
@@ -78,7 +78,7 @@ fn samples(report: &Value, stage: &str, figure: &str) -> Vec<f64> {
     record[figure].as_f64().or_else(|| record["figures"][figure].as_f64()).into_iter().collect()
 }
 
-pub fn compare(
+pub(crate) fn compare(
     a: &Path,
     b: &Path,
     threshold_pct: f64,
@@ -184,7 +184,7 @@ fn in_units(figure: &str, x: f64) -> String {
 }
 
 /// The comparison as a table for a person.
-pub fn render(c: &Comparison, threshold_pct: f64) -> String {
+pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     let mut s = String::new();
     if !c.incomparable.is_empty() {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
@@ -233,11 +233,11 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
 }
 
 /// Files `compare --output DIR` writes.
-pub const OUTPUT_FILES: [&str; 3] = ["compare.txt", "forest.svg", "forest.png"];
+pub(crate) const OUTPUT_FILES: [&str; 3] = ["compare.txt", "forest.svg", "forest.png"];
 
 /// Writes the table and the forest plot into a new directory `out`, whole or
 /// not at all; an existing `out` is refused and left alone.
-pub fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Result<(), String> {
+pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Result<(), String> {
     let named = || format!("'{}'", out.display());
     let staging = evidence::Staging::new(out).map_err(|e| match e.kind() {
         std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),

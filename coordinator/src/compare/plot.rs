@@ -7,7 +7,7 @@ use crate::stats::Verdict;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
-pub fn svg_and_png(rows: &[Row], threshold_pct: f64) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub(crate) fn svg_and_png(rows: &[Row], threshold_pct: f64) -> Result<(Vec<u8>, Vec<u8>), String> {
     crate::chart::svg_and_png(rows.len(), |root| draw(root, rows, threshold_pct))
 }
 

@@ -19,37 +19,37 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const VERIFY_BEFORE: &str = "verify_before";
-pub const SERIAL: &str = "cold_feature_cache_prepare";
-pub const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
-pub const VERIFY_AFTER: &str = "verify_after";
-pub const SERIAL_CACHE: &str = "private-feature-cache";
-pub const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
-pub const MANIFEST: &str = "manifest.json";
-pub const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
+pub(crate) const VERIFY_BEFORE: &str = "verify_before";
+pub(crate) const SERIAL: &str = "cold_feature_cache_prepare";
+pub(crate) const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
+pub(crate) const VERIFY_AFTER: &str = "verify_after";
+pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
+pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
+pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
 /// Per-series time components the workers report.
 const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
 
 /// What cold-prep adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Section {
+pub(crate) struct Section {
     /// Aggregate counts of the training partition.
-    pub counts: Counts,
+    pub(crate) counts: Counts,
     /// The one-process preparation.
-    pub serial: PrepSide,
+    pub(crate) serial: PrepSide,
     /// The N-process preparation.
-    pub parallel: PrepSide,
+    pub(crate) parallel: PrepSide,
     /// Serial wall / parallel wall.
-    pub speedup: f64,
+    pub(crate) speedup: f64,
     /// Speedup / workers.
-    pub parallel_efficiency: f64,
+    pub(crate) parallel_efficiency: f64,
     /// The busiest parallel worker's busy time over the mean.
-    pub load_imbalance: f64,
+    pub(crate) load_imbalance: f64,
     /// Whether the serial and parallel cache manifests are byte-identical.
-    pub caches_identical: bool,
+    pub(crate) caches_identical: bool,
 }
 
-pub fn prepare(settings: &Settings) -> Result<Prepared, String> {
+pub(crate) fn prepare(settings: &Settings) -> Result<Prepared, String> {
     let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
@@ -69,7 +69,7 @@ pub fn prepare(settings: &Settings) -> Result<Prepared, String> {
 }
 
 /// One worker re-hashing every source file against frozen.json.
-pub fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
+pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
     let data = dataset.to_string_lossy().into_owned();
     Phase::in_turn(
         key.into(),
@@ -80,7 +80,7 @@ pub fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phas
 
 /// Every training series prepared into `cache` by `workers` processes, the
 /// largest series first, so the last to start is a short one.
-pub fn prepare_phase(
+pub(crate) fn prepare_phase(
     numbers: &mut JobNumbers,
     key: &str,
     cache: &str,
@@ -115,14 +115,17 @@ pub fn prepare_phase(
     }
 }
 
-pub fn find<'a>(outcomes: &'a [PhaseOutcome], key: &str) -> Result<&'a PhaseOutcome, RunError> {
+pub(crate) fn find<'a>(
+    outcomes: &'a [PhaseOutcome],
+    key: &str,
+) -> Result<&'a PhaseOutcome, RunError> {
     outcomes
         .iter()
         .find(|p| p.phase.key == key)
         .ok_or_else(|| fail(None, None, "internal", format!("phase {key} did not run")))
 }
 
-pub fn assemble(
+pub(crate) fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
     records: &mut Records,
@@ -167,10 +170,10 @@ pub fn assemble(
     })
 }
 
-pub type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
+pub(crate) type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
 
 /// Checks one preparation phase's cache, writes its manifest, and sums it up.
-pub fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
+pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let cache = p.phase.cache.clone().expect("preparation phases have a cache");
     let results: Vec<_> = p.results().collect();
     if results.len() != p.phase.jobs.len() {

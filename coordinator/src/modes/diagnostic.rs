@@ -9,12 +9,12 @@ use std::path::Path;
 
 /// What a diagnostic run needs of its own: its stages, in order.
 #[derive(Clone, Debug)]
-pub struct Plan {
-    pub stages: Vec<PlannedStage>,
+pub(crate) struct Plan {
+    pub(crate) stages: Vec<PlannedStage>,
 }
 
 impl Plan {
-    pub fn prepare(&self, settings: &Settings) -> Prepared {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Prepared {
         let mut numbers = JobNumbers::default();
         let jobs =
             self.stages.iter().map(|s| numbers.job(s.key.clone(), s.stage.clone())).collect();
@@ -31,7 +31,7 @@ impl Plan {
     }
 }
 
-pub fn assemble(
+pub(crate) fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
     records: &mut Records,

@@ -9,14 +9,14 @@
 //! Adding a mode: its own module, a variant here in [`ModePlan`] and
 //! [`Section`] with their four `match` arms, and its name on the command line.
 
-pub mod cold_prep;
-pub mod diagnostic;
-pub mod profile;
-pub mod recipe;
-pub mod report;
-pub mod trials;
+pub(crate) mod cold_prep;
+pub(crate) mod diagnostic;
+pub(crate) mod profile;
+pub(crate) mod recipe;
+pub(crate) mod report;
+pub(crate) mod trials;
 
-pub use report::{Report, Section};
+pub(crate) use report::{Report, Section};
 
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
@@ -30,14 +30,14 @@ use std::path::Path;
 
 /// A run's plan: what every mode shares, and the mode's own.
 #[derive(Clone, Debug)]
-pub struct RunPlan {
-    pub settings: Settings,
-    pub mode: ModePlan,
+pub(crate) struct RunPlan {
+    pub(crate) settings: Settings,
+    pub(crate) mode: ModePlan,
 }
 
 /// The mode of a run, with what only that mode needs.
 #[derive(Clone, Debug)]
-pub enum ModePlan {
+pub(crate) enum ModePlan {
     /// Stages with known costs, or a user's commands, each measured once.
     Diagnostic(diagnostic::Plan),
     /// Cold feature-cache preparation, serial and N-process side by side.
@@ -51,26 +51,26 @@ pub enum ModePlan {
 }
 
 /// What a mode decided before the run directory exists.
-pub struct Prepared {
-    pub phases: Vec<Phase>,
+pub(crate) struct Prepared {
+    pub(crate) phases: Vec<Phase>,
     /// The stages as declaration.json lists them.
-    pub stages: Vec<DeclaredStage>,
+    pub(crate) stages: Vec<DeclaredStage>,
     /// Fingerprint of the frozen dataset, for modes that read one.
-    pub dataset_fingerprint: Option<String>,
+    pub(crate) dataset_fingerprint: Option<String>,
     /// The mode's own parameters for the declaration.
-    pub parameters: BTreeMap<String, serde_json::Value>,
+    pub(crate) parameters: BTreeMap<String, serde_json::Value>,
 }
 
 /// The stage records and artifacts a mode assembles into the report.
 #[derive(Default)]
-pub struct Records {
-    pub stages: BTreeMap<String, StageRecord>,
-    pub artifacts: Vec<ArtifactRecord>,
+pub(crate) struct Records {
+    pub(crate) stages: BTreeMap<String, StageRecord>,
+    pub(crate) artifacts: Vec<ArtifactRecord>,
 }
 
 impl ModePlan {
     /// The mode's name, as `--mode` spells it and reports record it.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             ModePlan::Diagnostic(_) => "diagnostic",
             ModePlan::ColdPrep => "cold-prep",
@@ -83,7 +83,7 @@ impl ModePlan {
     /// Resolves the mode's inputs (a dataset, where it reads one) and plans
     /// its phases; an error is bad usage or input, found before the run
     /// directory exists.
-    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
         match self {
             ModePlan::Diagnostic(p) => Ok(p.prepare(settings)),
             ModePlan::ColdPrep => cold_prep::prepare(settings),
@@ -94,7 +94,7 @@ impl ModePlan {
     }
 
     /// Fills in the stage records and artifacts, and returns the mode's section.
-    pub fn assemble(
+    pub(crate) fn assemble(
         &self,
         cx: &Context<'_>,
         outcomes: &[PhaseOutcome],
@@ -117,29 +117,29 @@ impl ModePlan {
 
 /// One dispatch: these jobs, over this many worker processes at once.
 #[derive(Clone, Debug)]
-pub struct Phase {
-    pub key: String,
-    pub jobs: Vec<Job>,
-    pub workers: u32,
-    pub jobs_per_process: usize,
+pub(crate) struct Phase {
+    pub(crate) key: String,
+    pub(crate) jobs: Vec<Job>,
+    pub(crate) workers: u32,
+    pub(crate) jobs_per_process: usize,
     /// A cache directory (relative to the run directory) the coordinator
     /// creates, private, before the phase starts.
-    pub cache: Option<String>,
+    pub(crate) cache: Option<String>,
     /// How a person sees the phase progress.
-    pub progress: crate::events::Style,
+    pub(crate) progress: crate::events::Style,
     /// Run by the coordinator after the phase succeeded and before the next
     /// starts (outside every measured wall): e.g. writing a cache manifest
     /// the next phase's workers check their reads against.
-    pub after: Option<AfterPhase>,
+    pub(crate) after: Option<AfterPhase>,
     /// Run after each job of the phase that succeeded, before its worker
     /// takes the next (see [`crate::supervisor::AfterJob`]).
-    pub after_job: Option<crate::supervisor::AfterJob>,
+    pub(crate) after_job: Option<crate::supervisor::AfterJob>,
 }
 
 impl Phase {
     /// A phase of `jobs` in one worker slot, each process taking up to
     /// `jobs_per_process` of them, a line per job, no extra steps.
-    pub fn in_turn(key: String, jobs: Vec<Job>, jobs_per_process: usize) -> Phase {
+    pub(crate) fn in_turn(key: String, jobs: Vec<Job>, jobs_per_process: usize) -> Phase {
         Phase {
             key,
             jobs,
@@ -156,11 +156,11 @@ impl Phase {
 /// A coordinator step between phases: given the run directory, the phase's
 /// outcome and the phases still to run (whose jobs it may complete, e.g.
 /// with the hashes of artifacts this phase wrote).
-pub type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunError>;
+pub(crate) type AfterPhase = fn(&Path, &PhaseOutcome, &mut [Phase]) -> Result<(), RunError>;
 
 /// An [`AfterPhase`] step: `hand_on` for every job of the phase, to the
 /// jobs of every later phase.
-pub fn hand_on_artifacts(
+pub(crate) fn hand_on_artifacts(
     _: &Path,
     done: &PhaseOutcome,
     rest: &mut [Phase],
@@ -173,7 +173,7 @@ pub fn hand_on_artifacts(
 
 /// An [`AfterJob`](crate::supervisor::AfterJob) step: `hand_on` to the
 /// jobs still queued in the same phase (one process running them in turn).
-pub fn hand_on_queued(done: &JobResult, queued: &mut std::collections::VecDeque<Job>) {
+pub(crate) fn hand_on_queued(done: &JobResult, queued: &mut std::collections::VecDeque<Job>) {
     hand_on(done, queued.iter_mut());
 }
 
@@ -195,25 +195,25 @@ fn hand_on<'a>(done: &JobResult, later: impl Iterator<Item = &'a mut Job>) {
 }
 
 /// A phase and what happened in it.
-pub struct PhaseOutcome {
-    pub phase: Phase,
-    pub dispatch: DispatchOutcome,
+pub(crate) struct PhaseOutcome {
+    pub(crate) phase: Phase,
+    pub(crate) dispatch: DispatchOutcome,
     /// What the phase's `after` step refused, if anything.
-    pub after_error: Option<RunError>,
+    pub(crate) after_error: Option<RunError>,
 }
 
 impl PhaseOutcome {
-    pub fn results(&self) -> impl Iterator<Item = &JobResult> {
+    pub(crate) fn results(&self) -> impl Iterator<Item = &JobResult> {
         self.dispatch.outcomes.iter().flat_map(|o| o.jobs.iter())
     }
 }
 
 /// Numbers jobs across a whole run, so ids are unique in it.
 #[derive(Default)]
-pub struct JobNumbers(u32);
+pub(crate) struct JobNumbers(u32);
 
 impl JobNumbers {
-    pub fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
+    pub(crate) fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
         let id = JobId(self.0);
         self.0 += 1;
         Job { id, order: id.0 as usize, key, stage }
@@ -222,7 +222,7 @@ impl JobNumbers {
 
 /// The planned stages as the declaration lists them: per job, or per phase.
 /// A phase that prepares a cache is one entry either way (its jobs are series).
-pub fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
+pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
     if per_job {
         phases
             .iter()
@@ -263,7 +263,7 @@ fn secs(ns: u64) -> f64 {
 }
 
 /// A stage record from one job's own measurement.
-pub fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
+pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
     let m = &r.measurement;
     StageRecord {
         stage: r.job.stage.to_string(),
@@ -280,7 +280,7 @@ pub fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
 }
 
 /// Every worker process of every phase, as wait4 reported it.
-pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
+pub(crate) fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
     let mut out: Vec<ProcessRecord> = outcomes
         .iter()
         .flat_map(|p| {
@@ -309,7 +309,7 @@ pub fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
 }
 
 /// Re-hashes a file a worker reported and checks it against the claim.
-pub fn checked_artifact(
+pub(crate) fn checked_artifact(
     dir: &Path,
     r: &JobResult,
     path: &str,
@@ -339,9 +339,8 @@ pub fn checked_artifact(
 }
 
 /// What a mode may consult when it assembles its report.
-pub struct Context<'a> {
-    pub settings: &'a Settings,
-    pub dir: &'a Path,
+pub(crate) struct Context<'a> {
+    pub(crate) dir: &'a Path,
     /// Load averages when the run started (from environment.json).
-    pub load_at_start: Option<[f64; 3]>,
+    pub(crate) load_at_start: Option<[f64; 3]>,
 }

@@ -24,26 +24,26 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub const PREPARE: &str = "cold_feature_cache_prepare";
-pub const FIT: &str = "warm_fit_normalizer";
-pub const COUNT: &str = "count_eligible_contexts";
-pub const LOADER: &str = "warm_loader_epoch";
+pub(crate) const PREPARE: &str = "cold_feature_cache_prepare";
+pub(crate) const FIT: &str = "warm_fit_normalizer";
+pub(crate) const COUNT: &str = "count_eligible_contexts";
+pub(crate) const LOADER: &str = "warm_loader_epoch";
 
 /// What a profile needs of its own: the loader's shuffle seed.
 #[derive(Clone, Debug)]
-pub struct Plan {
-    pub seed: u64,
+pub(crate) struct Plan {
+    pub(crate) seed: u64,
 }
 
 /// What a profile adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Section {
+pub(crate) struct Section {
     /// The training partition's counts, with contexts and batches.
-    pub counts: Counts,
+    pub(crate) counts: Counts,
 }
 
 impl Plan {
-    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let phases = self.phases(settings, &dataset, &frozen);
         let mut parameters = BTreeMap::new();
@@ -100,16 +100,16 @@ impl Plan {
 
 /// The phase of `--isolation run` whose one process runs every stage after
 /// the cache preparation.
-pub const SHARED_PROCESS: &str = "after_cache_preparation";
+pub(crate) const SHARED_PROCESS: &str = "after_cache_preparation";
 
 /// The recipe stages `--mode trials` can repeat, by their profile names;
 /// their dataset is filled in once it is resolved ([`with_dataset`]).
-pub fn trial_stage_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn trial_stage_names() -> impl Iterator<Item = &'static str> {
     [FIT, COUNT, LOADER].into_iter().chain(ModelStep::ALL.iter().map(|s| s.name()))
 }
 
 /// The stage a recipe stage name stands for, with no dataset yet.
-pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
+pub(crate) fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
     let cache = SERIAL_CACHE.to_string();
     match name {
         FIT => Some(Stage::FitNormalizer { dataset: String::new(), cache }),
@@ -126,14 +126,14 @@ pub fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
 ///
 /// # Panics
 /// When `name` is not a recipe stage (see [`trial_stage_names`]).
-pub fn recipe_stage_over(name: &str, dataset: &Path, seed: u64) -> Stage {
+pub(crate) fn recipe_stage_over(name: &str, dataset: &Path, seed: u64) -> Stage {
     let mut stage = recipe_stage(name, seed).expect("a recipe stage name");
     with_dataset(&mut stage, dataset);
     stage
 }
 
 /// Whether `stage` is one of the recipe's warm or model stages.
-pub fn recipe_name(stage: &Stage) -> bool {
+pub(crate) fn recipe_name(stage: &Stage) -> bool {
     matches!(
         stage,
         Stage::FitNormalizer { .. }
@@ -145,12 +145,12 @@ pub fn recipe_name(stage: &Stage) -> bool {
 
 /// Whether `stage` reads the loader's inputs (the normalizer and the
 /// context index as well as the cache).
-pub fn reads_loader(stage: &Stage) -> bool {
+pub(crate) fn reads_loader(stage: &Stage) -> bool {
     matches!(stage, Stage::LoaderEpoch(_) | Stage::Model(..))
 }
 
 /// Sets the dataset of a recipe stage; other stages are left alone.
-pub fn with_dataset(stage: &mut Stage, dir: &Path) {
+pub(crate) fn with_dataset(stage: &mut Stage, dir: &Path) {
     let dir = dir.to_string_lossy().into_owned();
     if let Stage::FitNormalizer { dataset, .. } | Stage::CountContexts { dataset, .. } = stage {
         *dataset = dir;
@@ -161,7 +161,7 @@ pub fn with_dataset(stage: &mut Stage, dir: &Path) {
 
 /// A loader epoch's input over the serial cache; the artifact hashes are
 /// filled in by [`super::hand_on_artifacts`] once fitting and counting have run.
-pub fn epoch_input(dataset: String, seed: u64) -> EpochInput {
+pub(crate) fn epoch_input(dataset: String, seed: u64) -> EpochInput {
     EpochInput {
         dataset,
         cache: SERIAL_CACHE.into(),
@@ -171,7 +171,7 @@ pub fn epoch_input(dataset: String, seed: u64) -> EpochInput {
     }
 }
 
-pub fn assemble(
+pub(crate) fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
     records: &mut Records,

@@ -20,30 +20,30 @@ use std::path::PathBuf;
 /// What a recipe run needs of its own: the state directory (claimed), how
 /// it resumes, the epochs and the loader's seed.
 #[derive(Clone, Debug, PartialEq)]
-pub struct Plan {
-    pub state: PathBuf,
-    pub policy: ResumePolicy,
-    pub epochs: u32,
-    pub seed: u64,
+pub(crate) struct Plan {
+    pub(crate) state: PathBuf,
+    pub(crate) policy: ResumePolicy,
+    pub(crate) epochs: u32,
+    pub(crate) seed: u64,
 }
 
 /// What a recipe run adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Section {
+pub(crate) struct Section {
     /// The state directory as the run left it (no file named).
-    pub state: ::recipe::state::Digest,
+    pub(crate) state: ::recipe::state::Digest,
 }
 
 /// The phase of `--isolation run` whose one process runs every state stage.
-pub const SHARED_PROCESS: &str = "state_stages";
+pub(crate) const SHARED_PROCESS: &str = "state_stages";
 
 /// The stage keys, in order.
-pub fn keys() -> impl Iterator<Item = &'static str> {
+pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
     std::iter::once(VERIFY_BEFORE).chain(StateStep::ALL.iter().map(|s| s.name()))
 }
 
 impl Plan {
-    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let mut numbers = JobNumbers::default();
         let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
@@ -78,7 +78,7 @@ impl Plan {
         })
     }
 
-    pub fn assemble(
+    pub(crate) fn assemble(
         &self,
         outcomes: &[PhaseOutcome],
         records: &mut Records,

@@ -8,32 +8,30 @@ use crate::rundir::report::{ArtifactRecord, Counts, ProcessRecord, StageRecord, 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub use crate::rundir::report::{SCHEMA, SCHEMA_VERSION};
-
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Report {
-    pub schema: String,
-    pub schema_version: u32,
-    pub isolation: String,
-    pub declaration_sha256: String,
-    pub environment_sha256: String,
+pub(crate) struct Report {
+    pub(crate) schema: String,
+    pub(crate) schema_version: u32,
+    pub(crate) isolation: String,
+    pub(crate) declaration_sha256: String,
+    pub(crate) environment_sha256: String,
     /// One record per planned stage, keyed by its key in the declaration.
-    pub stages: BTreeMap<String, StageRecord>,
+    pub(crate) stages: BTreeMap<String, StageRecord>,
     /// Every worker process the run launched, in launch order.
-    pub workers: Vec<ProcessRecord>,
+    pub(crate) workers: Vec<ProcessRecord>,
     /// Every artifact, sorted by path.
-    pub artifacts: Vec<ArtifactRecord>,
+    pub(crate) artifacts: Vec<ArtifactRecord>,
     /// Wall time of the whole run, from the first spawn to the last reap.
-    pub run_wall_s: f64,
+    pub(crate) run_wall_s: f64,
     /// How workers were started: `local` or `slurm`.
     #[serde(default = "local")]
-    pub launcher: String,
+    pub(crate) launcher: String,
     /// How many distinct hosts ran the workers (by `host_sha256`).
     #[serde(default)]
-    pub hosts: u32,
+    pub(crate) hosts: u32,
     /// The mode's own part, tagged by `mode`.
     #[serde(flatten)]
-    pub section: Section,
+    pub(crate) section: Section,
 }
 
 fn local() -> String {
@@ -43,7 +41,7 @@ fn local() -> String {
 /// What a mode adds to the report; its tag is the report's `mode`.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 #[serde(tag = "mode")]
-pub enum Section {
+pub(crate) enum Section {
     #[serde(rename = "diagnostic")]
     Diagnostic,
     #[serde(rename = "cold-prep")]
@@ -58,7 +56,7 @@ pub enum Section {
 
 impl Report {
     /// The mode, as the report records it.
-    pub fn mode(&self) -> &'static str {
+    pub(crate) fn mode(&self) -> &'static str {
         match &self.section {
             Section::Diagnostic => "diagnostic",
             Section::ColdPrep(_) => "cold-prep",
@@ -69,7 +67,7 @@ impl Report {
     }
 
     /// Cold-prep's comparison of the serial and N-process preparations.
-    pub fn cold_prep(&self) -> Option<&cold_prep::Section> {
+    pub(crate) fn cold_prep(&self) -> Option<&cold_prep::Section> {
         match &self.section {
             Section::ColdPrep(c) => Some(c),
             _ => None,
@@ -77,7 +75,7 @@ impl Report {
     }
 
     /// Trials: every trial of every stage, keyed like `stages`.
-    pub fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
+    pub(crate) fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
         match &self.section {
             Section::Trials(t) => Some(&t.trials),
             _ => None,
@@ -85,7 +83,7 @@ impl Report {
     }
 
     /// The counts of the data the run read, for the modes that read a dataset.
-    pub fn counts(&self) -> Option<&Counts> {
+    pub(crate) fn counts(&self) -> Option<&Counts> {
         match &self.section {
             Section::ColdPrep(c) => Some(&c.counts),
             Section::Trials(t) => t.counts.as_ref(),
@@ -95,7 +93,7 @@ impl Report {
     }
 
     /// Recipe: the state directory as the run left it.
-    pub fn state(&self) -> Option<&::recipe::state::Digest> {
+    pub(crate) fn state(&self) -> Option<&::recipe::state::Digest> {
         match &self.section {
             Section::Recipe(r) => Some(&r.state),
             _ => None,

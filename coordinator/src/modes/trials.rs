@@ -16,41 +16,41 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 /// Coefficient of variation above which a stage's wall time is called unstable.
-pub const MAX_CV: f64 = 0.05;
+pub(crate) const MAX_CV: f64 = 0.05;
 /// A first counted trial slower than this times the median of the rest is flagged.
-pub const FIRST_TRIAL_RATIO: f64 = 1.25;
+pub(crate) const FIRST_TRIAL_RATIO: f64 = 1.25;
 /// A 1-minute load average above this fraction of the logical cores is flagged.
-pub const BUSY_LOAD_PER_CORE: f64 = 0.5;
+pub(crate) const BUSY_LOAD_PER_CORE: f64 = 0.5;
 
 /// What a trials run needs of its own.
 #[derive(Clone, Debug)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// The stages to repeat, in order (diagnostic, commands, recipe stages).
-    pub stages: Vec<PlannedStage>,
+    pub(crate) stages: Vec<PlannedStage>,
     /// Counted trials per stage.
-    pub trials: u32,
+    pub(crate) trials: u32,
     /// Warm-up trials per stage, recorded but not counted.
-    pub warmup: u32,
+    pub(crate) warmup: u32,
     /// The loader's shuffle seed, for recipe stages.
-    pub seed: u64,
+    pub(crate) seed: u64,
 }
 
 /// What a trials run adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Section {
+pub(crate) struct Section {
     /// The cache the recipe stages' prerequisites prepared, when there were any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub counts: Option<Counts>,
+    pub(crate) counts: Option<Counts>,
     /// Every trial of every stage, with statistics, keyed like `stages`.
-    pub trials: BTreeMap<String, TrialSet>,
+    pub(crate) trials: BTreeMap<String, TrialSet>,
     /// The rule that marks outliers.
-    pub outlier_rule: String,
+    pub(crate) outlier_rule: String,
 }
 
 impl Plan {
     /// Recipe stages read a dataset: it is resolved here, filled into them,
     /// and their prerequisites are prepared once before the trials.
-    pub fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
         let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
             let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
             let mut plan = self.clone();
@@ -99,7 +99,7 @@ impl Plan {
 }
 
 /// Key of a prerequisite phase in the declaration.
-pub fn prerequisite(key: &str) -> String {
+pub(crate) fn prerequisite(key: &str) -> String {
     format!("prerequisite:{key}")
 }
 
@@ -154,7 +154,7 @@ fn declared(plan: &Plan, phases: &[Phase]) -> Vec<DeclaredStage> {
 }
 
 impl Plan {
-    pub fn assemble(
+    pub(crate) fn assemble(
         &self,
         cx: &Context<'_>,
         outcomes: &[PhaseOutcome],

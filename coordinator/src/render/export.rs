@@ -9,17 +9,17 @@ use crate::rundir::report::{self, StageRecord, TrialSet};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
-pub const SCHEMA: &str = "stagebench.export";
+pub(crate) const SCHEMA: &str = "stagebench.export";
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Format {
+pub(crate) enum Format {
     Json,
     Csv,
     Markdown,
 }
 
 impl Format {
-    pub fn flag(self) -> &'static str {
+    pub(crate) fn flag(self) -> &'static str {
         match self {
             Format::Json => "--export-json",
             Format::Csv => "--export-csv",
@@ -30,16 +30,20 @@ impl Format {
 
 /// Exports requested on the command line.
 #[derive(Clone, Debug, Default)]
-pub struct Exports(pub Vec<(Format, PathBuf)>);
+pub(crate) struct Exports(pub(crate) Vec<(Format, PathBuf)>);
 
 impl Exports {
-    pub fn new(json: Option<PathBuf>, csv: Option<PathBuf>, markdown: Option<PathBuf>) -> Exports {
+    pub(crate) fn new(
+        json: Option<PathBuf>,
+        csv: Option<PathBuf>,
+        markdown: Option<PathBuf>,
+    ) -> Exports {
         let all = [(Format::Json, json), (Format::Csv, csv), (Format::Markdown, markdown)];
         Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
 
     /// Refuses, before anything runs, a path that exists or is named twice.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         for (i, (f, p)) in self.0.iter().enumerate() {
             if p.symlink_metadata().is_ok() {
                 return Err(format!("{} '{}' already exists", f.flag(), p.display()));
@@ -52,7 +56,7 @@ impl Exports {
     }
 
     /// Writes every export of `r`, each as a new file.
-    pub fn write(&self, r: &Report) -> Result<Vec<&Path>, String> {
+    pub(crate) fn write(&self, r: &Report) -> Result<Vec<&Path>, String> {
         let mut written = Vec::new();
         for (f, p) in &self.0 {
             evidence::write_new(p, &bytes(*f, r)).map_err(|e| match e.kind() {
@@ -67,7 +71,7 @@ impl Exports {
     }
 }
 
-pub fn bytes(f: Format, r: &Report) -> Vec<u8> {
+pub(crate) fn bytes(f: Format, r: &Report) -> Vec<u8> {
     match f {
         Format::Json => json_export(r),
         Format::Csv => csv(r).into_bytes(),

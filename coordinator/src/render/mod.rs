@@ -4,27 +4,27 @@
 //! coordinator build, so `verify` re-renders and compares, and
 //! `coordinator render` redraws them.
 
-pub mod export;
-pub mod plots;
+pub(crate) mod export;
+pub(crate) mod plots;
 mod summary;
 
 use crate::modes::Report;
-pub use summary::summary_markdown;
+pub(crate) use summary::summary_markdown;
 
-pub const SUMMARY: &str = "summary.md";
+pub(crate) const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.
-pub const PLOTS: &str = "plots";
+pub(crate) const PLOTS: &str = "plots";
 
 /// One derived file: its path relative to the run directory, and its bytes.
 #[derive(Debug)]
-pub struct Rendered {
-    pub path: String,
-    pub bytes: Vec<u8>,
+pub(crate) struct Rendered {
+    pub(crate) path: String,
+    pub(crate) bytes: Vec<u8>,
 }
 
 /// Every file derived from `report`, in a fixed order: summary.md, then
 /// each plot the report has data for, SVG and PNG.
-pub fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
+pub(crate) fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
     let mut out =
         vec![Rendered { path: SUMMARY.into(), bytes: summary_markdown(report).into_bytes() }];
     for plot in plots::for_report(report) {
@@ -36,12 +36,15 @@ pub fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
 }
 
 /// Writes every derived file into `dir` (each atomically), creating `plots/`.
-pub fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Rendered>, String> {
+pub(crate) fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Rendered>, String> {
     write_files(dir, derived(report)?)
 }
 
 /// Writes derived files into `dir` (each atomically), creating `plots/`.
-pub fn write_files(dir: &std::path::Path, files: Vec<Rendered>) -> Result<Vec<Rendered>, String> {
+pub(crate) fn write_files(
+    dir: &std::path::Path,
+    files: Vec<Rendered>,
+) -> Result<Vec<Rendered>, String> {
     let plots = dir.join(PLOTS);
     if !plots.is_dir() {
         std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;

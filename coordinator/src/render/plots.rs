@@ -8,7 +8,7 @@ use plotters::coord::Shift;
 use plotters::prelude::*;
 
 /// A plot and the data it draws.
-pub enum Plot<'a> {
+pub(crate) enum Plot<'a> {
     /// Stage wall time, CPU time and peak RSS as bars, one row per stage.
     Stages(&'a Report),
     /// Every trial's wall time relative to its stage's median, one row per
@@ -20,7 +20,7 @@ pub enum Plot<'a> {
 }
 
 /// The plots a report has data for.
-pub fn for_report(r: &Report) -> Vec<Plot<'_>> {
+pub(crate) fn for_report(r: &Report) -> Vec<Plot<'_>> {
     let mut v = Vec::new();
     if !r.stages.is_empty() {
         v.push(Plot::Stages(r));
@@ -36,7 +36,7 @@ pub fn for_report(r: &Report) -> Vec<Plot<'_>> {
 
 impl Plot<'_> {
     /// The file stem under `plots/`.
-    pub fn name(&self) -> &'static str {
+    pub(crate) fn name(&self) -> &'static str {
         match self {
             Plot::Stages(_) => "stages",
             Plot::Trials(_) => "trials",
@@ -63,7 +63,7 @@ impl Plot<'_> {
     }
 
     /// The plot as SVG and PNG bytes.
-    pub fn svg_and_png(&self) -> Result<(Vec<u8>, Vec<u8>), String> {
+    pub(crate) fn svg_and_png(&self) -> Result<(Vec<u8>, Vec<u8>), String> {
         svg_and_png(self.rows(), |root| self.draw(root))
     }
 }

@@ -5,7 +5,7 @@ use crate::modes::{self, Report};
 use std::fmt::Write as _;
 
 /// The Markdown summary of a report.
-pub fn summary_markdown(r: &Report) -> String {
+pub(crate) fn summary_markdown(r: &Report) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# stagebench {} run\n", r.mode());
     let _ = writeln!(

@@ -4,38 +4,38 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA: &str = "stagebench.declaration";
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA: &str = "stagebench.declaration";
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Declaration {
-    pub schema: String,
-    pub schema_version: u32,
-    pub created_utc: String,
-    pub mode: String,
-    pub isolation: String,
-    pub workers: u32,
+pub(crate) struct Declaration {
+    pub(crate) schema: String,
+    pub(crate) schema_version: u32,
+    pub(crate) created_utc: String,
+    pub(crate) mode: String,
+    pub(crate) isolation: String,
+    pub(crate) workers: u32,
     /// Planned stages in order: `{ key, stage }`.
-    pub stages: Vec<DeclaredStage>,
+    pub(crate) stages: Vec<DeclaredStage>,
     /// Every parameter and seed of the run.
-    pub parameters: BTreeMap<String, serde_json::Value>,
+    pub(crate) parameters: BTreeMap<String, serde_json::Value>,
     /// Fingerprint of the frozen dataset, for modes that read one.
-    pub dataset_fingerprint: Option<String>,
-    pub program: Program,
+    pub(crate) dataset_fingerprint: Option<String>,
+    pub(crate) program: Program,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct DeclaredStage {
-    pub key: String,
-    pub stage: String,
+pub(crate) struct DeclaredStage {
+    pub(crate) key: String,
+    pub(crate) stage: String,
     /// How many jobs (e.g. series) the stage runs.
-    pub jobs: usize,
+    pub(crate) jobs: usize,
     /// Worker processes at once.
-    pub workers: u32,
+    pub(crate) workers: u32,
     /// SHA-256 of the stage's full definition (for a command, its command
     /// line), so runs of different definitions are never compared as one,
     /// while the definition itself (which may hold paths) stays out.
-    pub definition_sha256: String,
+    pub(crate) definition_sha256: String,
 }
 
 /// The `definition_sha256` of a stage, or of a phase's stages in order.
@@ -43,7 +43,7 @@ pub struct DeclaredStage {
 /// declaration's dataset fingerprint says which data it is), so every path
 /// is blanked first; the bytes hashed are the canonical ones
 /// ([`evidence::to_bytes`]), as for every other hash of evidence.
-pub fn definition_sha256(definition: &impl serde::Serialize) -> String {
+pub(crate) fn definition_sha256(definition: &impl serde::Serialize) -> String {
     let mut value = serde_json::to_value(definition).expect("a stage serialises");
     blank_paths(&mut value);
     evidence::sha256_hex(&evidence::to_bytes(&value))
@@ -72,20 +72,20 @@ fn blank_paths(value: &mut serde_json::Value) {
 
 /// The program's identity: which code, built how, is measuring.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Program {
-    pub version: String,
+pub(crate) struct Program {
+    pub(crate) version: String,
     /// SHA-256 over every source file of the workspace, embedded at build time.
-    pub source_sha256: String,
-    pub source_files: u64,
-    pub git_commit: Option<String>,
-    pub profile: String,
+    pub(crate) source_sha256: String,
+    pub(crate) source_files: u64,
+    pub(crate) git_commit: Option<String>,
+    pub(crate) profile: String,
     /// SHA-256 of the worker binary that will run the stages.
-    pub worker_binary_sha256: String,
+    pub(crate) worker_binary_sha256: String,
 }
 
 impl Declaration {
     /// A declaration made now, by this build.
-    pub fn new(
+    pub(crate) fn new(
         mode: &str,
         isolation: &str,
         workers: u32,
@@ -111,7 +111,7 @@ impl Declaration {
 
 impl Program {
     /// This build, with the worker binary it will run.
-    pub fn current(worker_binary_sha256: String) -> Program {
+    pub(crate) fn current(worker_binary_sha256: String) -> Program {
         use protocol::program as p;
         Program {
             version: p::VERSION.into(),

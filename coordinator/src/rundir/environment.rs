@@ -4,11 +4,11 @@
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-pub const SCHEMA: &str = "stagebench.environment";
-pub const SCHEMA_VERSION: u32 = 1;
+pub(crate) const SCHEMA: &str = "stagebench.environment";
+pub(crate) const SCHEMA_VERSION: u32 = 1;
 
 /// Environment variables that change how many threads the measured code uses.
-pub const THREAD_VARIABLES: &[&str] = &[
+pub(crate) const THREAD_VARIABLES: &[&str] = &[
     "RAYON_NUM_THREADS",
     "OMP_NUM_THREADS",
     "OPENBLAS_NUM_THREADS",
@@ -18,45 +18,45 @@ pub const THREAD_VARIABLES: &[&str] = &[
 ];
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Environment {
-    pub schema: String,
-    pub schema_version: u32,
-    pub captured_utc: String,
-    pub cpu: Cpu,
-    pub memory_bytes: Option<u64>,
-    pub os: Os,
-    pub toolchain: Toolchain,
+pub(crate) struct Environment {
+    pub(crate) schema: String,
+    pub(crate) schema_version: u32,
+    pub(crate) captured_utc: String,
+    pub(crate) cpu: Cpu,
+    pub(crate) memory_bytes: Option<u64>,
+    pub(crate) os: Os,
+    pub(crate) toolchain: Toolchain,
     /// Thread settings from the environment (null where unset).
-    pub threads: BTreeMap<String, Option<String>>,
+    pub(crate) threads: BTreeMap<String, Option<String>>,
     /// 1, 5 and 15 minute load averages when the run started.
-    pub load_average: Option<[f64; 3]>,
-    pub launcher: String,
+    pub(crate) load_average: Option<[f64; 3]>,
+    pub(crate) launcher: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Cpu {
-    pub model: Option<String>,
-    pub logical_cores: usize,
+pub(crate) struct Cpu {
+    pub(crate) model: Option<String>,
+    pub(crate) logical_cores: usize,
     /// The cpufreq governor of cpu0, where readable.
-    pub governor: Option<String>,
+    pub(crate) governor: Option<String>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Os {
-    pub name: Option<String>,
-    pub kernel: Option<String>,
-    pub arch: String,
+pub(crate) struct Os {
+    pub(crate) name: Option<String>,
+    pub(crate) kernel: Option<String>,
+    pub(crate) arch: String,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Toolchain {
-    pub rustc: String,
-    pub profile: String,
-    pub crates: BTreeMap<String, String>,
+pub(crate) struct Toolchain {
+    pub(crate) rustc: String,
+    pub(crate) profile: String,
+    pub(crate) crates: BTreeMap<String, String>,
 }
 
 /// Reads the environment of this machine now.
-pub fn capture(launcher: &str) -> Environment {
+pub(crate) fn capture(launcher: &str) -> Environment {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -101,7 +101,7 @@ pub fn capture(launcher: &str) -> Environment {
 }
 
 /// The 1, 5 and 15 minute load averages.
-pub fn load_average() -> Option<[f64; 3]> {
+pub(crate) fn load_average() -> Option<[f64; 3]> {
     let s = std::fs::read_to_string("/proc/loadavg").ok()?;
     let mut it = s.split_whitespace().map(|x| x.parse::<f64>().ok());
     Some([it.next()??, it.next()??, it.next()??])

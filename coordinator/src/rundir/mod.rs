@@ -9,23 +9,23 @@
 //! - No evidence file holds an input path, a user or host name, or a subject
 //!   identifier.
 
-pub mod declaration;
-pub mod environment;
-pub mod failure;
-pub mod report;
+pub(crate) mod declaration;
+pub(crate) mod environment;
+pub(crate) mod failure;
+pub(crate) mod report;
 
 use std::fs::{self, DirBuilder};
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-pub const DECLARATION: &str = "declaration.json";
-pub const ENVIRONMENT: &str = "environment.json";
-pub const REPORT: &str = "report.json";
-pub const FAILURE: &str = "failure.json";
+pub(crate) const DECLARATION: &str = "declaration.json";
+pub(crate) const ENVIRONMENT: &str = "environment.json";
+pub(crate) const REPORT: &str = "report.json";
+pub(crate) const FAILURE: &str = "failure.json";
 
 #[derive(Debug, thiserror::Error)]
-pub enum RunDirError {
+pub(crate) enum RunDirError {
     #[error(
         "output path '{0}' already exists; stagebench never writes into an existing path (choose a new --output)"
     )]
@@ -38,13 +38,13 @@ pub enum RunDirError {
 
 /// A run directory this process created.
 #[derive(Debug)]
-pub struct RunDir {
+pub(crate) struct RunDir {
     path: PathBuf,
 }
 
 impl RunDir {
     /// Creates `path` (private, 0700). Refuses any existing path.
-    pub fn create(path: &Path) -> Result<RunDir, RunDirError> {
+    pub(crate) fn create(path: &Path) -> Result<RunDir, RunDirError> {
         if path.symlink_metadata().is_ok() {
             return Err(RunDirError::Exists(path.to_path_buf()));
         }
@@ -63,7 +63,7 @@ impl RunDir {
 
     /// Creates a new directory `runs/<UTC timestamp>-<mode>` under `base`,
     /// adding `-2`, `-3`, … if a run started in the same second.
-    pub fn create_default(base: &Path, mode: &str) -> Result<RunDir, RunDirError> {
+    pub(crate) fn create_default(base: &Path, mode: &str) -> Result<RunDir, RunDirError> {
         let stem = format!("{}-{mode}", crate::timestamp::compact_utc_now());
         for n in 1.. {
             let name = if n == 1 { stem.clone() } else { format!("{stem}-{n}") };
@@ -75,12 +75,12 @@ impl RunDir {
         unreachable!("the loop returns")
     }
 
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Writes an evidence file atomically. Returns the SHA-256 of its bytes.
-    pub fn write_evidence(&self, name: &str, bytes: &[u8]) -> Result<String, RunDirError> {
+    pub(crate) fn write_evidence(&self, name: &str, bytes: &[u8]) -> Result<String, RunDirError> {
         evidence::write_atomic(&self.path.join(name), bytes)
             .map_err(|source| RunDirError::Write { name: name.to_string(), source })?;
         Ok(evidence::sha256_hex(bytes))
@@ -88,7 +88,7 @@ impl RunDir {
 }
 
 /// A path that stays inside the run directory: relative, no `..`, no root.
-pub fn is_safe_relative(path: &str) -> bool {
+pub(crate) fn is_safe_relative(path: &str) -> bool {
     let p = std::path::Path::new(path);
     !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
 }
