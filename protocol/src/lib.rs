@@ -6,8 +6,11 @@
 //! build identity ([`program`]) and the exit codes of both binaries ([`exit`]).
 //!
 //! Invariant: this crate does no I/O beyond `Read`/`Write` (and, with the
-//! `tokio` feature, their async twins). It knows nothing of sockets, processes
-//! or files, so all of it is testable on in-memory buffers.
+//! `tokio` feature, their async twins), with one exception: [`stream`], a
+//! worker's blocking connection to its coordinator over a Unix socket or TCP
+//! (shared by `worker` and the tests' fake worker, so both connect the same
+//! way). It knows nothing of processes or files; the framing and messages
+//! are testable on in-memory buffers.
 
 pub mod env;
 pub mod exit;

@@ -77,6 +77,13 @@ pub(crate) fn figure(name: &str, value: f64) -> Figure {
 }
 
 /// The `p` quantile of `values` (nearest rank on the sorted values); 0 when empty.
+///
+/// This is the one quantile rule that differs from the coordinator's
+/// (`coordinator::stats`, linear interpolation), on purpose: a stage's own
+/// figures (`median_step_s`, `p95_wait_s`, …) summarise observations only the
+/// worker sees, and nearest rank reports a step time or wait that actually
+/// occurred. Figures computed from trials, campaigns and phases all go
+/// through the coordinator's rule.
 pub(crate) fn quantile(values: &[f64], p: f64) -> f64 {
     let mut v = values.to_vec();
     v.sort_by(f64::total_cmp);
