@@ -1,8 +1,9 @@
 //! What a person reads on stdout when a run ends: the stage table, the
 //! cold-prep and trials lines, and where the evidence is.
 
-use crate::fmt::{duration, mib};
+use crate::fmt::mib;
 use crate::modes::{Report, Section};
+use crate::render::trial_cells;
 use crate::run::RunSummary;
 use crate::rundir::report::{TrialSet, shared_warnings};
 use std::collections::BTreeMap;
@@ -74,18 +75,10 @@ fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
     );
     for k in keys {
         let t = &trials[k];
-        let w = &t.summary["wall_s"];
+        let [median, lo, hi, stdev, mad, outliers, n1] = trial_cells(t, "-");
         println!(
-            "  {:<24} {:>4} {:>11} {:>11}–{:<11} {:>10} {:>10} {:>8} {:>10}",
-            k,
-            t.n,
-            duration(w.median),
-            duration(w.median_ci95[0]),
-            duration(w.median_ci95[1]),
-            duration(w.stdev),
-            duration(w.mad),
-            w.outliers.len(),
-            t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "-".into())
+            "  {k:<24} {:>4} {median:>11} {lo:>11}–{hi:<11} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
+            t.n
         );
         for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
             println!("    warning: {warning}");

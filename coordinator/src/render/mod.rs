@@ -9,7 +9,7 @@ pub(crate) mod plots;
 mod summary;
 
 use crate::modes::Report;
-pub(crate) use summary::summary_markdown;
+pub(crate) use summary::{summary_markdown, trial_cells};
 
 pub(crate) const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.

@@ -2,7 +2,24 @@
 
 use crate::fmt::{duration, mib_number as mib};
 use crate::modes::{self, Report};
+use crate::rundir::report::TrialSet;
 use std::fmt::Write as _;
+
+/// A stage's wall-time trial statistics as the console and summary.md show
+/// them: median, the 95% interval's ends, stdev, MAD, outliers, and trials
+/// to resolve 1% (`none` where that cannot be said).
+pub(crate) fn trial_cells(t: &TrialSet, none: &str) -> [String; 7] {
+    let w = &t.summary["wall_s"];
+    [
+        duration(w.median),
+        duration(w.median_ci95[0]),
+        duration(w.median_ci95[1]),
+        duration(w.stdev),
+        duration(w.mad),
+        w.outliers.len().to_string(),
+        t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| none.into()),
+    ]
+}
 
 /// The Markdown summary of a report.
 pub(crate) fn summary_markdown(r: &Report) -> String {
@@ -108,19 +125,11 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         keys.sort_by_key(|k| r.stages.get(*k).map(|st| st.order).unwrap_or(usize::MAX));
         for &k in &keys {
             let t = &trials[k];
-            let w = &t.summary["wall_s"];
+            let [median, lo, hi, stdev, mad, outliers, n1] = trial_cells(t, "–");
             let _ = writeln!(
                 s,
-                "| `{k}` | {} | {} | {} | {}–{} | {} | {} | {} | {} |",
-                t.n,
-                t.warmup,
-                duration(w.median),
-                duration(w.median_ci95[0]),
-                duration(w.median_ci95[1]),
-                duration(w.stdev),
-                duration(w.mad),
-                w.outliers.len(),
-                t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "–".into())
+                "| `{k}` | {} | {} | {median} | {lo}–{hi} | {stdev} | {mad} | {outliers} | {n1} |",
+                t.n, t.warmup,
             );
         }
         let shared = crate::rundir::report::shared_warnings(trials);
