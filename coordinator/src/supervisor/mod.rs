@@ -14,152 +14,20 @@
 //! Whatever the ending, the process group is gone and the process reaped
 //! before [`supervise`] returns.
 
+mod outcome;
+
+pub(crate) use outcome::{AfterJob, Job, JobResult, WorkerEnd, WorkerOutcome};
+
 use crate::events::Event;
 use crate::gate::{self, Connection};
 use crate::process::{ExitKind, ProcessExit, WorkerProcess};
 use protocol::frame::{self, FrameError};
-use protocol::{FromWorker, JobId, Measurement, Stage, ToWorker, WorkerId};
+use protocol::{FromWorker, ToWorker};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-
-/// One unit of planned work.
-#[derive(Clone, Debug)]
-pub(crate) struct Job {
-    pub(crate) id: JobId,
-    /// Position in the plan.
-    pub(crate) order: usize,
-    /// Unique key of the stage record in the report.
-    pub(crate) key: String,
-    pub(crate) stage: Stage,
-}
-
-/// A completed job.
-#[derive(Clone, Debug)]
-pub(crate) struct JobResult {
-    pub(crate) job: Job,
-    pub(crate) worker: WorkerId,
-    pub(crate) measurement: Measurement,
-    /// Artifacts the worker reported: relative path and claimed SHA-256.
-    pub(crate) artifacts: Vec<(String, [u8; 32])>,
-    /// When the coordinator received the measurement (its monotonic clock).
-    pub(crate) received: std::time::Instant,
-}
-
-/// How a worker's life ended.
-#[derive(Clone, Debug)]
-pub(crate) enum WorkerEnd {
-    /// Shut down when asked and exited 0.
-    Completed,
-    /// A stage reported failure.
-    StageFailed { key: String, error: String },
-    /// The process died (non-zero exit or signal) while running `key`, or between stages.
-    Crashed { key: Option<String>, exit: ExitKind },
-    /// The process ended before it completed the handshake.
-    ExitedBeforeHandshake { exit: ExitKind },
-    /// No admitted connection within the connect timeout.
-    ConnectTimeout { after: Duration },
-    /// A stage ran past the stage timeout.
-    StageTimeout { key: String, after: Duration },
-    /// The worker sent something malformed, unexpected, or did not exit after shutdown.
-    ProtocolViolation { key: Option<String>, detail: String },
-    /// Stopped because the run was interrupted or another worker failed.
-    Cancelled,
-    /// Killed with SIGKILL at the run's declared interruption point.
-    KilledAtPoint { key: String, done: u64, total: u64 },
-}
-
-impl WorkerEnd {
-    pub(crate) fn is_success(&self) -> bool {
-        matches!(self, WorkerEnd::Completed)
-    }
-
-    /// The stable reason string used in failure.json.
-    pub(crate) fn reason(&self) -> &'static str {
-        match self {
-            WorkerEnd::Completed => "completed",
-            WorkerEnd::StageFailed { .. } => "stage_failed",
-            WorkerEnd::Crashed { .. } => "worker_crashed",
-            WorkerEnd::ExitedBeforeHandshake { .. } => "worker_exited",
-            WorkerEnd::ConnectTimeout { .. } => "connect_timeout",
-            WorkerEnd::StageTimeout { .. } => "stage_timeout",
-            WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
-            WorkerEnd::Cancelled => "cancelled",
-            WorkerEnd::KilledAtPoint { .. } => "killed_at_point",
-        }
-    }
-
-    /// The stage involved, if any.
-    pub(crate) fn stage(&self) -> Option<&str> {
-        match self {
-            WorkerEnd::StageFailed { key, .. }
-            | WorkerEnd::StageTimeout { key, .. }
-            | WorkerEnd::KilledAtPoint { key, .. } => Some(key),
-            WorkerEnd::Crashed { key, .. } | WorkerEnd::ProtocolViolation { key, .. } => {
-                key.as_deref()
-            }
-            _ => None,
-        }
-    }
-
-    /// One line for a person, naming the worker.
-    pub(crate) fn describe(&self, rank: WorkerId) -> String {
-        let at = |key: &Option<String>| match key {
-            Some(k) => format!(" during stage {k}"),
-            None => String::new(),
-        };
-        match self {
-            WorkerEnd::Completed => format!("{rank} completed"),
-            WorkerEnd::StageFailed { key, error } => {
-                format!("stage {key} failed on {rank}: {error}")
-            }
-            WorkerEnd::Crashed { key, exit } => format!("{rank} {exit}{}", at(key)),
-            WorkerEnd::ExitedBeforeHandshake { exit } => {
-                format!("{rank} {exit} before completing the handshake")
-            }
-            WorkerEnd::ConnectTimeout { after } => {
-                format!("{rank} did not connect within {:.1} s", after.as_secs_f64())
-            }
-            WorkerEnd::StageTimeout { key, after } => {
-                format!(
-                    "stage {key} on {rank} exceeded the stage timeout of {:.1} s",
-                    after.as_secs_f64()
-                )
-            }
-            WorkerEnd::ProtocolViolation { key, detail } => {
-                format!("{rank} violated the protocol{}: {detail}", at(key))
-            }
-            WorkerEnd::Cancelled => format!("{rank} was stopped"),
-            WorkerEnd::KilledAtPoint { key, done, total } => format!(
-                "{rank} was killed with SIGKILL at the declared point of stage {key} ({done} of {total} done)"
-            ),
-        }
-    }
-}
-
-/// Everything known about one worker once it is gone.
-#[derive(Debug)]
-pub(crate) struct WorkerOutcome {
-    pub(crate) rank: WorkerId,
-    /// See [`WorkerProcess::rss_floor_bytes`].
-    pub(crate) rss_floor_bytes: u64,
-    pub(crate) jobs: Vec<JobResult>,
-    pub(crate) end: WorkerEnd,
-    /// From `wait4`; for a task of a job step (not our child, maybe on
-    /// another host) the worker's own figures: CPU summed over its stages,
-    /// the largest stage-end VmHWM, and launch to end of connection.
-    pub(crate) exit: ProcessExit,
-    pub(crate) task_of_step: bool,
-    /// From the handshake (see [`protocol::host_sha256`]); None if it never came.
-    pub(crate) host_sha256: Option<String>,
-}
-
-/// Run by a worker's supervisor when one of its jobs succeeded, before it
-/// takes the next: may complete the jobs still queued (e.g. with the hashes
-/// of artifacts the finished job wrote).
-pub(crate) type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
 
 /// State shared by all supervisors of one run.
 pub(crate) struct Shared {
