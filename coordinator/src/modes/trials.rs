@@ -51,15 +51,17 @@ impl Plan {
     /// Recipe stages read a dataset: it is resolved here, filled into them,
     /// and their prerequisites are prepared once before the trials.
     pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        let filled;
         let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
             let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
-            let mut plan = self.clone();
-            for s in &mut plan.stages {
+            let mut with_data = self.clone();
+            for s in &mut with_data.stages {
                 super::profile::with_dataset(&mut s.stage, &dir);
             }
-            (plan, Some((dir, frozen)))
+            filled = with_data;
+            (&filled, Some((dir, frozen)))
         } else {
-            (self.clone(), None)
+            (self, None)
         };
         let phases = plan.phases(settings, data.as_ref().map(|(d, f)| (d.as_path(), f)));
         let mut parameters = BTreeMap::new();
@@ -67,7 +69,7 @@ impl Plan {
         parameters.insert("warmup".into(), self.warmup.into());
         parameters.insert("bootstrap_resamples".into(), stats::BOOTSTRAP_RESAMPLES.into());
         Ok(Prepared {
-            stages: declared(&plan, &phases),
+            stages: declared(plan, &phases),
             phases,
             dataset_fingerprint: data.map(|(_, f)| f.fingerprint),
             parameters,
@@ -96,64 +98,7 @@ impl Plan {
         });
         phases
     }
-}
 
-/// Key of a prerequisite phase in the declaration.
-pub(crate) fn prerequisite(key: &str) -> String {
-    format!("prerequisite:{key}")
-}
-
-fn prerequisites(
-    plan: &Plan,
-    workers: u32,
-    numbers: &mut JobNumbers,
-    dir: &Path,
-    frozen: &Frozen,
-) -> Vec<Phase> {
-    use super::{cold_prep, profile};
-    let mut prepare = cold_prep::prepare_phase(
-        numbers,
-        &prerequisite(profile::PREPARE),
-        cold_prep::SERIAL_CACHE,
-        workers,
-        dir,
-        frozen,
-    );
-    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
-    let mut out = vec![prepare];
-    if plan.stages.iter().any(|s| profile::reads_loader(&s.stage)) {
-        for name in [profile::FIT, profile::COUNT] {
-            let stage = profile::recipe_stage_over(name, dir, plan.seed);
-            let key = prerequisite(name);
-            out.push(Phase {
-                jobs: vec![numbers.job(key.clone(), stage)],
-                key,
-                workers: 1,
-                jobs_per_process: 1,
-                cache: None,
-                progress: crate::events::Style::LinePerJob,
-                after: Some(super::hand_on_artifacts),
-                after_job: None,
-            });
-        }
-    }
-    out
-}
-
-fn declared(plan: &Plan, phases: &[Phase]) -> Vec<DeclaredStage> {
-    let before = &phases[..phases.len().saturating_sub(1)];
-    let mut out = super::declared(before, false);
-    out.extend(plan.stages.iter().map(|s| DeclaredStage {
-        key: s.key.clone(),
-        stage: s.stage.to_string(),
-        jobs: (plan.warmup + plan.trials) as usize,
-        workers: 1,
-        definition_sha256: definition_sha256(&s.stage),
-    }));
-    out
-}
-
-impl Plan {
     pub(crate) fn assemble(
         &self,
         cx: &Context<'_>,
@@ -245,6 +190,61 @@ impl Plan {
         let counts = bind_prerequisites(cx.dir, outcomes, self.stages.len(), records)?;
         Ok(Section { counts, trials: sets, outlier_rule: stats::OUTLIER_RULE.into() })
     }
+}
+
+/// Key of a prerequisite phase in the declaration.
+pub(crate) fn prerequisite(key: &str) -> String {
+    format!("prerequisite:{key}")
+}
+
+fn prerequisites(
+    plan: &Plan,
+    workers: u32,
+    numbers: &mut JobNumbers,
+    dir: &Path,
+    frozen: &Frozen,
+) -> Vec<Phase> {
+    use super::{cold_prep, profile};
+    let mut prepare = cold_prep::prepare_phase(
+        numbers,
+        &prerequisite(profile::PREPARE),
+        cold_prep::SERIAL_CACHE,
+        workers,
+        dir,
+        frozen,
+    );
+    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
+    let mut out = vec![prepare];
+    if plan.stages.iter().any(|s| profile::reads_loader(&s.stage)) {
+        for name in [profile::FIT, profile::COUNT] {
+            let stage = profile::recipe_stage_over(name, dir, plan.seed);
+            let key = prerequisite(name);
+            out.push(Phase {
+                jobs: vec![numbers.job(key.clone(), stage)],
+                key,
+                workers: 1,
+                jobs_per_process: 1,
+                cache: None,
+                progress: crate::events::Style::LinePerJob,
+                after: Some(super::hand_on_artifacts),
+                after_job: None,
+            });
+        }
+    }
+    out
+}
+
+fn declared(plan: &Plan, phases: &[Phase]) -> Vec<DeclaredStage> {
+    let before = &phases[..phases.len().saturating_sub(1)];
+    let mut out = super::declared(before, false);
+    out.extend(plan.stages.iter().map(|s| DeclaredStage {
+        key: s.key.clone(),
+        stage: s.stage.to_string(),
+        jobs: (plan.warmup + plan.trials) as usize,
+        workers: 1,
+        definition_sha256: definition_sha256(&s.stage),
+    }));
+    out
 }
 
 /// The prerequisites, measured once and not counted as trials: their stage
