@@ -51,6 +51,8 @@ pub(crate) struct Launcher {
     pub(crate) endpoint: Endpoint,
     pub(crate) token: Token,
     pub(crate) kind: Kind,
+    /// Milliseconds between two samples of a stage's process tree.
+    pub(crate) sample_ms: u32,
 }
 
 impl Launcher {
@@ -105,6 +107,7 @@ impl Launcher {
             Endpoint::Tcp(addr) => cmd.env(env::ADDR, addr).env_remove(env::SOCKET),
         };
         cmd.env(env::TOKEN, self.token.to_hex()).env_remove(env::TOKEN_FILE);
+        cmd.env(env::SAMPLE_MS, self.sample_ms.to_string());
     }
 }
 

@@ -70,6 +70,9 @@ pub(crate) struct PlannedStage {
     pub(crate) stage: Stage,
 }
 
+/// The tree sampler's interval when `--sample-ms` is not given.
+pub(crate) const DEFAULT_SAMPLE_MS: u32 = 10;
+
 /// Stages run when `--mode diagnostic` is given no `--stage`.
 pub(crate) const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
     &["noop", "sleep:200", "spin:300", "alloc:256", "write:64"];
@@ -97,6 +100,28 @@ pub(crate) struct Settings {
     pub(crate) quiet: bool,
     /// SIGKILL a stage's worker once it reports this much progress.
     pub(crate) kill_at: Option<KillAt>,
+    /// What processes a stage leaves running do to the run (`--leaks`).
+    pub(crate) leaks: LeakPolicy,
+    /// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
+    pub(crate) sample_ms: u32,
+}
+
+/// What a stage's leftover processes (killed by its worker) do to the run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LeakPolicy {
+    /// Record them, and warn in summary.md and on stderr.
+    Warn,
+    /// Fail the stage (`leaked_processes` in failure.json).
+    Fail,
+}
+
+impl LeakPolicy {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            LeakPolicy::Warn => "warn",
+            LeakPolicy::Fail => "fail",
+        }
+    }
 }
 
 impl Settings {
@@ -111,6 +136,8 @@ impl Settings {
         );
         p.insert("termination_grace_s".into(), secs(self.grace));
         p.insert("launcher".into(), self.launcher.as_str().into());
+        p.insert("leaks".into(), self.leaks.as_str().into());
+        p.insert("sample_ms".into(), self.sample_ms.into());
         if let Some(k) = &self.kill_at {
             p.insert("kill_at".into(), format!("{}:{}", k.stage, k.fraction).into());
         }

@@ -7,7 +7,7 @@ use crate::events::Event;
 use crate::gate::Gate;
 use crate::launch::Launcher;
 use crate::modes::{self, Phase, PhaseOutcome, Report, RunPlan};
-use crate::plan::Settings;
+use crate::plan::{LeakPolicy, Settings};
 use crate::rundir::declaration::{Declaration, Program};
 use crate::rundir::{self, RunDir, environment, failure::Failure, report};
 use protocol::Token;
@@ -170,6 +170,7 @@ fn run_in(
             ));
         }
     }
+    check_leaks(&outcomes, plan.settings.leaks)?;
     let workers = modes::process_records(&outcomes);
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
@@ -255,6 +256,7 @@ async fn supervise_run(
         endpoint,
         token,
         kind: plan.launcher.clone(),
+        sample_ms: plan.sample_ms,
     });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();
@@ -320,6 +322,36 @@ async fn supervise_run(
         tracing::warn!("{} connection(s) were refused during this run", gate.refused());
     }
     Ok((outcomes, interrupted))
+}
+
+/// Processes a stage left behind were killed by its worker; `--leaks fail`
+/// fails the run for them, `warn` says so on stderr (summary.md says it
+/// too, from the report).
+fn check_leaks(outcomes: &[PhaseOutcome], policy: LeakPolicy) -> Result<(), RunError> {
+    for r in outcomes.iter().flat_map(|p| p.results()) {
+        let leaked = &r.measurement.tree.leaked;
+        if leaked.is_empty() {
+            continue;
+        }
+        let what = format!(
+            "stage {} left {} process(es) running when it ended ({}); the worker killed them",
+            r.job.key,
+            leaked.len(),
+            leaked.join(", ")
+        );
+        match policy {
+            LeakPolicy::Fail => {
+                return Err(fail(
+                    Some(r.job.key.clone()),
+                    Some(r.worker.0),
+                    "leaked_processes",
+                    format!("{what} (--leaks fail)"),
+                ));
+            }
+            LeakPolicy::Warn => eprintln!("warning: {what}"),
+        }
+    }
+    Ok(())
 }
 
 /// syncfs(2) on the filesystem holding `dir`; best effort.

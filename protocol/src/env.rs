@@ -17,9 +17,12 @@ pub const TOKEN_FILE: &str = "STAGEBENCH_TOKEN_FILE";
 /// For the tasks of a Slurm job step: the rank of task 0. A task's rank is
 /// this plus `SLURM_PROCID`, used when [`RANK`] is not set.
 pub const RANK_BASE: &str = "STAGEBENCH_RANK_BASE";
+/// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
+pub const SAMPLE_MS: &str = "STAGEBENCH_SAMPLE_MS";
 /// Every variable that carries a worker's launch (connection, secret,
-/// rank): a command a worker runs gets none of them.
-pub const LAUNCH: [&str; 7] = [SOCKET, TOKEN, RANK, PARENT_PID, ADDR, TOKEN_FILE, RANK_BASE];
+/// rank, sampling): a command a worker runs gets none of them.
+pub const LAUNCH: [&str; 8] =
+    [SOCKET, TOKEN, RANK, PARENT_PID, ADDR, TOKEN_FILE, RANK_BASE, SAMPLE_MS];
 /// Given to a command stage's process: a file to which it may append its
 /// own inner spans, one JSON object per line (`{"name": …, "seconds": …}`).
 pub const SPANS: &str = "STAGEBENCH_SPANS";

@@ -160,7 +160,7 @@ mod tests {
     use super::*;
     use crate::{
         Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, Stage, ToWorker, Token,
-        WorkerId,
+        TreeUsage, WorkerId,
     };
     use std::io::Cursor;
 
@@ -189,6 +189,13 @@ mod tests {
                     sys_ns: 3,
                     peak_rss_bytes: 4,
                     figures: vec![Figure { name: "x".into(), value: 0.5 }],
+                    tree: TreeUsage {
+                        peak_bytes: 5,
+                        method: "sampled".into(),
+                        sample_ms: 10,
+                        sum_of_peaks_bytes: 6,
+                        leaked: vec!["sleep".into()],
+                    },
                 },
             },
             FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
@@ -234,6 +241,26 @@ mod tests {
         assert_eq!(hex(&progress), "0000000401010309");
         let shutdown = encode(&ToWorker::Shutdown).unwrap();
         assert_eq!(hex(&shutdown), "0000000103");
+        // Measurement = variant 3, job 1, wall 2, user 3, sys 4, peak 5, no
+        // figures, then the tree: peak 6, method "s", sample 10 ms, sum 7,
+        // one leaked name "x".
+        let tree = TreeUsage {
+            peak_bytes: 6,
+            method: "s".into(),
+            sample_ms: 10,
+            sum_of_peaks_bytes: 7,
+            leaked: vec!["x".into()],
+        };
+        let measurement = Measurement {
+            wall_ns: 2,
+            user_ns: 3,
+            sys_ns: 4,
+            peak_rss_bytes: 5,
+            figures: Vec::new(),
+            tree,
+        };
+        let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
+        assert_eq!(hex(&m), "0000000f030102030405000601730a07010178");
     }
 
     fn hex(b: &[u8]) -> String {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 7;
+pub const PROTOCOL_VERSION: u32 = 8;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -141,6 +141,29 @@ pub struct Measurement {
     pub peak_rss_bytes: u64,
     /// The stage's own figures (counts, rates, latencies).
     pub figures: Vec<Figure>,
+    /// The stage's whole process tree: the worker and every descendant.
+    pub tree: TreeUsage,
+}
+
+/// Memory and containment of a stage's process tree (the worker and every
+/// process it started, directly or not, including orphans it reaped).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TreeUsage {
+    /// Peak resident memory of the tree's processes at once, in bytes.
+    pub peak_bytes: u64,
+    /// How `peak_bytes` was found: `sampled` (the sum of every live
+    /// process's RSS at a declared interval, and never below the worker's
+    /// own peak: a lower bound) or `cgroup` (the kernel's own peak).
+    pub method: String,
+    /// The interval of the sampler, in milliseconds.
+    pub sample_ms: u32,
+    /// The sum of each process's own lifetime peak (`VmHWM` as sampled,
+    /// `ru_maxrss` of those the worker reaped): an upper bound.
+    pub sum_of_peaks_bytes: u64,
+    /// Short command names (`comm`) of the descendants still alive when the
+    /// stage ended; the worker killed them (SIGTERM, a grace, SIGKILL) and
+    /// reaped them.
+    pub leaked: Vec<String>,
 }
 
 /// A named figure a stage reports beside its wall, CPU and memory.

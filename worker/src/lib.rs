@@ -5,8 +5,10 @@
 //! [`stages`] holds the work itself and knows nothing about sockets: a stage
 //! talks to the outside only through the [`stages::Reporter`] it is given.
 //! [`threads`] decides which thread pools do the model's arithmetic.
+//! [`tree`] measures and contains a stage's whole process tree.
 
 pub mod measure;
 pub mod session;
 pub mod stages;
 pub mod threads;
+pub mod tree;

@@ -68,6 +68,12 @@ impl Mark {
         Mark { at: Instant::now(), usage }
     }
 
+    /// The same instant, with this process's usage read now (after work
+    /// that belongs to the stage's CPU but not to its wall time).
+    pub fn with_usage_now(self) -> Mark {
+        Mark { at: self.at, usage: self_usage() }
+    }
+
     /// Seconds from `self` to `later`.
     pub fn seconds_to(&self, later: &Mark) -> f64 {
         later.at.duration_since(self.at).as_secs_f64()
@@ -81,6 +87,7 @@ impl Mark {
             sys_ns: end.usage.sys_ns.saturating_sub(self.usage.sys_ns),
             peak_rss_bytes: end.usage.peak_rss_bytes,
             figures: Vec::new(),
+            tree: protocol::TreeUsage::default(),
         }
     }
 }

@@ -32,6 +32,11 @@ pub fn run_from_env() -> u8 {
     if !launch.scheduled {
         die_with_parent();
     }
+    // Orphans of a stage's processes come back to this worker, to be
+    // measured, killed if still alive, and reaped (see `tree`).
+    if let Err(e) = crate::tree::become_subreaper() {
+        eprintln!("worker: cannot become a subreaper ({e}); orphans of a stage escape it");
+    }
     let rank = launch.rank;
     match serve(launch) {
         Ok(()) => code::SUCCESS,
@@ -164,6 +169,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
         ToWorker::Refused { reason } => return Err(WorkerError::Refused(reason)),
         other => return Err(WorkerError::Unexpected(format!("{other:?} before Welcome"))),
     };
+    let sample_ms = crate::tree::sample_interval_ms();
     loop {
         match wire.recv()? {
             ToWorker::Assign { job, stage } => {
@@ -174,9 +180,14 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
                     reporter: &mut reporter,
                 };
+                let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
                 let result = stages::run(&stage, &mut ctx);
                 let end = Mark::now();
+                // Wall time ends with the stage; CPU is read once every
+                // descendant is reaped, so orphans' CPU counts too.
+                let contained = crate::tree::contain(sampler);
+                let end = end.with_usage_now();
                 if let Some(e) = reporter.error.take() {
                     return Err(e.into());
                 }
@@ -195,6 +206,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         };
                         let mut measurement = from.until(&end);
                         measurement.figures = figures;
+                        measurement.tree = contained.tree;
                         FromWorker::Measurement { job, measurement }
                     }
                     Err(e) => FromWorker::StageFailed { job, error: e.to_string() },

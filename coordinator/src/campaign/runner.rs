@@ -49,6 +49,8 @@ impl Runner<'_> {
             data: Some(self.dataset.clone()),
             quiet: true,
             kill_at: None,
+            leaks: crate::plan::LeakPolicy::Warn,
+            sample_ms: crate::plan::DEFAULT_SAMPLE_MS,
         }
     }
 

@@ -2,7 +2,7 @@
 //! their help. Nothing here runs anything.
 
 use crate::interrupt::KillAt;
-use crate::plan::{Isolation, Mode};
+use crate::plan::{Isolation, LeakPolicy, Mode};
 use crate::render::export::Exports;
 use clap::{Args, Parser, Subcommand};
 use recipe::generate::Scale;
@@ -188,6 +188,16 @@ pub(super) struct RunArgs {
     /// A name for the matching --command (in order) in reports. [default: command]
     #[arg(long = "name", value_name = "NAME")]
     pub(super) names: Vec<String>,
+    /// What a stage's leftover processes do: `warn` (the worker kills them,
+    /// the report records them, summary.md and stderr say so) or `fail` (the
+    /// stage fails with `leaked_processes` in failure.json).
+    #[arg(long, value_enum, default_value = "warn", value_name = "POLICY")]
+    pub(super) leaks: LeakPolicy,
+    /// Milliseconds between two samples of each stage's process tree (its
+    /// peak memory by the `sampled` method), from 1 to 10000.
+    #[arg(long, value_name = "MS", default_value_t = crate::plan::DEFAULT_SAMPLE_MS,
+          value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    pub(super) sample_ms: u32,
     /// How many worker processes run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(super) workers: u32,

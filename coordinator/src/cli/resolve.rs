@@ -142,6 +142,8 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             data: args.data,
             quiet: args.quiet,
             kill_at: args.kill_at,
+            leaks: args.leaks,
+            sample_ms: args.sample_ms,
         },
         mode,
     })

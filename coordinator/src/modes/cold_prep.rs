@@ -10,7 +10,9 @@
 use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
 use crate::error::{RunError, fail};
 use crate::plan::Settings;
-use crate::rundir::report::{ArtifactRecord, Counts, PrepSide, PrepWorker, Span, StageRecord};
+use crate::rundir::report::{
+    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, Span, StageRecord,
+};
 use crate::stats::distribution;
 use protocol::Stage;
 use rayon::prelude::*;
@@ -260,6 +262,21 @@ pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, R
         sys_s,
         peak_rss_bytes: peak,
         figures,
+        // Lower bound: the largest tree any one process saw; upper bound:
+        // each process's own largest sum, added over the processes.
+        tree_peak_bytes: results.iter().map(|r| r.measurement.tree.peak_bytes).max().unwrap_or(0),
+        tree_peak_method: "sampled".into(),
+        sum_of_peaks_bytes: p
+            .dispatch
+            .outcomes
+            .iter()
+            .map(|o| {
+                o.jobs.iter().map(|j| j.measurement.tree.sum_of_peaks_bytes).max().unwrap_or(0)
+            })
+            .sum(),
+        leaked_processes: Leaked::from_names(
+            results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
+        ),
     };
     let counts = Counts {
         train_series: results.len() as u64,

@@ -22,7 +22,7 @@ use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
 use crate::plan::Settings;
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{ArtifactRecord, ProcessRecord, StageRecord};
+use crate::rundir::report::{ArtifactRecord, Leaked, ProcessRecord, StageRecord};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
 use std::collections::BTreeMap;
@@ -276,6 +276,10 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         sys_s: secs(m.sys_ns),
         peak_rss_bytes: m.peak_rss_bytes,
         figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
+        tree_peak_bytes: m.tree.peak_bytes,
+        tree_peak_method: m.tree.method.clone(),
+        sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
+        leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
     }
 }
 

@@ -7,7 +7,7 @@ use super::{Context, JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_f
 use crate::error::{RunError, fail};
 use crate::plan::{PlannedStage, Settings};
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{Counts, TrialSet};
+use crate::rundir::report::{Counts, Leaked, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
@@ -161,6 +161,12 @@ impl Plan {
             record.user_s = summary["user_s"].median;
             record.sys_s = summary["sys_s"].median;
             record.peak_rss_bytes = summary["peak_rss_bytes"].median as u64;
+            record.tree_peak_bytes = summary["tree_peak_bytes"].median as u64;
+            record.sum_of_peaks_bytes = summary["sum_of_peaks_bytes"].median as u64;
+            // What every trial, warm-ups too, left behind.
+            record.leaked_processes = Leaked::from_names(
+                trials.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
+            );
             record.worker = None;
             record.processes = trials.len() as u32;
             record.figures = summary
@@ -168,7 +174,13 @@ impl Plan {
                 .filter(|(k, _)| {
                     !matches!(
                         k.as_str(),
-                        "wall_s" | "cpu_s" | "user_s" | "sys_s" | "peak_rss_bytes"
+                        "wall_s"
+                            | "cpu_s"
+                            | "user_s"
+                            | "sys_s"
+                            | "peak_rss_bytes"
+                            | "tree_peak_bytes"
+                            | "sum_of_peaks_bytes"
                     )
                 })
                 .map(|(k, s)| (k.clone(), s.median))
@@ -289,6 +301,8 @@ fn figures_of(trials: &[&JobResult]) -> BTreeMap<String, Vec<f64>> {
         m.entry("user_s".into()).or_default().push(me.user_ns as f64 / 1e9);
         m.entry("sys_s".into()).or_default().push(me.sys_ns as f64 / 1e9);
         m.entry("peak_rss_bytes".into()).or_default().push(me.peak_rss_bytes as f64);
+        m.entry("tree_peak_bytes".into()).or_default().push(me.tree.peak_bytes as f64);
+        m.entry("sum_of_peaks_bytes".into()).or_default().push(me.tree.sum_of_peaks_bytes as f64);
         for f in &me.figures {
             m.entry(f.name.clone()).or_default().push(f.value);
         }

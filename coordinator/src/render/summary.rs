@@ -5,6 +5,50 @@ use crate::modes::{self, Report};
 use crate::rundir::report::TrialSet;
 use std::fmt::Write as _;
 
+/// The stages that started processes of their own (commands, pipeline
+/// stages) or left some behind: their tree's peak by each bound, and what
+/// the worker had to kill.
+fn process_trees(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> = r
+        .stages
+        .iter()
+        .filter(|(_, st)| {
+            st.sum_of_peaks_bytes > st.peak_rss_bytes || st.leaked_processes.count > 0
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, st)| st.order);
+    let _ = writeln!(s, "\n## Process trees\n");
+    let _ = writeln!(
+        s,
+        "Each stage with processes of its own, measured whole: the peak of all its processes at once (a lower bound when `sampled`) and the sum of each one's own peak (an upper bound).\n"
+    );
+    let _ = writeln!(s, "| stage | tree peak MiB | method | sum of peaks MiB | left running |");
+    let _ = writeln!(s, "|---|---:|---|---:|---|");
+    for (key, st) in &rows {
+        let leaked = match st.leaked_processes.count {
+            0 => "none".to_string(),
+            n => format!("{n}: {}", st.leaked_processes.names.join(", ")),
+        };
+        let _ = writeln!(
+            s,
+            "| `{key}` | {} | {} | {} | {leaked} |",
+            mib(st.tree_peak_bytes),
+            st.tree_peak_method,
+            mib(st.sum_of_peaks_bytes)
+        );
+    }
+    for (key, st) in rows.iter().filter(|(_, st)| st.leaked_processes.count > 0) {
+        let _ = writeln!(
+            s,
+            "\nWarning: `{key}` left {} process(es) running when it ended; its worker killed them (SIGTERM, then SIGKILL) and reaped them. Run with `--leaks fail` to fail such a stage.",
+            st.leaked_processes.count
+        );
+    }
+}
+
 /// A stage's wall-time trial statistics as the console and summary.md show
 /// them: median, the 95% interval's ends, stdev, MAD, outliers, and trials
 /// to resolve 1% (`none` where that cannot be said).
@@ -49,6 +93,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
             mib(st.peak_rss_bytes)
         );
     }
+    process_trees(&mut s, r);
     if let Some(prep) = r.cold_prep() {
         let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
         let _ = writeln!(s, "\n## Cold preparation\n");

@@ -124,6 +124,35 @@ pub(crate) struct StageRecord {
     /// `--isolation stage` the process ran only this stage.
     pub(crate) peak_rss_bytes: u64,
     pub(crate) figures: BTreeMap<String, f64>,
+    /// Peak resident memory of the stage's whole process tree at once (the
+    /// worker and every descendant), by `tree_peak_method`: `sampled` is a
+    /// lower bound, never below the worker's own peak. For a phase of many
+    /// processes, the largest of theirs.
+    #[serde(default)]
+    pub(crate) tree_peak_bytes: u64,
+    #[serde(default)]
+    pub(crate) tree_peak_method: String,
+    /// The sum of each process's own lifetime peak: an upper bound. For a
+    /// phase, summed over its processes.
+    #[serde(default)]
+    pub(crate) sum_of_peaks_bytes: u64,
+    /// Descendants still alive when the stage ended, which the worker killed.
+    #[serde(default)]
+    pub(crate) leaked_processes: Leaked,
+}
+
+/// Processes a stage left behind: how many, and their short command names
+/// (`comm`: never a path or an argument).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Leaked {
+    pub(crate) count: u32,
+    pub(crate) names: Vec<String>,
+}
+
+impl Leaked {
+    pub(crate) fn from_names(names: Vec<String>) -> Leaked {
+        Leaked { count: names.len() as u32, names }
+    }
 }
 
 /// A worker process as the coordinator saw it: spawn to reap, with the

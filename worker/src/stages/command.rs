@@ -33,8 +33,12 @@ pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure
         });
     }
     let program = cmd.get_program().to_string_lossy().into_owned();
-    let status =
-        cmd.status().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
+    let child =
+        cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
+    // Waited for here (not by std) so its own peak joins the tree's sum.
+    let status = crate::tree::wait_child(child.id() as i32)
+        .map(std::process::ExitStatus::from_raw)
+        .map_err(|e| StageError::Failed(format!("waiting for {program}: {e}")))?;
     match (status.code(), status.signal()) {
         (Some(0), _) => {
             let mut figures = vec![figure("exit_code", 0.0)];

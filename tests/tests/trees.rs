@@ -1,0 +1,208 @@
+//! A stage's process tree, measured whole and contained (issue 12): the
+//! peak of all its processes at once against the sum of their own peaks,
+//! the CPU of an orphan, and processes left running killed, named and gone.
+
+use harness::{coordinator, coordinator_with_output, json, run};
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// N children that each hold MIB MiB for HOLD seconds, all at once
+/// (`together`) or one after another (`sequence`).
+const TREE_PY: &str = r#"
+import os, sys, time
+mode, n, mib, hold = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+def child():
+    b = bytearray(mib * 1024 * 1024)
+    for i in range(0, len(b), 4096):
+        b[i] = 1
+    time.sleep(hold)
+    os._exit(0)
+pids = []
+for _ in range(n):
+    pid = os.fork()
+    if pid == 0:
+        child()
+    if mode == "sequence":
+        os.waitpid(pid, 0)
+    else:
+        pids.append(pid)
+for p in pids:
+    os.waitpid(p, 0)
+"#;
+
+/// A double-forked grandchild spins 0.3 s of CPU after its parent exited;
+/// the top process outlives it without ever being its parent.
+const ORPHAN_PY: &str = r#"
+import os, time
+pid = os.fork()
+if pid == 0:
+    if os.fork() == 0:
+        time.sleep(0.05)
+        end = time.process_time() + 0.3
+        while time.process_time() < end:
+            pass
+        os._exit(0)
+    os._exit(0)
+os.waitpid(pid, 0)
+time.sleep(1.0)
+"#;
+
+/// A double-forked daemon, in its own session, that outlives the stage.
+const DAEMON_PY: &str = r#"
+import os, sys, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.execvp("sleep", ["sleep", sys.argv[1]])
+    os._exit(0)
+time.sleep(0.2)
+"#;
+
+struct Scripts {
+    _dir: tempfile::TempDir,
+    dir: PathBuf,
+}
+
+fn scripts() -> Scripts {
+    let dir = tempfile::tempdir().unwrap();
+    for (name, text) in [("tree.py", TREE_PY), ("orphan.py", ORPHAN_PY), ("daemon.py", DAEMON_PY)] {
+        std::fs::write(dir.path().join(name), text).unwrap();
+    }
+    Scripts { dir: dir.path().to_path_buf(), _dir: dir }
+}
+
+/// Runs `--command LINE` once; returns the command's stage record.
+fn command_stage(line: &str, extra: &[&str]) -> Value {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--command", line]).args(extra);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    json(&out.join("report.json"))["stages"]["command"].clone()
+}
+
+fn mib(stage: &Value, key: &str) -> f64 {
+    stage[key].as_u64().unwrap_or_else(|| panic!("no {key} in {stage}")) as f64 / MIB
+}
+
+fn py(s: &Scripts, script: &str, args: &str) -> String {
+    format!("python3 {} {args}", s.dir.join(script).display())
+}
+
+/// Pids of live processes whose command line holds `needle`.
+fn processes_with(needle: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(cmdline) = std::fs::read(e.path().join("cmdline")) else { continue };
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        let zombie = std::fs::read_to_string(e.path().join("stat"))
+            .map(|s| s.rsplit_once(')').is_some_and(|(_, r)| r.trim_start().starts_with('Z')))
+            .unwrap_or(true);
+        if text.contains(needle) && !zombie && !text.contains("cargo") {
+            out.push(format!("{}: {text}", e.file_name().to_string_lossy()));
+        }
+    }
+    out
+}
+
+#[test]
+fn four_children_at_once_are_one_tree_and_in_turn_are_not() {
+    let s = scripts();
+    let together = command_stage(&py(&s, "tree.py", "together 4 100 0.6"), &[]);
+    assert_eq!(together["tree_peak_method"], "sampled");
+    assert!(mib(&together, "tree_peak_bytes") >= 390.0, "4 x 100 MiB at once: {together}");
+    // The old figure, the worker and its largest descendant, stays as it was.
+    assert!(mib(&together, "peak_rss_bytes") < 200.0, "{together}");
+
+    let in_turn = command_stage(&py(&s, "tree.py", "sequence 4 100 0.3"), &[]);
+    assert!(mib(&in_turn, "tree_peak_bytes") < 160.0, "one 100 MiB child at a time: {in_turn}");
+    assert!(mib(&in_turn, "sum_of_peaks_bytes") >= 400.0, "{in_turn}");
+    assert_eq!(in_turn["leaked_processes"]["count"], 0);
+}
+
+/// With no process of its own, a stage's tree is its worker.
+#[test]
+fn a_worker_alone_is_its_own_tree() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--stage", "alloc:256"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let st = &json(&out.join("report.json"))["stages"]["alloc:256"];
+    let (tree, own) = (mib(st, "tree_peak_bytes"), mib(st, "peak_rss_bytes"));
+    assert!(own >= 256.0, "{st}");
+    assert!(tree >= own && tree <= 1.02 * own, "tree {tree} MiB against the worker's {own} MiB");
+}
+
+#[test]
+fn an_orphans_cpu_counts_in_its_stage() {
+    let s = scripts();
+    let st = command_stage(&py(&s, "orphan.py", ""), &[]);
+    let cpu = st["cpu_s"].as_f64().unwrap();
+    assert!(cpu >= 0.27, "the grandchild's 0.3 s of CPU is missing: cpu_s {cpu}");
+    assert_eq!(st["leaked_processes"]["count"], 0, "it had exited: {st}");
+}
+
+#[test]
+fn daemons_are_killed_named_and_gone_when_their_stage_ends() {
+    let s = scripts();
+    for (line, marker) in [
+        ("nohup setsid sleep 78.25 >/dev/null 2>&1 </dev/null & sleep 0.2".to_string(), "78.25"),
+        (py(&s, "daemon.py", "78.5"), "78.5"),
+    ] {
+        let st = command_stage(&line, &[]);
+        assert_eq!(st["leaked_processes"]["count"], 1, "{line}: {st}");
+        assert_eq!(st["leaked_processes"]["names"][0], "sleep", "{line}: {st}");
+        // The run has ended: its worker killed and reaped the daemon first.
+        let left = processes_with(&format!("sleep {marker}"));
+        assert!(left.is_empty(), "{line}: still running: {left:?}");
+    }
+}
+
+#[test]
+fn leaks_fail_fails_the_run_with_the_reason_and_no_report() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--leaks", "fail", "--command"]);
+    c.arg("nohup setsid sleep 78.75 >/dev/null 2>&1 </dev/null & sleep 0.2");
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("left 1 process(es) running"), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "leaked_processes");
+    assert_eq!(failure["stage"], "command");
+    assert!(processes_with("sleep 78.75").is_empty());
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn trials_give_the_tree_the_statistics_of_every_figure() {
+    let s = scripts();
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "trials", "--trials", "3", "--warmup", "0", "--command"]);
+    c.arg(py(&s, "tree.py", "together 2 40 0.2"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let t = &r["trials"]["command"];
+    assert_eq!(t["samples"]["tree_peak_bytes"].as_array().unwrap().len(), 3, "{t}");
+    let median = t["summary"]["tree_peak_bytes"]["median"].as_f64().unwrap();
+    assert!(median / MIB >= 80.0, "two 40 MiB children at once: {} MiB", median / MIB);
+    // The stage record carries the median, as for every other figure.
+    assert_eq!(r["stages"]["command"]["tree_peak_bytes"].as_u64(), Some(median as u64));
+}
+
+#[test]
+fn bad_leak_and_sample_values_are_usage_errors_before_anything_exists() {
+    for args in [["--leaks", "maybe"], ["--sample-ms", "0"], ["--sample-ms", "ten"]] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("run");
+        let mut c = coordinator();
+        c.args(args).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        assert!(f.stderr.contains(args[0]), "{args:?}: {}", f.stderr);
+        assert!(!Path::new(&out).exists(), "{args:?} created the run directory");
+    }
+}
