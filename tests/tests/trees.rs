@@ -206,3 +206,60 @@ fn bad_leak_and_sample_values_are_usage_errors_before_anything_exists() {
         assert!(!Path::new(&out).exists(), "{args:?} created the run directory");
     }
 }
+
+/// The pid a command wrote into `file`, once it is there (bounded wait on
+/// the command's own event, not a sleep).
+fn pid_written_to(file: &Path) -> i32 {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        if let Some(pid) = std::fs::read_to_string(file).ok().and_then(|s| s.trim().parse().ok()) {
+            return pid;
+        }
+        assert!(std::time::Instant::now() < deadline, "{} never appeared", file.display());
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_stage_that_times_out_leaves_no_daemon_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("daemon.pid");
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--stage-timeout", "1", "--command"]).arg(format!(
+        "setsid sleep 79.25 >/dev/null 2>&1 </dev/null & echo $! > {}; sleep 30",
+        pid_file.display()
+    ));
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert_eq!(json(&out.join("failure.json"))["reason"], "stage_timeout");
+    let daemon = pid_written_to(&pid_file);
+    assert!(
+        harness::wait_gone(daemon, std::time::Duration::from_secs(5)),
+        "the daemon {daemon} of a timed-out stage is still running"
+    );
+    f.assert_no_worker_left();
+}
+
+#[test]
+fn a_coordinator_killed_mid_stage_leaves_no_daemon_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("daemon.pid");
+    let (_tmp, _out, mut c) = coordinator_with_output();
+    c.args(["--command"]).arg(format!(
+        "setsid sleep 79.75 >/dev/null 2>&1 </dev/null & echo $! > {}; sleep 30",
+        pid_file.display()
+    ));
+    let running = harness::Running::spawn(c);
+    let daemon = pid_written_to(&pid_file);
+    assert!(harness::alive(daemon), "the daemon never ran");
+    // SAFETY: kill(2) on the coordinator we spawned.
+    unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+    let (_, stderr) = running.finish();
+    assert!(
+        harness::wait_gone(daemon, std::time::Duration::from_secs(5)),
+        "the daemon {daemon} outlived its coordinator"
+    );
+    for pid in harness::worker_pids(&stderr) {
+        assert!(harness::wait_gone(pid, std::time::Duration::from_secs(5)), "worker {pid} left");
+    }
+}

@@ -7,7 +7,10 @@ use std::process::ExitCode;
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn main() -> ExitCode {
+    // Both before any other thread exists (settle writes the environment;
+    // the SIGTERM block must be inherited by every later thread).
     worker::threads::settle();
+    worker::tree::contain_on_termination();
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         None => ExitCode::from(worker::session::run_from_env()),

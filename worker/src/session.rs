@@ -111,7 +111,9 @@ fn launch_from_env() -> Result<Launch, String> {
 fn die_with_parent() {
     #[cfg(target_os = "linux")]
     {
-        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL);
+        // SIGTERM, not SIGKILL: the worker ends its stage's tree first (see
+        // `tree::contain_on_termination`), then exits.
+        let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
         if let Ok(expected) = std::env::var(protocol::env::PARENT_PID) {
             // The parent may have died before the line above took effect.
             if expected.parse::<i32>().ok() != Some(nix::unistd::getppid().as_raw()) {

@@ -34,6 +34,48 @@ pub fn become_subreaper() -> std::io::Result<()> {
     if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
+/// Makes SIGTERM end this worker's whole tree: the signal is blocked here
+/// (so every thread started later inherits the block), and a thread of its
+/// own waits for it, SIGKILLs every descendant, reaps them, and exits with
+/// 128 + 15. A stage that timed out or was cancelled (the coordinator sends
+/// its worker's group SIGTERM) so leaves nothing behind, daemons that left
+/// the group included; so does a worker whose coordinator died (its
+/// parent-death signal is SIGTERM). Call early in `main`, while the
+/// process has one thread. A command's processes start with an empty signal
+/// mask (std resets it in the child).
+pub fn contain_on_termination() {
+    use nix::sys::signal::{SigSet, Signal};
+    let mut set = SigSet::empty();
+    set.add(Signal::SIGTERM);
+    if set.thread_block().is_err() {
+        return;
+    }
+    let spawned = std::thread::Builder::new().name("tree-on-sigterm".into()).spawn(move || {
+        if set.wait().is_ok() {
+            kill_tree();
+            std::process::exit(128 + libc::SIGTERM);
+        }
+    });
+    if spawned.is_err() {
+        // Without the waiting thread, SIGTERM must still end the worker.
+        let _ = set.thread_unblock();
+    }
+}
+
+/// SIGKILLs every descendant until none is left (bounded), reaping as it goes.
+fn kill_tree() {
+    let deadline = Instant::now() + Duration::from_secs(2);
+    loop {
+        let alive: Vec<i32> = descendants().into_iter().filter(|p| running(*p)).collect();
+        reap_exited();
+        if alive.is_empty() || Instant::now() >= deadline {
+            return;
+        }
+        signal_all(&alive, libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
 /// The sampler's interval, from the coordinator (`--sample-ms`).
 pub fn sample_interval_ms() -> u32 {
     std::env::var(protocol::env::SAMPLE_MS)
