@@ -144,6 +144,59 @@ impl BoundListener {
 /// Binds where workers will connect: TCP on `listen` when given, else a Unix
 /// socket in a new private directory. A TCP listener on an unspecified
 /// address (0.0.0.0) is advertised under this host's name.
+/// A coordinator's private socket directory is `stagebench-PID-RANDOM` in
+/// the temp directory, so a later coordinator can tell whose it was.
+const SOCKET_DIR_PREFIX: &str = "stagebench-";
+/// The one file a socket directory holds.
+const SOCKET_FILE: &str = "coordinator.sock";
+
+/// Removes the socket directories that coordinators killed before they
+/// could clean up (SIGKILL) left in `tmp`: only names this code gives
+/// (`stagebench-PID-RANDOM`), only this user's, only when no process PID
+/// exists, and only when they hold nothing but the socket. Returns how many.
+fn sweep_stale_socket_dirs(tmp: &std::path::Path) -> usize {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid cannot fail and touches no memory.
+    let me = unsafe { libc::geteuid() };
+    let mut removed = 0;
+    for e in std::fs::read_dir(tmp).into_iter().flatten().flatten() {
+        let name = e.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name
+            .strip_prefix(SOCKET_DIR_PREFIX)
+            .and_then(|rest| rest.split_once('-'))
+            .filter(|(_, random)| !random.is_empty())
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+            .filter(|pid| *pid > 0)
+        else {
+            continue;
+        };
+        let Ok(meta) = e.path().symlink_metadata() else { continue };
+        if !meta.is_dir() || meta.uid() != me || pid_exists(pid) {
+            continue;
+        }
+        let entries: Vec<String> = std::fs::read_dir(e.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|f| f.file_name().to_string_lossy().into_owned())
+            .collect();
+        if entries.iter().any(|f| f != SOCKET_FILE) {
+            continue;
+        }
+        let gone = entries.iter().all(|f| std::fs::remove_file(e.path().join(f)).is_ok())
+            && std::fs::remove_dir(e.path()).is_ok();
+        removed += gone as usize;
+    }
+    removed
+}
+
+/// Whether a process `pid` exists (anyone's: a pid we may not signal exists).
+fn pid_exists(pid: i32) -> bool {
+    // SAFETY: kill with signal 0 only checks.
+    let r = unsafe { libc::kill(pid, 0) };
+    r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+}
+
 pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
     match listen {
         Some(addr) => {
@@ -167,9 +220,17 @@ pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
         }
         None => {
             use std::os::unix::fs::PermissionsExt;
-            let dir = tempfile::Builder::new().prefix("stagebench-").tempdir()?;
+            let removed = sweep_stale_socket_dirs(&std::env::temp_dir());
+            if removed > 0 {
+                tracing::debug!(
+                    removed,
+                    "removed socket directories of coordinators that are gone"
+                );
+            }
+            let prefix = format!("{SOCKET_DIR_PREFIX}{}-", std::process::id());
+            let dir = tempfile::Builder::new().prefix(&prefix).tempdir()?;
             std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
-            let socket = dir.path().join("coordinator.sock");
+            let socket = dir.path().join(SOCKET_FILE);
             tracing::debug!(socket_dir = %dir.path().display(), "socket directory created");
             let l = std::os::unix::net::UnixListener::bind(&socket)?;
             Ok(Bound {

@@ -11,7 +11,8 @@ mod fmt;
 mod interrupt;
 mod stats;
 mod timestamp;
-// Floor 1: the run directory and its evidence records.
+// Floor 1: the run directory and its evidence records; locks on directories runs share.
+mod dirlock;
 mod rundir;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;

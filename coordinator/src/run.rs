@@ -56,6 +56,8 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", worker_bin.display())))?;
     // Everything about the input is checked before the run directory exists.
     let prepared = plan.mode.prepare(&plan.settings).map_err(usage)?;
+    // Held until this function returns: the run's whole life.
+    let _locks = prepared.locks;
     let settings = &plan.settings;
     let dir = match &settings.output {
         Some(p) => RunDir::create(p),

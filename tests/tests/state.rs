@@ -185,3 +185,45 @@ fn a_directory_of_the_users_is_never_claimed_as_state() {
     assert!(f.stderr.contains("no stage of this run is called that"), "{}", f.stderr);
     assert!(!tmp.path().join("s").exists(), "a refused command line claimed its state");
 }
+
+/// A recipe run of the tiny cohort on `state`, started and left running.
+fn recipe_running(state: &Path, out: &Path) -> harness::Running {
+    let mut c = coordinator();
+    c.args(["--mode", "recipe", "--epochs", "3", "--data"])
+        .arg(&tiny().frozen)
+        .arg("--state")
+        .arg(state)
+        .arg("--output")
+        .arg(out);
+    harness::Running::spawn(c)
+}
+
+#[test]
+fn two_runs_never_share_a_state_and_a_killed_holder_leaves_no_lock() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let mut first = recipe_running(&state, &tmp.path().join("first"));
+    // The lock is taken before the first phase starts.
+    first.wait_for("phase started");
+    let second = tmp.path().join("second");
+    let (_, f) = recipe(&state, &second, &[]);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let line = f.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "one line: {line}");
+    assert!(line.contains(&format!("(pid {})", first.pid())), "names the holder: {line}");
+    assert!(!second.exists(), "the refused run wrote {}", second.display());
+    // The first run goes on untouched.
+    let (status, stderr) = first.finish();
+    assert!(status.success(), "{stderr}");
+    coordinator::verify::verify(&tmp.path().join("first")).expect("the first run verifies");
+
+    // A holder killed with SIGKILL leaves no lock: the next run proceeds.
+    let mut killed = recipe_running(&state, &tmp.path().join("killed"));
+    killed.wait_for("phase started");
+    // SAFETY: kill(2) on the coordinator this test spawned.
+    unsafe { libc::kill(killed.pid(), libc::SIGKILL) };
+    let _ = killed.finish();
+    let (r, f) = recipe(&state, &tmp.path().join("after"), &[]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(r.is_some());
+}

@@ -263,3 +263,53 @@ fn a_coordinator_killed_mid_stage_leaves_no_daemon_behind() {
         assert!(harness::wait_gone(pid, std::time::Duration::from_secs(5)), "worker {pid} left");
     }
 }
+
+/// Socket directories in the temp directory, by name.
+fn socket_dirs(tmp: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("stagebench-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_killed_coordinators_socket_directory_is_removed_by_the_next_and_nothing_else_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // Not ours to remove: a live pid's, a name we never give, one with a file of someone's.
+    let live = format!("stagebench-{}-live00", std::process::id());
+    for name in [live.as_str(), "stagebench-notours"] {
+        std::fs::create_dir(t.join(name)).unwrap();
+    }
+
+    let (_keep, _out, mut c) = coordinator_with_output();
+    c.env("TMPDIR", t).args(["--command", "sleep 30"]);
+    let mut killed = harness::Running::spawn(c);
+    killed.wait_for("phase started");
+    let pid = killed.pid();
+    let with_file = format!("stagebench-{pid}-planted");
+    std::fs::create_dir(t.join(&with_file)).unwrap();
+    std::fs::write(t.join(&with_file).join("notes.txt"), b"mine").unwrap();
+    // SAFETY: kill(2) on the coordinator this test spawned.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = killed.finish();
+    let left: Vec<String> = socket_dirs(t)
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("stagebench-{pid}-")) && *n != with_file)
+        .collect();
+    assert_eq!(left.len(), 1, "the killed coordinator's socket directory: {left:?}");
+
+    let (_keep2, _out2, mut c) = coordinator_with_output();
+    c.env("TMPDIR", t).args(["--quiet", "--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let now = socket_dirs(t);
+    assert!(!now.contains(&left[0]), "the stale directory is still there: {now:?}");
+    let mut expected = vec![live, "stagebench-notours".to_string(), with_file];
+    expected.sort();
+    assert_eq!(now, expected, "only the stale socket directory goes");
+}

@@ -80,6 +80,11 @@ pub(crate) fn run(
     }
     let (worker_sha, _) = evidence::file_sha256(&worker_bin)
         .map_err(|e| CampaignError::Usage(format!("cannot read the worker binary: {e}")))?;
+    // Two campaigns never share a scratch directory (held to the end).
+    let _scratch_lock = match &campaign.campaign.scratch {
+        Some(dir) => Some(crate::dirlock::lock(dir, "scratch").map_err(CampaignError::Usage)?),
+        None => None,
+    };
     // A pipeline reads no dataset of ours; the recipe reads the declared one.
     let (dataset, fingerprint) = match campaign.pipeline.is_empty() {
         true => {

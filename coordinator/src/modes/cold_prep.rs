@@ -67,6 +67,7 @@ pub(crate) fn prepare(settings: &Settings) -> Result<Prepared, String> {
         phases,
         dataset_fingerprint: Some(frozen.fingerprint),
         parameters: BTreeMap::new(),
+        locks: Vec::new(),
     })
 }
 

@@ -27,6 +27,7 @@ impl Plan {
             phases,
             dataset_fingerprint: None,
             parameters: BTreeMap::new(),
+            locks: Vec::new(),
         }
     }
 }

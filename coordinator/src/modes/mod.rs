@@ -59,6 +59,9 @@ pub(crate) struct Prepared {
     pub(crate) dataset_fingerprint: Option<String>,
     /// The mode's own parameters for the declaration.
     pub(crate) parameters: BTreeMap<String, serde_json::Value>,
+    /// Locks on directories the run writes into and shares with no other
+    /// run (a `--state`), held until the run ends.
+    pub(crate) locks: Vec<crate::dirlock::DirLock>,
 }
 
 /// The stage records and artifacts a mode assembles into the report.

@@ -57,6 +57,7 @@ impl Plan {
             phases,
             dataset_fingerprint: Some(frozen.fingerprint),
             parameters,
+            locks: Vec::new(),
         })
     }
 

@@ -44,6 +44,9 @@ pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
 
 impl Plan {
     pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+        // Two runs never share a state: the second is refused here, before
+        // it has a run directory.
+        let lock = crate::dirlock::lock(&self.state, "--state")?;
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let mut numbers = JobNumbers::default();
         let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
@@ -75,6 +78,7 @@ impl Plan {
             phases,
             dataset_fingerprint: Some(frozen.fingerprint),
             parameters,
+            locks: vec![lock],
         })
     }
 

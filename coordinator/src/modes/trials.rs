@@ -73,6 +73,7 @@ impl Plan {
             phases,
             dataset_fingerprint: data.map(|(_, f)| f.fingerprint),
             parameters,
+            locks: Vec::new(),
         })
     }
 
