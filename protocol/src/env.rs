@@ -19,6 +19,9 @@ pub const TOKEN_FILE: &str = "STAGEBENCH_TOKEN_FILE";
 pub const RANK_BASE: &str = "STAGEBENCH_RANK_BASE";
 /// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
 pub const SAMPLE_MS: &str = "STAGEBENCH_SAMPLE_MS";
+/// `sampled` makes workers measure a tree's peak by sampling even where
+/// they could create a memory cgroup for each stage.
+pub const TREE_METHOD: &str = "STAGEBENCH_TREE_METHOD";
 /// Every variable that carries a worker's launch (connection, secret,
 /// rank, sampling): a command a worker runs gets none of them.
 pub const LAUNCH: [&str; 8] =

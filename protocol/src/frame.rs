@@ -195,6 +195,8 @@ mod tests {
                         sample_ms: 10,
                         sum_of_peaks_bytes: 6,
                         leaked: vec!["sleep".into()],
+                        anon_bytes: Some(3),
+                        file_bytes: None,
                     },
                 },
             },
@@ -243,13 +245,15 @@ mod tests {
         assert_eq!(hex(&shutdown), "0000000103");
         // Measurement = variant 3, job 1, wall 2, user 3, sys 4, peak 5, no
         // figures, then the tree: peak 6, method "s", sample 10 ms, sum 7,
-        // one leaked name "x".
+        // one leaked name "x", anon Some(8), file None.
         let tree = TreeUsage {
             peak_bytes: 6,
             method: "s".into(),
             sample_ms: 10,
             sum_of_peaks_bytes: 7,
             leaked: vec!["x".into()],
+            anon_bytes: Some(8),
+            file_bytes: None,
         };
         let measurement = Measurement {
             wall_ns: 2,
@@ -260,7 +264,7 @@ mod tests {
             tree,
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        assert_eq!(hex(&m), "0000000f030102030405000601730a07010178");
+        assert_eq!(hex(&m), "00000012030102030405000601730a07010178010800");
     }
 
     fn hex(b: &[u8]) -> String {

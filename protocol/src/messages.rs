@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 8;
+pub const PROTOCOL_VERSION: u32 = 9;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -151,9 +151,11 @@ pub struct Measurement {
 pub struct TreeUsage {
     /// Peak resident memory of the tree's processes at once, in bytes.
     pub peak_bytes: u64,
-    /// How `peak_bytes` was found: `sampled` (the sum of every live
-    /// process's RSS at a declared interval, and never below the worker's
-    /// own peak: a lower bound) or `cgroup` (the kernel's own peak).
+    /// How `peak_bytes` was found: `cgroup` (the kernel's peak charge of the
+    /// stage's processes, plus the worker's own peak) or `sampled` (the sum
+    /// of every live process's RSS at a declared interval, never below the
+    /// worker's own peak; it misses peaks between samples and counts shared
+    /// pages once per process).
     pub method: String,
     /// The interval of the sampler, in milliseconds.
     pub sample_ms: u32,
@@ -164,6 +166,11 @@ pub struct TreeUsage {
     /// stage ended; the worker killed them (SIGTERM, a grace, SIGKILL) and
     /// reaped them.
     pub leaked: Vec<String>,
+    /// With `cgroup`: the anonymous and the file pages the stage's cgroup
+    /// held when its charge was highest among the samples (from
+    /// `memory.stat`); file pages of a data pipeline can dominate.
+    pub anon_bytes: Option<u64>,
+    pub file_bytes: Option<u64>,
 }
 
 /// A named figure a stage reports beside its wall, CPU and memory.

@@ -75,7 +75,17 @@ fn scripts() -> Scripts {
 
 /// Runs `--command LINE` once; returns the command's stage record.
 fn command_stage(line: &str, extra: &[&str]) -> Value {
+    command_stage_by(line, extra, None)
+}
+
+/// The same, with the workers' tree method forced (`Some("sampled")`) or
+/// left to what the machine offers (`None`).
+fn command_stage_by(line: &str, extra: &[&str], method: Option<&str>) -> Value {
     let (_tmp, out, mut c) = coordinator_with_output();
+    match method {
+        Some(m) => c.env("STAGEBENCH_TREE_METHOD", m),
+        None => c.env_remove("STAGEBENCH_TREE_METHOD"),
+    };
     c.args(["--quiet", "--command", line]).args(extra);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
@@ -107,19 +117,68 @@ fn processes_with(needle: &str) -> Vec<String> {
     out
 }
 
-#[test]
-fn four_children_at_once_are_one_tree_and_in_turn_are_not() {
-    let s = scripts();
-    let together = command_stage(&py(&s, "tree.py", "together 4 100 0.6"), &[]);
-    assert_eq!(together["tree_peak_method"], "sampled");
-    assert!(mib(&together, "tree_peak_bytes") >= 390.0, "4 x 100 MiB at once: {together}");
-    // The old figure, the worker and its largest descendant, stays as it was.
-    assert!(mib(&together, "peak_rss_bytes") < 200.0, "{together}");
+/// Whether workers here can make a memory cgroup per stage (as root with a
+/// writable memory hierarchy), so the default method is `cgroup`.
+fn cgroups_here() -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return false };
+    let v1 = text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()));
+    let dir = match v1 {
+        Some(p) => Path::new("/sys/fs/cgroup/memory").join(p.trim_start_matches('/')),
+        None => return false,
+    };
+    let probe = dir.join(format!("stagebench-probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    made
+}
 
-    let in_turn = command_stage(&py(&s, "tree.py", "sequence 4 100 0.3"), &[]);
-    assert!(mib(&in_turn, "tree_peak_bytes") < 160.0, "one 100 MiB child at a time: {in_turn}");
-    assert!(mib(&in_turn, "sum_of_peaks_bytes") >= 400.0, "{in_turn}");
-    assert_eq!(in_turn["leaked_processes"]["count"], 0);
+/// The stage cgroups a worker left below this test's own memory cgroup.
+fn stage_cgroups_of(worker: i32) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return Vec::new() };
+    let Some(path) =
+        text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
+    else {
+        return Vec::new();
+    };
+    let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
+    let prefix = format!("stagebench-{worker}-");
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(&prefix))
+        .collect()
+}
+
+#[test]
+fn four_children_at_once_are_one_tree_and_in_turn_are_not_by_every_method() {
+    let s = scripts();
+    let default = if cgroups_here() { "cgroup" } else { "sampled" };
+    for (forced, method) in [(None, default), (Some("sampled"), "sampled")] {
+        let together = command_stage_by(&py(&s, "tree.py", "together 4 100 0.6"), &[], forced);
+        assert_eq!(together["tree_peak_method"], method, "{together}");
+        let peak = mib(&together, "tree_peak_bytes");
+        assert!(peak >= 390.0, "4 x 100 MiB at once, {method}: {together}");
+        // The old figure, the worker and its largest descendant, stays as it was.
+        assert!(mib(&together, "peak_rss_bytes") < 200.0, "{together}");
+        if method == "cgroup" {
+            let anon = together["tree_peak_anon_bytes"].as_u64().unwrap() as f64 / MIB;
+            assert!(anon >= 350.0, "the split shows the children's anonymous pages: {together}");
+        }
+        eprintln!("4 x 100 MiB at once, {method}: tree peak {peak:.1} MiB");
+
+        let in_turn = command_stage_by(&py(&s, "tree.py", "sequence 4 100 0.3"), &[], forced);
+        assert_eq!(in_turn["tree_peak_method"], method, "{in_turn}");
+        let peak = mib(&in_turn, "tree_peak_bytes");
+        assert!(peak < 160.0, "one 100 MiB child at a time, {method}: {in_turn}");
+        assert!(mib(&in_turn, "sum_of_peaks_bytes") >= 400.0, "{in_turn}");
+        assert_eq!(in_turn["leaked_processes"]["count"], 0);
+        eprintln!(
+            "4 x 100 MiB in turn, {method}: tree peak {peak:.1} MiB, sum of peaks {:.1} MiB",
+            mib(&in_turn, "sum_of_peaks_bytes")
+        );
+    }
 }
 
 /// With no process of its own, a stage's tree is its worker.
@@ -238,6 +297,9 @@ fn a_stage_that_times_out_leaves_no_daemon_behind() {
         "the daemon {daemon} of a timed-out stage is still running"
     );
     f.assert_no_worker_left();
+    for worker in f.worker_pids() {
+        assert!(stage_cgroups_of(worker).is_empty(), "worker {worker} left its stage cgroup");
+    }
 }
 
 #[test]

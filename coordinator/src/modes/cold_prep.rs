@@ -267,6 +267,8 @@ pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, R
         // each process's own largest sum, added over the processes.
         tree_peak_bytes: results.iter().map(|r| r.measurement.tree.peak_bytes).max().unwrap_or(0),
         tree_peak_method: "sampled".into(),
+        tree_peak_anon_bytes: None,
+        tree_peak_file_bytes: None,
         sum_of_peaks_bytes: p
             .dispatch
             .outcomes

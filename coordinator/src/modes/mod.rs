@@ -281,6 +281,8 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
         tree_peak_bytes: m.tree.peak_bytes,
         tree_peak_method: m.tree.method.clone(),
+        tree_peak_anon_bytes: m.tree.anon_bytes,
+        tree_peak_file_bytes: m.tree.file_bytes,
         sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
     }

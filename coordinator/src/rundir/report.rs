@@ -132,6 +132,12 @@ pub(crate) struct StageRecord {
     pub(crate) tree_peak_bytes: u64,
     #[serde(default)]
     pub(crate) tree_peak_method: String,
+    /// With `cgroup`: anonymous and file pages when the stage's cgroup held
+    /// the most (sampled from `memory.stat`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tree_peak_anon_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) tree_peak_file_bytes: Option<u64>,
     /// The sum of each process's own lifetime peak: an upper bound. For a
     /// phase, summed over its processes.
     #[serde(default)]

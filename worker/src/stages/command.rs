@@ -28,6 +28,9 @@ pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
+            // Into the stage's cgroup, if it has one (see `tree`), so the
+            // kernel charges the whole tree there.
+            crate::tree::enter_stage_cgroup();
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(std::io::Error::from)
         });
