@@ -3,7 +3,7 @@
 //! The worker makes itself a child subreaper ([`become_subreaper`]), so a
 //! descendant whose parent exits comes back to the worker instead of to
 //! init. Where it can, the worker makes a memory cgroup for each stage
-//! ([`cgroup`]) that a command joins before it starts: the kernel's peak
+//! (`cgroup`) that a command joins before it starts: the kernel's peak
 //! charge is then the tree's peak. While a stage runs, a [`Sampler`] thread
 //! reads the resident memory of the worker and of every live descendant at
 //! a declared interval (and at the stage's start and end): their sum's
