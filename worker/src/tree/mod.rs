@@ -226,7 +226,7 @@ impl Seen {
     }
 }
 
-/// A thread sampling the tree until [`Sampler::finish`].
+/// A thread sampling the tree until [`contain`] stops it.
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     seen: Arc<Mutex<Seen>>,
