@@ -10,7 +10,7 @@ fn main() -> ExitCode {
     // Both before any other thread exists (settle writes the environment;
     // the SIGTERM block must be inherited by every later thread).
     worker::threads::settle();
-    worker::tree::contain_on_termination();
+    worker::tree::start_watcher();
     let mut args = std::env::args().skip(1);
     match args.next().as_deref() {
         None => ExitCode::from(worker::session::run_from_env()),

@@ -112,7 +112,7 @@ fn die_with_parent() {
     #[cfg(target_os = "linux")]
     {
         // SIGTERM, not SIGKILL: the worker ends its stage's tree first (see
-        // `tree::contain_on_termination`), then exits.
+        // `tree::start_watcher`), then exits.
         let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
         if let Ok(expected) = std::env::var(protocol::env::PARENT_PID) {
             // The parent may have died before the line above took effect.

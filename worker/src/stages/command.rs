@@ -36,6 +36,9 @@ pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure
         });
     }
     let program = cmd.get_program().to_string_lossy().into_owned();
+    // Descendants to look for from now on, and the stage's memory cgroup,
+    // which the command joins before it starts.
+    crate::tree::will_start_processes();
     let child =
         cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
     // Waited for here (not by std) so its own peak joins the tree's sum.

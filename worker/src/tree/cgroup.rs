@@ -24,14 +24,38 @@ pub(super) struct Cgroup {
 static PROCS_FD: AtomicI32 = AtomicI32::new(-1);
 /// Stages so far, to name each stage's cgroup.
 static STAGES: AtomicU64 = AtomicU64::new(0);
-/// The current stage's cgroup, for a worker ended by SIGTERM mid-stage.
-static CURRENT: Mutex<Option<PathBuf>> = Mutex::new(None);
+/// The current stage's cgroup, made when its first command is about to
+/// start ([`prepare`]) and taken at the stage's end ([`take_current`]).
+static CURRENT: Mutex<Option<Cgroup>> = Mutex::new(None);
+
+fn current() -> std::sync::MutexGuard<'static, Option<Cgroup>> {
+    CURRENT.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Makes the current stage's cgroup, unless it has one or none can be made
+/// (or `STAGEBENCH_TREE_METHOD=sampled`): called before a command starts,
+/// so stages of the worker alone never pay for one.
+pub fn prepare() {
+    let mut c = current();
+    if c.is_none() && super::cgroups_allowed() {
+        *c = Cgroup::create();
+    }
+}
+
+/// `f` of the current stage's cgroup, if it has one.
+pub(super) fn with_current<R>(f: impl FnOnce(&Cgroup) -> R) -> Option<R> {
+    current().as_ref().map(f)
+}
+
+/// The current stage's cgroup, for its end.
+pub(super) fn take_current() -> Option<Cgroup> {
+    current().take()
+}
 
 /// Removes the current stage's cgroup, if any (its processes must be gone).
 pub(super) fn remove_current() {
-    let dir = CURRENT.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(dir) = dir {
-        (Cgroup { dir, v2: false }).remove();
+    if let Some(c) = take_current() {
+        c.remove();
     }
 }
 
@@ -100,7 +124,6 @@ impl Cgroup {
         match (procs, cg.peak().is_some()) {
             (Ok(f), true) => {
                 PROCS_FD.store(f.into_raw_fd(), Ordering::Release);
-                *CURRENT.lock().unwrap_or_else(|e| e.into_inner()) = Some(cg.dir.clone());
                 Some(cg)
             }
             _ => {
@@ -113,6 +136,12 @@ impl Cgroup {
     /// The kernel's peak charge of the cgroup, in bytes.
     pub(super) fn peak(&self) -> Option<u64> {
         let file = if self.v2 { "memory.peak" } else { "memory.max_usage_in_bytes" };
+        std::fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
+    }
+
+    /// The charge now, in bytes (cheap for the kernel, unlike `memory.stat`).
+    pub(super) fn usage(&self) -> Option<u64> {
+        let file = if self.v2 { "memory.current" } else { "memory.usage_in_bytes" };
         std::fs::read_to_string(self.dir.join(file)).ok()?.trim().parse().ok()
     }
 
@@ -132,12 +161,6 @@ impl Cgroup {
     /// Closes the descriptor [`enter`] writes to and removes the cgroup
     /// (empty by now: the stage's processes were reaped).
     pub(super) fn remove(self) {
-        {
-            let mut current = CURRENT.lock().unwrap_or_else(|e| e.into_inner());
-            if current.as_ref() == Some(&self.dir) {
-                *current = None;
-            }
-        }
         let fd = PROCS_FD.swap(-1, Ordering::AcqRel);
         if fd >= 0 {
             // SAFETY: the descriptor came from into_raw_fd above and is closed once.

@@ -27,8 +27,8 @@ pub use cgroup::enter as enter_stage_cgroup;
 
 use cgroup::Cgroup;
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a leaked descendant gets between SIGTERM and SIGKILL.
@@ -43,32 +43,53 @@ pub fn become_subreaper() -> std::io::Result<()> {
     if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
-/// Makes SIGTERM end this worker's whole tree: the signal is blocked here
-/// (so every thread started later inherits the block), and a thread of its
-/// own waits for it, SIGKILLs every descendant, reaps them, and exits with
-/// 128 + 15. A stage that timed out or was cancelled (the coordinator sends
-/// its worker's group SIGTERM) so leaves nothing behind, daemons that left
-/// the group included; so does a worker whose coordinator died (its
-/// parent-death signal is SIGTERM). Call early in `main`, while the
-/// process has one thread. A command's processes start with an empty signal
-/// mask (std resets it in the child).
-pub fn contain_on_termination() {
+/// Starts the worker's one tree thread, which samples a stage's tree while
+/// a stage runs and ends the tree on SIGTERM. SIGTERM is blocked here (so
+/// every thread started later inherits the block) and waited for by that
+/// thread, which then SIGKILLs every descendant, reaps them, removes the
+/// stage's cgroup and exits with 128 + 15. A stage that timed out or was
+/// cancelled (the coordinator sends its worker's group SIGTERM) so leaves
+/// nothing behind, daemons that left the group included; so does a worker
+/// whose coordinator died (its parent-death signal is SIGTERM). Call early
+/// in `main`, while the process has one thread. A command's processes start
+/// with an empty signal mask (std resets it in the child).
+pub fn start_watcher() {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     set.add(Signal::SIGTERM);
     if set.thread_block().is_err() {
         return;
     }
-    let spawned = std::thread::Builder::new().name("tree-on-sigterm".into()).spawn(move || {
-        if set.wait().is_ok() {
+    let spawned = std::thread::Builder::new().name("tree".into()).spawn(move || watch(set));
+    if spawned.is_err() {
+        // Without the thread, SIGTERM must still end the worker; stages are
+        // then sampled only at their start and end.
+        let _ = set.thread_unblock();
+    }
+}
+
+/// The tree thread: waits one interval at a time for SIGTERM, and samples
+/// the current stage's tree when the wait times out.
+fn watch(set: nix::sys::signal::SigSet) {
+    loop {
+        let ms = u64::from(INTERVAL_MS.load(Ordering::Acquire).max(1));
+        let timeout = libc::timespec {
+            tv_sec: (ms / 1000) as libc::time_t,
+            tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
+        };
+        // SAFETY: sigtimedwait reads the set and the timeout, writes nothing (null info).
+        let signo = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &timeout) };
+        if signo == libc::SIGTERM {
             kill_tree();
             cgroup::remove_current();
             std::process::exit(128 + libc::SIGTERM);
         }
-    });
-    if spawned.is_err() {
-        // Without the waiting thread, SIGTERM must still end the worker.
-        let _ = set.thread_unblock();
+        if ACTIVE.load(Ordering::Acquire) {
+            let mut seen = lock(&SEEN);
+            if ACTIVE.load(Ordering::Acquire) {
+                seen.sample();
+            }
+        }
     }
 }
 
@@ -86,6 +107,17 @@ fn kill_tree() {
     }
 }
 
+/// Set once this worker has started a process of its own (a command).
+static STARTED_PROCESSES: AtomicBool = AtomicBool::new(false);
+
+/// Called before a stage starts a process: from then on, sampling and
+/// containment look for descendants, and the stage gets a memory cgroup
+/// (where one can be made) that the process joins before it starts.
+pub fn will_start_processes() {
+    STARTED_PROCESSES.store(true, Ordering::Release);
+    cgroup::prepare();
+}
+
 /// The sampler's interval, from the coordinator (`--sample-ms`).
 pub fn sample_interval_ms() -> u32 {
     std::env::var(protocol::env::SAMPLE_MS)
@@ -97,6 +129,11 @@ pub fn sample_interval_ms() -> u32 {
 
 /// Every live descendant of this process (children, their children, …).
 pub fn descendants() -> Vec<i32> {
+    // A worker that never started a process has no descendant to look for
+    // (its built-in stages use threads): sampling it reads only its own RSS.
+    if !STARTED_PROCESSES.load(Ordering::Acquire) {
+        return Vec::new();
+    }
     let me = std::process::id() as i32;
     match children_of(me) {
         Some(first) => {
@@ -197,24 +234,44 @@ fn rss_and_hwm(pid: Option<i32>) -> Option<(u64, u64)> {
 /// What sampling saw: the largest sum of RSS at one instant, per process
 /// its largest `VmHWM`, and with a cgroup the anonymous and file pages it
 /// held when its charge was highest.
-#[derive(Default)]
 struct Seen {
     peak_sum: u64,
     hwm: BTreeMap<i32, u64>,
     samples: u64,
+    /// The cgroup's highest charge seen, and its split then.
+    charge: u64,
     split: Option<(u64, u64)>,
+    /// The descendants the last sample found (zombies included).
+    last: Vec<i32>,
 }
 
 impl Seen {
-    fn sample(&mut self, cgroup: Option<&Cgroup>) {
-        if let Some((anon, file)) = cgroup.and_then(Cgroup::anon_and_file) {
-            if self.split.is_none_or(|(a, f)| anon + file > a + f) {
-                self.split = Some((anon, file));
+    const fn new() -> Seen {
+        Seen {
+            peak_sum: 0,
+            hwm: BTreeMap::new(),
+            samples: 0,
+            charge: 0,
+            split: None,
+            last: Vec::new(),
+        }
+    }
+
+    fn sample(&mut self) {
+        // memory.stat is costly for the kernel to make: read only when the
+        // charge reached a new high.
+        if let Some((usage, split)) = cgroup::with_current(|c| {
+            let usage = c.usage().unwrap_or(0);
+            (usage, (usage > self.charge).then(|| c.anon_and_file()).flatten())
+        }) {
+            if usage > self.charge {
+                self.charge = usage;
+                self.split = split.or(self.split);
             }
         }
-        let own = rss_and_hwm(None).unwrap_or((0, 0)).0;
-        let mut sum = own;
-        for pid in descendants() {
+        let mut sum = own_rss().unwrap_or(0);
+        self.last = descendants();
+        for &pid in &self.last {
             if let Some((rss, hwm)) = rss_and_hwm(Some(pid)) {
                 sum += rss;
                 let e = self.hwm.entry(pid).or_default();
@@ -226,13 +283,25 @@ impl Seen {
     }
 }
 
-/// A thread sampling the tree until [`contain`] stops it.
+/// This process's resident memory, from `/proc/self/statm` (cheaper for the
+/// kernel to make than `status`).
+fn own_rss() -> Option<u64> {
+    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
+    // SAFETY: sysconf with a constant name.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    Some(pages * page)
+}
+
+/// Whether a stage is being sampled, at what interval, and what it saw:
+/// shared by the stage's thread and the tree thread ([`start_watcher`]).
+static ACTIVE: AtomicBool = AtomicBool::new(false);
+static INTERVAL_MS: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLE_MS);
+static SEEN: Mutex<Seen> = Mutex::new(Seen::new());
+
+/// Sampling of one stage's tree, from [`Sampler::start`] until [`contain`].
 pub struct Sampler {
-    stop: Arc<AtomicBool>,
-    seen: Arc<Mutex<Seen>>,
-    thread: Option<std::thread::JoinHandle<()>>,
     pub interval_ms: u32,
-    cgroup: Option<Arc<Cgroup>>,
 }
 
 /// `sampled` forces the sampler even where a cgroup could be made (tests
@@ -242,44 +311,25 @@ pub fn cgroups_allowed() -> bool {
 }
 
 impl Sampler {
-    /// Samples once now, then every `interval_ms` on a thread of its own.
+    /// Samples once now, then every `interval_ms` on the tree thread.
     pub fn start(interval_ms: u32) -> Sampler {
-        let cgroup = cgroups_allowed().then(Cgroup::create).flatten().map(Arc::new);
-        let seen = Arc::new(Mutex::new(Seen::default()));
-        lock(&seen).sample(cgroup.as_deref());
-        let stop = Arc::new(AtomicBool::new(false));
-        let (s, t, cg) = (stop.clone(), seen.clone(), cgroup.clone());
-        let interval = Duration::from_millis(u64::from(interval_ms.max(1)));
-        let thread = std::thread::Builder::new()
-            .name("tree-sampler".into())
-            .spawn(move || {
-                let mut next = Instant::now() + interval;
-                while !s.load(Ordering::Acquire) {
-                    std::thread::park_timeout(next.saturating_duration_since(Instant::now()));
-                    if s.load(Ordering::Acquire) {
-                        break;
-                    }
-                    if Instant::now() >= next {
-                        lock(&t).sample(cg.as_deref());
-                        next += interval;
-                    }
-                }
-            })
-            .ok();
-        Sampler { stop, seen, thread, interval_ms, cgroup }
+        let mut seen = lock(&SEEN);
+        *seen = Seen::new();
+        seen.sample();
+        INTERVAL_MS.store(interval_ms.max(1), Ordering::Release);
+        ACTIVE.store(true, Ordering::Release);
+        Sampler { interval_ms }
     }
 
-    /// Stops the thread after one last sample (the stage's end).
-    fn finish(mut self) -> (Seen, Option<Cgroup>) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            t.thread().unpark();
-            let _ = t.join();
-        }
-        let cgroup = self.cgroup.take().and_then(|c| Arc::try_unwrap(c).ok());
-        let mut seen = std::mem::take(&mut *lock(&self.seen));
-        seen.sample(cgroup.as_ref());
-        (seen, cgroup)
+    /// Stops sampling after one last sample (the stage's end); hands over
+    /// what was seen and the stage's cgroup, if a command made one.
+    fn finish(self) -> (Seen, Option<Cgroup>) {
+        let mut guard = lock(&SEEN);
+        ACTIVE.store(false, Ordering::Release);
+        let mut seen = std::mem::replace(&mut *guard, Seen::new());
+        drop(guard);
+        seen.sample();
+        (seen, cgroup::take_current())
     }
 }
 
@@ -336,7 +386,7 @@ pub struct Contained {
 pub fn contain(sampler: Sampler) -> Contained {
     let interval_ms = sampler.interval_ms;
     let (seen, cgroup) = sampler.finish();
-    let mut alive: Vec<i32> = descendants().into_iter().filter(|p| running(*p)).collect();
+    let mut alive: Vec<i32> = seen.last.iter().copied().filter(|p| running(*p)).collect();
     let leaked: Vec<String> = alive.iter().filter_map(|p| comm(*p)).collect();
     if !alive.is_empty() {
         signal_all(&alive, libc::SIGTERM);
@@ -359,10 +409,12 @@ pub fn contain(sampler: Sampler) -> Contained {
     }
     // Zombies: killed ones, and orphans that exited during the stage.
     let deadline = Instant::now() + Duration::from_secs(2);
-    while !descendants().is_empty() && Instant::now() < deadline {
+    let mut left = !seen.last.is_empty();
+    while left && Instant::now() < deadline {
         if reap_exited() == 0 {
             std::thread::sleep(Duration::from_millis(2));
         }
+        left = !descendants().is_empty();
     }
     let own_hwm = rss_and_hwm(None).map(|(_, hwm)| hwm).unwrap_or(0);
     let mut peaks = seen.hwm;
@@ -415,6 +467,7 @@ mod tests {
     /// test process, so a second test's child would be a casualty.
     #[test]
     fn children_are_found_both_ways_and_a_leftover_is_killed_named_and_reaped() {
+        will_start_processes();
         let mut child = std::process::Command::new("sleep").arg("5").spawn().unwrap();
         let pid = child.id() as i32;
         let me = std::process::id() as i32;

@@ -1,0 +1,92 @@
+#!/usr/bin/env python3
+"""What measuring process trees costs (issue 12), side by side in one invocation.
+
+1. The sampler's CPU: the same stage with `--sample-ms 10` and with
+   `--sample-ms 10000` (the sampler then reads only at the stage's start and
+   end). The difference in the stage's CPU over its wall time is the sampler's
+   share of one core. Two stages: `sleep:3000` (the worker alone) and a
+   command whose four children sleep 3 s (a tree of six processes to read).
+2. The per-stage overhead: with `--baseline DIR` (the target/release of a
+   build without tree measurement), N `noop` stages in fresh workers by each
+   build, the coordinator's spawn-to-reap wall per worker (report.json
+   workers[].wall_s), medians and their difference.
+
+Every pair alternates its order round by round. Medians over ROUNDS.
+Run by hand on an idle machine (release build); not part of CI.
+
+usage: scripts/bench-tree.py [--rounds R] [--stages N] [--baseline DIR]
+"""
+import argparse, json, os, statistics, subprocess, sys, tempfile
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CHILDREN = """
+import os, time
+for _ in range(4):
+    if os.fork() == 0:
+        time.sleep(3)
+        os._exit(0)
+for _ in range(4):
+    os.wait()
+"""
+
+
+def run(coordinator, args, out):
+    subprocess.run([coordinator, "--quiet", "--output", out] + args, check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)
+
+
+def sampler_share(coordinator, stage_args, key, ms, tmp, tag):
+    r = run(coordinator, stage_args + ["--sample-ms", str(ms)], os.path.join(tmp, tag))
+    s = r["stages"][key]
+    return s["cpu_s"] / s["wall_s"]
+
+
+def noop_overhead(coordinator, n, tmp, tag):
+    r = run(coordinator, ["--stage", "noop"] * n, os.path.join(tmp, tag))
+    return statistics.median(w["wall_s"] for w in r["workers"])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--stages", type=int, default=40)
+    ap.add_argument("--baseline", help="target/release of a build without tree measurement")
+    a = ap.parse_args()
+    new = os.path.join(ROOT, "target", "release", "coordinator")
+    if not os.path.isfile(new):
+        sys.exit("build first: cargo build --release --workspace")
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "children.py")
+        with open(script, "w") as f:
+            f.write(CHILDREN)
+        cases = [("worker alone (sleep:3000)", ["--stage", "sleep:3000"], "sleep:3000"),
+                 ("4 sleeping children", ["--command", f"python3 {script}"], "command")]
+        print(f"sampler CPU as a share of one core, median of {a.rounds} rounds:")
+        for name, args, key in cases:
+            shares = {10: [], 10000: []}
+            for i in range(a.rounds):
+                order = (10, 10000) if i % 2 == 0 else (10000, 10)
+                for ms in order:
+                    shares[ms].append(sampler_share(new, args, key, ms, tmp, f"s-{key}-{ms}-{i}"))
+            m10, midle = statistics.median(shares[10]), statistics.median(shares[10000])
+            print(f"  {name:<28} at 10 ms {100 * m10:6.3f}%  idle sampler {100 * midle:6.3f}%"
+                  f"  sampling costs {100 * (m10 - midle):6.3f}% of a core")
+        if a.baseline:
+            old = os.path.join(a.baseline, "coordinator")
+            per = {"baseline": [], "this build": []}
+            for i in range(a.rounds):
+                order = [("baseline", old), ("this build", new)]
+                if i % 2:
+                    order.reverse()
+                for name, coordinator in order:
+                    per[name].append(noop_overhead(coordinator, a.stages, tmp, f"o-{name[0]}-{i}"))
+            b, t = statistics.median(per["baseline"]), statistics.median(per["this build"])
+            print(f"per-stage spawn-to-reap of a noop worker, median of {a.rounds} rounds x {a.stages} stages:")
+            print(f"  baseline {1e3 * b:.3f} ms, this build {1e3 * t:.3f} ms: "
+                  f"{1e3 * (t - b):+.3f} ms ({t / b:.3f}x)")
+
+
+if __name__ == "__main__":
+    main()
