@@ -52,11 +52,28 @@ pub(super) fn take_current() -> Option<Cgroup> {
     current().take()
 }
 
+/// Where the current stage's cgroup is, until it is removed: the SIGTERM
+/// path removes it by its path even while the stage's own thread holds it.
+static CURRENT_DIR: Mutex<Option<PathBuf>> = Mutex::new(None);
+
 /// Removes the current stage's cgroup, if any (its processes must be gone).
 pub(super) fn remove_current() {
-    if let Some(c) = take_current() {
-        c.remove();
+    let dir = CURRENT_DIR.lock().unwrap_or_else(|e| e.into_inner()).clone();
+    if let Some(dir) = dir {
+        remove_dir(&dir);
     }
+}
+
+/// Removes a stage's cgroup directory (the kernel refuses while a process,
+/// even a zombie, is in it: retried for up to half a second).
+fn remove_dir(dir: &Path) -> bool {
+    for _ in 0..250 {
+        if std::fs::remove_dir(dir).is_ok() || !dir.exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    false
 }
 
 /// Removes the stage cgroups that workers killed with SIGKILL left below
@@ -124,6 +141,7 @@ impl Cgroup {
         match (procs, cg.peak().is_some()) {
             (Ok(f), true) => {
                 PROCS_FD.store(f.into_raw_fd(), Ordering::Release);
+                *CURRENT_DIR.lock().unwrap_or_else(|e| e.into_inner()) = Some(cg.dir.clone());
                 Some(cg)
             }
             _ => {
@@ -166,11 +184,14 @@ impl Cgroup {
             // SAFETY: the descriptor came from into_raw_fd above and is closed once.
             unsafe { libc::close(fd) };
         }
-        for _ in 0..50 {
-            if std::fs::remove_dir(&self.dir).is_ok() || !self.dir.exists() {
-                return;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(2));
+        let removed = remove_dir(&self.dir);
+        let mut current = CURRENT_DIR.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_deref() == Some(self.dir.as_path()) {
+            *current = None;
+        }
+        drop(current);
+        if removed {
+            return;
         }
         let _ = std::io::stderr().write_all(
             format!("worker: cannot remove the stage's cgroup {}\n", self.dir.display()).as_bytes(),

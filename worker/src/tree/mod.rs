@@ -93,15 +93,17 @@ fn watch(set: nix::sys::signal::SigSet) {
     }
 }
 
-/// SIGKILLs every descendant until none is left (bounded), reaping as it goes.
+/// SIGKILLs every descendant and reaps it, until none is left, zombies
+/// included (a zombie still holds the stage's cgroup); bounded.
 fn kill_tree() {
     let deadline = Instant::now() + Duration::from_secs(2);
     loop {
-        let alive: Vec<i32> = descendants().into_iter().filter(|p| running(*p)).collect();
         reap_exited();
-        if alive.is_empty() || Instant::now() >= deadline {
+        let left = descendants();
+        if left.is_empty() || Instant::now() >= deadline {
             return;
         }
+        let alive: Vec<i32> = left.into_iter().filter(|p| running(*p)).collect();
         signal_all(&alive, libc::SIGKILL);
         std::thread::sleep(Duration::from_millis(2));
     }
