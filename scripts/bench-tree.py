@@ -4,8 +4,9 @@
 1. The sampler's CPU: the same stage with `--sample-ms 10` and with
    `--sample-ms 10000` (the sampler then reads only at the stage's start and
    end). The difference in the stage's CPU over its wall time is the sampler's
-   share of one core. Two stages: `sleep:3000` (the worker alone) and a
-   command whose four children sleep 3 s (a tree of six processes to read).
+   share of one core. Stages: `sleep:3000` (the worker alone), and a
+   command whose four children sleep 3 s (a tree of six processes to read),
+   by the machine's method and with `STAGEBENCH_TREE_METHOD=sampled`.
 2. The per-stage overhead: with `--baseline DIR` (the target/release of a
    build without tree measurement), N `noop` stages in fresh workers by each
    build, the coordinator's spawn-to-reap wall per worker (report.json
@@ -30,15 +31,17 @@ for _ in range(4):
 """
 
 
-def run(coordinator, args, out):
-    subprocess.run([coordinator, "--quiet", "--output", out] + args, check=True,
+def run(coordinator, args, out, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    subprocess.run([coordinator, "--quiet", "--output", out] + args, check=True, env=e,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     with open(os.path.join(out, "report.json")) as f:
         return json.load(f)
 
 
-def sampler_share(coordinator, stage_args, key, ms, tmp, tag):
-    r = run(coordinator, stage_args + ["--sample-ms", str(ms)], os.path.join(tmp, tag))
+def sampler_share(coordinator, stage_args, key, ms, tmp, tag, env):
+    r = run(coordinator, stage_args + ["--sample-ms", str(ms)], os.path.join(tmp, tag), env)
     s = r["stages"][key]
     return s["cpu_s"] / s["wall_s"]
 
@@ -61,15 +64,19 @@ def main():
         script = os.path.join(tmp, "children.py")
         with open(script, "w") as f:
             f.write(CHILDREN)
-        cases = [("worker alone (sleep:3000)", ["--stage", "sleep:3000"], "sleep:3000"),
-                 ("4 sleeping children", ["--command", f"python3 {script}"], "command")]
+        children = ["--command", f"python3 {script}"]
+        cases = [("worker alone (sleep:3000)", ["--stage", "sleep:3000"], "sleep:3000", {}),
+                 ("4 sleeping children", children, "command", {}),
+                 ("4 children, forced sampled", children, "command",
+                  {"STAGEBENCH_TREE_METHOD": "sampled"})]
         print(f"sampler CPU as a share of one core, median of {a.rounds} rounds:")
-        for name, args, key in cases:
+        for name, args, key, env in cases:
             shares = {10: [], 10000: []}
             for i in range(a.rounds):
                 order = (10, 10000) if i % 2 == 0 else (10000, 10)
                 for ms in order:
-                    shares[ms].append(sampler_share(new, args, key, ms, tmp, f"s-{key}-{ms}-{i}"))
+                    tag = f"s-{len(env)}-{key}-{ms}-{i}"
+                    shares[ms].append(sampler_share(new, args, key, ms, tmp, tag, env))
             m10, midle = statistics.median(shares[10]), statistics.median(shares[10000])
             print(f"  {name:<28} at 10 ms {100 * m10:6.3f}%  idle sampler {100 * midle:6.3f}%"
                   f"  sampling costs {100 * (m10 - midle):6.3f}% of a core")

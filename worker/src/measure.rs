@@ -68,6 +68,12 @@ impl Mark {
         Mark { at: Instant::now(), usage }
     }
 
+    /// The clock now, with no usage yet: for an end whose usage is read
+    /// later ([`Mark::with_usage_now`]).
+    pub fn instant_now() -> Mark {
+        Mark { at: Instant::now(), usage: Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0 } }
+    }
+
     /// The same instant, with this process's usage read now (after work
     /// that belongs to the stage's CPU but not to its wall time).
     pub fn with_usage_now(self) -> Mark {

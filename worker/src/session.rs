@@ -185,7 +185,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
                 let result = stages::run(&stage, &mut ctx);
-                let end = Mark::now();
+                let end = Mark::instant_now();
                 // Wall time ends with the stage; CPU is read once every
                 // descendant is reaped, so orphans' CPU counts too.
                 let contained = crate::tree::contain(sampler);

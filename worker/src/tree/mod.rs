@@ -87,7 +87,7 @@ fn watch(set: nix::sys::signal::SigSet) {
         if ACTIVE.load(Ordering::Acquire) {
             let mut seen = lock(&SEEN);
             if ACTIVE.load(Ordering::Acquire) {
-                seen.sample();
+                seen.tick();
             }
         }
     }
@@ -247,6 +247,10 @@ struct Seen {
     last: Vec<i32>,
 }
 
+/// With a cgroup (the kernel keeps the exact peak), every how many ticks
+/// the tree thread also reads every process (for the sum of peaks).
+const PROCESSES_EVERY: u64 = 10;
+
 impl Seen {
     const fn new() -> Seen {
         Seen {
@@ -259,7 +263,19 @@ impl Seen {
         }
     }
 
-    fn sample(&mut self) {
+    /// A tick of the tree thread: the cgroup's charge, and every process
+    /// too when there is no cgroup or every `PROCESSES_EVERY` ticks.
+    fn tick(&mut self) {
+        let with_cgroup = cgroup::with_current(|_| ()).is_some();
+        if with_cgroup && self.samples % PROCESSES_EVERY != 0 {
+            self.sample_cgroup();
+            self.samples += 1;
+        } else {
+            self.sample();
+        }
+    }
+
+    fn sample_cgroup(&mut self) {
         // memory.stat is costly for the kernel to make: read only when the
         // charge reached a new high.
         if let Some((usage, split)) = cgroup::with_current(|c| {
@@ -271,6 +287,11 @@ impl Seen {
                 self.split = split.or(self.split);
             }
         }
+    }
+
+    /// Everything: the cgroup's charge, and every process's RSS and peak.
+    fn sample(&mut self) {
+        self.sample_cgroup();
         let mut sum = own_rss().unwrap_or(0);
         self.last = descendants();
         for &pid in &self.last {
