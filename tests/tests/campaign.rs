@@ -347,3 +347,33 @@ fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
     assert!(!out.join("report.json").exists());
     assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
 }
+
+#[test]
+fn a_scratch_directory_in_use_is_refused_before_anything_is_written() {
+    use std::io::Write;
+    use std::os::fd::AsRawFd;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "");
+    // Another holder of the scratch directory's lock, as a second campaign
+    // on the same scratch would be.
+    let mut lock = std::fs::File::create(tmp.path().join("work/.stagebench.lock")).unwrap();
+    // SAFETY: flock on a descriptor this test owns.
+    assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
+    write!(lock, "{}", std::process::id()).unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let line = f.stderr.trim();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.contains("scratch") && line.contains("is in use by another stagebench run"));
+    assert!(line.contains(&format!("(pid {})", std::process::id())), "{line}");
+    assert!(!out.exists(), "the refused campaign wrote {}", out.display());
+    assert!(!tmp.path().join("work/adapt_images").exists(), "a stage ran");
+    // Released, the same campaign runs.
+    drop(lock);
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+}
