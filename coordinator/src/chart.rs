@@ -43,8 +43,8 @@ pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 /// and rasterises that SVG to PNG with the same font.
 pub(crate) fn svg_and_png(
     rows: usize,
-    draw: impl FnOnce(&Area<'_>) -> Result<(), String>,
-) -> Result<(Vec<u8>, Vec<u8>), String> {
+    draw: impl FnOnce(&Area<'_>) -> Result<(), RenderError>,
+) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
     register_font();
     let (w, h) = (WIDTH, 110 + ROW_PX * rows.max(1) as u32);
     let mut svg = String::new();
@@ -60,21 +60,38 @@ pub(crate) fn svg_and_png(
 
 /// SVG to PNG with only the embedded font in the font database (never the
 /// system's), so the pixels are the same on every machine.
-fn rasterise(svg: &[u8], w: u32, h: u32) -> Result<Vec<u8>, String> {
+fn rasterise(svg: &[u8], w: u32, h: u32) -> Result<Vec<u8>, RenderError> {
     use resvg::{tiny_skia, usvg};
     let mut opt = usvg::Options::default();
     let db = opt.fontdb_mut();
     db.load_font_data(FONT.to_vec());
     db.set_sans_serif_family("DejaVu Sans");
-    let tree = usvg::Tree::from_data(svg, &opt).map_err(|e| format!("re-reading the SVG: {e}"))?;
-    let mut pixmap = tiny_skia::Pixmap::new(w, h).ok_or("an empty plot")?;
+    let tree = usvg::Tree::from_data(svg, &opt).map_err(|e| RenderError::Svg(e.to_string()))?;
+    let mut pixmap = tiny_skia::Pixmap::new(w, h).ok_or(RenderError::Empty)?;
     pixmap.fill(tiny_skia::Color::WHITE);
     resvg::render(&tree, tiny_skia::Transform::default(), &mut pixmap.as_mut());
-    pixmap.encode_png().map_err(|e| format!("encoding PNG: {e}"))
+    pixmap.encode_png().map_err(|e| RenderError::Png(e.to_string()))
 }
 
-pub(crate) fn err(e: impl std::fmt::Display) -> String {
-    format!("drawing a plot: {e}")
+pub(crate) fn err(e: impl std::fmt::Display) -> RenderError {
+    RenderError::Draw(e.to_string())
+}
+
+/// What can go wrong making a derived file (a plot, a summary).
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum RenderError {
+    #[error("drawing a plot: {0}")]
+    Draw(String),
+    #[error("re-reading the SVG: {0}")]
+    Svg(String),
+    #[error("an empty plot")]
+    Empty,
+    #[error("encoding PNG: {0}")]
+    Png(String),
+    #[error("creating {dir}/: {source}")]
+    CreateDir { dir: String, source: std::io::Error },
+    #[error("writing {path}: {source}")]
+    Write { path: String, source: std::io::Error },
 }
 
 /// The y coordinate of row `i` of `n`, so that row 0 is at the top.
@@ -136,7 +153,7 @@ pub(crate) fn row_chart<'a, DB: DrawingBackend>(
     x: std::ops::Range<f64>,
     x_desc: &str,
     x_fmt: &dyn Fn(&f64) -> String,
-) -> Result<RowChart<'a, DB>, String> {
+) -> Result<RowChart<'a, DB>, RenderError> {
     let mut chart = ChartBuilder::on(body)
         .margin(8)
         .margin_right(24)
@@ -160,7 +177,7 @@ pub(crate) fn row_chart<'a, DB: DrawingBackend>(
 pub(crate) fn caption(
     root: &DrawingArea<impl DrawingBackend, Shift>,
     text: &str,
-) -> Result<(), String> {
+) -> Result<(), RenderError> {
     root.draw(&Text::new(text.to_string(), (12, 10), (SANS, 18).into_font())).map_err(err)
 }
 
@@ -172,7 +189,7 @@ pub(crate) fn titled_chart<'a, DB: DrawingBackend>(
     show_labels: bool,
     hi: f64,
     fmt: &dyn Fn(f64) -> String,
-) -> Result<RowChart<'a, DB>, String> {
+) -> Result<RowChart<'a, DB>, RenderError> {
     let mut chart = ChartBuilder::on(area)
         .caption(title, (SANS, 15))
         .margin(8)
@@ -203,7 +220,7 @@ pub(crate) fn bar_panel<DB: DrawingBackend>(
     values: &[f64],
     color: RGBColor,
     fmt: &dyn Fn(f64) -> String,
-) -> Result<(), String> {
+) -> Result<(), RenderError> {
     let n = labels.len();
     let hi = upper(values.iter().copied().fold(0.0, f64::max));
     let mut chart = titled_chart(area, title, labels, show_labels, hi, fmt)?;

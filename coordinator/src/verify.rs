@@ -34,7 +34,7 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
     }
     let parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    check_derived(dir, crate::render::derived(&parsed)?)?;
+    check_derived(dir, crate::render::derived(&parsed).map_err(|e| e.to_string())?)?;
     Ok(verified)
 }
 
@@ -65,7 +65,7 @@ fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verif
         let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
         verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
     }
-    check_derived(dir, crate::campaign::summary::derived(&parsed)?)?;
+    check_derived(dir, crate::campaign::summary::derived(&parsed).map_err(|e| e.to_string())?)?;
     Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
 }
 
@@ -207,11 +207,11 @@ pub(crate) fn render_report(
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
             .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
-        let files = crate::campaign::summary::write_all(dir, &parsed)?;
+        let files = crate::campaign::summary::write_all(dir, &parsed).map_err(|e| e.to_string())?;
         return Ok((None, files.into_iter().map(|f| dir.join(f.path)).collect()));
     }
     let parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    let files = crate::render::write_all(dir, &parsed)?;
+    let files = crate::render::write_all(dir, &parsed).map_err(|e| e.to_string())?;
     Ok((Some(parsed), files.into_iter().map(|f| dir.join(f.path)).collect()))
 }

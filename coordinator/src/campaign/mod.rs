@@ -139,7 +139,7 @@ pub(crate) fn run(
     };
     report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
     write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
-    summary::write_all(dir.path(), &report).map_err(CampaignError::Failed)?;
+    summary::write_all(dir.path(), &report).map_err(|e| CampaignError::Failed(e.to_string()))?;
     Ok(Finished { dir: dir.path().to_path_buf(), report })
 }
 

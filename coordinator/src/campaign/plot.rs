@@ -8,7 +8,7 @@ use crate::fmt::duration;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
-pub(crate) fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub(crate) fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
     let rows = stage_keys(r).len().max(r.steps.len()) + 2;
     crate::chart::svg_and_png(rows, |root| draw(root, r))
 }
@@ -25,7 +25,7 @@ const COMPONENT_COLOURS: [RGBColor; 8] = [
     RGBColor(200, 200, 200),
 ];
 
-fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), String> {
+fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     caption(
         root,
         &format!("stagebench campaign {}: medians of {} trials per step", r.name, r.trials),

@@ -4,11 +4,12 @@
 //! re-renders and compares.
 
 use super::report::{COMPONENTS, CampaignReport, label};
+use crate::chart::RenderError;
 use crate::fmt::duration;
 use crate::render::{PLOTS, Rendered, SUMMARY};
 use std::fmt::Write;
 
-pub(crate) fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
+pub(crate) fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, RenderError> {
     let (svg, png) = super::plot::svg_and_png(r)?;
     Ok(vec![
         Rendered { path: SUMMARY.into(), bytes: markdown(r).into_bytes() },
@@ -20,7 +21,7 @@ pub(crate) fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, String> {
 pub(crate) fn write_all(
     dir: &std::path::Path,
     r: &CampaignReport,
-) -> Result<Vec<Rendered>, String> {
+) -> Result<Vec<Rendered>, RenderError> {
     crate::render::write_files(dir, derived(r)?)
 }
 

@@ -243,7 +243,7 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
         std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),
         _ => format!("cannot create output {}: {e}", named()),
     })?;
-    let (svg, png) = plot::svg_and_png(&c.rows, threshold_pct)?;
+    let (svg, png) = plot::svg_and_png(&c.rows, threshold_pct).map_err(|e| e.to_string())?;
     let table = render(c, threshold_pct);
     for (name, bytes) in OUTPUT_FILES.iter().zip([table.as_bytes(), &svg, &png]) {
         evidence::write_atomic(&staging.path().join(name), bytes)

@@ -7,11 +7,14 @@ use crate::stats::Verdict;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
-pub(crate) fn svg_and_png(rows: &[Row], threshold_pct: f64) -> Result<(Vec<u8>, Vec<u8>), String> {
+pub(crate) fn svg_and_png(
+    rows: &[Row],
+    threshold_pct: f64,
+) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
     crate::chart::svg_and_png(rows.len(), |root| draw(root, rows, threshold_pct))
 }
 
-fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64) -> Result<(), String> {
+fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64) -> Result<(), RenderError> {
     let n = rows.len();
     let labels: Vec<String> = rows.iter().map(|r| format!("{} {}", r.stage, r.figure)).collect();
     let limit = 1.0 + threshold_pct / 100.0;

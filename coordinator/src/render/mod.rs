@@ -8,6 +8,7 @@ pub(crate) mod export;
 pub(crate) mod plots;
 mod summary;
 
+use crate::chart::RenderError;
 use crate::modes::Report;
 pub(crate) use summary::{summary_markdown, trial_cells};
 
@@ -24,7 +25,7 @@ pub(crate) struct Rendered {
 
 /// Every file derived from `report`, in a fixed order: summary.md, then
 /// each plot the report has data for, SVG and PNG.
-pub(crate) fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
+pub(crate) fn derived(report: &Report) -> Result<Vec<Rendered>, RenderError> {
     let mut out =
         vec![Rendered { path: SUMMARY.into(), bytes: summary_markdown(report).into_bytes() }];
     for plot in plots::for_report(report) {
@@ -36,7 +37,10 @@ pub(crate) fn derived(report: &Report) -> Result<Vec<Rendered>, String> {
 }
 
 /// Writes every derived file into `dir` (each atomically), creating `plots/`.
-pub(crate) fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Rendered>, String> {
+pub(crate) fn write_all(
+    dir: &std::path::Path,
+    report: &Report,
+) -> Result<Vec<Rendered>, RenderError> {
     write_files(dir, derived(report)?)
 }
 
@@ -44,14 +48,15 @@ pub(crate) fn write_all(dir: &std::path::Path, report: &Report) -> Result<Vec<Re
 pub(crate) fn write_files(
     dir: &std::path::Path,
     files: Vec<Rendered>,
-) -> Result<Vec<Rendered>, String> {
+) -> Result<Vec<Rendered>, RenderError> {
     let plots = dir.join(PLOTS);
     if !plots.is_dir() {
-        std::fs::create_dir(&plots).map_err(|e| format!("creating {PLOTS}/: {e}"))?;
+        std::fs::create_dir(&plots)
+            .map_err(|source| RenderError::CreateDir { dir: PLOTS.into(), source })?;
     }
     for f in &files {
         evidence::write_atomic(&dir.join(&f.path), &f.bytes)
-            .map_err(|e| format!("writing {}: {e}", f.path))?;
+            .map_err(|source| RenderError::Write { path: f.path.clone(), source })?;
     }
     Ok(files)
 }

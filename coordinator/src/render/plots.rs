@@ -54,7 +54,7 @@ impl Plot<'_> {
         }
     }
 
-    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), String> {
+    fn draw<DB: DrawingBackend>(&self, root: &DrawingArea<DB, Shift>) -> Result<(), RenderError> {
         match self {
             Plot::Stages(r) => stages(root, r),
             Plot::Trials(r) => trials(root, r),
@@ -63,12 +63,15 @@ impl Plot<'_> {
     }
 
     /// The plot as SVG and PNG bytes.
-    pub(crate) fn svg_and_png(&self) -> Result<(Vec<u8>, Vec<u8>), String> {
+    pub(crate) fn svg_and_png(&self) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
         svg_and_png(self.rows(), |root| self.draw(root))
     }
 }
 
-fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
+fn stages<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &Report,
+) -> Result<(), RenderError> {
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     let labels: Vec<String> = rows.iter().map(|(k, _)| k.to_string()).collect();
@@ -90,7 +93,10 @@ fn stages<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
     bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, &|x| crate::fmt::mib(x as u64))
 }
 
-fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
+fn trials<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &Report,
+) -> Result<(), RenderError> {
     let Some(sets) = r.trials() else { return Ok(()) };
     let mut keys: Vec<&String> = sets.keys().collect();
     keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
@@ -164,7 +170,10 @@ fn trials<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resu
     Ok(())
 }
 
-fn cold_prep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), String> {
+fn cold_prep<DB: DrawingBackend>(
+    root: &DrawingArea<DB, Shift>,
+    r: &Report,
+) -> Result<(), RenderError> {
     let Some(c) = r.cold_prep() else { return Ok(()) };
     let (serial, parallel) = (&c.serial, &c.parallel);
     let mut labels = Vec::new();
