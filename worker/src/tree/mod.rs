@@ -448,7 +448,8 @@ pub fn contain(sampler: Sampler) -> Contained {
     let sampled = seen.peak_sum.max(own_hwm);
     // The kernel's peak of the processes the stage started (none: a stage
     // of the worker alone, or a command that could not join), plus the
-    // worker's own; never below what sampling saw.
+    // worker's own. Not raised to the sampled sum, which counts a page
+    // shared by several processes in each.
     let charged = cgroup.as_ref().and_then(Cgroup::peak).filter(|p| *p > 0);
     let (peak_bytes, method, split) = match charged {
         Some(p) => (p + own_hwm, "cgroup", seen.split),
