@@ -28,7 +28,7 @@ pub use cgroup::enter as enter_stage_cgroup;
 use cgroup::Cgroup;
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a leaked descendant gets between SIGTERM and SIGKILL.
@@ -57,10 +57,16 @@ pub fn start_watcher() {
     use nix::sys::signal::{SigSet, Signal};
     let mut set = SigSet::empty();
     set.add(Signal::SIGTERM);
+    // SIGURG (ignored by default) wakes the thread when a stage starts a process.
+    set.add(Signal::SIGURG);
     if set.thread_block().is_err() {
         return;
     }
-    let spawned = std::thread::Builder::new().name("tree".into()).spawn(move || watch(set));
+    let spawned = std::thread::Builder::new().name("tree".into()).spawn(move || {
+        // SAFETY: gettid has no arguments and cannot fail.
+        WATCHER_TID.store(unsafe { libc::gettid() }, Ordering::Release);
+        watch(set)
+    });
     if spawned.is_err() {
         // Without the thread, SIGTERM must still end the worker; stages are
         // then sampled only at their start and end.
@@ -68,11 +74,28 @@ pub fn start_watcher() {
     }
 }
 
-/// The tree thread: waits one interval at a time for SIGTERM, and samples
-/// the current stage's tree when the wait times out.
+/// The tree thread's id, for [`will_start_processes`] to wake it.
+static WATCHER_TID: AtomicI32 = AtomicI32::new(0);
+
+/// The tree thread: waits for SIGTERM, one interval at a time while a stage
+/// that started processes is sampled, and samples when the wait times out.
+/// A worker that started no process is its own tree, and its own peak
+/// (`VmHWM`, read at the stage's end) is exact: nothing to sample between.
 fn watch(set: nix::sys::signal::SigSet) {
     loop {
-        let ms = u64::from(INTERVAL_MS.load(Ordering::Acquire).max(1));
+        if !STARTED_PROCESSES.load(Ordering::Acquire) {
+            // SAFETY: sigwaitinfo reads the set; no info is written (null).
+            let signo = unsafe { libc::sigwaitinfo(set.as_ref(), std::ptr::null_mut()) };
+            if signo == libc::SIGTERM {
+                end_on_sigterm();
+            }
+            continue;
+        }
+        // With a cgroup the kernel keeps the exact peak: the processes are
+        // read (for the sum of peaks and the anon/file split) every tenth
+        // interval only.
+        let every = if cgroup::with_current(|_| ()).is_some() { PROCESSES_EVERY } else { 1 };
+        let ms = u64::from(INTERVAL_MS.load(Ordering::Acquire).max(1)) * every;
         let timeout = libc::timespec {
             tv_sec: (ms / 1000) as libc::time_t,
             tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
@@ -80,17 +103,22 @@ fn watch(set: nix::sys::signal::SigSet) {
         // SAFETY: sigtimedwait reads the set and the timeout, writes nothing (null info).
         let signo = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &timeout) };
         if signo == libc::SIGTERM {
-            kill_tree();
-            cgroup::remove_current();
-            std::process::exit(128 + libc::SIGTERM);
+            end_on_sigterm();
         }
         if ACTIVE.load(Ordering::Acquire) {
             let mut seen = lock(&SEEN);
             if ACTIVE.load(Ordering::Acquire) {
-                seen.tick();
+                seen.sample();
             }
         }
     }
+}
+
+/// Kills and reaps the tree, removes the stage's cgroup, and exits 128 + 15.
+fn end_on_sigterm() -> ! {
+    kill_tree();
+    cgroup::remove_current();
+    std::process::exit(128 + libc::SIGTERM)
 }
 
 /// SIGKILLs every descendant and reaps it, until none is left, zombies
@@ -116,7 +144,16 @@ static STARTED_PROCESSES: AtomicBool = AtomicBool::new(false);
 /// containment look for descendants, and the stage gets a memory cgroup
 /// (where one can be made) that the process joins before it starts.
 pub fn will_start_processes() {
-    STARTED_PROCESSES.store(true, Ordering::Release);
+    if !STARTED_PROCESSES.swap(true, Ordering::AcqRel) {
+        let tid = WATCHER_TID.load(Ordering::Acquire);
+        if tid > 0 {
+            // SAFETY: tgkill to this process's own tree thread; SIGURG is
+            // blocked there and taken by its sigwaitinfo.
+            unsafe {
+                libc::syscall(libc::SYS_tgkill, std::process::id() as i32, tid, libc::SIGURG)
+            };
+        }
+    }
     cgroup::prepare();
 }
 
@@ -247,8 +284,8 @@ struct Seen {
     last: Vec<i32>,
 }
 
-/// With a cgroup (the kernel keeps the exact peak), every how many ticks
-/// the tree thread also reads every process (for the sum of peaks).
+/// With a cgroup (the kernel keeps the exact peak), every how many
+/// intervals the tree thread reads the stage's processes.
 const PROCESSES_EVERY: u64 = 10;
 
 impl Seen {
@@ -260,18 +297,6 @@ impl Seen {
             charge: 0,
             split: None,
             last: Vec::new(),
-        }
-    }
-
-    /// A tick of the tree thread: the cgroup's charge, and every process
-    /// too when there is no cgroup or every `PROCESSES_EVERY` ticks.
-    fn tick(&mut self) {
-        let with_cgroup = cgroup::with_current(|_| ()).is_some();
-        if with_cgroup && self.samples % PROCESSES_EVERY != 0 {
-            self.sample_cgroup();
-            self.samples += 1;
-        } else {
-            self.sample();
         }
     }
 
