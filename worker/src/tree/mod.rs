@@ -4,31 +4,36 @@
 //! descendant whose parent exits comes back to the worker instead of to
 //! init. Where it can, the worker makes a memory cgroup for each stage
 //! (`cgroup`) that a command joins before it starts: the kernel's peak
-//! charge is then the tree's peak. While a stage runs, a [`Sampler`] thread
-//! reads the resident memory of the worker and of every live descendant at
-//! a declared interval (and at the stage's start and end): their sum's
-//! maximum is the `sampled` peak, never below the worker's own `VmHWM`; it
-//! misses a peak between two samples and counts a page shared by several
-//! processes in each (PSS would not, but reading it walks page tables:
-//! about 2 ms for a 100 MiB process). Each process's own high-water mark (`VmHWM` as last
-//! sampled, or `ru_maxrss` when the worker reaped it) summed gives the upper
-//! bound. When the stage ends, [`contain`] kills every descendant still
+//! charge is then the tree's peak. A [`Sampler`] reads the resident memory
+//! of the worker and of every live descendant at the stage's start and end,
+//! and the worker's one tree thread (`watcher`) in between at the declared
+//! interval: their sum's maximum is the `sampled` peak, never below the
+//! worker's own `VmHWM`; it misses a peak between two samples and counts a
+//! page shared by several processes in each (PSS would not, but reading it
+//! walks page tables: about 2 ms for a 100 MiB process). Each process's own
+//! high-water mark (`VmHWM` as last sampled, or `ru_maxrss` when the worker
+//! reaped it) summed gives the upper bound. When the stage ends, [`contain`] kills every descendant still
 //! alive (SIGTERM, a grace, SIGKILL), reaps it and every orphan that already
 //! exited, and names them by `comm` (never a path or an argument). Reaping
 //! is what puts an orphan's CPU time into the worker's `RUSAGE_CHILDREN`,
 //! so it must happen before the stage's CPU is read.
 //!
-//! Descendants are found through `/proc/PID/task/TID/children`; where the
-//! kernel has no such file, by one scan of every `/proc/PID/stat`.
+//! `procfs` reads /proc; `watcher` is the tree thread (SIGTERM, samples);
+//! `cgroup` the stage's memory cgroup.
 
 mod cgroup;
+mod procfs;
+mod watcher;
 
 pub use cgroup::enter as enter_stage_cgroup;
+pub use procfs::descendants;
+pub use watcher::{start_watcher, will_start_processes};
 
 use cgroup::Cgroup;
-use std::collections::{BTreeMap, HashMap};
+use procfs::{comm, own_rss, rss_and_hwm, running};
+use std::collections::BTreeMap;
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 /// How long a leaked descendant gets between SIGTERM and SIGKILL.
@@ -43,120 +48,6 @@ pub fn become_subreaper() -> std::io::Result<()> {
     if r == 0 { Ok(()) } else { Err(std::io::Error::last_os_error()) }
 }
 
-/// Starts the worker's one tree thread, which samples a stage's tree while
-/// a stage runs and ends the tree on SIGTERM. SIGTERM is blocked here (so
-/// every thread started later inherits the block) and waited for by that
-/// thread, which then SIGKILLs every descendant, reaps them, removes the
-/// stage's cgroup and exits with 128 + 15. A stage that timed out or was
-/// cancelled (the coordinator sends its worker's group SIGTERM) so leaves
-/// nothing behind, daemons that left the group included; so does a worker
-/// whose coordinator died (its parent-death signal is SIGTERM). Call early
-/// in `main`, while the process has one thread. A command's processes start
-/// with an empty signal mask (std resets it in the child).
-pub fn start_watcher() {
-    use nix::sys::signal::{SigSet, Signal};
-    let mut set = SigSet::empty();
-    set.add(Signal::SIGTERM);
-    // SIGURG (ignored by default) wakes the thread when a stage starts a process.
-    set.add(Signal::SIGURG);
-    if set.thread_block().is_err() {
-        return;
-    }
-    let spawned = std::thread::Builder::new().name("tree".into()).spawn(move || {
-        // SAFETY: gettid has no arguments and cannot fail.
-        WATCHER_TID.store(unsafe { libc::gettid() }, Ordering::Release);
-        watch(set)
-    });
-    if spawned.is_err() {
-        // Without the thread, SIGTERM must still end the worker; stages are
-        // then sampled only at their start and end.
-        let _ = set.thread_unblock();
-    }
-}
-
-/// The tree thread's id, for [`will_start_processes`] to wake it.
-static WATCHER_TID: AtomicI32 = AtomicI32::new(0);
-
-/// The tree thread: waits for SIGTERM, one interval at a time while a stage
-/// that started processes is sampled, and samples when the wait times out.
-/// A worker that started no process is its own tree, and its own peak
-/// (`VmHWM`, read at the stage's end) is exact: nothing to sample between.
-fn watch(set: nix::sys::signal::SigSet) {
-    loop {
-        if !STARTED_PROCESSES.load(Ordering::Acquire) {
-            // SAFETY: sigwaitinfo reads the set; no info is written (null).
-            let signo = unsafe { libc::sigwaitinfo(set.as_ref(), std::ptr::null_mut()) };
-            if signo == libc::SIGTERM {
-                end_on_sigterm();
-            }
-            continue;
-        }
-        // With a cgroup the kernel keeps the exact peak: the processes are
-        // read (for the sum of peaks and the anon/file split) every tenth
-        // interval only.
-        let every = if cgroup::with_current(|_| ()).is_some() { PROCESSES_EVERY } else { 1 };
-        let ms = u64::from(INTERVAL_MS.load(Ordering::Acquire).max(1)) * every;
-        let timeout = libc::timespec {
-            tv_sec: (ms / 1000) as libc::time_t,
-            tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
-        };
-        // SAFETY: sigtimedwait reads the set and the timeout, writes nothing (null info).
-        let signo = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &timeout) };
-        if signo == libc::SIGTERM {
-            end_on_sigterm();
-        }
-        if ACTIVE.load(Ordering::Acquire) {
-            let mut seen = lock(&SEEN);
-            if ACTIVE.load(Ordering::Acquire) {
-                seen.sample();
-            }
-        }
-    }
-}
-
-/// Kills and reaps the tree, removes the stage's cgroup, and exits 128 + 15.
-fn end_on_sigterm() -> ! {
-    kill_tree();
-    cgroup::remove_current();
-    std::process::exit(128 + libc::SIGTERM)
-}
-
-/// SIGKILLs every descendant and reaps it, until none is left, zombies
-/// included (a zombie still holds the stage's cgroup); bounded.
-fn kill_tree() {
-    let deadline = Instant::now() + Duration::from_secs(2);
-    loop {
-        reap_exited();
-        let left = descendants();
-        if left.is_empty() || Instant::now() >= deadline {
-            return;
-        }
-        let alive: Vec<i32> = left.into_iter().filter(|p| running(*p)).collect();
-        signal_all(&alive, libc::SIGKILL);
-        std::thread::sleep(Duration::from_millis(2));
-    }
-}
-
-/// Set once this worker has started a process of its own (a command).
-static STARTED_PROCESSES: AtomicBool = AtomicBool::new(false);
-
-/// Called before a stage starts a process: from then on, sampling and
-/// containment look for descendants, and the stage gets a memory cgroup
-/// (where one can be made) that the process joins before it starts.
-pub fn will_start_processes() {
-    if !STARTED_PROCESSES.swap(true, Ordering::AcqRel) {
-        let tid = WATCHER_TID.load(Ordering::Acquire);
-        if tid > 0 {
-            // SAFETY: tgkill to this process's own tree thread; SIGURG is
-            // blocked there and taken by its sigwaitinfo.
-            unsafe {
-                libc::syscall(libc::SYS_tgkill, std::process::id() as i32, tid, libc::SIGURG)
-            };
-        }
-    }
-    cgroup::prepare();
-}
-
 /// The sampler's interval, from the coordinator (`--sample-ms`).
 pub fn sample_interval_ms() -> u32 {
     std::env::var(protocol::env::SAMPLE_MS)
@@ -164,110 +55,6 @@ pub fn sample_interval_ms() -> u32 {
         .and_then(|v| v.parse::<u32>().ok())
         .filter(|ms| *ms >= 1)
         .unwrap_or(DEFAULT_SAMPLE_MS)
-}
-
-/// Every live descendant of this process (children, their children, …).
-pub fn descendants() -> Vec<i32> {
-    // A worker that never started a process has no descendant to look for
-    // (its built-in stages use threads): sampling it reads only its own RSS.
-    if !STARTED_PROCESSES.load(Ordering::Acquire) {
-        return Vec::new();
-    }
-    let me = std::process::id() as i32;
-    match children_of(me) {
-        Some(first) => {
-            let mut out = Vec::new();
-            let mut todo = first;
-            while let Some(pid) = todo.pop() {
-                out.push(pid);
-                todo.extend(children_of(pid).unwrap_or_default());
-            }
-            out
-        }
-        None => descendants_by_scan(me),
-    }
-}
-
-/// The children of `pid`, from every one of its threads' `children` file;
-/// None where the kernel has no such file.
-fn children_of(pid: i32) -> Option<Vec<i32>> {
-    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).ok()?;
-    let mut out = Vec::new();
-    let mut any = false;
-    for task in tasks.flatten() {
-        let path = task.path().join("children");
-        match std::fs::read_to_string(&path) {
-            Ok(text) => {
-                any = true;
-                out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
-            }
-            // The thread ended between the listing and the read.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound && path.parent().is_some() => {
-                any |= std::path::Path::new("/proc/self/task").exists();
-            }
-            Err(_) => {}
-        }
-    }
-    any.then_some(out)
-}
-
-/// Descendants of `root` from one pass over every process's parent.
-fn descendants_by_scan(root: i32) -> Vec<i32> {
-    let mut parent: HashMap<i32, i32> = HashMap::new();
-    for e in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Some(pid) = e.file_name().to_str().and_then(|s| s.parse::<i32>().ok()) else {
-            continue;
-        };
-        if let Some((_, ppid)) = stat_state_ppid(pid) {
-            parent.insert(pid, ppid);
-        }
-    }
-    let mut out: Vec<i32> = Vec::new();
-    for &pid in parent.keys() {
-        let mut p = pid;
-        for _ in 0..4096 {
-            match parent.get(&p) {
-                Some(&pp) if pp == root => {
-                    out.push(pid);
-                    break;
-                }
-                Some(&pp) if pp > 1 => p = pp,
-                _ => break,
-            }
-        }
-    }
-    out
-}
-
-/// A process's state letter and parent pid, from `/proc/PID/stat`.
-fn stat_state_ppid(pid: i32) -> Option<(char, i32)> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name is in parentheses and may hold spaces: parse after it.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let mut it = rest.split_whitespace();
-    let state = it.next()?.chars().next()?;
-    let ppid = it.next()?.parse().ok()?;
-    Some((state, ppid))
-}
-
-/// Whether `pid` is alive and not a zombie.
-fn running(pid: i32) -> bool {
-    stat_state_ppid(pid).is_some_and(|(state, _)| state != 'Z' && state != 'X')
-}
-
-/// `VmRSS` and `VmHWM` of a process, in bytes (zeros for a zombie).
-fn rss_and_hwm(pid: Option<i32>) -> Option<(u64, u64)> {
-    let path = match pid {
-        Some(p) => format!("/proc/{p}/status"),
-        None => "/proc/self/status".to_string(),
-    };
-    let status = std::fs::read_to_string(path).ok()?;
-    let field = |name: &str| {
-        status.lines().find_map(|l| l.strip_prefix(name)).and_then(|v| {
-            v.trim().trim_end_matches("kB").trim().parse::<u64>().ok().map(|k| k * 1024)
-        })
-    };
-    Some((field("VmRSS:").unwrap_or(0), field("VmHWM:").unwrap_or(0)))
 }
 
 /// What sampling saw: the largest sum of RSS at one instant, per process
@@ -331,21 +118,26 @@ impl Seen {
     }
 }
 
-/// This process's resident memory, from `/proc/self/statm` (cheaper for the
-/// kernel to make than `status`).
-fn own_rss() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
-    let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
-    // SAFETY: sysconf with a constant name.
-    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
-    Some(pages * page)
-}
-
 /// Whether a stage is being sampled, at what interval, and what it saw:
 /// shared by the stage's thread and the tree thread ([`start_watcher`]).
 static ACTIVE: AtomicBool = AtomicBool::new(false);
 static INTERVAL_MS: AtomicU32 = AtomicU32::new(DEFAULT_SAMPLE_MS);
 static SEEN: Mutex<Seen> = Mutex::new(Seen::new());
+
+/// The current stage's interval, in milliseconds.
+fn interval_ms() -> u32 {
+    INTERVAL_MS.load(Ordering::Acquire).max(1)
+}
+
+/// One of the tree thread's samples, if a stage is being sampled.
+fn sample_tick() {
+    if ACTIVE.load(Ordering::Acquire) {
+        let mut seen = lock(&SEEN);
+        if ACTIVE.load(Ordering::Acquire) {
+            seen.sample();
+        }
+    }
+}
 
 /// Sampling of one stage's tree, from [`Sampler::start`] until [`contain`].
 pub struct Sampler {
@@ -503,13 +295,9 @@ fn signal_all(pids: &[i32], signal: i32) {
     }
 }
 
-/// A process's short command name (at most 15 bytes, no path, no argument).
-fn comm(pid: i32) -> Option<String> {
-    std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::procfs::{descendants_by_scan, stat_state_ppid};
     use super::*;
 
     /// One test, in turn: `contain` kills and reaps every descendant of the
