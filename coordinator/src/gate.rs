@@ -208,5 +208,6 @@ pub(crate) fn kind(msg: &FromWorker) -> &'static str {
         FromWorker::Artifact { .. } => "Artifact",
         FromWorker::Measurement { .. } => "Measurement",
         FromWorker::StageFailed { .. } => "StageFailed",
+        FromWorker::KilledAtPoint { .. } => "KilledAtPoint",
     }
 }

@@ -139,7 +139,7 @@ impl Settings {
         p.insert("leaks".into(), self.leaks.as_str().into());
         p.insert("sample_ms".into(), self.sample_ms.into());
         if let Some(k) = &self.kill_at {
-            p.insert("kill_at".into(), format!("{}:{}", k.stage, k.fraction).into());
+            p.insert("kill_at".into(), k.to_string().into());
         }
         p
     }

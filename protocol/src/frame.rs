@@ -159,8 +159,8 @@ pub mod nonblocking {
 mod tests {
     use super::*;
     use crate::{
-        Figure, FromWorker, Hello, JobId, Measurement, PROTOCOL_VERSION, Stage, ToWorker, Token,
-        TreeUsage, WorkerId,
+        Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Stage,
+        ToWorker, Token, TreeUsage, WorkerId,
     };
     use std::io::Cursor;
 
@@ -201,11 +201,27 @@ mod tests {
                 },
             },
             FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
+            FromWorker::KilledAtPoint { job: JobId(2), at: "after 1.0 s".into() },
         ];
         let to = vec![
             ToWorker::Welcome { run_dir: "/tmp/run".into() },
             ToWorker::Refused { reason: "token mismatch".into() },
-            ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 } },
+            ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 }, kill: None },
+            ToWorker::Assign {
+                job: JobId(6),
+                stage: Stage::Noop,
+                kill: Some(KillPoint::Span { name: "fit".into(), n: 2 }),
+            },
+            ToWorker::Assign {
+                job: JobId(7),
+                stage: Stage::Noop,
+                kill: Some(KillPoint::After(1.5)),
+            },
+            ToWorker::Assign {
+                job: JobId(8),
+                stage: Stage::Noop,
+                kill: Some(KillPoint::Progress(0.5)),
+            },
             ToWorker::Shutdown,
         ];
         (from, to)
@@ -235,10 +251,15 @@ mod tests {
     /// and must come with a PROTOCOL_VERSION bump.
     #[test]
     fn wire_form_is_pinned() {
-        let assign =
-            encode(&ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 } }).unwrap();
-        // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a one-byte varint.
-        assert_eq!(hex(&assign), "00000004020501c8");
+        let assign = encode(&ToWorker::Assign {
+            job: JobId(5),
+            stage: Stage::Sleep { ms: 200 },
+            kill: None,
+        })
+        .unwrap();
+        // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a
+        // one-byte varint, no kill point.
+        assert_eq!(hex(&assign), "00000005020501c800");
         let progress = encode(&FromWorker::Progress { job: JobId(1), done: 3, total: 9 }).unwrap();
         assert_eq!(hex(&progress), "0000000401010309");
         let shutdown = encode(&ToWorker::Shutdown).unwrap();

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 9;
+pub const PROTOCOL_VERSION: u32 = 10;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -93,8 +93,9 @@ pub enum ToWorker {
     Welcome { run_dir: String },
     /// The handshake was refused; the connection closes after this frame.
     Refused { reason: String },
-    /// Run one stage and report on it.
-    Assign { job: JobId, stage: Stage },
+    /// Run one stage and report on it; a command stage with a `kill` point
+    /// is killed there by the worker (see [`KillPoint`]).
+    Assign { job: JobId, stage: Stage, kill: Option<KillPoint> },
     /// No more work: exit cleanly.
     Shutdown,
 }
@@ -126,6 +127,26 @@ pub enum FromWorker {
         job: JobId,
         error: String,
     },
+    /// The job's command reached its declared kill point: the worker killed
+    /// its whole process tree with SIGKILL and reaped it. `at` says where,
+    /// for a person ("after span 'fit' #2 ended").
+    KilledAtPoint {
+        job: JobId,
+        at: String,
+    },
+}
+
+/// Where a worker kills a command stage's process tree on purpose, so a
+/// resume can be measured from a known point. The command reports what it
+/// has done through its spans file (`STAGEBENCH_SPANS`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub enum KillPoint {
+    /// As soon as a `{"progress": P}` line reports at least this fraction.
+    Progress(f64),
+    /// Right after the `n`th span called `name` ends (n ≥ 1).
+    Span { name: String, n: u32 },
+    /// This many seconds after the command started.
+    After(f64),
 }
 
 /// What a worker measured around one stage.

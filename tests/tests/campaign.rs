@@ -232,7 +232,9 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
         for stage in ["adapt_images", "fit_likelihood", "sample"] {
             let part = &t["stages"][stage];
             assert_eq!(part["skipped"], serde_json::Value::Null, "{stage} skipped cold");
-            assert!(part["components"]["work"].as_f64().unwrap() > 0.0, "{stage}");
+            // No roles: no second of it is called work; all but start-up is other.
+            assert!(part["components"].get("work").is_none(), "{stage}: {part}");
+            assert!(part["components"]["other"].as_f64().unwrap() > 0.0, "{stage}");
             assert!(
                 part["spans"][format!("compute_{stage}")].as_f64().is_some(),
                 "{stage}: {part}"
@@ -256,6 +258,16 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
         "adapt_images:salted\nfit_likelihood:salted\nsample:salted\n"
     );
     assert_eq!(std::fs::read(tmp.path().join("work/keep.txt")).unwrap(), b"mine");
+    // The judgment is the pipeline's own spans: what the resume skipped (the
+    // marked stages' spans), what it repeated, and never "work" unasked.
+    let judgment = r["judgment"].to_string();
+    assert!(!judgment.contains("work still to do"), "{judgment}");
+    assert!(
+        judgment.contains("It skipped") && judgment.contains("adapt_images/compute_adapt_images")
+    );
+    assert!(judgment.contains("It repeated") && judgment.contains("compute_sample"), "{judgment}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| `sample` | `compute_sample` |"), "{summary}");
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(0));

@@ -1,7 +1,7 @@
 //! One worker's connection: handshake, then assignments until shutdown.
 
 use crate::measure::Mark;
-use crate::stages::{self, Reporter, StageContext};
+use crate::stages::{self, Reporter, StageContext, StageError};
 use protocol::exit::worker as code;
 use protocol::frame::{self, FrameError};
 use protocol::stream::{Endpoint, Stream};
@@ -174,13 +174,14 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     let sample_ms = crate::tree::sample_interval_ms();
     loop {
         match wire.recv()? {
-            ToWorker::Assign { job, stage } => {
+            ToWorker::Assign { job, stage, kill } => {
                 let mut reporter =
                     WireReporter { wire: &mut wire, job, error: None, setup_done: None };
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
                     reporter: &mut reporter,
+                    kill,
                 };
                 let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
@@ -211,6 +212,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.tree = contained.tree;
                         FromWorker::Measurement { job, measurement }
                     }
+                    Err(StageError::KilledAtPoint(at)) => FromWorker::KilledAtPoint { job, at },
                     Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
                 };
                 wire.send(&reply)?;

@@ -43,6 +43,38 @@ pub(crate) struct PipelineStage {
     pub(crate) reset: Vec<PathBuf>,
     #[serde(default)]
     pub(crate) timeout_s: Option<f64>,
+    /// What this stage's spans are, by span name (over the campaign's `roles`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) roles: BTreeMap<String, Role>,
+}
+
+/// What a pipeline's span is, in the vocabulary of the recipe's components:
+/// with roles, a pipeline's judgment says what the recipe's says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Role {
+    Startup,
+    Integrity,
+    RecordCheck,
+    Load,
+    Restore,
+    Recompute,
+    Work,
+}
+
+impl Role {
+    /// The component (see `report::COMPONENTS`) the role's seconds join.
+    pub(crate) fn component(self) -> &'static str {
+        match self {
+            Role::Startup => "startup",
+            Role::Integrity => "integrity",
+            Role::RecordCheck => "record_check",
+            Role::Load => "load",
+            Role::Restore => "restore",
+            Role::Recompute => "recompute",
+            Role::Work => "work",
+        }
+    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -65,6 +97,9 @@ pub(crate) struct Settings {
     /// Pipelines: the directory a cold step may reset paths inside.
     #[serde(default, skip_serializing)]
     pub(crate) scratch: Option<PathBuf>,
+    /// Pipelines: what each span name is, for every stage.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) roles: BTreeMap<String, Role>,
 }
 
 fn three() -> u32 {
@@ -83,7 +118,8 @@ pub(crate) struct StepSpec {
     /// Resume and interrupted steps: how the resume treats derived artifacts.
     #[serde(default)]
     pub(crate) policy: Option<PolicyName>,
-    /// Interrupted steps: `STAGE:FRACTION`.
+    /// Interrupted steps: `STAGE:FRACTION`; for a pipeline also
+    /// `STAGE:span:NAME:N` and `STAGE:after:SECONDS` (see `interrupt`).
     #[serde(default)]
     pub(crate) kill_at: Option<String>,
 }
@@ -267,14 +303,24 @@ fn check(f: &CampaignFile) -> Result<(), String> {
             ));
         }
     }
+    let span_name = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    };
+    let roles = s.roles.keys().map(|k| ("[campaign] roles", k));
+    let stage_roles =
+        f.pipeline.iter().flat_map(|st| st.roles.keys().map(move |k| (st.name.as_str(), k)));
+    for (whose, span) in roles.chain(stage_roles) {
+        if !span_name(span) {
+            return Err(format!("{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -"));
+        }
+    }
+    if f.pipeline.is_empty() && !s.roles.is_empty() {
+        return Err("roles apply to a pipeline's spans ([[pipeline]])".into());
+    }
     if !f.pipeline.is_empty() {
         for step in &f.steps {
-            if step.kind == StepKind::Interrupted {
-                return Err(format!(
-                    "step '{}': interrupted steps apply to the recipe; a pipeline's steps are cold and resume",
-                    step.name
-                ));
-            }
             if step.policy.is_some() {
                 return Err(format!(
                     "step '{}': policy applies to the recipe, not to a pipeline",
@@ -283,7 +329,11 @@ fn check(f: &CampaignFile) -> Result<(), String> {
             }
         }
     }
-    let stages: Vec<&str> = crate::modes::recipe::keys().collect();
+    let pipeline = !f.pipeline.is_empty();
+    let stages: Vec<&str> = match pipeline {
+        true => f.pipeline.iter().map(|st| st.name.as_str()).collect(),
+        false => crate::modes::recipe::keys().collect(),
+    };
     let mut seen = std::collections::BTreeSet::new();
     let mut cold_seen = false;
     for step in &f.steps {
@@ -320,9 +370,15 @@ fn check(f: &CampaignFile) -> Result<(), String> {
                 let point: KillAt = k.parse().map_err(|e| format!("step '{name}': kill_at {e}"))?;
                 if !stages.contains(&point.stage.as_str()) {
                     return Err(format!(
-                        "step '{name}': kill_at names stage '{}', which the recipe does not have ({})",
+                        "step '{name}': kill_at names stage '{}', which the {} does not have ({})",
                         point.stage,
+                        if pipeline { "pipeline" } else { "recipe" },
                         stages.join(", ")
+                    ));
+                }
+                if point.needs_a_command() && !pipeline {
+                    return Err(format!(
+                        "step '{name}': kill_at {k}: span: and after: points apply to a pipeline's stages"
                     ));
                 }
             }
@@ -368,5 +424,39 @@ mod tests {
             .unwrap_err();
         assert!(e.contains("cold step must come first"), "{e}");
         parse(base).unwrap();
+    }
+
+    #[test]
+    fn a_pipelines_roles_and_kill_points_are_checked_before_anything_runs() {
+        let base = "[campaign]\nname = \"x\"\n[[pipeline]]\nname = \"fit\"\nargv = [\"true\"]\n";
+        let steps = "[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
+        let refused = |pipeline_extra: &str, step: &str, needle: &str| {
+            let e = parse(&format!("{base}{pipeline_extra}{steps}{step}")).unwrap_err();
+            assert!(e.contains(needle), "{e:?} does not say {needle:?}");
+            assert!(!e.contains('\n'), "{e:?} is not one line");
+        };
+        let interrupted = |k: &str| {
+            format!("[[step]]\nname = \"i\"\nkind = \"interrupted\"\nkill_at = \"{k}\"\n")
+        };
+        refused("roles = { search = \"magic\" }\n", "", "magic");
+        refused("roles = { \"a/b\" = \"work\" }\n", "", "span name 'a/b'");
+        refused("", &interrupted("warp:0.5"), "the pipeline does not have (fit)");
+        refused("", &interrupted("fit:span:search:0"), "≥ 1");
+        refused("", &interrupted("fit:after:0"), "positive");
+        let ok = parse(&format!(
+            "{base}roles = {{ search = \"work\" }}\n{steps}{}{}",
+            interrupted("fit:span:search:2"),
+            interrupted("fit:after:1.5").replace("\"i\"", "\"j\"")
+        ))
+        .unwrap();
+        assert_eq!(ok.pipeline[0].roles["search"], Role::Work);
+        // The recipe's stages report progress only.
+        let recipe = "[campaign]\nname = \"x\"\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
+        let e = parse(&format!("{recipe}{}", interrupted("train:after:1"))).unwrap_err();
+        assert!(e.contains("apply to a pipeline's stages"), "{e}");
+        let with_roles =
+            recipe.replace("name = \"x\"\n", "name = \"x\"\nroles = { a = \"work\" }\n");
+        let e = parse(&with_roles).unwrap_err();
+        assert!(e.contains("roles apply to a pipeline"), "{e}");
     }
 }

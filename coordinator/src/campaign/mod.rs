@@ -21,6 +21,7 @@ pub(crate) mod file;
 mod plot;
 pub(crate) mod report;
 mod runner;
+mod spans;
 pub(crate) mod summary;
 
 use crate::rundir::{self, RunDir, environment};
@@ -123,7 +124,11 @@ pub(crate) fn run(
             return Err(e);
         }
     };
-    let judgment = report::judgment(&steps, campaign.campaign.epochs);
+    let pipeline = !campaign.pipeline.is_empty();
+    let judgment = match pipeline {
+        true => spans::judgment(&steps, &campaign),
+        false => report::judgment(&steps, campaign.campaign.epochs),
+    };
     let mut report = CampaignReport {
         schema: report::SCHEMA.into(),
         schema_version: report::SCHEMA_VERSION,
@@ -133,6 +138,7 @@ pub(crate) fn run(
         trials: campaign.campaign.trials,
         epochs: campaign.campaign.epochs,
         reference_state_sha256: reference,
+        pipeline,
         steps,
         judgment,
         artifacts,

@@ -1,7 +1,9 @@
 //! The campaign plot: cold against resume per stage, and each step's
-//! median time stacked by component.
+//! median time stacked by component (a pipeline's: by span, then the time
+//! outside spans and process start-up).
 
 use super::report::{COMPONENTS, CampaignReport, StepReport, component_total, label};
+use super::spans::{outside, span_totals};
 use super::summary::stage_keys;
 use crate::chart::*;
 use crate::fmt::duration;
@@ -23,6 +25,58 @@ const COMPONENT_COLOURS: [RGBColor; 8] = [
     RGBColor(220, 110, 160),
     RGBColor(90, 160, 90),
     RGBColor(200, 200, 200),
+];
+
+/// What the right panel stacks: a label, a colour, a value per step.
+fn series(r: &CampaignReport) -> Vec<(String, RGBColor, Vec<f64>)> {
+    if !r.pipeline {
+        return COMPONENTS
+            .iter()
+            .zip(COMPONENT_COLOURS)
+            .map(|(c, colour)| {
+                (
+                    label(c).to_string(),
+                    colour,
+                    r.steps.iter().map(|s| component_total(s, c)).collect(),
+                )
+            })
+            .collect();
+    }
+    // Span names, largest in the cold step first; then the rest.
+    let mut names: Vec<String> = Vec::new();
+    for step in &r.steps {
+        for (n, _) in span_totals(step, false) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    let per_step = |n: &str| -> Vec<f64> {
+        r.steps
+            .iter()
+            .map(|s| span_totals(s, false).into_iter().find(|t| t.0 == n).map_or(0.0, |t| t.1))
+            .collect()
+    };
+    let mut out: Vec<(String, RGBColor, Vec<f64>)> = names
+        .iter()
+        .enumerate()
+        .map(|(i, n)| (n.clone(), SPAN_COLOURS[i % SPAN_COLOURS.len()], per_step(n)))
+        .collect();
+    let outside = r.steps.iter().map(|s| s.median.values().map(outside).sum()).collect();
+    out.push(("outside spans".into(), COMPONENT_COLOURS[7], outside));
+    let startup = r.steps.iter().map(|s| component_total(s, "startup")).collect();
+    out.push(("process start-up".into(), COMPONENT_COLOURS[0], startup));
+    out
+}
+
+/// Spans' colours, in turn.
+const SPAN_COLOURS: [RGBColor; 6] = [
+    RGBColor(70, 110, 170),
+    RGBColor(230, 150, 40),
+    RGBColor(90, 160, 90),
+    RGBColor(200, 50, 40),
+    RGBColor(140, 90, 170),
+    RGBColor(220, 110, 160),
 ];
 
 fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
@@ -68,16 +122,15 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     let totals: Vec<f64> = r.steps.iter().map(|s| s.median_total_s).collect();
     // Room on the right for the legend.
     let hi = 2.4 * upper(totals.iter().copied().fold(0.0, f64::max));
-    let mut chart =
-        titled_chart(&right, "per step, by component", &steps, true, hi, &|x| duration(x))?;
+    let title = if r.pipeline { "per step, by span" } else { "per step, by component" };
+    let mut chart = titled_chart(&right, title, &steps, true, hi, &|x| duration(x))?;
     let mut start = vec![0.0; r.steps.len()];
-    for (c, colour) in COMPONENTS.iter().zip(COMPONENT_COLOURS) {
-        let bars: Vec<(usize, f64, f64)> = r
-            .steps
+    for (name, colour, values) in series(r) {
+        let bars: Vec<(usize, f64, f64)> = values
             .iter()
             .enumerate()
-            .map(|(i, s)| {
-                let v = component_total(s, c);
+            .map(|(i, v)| {
+                let v = *v;
                 let from = start[i];
                 start[i] += v;
                 (i, from, from + v)
@@ -89,7 +142,7 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
                 Rectangle::new([(a, y - 0.32), (b, y + 0.32)], colour.filled())
             }))
             .map_err(err)?
-            .label(label(c))
+            .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
     }
     chart

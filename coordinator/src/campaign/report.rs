@@ -29,6 +29,10 @@ pub(crate) struct CampaignReport {
     pub(crate) epochs: u32,
     /// Digest of the state the first cold trial left (see `recipe::state::digest`).
     pub(crate) reference_state_sha256: String,
+    /// The steps ran an external pipeline (`[[pipeline]]`), not the recipe:
+    /// its spans, not the recipe's components, carry its judgment.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub(crate) pipeline: bool,
     pub(crate) steps: Vec<StepReport>,
     /// Plain sentences computed from the medians below.
     pub(crate) judgment: Vec<String>,
@@ -170,7 +174,7 @@ pub(crate) fn component_total(step: &StepReport, c: &str) -> f64 {
     step.median.values().map(|p| p.components.get(c).copied().unwrap_or(0.0)).sum()
 }
 
-fn pct(part: f64, whole: f64) -> String {
+pub(crate) fn pct(part: f64, whole: f64) -> String {
     if whole > 0.0 { format!("{:.0}%", 100.0 * part / whole) } else { "-".into() }
 }
 

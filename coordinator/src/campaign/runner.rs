@@ -92,7 +92,7 @@ impl Runner<'_> {
                 let trial = if self.campaign.pipeline.is_empty() {
                     self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
                 } else {
-                    self.pipeline_trial(step, t, &run_rel, &mut reference)?
+                    self.pipeline_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
                 };
                 if !trial.run.is_empty() {
                     let report = format!("{run_rel}/{}", rundir::REPORT);
@@ -156,7 +156,8 @@ impl Runner<'_> {
             StepKind::Interrupted => {
                 let state = self.state(&format!("{}-{t}", step.name))?;
                 let killed_rel = format!("{run_rel}-killed");
-                let killed = self.killed_run(step, &state, &killed_rel, artifacts)?;
+                let plan = self.plan(&state, step, &killed_rel, true);
+                let killed = self.killed_run(step, plan, &killed_rel, artifacts)?;
                 (state, Some(killed))
             }
         };
@@ -189,20 +190,23 @@ impl Runner<'_> {
 
     /// One trial of an external pipeline: a cold step resets the declared
     /// paths and runs every stage; a resume skips the stages whose
-    /// completion marker exists. Each stage runs under its own worker,
-    /// measured with its process tree; the scratch directory's digest
-    /// stands for the state.
+    /// completion marker exists; an interrupted step resets, runs the
+    /// pipeline until its kill point (the stage's whole tree is killed
+    /// with SIGKILL there), then resumes. Each stage runs under its own
+    /// worker, measured with its process tree; the scratch directory's
+    /// digest stands for the state.
     fn pipeline_trial(
         &self,
         step: &StepSpec,
         t: u32,
         run_rel: &str,
         reference: &mut Option<(String, PathBuf)>,
+        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
     ) -> Result<TrialReport, CampaignError> {
         let fail =
             |what: String| CampaignError::Failed(format!("step '{}' trial {t}: {what}", step.name));
         let pipeline = &self.campaign.pipeline;
-        if step.kind == StepKind::Cold {
+        if step.kind != StepKind::Resume {
             for path in pipeline.iter().flat_map(|s| &s.reset) {
                 let removed = match std::fs::symlink_metadata(path) {
                     Ok(m) if m.is_dir() => std::fs::remove_dir_all(path),
@@ -212,50 +216,30 @@ impl Runner<'_> {
                 removed.map_err(|e| fail(format!("resetting a declared path: {e}")))?;
             }
         }
-        let mut skipped = Vec::new();
-        let mut stages = Vec::new();
-        for (order, st) in pipeline.iter().enumerate() {
-            let started = Instant::now();
-            let complete =
-                step.kind == StepKind::Resume && st.marker.as_ref().is_some_and(|m| m.exists());
-            if complete {
-                let mut part = report::StagePart { order, ..Default::default() };
-                part.components.insert("record_check".into(), started.elapsed().as_secs_f64());
-                part.skipped = true;
-                skipped.push((st.name.clone(), part));
-            } else {
-                stages.push(protocol::Stage::Exec {
-                    name: st.name.clone(),
-                    argv: st.argv.clone(),
-                    cwd: st.cwd.as_deref().unwrap_or(Path::new(".")).to_string_lossy().into_owned(),
-                    env: st.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
-                });
+        let killed = match step.kind {
+            StepKind::Interrupted => {
+                let killed_rel = format!("{run_rel}-killed");
+                let (plan, _) = self.pipeline_plan(false, &killed_rel, step.kill_point());
+                let plan = plan.expect("a run from a reset state has stages to run");
+                Some(self.killed_run(step, plan, &killed_rel, artifacts)?)
             }
-        }
-        let s = &self.campaign.campaign;
-        let timeout =
-            pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
-        let stages = crate::plan::keyed(stages);
-        let nothing_to_run = stages.is_empty();
-        let plan = RunPlan {
-            settings: Settings {
-                stage_timeout: timeout.map(Duration::from_secs_f64),
-                data: None,
-                ..self.settings(run_rel)
-            },
-            mode: ModePlan::Diagnostic(diagnostic::Plan { stages }),
+            _ => None,
         };
-        let (mut parts, run_wall_s, run) = if nothing_to_run {
+        let (plan, skipped) = self.pipeline_plan(step.kind != StepKind::Cold, run_rel, None);
+        let (mut parts, run_wall_s, run) = match plan {
+            Some(plan) => {
+                let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+                let parts = report::stage_parts(&summary.report);
+                (parts, summary.report.run_wall_s, run_rel.to_string())
+            }
             // Every stage complete: nothing to run.
-            (Default::default(), 0.0, String::new())
-        } else {
-            let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-            (report::stage_parts(&summary.report), summary.report.run_wall_s, run_rel.to_string())
+            None => (Default::default(), 0.0, String::new()),
         };
         for (name, part) in skipped {
             parts.insert(name, part);
         }
-        let digest = match &s.scratch {
+        super::spans::apply_roles(&mut parts, self.campaign);
+        let digest = match &self.campaign.campaign.scratch {
             Some(dir) => recipe::state::digest(dir)
                 .map(|d| d.sha256)
                 .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?,
@@ -271,22 +255,68 @@ impl Runner<'_> {
             total_s: parts.values().map(|p| p.total()).sum(),
             stages: parts,
             state_sha256: digest,
-            killed: None,
+            killed,
             identical_to_cold: identical,
             checkpoint_bytes: None,
             checkpoint_write_s: None,
         })
     }
 
+    /// The run of the pipeline's stages (None when every one is skipped)
+    /// and the stages skipped because `skip_complete` and their marker
+    /// exists; `kill`: where to kill it.
+    fn pipeline_plan(
+        &self,
+        skip_complete: bool,
+        run_rel: &str,
+        kill: Option<crate::interrupt::KillAt>,
+    ) -> (Option<RunPlan>, Vec<(String, report::StagePart)>) {
+        let pipeline = &self.campaign.pipeline;
+        let mut skipped = Vec::new();
+        let mut stages = Vec::new();
+        for (order, st) in pipeline.iter().enumerate() {
+            let started = Instant::now();
+            let complete = skip_complete && st.marker.as_ref().is_some_and(|m| m.exists());
+            if complete {
+                let mut part = report::StagePart { order, ..Default::default() };
+                part.components.insert("record_check".into(), started.elapsed().as_secs_f64());
+                part.skipped = true;
+                skipped.push((st.name.clone(), part));
+            } else {
+                stages.push(protocol::Stage::Exec {
+                    name: st.name.clone(),
+                    argv: st.argv.clone(),
+                    cwd: st.cwd.as_deref().unwrap_or(Path::new(".")).to_string_lossy().into_owned(),
+                    env: st.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
+                });
+            }
+        }
+        if stages.is_empty() {
+            return (None, skipped);
+        }
+        let s = &self.campaign.campaign;
+        let timeout =
+            pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
+        let plan = RunPlan {
+            settings: Settings {
+                stage_timeout: timeout.map(Duration::from_secs_f64),
+                data: None,
+                kill_at: kill,
+                ..self.settings(run_rel)
+            },
+            mode: ModePlan::Diagnostic(diagnostic::Plan { stages: crate::plan::keyed(stages) }),
+        };
+        (Some(plan), skipped)
+    }
+
     /// The run killed at the step's point; it must end by that kill.
     fn killed_run(
         &self,
         step: &StepSpec,
-        state: &Path,
+        plan: RunPlan,
         run_rel: &str,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
     ) -> Result<Killed, CampaignError> {
-        let plan = self.plan(state, step, run_rel, true);
         let started = Instant::now();
         let outcome = self.execute(&plan);
         let wall_s = started.elapsed().as_secs_f64();

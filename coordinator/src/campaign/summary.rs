@@ -3,7 +3,7 @@
 //! step's time stacked by component). Same report, same bytes, so `verify`
 //! re-renders and compares.
 
-use super::report::{COMPONENTS, CampaignReport, label};
+use super::report::{COMPONENTS, CampaignReport, StagePart, label};
 use crate::chart::RenderError;
 use crate::fmt::duration;
 use crate::render::{PLOTS, Rendered, SUMMARY};
@@ -35,6 +35,63 @@ pub(crate) fn stage_keys(r: &CampaignReport) -> Vec<String> {
     keys.sort();
     keys.into_iter().map(|(_, k)| k).collect()
 }
+
+/// A pipeline's spans per stage, each step's median against the cold
+/// step's, with its share of the step.
+fn spans_table(s: &mut String, r: &CampaignReport, keys: &[String]) {
+    let _ = writeln!(s, "\n\n## Spans per stage (median of trials; share of the step's total)\n");
+    let _ = write!(s, "| stage | span |");
+    for step in &r.steps {
+        let _ = write!(s, " {} |", step.name);
+    }
+    let _ = write!(s, "\n|---|---|{}", "---:|".repeat(r.steps.len()));
+    for k in keys {
+        let mut names: Vec<&String> = Vec::new();
+        for step in &r.steps {
+            for n in step.median.get(k).map(|p| p.spans.keys()).into_iter().flatten() {
+                if !names.contains(&n) {
+                    names.push(n);
+                }
+            }
+        }
+        let rows = names
+            .into_iter()
+            .map(|n| {
+                (
+                    format!("`{n}`"),
+                    Box::new(move |p: &StagePart| p.spans.get(n).copied()) as Cell<'_>,
+                )
+            })
+            .chain([
+                (
+                    "outside spans".to_string(),
+                    Box::new(|p: &StagePart| Some(super::spans::outside(p))) as Cell<'_>,
+                ),
+                (
+                    "process start-up".to_string(),
+                    Box::new(|p: &StagePart| p.components.get("startup").copied()),
+                ),
+            ]);
+        for (name, cell) in rows {
+            let _ = write!(s, "\n| `{k}` | {name} |");
+            for step in &r.steps {
+                let part = step.median.get(k).filter(|p| !p.skipped);
+                let _ = match part.and_then(&cell) {
+                    Some(v) => write!(
+                        s,
+                        " {} ({}) |",
+                        duration(v),
+                        super::report::pct(v, step.median_total_s)
+                    ),
+                    None if part.is_none() => write!(s, " skipped |"),
+                    None => write!(s, " - |"),
+                };
+            }
+        }
+    }
+}
+
+type Cell<'a> = Box<dyn Fn(&StagePart) -> Option<f64> + 'a>;
 
 fn markdown(r: &CampaignReport) -> String {
     let mut s = String::new();
@@ -71,6 +128,9 @@ fn markdown(r: &CampaignReport) -> String {
     for step in &r.steps {
         let _ = write!(s, " **{}** |", duration(step.median_total_s));
     }
+    if r.pipeline {
+        spans_table(&mut s, r, &keys);
+    }
     let _ = writeln!(s, "\n\n## Per component (median of trials, summed over stages)\n");
     let _ = write!(s, "| component |");
     for step in &r.steps {
@@ -104,6 +164,13 @@ fn markdown(r: &CampaignReport) -> String {
         "\nReference state: `{}` (SHA-256 over every state file's path and SHA-256, as the first cold trial left it).",
         &r.reference_state_sha256[..12.min(r.reference_state_sha256.len())]
     );
+    if r.pipeline {
+        let _ = writeln!(
+            s,
+            "\nSpans are what each stage reported through `STAGEBENCH_SPANS` (the `stagebench` Python helper writes them); outside spans is the rest of the stage's wall, the command's own start-up included. Process start-up is the worker process's wall (wait4) minus its stage's. Components: a span with a role (`roles` in the campaign file) joins its role's component; other is everything else. The state is the scratch directory's digest."
+        );
+        return s;
+    }
     let _ = writeln!(
         s,
         "\nComponents: process start-up is the worker process's wall (wait4) minus its stage's; integrity checks hash sources and kept artifacts; completion-record checks read records and compare input fingerprints; work makes what was not kept; other is the rest of the stage (opening the dataset and the state). \"Cold\" is the feature cache and the state, not the OS page cache."

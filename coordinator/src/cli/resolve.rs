@@ -4,6 +4,7 @@
 use super::args::{LauncherArg, PolicyArg, RunArgs};
 use crate::modes::{ModePlan, RunPlan};
 use crate::plan::{self, Mode, Settings};
+use protocol::Stage;
 use std::path::PathBuf;
 
 pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
@@ -98,6 +99,11 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
                 k.stage,
                 known.join(", ")
             ));
+        }
+        let stage = stages.iter().find(|s| s.key == k.stage).map(|s| &s.stage);
+        let command = matches!(stage, Some(Stage::Command { .. } | Stage::Exec { .. }));
+        if k.needs_a_command() && !command {
+            return Err(format!("--kill-at {k}: span: and after: points apply to a command stage"));
         }
     }
     let worker_bin = match args.worker_bin {

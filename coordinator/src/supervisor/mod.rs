@@ -22,7 +22,7 @@ use crate::events::Event;
 use crate::gate::{self, Connection};
 use crate::process::{ExitKind, ProcessExit, WorkerProcess};
 use protocol::frame::{self, FrameError};
-use protocol::{FromWorker, ToWorker};
+use protocol::{FromWorker, KillPoint, Stage, ToWorker};
 use std::collections::VecDeque;
 use std::sync::Mutex;
 use std::time::Duration;
@@ -168,7 +168,13 @@ async fn run_job(
 ) -> Result<JobResult, WorkerEnd> {
     let rank = proc.rank;
     let key = Some(job.key.clone());
-    let assign = ToWorker::Assign { job: job.id, stage: job.stage.clone() };
+    // A command stage is killed at its point by its worker, tree and all;
+    // a built-in stage by this supervisor, on the progress it reports.
+    let is_command = matches!(job.stage, Stage::Command { .. } | Stage::Exec { .. });
+    let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
+    let kill = point.filter(|_| is_command).map(|k| k.point.clone());
+    let killed_by_worker = kill.is_some();
+    let assign = ToWorker::Assign { job: job.id, stage: job.stage.clone(), kill };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
         return Err(
             died_or_violated(proc, key, "connection lost while assigning".into(), shared).await
@@ -190,13 +196,22 @@ async fn run_job(
         match msg {
             Some(Ok(FromWorker::Progress { job: j, done, total })) if j == job.id => {
                 let _ = shared.events.send(Event::Progress { key: job.key.clone(), done, total });
-                let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
-                if point.is_some_and(|k| done as f64 >= k.fraction * total as f64) {
+                let fraction = match point.map(|k| &k.point) {
+                    Some(KillPoint::Progress(f)) if !is_command => Some(*f),
+                    _ => None,
+                };
+                if fraction.is_some_and(|f| done as f64 >= f * total as f64) {
                     // The declared interruption: no warning, no grace.
                     // Reaped, like every ending, by the supervisor's terminate.
                     proc.kill_now();
-                    return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), done, total });
+                    let at = format!("{done} of {total} done");
+                    return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at });
                 }
+            }
+            Some(Ok(FromWorker::KilledAtPoint { job: j, at }))
+                if j == job.id && killed_by_worker =>
+            {
+                return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at });
             }
             Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
                 if !crate::rundir::is_safe_relative(&path) {

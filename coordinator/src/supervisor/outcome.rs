@@ -49,8 +49,9 @@ pub(crate) enum WorkerEnd {
     ProtocolViolation { key: Option<String>, detail: String },
     /// Stopped because the run was interrupted or another worker failed.
     Cancelled,
-    /// Killed with SIGKILL at the run's declared interruption point.
-    KilledAtPoint { key: String, done: u64, total: u64 },
+    /// Killed with SIGKILL at the run's declared interruption point (the
+    /// worker, or for a command stage the command's tree); `at` says where.
+    KilledAtPoint { key: String, at: String },
 }
 
 impl WorkerEnd {
@@ -114,8 +115,8 @@ impl WorkerEnd {
                 format!("{rank} violated the protocol{}: {detail}", at(key))
             }
             WorkerEnd::Cancelled => format!("{rank} was stopped"),
-            WorkerEnd::KilledAtPoint { key, done, total } => format!(
-                "{rank} was killed with SIGKILL at the declared point of stage {key} ({done} of {total} done)"
+            WorkerEnd::KilledAtPoint { key, at } => format!(
+                "stage {key} on {rank} was killed with SIGKILL at its declared point ({at})"
             ),
         }
     }

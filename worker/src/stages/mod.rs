@@ -22,6 +22,8 @@ pub struct StageContext<'a> {
     /// A name unique within the run for this assignment (used in artifact names).
     pub job_tag: String,
     pub reporter: &'a mut dyn Reporter,
+    /// Where a command stage is killed on purpose (see `command`).
+    pub kill: Option<protocol::KillPoint>,
 }
 
 /// How a stage tells the outside what it is doing and what it wrote.
@@ -43,6 +45,9 @@ pub enum StageError {
     Failed(String),
     #[error("i/o error on {path}: {source}")]
     Io { path: String, source: std::io::Error },
+    /// A command reached its kill point; its tree was killed and reaped.
+    #[error("killed at the declared point: {0}")]
+    KilledAtPoint(String),
 }
 
 /// Runs one stage; returns its own figures.

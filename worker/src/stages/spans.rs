@@ -1,14 +1,23 @@
-//! Inner spans a command reports about itself. The worker creates a fresh,
-//! private file and names it in `STAGEBENCH_SPANS`; the command appends one
-//! JSON object per line, `{"name": "adapt_images", "seconds": 54.7}`. After
-//! the command succeeded the worker reads the file, removes it, and reports
-//! per name `span:NAME_s` (the sum of its spans' seconds) and `span:NAME_n`
-//! (how many there were), in order of first appearance. Nothing else of the
-//! file enters the report. A line that is not such an object fails the stage
-//! with its line number.
+//! What a command reports about itself. The worker creates a fresh, private
+//! file and names it in `STAGEBENCH_SPANS`; the command appends one JSON
+//! object per line (the `stagebench` Python package does it for Python):
+//!
+//! - `{"name": "adapt_images", "seconds": 54.7}`: a span that ended;
+//! - `{"progress": 0.4}`: the fraction of the stage done so far.
+//!
+//! The worker follows the file while the command runs (progress reaches the
+//! coordinator, and a kill point is checked against what the file says),
+//! then reads the rest, removes the file, and reports per span name
+//! `span:NAME_s` (the sum of its spans' seconds) and `span:NAME_n` (how many
+//! there were), in order of first appearance. Nothing else of the file
+//! enters the report. A line that is neither fails the stage with its line
+//! number: an unknown key, seconds that are negative or not finite, a name
+//! that is empty, longer than 64 bytes or not of `A-Z a-z 0-9 _ . -`, a
+//! progress outside [0, 1].
 
 use super::{StageError, figure};
 use protocol::Figure;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// Most bytes a spans file may hold.
@@ -16,16 +25,116 @@ pub const MAX_BYTES: u64 = 1 << 20;
 /// Longest span name.
 pub const MAX_NAME: usize = 64;
 
-#[derive(serde::Deserialize)]
-#[serde(deny_unknown_fields)]
-struct Span {
-    name: String,
-    seconds: f64,
+/// One line of the file.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    Span { name: String, seconds: f64 },
+    Progress(f64),
 }
 
-/// The spans file of one command stage; removed when dropped.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Option<String>,
+    seconds: Option<f64>,
+    progress: Option<f64>,
+}
+
+/// One line, checked; None for a blank one.
+pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
+    let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
+    match raw {
+        Raw { name: Some(name), seconds: Some(seconds), progress: None } => {
+            let ok_name = !name.is_empty()
+                && name.len() <= MAX_NAME
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+            if !ok_name {
+                return Err(format!(
+                    "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
+                    name.chars().take(MAX_NAME).collect::<String>()
+                ));
+            }
+            if !(seconds.is_finite() && seconds >= 0.0) {
+                return Err(format!("seconds {seconds} is not a finite non-negative number"));
+            }
+            Ok(Some(Line::Span { name, seconds }))
+        }
+        Raw { name: None, seconds: None, progress: Some(p) } => {
+            if !(0.0..=1.0).contains(&p) {
+                return Err(format!("progress {p} is not between 0 and 1"));
+            }
+            Ok(Some(Line::Progress(p)))
+        }
+        _ => Err(format!("not an object {shape}")),
+    }
+}
+
+/// What the lines so far add up to.
+#[derive(Default)]
+pub struct Tally {
+    /// Per name in order of first appearance: seconds and count.
+    pub spans: Vec<(String, f64, u64)>,
+    /// The last progress reported.
+    pub progress: Option<f64>,
+    lines: usize,
+}
+
+impl Tally {
+    /// Adds the lines of `text` (complete lines); the first bad one fails.
+    fn add(&mut self, text: &str, mut each: impl FnMut(&Line, &Tally)) -> Result<(), String> {
+        for line in text.lines() {
+            self.lines += 1;
+            let bad = |why: String| format!("spans line {}: {why}", self.lines);
+            let Some(parsed) = parse_line(line).map_err(bad)? else { continue };
+            match &parsed {
+                Line::Span { name, seconds } => {
+                    match self.spans.iter_mut().find(|t| t.0 == *name) {
+                        Some(t) => {
+                            t.1 += seconds;
+                            t.2 += 1;
+                        }
+                        None => self.spans.push((name.clone(), *seconds, 1)),
+                    }
+                }
+                Line::Progress(p) => self.progress = Some(*p),
+            }
+            each(&parsed, self);
+        }
+        Ok(())
+    }
+
+    /// How many spans called `name` have ended.
+    pub fn count(&self, name: &str) -> u64 {
+        self.spans.iter().find(|t| t.0 == name).map(|t| t.2).unwrap_or(0)
+    }
+
+    /// Per name, in order of first appearance: `span:NAME_s` and `span:NAME_n`.
+    pub fn figures(&self) -> Vec<Figure> {
+        self.spans
+            .iter()
+            .flat_map(|(name, s, n)| {
+                [
+                    figure(&format!("span:{name}_s"), *s),
+                    figure(&format!("span:{name}_n"), *n as f64),
+                ]
+            })
+            .collect()
+    }
+}
+
+/// The spans file of one command stage, followed as it grows; removed
+/// when dropped.
 pub struct SpansFile {
     path: PathBuf,
+    reader: std::fs::File,
+    /// Bytes read so far, and the last line when it is not complete yet.
+    read: u64,
+    partial: Vec<u8>,
+    pub tally: Tally,
 }
 
 impl SpansFile {
@@ -33,32 +142,49 @@ impl SpansFile {
     pub fn create(run_dir: &Path, job_tag: &str) -> Result<SpansFile, StageError> {
         use std::os::unix::fs::OpenOptionsExt;
         let path = run_dir.join(format!(".spans-{job_tag}.jsonl"));
+        let io = |source| StageError::Io { path: path.display().to_string(), source };
         std::fs::OpenOptions::new()
             .write(true)
             .create_new(true)
             .mode(0o600)
             .open(&path)
-            .map_err(|source| StageError::Io { path: path.display().to_string(), source })?;
-        Ok(SpansFile { path })
+            .map_err(io)?;
+        let reader = std::fs::File::open(&path).map_err(io)?;
+        Ok(SpansFile { path, reader, read: 0, partial: Vec::new(), tally: Tally::default() })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    /// The figures of the spans the command wrote.
-    pub fn finish(self) -> Result<Vec<Figure>, StageError> {
-        let io = |source| StageError::Io { path: self.path.display().to_string(), source };
-        let len = std::fs::metadata(&self.path).map_err(io)?.len();
-        if len > MAX_BYTES {
-            return Err(StageError::Failed(format!(
-                "the command's spans file holds {len} bytes, more than {MAX_BYTES}"
-            )));
+    /// Reads what was appended since the last call and adds its complete
+    /// lines (all of it when `last`: the command has ended); `each` sees
+    /// every line as it is added.
+    pub fn follow(&mut self, last: bool, each: impl FnMut(&Line, &Tally)) -> Result<(), String> {
+        let mut buf = Vec::new();
+        (&self.reader)
+            .take(MAX_BYTES + 1 - self.read.min(MAX_BYTES))
+            .read_to_end(&mut buf)
+            .map_err(|e| format!("reading the spans file: {e}"))?;
+        self.read += buf.len() as u64;
+        if self.read > MAX_BYTES {
+            return Err(format!("the command's spans file holds more than {MAX_BYTES} bytes"));
         }
-        let text = std::fs::read(&self.path).map_err(io)?;
-        let text = String::from_utf8(text)
-            .map_err(|_| StageError::Failed("the command's spans file is not UTF-8".into()))?;
-        figures(&text).map_err(StageError::Failed)
+        self.partial.extend_from_slice(&buf);
+        let complete = match last {
+            true => self.partial.len(),
+            false => self.partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1),
+        };
+        let lines: Vec<u8> = self.partial.drain(..complete).collect();
+        let text = String::from_utf8(lines)
+            .map_err(|_| "the command's spans file is not UTF-8".to_string())?;
+        self.tally.add(&text, each)
+    }
+
+    /// The figures of every span the command wrote.
+    pub fn finish(mut self) -> Result<Vec<Figure>, StageError> {
+        self.follow(true, |_, _| {}).map_err(StageError::Failed)?;
+        Ok(self.tally.figures())
     }
 }
 
@@ -68,54 +194,21 @@ impl Drop for SpansFile {
     }
 }
 
-/// Per name, in order of first appearance: `span:NAME_s` and `span:NAME_n`.
-pub fn figures(text: &str) -> Result<Vec<Figure>, String> {
-    let mut totals: Vec<(String, f64, u64)> = Vec::new();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
-            continue;
-        }
-        let bad = |why: String| format!("spans line {}: {why}", i + 1);
-        let span: Span = serde_json::from_str(line)
-            .map_err(|e| bad(format!("not an object {{\"name\": …, \"seconds\": …}}: {e}")))?;
-        let ok_name = !span.name.is_empty()
-            && span.name.len() <= MAX_NAME
-            && span.name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-        if !ok_name {
-            return Err(bad(format!(
-                "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
-                span.name.chars().take(MAX_NAME).collect::<String>()
-            )));
-        }
-        if !(span.seconds.is_finite() && span.seconds >= 0.0) {
-            return Err(bad(format!(
-                "seconds {} is not a finite non-negative number",
-                span.seconds
-            )));
-        }
-        match totals.iter_mut().find(|t| t.0 == span.name) {
-            Some(t) => {
-                t.1 += span.seconds;
-                t.2 += 1;
-            }
-            None => totals.push((span.name, span.seconds, 1)),
-        }
-    }
-    Ok(totals
-        .into_iter()
-        .flat_map(|(name, s, n)| {
-            [figure(&format!("span:{name}_s"), s), figure(&format!("span:{name}_n"), n as f64)]
-        })
-        .collect())
-}
-
 #[cfg(test)]
 mod tests {
-    use super::figures;
+    use super::*;
+
+    /// The figures of a whole file's text.
+    fn figures(text: &str) -> Result<Vec<Figure>, String> {
+        let mut tally = Tally::default();
+        tally.add(text, |_, _| {})?;
+        Ok(tally.figures())
+    }
 
     #[test]
     fn spans_add_up_per_name_in_order_of_first_appearance() {
         let text = "{\"name\": \"load\", \"seconds\": 0.5}\n\n\
+                    {\"progress\": 0.5}\n\
                     {\"name\": \"adapt_images\", \"seconds\": 54.7}\n\
                     {\"name\": \"load\", \"seconds\": 0.25}\n";
         let f: Vec<(String, f64)> =
@@ -139,13 +232,39 @@ mod tests {
             ("not json", "not an object"),
             ("{\"name\": \"a\"}", "not an object"),
             ("{\"name\": \"a\", \"seconds\": 1, \"extra\": 2}", "unknown field"),
+            ("{\"name\": \"a\", \"seconds\": 1, \"progress\": 0.5}", "not an object"),
             ("{\"name\": \"/home/me\", \"seconds\": 1}", "span name '/home/me' must be"),
             ("{\"name\": \"\", \"seconds\": 1}", "span name '' must be"),
+            (&format!("{{\"name\": \"{}\", \"seconds\": 1}}", "x".repeat(65)), "must be 1 to 64"),
             ("{\"name\": \"a\", \"seconds\": -1}", "seconds -1 is not"),
+            ("{\"name\": \"a\", \"seconds\": 1e999}", "not an object"),
+            ("{\"progress\": 1.5}", "progress 1.5 is not between 0 and 1"),
+            ("{\"progress\": -0.1}", "progress -0.1 is not between 0 and 1"),
         ] {
             let e = figures(&format!("{ok}{line}\n")).unwrap_err();
             assert!(e.starts_with("spans line 2: "), "{e}");
             assert!(e.contains(needle), "{e}");
         }
+    }
+
+    #[test]
+    fn a_followed_file_yields_complete_lines_only_until_the_end() {
+        use std::io::Write;
+        let dir = std::env::temp_dir().join(format!("spans-follow-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let mut f = SpansFile::create(&dir, "t").unwrap();
+        let mut w = std::fs::OpenOptions::new().append(true).open(f.path()).unwrap();
+        w.write_all(b"{\"progress\": 0.25}\n{\"name\": \"fit\", \"sec").unwrap();
+        let mut seen = Vec::new();
+        f.follow(false, |l, _| seen.push(format!("{l:?}"))).unwrap();
+        assert_eq!(seen, ["Progress(0.25)"]);
+        w.write_all(b"onds\": 2}\n{\"name\": \"fit\", \"seconds\": 1}").unwrap();
+        f.follow(false, |_, t| seen.push(format!("fit x{}", t.count("fit")))).unwrap();
+        assert_eq!(seen, ["Progress(0.25)", "fit x1"]);
+        let figures = f.finish().unwrap();
+        assert_eq!(figures[0].value, 3.0);
+        assert_eq!(figures[1].value, 2.0);
+        assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
+        std::fs::remove_dir(&dir).unwrap();
     }
 }

@@ -288,6 +288,20 @@ pub fn contain(sampler: Sampler) -> Contained {
     }
 }
 
+/// SIGKILL to every live descendant, again until none is left (a process
+/// may fork while the others die); reaps nothing, so the caller can still
+/// wait for its own child.
+pub fn kill_tree() {
+    for _ in 0..1000 {
+        let alive: Vec<i32> = descendants().into_iter().filter(|p| running(*p)).collect();
+        if alive.is_empty() {
+            return;
+        }
+        signal_all(&alive, libc::SIGKILL);
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
 fn signal_all(pids: &[i32], signal: i32) {
     for &p in pids {
         // SAFETY: kill with a pid and a signal number; failure (already gone) is fine.

@@ -10,7 +10,12 @@
 //! signals) and has a parent-death signal of its own.
 //!
 //! It does get `STAGEBENCH_SPANS`, a fresh file to which it may append its
-//! own inner spans (see [`super::spans`]); they become the stage's figures.
+//! own inner spans and its progress (see [`super::spans`]); the spans become
+//! the stage's figures. While the command runs the worker follows that
+//! file (see [`follow`]): progress goes to the coordinator, and a declared
+//! kill point is checked against it.
+
+mod follow;
 
 use super::spans::SpansFile;
 use super::{StageContext, StageError, figure};
@@ -18,8 +23,8 @@ use protocol::Figure;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Command, Stdio};
 
-pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure>, StageError> {
-    let spans = SpansFile::create(&ctx.run_dir, &ctx.job_tag)?;
+pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
+    let mut spans = SpansFile::create(&ctx.run_dir, &ctx.job_tag)?;
     cmd.stdin(Stdio::null()).stdout(Stdio::null());
     for var in protocol::env::LAUNCH {
         cmd.env_remove(var);
@@ -41,15 +46,30 @@ pub(super) fn run(mut cmd: Command, ctx: &StageContext<'_>) -> Result<Vec<Figure
     crate::tree::will_start_processes();
     let child =
         cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
+    let pid = child.id() as i32;
+    let watched = follow::until_exit(pid, &mut spans, ctx.kill.as_ref(), ctx.reporter);
+    if let follow::Ended::Killed(_) = &watched {
+        crate::tree::kill_tree();
+    }
     // Waited for here (not by std) so its own peak joins the tree's sum.
-    let status = crate::tree::wait_child(child.id() as i32)
+    let status = crate::tree::wait_child(pid)
         .map(std::process::ExitStatus::from_raw)
         .map_err(|e| StageError::Failed(format!("waiting for {program}: {e}")))?;
+    let (bad_line, unreached) = match watched {
+        follow::Ended::Killed(at) => return Err(StageError::KilledAtPoint(at)),
+        follow::Ended::Exited { bad_line, unreached } => (bad_line, unreached),
+    };
     match (status.code(), status.signal()) {
         (Some(0), _) => {
+            if let Some(e) = bad_line {
+                return Err(StageError::Failed(e));
+            }
             let mut figures = vec![figure("exit_code", 0.0)];
             figures.extend(spans.finish()?);
-            Ok(figures)
+            match unreached {
+                Some(why) => Err(StageError::Failed(why)),
+                None => Ok(figures),
+            }
         }
         (Some(code), _) => {
             Err(StageError::Failed(format!("the command exited with status {code}")))

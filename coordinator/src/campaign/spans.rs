@@ -1,0 +1,276 @@
+//! A pipeline's campaign, judged by the pipeline's own spans: what a resume
+//! skipped (cold spans that did not run again), what it repeated (spans that
+//! ran again, largest first), process start-up, and the time outside any
+//! span. With roles (`[campaign] roles`, a stage's `roles`), spans join the
+//! recipe's components and the recipe's sentences apply; without them, no
+//! second of a pipeline is called "work".
+
+use super::file::CampaignFile;
+use super::report::{StagePart, StepReport, component_total, label, pct};
+use crate::fmt::duration;
+use crate::stats::median;
+use std::collections::BTreeMap;
+
+/// The components of a pipeline's stages: process start-up, each span with
+/// a role in its role's component, and everything else (spans without a
+/// role, time outside spans) as `other`.
+pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &CampaignFile) {
+    for (stage, part) in parts.iter_mut().filter(|(_, p)| !p.skipped) {
+        let own = campaign.pipeline.iter().find(|p| p.name == *stage).map(|p| &p.roles);
+        let role = |span: &str| {
+            own.and_then(|r| r.get(span)).or_else(|| campaign.campaign.roles.get(span)).copied()
+        };
+        let startup = part.components.get("startup").copied().unwrap_or(0.0);
+        part.components.clear();
+        let mut roled = 0.0;
+        for (span, secs) in &part.spans {
+            if let Some(r) = role(span) {
+                *part.components.entry(r.component().to_string()).or_default() += secs;
+                roled += secs;
+            }
+        }
+        *part.components.entry("startup".into()).or_default() += startup;
+        part.components.insert("other".into(), (part.wall_s - roled).max(0.0));
+    }
+}
+
+/// A step's median spans summed by name over its stages that ran, largest
+/// first (`per_stage`: by `STAGE/NAME` instead).
+pub(crate) fn span_totals(step: &StepReport, per_stage: bool) -> Vec<(String, f64)> {
+    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
+    for (stage, part) in step.median.iter().filter(|(_, p)| !p.skipped) {
+        for (name, s) in &part.spans {
+            let key = if per_stage { format!("{stage}/{name}") } else { name.clone() };
+            *by_name.entry(key).or_default() += s;
+        }
+    }
+    let mut out: Vec<(String, f64)> = by_name.into_iter().collect();
+    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+    out
+}
+
+/// A span name's repetitions over a step's stages.
+struct Repeated {
+    name: String,
+    seconds: f64,
+    stages: Vec<String>,
+    /// The same stages' spans of that name, cold.
+    cold: f64,
+}
+
+/// `STAGE/NAME` totals grouped by name, largest first.
+fn by_name(per_stage: &[(String, f64)], cold_of: impl Fn(&str) -> f64) -> Vec<Repeated> {
+    let mut out: Vec<Repeated> = Vec::new();
+    for (key, secs) in per_stage {
+        let (stage, name) = key.split_once('/').unwrap_or(("", key));
+        let at = match out.iter().position(|x| x.name == name) {
+            Some(i) => i,
+            None => {
+                let fresh = Repeated { name: name.into(), seconds: 0.0, stages: vec![], cold: 0.0 };
+                out.push(fresh);
+                out.len() - 1
+            }
+        };
+        let x = &mut out[at];
+        x.seconds += secs;
+        x.stages.push(stage.into());
+        x.cold += cold_of(key);
+    }
+    out.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
+    out
+}
+
+/// At most `n` items, then how many more and their seconds.
+fn listed(items: Vec<String>, rest: &[(String, f64)], n: usize) -> String {
+    let mut out: Vec<String> = items.into_iter().take(n).collect();
+    if rest.len() > n {
+        let more: f64 = rest[n..].iter().map(|s| s.1).sum();
+        out.push(format!("and {} more ({})", rest.len() - n, duration(more)));
+    }
+    out.join(", ")
+}
+
+/// A stage's wall outside any of its spans.
+pub(crate) fn outside(part: &StagePart) -> f64 {
+    match part.skipped {
+        true => 0.0,
+        false => (part.wall_s - part.spans.values().sum::<f64>()).max(0.0),
+    }
+}
+
+/// A step's time outside any span, over its stages.
+fn outside_total(step: &StepReport) -> f64 {
+    step.median.values().map(outside).sum()
+}
+
+/// The judgment of a pipeline campaign: a few plain sentences, every number
+/// from the steps' medians.
+pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<String> {
+    let mut out = Vec::new();
+    let Some(cold) = steps.iter().find(|s| s.kind == "cold") else { return out };
+    let c = cold.median_total_s;
+    let cold_spans = span_totals(cold, true);
+    out.push(format!(
+        "A cold run (reset scratch) took {} (median of {} fresh-process runs): {} in spans, {} outside any span, {} process start-up.",
+        duration(c),
+        cold.trials.len(),
+        duration(cold_spans.iter().map(|s| s.1).sum()),
+        duration(outside_total(cold)),
+        duration(component_total(cold, "startup")),
+    ));
+    let has_roles = !campaign.campaign.roles.is_empty()
+        || campaign.pipeline.iter().any(|p| !p.roles.is_empty());
+    // `STAGE/NAME` of the spans whose role is work: still to do, never
+    // something to persist.
+    let is_work = |key: &str| {
+        let (stage, name) = key.split_once('/').unwrap_or(("", key));
+        let own =
+            campaign.pipeline.iter().find(|p| p.name == stage).and_then(|p| p.roles.get(name));
+        own.or_else(|| campaign.campaign.roles.get(name)).is_some_and(|r| r.component() == "work")
+    };
+    let has_work = campaign
+        .pipeline
+        .iter()
+        .flat_map(|p| p.roles.values())
+        .chain(campaign.campaign.roles.values())
+        .any(|r| r.component() == "work");
+    for step in steps.iter().filter(|s| s.kind != "cold") {
+        let r = step.median_total_s;
+        let opening = match step.kind.as_str() {
+            "interrupted" => {
+                let killed: Vec<f64> = step
+                    .trials
+                    .iter()
+                    .filter_map(|t| t.killed.as_ref().map(|k| k.wall_s))
+                    .collect();
+                let k = median(&killed);
+                let identical = step.trials.iter().filter(|t| t.identical_to_cold).count();
+                format!(
+                    "Killed with SIGKILL at {} after {} and resumed ({}): the resume took {} ({:.3}× the cold run), so the interruption cost {} beyond one cold run; the scratch state was identical to the cold run's in {identical} of {} trials.",
+                    step.kill_at.as_deref().unwrap_or("?"),
+                    duration(k),
+                    step.name,
+                    duration(r),
+                    r / c,
+                    duration(k + r - c),
+                    step.trials.len()
+                )
+            }
+            _ => format!(
+                "Resuming ({}) took {}: {:.3}× the cold run.",
+                step.name,
+                duration(r),
+                r / c
+            ),
+        };
+        out.push(format!(
+            "{opening} Of the {}: {} ({}) process start-up, {} ({}) outside any span (the command's own start-up and imports, and whatever else no span covers).",
+            if step.kind == "interrupted" { "resume" } else { "resume's time" },
+            duration(component_total(step, "startup")),
+            pct(component_total(step, "startup"), r),
+            duration(outside_total(step)),
+            pct(outside_total(step), r),
+        ));
+        let ran = span_totals(step, true);
+        let ran_again = |name: &str| ran.iter().find(|s| s.0 == name).map(|s| s.1);
+        let skipped: Vec<(String, f64)> = cold_spans
+            .iter()
+            .filter(|(n, s)| *s > 0.0 && ran_again(n).is_none())
+            .cloned()
+            .collect();
+        out.push(match skipped.is_empty() {
+            true => "It skipped no span of the cold run.".into(),
+            false => format!(
+                "It skipped {} of the cold run's spans: {}.",
+                duration(skipped.iter().map(|s| s.1).sum()),
+                listed(
+                    skipped.iter().map(|(n, s)| format!("{n} ({} cold)", duration(*s))).collect(),
+                    &skipped,
+                    6
+                )
+            ),
+        });
+        let cold_of = |key: &str| cold_spans.iter().find(|s| s.0 == key).map_or(0.0, |s| s.1);
+        let mut repeated = by_name(&ran, cold_of);
+        for x in &mut repeated {
+            x.stages.sort_by_key(|st| step.median.get(st).map_or(usize::MAX, |p| p.order));
+        }
+        out.push(match repeated.is_empty() {
+            true => "It repeated no span.".into(),
+            false => format!(
+                "It repeated {}: {}.",
+                duration(ran.iter().map(|s| s.1).sum()),
+                repeated
+                    .iter()
+                    .map(|x| format!(
+                        "{} {} in {} ({} of the resume, {})",
+                        x.name,
+                        duration(x.seconds),
+                        x.stages.join(", "),
+                        pct(x.seconds, r),
+                        match x.cold > 0.0 {
+                            true => format!("{:.2}× the same spans cold", x.seconds / x.cold),
+                            false => "not in the cold run".into(),
+                        }
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ),
+        });
+        let persist = repeated.iter().find(|x| {
+            x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))
+        });
+        if let Some(x) = persist {
+            out.push(format!(
+                "The largest repeated span{}, {} ({} per resume over {} stage(s)), is the first thing to persist and load instead of recompute.",
+                if has_work { " not marked work" } else { "" },
+                x.name,
+                duration(x.seconds),
+                x.stages.len()
+            ));
+        }
+        if has_roles {
+            out.push(by_role(step, has_work));
+        }
+    }
+    out
+}
+
+/// The recipe's sentences, for a step whose spans have roles.
+fn by_role(step: &StepReport, has_work: bool) -> String {
+    let r = step.median_total_s;
+    let work = component_total(step, "work");
+    let mut parts: Vec<(&str, f64)> = super::report::COMPONENTS
+        .iter()
+        .filter(|c| **c != "work")
+        .map(|c| (*c, component_total(step, c)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let listed: Vec<String> = parts
+        .iter()
+        .take(4)
+        .map(|(k, v)| {
+            let name = if *k == "other" { "time outside roled spans" } else { label(k) };
+            format!("{name} {} ({})", duration(*v), pct(*v, r))
+        })
+        .collect();
+    let head = match has_work {
+        true => format!(
+            "By role, {} of it was work still to do, the other {} overhead: mostly {}.",
+            duration(work),
+            duration(r - work),
+            listed.join(", ")
+        ),
+        false => format!("By role: {}.", listed.join(", ")),
+    };
+    let recompute = component_total(step, "recompute");
+    match recompute > 0.0 {
+        true => format!(
+            "{head} Loading instead of recomputing could save up to {} per resume ({} of it), less the time to load what the recomputation makes.",
+            duration(recompute),
+            pct(recompute, r)
+        ),
+        false => head,
+    }
+}

@@ -1,0 +1,198 @@
+//! A user's own pipeline, first class: the `stagebench` Python helper
+//! through real processes (spans from a thread and a forked child, silence
+//! outside stagebench), kill points a command's own reports mark (its whole
+//! tree killed there), and the worked example's campaign judged by its spans.
+
+use harness::{coordinator, coordinator_with_output, json, run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The Python that runs the helper: `STAGEBENCH_PYTHON` (CI points it at a
+/// virtualenv with `pip install ./python` done, so the installed package is
+/// what runs), else python3 with the checkout's package on its path.
+fn python(c: &mut Command) -> String {
+    match std::env::var("STAGEBENCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            c.env("PYTHONPATH", repo().join("python"));
+            "python3".into()
+        }
+    }
+}
+
+fn helper_user() -> String {
+    repo().join("tests/scripts/helper_user.py").display().to_string()
+}
+
+#[test]
+fn spans_from_a_thread_and_a_forked_child_reach_the_report_through_the_helper() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let py = python(&mut c);
+    c.args(["--quiet", "--name", "helper"]);
+    c.arg("--command").arg(format!("'{py}' '{}' tree", helper_user()));
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let figures = &json(&out.join("report.json"))["stages"]["helper"]["figures"];
+    for name in ["from_thread", "from_child", "from_main"] {
+        assert_eq!(figures[format!("span:{name}_n")], 1.0, "{name}: {figures}");
+        let s = figures[format!("span:{name}_s")].as_f64().unwrap();
+        assert!((0.01..5.0).contains(&s), "{name}: {s}");
+    }
+}
+
+#[test]
+fn outside_stagebench_the_helper_is_a_silent_no_op() {
+    let mut c = Command::new("true");
+    let py = python(&mut c);
+    let mut p = Command::new(py);
+    for (k, v) in c.get_envs() {
+        if let Some(v) = v {
+            p.env(k, v);
+        }
+    }
+    p.env_remove("STAGEBENCH_SPANS").arg(helper_user()).arg("tree");
+    let out = p.output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}
+
+/// `--command` with `--kill-at NAME:span:step:2`: the command's whole tree,
+/// including a grandchild in a session of its own, is killed right after
+/// its second span ends; the run fails as killed, naming the point.
+#[test]
+fn a_command_is_killed_with_its_whole_tree_right_after_a_declared_span() {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let py = python(&mut c);
+    let pidfile = tmp.path().join("sleeper.pid");
+    c.args(["--quiet", "--name", "steps", "--kill-at", "steps:span:step:2"]);
+    c.arg("--command").arg(format!("'{py}' '{}' steps 20 '{}'", helper_user(), pidfile.display()));
+    let f = run(c);
+    assert_ne!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "killed_at_point", "{failure}");
+    assert!(failure["message"].as_str().unwrap().contains("span 'step' #2 ended"), "{failure}");
+    let sleeper: i32 = std::fs::read_to_string(&pidfile).unwrap().parse().unwrap();
+    assert!(
+        harness::wait_gone(sleeper, std::time::Duration::from_secs(10)),
+        "the grandchild {sleeper} outlived its stage"
+    );
+    let steps = std::fs::read_to_string(tmp.path().join("sleeper.pid.steps")).unwrap_or_default();
+    assert!(steps.lines().count() <= 3, "not killed right after step 2: {steps:?}");
+    let term = tmp.path().join("sleeper.pid.term");
+    assert!(!term.exists(), "the grandchild got SIGTERM, not SIGKILL with its tree");
+}
+
+#[test]
+fn progress_and_time_points_kill_and_a_point_never_reached_fails_when_the_stage_ends() {
+    for (point, reason, needle) in [
+        ("steps:0.25", "killed_at_point", "progress 0.25 reached 0.25"),
+        ("steps:after:0.3", "killed_at_point", "s after it started"),
+        ("steps:span:nothing:1", "stage_failed", "the kill point was never reached"),
+    ] {
+        let (tmp, out, mut c) = coordinator_with_output();
+        let py = python(&mut c);
+        let pidfile = tmp.path().join("sleeper.pid");
+        c.args(["--quiet", "--name", "steps", "--kill-at", point]);
+        c.arg("--command").arg(format!(
+            "'{py}' '{}' steps 8 '{}'",
+            helper_user(),
+            pidfile.display()
+        ));
+        let f = run(c);
+        assert_ne!(f.code(), Some(0), "{point}: {}", f.stderr);
+        f.assert_no_worker_left();
+        let failure = json(&out.join("failure.json"));
+        assert_eq!(failure["reason"], reason, "{point}: {failure}");
+        assert!(failure["message"].as_str().unwrap().contains(needle), "{point}: {failure}");
+    }
+}
+
+#[test]
+fn kill_points_a_run_cannot_honour_are_refused_before_anything_runs() {
+    for (args, needle) in [
+        (vec!["--command", "true", "--name", "c", "--kill-at", "c:span:x:0"], "≥ 1"),
+        (vec!["--command", "true", "--name", "c", "--kill-at", "ghost:0.5"], "no stage"),
+        (vec!["--stage", "noop", "--kill-at", "noop:after:1"], "apply to a command stage"),
+        (vec!["--command", "true", "--name", "c", "--kill-at", "c:after:-1"], "positive"),
+    ] {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.args(&args);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        assert!(f.stderr.contains(needle), "{args:?}: {}", f.stderr);
+        assert!(!out.exists(), "{args:?}: a run directory was created");
+    }
+}
+
+/// examples/pipeline, as a user runs it (one trial per step): the judgment
+/// names what the resume skipped and what it repeated, the summary shows
+/// the spans, and both interrupted steps resume to the cold digest.
+#[test]
+fn the_worked_example_campaign_is_judged_by_its_own_spans() {
+    let tmp = tempfile::tempdir().unwrap();
+    let example = repo().join("examples/pipeline");
+    std::fs::copy(example.join("chain.py"), tmp.path().join("chain.py")).unwrap();
+    std::fs::create_dir(tmp.path().join("scratch")).unwrap();
+    let toml = std::fs::read_to_string(example.join("campaign.toml")).unwrap();
+    assert!(toml.contains("trials = 3\n"));
+    let file = tmp.path().join("campaign.toml");
+    std::fs::write(&file, toml.replace("trials = 3\n", "trials = 1\n")).unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    let py = python(&mut c);
+    if py != "python3" {
+        // The example's argv says python3: put the chosen one first on PATH.
+        let bin = Path::new(&py).parent().unwrap().display().to_string();
+        c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
+    }
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["pipeline"], true);
+    let judgment: Vec<&str> =
+        r["judgment"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    let after = |start: &str| {
+        let i = judgment.iter().position(|l| l.starts_with(start)).expect(start);
+        &judgment[i..]
+    };
+    // The resume: every search skipped, the recompute repeated and named.
+    let resume = after("Resuming (resume)");
+    assert!(
+        resume[1].starts_with("It skipped") && resume[1].contains("source/search_fit"),
+        "{resume:?}"
+    );
+    assert!(resume[1].contains("light/search_fit") && resume[1].contains("mass/search_fit"));
+    assert!(resume[2].starts_with("It repeated") && resume[2].contains("max_lh_fit_recompute"));
+    assert!(!resume[2].contains("search_fit"), "a skipped search ran again: {}", resume[2]);
+    assert!(resume[3].contains("max_lh_fit_recompute") && resume[3].contains("persist"));
+    // Killed mid-search in light: the light and mass searches ran again.
+    let killed = after("Killed with SIGKILL at light:0.5");
+    assert!(killed[2].contains("search_fit") && killed[2].contains("in light, mass"), "{killed:?}");
+    assert!(killed[0].contains("identical to the cold run's in 1 of 1"), "{killed:?}");
+    let killed = after("Killed with SIGKILL at mass:span:max_lh_fit_recompute:1");
+    assert!(killed[0].contains("in 1 of 1"), "{killed:?}");
+    for step in r["steps"].as_array().unwrap() {
+        for t in step["trials"].as_array().unwrap() {
+            assert_eq!(t["identical_to_cold"], true, "{}", step["name"]);
+        }
+    }
+    let failure = json(&out.join("runs/killed_mid_search/1-killed/failure.json"));
+    assert_eq!(
+        (failure["reason"].as_str(), failure["stage"].as_str()),
+        (Some("killed_at_point"), Some("light"))
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("## Spans per stage"), "{summary}");
+    assert!(summary.contains("| `light` | `search_fit` |"), "{summary}");
+    let mut v = coordinator();
+    v.arg("verify").arg(&out);
+    assert_eq!(run(v).code(), Some(0));
+}
