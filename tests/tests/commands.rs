@@ -59,6 +59,24 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     let mut v = harness::coordinator();
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
+    // summary.md shows them by stage and name: trials, count per trial, median.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("| `spans` | `load` | 2 | 2 | 750.0 ms | 750.0 ms–750.0 ms |"),
+        "{summary}"
+    );
+    assert!(summary.contains("| `spans` | `adapt_images` | 2 | 1 | 54.70 s |"), "{summary}");
+}
+
+#[test]
+fn a_progress_line_outside_zero_to_one_fails_the_stage_with_its_line() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--command", "echo '{\"progress\": 1.5}' >> \"$STAGEBENCH_SPANS\"", "--name", "bad"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("spans line 1: progress 1.5 is not between 0 and 1"), "{line}");
+    assert!(!out.join("report.json").exists());
 }
 
 #[test]

@@ -44,7 +44,9 @@ pub(super) enum Command {
         threshold: f64,
         /// Compare (and gate on) only this figure; repeat for several. Any
         /// figure the runs record: wall_s, cpu_s, peak_rss_bytes (the
-        /// default three), or a stage's own, such as span:NAME_s.
+        /// default three), or a stage's own, such as span:NAME_s; a name
+        /// ending in `*` is a pattern (`span:*`: every span's seconds both
+        /// runs record).
         #[arg(long = "figure", value_name = "NAME")]
         figures: Vec<String>,
         /// Compare runs whose declarations differ (mode, dataset, a stage's

@@ -134,7 +134,8 @@ pub(crate) fn compare(
     }
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
-        for (j, figure) in figures.iter().enumerate() {
+        let stage_figures = expand(figures, &ra, &rb, stage);
+        for (j, figure) in stage_figures.iter().enumerate() {
             let (xa, xb) = (samples(&ra, stage, figure), samples(&rb, stage, figure));
             if xa.is_empty() || xb.is_empty() {
                 continue;
@@ -164,11 +165,47 @@ pub(crate) fn compare(
             });
         }
     }
-    let missing = figures.iter().find(|f| !rows.iter().any(|r| &r.figure == *f));
+    let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
     if let (Some(f), false) = (missing, common.is_empty()) {
         return Err(CompareError::NoFigure(f.clone()));
     }
     Ok(Comparison { incomparable, rows })
+}
+
+/// Whether `figure` is `pattern`, or starts with it when it ends in `*`.
+fn matches(pattern: &str, figure: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => figure.starts_with(prefix),
+        None => pattern == figure,
+    }
+}
+
+/// The figures of `stage` to compare: each name as given, and for a
+/// pattern (`span:*`) every figure both reports record for the stage that
+/// starts with its prefix (a span pattern: its seconds, `span:NAME_s`).
+fn expand(figures: &[String], ra: &Value, rb: &Value, stage: &str) -> Vec<String> {
+    let names = |r: &Value| -> BTreeSet<String> {
+        let from_trials = r["trials"][stage]["samples"].as_object();
+        let from_record = r["stages"][stage]["figures"].as_object();
+        from_trials.or(from_record).map(|o| o.keys().cloned().collect()).unwrap_or_default()
+    };
+    let (na, nb) = (names(ra), names(rb));
+    let mut out = Vec::new();
+    for f in figures {
+        match f.strip_suffix('*') {
+            Some(prefix) => {
+                let seconds_only = prefix.starts_with("span:");
+                out.extend(
+                    na.intersection(&nb)
+                        .filter(|n| n.starts_with(prefix) && (!seconds_only || n.ends_with("_s")))
+                        .cloned(),
+                );
+            }
+            None => out.push(f.clone()),
+        }
+    }
+    out.dedup();
+    out
 }
 
 /// A figure's value in the unit its name says: seconds as a duration,
@@ -189,8 +226,10 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     if !c.incomparable.is_empty() {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
     }
+    // Wide enough for the longest figure (a span's name can be 64 bytes).
+    let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
     s.push_str(&format!(
-        "{:<20} {:<15} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
+        "{:<20} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
         "stage",
         "figure",
         "n A",
@@ -211,7 +250,7 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             Verdict::TooFewTrials => "too few trials to say",
         };
         s.push_str(&format!(
-            "{:<20} {:<15} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
+            "{:<20} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
             r.stage,
             r.figure,
             r.n_a,
@@ -250,4 +289,25 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
             .map_err(|e| format!("writing {name}: {e}"))?;
     }
     staging.publish().map_err(|e| format!("publishing output {}: {e}", named()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::expand;
+    use serde_json::json;
+
+    #[test]
+    fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
+        let a = json!({"trials": {"s": {"samples": {
+            "wall_s": [1.0], "span:load_s": [1.0], "span:load_n": [2.0], "span:fit_s": [1.0],
+            "span:only_a_s": [1.0]
+        }}}});
+        let b = json!({"stages": {"s": {"figures": {
+            "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0
+        }}}});
+        let figures = vec!["wall_s".to_string(), "span:*".to_string()];
+        assert_eq!(expand(&figures, &a, &b, "s"), ["wall_s", "span:fit_s", "span:load_s"]);
+        assert_eq!(expand(&["span:load_*".into()], &a, &b, "s"), ["span:load_s"]);
+        assert!(expand(&["nothing:*".into()], &a, &b, "s").is_empty());
+    }
 }

@@ -49,6 +49,50 @@ fn process_trees(s: &mut String, r: &Report) {
     }
 }
 
+/// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
+/// in how many trials, how many per trial, the median seconds with its 95%
+/// interval, and the median's share of the stage's median wall.
+fn trial_spans(
+    s: &mut String,
+    trials: &std::collections::BTreeMap<String, TrialSet>,
+    keys: &[&String],
+) {
+    let rows: Vec<(&String, &str, &crate::stats::Summary)> = keys
+        .iter()
+        .flat_map(|k| {
+            trials[*k].summary.iter().filter_map(move |(fig, sum)| {
+                Some((*k, fig.strip_prefix("span:")?.strip_suffix("_s")?, sum))
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Spans (what the stages reported of themselves)\n");
+    let _ = writeln!(
+        s,
+        "| stage | span | n | per trial | median | 95% CI of median | share of the stage's wall |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---|---:|");
+    for (k, name, sum) in rows {
+        let t = &trials[k];
+        let per_trial = t.summary.get(&format!("span:{name}_n")).map_or(0.0, |c| c.median);
+        let wall = t.summary["wall_s"].median;
+        let share = match wall > 0.0 {
+            true => format!("{:.0}%", 100.0 * sum.median / wall),
+            false => "–".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| `{k}` | `{name}` | {} | {per_trial} | {} | {}–{} | {share} |",
+            sum.n,
+            duration(sum.median),
+            duration(sum.median_ci95[0]),
+            duration(sum.median_ci95[1]),
+        );
+    }
+}
+
 /// A stage's wall-time trial statistics as the console and summary.md show
 /// them: median, the 95% interval's ends, stdev, MAD, outliers, and trials
 /// to resolve 1% (`none` where that cannot be said).
@@ -177,6 +221,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 t.n, t.warmup,
             );
         }
+        trial_spans(&mut s, trials, &keys);
         let shared = crate::rundir::report::shared_warnings(trials);
         let mut warnings: Vec<String> = keys
             .iter()
