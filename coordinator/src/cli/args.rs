@@ -181,6 +181,9 @@ pub(super) struct RunArgs {
     /// Kill the worker of STAGE with SIGKILL as soon as it reports FRACTION
     /// (0 to 1) of its progress, e.g. cache_prepare:0.5 or train:0.75: a
     /// declared interruption (the run then fails, leaving what it left).
+    /// A --command stage's whole process tree is killed instead, and may
+    /// also be killed at STAGE:span:NAME:N (right after its Nth span NAME
+    /// ends) or STAGE:after:SECONDS.
     #[arg(long, value_name = "STAGE:FRACTION")]
     pub(super) kill_at: Option<KillAt>,
     /// Run a command line (through `sh -c`) as a stage, inside a fresh worker,

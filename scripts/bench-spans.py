@@ -1,0 +1,152 @@
+#!/usr/bin/env python3
+"""What following a command's spans file costs, and how soon a kill point kills.
+
+Measures, in one invocation (release build), interleaved over ROUNDS rounds:
+
+  chatty   - a command stage whose Python writes SPANS spans through the
+             `stagebench` helper as fast as it can (one O_APPEND write each):
+             the stage's median wall under this build, and under --baseline
+             (a build that read the spans file only at the stage's end), as a
+             ratio. The worker wakes for the file's growth while the command
+             runs; this is what that costs the command.
+  quiet    - a command stage that sleeps 200 ms and writes nothing: its wall
+             minus 200 ms (process starts included), under both builds: the
+             difference is what following adds to a command that reports
+             nothing (this build sleeps in poll on a pidfd, the baseline in
+             wait4).
+  kill     - `--kill-at k:span:go:1` on a command that writes one span, then
+             spins: from the moment just before that write (CLOCK_MONOTONIC,
+             the command's own clock) to the moment the command is dead (a
+             pidfd this script holds on it becomes readable).
+  floor    - the control for `kill`: this script SIGKILLs a spinning process
+             itself and waits on its pidfd the same way.
+
+Run by hand on an idle machine; not part of CI. Never run two benchmarks at once.
+
+usage: scripts/bench-spans.py [--rounds R] [--spans N] [--baseline TARGET_RELEASE_DIR]
+"""
+import argparse, json, os, select, signal, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+HELPER = os.path.join(ROOT, "python")
+
+CHATTY = """
+import stagebench, sys
+for _ in range(int(sys.argv[1])):
+    with stagebench.span("tick"):
+        pass
+"""
+
+KILLED = """
+import os, sys, time, stagebench
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(str(os.getpid()))
+os.replace(sys.argv[1] + ".tmp", sys.argv[1])
+time.sleep(0.3)                         # the bench opens its pidfd meanwhile
+t = time.clock_gettime(time.CLOCK_MONOTONIC)
+with open(sys.argv[2], "w") as f:
+    f.write(repr(t))
+with stagebench.span("go"):
+    pass
+while True:
+    pass
+"""
+
+
+def env():
+    e = dict(os.environ)
+    e["PYTHONPATH"] = HELPER + os.pathsep + e.get("PYTHONPATH", "")
+    return e
+
+
+def stage_wall(coordinator, tmp, tag, line):
+    out = os.path.join(tmp, tag)
+    r = subprocess.run([coordinator, "--quiet", "--output", out, "--name", "c", "--command", line],
+                       env=env(), capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"{tag}: {r.stderr}")
+    with open(os.path.join(out, "report.json")) as f:
+        return json.load(f)["stages"]["c"]["wall_s"]
+
+
+def wait_file(path, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline:
+            sys.exit(f"{path} never appeared")
+        time.sleep(0.005)
+
+
+def kill_latency(coordinator, tmp, tag):
+    pidfile, timefile = os.path.join(tmp, tag + ".pid"), os.path.join(tmp, tag + ".t")
+    script = os.path.join(tmp, "killed.py")
+    line = f"'{sys.executable}' '{script}' '{pidfile}' '{timefile}'"
+    p = subprocess.Popen([coordinator, "--quiet", "--output", os.path.join(tmp, tag), "--name", "k",
+                          "--kill-at", "k:span:go:1", "--command", line],
+                         env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    wait_file(pidfile)
+    fd = os.pidfd_open(int(open(pidfile).read()))
+    select.select([fd], [], [], 30)
+    dead = time.clock_gettime(time.CLOCK_MONOTONIC)
+    os.close(fd)
+    p.wait(timeout=30)
+    return dead - float(open(timefile).read())
+
+
+def floor_latency():
+    p = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    time.sleep(0.1)
+    fd = os.pidfd_open(p.pid)
+    t = time.clock_gettime(time.CLOCK_MONOTONIC)
+    os.kill(p.pid, signal.SIGKILL)
+    select.select([fd], [], [], 30)
+    dead = time.clock_gettime(time.CLOCK_MONOTONIC)
+    os.close(fd)
+    p.wait()
+    return dead - t
+
+
+def ms(x):
+    return f"{1000 * x:8.3f} ms"
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rounds", type=int, default=9)
+    ap.add_argument("--spans", type=int, default=20000)
+    ap.add_argument("--baseline", help="target/release of a build that read spans only at the end")
+    a = ap.parse_args()
+    builds = {"this": os.path.join(ROOT, "target", "release")}
+    if a.baseline:
+        builds["baseline"] = a.baseline
+    coord = {k: os.path.join(v, "coordinator") for k, v in builds.items()}
+    chatty, quiet = {k: [] for k in builds}, {k: [] for k in builds}
+    kill, floor = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        script = os.path.join(tmp, "chatty.py")
+        open(script, "w").write(CHATTY)
+        open(os.path.join(tmp, "killed.py"), "w").write(KILLED)
+        line = f"'{sys.executable}' '{script}' {a.spans}"
+        for r in range(a.rounds):
+            for k in builds:
+                chatty[k].append(stage_wall(coord[k], tmp, f"chatty-{k}-{r}", line))
+            for k in builds:
+                quiet[k].append(stage_wall(coord[k], tmp, f"quiet-{k}-{r}", "sleep 0.2") - 0.2)
+            kill.append(kill_latency(coord["this"], tmp, f"kill-{r}"))
+            floor.append(floor_latency())
+            print(f"round {r + 1}/{a.rounds} done", file=sys.stderr)
+    med = statistics.median
+    print(f"medians of {a.rounds} rounds, interleaved")
+    for k in builds:
+        print(f"chatty ({a.spans} spans), {k:8}: {ms(med(chatty[k]))}")
+    if "baseline" in builds:
+        ratios = [t / b for t, b in zip(chatty["this"], chatty["baseline"])]
+        print(f"chatty this/baseline, median of per-round ratios: {med(ratios):.3f}")
+    for k in builds:
+        print(f"quiet (sleep 0.2) - 200 ms, {k:8}: {ms(med(quiet[k]))}")
+    print(f"kill: span written to dead   {ms(med(kill))} (max {ms(max(kill))})")
+    print(f"floor: SIGKILL to dead       {ms(med(floor))} (max {ms(max(floor))})")
+
+
+if __name__ == "__main__":
+    main()
