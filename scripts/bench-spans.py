@@ -7,13 +7,14 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              `stagebench` helper as fast as it can (one O_APPEND write each):
              the stage's median wall under this build, and under --baseline
              (a build that read the spans file only at the stage's end), as a
-             ratio. The worker wakes for the file's growth while the command
-             runs; this is what that costs the command.
+             ratio. The worker reads what the file gained every 100 ms while
+             the command runs; this is what that costs the command.
   quiet    - a command stage that sleeps 200 ms and writes nothing: its wall
              minus 200 ms (process starts included), under both builds: the
              difference is what following adds to a command that reports
              nothing (this build sleeps in poll on a pidfd, the baseline in
-             wait4).
+             wait4). An inotify watch on the spans file made this 6 to 14 ms
+             worse in most runs, which is why the worker does not use one.
   kill     - `--kill-at k:span:go:1` on a command that writes one span, then
              spins: from the moment just before that write (CLOCK_MONOTONIC,
              the command's own clock) to the moment the command is dead (a

@@ -54,7 +54,8 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
             }
             Event::Progress { key, done, total } => {
                 if terminal && phase.as_ref().is_some_and(|p| p.style == Style::LinePerJob) {
-                    eprint!("{clear}  running {key}: {done}/{total}");
+                    let pct = 100.0 * done as f64 / (total.max(1)) as f64;
+                    eprint!("{clear}  running {key}: {done}/{total} ({pct:.0}%)");
                 }
             }
             Event::StageFinished { rank, key, measurement: m } => {

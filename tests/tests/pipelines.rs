@@ -196,3 +196,28 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
 }
+
+/// A pipeline campaign whose kill point never comes fails that trial with
+/// one line naming it when the stage ends, and writes no report.
+#[test]
+fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let once = r#"echo '{\"name\": \"a\", \"seconds\": 0.1}' >> \"$STAGEBENCH_SPANS\""#;
+    let text = format!(
+        "[campaign]\nname = \"never\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"{once}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"cut\"\nkind = \"interrupted\"\nkill_at = \"s:span:a:5\"\n"
+    );
+    let file = tmp.path().join("c.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("step 'cut' trial 1"), "{line}");
+    assert!(line.contains("the kill point was never reached: span:a:5"), "{line}");
+    assert!(line.contains("after 1 span(s) called 'a'"), "{line}");
+    assert!(!out.join("report.json").exists());
+}

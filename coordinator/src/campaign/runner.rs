@@ -157,7 +157,7 @@ impl Runner<'_> {
                 let state = self.state(&format!("{}-{t}", step.name))?;
                 let killed_rel = format!("{run_rel}-killed");
                 let plan = self.plan(&state, step, &killed_rel, true);
-                let killed = self.killed_run(step, plan, &killed_rel, artifacts)?;
+                let killed = self.killed_run(step, t, plan, &killed_rel, artifacts)?;
                 (state, Some(killed))
             }
         };
@@ -221,7 +221,7 @@ impl Runner<'_> {
                 let killed_rel = format!("{run_rel}-killed");
                 let (plan, _) = self.pipeline_plan(false, &killed_rel, step.kill_point());
                 let plan = plan.expect("a run from a reset state has stages to run");
-                Some(self.killed_run(step, plan, &killed_rel, artifacts)?)
+                Some(self.killed_run(step, t, plan, &killed_rel, artifacts)?)
             }
             _ => None,
         };
@@ -313,6 +313,7 @@ impl Runner<'_> {
     fn killed_run(
         &self,
         step: &StepSpec,
+        t: u32,
         plan: RunPlan,
         run_rel: &str,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
@@ -327,9 +328,9 @@ impl Runner<'_> {
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
                 Ok(Killed { run: run_rel.into(), stage, wall_s })
             }
-            Err(f) => Err(self.failed(step, 0, f.error)),
+            Err(f) => Err(self.failed(step, t, f.error)),
             Ok(_) => Err(CampaignError::Failed(format!(
-                "step '{}': the run ended before reaching its kill point {} (see {run_rel})",
+                "step '{}' trial {t}: the run ended before reaching its kill point {} (see {run_rel})",
                 step.name,
                 step.kill_at.as_deref().unwrap_or("?")
             ))),
