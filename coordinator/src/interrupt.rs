@@ -118,7 +118,7 @@ mod tests {
             ("fit:1.5", "between 0 and 1"),
             ("fit", "is not STAGE:FRACTION"),
             (":0.5", "names no stage"),
-            ("span:a:1", "names no stage"),
+            ("fit:span:a", "is not a fraction"),
         ] {
             let e = text.parse::<KillAt>().unwrap_err();
             assert!(e.contains(needle), "{text}: {e}");
