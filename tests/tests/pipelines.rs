@@ -118,7 +118,17 @@ fn kill_points_a_run_cannot_honour_are_refused_before_anything_runs() {
     for (args, needle) in [
         (vec!["--command", "true", "--name", "c", "--kill-at", "c:span:x:0"], "≥ 1"),
         (vec!["--command", "true", "--name", "c", "--kill-at", "ghost:0.5"], "no stage"),
-        (vec!["--stage", "noop", "--kill-at", "noop:after:1"], "apply to a command stage"),
+        (vec!["--stage", "noop", "--kill-at", "noop:after:1"], "can be killed at a point"),
+        (vec!["--stage", "crash", "--kill-at", "crash:0.5"], "can be killed at a point"),
+        (vec!["--mode", "profile", "--kill-at", "verify_before:0.5"], "not --mode profile"),
+        (
+            vec!["--mode", "cold-prep", "--kill-at", "cold_feature_cache_prepare:0.5"],
+            "not --mode cold-prep",
+        ),
+        (
+            vec!["--mode", "trials", "--command", "true", "--kill-at", "command:0.5"],
+            "not --mode trials",
+        ),
         (vec!["--command", "true", "--name", "c", "--kill-at", "c:after:-1"], "positive"),
     ] {
         let (_tmp, out, mut c) = coordinator_with_output();

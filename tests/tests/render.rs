@@ -130,6 +130,27 @@ fn exports_hold_every_stage_and_never_overwrite() {
     );
     assert!(!out2.exists(), "a run started although its export path exists");
     assert_eq!(std::fs::read(&csvf).unwrap(), before);
+
+    // So is one whose folder does not exist, naming the folder.
+    let missing = csvf.parent().unwrap().join("no-such-folder/b.json");
+    let (out3, f) = trials_run(&mut keep, &["--export-json", missing.to_str().unwrap()]);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("no-such-folder' does not exist"), "{}", f.stderr);
+    assert!(!out3.exists(), "a run started although its export folder is missing");
+}
+
+#[test]
+fn the_stages_plot_says_how_the_stages_were_isolated() {
+    for (isolation, says) in
+        [("run", "one process for the whole run"), ("stage", "one process per stage")]
+    {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.args(["--quiet", "--stage", "noop", "--stage", "noop", "--isolation", isolation]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        let svg = std::fs::read_to_string(out.join("plots/stages.svg")).unwrap();
+        assert!(svg.contains(says), "{isolation}: the caption does not say {says:?}");
+    }
 }
 
 #[test]

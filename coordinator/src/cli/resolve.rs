@@ -89,13 +89,30 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         (crate::launch::Kind::Local, None) => None,
     };
     if let Some(k) = &args.kill_at {
+        // Only these act on a kill point: the recipe's stages report their
+        // progress, and a command's worker follows its spans file.
         let known: Vec<String> = match args.mode {
             Mode::Recipe => crate::modes::recipe::keys().map(str::to_string).collect(),
-            _ => stages.iter().map(|s| s.key.clone()).collect(),
+            Mode::Diagnostic => stages
+                .iter()
+                .filter(|s| matches!(s.stage, Stage::Command { .. } | Stage::Exec { .. }))
+                .map(|s| s.key.clone())
+                .collect(),
+            other => {
+                return Err(format!(
+                    "--kill-at applies to --mode recipe and to the --command stages of --mode diagnostic, not --mode {}",
+                    other.as_str()
+                ));
+            }
         };
+        if known.is_empty() {
+            return Err(format!(
+                "--kill-at {k}: no stage of this run can be killed at a point (--mode diagnostic kills --command stages only)"
+            ));
+        }
         if !known.contains(&k.stage) {
             return Err(format!(
-                "--kill-at {}: no stage of this run is called that (stages: {})",
+                "--kill-at {}: no stage of this run that can be killed is called that (stages: {})",
                 k.stage,
                 known.join(", ")
             ));

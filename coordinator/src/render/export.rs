@@ -51,6 +51,17 @@ impl Exports {
             if self.0[..i].iter().any(|(_, q)| q == p) {
                 return Err(format!("{} '{}' is named by another export", f.flag(), p.display()));
             }
+            // Its folder must be there now: found missing after the run, the
+            // export would be lost with everything measured.
+            let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
+            if let Some(dir) = parent.filter(|d| !d.is_dir()) {
+                return Err(format!(
+                    "{} '{}': its folder '{}' does not exist (create it first)",
+                    f.flag(),
+                    p.display(),
+                    dir.display()
+                ));
+            }
         }
         Ok(())
     }

@@ -75,8 +75,11 @@ fn stages<DB: DrawingBackend>(
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     let labels: Vec<String> = rows.iter().map(|(k, _)| k.to_string()).collect();
-    let what =
-        if r.trials().is_some() { "median of counted trials" } else { "one process per stage" };
+    let what = match (r.trials().is_some(), r.isolation.as_str()) {
+        (true, _) => "median of counted trials",
+        (false, "run") => "one process for the whole run",
+        _ => "one process per stage",
+    };
     caption(
         root,
         &format!("stagebench {} run: wall, CPU and peak RSS per stage ({what})", r.mode()),
