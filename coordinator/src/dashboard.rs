@@ -3,8 +3,11 @@
 //!
 //! A run directory is one holding declaration.json. Its row says whether the
 //! run succeeded (report.json whose body digest holds), failed
-//! (failure.json), was altered (a digest that does not hold) or never
-//! finished (a declaration alone). Reading is cheap: artifacts are not
+//! (failure.json: its `reason` only, never its message, which may name a
+//! file or a series), was altered (a digest that does not hold) or never
+//! finished (a declaration alone). A campaign directory gets a row of its
+//! own (steps, trials, resume against cold, trials identical to cold), and
+//! its runs are listed too. Reading is cheap: artifacts are not
 //! re-hashed (that is `verify`'s job). The output depends only on the runs,
 //! so rerunning with nothing new rewrites nothing. A README.md that this
 //! command did not write is refused and left alone.
@@ -75,7 +78,10 @@ pub(crate) fn write(dir: &Path) -> Result<String, String> {
 fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if dir.join(DECLARATION).is_file() {
         out.push(dir.to_path_buf());
-        return Ok(());
+        // A campaign's own runs lie below it (runs/STEP/TRIAL).
+        if !is_campaign(&read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null)) {
+            return Ok(());
+        }
     }
     if depth == MAX_DEPTH {
         return Ok(());
@@ -93,6 +99,10 @@ fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Resul
     Ok(())
 }
 
+fn is_campaign(declaration: &Value) -> bool {
+    declaration["schema"] == crate::campaign::SCHEMA_DECLARATION
+}
+
 fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
@@ -100,12 +110,21 @@ fn read_json(path: &Path) -> Option<Value> {
 fn row(base: &Path, dir: &Path) -> Row {
     let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
     let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
+    let campaign = is_campaign(&decl);
+    let stages = match campaign {
+        true => decl["campaign"]["step"].as_array().map(|s| format!("{} steps", s.len())),
+        false => decl["stages"].as_array().map(|s| s.len().to_string()),
+    };
+    let mode = match campaign {
+        true => Some("campaign"),
+        false => decl["mode"].as_str(),
+    };
     let mut r = Row {
         rel,
         created: decl["created_utc"].as_str().unwrap_or("").to_string(),
-        mode: decl["mode"].as_str().unwrap_or("?").to_string(),
+        mode: mode.unwrap_or("?").to_string(),
         status: String::new(),
-        stages: decl["stages"].as_array().map_or("?".into(), |s| s.len().to_string()),
+        stages: stages.unwrap_or_else(|| "?".into()),
         processes: "–".into(),
         wall: "–".into(),
         headline: String::new(),
@@ -118,6 +137,10 @@ fn row(base: &Path, dir: &Path) -> Row {
                 return r;
             }
             r.status = "ok".into();
+            if campaign {
+                r.headline = campaign_headline(&rep);
+                return r;
+            }
             r.processes = rep["workers"].as_array().map_or("?".into(), |w| w.len().to_string());
             if let Some(w) = rep["run_wall_s"].as_f64() {
                 r.wall = crate::fmt::duration(w);
@@ -127,13 +150,37 @@ fn row(base: &Path, dir: &Path) -> Row {
         None if dir.join(REPORT).exists() => r.status = "**unreadable report**".into(),
         None => match read_json(&dir.join(FAILURE)) {
             Some(f) => {
+                // The reason is a fixed word; the message is not for sharing.
                 r.status = format!("failed: {}", f["reason"].as_str().unwrap_or("?"));
-                r.headline = f["message"].as_str().unwrap_or("").to_string();
             }
             None => r.status = "no report (interrupted or running)".into(),
         },
     }
     r
+}
+
+/// One phrase about what a campaign found: trials per step, the first
+/// resume against the cold run, and how many resumed trials left the cold
+/// run's state.
+fn campaign_headline(rep: &Value) -> String {
+    let steps = rep["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let of_kind = |k: &str| steps.iter().find(|s| s["kind"] == k);
+    let total = |s: Option<&Value>| s.and_then(|s| s["median_total_s"].as_f64());
+    let ratio = match (total(of_kind("resume")), total(of_kind("cold"))) {
+        (Some(r), Some(c)) if c > 0.0 => format!("resume {:.3}× cold", r / c),
+        _ => "no resume".into(),
+    };
+    let resumed: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["kind"] != "cold")
+        .flat_map(|s| s["trials"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .collect();
+    let same = resumed.iter().filter(|t| t["identical_to_cold"] == true).count();
+    format!(
+        "{} trials per step; {ratio}; {same} of {} resumed trials identical to cold",
+        rep["trials"].as_u64().unwrap_or(0),
+        resumed.len()
+    )
 }
 
 /// One phrase about what the run found.

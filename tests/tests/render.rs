@@ -190,6 +190,8 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
         "{first}"
     );
     assert!(rows[1].starts_with("| [a](a/summary.md) |") && rows[1].contains("| ok |"), "{first}");
+    // A failure's reason, never its message (which may name a file or a series).
+    assert!(!first.contains("failed as asked"), "{first}");
 
     let f = dashboard(&runs);
     assert!(f.stdout.starts_with("unchanged"), "{}", f.stdout);
@@ -213,6 +215,36 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("was not written by `coordinator dashboard`"), "{}", f.stderr);
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my notes\n");
+}
+
+#[test]
+fn the_dashboard_gives_a_campaign_a_row_and_lists_its_runs() {
+    let base = tempfile::tempdir().unwrap();
+    std::fs::create_dir(base.path().join("work")).unwrap();
+    let file = base.path().join("c.toml");
+    std::fs::write(
+        &file,
+        "[campaign]\nname = \"quick\"\ntrials = 2\nscratch = \"work\"\n\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"echo x > out\"]\ncwd = \"work\"\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+    )
+    .unwrap();
+    let runs = base.path().join("runs");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(runs.join("camp"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let mut c = coordinator();
+    c.arg("dashboard").arg(&runs);
+    assert_eq!(run(c).code(), Some(0));
+    let index = std::fs::read_to_string(runs.join("README.md")).unwrap();
+    let rows: Vec<&str> =
+        index.lines().filter(|l| l.starts_with("| ") && !l.starts_with("| run")).collect();
+    let campaign = rows.iter().find(|r| r.starts_with("| [camp](camp/summary.md)")).expect(&index);
+    assert!(campaign.contains("| campaign | ok | 2 steps |"), "{campaign}");
+    assert!(campaign.contains("2 trials per step; resume "), "{campaign}");
+    assert!(campaign.contains("2 of 2 resumed trials identical to cold"), "{campaign}");
+    // Its runs: two cold, two resumed.
+    let inner = rows.iter().filter(|r| r.contains("camp/runs/")).count();
+    assert_eq!(inner, 4, "{index}");
 }
 
 #[test]
