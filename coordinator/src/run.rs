@@ -23,11 +23,14 @@ use tokio_util::sync::CancellationToken;
 pub(crate) struct RunFailure {
     pub(crate) error: RunError,
     pub(crate) failure_file: Option<PathBuf>,
+    /// The run's worker processes' walls (spawn to reap) summed, when any
+    /// ran: what a completed run's stages add up to, start-up included.
+    pub(crate) processes_wall_s: Option<f64>,
 }
 
 impl From<RunError> for RunFailure {
     fn from(error: RunError) -> Self {
-        RunFailure { error, failure_file: None }
+        RunFailure { error, failure_file: None, processes_wall_s: None }
     }
 }
 
@@ -41,6 +44,7 @@ pub(crate) struct RunSummary {
 struct Bound {
     declaration_sha256: Option<String>,
     environment_sha256: Option<String>,
+    processes_wall_s: Option<f64>,
 }
 
 pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
@@ -65,7 +69,8 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     }
     .map_err(|e| usage(e.to_string()))?;
 
-    let mut bound = Bound { declaration_sha256: None, environment_sha256: None };
+    let mut bound =
+        Bound { declaration_sha256: None, environment_sha256: None, processes_wall_s: None };
     let mut parameters = settings.parameters();
     parameters.extend(prepared.parameters);
     let declaration = Declaration::new(
@@ -81,7 +86,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
             let failure_file = record_failure(&dir, plan, &bound, &error);
-            Err(RunFailure { error, failure_file })
+            Err(RunFailure { error, failure_file, processes_wall_s: bound.processes_wall_s })
         }
     }
 }
@@ -135,7 +140,7 @@ fn run_in(
 
     let listen = plan.settings.listen.as_deref();
     let what = if listen.is_some() { "binding --listen" } else { "binding the socket" };
-    let bound = crate::launch::bind(listen).map_err(|e| internal(what, &e))?;
+    let socket = crate::launch::bind(listen).map_err(|e| internal(what, &e))?;
     let token = new_token().map_err(|e| internal("drawing the run token", &e))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
@@ -145,10 +150,12 @@ fn run_in(
     let run_dir_abs =
         std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
-    let crate::launch::Bound { listener, endpoint, socket_dir } = bound;
+    let crate::launch::Bound { listener, endpoint, socket_dir } = socket;
     let (mut outcomes, interrupted) = runtime
         .block_on(supervise_run(&plan.settings, phases, listener, endpoint, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
+    let workers = modes::process_records(&outcomes);
+    bound.processes_wall_s = Some(workers.iter().map(|w| w.wall_s).sum());
     let run_wall = started.elapsed();
     drop(runtime);
     drop(socket_dir);
@@ -173,7 +180,6 @@ fn run_in(
         }
     }
     check_leaks(&outcomes, plan.settings.leaks)?;
-    let workers = modes::process_records(&outcomes);
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;

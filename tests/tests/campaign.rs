@@ -99,6 +99,13 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
         );
         assert!(comp(by_name(s), "work") > 0.0, "{s}: the resume had nothing left to do");
     }
+    // A run killed half-way through preparing the cache is measured as a
+    // cold run is (its processes' walls), so it is shorter than a whole one.
+    let cold_total = by_name("cold")["median_total_s"].as_f64().unwrap();
+    for t in by_name("interrupted_cache")["trials"].as_array().unwrap() {
+        let killed = t["killed"]["wall_s"].as_f64().unwrap();
+        assert!(killed < cold_total, "killed after {killed} s, a whole cold run {cold_total} s");
+    }
     // The judgment is computed: it quotes the measured ratio.
     let judgment: Vec<&str> =
         r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();

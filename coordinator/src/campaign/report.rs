@@ -75,7 +75,8 @@ pub(crate) struct TrialReport {
 pub(crate) struct Killed {
     pub(crate) run: String,
     pub(crate) stage: String,
-    /// From the run's start to the reap of the killed worker.
+    /// The killed run's worker processes' walls (spawn to reap) summed,
+    /// the killed one's up to its reap: measured as a trial's `total_s` is.
     pub(crate) wall_s: f64,
 }
 

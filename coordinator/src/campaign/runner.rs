@@ -320,9 +320,11 @@ impl Runner<'_> {
     ) -> Result<Killed, CampaignError> {
         let started = Instant::now();
         let outcome = self.execute(&plan);
-        let wall_s = started.elapsed().as_secs_f64();
+        let elapsed = started.elapsed().as_secs_f64();
         match outcome {
             Err(f) if matches!(f.error, RunError::Failed { reason: "killed_at_point", .. }) => {
+                // Measured as a cold trial's total is: its processes' walls.
+                let wall_s = f.processes_wall_s.unwrap_or(elapsed);
                 artifacts
                     .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
