@@ -172,3 +172,42 @@ fn sigint_during_parallel_preparation_leaves_no_worker_and_no_report() {
     assert!(!out.join("report.json").exists());
     assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
 }
+
+/// More workers asked for than there are series: only as many start, the
+/// console says so, and no record shows an idle process (a busy time of
+/// -0.0 or a peak of 0).
+#[test]
+fn no_more_processes_than_series_start_and_the_console_says_so() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "64", "--data"]).arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let series = r["counts"]["train_series"].as_u64().unwrap();
+    assert!(series < 64);
+    let workers = r["parallel"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len() as u64, series, "{workers:?}");
+    // A worker may still find the queue empty (another took two series
+    // first): it says so truthfully, never -0.0 or a peak of 0.
+    for w in workers {
+        let busy = w["busy_s"].as_f64().unwrap();
+        match w["series"].as_u64().unwrap() {
+            0 => {
+                assert!(busy == 0.0 && busy.is_sign_positive(), "{w}");
+                assert!(w["peak_rss_bytes"].is_null(), "{w}");
+            }
+            _ => {
+                assert!(busy > 0.0, "{w}");
+                assert!(w["peak_rss_bytes"].as_u64().unwrap() > 0, "{w}");
+            }
+        }
+    }
+    assert!(!std::fs::read_to_string(out.join("report.json")).unwrap().contains("-0.0"));
+    let note = format!(
+        "64 processes asked for, {series} started: there are only {series} training series"
+    );
+    assert!(f.stdout.contains(&note), "{}", f.stdout);
+    let efficiency = r["parallel_efficiency"].as_f64().unwrap();
+    let speedup = r["speedup"].as_f64().unwrap();
+    assert!((efficiency - speedup / series as f64).abs() < 1e-9, "{efficiency} vs {speedup}");
+}

@@ -120,7 +120,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             let plan = resolve::resolve(run)?;
             let summary = crate::run::execute(&plan)
                 .map_err(|f| f.error.recorded(f.failure_file.as_deref()))?;
-            print::print_summary(&summary);
+            print::print_summary(&summary, plan.settings.workers);
             write_exports(&exports, &summary.report)
         }
     }

@@ -8,7 +8,9 @@ use crate::run::RunSummary;
 use crate::rundir::report::{TrialSet, shared_warnings};
 use std::collections::BTreeMap;
 
-pub(super) fn print_summary(s: &RunSummary) {
+/// `requested_workers`: what `--workers` asked for (cold-prep starts no more
+/// processes than series).
+pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     let r = &s.report;
     println!(
         "stagebench {} run: {} stage(s) in {} worker process(es), {:.3} s",
@@ -39,13 +41,24 @@ pub(super) fn print_summary(s: &RunSummary) {
     }
     if let Some(prep) = r.cold_prep() {
         let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
+        if (parallel.workers.len() as u32) < requested_workers {
+            println!(
+                "  note: {} processes asked for, {} started: there are only {} training series",
+                requested_workers,
+                parallel.workers.len(),
+                c.train_series
+            );
+        }
         println!(
-            "  training series {}, frames {} ({} valid); serial {:.3} s, {} processes {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
+            "  training series {}, frames {} ({} valid); serial {:.3} s, {} {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
             c.train_series,
             c.frames,
             c.valid_frames,
             serial.wall_s,
-            parallel.workers.len(),
+            match parallel.workers.len() {
+                1 => "1 process".to_string(),
+                n => format!("{n} processes"),
+            },
             parallel.wall_s,
             prep.speedup,
             100.0 * prep.parallel_efficiency,

@@ -81,8 +81,9 @@ pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) 
     )
 }
 
-/// Every training series prepared into `cache` by `workers` processes, the
-/// largest series first, so the last to start is a short one.
+/// Every training series prepared into `cache` by `workers` processes (no
+/// more processes than series: one without a series would only start and
+/// stop), the largest series first, so the last to start is a short one.
 pub(crate) fn prepare_phase(
     numbers: &mut JobNumbers,
     key: &str,
@@ -109,7 +110,7 @@ pub(crate) fn prepare_phase(
                 numbers.job(key.into(), stage)
             })
             .collect(),
-        workers,
+        workers: workers.min(train.len().max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
         progress: crate::events::Style::Counter,
@@ -232,16 +233,21 @@ pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, R
         .map(|o| PrepWorker {
             rank: o.rank.0,
             series: o.jobs.len() as u64,
-            busy_s: o.jobs.iter().map(|j| j.measurement.wall_ns as f64 / 1e9).sum(),
+            // Folded from +0.0: an empty sum of f64 is -0.0.
+            busy_s: o
+                .jobs
+                .iter()
+                .map(|j| j.measurement.wall_ns as f64 / 1e9)
+                .fold(0.0, |a, b| a + b),
             wall_s: o.exit.wall.as_secs_f64(),
             cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
             // The worker's own lifetime peak (VmHWM) after its last series;
             // wait4's figure carries the coordinator's RSS across exec.
-            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max().unwrap_or(0),
+            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max(),
         })
         .collect();
     let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
-    let peak = workers.iter().map(|w| w.peak_rss_bytes).max().unwrap_or(0);
+    let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
     let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
     let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
     let components: BTreeMap<String, f64> =

@@ -100,8 +100,11 @@ pub(crate) struct PrepWorker {
     /// Spawn to reap.
     pub(crate) wall_s: f64,
     pub(crate) cpu_s: f64,
-    /// The worker's own lifetime peak RSS (VmHWM), as it measured after its last series.
-    pub(crate) peak_rss_bytes: u64,
+    /// The worker's own lifetime peak RSS (VmHWM), as it measured after its
+    /// last series; null for a worker that found the queue empty and so
+    /// measured nothing (wait4's peak would be the coordinator's, carried
+    /// across exec).
+    pub(crate) peak_rss_bytes: Option<u64>,
 }
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).
