@@ -308,6 +308,21 @@ fn a_pipeline_with_a_reset_outside_scratch_or_a_missing_command_is_refused_befor
         assert!(!out.exists(), "{needle}: something ran");
         assert!(tmp.path().join("precious/thesis.tex").exists());
     }
+    // A scratch directory that does not exist: the error says to create it.
+    let file = pipeline(tmp.path(), "");
+    let text = std::fs::read_to_string(&file)
+        .unwrap()
+        .replace("scratch = \"work\"", "scratch = \"nowhere\"");
+    std::fs::write(&file, text).unwrap();
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(tmp.path().join("out"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("scratch = \"nowhere\" does not exist: create it first"),
+        "{}",
+        f.stderr
+    );
 }
 
 #[test]

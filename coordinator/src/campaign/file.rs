@@ -186,8 +186,13 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
     let base = std::fs::canonicalize(base).map_err(|e| format!("{}: {e}", base.display()))?;
     let scratch = match &file.campaign.scratch {
         Some(s) => {
-            let s = std::fs::canonicalize(base.join(s))
-                .map_err(|e| format!("scratch = {:?}: {e}", s.display().to_string()))?;
+            let shown = s.display().to_string();
+            let s = std::fs::canonicalize(base.join(s)).map_err(|e| match e.kind() {
+                std::io::ErrorKind::NotFound => format!(
+                    "scratch = {shown:?} does not exist: create it first (relative to the campaign file); it is the directory the pipeline writes and a cold step resets inside"
+                ),
+                _ => format!("scratch = {shown:?}: {e}"),
+            })?;
             if !s.is_dir() {
                 return Err(format!("scratch = {:?} is not a directory", s.display().to_string()));
             }
