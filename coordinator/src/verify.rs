@@ -13,10 +13,19 @@ pub struct Verified {
     pub mode: String,
     pub stages: usize,
     pub artifacts: usize,
+    /// A run killed at its declared point: no report, its failure.json bound.
+    pub killed: bool,
 }
 
 impl std::fmt::Display for Verified {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.killed {
+            return write!(
+                f,
+                "declaration and environment match failure.json ({} run killed at its declared point, so no report)",
+                self.mode
+            );
+        }
         write!(
             f,
             "declaration, environment, report body and {} artifact(s) match ({} run, {} stage or step record(s))",
@@ -28,6 +37,9 @@ impl std::fmt::Display for Verified {
 /// Checks every binding of the run directory; the error names the first
 /// thing that differs.
 pub fn verify(dir: &Path) -> Result<Verified, String> {
+    if !dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
+        return verify_killed(dir);
+    }
     let (value, verified) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return verify_campaign(dir, value, verified);
@@ -56,12 +68,51 @@ fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), 
     Ok(())
 }
 
-/// A campaign: its bindings (checked), every run's own bindings, and its
-/// summary and plot against what its report renders.
+/// A run killed at its declared point has no report: what it has is its
+/// declaration, its environment and failure.json, which binds both. Any
+/// other failed run is an error: it has nothing to verify a result by.
+fn verify_killed(dir: &Path) -> Result<Verified, String> {
+    let bytes =
+        std::fs::read(dir.join(FAILURE)).map_err(|e| format!("cannot read {FAILURE}: {e}"))?;
+    let value: Value =
+        serde_json::from_slice(&bytes).map_err(|e| format!("{FAILURE} is not valid JSON: {e}"))?;
+    let reason = value["reason"].as_str().unwrap_or("?");
+    if reason != "killed_at_point" {
+        return Err(format!(
+            "no {REPORT}: the run failed ({reason}: {})",
+            value["message"].as_str().unwrap_or("see failure.json")
+        ));
+    }
+    if canonical::to_bytes(&value) != bytes {
+        return Err(format!(
+            "{FAILURE} is not in canonical form: it was edited after it was written"
+        ));
+    }
+    for (file, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
+        let got = std::fs::read(dir.join(file))
+            .map(|b| canonical::sha256_hex(&b))
+            .map_err(|e| format!("cannot read {file}: {e}"))?;
+        if value[key].as_str() != Some(got.as_str()) {
+            return Err(format!("{file} does not match {FAILURE}'s {key}"));
+        }
+    }
+    Ok(Verified {
+        mode: value["mode"].as_str().unwrap_or("?").to_string(),
+        stages: 0,
+        artifacts: 0,
+        killed: true,
+    })
+}
+
+/// A campaign: its bindings (checked), every run's own bindings (a killed
+/// run's too), and its summary and plot against what its report renders.
 fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verified, String> {
     let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
-    for a in parsed.artifacts.iter().filter(|a| a.path.ends_with(&format!("/{REPORT}"))) {
+    let runs = parsed.artifacts.iter().filter(|a| {
+        a.path.ends_with(&format!("/{REPORT}")) || a.path.ends_with(&format!("/{FAILURE}"))
+    });
+    for a in runs {
         let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
         verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
     }
@@ -136,6 +187,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
         mode: value["mode"].as_str().unwrap_or("?").to_string(),
         stages: value["stages"].as_object().map(|m| m.len()).unwrap_or(0),
         artifacts: artifacts.len(),
+        killed: false,
     };
     Ok((value, verified))
 }

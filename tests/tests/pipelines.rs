@@ -194,6 +194,14 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
             assert_eq!(t["identical_to_cold"], true, "{}", step["name"]);
         }
     }
+    // A killed run verifies as what it is: declaration and environment bound
+    // by failure.json; an edited failure.json does not.
+    let killed_dir = out.join("runs/killed_mid_search/1-killed");
+    let mut v = coordinator();
+    v.arg("verify").arg(&killed_dir);
+    let f = run(v);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(f.stdout.contains("killed at its declared point"), "{}", f.stdout);
     let failure = json(&out.join("runs/killed_mid_search/1-killed/failure.json"));
     assert_eq!(
         (failure["reason"].as_str(), failure["stage"].as_str()),
@@ -205,6 +213,14 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     let mut v = coordinator();
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
+    let path = killed_dir.join("failure.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    std::fs::write(&path, text.replacen("\"light\"", "\"mass\"", 1)).unwrap();
+    let mut v = coordinator();
+    v.arg("verify").arg(&out);
+    let f = run(v);
+    assert_eq!(f.code(), Some(3), "{}", f.stdout);
+    assert!(f.stderr.contains("1-killed"), "{}", f.stderr);
 }
 
 /// A pipeline campaign whose kill point never comes fails that trial with
@@ -230,4 +246,38 @@ fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
     assert!(line.contains("the kill point was never reached: span:a:5"), "{line}");
     assert!(line.contains("after 1 span(s) called 'a'"), "{line}");
     assert!(!out.join("report.json").exists());
+}
+
+/// A resume whose every stage is complete still makes a real run (of no
+/// stage and no process) that verifies, and the judgment says it ran nothing.
+#[test]
+fn a_resume_that_skips_every_stage_is_a_real_run_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let stage =
+        r#"echo '{\"name\": \"x\", \"seconds\": 0.01}' >> \"$STAGEBENCH_SPANS\"; echo 1 > done_a"#;
+    let text = format!(
+        "[campaign]\nname = \"allskip\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"a\"\nargv = [\"sh\", \"-c\", \"{stage}\"]\ncwd = \"work\"\nmarker = \"work/done_a\"\nreset = [\"work/done_a\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n"
+    );
+    let file = tmp.path().join("c.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let r = json(&out.join("report.json"));
+    let resume = &r["steps"][1]["trials"][0];
+    assert_eq!(resume["run"], "runs/resume/1", "{resume}");
+    assert_eq!(resume["stages"]["a"]["skipped"], true);
+    let run_report = json(&out.join("runs/resume/1/report.json"));
+    assert_eq!(run_report["stages"].as_object().unwrap().len(), 0);
+    assert_eq!(run_report["workers"].as_array().unwrap().len(), 0, "a process started");
+    let mut v = coordinator();
+    v.arg("verify").arg(out.join("runs/resume/1"));
+    assert_eq!(run(v).code(), Some(0));
+    let judgment = r["judgment"].to_string();
+    assert!(judgment.contains("Resuming (resume) ran no stage"), "{judgment}");
+    assert!(judgment.contains("It skipped 10.00 ms of the cold run's spans: a/x"), "{judgment}");
+    assert!(!judgment.contains("0.000×"), "{judgment}");
 }

@@ -220,21 +220,14 @@ impl Runner<'_> {
             StepKind::Interrupted => {
                 let killed_rel = format!("{run_rel}-killed");
                 let (plan, _) = self.pipeline_plan(false, &killed_rel, step.kill_point());
-                let plan = plan.expect("a run from a reset state has stages to run");
                 Some(self.killed_run(step, t, plan, &killed_rel, artifacts)?)
             }
             _ => None,
         };
         let (plan, skipped) = self.pipeline_plan(step.kind != StepKind::Cold, run_rel, None);
-        let (mut parts, run_wall_s, run) = match plan {
-            Some(plan) => {
-                let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
-                let parts = report::stage_parts(&summary.report);
-                (parts, summary.report.run_wall_s, run_rel.to_string())
-            }
-            // Every stage complete: nothing to run.
-            None => (Default::default(), 0.0, String::new()),
-        };
+        let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+        let mut parts = report::stage_parts(&summary.report);
+        let (run_wall_s, run) = (summary.report.run_wall_s, run_rel.to_string());
         for (name, part) in skipped {
             parts.insert(name, part);
         }
@@ -262,15 +255,14 @@ impl Runner<'_> {
         })
     }
 
-    /// The run of the pipeline's stages (None when every one is skipped)
-    /// and the stages skipped because `skip_complete` and their marker
-    /// exists; `kill`: where to kill it.
+    /// The run of the pipeline's stages and the stages skipped because
+    /// `skip_complete` and their marker exists; `kill`: where to kill it.
     fn pipeline_plan(
         &self,
         skip_complete: bool,
         run_rel: &str,
         kill: Option<crate::interrupt::KillAt>,
-    ) -> (Option<RunPlan>, Vec<(String, report::StagePart)>) {
+    ) -> (RunPlan, Vec<(String, report::StagePart)>) {
         let pipeline = &self.campaign.pipeline;
         let mut skipped = Vec::new();
         let mut stages = Vec::new();
@@ -278,8 +270,10 @@ impl Runner<'_> {
             let started = Instant::now();
             let complete = skip_complete && st.marker.as_ref().is_some_and(|m| m.exists());
             if complete {
-                let mut part = report::StagePart { order, ..Default::default() };
-                part.components.insert("record_check".into(), started.elapsed().as_secs_f64());
+                // The check is all a skipped stage costs: its wall.
+                let checked = started.elapsed().as_secs_f64();
+                let mut part = report::StagePart { order, wall_s: checked, ..Default::default() };
+                part.components.insert("record_check".into(), checked);
                 part.skipped = true;
                 skipped.push((st.name.clone(), part));
             } else {
@@ -291,9 +285,8 @@ impl Runner<'_> {
                 });
             }
         }
-        if stages.is_empty() {
-            return (None, skipped);
-        }
+        // Every stage complete still makes a run (of no stage, no process):
+        // a real, verifiable record that the resume had nothing to do.
         let s = &self.campaign.campaign;
         let timeout =
             pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
@@ -306,7 +299,7 @@ impl Runner<'_> {
             },
             mode: ModePlan::Diagnostic(diagnostic::Plan { stages: crate::plan::keyed(stages) }),
         };
-        (Some(plan), skipped)
+        (plan, skipped)
     }
 
     /// The run killed at the step's point; it must end by that kill.

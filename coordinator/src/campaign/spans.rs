@@ -49,6 +49,28 @@ pub(crate) fn span_totals(step: &StepReport, per_stage: bool) -> Vec<(String, f6
     out
 }
 
+/// What a step skipped: the cold run's spans (per `STAGE/NAME`) that did
+/// not run again (`ran`), and what they cost cold.
+fn skipped_sentence(cold_spans: &[(String, f64)], ran: &[(String, f64)]) -> String {
+    let skipped: Vec<(String, f64)> = cold_spans
+        .iter()
+        .filter(|(n, s)| *s > 0.0 && !ran.iter().any(|r| r.0 == *n))
+        .cloned()
+        .collect();
+    match skipped.is_empty() {
+        true => "It skipped no span of the cold run.".into(),
+        false => format!(
+            "It skipped {} of the cold run's spans: {}.",
+            duration(skipped.iter().map(|s| s.1).sum()),
+            listed(
+                skipped.iter().map(|(n, s)| format!("{n} ({} cold)", duration(*s))).collect(),
+                &skipped,
+                6
+            )
+        ),
+    }
+}
+
 /// A span name's repetitions over a step's stages.
 struct Repeated {
     name: String,
@@ -156,6 +178,15 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                     step.trials.len()
                 )
             }
+            _ if step.median.values().all(|p| p.skipped) => {
+                out.push(format!(
+                    "Resuming ({}) ran no stage: every stage's completion marker existed, and checking them took {}.",
+                    step.name,
+                    duration(r)
+                ));
+                out.push(skipped_sentence(&cold_spans, &[]));
+                continue;
+            }
             _ => format!(
                 "Resuming ({}) took {}: {:.3}× the cold run.",
                 step.name,
@@ -172,24 +203,7 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
             pct(outside_total(step), r),
         ));
         let ran = span_totals(step, true);
-        let ran_again = |name: &str| ran.iter().find(|s| s.0 == name).map(|s| s.1);
-        let skipped: Vec<(String, f64)> = cold_spans
-            .iter()
-            .filter(|(n, s)| *s > 0.0 && ran_again(n).is_none())
-            .cloned()
-            .collect();
-        out.push(match skipped.is_empty() {
-            true => "It skipped no span of the cold run.".into(),
-            false => format!(
-                "It skipped {} of the cold run's spans: {}.",
-                duration(skipped.iter().map(|s| s.1).sum()),
-                listed(
-                    skipped.iter().map(|(n, s)| format!("{n} ({} cold)", duration(*s))).collect(),
-                    &skipped,
-                    6
-                )
-            ),
-        });
+        out.push(skipped_sentence(&cold_spans, &ran));
         let cold_of = |key: &str| cold_spans.iter().find(|s| s.0 == key).map_or(0.0, |s| s.1);
         let mut repeated = by_name(&ran, cold_of);
         for x in &mut repeated {
