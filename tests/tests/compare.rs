@@ -78,6 +78,21 @@ fn incomparable_runs_are_refused_unless_asked_and_then_marked() {
     assert!(f.stderr.contains("not comparable: stage nap is defined differently"), "{}", f.stderr);
     let f = compare(&a, &b, &["--allow-incomparable"]);
     assert!(f.stdout.starts_with("NOT COMPARABLE"), "{}", f.stdout);
+    // The forest plot carries the mark too.
+    let plots = keep[0].path().join("forest");
+    let f = compare(&a, &b, &["--allow-incomparable", "--output", plots.to_str().unwrap()]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let svg = std::fs::read_to_string(plots.join("forest.svg")).unwrap();
+    assert!(svg.contains("NOT COMPARABLE (compared as asked)"), "the forest plot is unmarked");
+
+    // Runs that share no stage compare nothing: not a pass.
+    let (tmp, other, mut c) = coordinator_with_output();
+    keep.push(tmp);
+    c.args(["--quiet", "--mode", "trials", "--trials", "3", "--stage", "noop"]);
+    assert_eq!(run(c).code(), Some(0));
+    let f = compare(&a, &other, &["--allow-incomparable"]);
+    assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
+    assert!(f.stderr.contains("nothing was compared: the runs share no stage"), "{}", f.stderr);
 }
 
 #[test]

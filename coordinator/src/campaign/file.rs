@@ -261,8 +261,17 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
 /// Parses and checks a campaign's text.
 pub(crate) fn parse(text: &str) -> Result<CampaignFile, String> {
     let file: CampaignFile = toml::from_str(text).map_err(|e| {
-        // toml's message spans lines (it quotes the source); keep one line.
-        e.message().to_string()
+        // toml's own text spans lines (it quotes the source); keep one line,
+        // led by where it is: the line's number and, when short, its text.
+        let at = e.span().map(|r| {
+            let line = text[..r.start.min(text.len())].matches('\n').count() + 1;
+            let source = text.lines().nth(line - 1).unwrap_or("").trim();
+            match source.len() {
+                1..=60 => format!("line {line} ({source}): "),
+                _ => format!("line {line}: "),
+            }
+        });
+        format!("{}{}", at.unwrap_or_default(), e.message().trim_end())
     })?;
     check(&file)?;
     Ok(file)
@@ -425,6 +434,13 @@ mod tests {
         );
         refused("[[step]]\nname = \"cold\"\nkind = \"resume\"\n", "two steps");
         refused("[[step]]\nname = \"r\"\nkind = \"sideways\"\n", "sideways");
+        // Where: the line and its text.
+        refused(
+            "[[step]]\nname = \"r\"\nkind = \"resume\"\npolicy = \"lod\"\n",
+            "line 9 (policy = \"lod\"): ",
+        );
+        let e = parse("[campaign]\nname = \"x\"\nepochs = \"2\"\n").unwrap_err();
+        assert!(e.starts_with("line 3 (epochs = \"2\"): invalid type"), "{e}");
         let e = parse("[campaign]\nname = \"x\"\n[[step]]\nname = \"r\"\nkind = \"resume\"\n")
             .unwrap_err();
         assert!(e.contains("cold step must come first"), "{e}");

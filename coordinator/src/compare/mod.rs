@@ -51,6 +51,10 @@ pub(crate) enum CompareError {
     Read(String),
     #[error("--figure {0}: no stage the runs share has this figure in both")]
     NoFigure(String),
+    /// Nothing at all was compared (no shared stage, or no figure in both):
+    /// a gate must not pass on nothing.
+    #[error("nothing was compared: {0}")]
+    Nothing(String),
 }
 
 impl From<CompareError> for crate::error::Error {
@@ -169,6 +173,12 @@ pub(crate) fn compare(
     if let (Some(f), false) = (missing, common.is_empty()) {
         return Err(CompareError::NoFigure(f.clone()));
     }
+    if rows.is_empty() {
+        return Err(CompareError::Nothing(match common.is_empty() {
+            true => "the runs share no stage".into(),
+            false => "no figure is recorded by both runs".into(),
+        }));
+    }
     Ok(Comparison { incomparable, rows })
 }
 
@@ -282,7 +292,7 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
         std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),
         _ => format!("cannot create output {}: {e}", named()),
     })?;
-    let (svg, png) = plot::svg_and_png(&c.rows, threshold_pct).map_err(|e| e.to_string())?;
+    let (svg, png) = plot::svg_and_png(c, threshold_pct).map_err(|e| e.to_string())?;
     let table = render(c, threshold_pct);
     for (name, bytes) in OUTPUT_FILES.iter().zip([table.as_bytes(), &svg, &png]) {
         evidence::write_atomic(&staging.path().join(name), bytes)

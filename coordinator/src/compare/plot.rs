@@ -1,20 +1,25 @@
 //! The forest plot of a comparison: the ratio B/A of each row with its
 //! 95% interval, coloured by verdict, beside the regression threshold.
 
-use super::Row;
+use super::{Comparison, Row};
 use crate::chart::*;
 use crate::stats::Verdict;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
 pub(crate) fn svg_and_png(
-    rows: &[Row],
+    c: &Comparison,
     threshold_pct: f64,
 ) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
-    crate::chart::svg_and_png(rows.len(), |root| draw(root, rows, threshold_pct))
+    // An incomparable comparison, made as asked, carries the mark.
+    let mark = match c.incomparable.is_empty() {
+        true => String::new(),
+        false => "NOT COMPARABLE (compared as asked): ".to_string(),
+    };
+    crate::chart::svg_and_png(c.rows.len(), |root| draw(root, &c.rows, threshold_pct, &mark))
 }
 
-fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64) -> Result<(), RenderError> {
+fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result<(), RenderError> {
     let n = rows.len();
     let labels: Vec<String> = rows.iter().map(|r| format!("{} {}", r.stage, r.figure)).collect();
     let limit = 1.0 + threshold_pct / 100.0;
@@ -29,7 +34,7 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64) -> Result<(), RenderE
     caption(
         root,
         &format!(
-            "B against A: ratio of medians with its 95% bootstrap interval (red line: the +{threshold_pct}% threshold)"
+            "{mark}B against A: ratio of medians with its 95% bootstrap interval (red line: the +{threshold_pct}% threshold)"
         ),
     )?;
     let body = root.margin(30, 0, 0, 0);
