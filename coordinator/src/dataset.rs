@@ -30,6 +30,12 @@ pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Froz
         Some(d) => d.to_path_buf(),
         None => default_dataset(quiet)?,
     };
+    if !dir.is_dir() {
+        return Err(format!(
+            "--data '{}': no such directory (a frozen dataset is a directory holding frozen.json)",
+            dir.display()
+        ));
+    }
     if !dir.join(recipe::frozen::FILE).is_file() {
         return Err(format!(
             "'{}' is not a frozen dataset (no frozen.json); make one with `coordinator dataset freeze --series FILE --events FILE --out DIR`",

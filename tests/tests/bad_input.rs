@@ -303,6 +303,23 @@ fn a_directory_that_is_not_a_frozen_dataset_is_refused() {
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("is not a frozen dataset (no frozen.json)"), "{}", f.stderr);
     assert!(!out.exists());
+    // A directory that is not there says so, not "no frozen.json".
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--data"]).arg(tmp.path().join("missing"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("missing': no such directory"), "{}", f.stderr);
+    assert!(!out.exists());
+}
+
+#[test]
+fn verify_of_a_directory_that_is_not_there_is_a_usage_error() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = harness::coordinator();
+    c.arg("verify").arg(tmp.path().join("nonexistent"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("nonexistent' is not a directory"), "{}", f.stderr);
 }
 
 #[test]

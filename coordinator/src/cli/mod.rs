@@ -107,6 +107,9 @@ fn command(cli: Cli) -> Result<u8, Error> {
             Ok(code::SUCCESS)
         }
         Some(Command::Verify { dir }) => {
+            if !dir.is_dir() {
+                return Err(Error::Usage(format!("'{}' is not a directory", dir.display())));
+            }
             let v = crate::verify::verify(&dir).map_err(|e| {
                 Error::Unverified(format!("verification of '{}' failed: {e}", dir.display()))
             })?;
