@@ -338,3 +338,32 @@ fn launcher_flags_are_checked_before_a_run_directory_exists() {
         assert!(!out.exists(), "{args:?} created the run directory");
     }
 }
+
+/// A flag a mode would ignore is refused in one line naming the modes that
+/// use it, before anything is created; so is a stage no mode knows, with
+/// every stage name the mode takes.
+#[test]
+fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken() {
+    for (args, needle) in [
+        (
+            vec!["--trials", "3"],
+            "--trials applies to --mode trials; --mode diagnostic does not use it",
+        ),
+        (vec!["--mode", "cold-prep", "--warmup", "0"], "--warmup applies to --mode trials"),
+        (vec!["--seed", "1"], "--seed applies to --mode trials, --mode profile, --mode recipe"),
+        (vec!["--mode", "trials", "--isolation", "run"], "--mode trials does not use it"),
+        (vec!["--mode", "cold-prep", "--isolation", "run"], "--mode cold-prep does not use it"),
+        (vec!["--data", "/nonexistent"], "--mode diagnostic reads no dataset"),
+        (vec!["--mode", "trials", "--stage", "noop", "--seed", "2"], "none of these stages is one"),
+        (vec!["--stage", "cold_feature_cache_prepare"], "warm_fit_normalizer"),
+        (vec!["--mode", "trials", "--stage", "warm_fit"], "or a recipe stage: warm_fit_normalizer"),
+    ] {
+        let (_tmp, out, mut c) = harness::coordinator_with_output();
+        c.args(&args);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        assert!(f.stderr.contains(needle), "{args:?}: {}", f.stderr);
+        assert_eq!(f.stderr.lines().filter(|l| l.starts_with("error")).count(), 1, "{}", f.stderr);
+        assert!(!out.exists(), "{args:?}: a run directory was created");
+    }
+}

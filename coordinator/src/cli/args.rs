@@ -157,15 +157,18 @@ pub(super) struct RunArgs {
     /// [default: noop sleep:200 spin:300 alloc:256 write:64]
     #[arg(long = "stage", value_name = "NAME[:ARG]")]
     pub(super) stages: Vec<String>,
-    /// Trials mode: counted trials of every stage, each in a fresh process.
-    #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u32).range(2..=100_000))]
-    pub(super) trials: u32,
+    /// Trials mode: counted trials of every stage, each in a fresh process
+    /// (2 to 100000). [default: 10]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    pub(super) trials: Option<u32>,
     /// Trials mode: warm-up trials of every stage, recorded but not counted.
-    #[arg(long, default_value_t = 1)]
-    pub(super) warmup: u32,
-    /// Profile mode: the loader's shuffle seed.
-    #[arg(long, default_value_t = 0)]
-    pub(super) seed: u64,
+    /// [default: 1]
+    #[arg(long)]
+    pub(super) warmup: Option<u32>,
+    /// Profile and recipe modes, and recipe stages in trials: the loader's
+    /// shuffle seed. [default: 0]
+    #[arg(long)]
+    pub(super) seed: Option<u64>,
     /// Recipe mode: the state directory that keeps the recipe's artifacts
     /// (cache, normalizer, context index, checkpoints) across runs. Created
     /// if missing; an existing one must be empty or a state directory.
@@ -206,9 +209,11 @@ pub(super) struct RunArgs {
     /// How many worker processes run at once.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub(super) workers: u32,
-    /// `stage`: a fresh worker process per stage; `run`: one process runs every stage.
-    #[arg(long, value_enum, default_value = "stage")]
-    pub(super) isolation: Isolation,
+    /// Diagnostic, profile and recipe modes: `stage`, a fresh worker process
+    /// per stage; `run`, one process runs every stage (trials and cold-prep
+    /// choose their own processes). [default: stage]
+    #[arg(long, value_enum)]
+    pub(super) isolation: Option<Isolation>,
     /// Run directory to create; it must not exist. [default: runs/<UTC time>-<mode>/]
     #[arg(long, value_name = "DIR")]
     pub(super) output: Option<PathBuf>,

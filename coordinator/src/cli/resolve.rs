@@ -21,6 +21,28 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     } else if args.state.is_none() {
         return Err("--mode recipe needs --state DIR".into());
     }
+    // A flag a mode would ignore is refused, naming the modes that use it.
+    let used_by: [(&str, bool, &[Mode]); 4] = [
+        ("--trials", args.trials.is_some(), &[Mode::Trials]),
+        ("--warmup", args.warmup.is_some(), &[Mode::Trials]),
+        ("--seed", args.seed.is_some(), &[Mode::Trials, Mode::Profile, Mode::Recipe]),
+        ("--isolation", args.isolation.is_some(), &[Mode::Diagnostic, Mode::Profile, Mode::Recipe]),
+    ];
+    for (flag, given, modes) in used_by {
+        if given && !modes.contains(&args.mode) {
+            let names: Vec<String> =
+                modes.iter().map(|m| format!("--mode {}", m.as_str())).collect();
+            return Err(format!(
+                "{flag} applies to {}; --mode {} does not use it",
+                names.join(", "),
+                args.mode.as_str()
+            ));
+        }
+    }
+    if args.data.is_some() && args.mode == Mode::Diagnostic {
+        return Err("--data applies to --mode cold-prep, profile, recipe and to recipe stages in --mode trials; --mode diagnostic reads no dataset".into());
+    }
+    let seed = args.seed.unwrap_or(0);
     if recipe_mode && !(args.stages.is_empty() && args.commands.is_empty()) {
         return Err(format!(
             "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
@@ -41,12 +63,25 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     };
     let mut stages = spellings
         .iter()
-        .map(|s| match crate::modes::profile::recipe_stage(s, args.seed) {
+        .map(|s| match crate::modes::profile::recipe_stage(s, seed) {
             Some(_) if args.mode != Mode::Trials => Err(format!(
                 "--stage {s}: recipe stages repeat in --mode trials (--mode profile runs them all once)"
             )),
             Some(stage) => Ok(stage),
-            None => s.parse().map_err(|e| format!("--stage {s}: {e}")),
+            None => s.parse().map_err(|e: protocol::StageParseError| {
+                // Name every stage this mode takes, the recipe's too.
+                match (&e, args.mode) {
+                    (protocol::StageParseError::Unknown(_), Mode::Trials) => format!(
+                        "--stage {s}: {e}; or a recipe stage: {}",
+                        crate::modes::profile::trial_stage_names().collect::<Vec<_>>().join(", ")
+                    ),
+                    (protocol::StageParseError::Unknown(_), _) => format!(
+                        "--stage {s}: {e}; the recipe's stages ({}) repeat in --mode trials, and cold-prep, profile and recipe run their own",
+                        crate::modes::profile::trial_stage_names().collect::<Vec<_>>().join(", ")
+                    ),
+                    _ => format!("--stage {s}: {e}"),
+                }
+            }),
         })
         .collect::<Result<Vec<_>, _>>()?;
     for (i, line) in args.commands.iter().enumerate() {
@@ -60,6 +95,16 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         stages.push(protocol::Stage::Command { name, line: line.clone() });
     }
     let stages = plan::keyed(stages);
+    let recipe_stages = stages.iter().any(|s| crate::modes::profile::recipe_name(&s.stage));
+    if args.mode == Mode::Trials && !recipe_stages {
+        for (flag, given) in [("--data", args.data.is_some()), ("--seed", args.seed.is_some())] {
+            if given {
+                return Err(format!(
+                    "{flag} applies to the recipe's stages in --mode trials, and none of these stages is one"
+                ));
+            }
+        }
+    }
     let slurm_only = [
         ("--partition", args.partition.is_some()),
         ("--time-limit", args.time_limit.is_some()),
@@ -132,11 +177,11 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         Mode::ColdPrep => ModePlan::ColdPrep,
         Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
             stages,
-            trials: args.trials,
-            warmup: args.warmup,
-            seed: args.seed,
+            trials: args.trials.unwrap_or(10),
+            warmup: args.warmup.unwrap_or(1),
+            seed,
         }),
-        Mode::Profile => ModePlan::Profile(crate::modes::profile::Plan { seed: args.seed }),
+        Mode::Profile => ModePlan::Profile(crate::modes::profile::Plan { seed }),
         Mode::Recipe => {
             // Claimed (created, marked) last: a refused command line leaves nothing.
             let dir = args.state.as_deref().expect("checked above: recipe has --state");
@@ -147,13 +192,13 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
                     PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
                 },
                 epochs: args.epochs.unwrap_or(1),
-                seed: args.seed,
+                seed,
             })
         }
     };
     Ok(RunPlan {
         settings: Settings {
-            isolation: args.isolation,
+            isolation: args.isolation.unwrap_or(crate::plan::Isolation::Stage),
             workers: args.workers,
             connect_timeout: args.connect_timeout,
             stage_timeout: args.stage_timeout,
