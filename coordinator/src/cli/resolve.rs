@@ -157,7 +157,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         }
         if !known.contains(&k.stage) {
             return Err(format!(
-                "--kill-at {}: no stage of this run that can be killed is called that (stages: {})",
+                "--kill-at {}: no stage of this run is called that (stages that can be killed: {})",
                 k.stage,
                 known.join(", ")
             ));
