@@ -13,6 +13,9 @@ pub(crate) enum Style {
     Counter,
     /// Trials: a live line on a terminal, silent otherwise.
     Trials { warmup: u32, trials: u32 },
+    /// A trials run's prerequisites: a live `done/total` counter on a
+    /// terminal, silent otherwise (like the trials themselves).
+    Prerequisite,
 }
 
 /// What supervisors report while they run (for progress display).

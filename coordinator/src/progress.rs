@@ -77,14 +77,15 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                         mib(m.peak_rss_bytes),
                     );
                 } else if terminal {
+                    let what = if p.style == Style::Counter { "series" } else { "jobs" };
                     eprint!(
-                        "{clear}  {}: {}/{} series, {:.1} s",
+                        "{clear}  {}: {}/{} {what}, {:.1} s",
                         p.key,
                         p.done,
                         p.jobs,
                         p.started.elapsed().as_secs_f64()
                     );
-                } else if p.done * 10 >= p.next_tenth * p.jobs {
+                } else if p.style == Style::Counter && p.done * 10 >= p.next_tenth * p.jobs {
                     eprintln!(
                         "  {}: {}/{} series, {:.1} s",
                         p.key,
@@ -119,7 +120,7 @@ fn trial_line(key: &str, walls: &[f64], warmup: u32, trials: u32) -> String {
 }
 
 fn finish(p: &Phase, clear: &str) {
-    if matches!(p.style, Style::Trials { .. }) {
+    if matches!(p.style, Style::Trials { .. } | Style::Prerequisite) {
         eprint!("{clear}");
     } else if p.style == Style::Counter && !clear.is_empty() {
         eprintln!(

@@ -171,6 +171,13 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
     c.args(["--stage", "warm_loader_epoch", "--stage", "warm_fit_normalizer"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    // stderr is not a terminal: no progress line, the prerequisites' neither.
+    let progress: Vec<&str> = f
+        .stderr
+        .lines()
+        .filter(|l| l.contains("prerequisite:") && (l.contains(" series, ") || l.contains("[")))
+        .collect();
+    assert!(progress.is_empty(), "{progress:?}");
     let r = json(&out.join("report.json"));
     for k in ["warm_loader_epoch", "warm_fit_normalizer"] {
         assert_eq!(r["trials"][k]["n"], 2, "{k}");

@@ -16,7 +16,7 @@ use std::time::Duration;
     about = "Profile a pipeline stage by stage, each stage in a fresh isolated worker process, with hash-bound evidence",
     args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 success, 1 run failed (failure.json says why), 2 bad usage or input, \
-                  3 verification failed, 128+N interrupted by signal N.\n\
+                  3 verification failed, 4 compare found a regression, 128+N interrupted by signal N.\n\
                   Set STAGEBENCH_LOG=debug to see worker spawns, pids and handshakes on stderr."
 )]
 pub struct Cli {
@@ -30,14 +30,17 @@ pub struct Cli {
 pub(super) enum Command {
     /// Recompute every hash binding of a run directory; exit 0 if all hold.
     Verify {
-        /// The run directory (holding report.json).
+        /// The run or campaign directory (holding report.json, or a killed
+        /// run's failure.json).
         dir: PathBuf,
     },
     /// Compare two runs stage by stage: ratio of medians with a bootstrap
     /// interval, a rank test, and a verdict per figure. Exits 4 when a figure
     /// of B regressed beyond the threshold against A.
     Compare {
+        /// The run to compare against (the baseline, A).
         run_a: PathBuf,
+        /// The run compared (B): ratios are B / A.
         run_b: PathBuf,
         /// Percent by which B may be significantly slower before it counts as regressed.
         #[arg(long, default_value_t = 5.0)]
@@ -58,10 +61,11 @@ pub(super) enum Command {
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
     },
-    /// Redraw a run's summary.md from its report.json alone (after checking
-    /// every other binding), byte for byte as the run wrote it.
+    /// Redraw what a run or campaign derives from its report.json alone
+    /// (summary.md and its plots), byte for byte as it was written, after
+    /// checking every other binding; and write exports of a run.
     Render {
-        /// The run directory (holding report.json).
+        /// The run or campaign directory (holding report.json).
         dir: PathBuf,
         #[command(flatten)]
         export: ExportArgs,
@@ -178,7 +182,7 @@ pub(super) struct RunArgs {
     /// index, or `recompute` them from their inputs.
     #[arg(long, value_enum, value_name = "POLICY")]
     pub(super) resume_policy: Option<PolicyArg>,
-    /// Recipe mode: epochs to train (a checkpoint after each).
+    /// Recipe mode: epochs to train (a checkpoint after each). [default: 1]
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(super) epochs: Option<u32>,
     /// Kill the worker of STAGE with SIGKILL as soon as it reports FRACTION

@@ -227,6 +227,8 @@ fn prerequisites(
         frozen,
     );
     prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
+    // Prerequisites are not what a trials run reports on: silent unless on a terminal.
+    prepare.progress = crate::events::Style::Prerequisite;
     let mut out = vec![prepare];
     if plan.stages.iter().any(|s| profile::reads_loader(&s.stage)) {
         for name in [profile::FIT, profile::COUNT] {
@@ -238,7 +240,7 @@ fn prerequisites(
                 workers: 1,
                 jobs_per_process: 1,
                 cache: None,
-                progress: crate::events::Style::LinePerJob,
+                progress: crate::events::Style::Prerequisite,
                 after: Some(super::hand_on_artifacts),
                 after_job: None,
             });
