@@ -38,6 +38,13 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     let (a, f) = profile(&tiny().frozen, "0", &mut keep);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let r = json(&a.join("report.json"));
+    // The README's headline figures are in summary.md too.
+    let summary = std::fs::read_to_string(a.join("summary.md")).unwrap();
+    assert!(summary.contains("Model, resident: median training step"), "{summary}");
+    assert!(
+        summary.contains("Model, end to end: one fit epoch through the loader at"),
+        "{summary}"
+    );
     let keys: Vec<&String> = r["stages"].as_object().unwrap().keys().collect();
     for k in [
         "verify_before",

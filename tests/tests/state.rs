@@ -58,6 +58,11 @@ fn a_resume_reuses_everything_and_leaves_the_state_unchanged() {
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
         let r = r.unwrap();
         assert_eq!(digest(&r), digest(&first), "a {policy} resume changed the state");
+        // summary.md shows the components, the reuse and the state.
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(summary.contains("## Recipe state"), "{summary}");
+        let short = &digest(&r)[..12];
+        assert!(summary.contains(&format!("digest `{short}`")), "{summary}");
         assert_eq!(fig(&r, "cache_prepare", "prepared"), 0.0);
         assert_eq!(fig(&r, "cache_prepare", "reused"), fig(&first, "cache_prepare", "series"));
         assert_eq!(fig(&r, "train", "epochs_restored"), 2.0);

@@ -14,9 +14,8 @@ use std::collections::BTreeMap;
 pub(crate) const SCHEMA: &str = "stagebench.campaign";
 pub(crate) const SCHEMA_VERSION: u32 = 1;
 
-/// The components a stage's time is split into, in the order they stack.
-pub(crate) const COMPONENTS: [&str; 8] =
-    ["startup", "integrity", "record_check", "load", "restore", "recompute", "work", "other"];
+/// The components (owned by the recipe mode, whose stages report them).
+pub(crate) use crate::modes::recipe::{COMPONENTS, label};
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct CampaignReport {
@@ -286,17 +285,4 @@ fn finer_checkpoints(steps: &[StepReport], epochs: u32) -> Option<String> {
 
 fn kib(bytes: f64) -> String {
     format!("{:.1} KiB", bytes / 1024.0)
-}
-
-pub(crate) fn label(component: &str) -> &'static str {
-    match component {
-        "startup" => "process start-up",
-        "integrity" => "integrity checks",
-        "record_check" => "completion-record checks",
-        "load" => "artifact loads",
-        "restore" => "model restore",
-        "recompute" => "recomputation",
-        "work" => "work",
-        _ => "other",
-    }
 }

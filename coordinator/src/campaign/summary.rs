@@ -98,10 +98,13 @@ fn markdown(r: &CampaignReport) -> String {
     let _ = writeln!(s, "# stagebench campaign `{}`\n", r.name);
     let _ = writeln!(
         s,
-        "{} step(s), {} trial(s) each, {} epoch(s). Declaration `{}`, environment `{}` (SHA-256, first 12 hex). Every run's directory is under `runs/` and verifies on its own.\n",
+        "{} step(s), {} trial(s) each{}. Declaration `{}`, environment `{}` (SHA-256, first 12 hex). Every run's directory is under `runs/` and verifies on its own.\n",
         r.steps.len(),
         r.trials,
-        r.epochs,
+        match r.pipeline {
+            true => ", of a user's pipeline".to_string(),
+            false => format!(", {} epoch(s)", r.epochs),
+        },
         &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
         &r.environment_sha256[..12.min(r.environment_sha256.len())]
     );

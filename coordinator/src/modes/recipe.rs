@@ -100,3 +100,23 @@ impl Plan {
         Ok(Section { state })
     }
 }
+
+/// The components a stage's time is split into (a recipe stage's
+/// `component:NAME_s` figures, plus process start-up and the rest), in the
+/// order they stack.
+pub(crate) const COMPONENTS: [&str; 8] =
+    ["startup", "integrity", "record_check", "load", "restore", "recompute", "work", "other"];
+
+/// A component's name for a person.
+pub(crate) fn label(component: &str) -> &'static str {
+    match component {
+        "startup" => "process start-up",
+        "integrity" => "integrity checks",
+        "record_check" => "completion-record checks",
+        "load" => "artifact loads",
+        "restore" => "model restore",
+        "recompute" => "recomputation",
+        "work" => "work",
+        _ => "other",
+    }
+}

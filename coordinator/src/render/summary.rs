@@ -93,6 +93,45 @@ fn trial_spans(
     }
 }
 
+/// A `--mode recipe` run: each stage's time by component, what it reused
+/// or rebuilt, and the state it left.
+fn recipe_state(s: &mut String, r: &Report) {
+    let Some(state) = r.state() else { return };
+    let _ = writeln!(s, "\n## Recipe state\n");
+    let components = ["record_check", "integrity", "load", "restore", "recompute", "work"];
+    let _ = writeln!(
+        s,
+        "| stage | {} | reused | built | rebuilt |",
+        components.iter().map(|c| crate::modes::recipe::label(c)).collect::<Vec<_>>().join(" | ")
+    );
+    let _ = writeln!(s, "|---|{}---:|---:|---:|", "---:|".repeat(components.len()));
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        let f = |k: &str| st.figures.get(k).copied();
+        let cells: Vec<String> = components
+            .iter()
+            .map(|c| f(&format!("component:{c}_s")).map_or("–".into(), duration))
+            .collect();
+        let count = |k: &str| f(k).map_or("–".into(), |v| format!("{v:.0}"));
+        let _ = writeln!(
+            s,
+            "| `{key}` | {} | {} | {} | {} |",
+            cells.join(" | "),
+            count("reused"),
+            count("prepared"),
+            count("rebuilt")
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nThe state directory as the run left it: {} files, {} MiB, digest `{}`.",
+        state.files,
+        mib(state.bytes),
+        &state.sha256[..12.min(state.sha256.len())]
+    );
+}
+
 /// A stage's wall-time trial statistics as the console and summary.md show
 /// them: median, the 95% interval's ends, stdev, MAD, outliers, and trials
 /// to resolve 1% (`none` where that cannot be said).
@@ -197,11 +236,37 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 f("contexts_per_s")
             );
         }
+        let fig =
+            |stage: &str, k: &str| r.stages.get(stage).and_then(|st| st.figures.get(k)).copied();
+        if let Some(step) = fig("resident_model_steps", "median_step_s") {
+            let _ = writeln!(
+                s,
+                "\nModel, resident: median training step {} (min {}, max {}) over {} steps on one batch of {} contexts; loss {:.4} → {:.4}.",
+                duration(step),
+                duration(fig("resident_model_steps", "min_step_s").unwrap_or(f64::NAN)),
+                duration(fig("resident_model_steps", "max_step_s").unwrap_or(f64::NAN)),
+                fig("resident_model_steps", "steps").unwrap_or(f64::NAN),
+                fig("resident_model_steps", "batch_contexts").unwrap_or(f64::NAN),
+                fig("resident_model_steps", "first_loss").unwrap_or(f64::NAN),
+                fig("resident_model_steps", "last_loss").unwrap_or(f64::NAN),
+            );
+        }
+        if let Some(rate) = fig("end_to_end_fit_epoch", "contexts_per_s") {
+            let _ = writeln!(
+                s,
+                "\nModel, end to end: one fit epoch through the loader at {rate:.0} contexts/s, median step {}, median loader wait {}; mean loss {:.4} in the first tenth of the epoch, {:.4} in the last.",
+                duration(fig("end_to_end_fit_epoch", "median_step_s").unwrap_or(f64::NAN)),
+                duration(fig("end_to_end_fit_epoch", "median_wait_s").unwrap_or(f64::NAN)),
+                fig("end_to_end_fit_epoch", "loss_first_tenth").unwrap_or(f64::NAN),
+                fig("end_to_end_fit_epoch", "loss_last_tenth").unwrap_or(f64::NAN),
+            );
+        }
         let _ = writeln!(
             s,
             "\n\"Cold\" is the feature cache, not the OS page cache. Peak RSS is each stage's own fresh process's lifetime peak."
         );
     }
+    recipe_state(&mut s, r);
     if let modes::Section::Trials(modes::trials::Section { trials, outlier_rule, .. }) = &r.section
     {
         let _ = writeln!(s, "\n## Trials (wall time)\n");
