@@ -30,6 +30,11 @@ pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Froz
         Some(d) => d.to_path_buf(),
         None => default_dataset(quiet)?,
     };
+    // The built-in cohort is ours to remake: say how, if it was altered.
+    let regenerate = |e: String| match data {
+        None => format!("{e}; {}", regenerate_hint(&dir)),
+        Some(_) => e,
+    };
     if !dir.is_dir() {
         return Err(format!(
             "--data '{}': no such directory (a frozen dataset is a directory holding frozen.json)",
@@ -42,7 +47,7 @@ pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Froz
             dir.display()
         ));
     }
-    let frozen = Frozen::load(&dir).map_err(|e| e.to_string())?;
+    let frozen = Frozen::load(&dir).map_err(|e| regenerate(e.to_string()))?;
     if frozen.train().next().is_none() {
         return Err(format!(
             "{}: the frozen dataset has no training series (empty cohort)",
@@ -53,10 +58,23 @@ pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Froz
     Ok((abs, frozen))
 }
 
+/// How to remake an altered built-in cohort at `dir`.
+pub(crate) fn regenerate_hint(dir: &Path) -> String {
+    format!(
+        "the built-in cohort at '{}' was altered: remove that directory and run again to regenerate it",
+        dir.display()
+    )
+}
+
+/// Where the built-in cohort lives (made or not).
+pub(crate) fn builtin_dir() -> PathBuf {
+    cache_root().join("datasets").join(format!("{}-seed{DEFAULT_SEED}", DEFAULT_SCALE.as_str()))
+}
+
 /// The built-in cohort, made on first use.
 fn default_dataset(quiet: bool) -> Result<PathBuf, String> {
-    let root = cache_root().join("datasets");
-    let dir = root.join(format!("{}-seed{DEFAULT_SEED}", DEFAULT_SCALE.as_str()));
+    let dir = builtin_dir();
+    let root = dir.parent().expect("below the cache root").to_path_buf();
     if dir.join(recipe::frozen::FILE).is_file() {
         return Ok(dir);
     }

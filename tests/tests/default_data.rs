@@ -37,6 +37,7 @@ fn the_built_in_cohort_is_made_once_reused_and_checked() {
     assert_eq!(json(&out.join("declaration.json"))["dataset_fingerprint"], first);
 
     // Checked on every use: an edited frozen.json is refused, not regenerated over.
+    let original = std::fs::read_to_string(&frozen).unwrap();
     let text =
         std::fs::read_to_string(&frozen).unwrap().replacen("\"samples\": ", "\"samples\": 9", 1);
     std::fs::write(&frozen, &text).unwrap();
@@ -45,6 +46,38 @@ fn the_built_in_cohort_is_made_once_reused_and_checked() {
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("edited after freezing"), "{}", f.stderr);
+    // And the error says how to remake it.
+    assert!(
+        f.stderr.contains("remove that directory and run again to regenerate it"),
+        "{}",
+        f.stderr
+    );
     assert!(!out.exists());
     assert_eq!(std::fs::read_to_string(&frozen).unwrap(), text, "the user's cache was rewritten");
+
+    // A source that changed since freezing is caught by the run, which says
+    // how to remake the cohort on stderr (failure.json names no path).
+    let (_tmp, out, mut c) = coordinator_with_output();
+    std::fs::write(&frozen, &original).unwrap();
+    let source = std::fs::read_dir(cache.path().join("datasets/small-seed0/sources"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.extension().is_some_and(|x| x == "parquet"))
+        .unwrap();
+    let mut bytes = std::fs::read(&source).unwrap();
+    let middle = bytes.len() / 2;
+    bytes[middle] ^= 0xff;
+    std::fs::write(&source, bytes).unwrap();
+    c.env("STAGEBENCH_CACHE", cache.path()).args(["--mode", "cold-prep", "--quiet"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(f.stderr.contains("has changed since freezing"), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("remove that directory and run again to regenerate it"),
+        "{}",
+        f.stderr
+    );
+    let failure = std::fs::read_to_string(out.join("failure.json")).unwrap();
+    assert!(!failure.contains("regenerate"), "{failure}");
 }

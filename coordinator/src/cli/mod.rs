@@ -121,8 +121,19 @@ fn command(cli: Cli) -> Result<u8, Error> {
             let exports = std::mem::take(&mut run.export).exports();
             exports.check()?;
             let plan = resolve::resolve(run)?;
-            let summary = crate::run::execute(&plan)
-                .map_err(|f| f.error.recorded(f.failure_file.as_deref()))?;
+            let summary = crate::run::execute(&plan).map_err(|f| {
+                // A built-in source that changed since freezing: say how to
+                // remake it (here, not in failure.json, which names no path).
+                let altered = plan.settings.data.is_none()
+                    && f.error.to_string().contains("has changed since freezing");
+                match f.error.recorded(f.failure_file.as_deref()) {
+                    Error::Failed(m) if altered => Error::Failed(format!(
+                        "{m}; {}",
+                        crate::dataset::regenerate_hint(&crate::dataset::builtin_dir())
+                    )),
+                    e => e,
+                }
+            })?;
             print::print_summary(&summary, plan.settings.workers);
             write_exports(&exports, &summary.report)
         }
