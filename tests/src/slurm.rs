@@ -12,8 +12,23 @@ use std::process::Command;
 /// process of its run afterwards: srun passes it on to each task.
 pub const TAG: &str = "STAGEBENCH_TEST_TAG";
 
+/// Set by `.ci/run` once `scripts/slurm-local.sh up` succeeded: from then
+/// on a cluster that does not answer fails the test instead of skipping it.
+pub const REQUIRED: &str = "STAGEBENCH_SLURM_REQUIRED";
+
 /// The cluster's config when it answers, or why not.
+///
+/// # Panics
+/// When [`REQUIRED`] is set and the cluster does not answer.
 pub fn cluster() -> Result<PathBuf, String> {
+    let found = find_cluster();
+    if let (Err(why), Some(_)) = (&found, std::env::var_os(REQUIRED)) {
+        panic!("{REQUIRED} is set (the cluster came up), but: {why}");
+    }
+    found
+}
+
+fn find_cluster() -> Result<PathBuf, String> {
     let conf = std::env::var_os("SLURM_CONF")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/stagebench-slurm/slurm.conf"));

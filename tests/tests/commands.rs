@@ -108,12 +108,21 @@ fn a_failing_command_fails_the_run_with_its_status() {
 
 #[test]
 fn a_hanging_command_dies_with_its_worker_group() {
-    let (_tmp, _out, mut c) = coordinator_with_output();
-    c.args(["--command", "sleep 600; true", "--stage-timeout", "0.5", "--grace", "0.5"]);
+    let (tmp, _out, mut c) = coordinator_with_output();
+    // The command writes its own pid (sh, which then waits on sleep) before
+    // it hangs: that exact process must be gone afterwards.
+    let pidfile = tmp.path().join("pid");
+    c.arg("--command").arg(format!("echo $$ > '{}'; sleep 600; true", pidfile.display()));
+    c.args(["--stage-timeout", "0.5", "--grace", "0.5"]);
     let f = run(c);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(f.stderr.contains("exceeded the stage timeout"), "{}", f.stderr);
     f.assert_no_worker_left();
+    let shell: i32 = std::fs::read_to_string(&pidfile).unwrap().trim().parse().unwrap();
+    assert!(
+        harness::wait_gone(shell, std::time::Duration::from_secs(10)),
+        "the command's shell {shell} outlived the run"
+    );
     // The worker led its own process group; nothing of it (the shell, the
     // sleep) is left running in that group.
     for pgid in f.worker_pids() {

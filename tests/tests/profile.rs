@@ -100,8 +100,16 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
         "20 steps took less than 20 times the shortest: {steps}"
     );
     // Every stage ran in its own process.
-    let ranks: Vec<u64> =
-        r["stages"].as_object().unwrap().values().filter_map(|s| s["worker"].as_u64()).collect();
+    let stages = r["stages"].as_object().unwrap();
+    let ranks: Vec<u64> = stages.values().filter_map(|s| s["worker"].as_u64()).collect();
+    // All but the cache preparation (a phase of one job per series, whose
+    // record has no single worker) have a worker of their own: the check
+    // below is over every one of them, not over what was left.
+    let phases: Vec<&String> =
+        stages.iter().filter(|(_, s)| s["worker"].is_null()).map(|(k, _)| k).collect();
+    assert_eq!(phases, ["cold_feature_cache_prepare"], "stages without a worker");
+    assert_eq!(ranks.len(), stages.len() - 1);
+    assert!(ranks.len() >= 8, "{} stages checked", ranks.len());
     let mut unique = ranks.clone();
     unique.sort();
     unique.dedup();

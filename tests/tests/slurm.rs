@@ -59,6 +59,7 @@ fn cold_prep_through_slurm_matches_a_local_run() {
         .iter()
         .filter(|w| w["phase"] == "cold_feature_cache_prepare_parallel")
         .collect();
+    assert_eq!(records.len(), tasks.len(), "the parallel phase's records: {records:?}");
     assert!(records.iter().all(|w| w["task_of_step"] == true), "{records:?}");
     for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
         assert_eq!(manifest(&out, cache), manifest(&local, cache), "{cache}");
@@ -175,6 +176,15 @@ fn interrupting_the_coordinator_cancels_every_task() {
     for _ in 0..3 {
         running.wait_for("stage started");
     }
+    // The tasks exist before the interrupt, so "none left" below means something.
+    let tasks = tagged(&tag);
+    let workers = tasks
+        .iter()
+        .filter(|p| {
+            std::fs::read_to_string(format!("/proc/{p}/comm")).is_ok_and(|c| c.trim() == "worker")
+        })
+        .count();
+    assert_eq!(workers, 3, "tagged processes: {tasks:?}");
     let pid = nix::unistd::Pid::from_raw(running.pid());
     nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
     let (status, stderr) = running.finish();
