@@ -13,7 +13,9 @@ fn commands_are_measured_as_whole_process_trees() {
         "--name",
         "busy",
     ]);
-    c.args(["--command", "python3 -c 'b = bytearray(100 * 2**20)'", "--name", "alloc100"]);
+    // `; true` keeps the shell waiting, so python is a real grandchild of
+    // the worker (a shell may exec its last command in its own place).
+    c.args(["--command", "python3 -c 'b = bytearray(100 * 2**20)'; true", "--name", "alloc100"]);
     c.args([
         "--command",
         "test -z \"$STAGEBENCH_TOKEN$STAGEBENCH_SOCKET\"",

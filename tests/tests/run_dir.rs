@@ -79,6 +79,27 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
     assert_eq!(report["artifacts"][0]["path"], "artifacts/job-1-write.bin");
     assert_eq!(decl["program"]["source_sha256"].as_str().unwrap().len(), 64);
 
+    // The bindings, recomputed here as docs/evidence.md describes them (not
+    // through `verify`): SHA-256 of the declaration's and environment's
+    // bytes, and of the report's canonical form (keys sorted, two-space
+    // indentation, one trailing newline) without `body_sha256`.
+    let sha = |bytes: &[u8]| -> String {
+        use sha2::Digest;
+        sha2::Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    };
+    for (file, key) in
+        [("declaration.json", "declaration_sha256"), ("environment.json", "environment_sha256")]
+    {
+        assert_eq!(report[key], sha(&std::fs::read(out.join(file)).unwrap()), "{key}");
+    }
+    let mut body = report.clone();
+    let claimed = body.as_object_mut().unwrap().remove("body_sha256").unwrap();
+    let canonical = format!("{}\n", serde_json::to_string_pretty(&body).unwrap());
+    assert_eq!(claimed, sha(canonical.as_bytes()), "body_sha256");
+    // And the file itself is that canonical form, with the digest in it.
+    let file = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert_eq!(file, format!("{}\n", serde_json::to_string_pretty(&report).unwrap()));
+
     let host = nix::unistd::gethostname().unwrap().to_string_lossy().into_owned();
     let user = std::env::var("USER").unwrap_or_default();
     let tmp_str = tmp.path().to_string_lossy().into_owned();

@@ -18,8 +18,11 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             Ok(vec![Figure { name: "iterations".into(), value: spin(ms) as f64 }])
         }
         Stage::Alloc { mib } => {
-            let touched = alloc_and_touch(mib);
-            Ok(vec![Figure { name: "touched_pages".into(), value: touched as f64 }])
+            let held = alloc_and_touch(mib);
+            let touched = held.len().div_ceil(PAGE);
+            let figures = vec![Figure { name: "touched_pages".into(), value: touched as f64 }];
+            drop(black_box(held));
+            Ok(figures)
         }
         Stage::Write { kib } => {
             let bytes = pattern(kib as usize * 1024);
@@ -57,15 +60,16 @@ fn spin(ms: u64) -> u64 {
     n
 }
 
-/// Allocates `mib` MiB and writes to every page, so it is resident.
-fn alloc_and_touch(mib: u64) -> usize {
+/// Allocates `mib` MiB and writes to every page, so it is resident; the
+/// caller holds it until the stage ends.
+fn alloc_and_touch(mib: u64) -> Vec<u8> {
     let len = (mib as usize) << 20;
     let mut v = vec![0u8; len];
     for i in (0..len).step_by(PAGE) {
         v[i] = (i / PAGE) as u8 | 1;
     }
-    black_box(&v);
-    len.div_ceil(PAGE)
+    black_box(&mut v);
+    v
 }
 
 /// Deterministic bytes (xorshift) so the same stage writes the same artifact.
@@ -94,6 +98,20 @@ mod tests {
 
     #[test]
     fn alloc_touches_every_page() {
-        assert_eq!(alloc_and_touch(1), 256);
+        // Measured, not computed: resident memory grows by what was asked.
+        let rss = || {
+            let status = std::fs::read_to_string("/proc/self/status").unwrap();
+            let kib: u64 = status
+                .lines()
+                .find_map(|l| l.strip_prefix("VmRSS:"))
+                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+                .unwrap();
+            kib << 10
+        };
+        let before = rss();
+        let held = alloc_and_touch(64);
+        let grew = rss().saturating_sub(before);
+        assert_eq!(held.len(), 64 << 20);
+        assert!(grew >= 60 << 20, "64 MiB touched, resident memory grew by {grew} bytes");
     }
 }
