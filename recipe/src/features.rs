@@ -217,6 +217,32 @@ mod tests {
         }
     }
 
+    /// Values worked out by hand, so a formula shared by `extract` and
+    /// `extract_reference` (a sample std for a population std, a wrong
+    /// time-of-day term) cannot pass by agreeing with itself.
+    #[test]
+    fn one_frame_matches_values_worked_out_by_hand() {
+        // enmo 0.00, 0.01, …, 0.11: mean 0.055; population std
+        // 0.01·sqrt(143/12) = 0.0345205…; a sample std would be 0.0360555….
+        let enmo: Vec<f32> = (0..12).map(|i| i as f32 / 100.0).collect();
+        let anglez = [10.0f32; 12];
+        for (seconds, tod) in [(0u32, 1.0f32), (43_200, -1.0), (21_600, 0.0), (64_800, 0.0)] {
+            let f = extract(&[seconds; 12], &enmo, &anglez);
+            assert_eq!(f.frames(), 1);
+            let v = &f.values;
+            assert!((v[0] - tod).abs() < 1e-6, "tod of {seconds} s: {}", v[0]);
+            assert!((v[1] - 0.055).abs() < 1e-7, "enmo mean {}", v[1]);
+            assert!((v[2] - 0.034_520_5).abs() < 1e-6, "enmo population std {}", v[2]);
+            assert_eq!((v[3], v[4]), (10.0, 0.0), "anglez mean and std");
+        }
+        // Time of day is the mean over the frame's own samples: half at
+        // midnight (1) and half at noon (-1) average to 0.
+        let mut seconds = [0u32; 12];
+        seconds[6..].fill(43_200);
+        let f = extract(&seconds, &enmo, &anglez);
+        assert!(f.values[0].abs() < 1e-7, "{}", f.values[0]);
+    }
+
     #[test]
     fn edge_cases() {
         // Shorter than a window: no frames.
