@@ -186,6 +186,20 @@ mod tests {
         }
         let rate = covered as f64 / runs as f64;
         assert!((0.85..=1.0).contains(&rate), "coverage {rate}");
+        // Coverage alone would pass [min, max]: the interval must also be
+        // about as narrow as theory says. The median of n = 41 draws from
+        // N(10, 1) has a standard error of about sqrt(pi/2)/sqrt(41) = 0.196,
+        // so a 95% interval is about 2 x 1.96 x 0.196 = 0.77 wide.
+        let widths: Vec<f64> = (0..runs)
+            .map(|seed| {
+                let mut rng = recipe::rng::Rng::new(1000 + seed);
+                let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
+                let ci = summarize(&sample, seed).median_ci95;
+                ci[1] - ci[0]
+            })
+            .collect();
+        let mean_width = widths.iter().sum::<f64>() / widths.len() as f64;
+        assert!((0.5..1.1).contains(&mean_width), "mean interval width {mean_width}");
     }
 
     #[test]
@@ -328,6 +342,34 @@ mod compare_tests {
         assert!((p - 0.149).abs() < 0.001, "{p}");
         assert!((mann_whitney_p(&[1.0, 2.0], &[1.0, 2.0]) - 1.0).abs() < 1e-6);
         assert!((normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+    }
+
+    /// With ties, against SciPy 1.17.1:
+    /// `scipy.stats.mannwhitneyu(a, b, use_continuity=True,
+    /// alternative='two-sided', method='asymptotic').pvalue`.
+    #[test]
+    fn mann_whitney_with_ties_matches_scipy() {
+        let p =
+            mann_whitney_p(&[1.0, 2.0, 2.0, 3.0, 3.0, 3.0, 5.0], &[2.0, 3.0, 4.0, 4.0, 5.0, 6.0]);
+        assert!((p - 0.125_006_218_529_337_96).abs() < 1e-6, "{p}");
+        let p = mann_whitney_p(&[1.0, 1.0, 1.0, 2.0], &[1.0, 2.0, 2.0, 2.0, 3.0]);
+        assert!((p - 0.139_996_284_315_541_2).abs() < 1e-6, "{p}");
+    }
+
+    /// The ratio's interval, directly: it is the exact ratio for constant
+    /// samples, holds the observed ratio of medians, lies near a planted
+    /// ratio, and is repeatable for a seed.
+    #[test]
+    fn the_ratio_of_medians_interval_brackets_the_planted_ratio() {
+        assert_eq!(ratio_of_medians_ci(&[2.0; 5], &[3.0; 4], 1), [1.5, 1.5]);
+        let a = sample(7, 15, 1.0);
+        let b = sample(8, 15, 1.25);
+        let ci = ratio_of_medians_ci(&a, &b, 3);
+        let observed = median(&b) / median(&a);
+        assert!(ci[0] < observed && observed < ci[1], "{observed} outside {ci:?}");
+        assert!(ci[0] > 1.15 && ci[1] < 1.35, "far from the planted 1.25 for 2% noise: {ci:?}");
+        assert_eq!(ratio_of_medians_ci(&a, &b, 3), ci);
+        assert!(ratio_of_medians_ci(&[], &b, 3)[0].is_nan());
     }
 
     #[test]

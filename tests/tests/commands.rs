@@ -27,8 +27,11 @@ fn commands_are_measured_as_whole_process_trees() {
     let r = json(&out.join("report.json"));
     let busy = &r["stages"]["busy"];
     let (wall, cpu) = (busy["wall_s"].as_f64().unwrap(), busy["cpu_s"].as_f64().unwrap());
+    // A busy loop is CPU-bound, but on a loaded 2-core machine it can be
+    // descheduled for much of its wall (measurements.rs had to lower the
+    // same bound to 0.25 after seeing 0.5 fail).
     assert!(
-        cpu > 0.5 * wall && cpu <= 1.05 * wall + 0.01,
+        cpu > 0.25 * wall && cpu <= 1.05 * wall + 0.01,
         "a shell loop's CPU {cpu} vs wall {wall}"
     );
     let peak = r["stages"]["alloc100"]["peak_rss_bytes"].as_u64().unwrap();

@@ -25,9 +25,11 @@ fn compare(a: &Path, b: &Path, extra: &[&str]) -> harness::Finished {
 #[test]
 fn a_planted_slowdown_is_a_regression_and_no_change_is_not() {
     let mut keep = Vec::new();
-    let a = nap_run("0.04", "7", &mut keep);
-    let same = nap_run("0.04", "5", &mut keep);
-    let slower = nap_run("0.05", "6", &mut keep);
+    // 0.20 s against 0.25 s: a 25% slowdown, far above the jitter of
+    // starting a process on a loaded 2-core machine, and above the 5% gate.
+    let a = nap_run("0.20", "7", &mut keep);
+    let same = nap_run("0.20", "5", &mut keep);
+    let slower = nap_run("0.25", "6", &mut keep);
 
     let f = compare(&a, &slower, &["--threshold", "5"]);
     assert_eq!(f.code(), Some(4), "{}{}", f.stdout, f.stderr);
