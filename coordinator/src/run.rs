@@ -109,7 +109,8 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
         declaration_sha256: bound.declaration_sha256.clone(),
         environment_sha256: bound.environment_sha256.clone(),
     };
-    match dir.write_evidence(rundir::FAILURE, &evidence::to_bytes(&f)) {
+    // Sealed like a report: a killed run's failure.json is its evidence.
+    match dir.write_evidence(rundir::FAILURE, &rundir::report::seal(&f)) {
         Ok(_) => Some(dir.path().join(rundir::FAILURE)),
         Err(w) => {
             tracing::error!("{w}");

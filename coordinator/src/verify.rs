@@ -88,6 +88,12 @@ fn verify_killed(dir: &Path) -> Result<Verified, String> {
             "{FAILURE} is not in canonical form: it was edited after it was written"
         ));
     }
+    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
+        return Err(format!(
+            "{FAILURE} body does not match its {}: it was edited",
+            report::BODY_DIGEST_KEY
+        ));
+    }
     for (file, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
         let got = std::fs::read(dir.join(file))
             .map(|b| canonical::sha256_hex(&b))
@@ -237,10 +243,38 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
             }
         })
         .collect();
-    match problems.into_iter().flatten().next() {
-        Some(p) => Err(p),
-        None => Ok(()),
+    if let Some(p) = problems.into_iter().flatten().next() {
+        return Err(p);
     }
+    // Nothing beside what it lists: an added file is an edit too.
+    let mut found = Vec::new();
+    list_files(&dir.join(base), Path::new(""), &mut found)
+        .map_err(|e| format!("cannot list the directory of {path}: {e}"))?;
+    let manifest_name = Path::new(path).file_name().map(Path::new).unwrap_or(Path::new(""));
+    for rel in found {
+        let listed = files.contains_key(&rel.to_string_lossy().into_owned());
+        if !listed && rel != manifest_name {
+            return Err(format!(
+                "{} is not listed in {path}: a file was added after it was written",
+                base.join(&rel).display()
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Every file below `dir`, relative to it (symlinks are reported as files).
+fn list_files(dir: &Path, rel: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
+    for e in std::fs::read_dir(dir.join(rel))? {
+        let e = e?;
+        let r = rel.join(e.file_name());
+        if e.file_type()?.is_dir() {
+            list_files(dir, &r, out)?;
+        } else {
+            out.push(r);
+        }
+    }
+    Ok(())
 }
 
 /// `coordinator render`: checks every binding but the derived files, then

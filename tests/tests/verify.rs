@@ -134,3 +134,132 @@ fn verify_of_a_failed_run_says_it_failed() {
     let err = verify(&out).unwrap_err();
     assert!(err.starts_with("no report.json: the run failed (stage_failed:"), "{err}");
 }
+
+/// A copy of `from` at `to` (files and directories).
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for e in std::fs::read_dir(from).unwrap().flatten() {
+        let target = to.join(e.file_name());
+        if e.file_type().unwrap().is_dir() {
+            copy_dir(&e.path(), &target);
+        } else {
+            std::fs::copy(e.path(), &target).unwrap();
+        }
+    }
+}
+
+/// Edits that change a file's length or the set of files, each caught with
+/// a line that names the file.
+#[test]
+fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run_dir = tmp.path().join("cold-prep");
+    let mut c = coordinator();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "2", "--data"])
+        .arg(&harness::data::tiny().frozen)
+        .arg("--output")
+        .arg(&run_dir);
+    assert_eq!(run(c).code(), Some(0));
+    verify(&run_dir).expect("untouched");
+    let cache = "private-feature-cache";
+    let series = std::fs::read_dir(run_dir.join(cache))
+        .unwrap()
+        .flatten()
+        .find(|e| e.path().is_dir())
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let values = format!("{cache}/{series}/values.npy");
+    type Edit = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Edit, String)> = vec![
+        (
+            "a file added beside the cache",
+            Box::new(|d: &Path| {
+                std::fs::write(d.join("private-feature-cache/extra.npy"), b"x").unwrap()
+            }),
+            "private-feature-cache/extra.npy is not listed in".into(),
+        ),
+        (
+            "a deleted artifact",
+            Box::new(|d: &Path| {
+                std::fs::remove_file(d.join("private-feature-cache/manifest.json")).unwrap()
+            }),
+            "private-feature-cache/manifest.json cannot be read".into(),
+        ),
+        (
+            "a truncated cache file",
+            Box::new({
+                let v = values.clone();
+                move |d: &Path| {
+                    let f = std::fs::OpenOptions::new().write(true).open(d.join(&v)).unwrap();
+                    let len = f.metadata().unwrap().len();
+                    f.set_len(len - 4).unwrap();
+                }
+            }),
+            format!("cache file {values} does not match"),
+        ),
+        (
+            "bytes appended",
+            Box::new({
+                let v = values.clone();
+                move |d: &Path| {
+                    use std::io::Write;
+                    let mut f = std::fs::OpenOptions::new().append(true).open(d.join(&v)).unwrap();
+                    f.write_all(b"\0\0\0\0").unwrap();
+                }
+            }),
+            format!("cache file {values} does not match"),
+        ),
+        (
+            "a cache file and its manifest edited to agree",
+            Box::new({
+                let v = values.clone();
+                let s = series.clone();
+                move |d: &Path| {
+                    let mut bytes = std::fs::read(d.join(&v)).unwrap();
+                    let last = bytes.len() - 1;
+                    bytes[last] ^= 1;
+                    std::fs::write(d.join(&v), &bytes).unwrap();
+                    let (sha, n) = evidence::file_sha256(&d.join(&v)).unwrap();
+                    let m = d.join("private-feature-cache/manifest.json");
+                    let mut j: serde_json::Value =
+                        serde_json::from_slice(&std::fs::read(&m).unwrap()).unwrap();
+                    j["files"][format!("{s}/values.npy")] =
+                        serde_json::json!({"sha256": sha, "bytes": n});
+                    std::fs::write(&m, evidence::to_bytes(&j)).unwrap();
+                }
+            }),
+            "artifact private-feature-cache/manifest.json does not match its recorded SHA-256"
+                .into(),
+        ),
+    ];
+    for (i, (what, edit, needle)) in cases.into_iter().enumerate() {
+        let copy = tmp.path().join(format!("copy-{i}"));
+        copy_dir(&run_dir, &copy);
+        verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
+        edit(&copy);
+        let err = verify(&copy).expect_err(what);
+        assert!(err.contains(&needle), "{what}: {err}");
+    }
+}
+
+/// A killed run's failure.json is sealed: a changed reason or message,
+/// even written back in canonical form, fails verification.
+#[test]
+fn an_edited_failure_json_of_a_killed_run_is_caught() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("killed");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--quiet", "--command", "sleep 5", "--name", "nap"]);
+    c.args(["--kill-at", "nap:after:0.2"]);
+    assert_eq!(run(c).code(), Some(1));
+    let v = verify(&out).expect("a killed run verifies as killed");
+    assert!(v.killed);
+    let path = out.join("failure.json");
+    let mut j: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    j["message"] = serde_json::json!("nothing to see");
+    std::fs::write(&path, evidence::to_bytes(&j)).unwrap();
+    let err = verify(&out).unwrap_err();
+    assert!(err.contains("failure.json body does not match its body_sha256"), "{err}");
+}

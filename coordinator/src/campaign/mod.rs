@@ -167,7 +167,7 @@ fn record_failure(dir: &RunDir, e: &CampaignError, declaration: &str, environmen
         declaration_sha256: Some(declaration.into()),
         environment_sha256: Some(environment.into()),
     };
-    if let Err(w) = dir.write_evidence(rundir::FAILURE, &evidence::to_bytes(&f)) {
+    if let Err(w) = dir.write_evidence(rundir::FAILURE, &crate::rundir::report::seal(&f)) {
         tracing::error!("{w}");
     }
 }
