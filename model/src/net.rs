@@ -215,6 +215,39 @@ mod tests {
         HostBatch::from_loader(&Batch { len, x, y }).unwrap()
     }
 
+    /// Both builds of the kernels train bit for bit repeatably; they may
+    /// differ from each other only in rounding (one rounding per fused
+    /// multiply-add against two), never by more.
+    #[test]
+    fn the_portable_and_the_fma_kernels_each_repeat_and_differ_only_in_rounding() {
+        let batch = learnable(4, 5);
+        let train = |portable: bool| {
+            let run = || {
+                let mut m = Model::new(0).unwrap();
+                for _ in 0..3 {
+                    m.step(&batch).unwrap();
+                }
+                m.snapshot().unwrap()
+            };
+            if portable { crate::conv::with_portable(run) } else { run() }
+        };
+        let (p1, p2) = (train(true), train(true));
+        assert_eq!(p1, p2, "the portable kernels do not repeat");
+        let (f1, f2) = (train(false), train(false));
+        assert_eq!(f1, f2, "the default kernels do not repeat");
+        let worst = p1
+            .iter()
+            .flatten()
+            .zip(f1.iter().flatten())
+            .map(|(a, b)| ((a - b).abs() / a.abs().max(1e-3)) as f64)
+            .fold(0.0, f64::max);
+        assert!(worst < 1e-4, "the two builds differ by more than rounding: {worst}");
+        if crate::conv::fma_cpu() {
+            // The switch switches: on an FMA machine the paths do differ.
+            assert_ne!(p1, f1, "forcing the portable kernels changed nothing");
+        }
+    }
+
     #[test]
     fn the_model_has_the_seed_recipes_4018_parameters() {
         assert_eq!(Model::new(0).unwrap().parameters(), 4018);

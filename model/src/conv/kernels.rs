@@ -31,8 +31,40 @@ impl MulAdd for Separate {
     }
 }
 
-/// Whether this CPU runs the AVX2 + FMA build of the kernels.
+/// The variable that forces the portable kernels (any value but `0`):
+/// the AVX2 + FMA build rounds each multiply-add once, the portable one
+/// twice, so the two may differ in the last bits; each is bit-for-bit
+/// repeatable on its own. The variable lets one machine run both.
+pub const PORTABLE_ENV: &str = "STAGEBENCH_PORTABLE_KERNELS";
+
+std::thread_local! {
+    /// Tests: the portable kernels on this thread (see [`with_portable`]).
+    static PORTABLE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the portable kernels on this thread (the kernels are
+/// chosen on the calling thread, before rayon splits the batch).
+#[cfg(test)]
+pub(crate) fn with_portable<T>(f: impl FnOnce() -> T) -> T {
+    PORTABLE_HERE.with(|p| p.set(true));
+    let out = f();
+    PORTABLE_HERE.with(|p| p.set(false));
+    out
+}
+
+/// Whether this CPU runs the AVX2 + FMA build of the kernels (and nothing
+/// asked for the portable one).
 fn fused() -> bool {
+    static FORCED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let forced = *FORCED.get_or_init(|| std::env::var_os(PORTABLE_ENV).is_some_and(|v| v != "0"));
+    if forced || PORTABLE_HERE.with(|p| p.get()) {
+        return false;
+    }
+    fma_cpu()
+}
+
+/// Whether this CPU has AVX2 and FMA.
+pub(crate) fn fma_cpu() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
         std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")

@@ -24,6 +24,10 @@
 
 mod kernels;
 
+pub use kernels::PORTABLE_ENV;
+#[cfg(test)]
+pub(crate) use kernels::{fma_cpu, with_portable};
+
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
 use kernels::{forward, weight_grad};
 
