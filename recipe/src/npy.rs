@@ -95,6 +95,31 @@ pub fn read_bool_1d(bytes: &[u8]) -> io::Result<Vec<bool>> {
 mod tests {
     use super::*;
 
+    /// The header bytes NumPy 2.4.6 writes for the same arrays
+    /// (`np.save(buf, np.arange(15, dtype='<f4').reshape(3, 5))` and a bool
+    /// `[4]`): format 1.0, little-endian, C order, padded to 128 bytes.
+    #[test]
+    fn headers_are_the_bytes_numpy_writes() {
+        let pad = |n: usize| " ".repeat(n);
+        let f32_header = format!(
+            "\u{93}NUMPY\x01\x00v\x00{{'descr': '<f4', 'fortran_order': False, 'shape': (3, 5), }}{}\n",
+            pad(58)
+        );
+        let bool_header = format!(
+            "\u{93}NUMPY\x01\x00v\x00{{'descr': '|b1', 'fortran_order': False, 'shape': (4,), }}{}\n",
+            pad(60)
+        );
+        let latin1 = |s: &str| s.chars().map(|c| c as u32 as u8).collect::<Vec<u8>>();
+        let values: Vec<f32> = (0..15).map(|i| i as f32).collect();
+        let f = f32_2d(&values, 5);
+        assert_eq!(f[..128], latin1(&f32_header)[..], "{:?}", String::from_utf8_lossy(&f[..128]));
+        assert_eq!(f.len(), 128 + 15 * 4);
+        assert_eq!(&f[128 + 4..128 + 8], &1.0f32.to_le_bytes(), "little-endian, C order");
+        let b = bool_1d(&[true, false, true, true]);
+        assert_eq!(b[..128], latin1(&bool_header)[..]);
+        assert_eq!(&b[128..], &[1, 0, 1, 1]);
+    }
+
     #[test]
     fn round_trips_and_aligns_headers() {
         let v = [1.5f32, -2.0, 0.0, f32::NAN, 3.25, 4.0];
