@@ -9,7 +9,8 @@ beside the seed profiler's single observation on a faster desktop CPU.
 
 With --torch PYTHON (an interpreter that has torch; see
 scripts/bench-model-torch.py), each round also trains the same model in
-PyTorch on the same two threads, interleaved with the profile runs, and the
+PyTorch on the same threads (--threads, default 2: both the workers' rayon pool
+and PyTorch's are set, and both are printed), interleaved with the profile runs, and the
 fit epoch and resident step are compared as ratios of medians.
 Run by hand on an idle machine; not part of CI.
 
@@ -52,6 +53,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--data", default=os.path.expanduser("~/.cache/stagebench/bench/frozen-seed"))
     ap.add_argument("--torch", help="a Python interpreter with torch, for the side-by-side model")
+    ap.add_argument("--threads", type=int, default=2,
+                    help="threads for both sides: the workers' rayon pool and PyTorch's")
     a = ap.parse_args()
     if not os.path.exists(os.path.join(a.data, "frozen.json")):
         sys.exit(f"no frozen dataset at {a.data}: run SCALE=seed scripts/bench-cold-prep.sh first")
@@ -62,19 +65,24 @@ def main():
     with tempfile.TemporaryDirectory() as tmp:
         for r in range(a.rounds):
             out = os.path.join(tmp, f"profile-{r}")
+            # The workers inherit the variable: their rayon pool has this many threads.
+            env = dict(os.environ, RAYON_NUM_THREADS=str(a.threads))
             subprocess.run([coordinator, "--quiet", "--mode", "profile", "--data", a.data,
-                            "--output", out], check=True, stdout=subprocess.DEVNULL)
+                            "--output", out], check=True, stdout=subprocess.DEVNULL, env=env)
             reports.append(json.load(open(os.path.join(out, "report.json"))))
+            used = json.load(open(os.path.join(out, "environment.json")))["threads"]
             if a.torch:
                 contexts = reports[-1]["counts"]["eligible_contexts"]
                 res = os.path.join(tmp, f"torch-{r}.json")
                 subprocess.run([a.torch, os.path.join(ROOT, "scripts/bench-model-torch.py"),
-                                "--threads", "2", "--contexts", str(contexts), "--json", res],
+                                "--threads", str(a.threads), "--contexts", str(contexts), "--json", res],
                                check=True, stdout=subprocess.DEVNULL)
                 torch.append(json.load(open(res)))
     load = open("/proc/loadavg").read().split()[:3]
     c = reports[0]["counts"]
     print(f"{a.rounds} rounds; load average {' '.join(load)}; {os.cpu_count()} CPUs")
+    print(f"stagebench's workers ran with RAYON_NUM_THREADS={used.get('RAYON_NUM_THREADS')} "
+          f"(as environment.json recorded it)")
     print(f"counts: {c['train_series']} training series, {c['valid_frames']} valid frames, "
           f"{c.get('eligible_contexts')} eligible contexts, {c.get('batches')} batches "
           f"({c.get('final_batch')} in the last), {c.get('invalid_event_series')} invalid event series")
