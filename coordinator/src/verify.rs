@@ -184,8 +184,12 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
         }
     }
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
+    // Every recorded artifact path: a manifest's directory may hold other
+    // artifacts beside what it lists (a normalizer written into the cache).
+    let recorded: std::collections::BTreeSet<&str> =
+        artifacts.iter().filter_map(|a| a["path"].as_str()).collect();
     let problems: Vec<Option<String>> =
-        artifacts.par_iter().map(|a| check_artifact(dir, a).err()).collect();
+        artifacts.par_iter().map(|a| check_artifact(dir, a, &recorded).err()).collect();
     if let Some(p) = problems.into_iter().flatten().next() {
         return Err(p);
     }
@@ -198,7 +202,11 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
     Ok((value, verified))
 }
 
-fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
+fn check_artifact(
+    dir: &Path,
+    a: &Value,
+    recorded: &std::collections::BTreeSet<&str>,
+) -> Result<(), String> {
     let path = a["path"].as_str().ok_or("an artifact record has no path")?;
     if !is_safe_relative(path) {
         return Err(format!("artifact path '{path}' leaves the run directory"));
@@ -209,13 +217,18 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<(), String> {
         return Err(format!("artifact {path} does not match its recorded SHA-256"));
     }
     if a["kind"].as_str() == Some("manifest") {
-        check_manifest(dir, path)?;
+        check_manifest(dir, path, recorded)?;
     }
     Ok(())
 }
 
-/// A manifest lists files below its own directory; each must match.
-fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
+/// A manifest lists files below its own directory; each must match, and no
+/// other file may be there but the run's other recorded artifacts.
+fn check_manifest(
+    dir: &Path,
+    path: &str,
+    recorded: &std::collections::BTreeSet<&str>,
+) -> Result<(), String> {
     let bytes = std::fs::read(dir.join(path))
         .map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
     let v: Value = serde_json::from_slice(&bytes)
@@ -253,7 +266,8 @@ fn check_manifest(dir: &Path, path: &str) -> Result<(), String> {
     let manifest_name = Path::new(path).file_name().map(Path::new).unwrap_or(Path::new(""));
     for rel in found {
         let listed = files.contains_key(&rel.to_string_lossy().into_owned());
-        if !listed && rel != manifest_name {
+        let artifact = recorded.contains(base.join(&rel).to_string_lossy().as_ref());
+        if !listed && !artifact && rel != manifest_name {
             return Err(format!(
                 "{} is not listed in {path}: a file was added after it was written",
                 base.join(&rel).display()
