@@ -41,6 +41,20 @@ pub(crate) struct ProcessExit {
     pub(crate) sys_ns: u64,
     pub(crate) peak_rss_bytes: u64,
     pub(crate) wall: Duration,
+    /// Page faults and context switches from `wait4` (None where it could
+    /// not see the process: a task of a job step, or one lost to us).
+    pub(crate) faults: Option<Faults>,
+}
+
+/// What `wait4`'s rusage says about a process's memory and scheduling: the
+/// same work with the same fault counts but more CPU means each fault cost
+/// more (a huge page zeroed, for one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Faults {
+    pub(crate) minor: u64,
+    pub(crate) major: u64,
+    pub(crate) voluntary_switches: u64,
+    pub(crate) involuntary_switches: u64,
 }
 
 /// A running (or finished) worker process, or one task of a multi-task
@@ -139,6 +153,7 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
                 sys_ns: 0,
                 peak_rss_bytes: 0,
                 wall: started.elapsed(),
+                faults: None,
             };
         }
     }
@@ -154,6 +169,12 @@ fn wait4(pid: u32, started: Instant) -> ProcessExit {
         sys_ns: tv(usage.ru_stime),
         peak_rss_bytes: usage.ru_maxrss.max(0) as u64 * 1024,
         wall: started.elapsed(),
+        faults: Some(Faults {
+            minor: usage.ru_minflt.max(0) as u64,
+            major: usage.ru_majflt.max(0) as u64,
+            voluntary_switches: usage.ru_nvcsw.max(0) as u64,
+            involuntary_switches: usage.ru_nivcsw.max(0) as u64,
+        }),
     }
 }
 

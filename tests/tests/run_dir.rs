@@ -76,6 +76,21 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
         );
     }
     assert_eq!(report["workers"].as_array().unwrap().len(), 3, "one process per stage");
+    // wait4's fault and switch counts per process: a process that ran faulted.
+    for w in report["workers"].as_array().unwrap() {
+        assert!(w["minor_faults"].as_u64().unwrap() > 0, "{w}");
+        assert!(w["major_faults"].is_u64() && w["voluntary_switches"].is_u64(), "{w}");
+        assert!(w["involuntary_switches"].is_u64(), "{w}");
+    }
+    // The machine's huge-page mode, where the kernel shows it.
+    let env = json(&out.join("environment.json"));
+    let thp = std::fs::read_to_string("/sys/kernel/mm/transparent_hugepage/enabled").ok();
+    match thp {
+        Some(t) => assert!(
+            t.contains(&format!("[{}]", env["transparent_hugepages"]["enabled"].as_str().unwrap()))
+        ),
+        None => assert!(env["transparent_hugepages"]["enabled"].is_null()),
+    }
     assert_eq!(report["artifacts"][0]["path"], "artifacts/job-1-write.bin");
     assert_eq!(decl["program"]["source_sha256"].as_str().unwrap().len(), 64);
 

@@ -65,6 +65,9 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             prep.load_imbalance,
             prep.caches_identical
         );
+        for w in &prep.warnings {
+            println!("  warning: {w}");
+        }
     }
     if let Some(trials) = r.trials() {
         print_trials(r, trials);

@@ -49,6 +49,48 @@ pub(crate) struct Section {
     pub(crate) load_imbalance: f64,
     /// Whether the serial and parallel cache manifests are byte-identical.
     pub(crate) caches_identical: bool,
+    /// Reasons to read `speedup` with care, for a person (see [`warnings`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) warnings: Vec<String>,
+}
+
+/// When the N-process preparation needs more than this many times the
+/// serial CPU for the same series, its processes paid for more than the work.
+const CPU_RATIO_WARNING: f64 = 2.0;
+
+/// What makes a cold-prep speedup misleading, found in its own figures:
+/// - the parallel processes' CPU far above the serial process's for the same
+///   series (on this project's machines: fresh memory faulted in as huge
+///   pages the kernel had to zero, with fault counts unchanged);
+/// - start-up dominating: most parallel workers spent more than a quarter of
+///   their life before their first series.
+fn warnings(serial: &PrepSide, parallel: &PrepSide) -> Vec<String> {
+    let mut out = Vec::new();
+    let ratio = parallel.cpu_s / serial.cpu_s.max(1e-9);
+    if ratio > CPU_RATIO_WARNING {
+        out.push(format!(
+            "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same series: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again, or compare runs with --mode trials",
+            parallel.workers.len()
+        ));
+    }
+    let first: std::collections::BTreeMap<u32, f64> =
+        parallel.timeline.iter().fold(Default::default(), |mut m, t| {
+            let e = m.entry(t.rank).or_insert(f64::INFINITY);
+            *e = e.min(t.start_s);
+            m
+        });
+    let slow_starts = parallel
+        .workers
+        .iter()
+        .filter(|w| first.get(&w.rank).is_some_and(|s| *s > 0.25 * w.wall_s))
+        .count();
+    if slow_starts * 2 > parallel.workers.len() {
+        out.push(format!(
+            "start-up dominated the parallel phase: {slow_starts} of {} workers spent more than a quarter of their life before their first series",
+            parallel.workers.len()
+        ));
+    }
+    out
 }
 
 pub(crate) fn prepare(settings: &Settings) -> Result<Prepared, String> {
@@ -159,6 +201,7 @@ pub(crate) fn assemble(
     let speedup = serial.wall_s / parallel.wall_s;
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+    let warnings = warnings(&serial, &parallel);
     records.stages.insert(SERIAL.into(), serial_stage);
     records.stages.insert(PARALLEL.into(), par_stage);
     records.artifacts.push(serial_art);
@@ -171,6 +214,7 @@ pub(crate) fn assemble(
         parallel_efficiency: speedup / workers,
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
         caches_identical: identical,
+        warnings,
     })
 }
 
@@ -323,4 +367,37 @@ fn timeline(p: &PhaseOutcome) -> Vec<Span> {
         .collect();
     spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
     spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{PrepSide, warnings};
+
+    /// The two sides of the recorded cold-prep fixture (a fast run).
+    fn sides() -> (PrepSide, PrepSide) {
+        let r: serde_json::Value =
+            serde_json::from_str(include_str!("../render/fixtures/cold-prep-report.json")).unwrap();
+        let side = |k: &str| serde_json::from_value(r[k].clone()).unwrap();
+        (side("serial"), side("parallel"))
+    }
+
+    #[test]
+    fn a_parallel_phase_that_paid_for_more_than_the_work_is_flagged() {
+        let (serial, mut parallel) = sides();
+        assert!(warnings(&serial, &parallel).is_empty(), "the fixture is a plain run");
+        parallel.cpu_s = 2.5 * serial.cpu_s;
+        let w = warnings(&serial, &parallel);
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].contains("used 2.5x the serial preparation's CPU"), "{}", w[0]);
+    }
+
+    #[test]
+    fn start_up_dominating_the_parallel_phase_is_flagged() {
+        let (serial, mut parallel) = sides();
+        for t in &mut parallel.timeline {
+            t.start_s += 10.0;
+        }
+        let w = warnings(&serial, &parallel);
+        assert!(w.iter().any(|w| w.starts_with("start-up dominated the parallel phase")), "{w:?}");
+    }
 }

@@ -310,6 +310,10 @@ pub(crate) fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
                 exit: o.exit.kind.to_string(),
                 task_of_step: o.task_of_step,
                 host_sha256: o.host_sha256.clone(),
+                minor_faults: o.exit.faults.map(|f| f.minor),
+                major_faults: o.exit.faults.map(|f| f.major),
+                voluntary_switches: o.exit.faults.map(|f| f.voluntary_switches),
+                involuntary_switches: o.exit.faults.map(|f| f.involuntary_switches),
             })
         })
         .collect();

@@ -210,6 +210,9 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
             prep.load_imbalance,
             prep.caches_identical
         );
+        for w in &prep.warnings {
+            let _ = writeln!(s, "\nWarning: {w}.");
+        }
     }
     if let Some(c) = r.counts().filter(|c| c.eligible_contexts.is_some()) {
         let n = |x: Option<u64>| x.map(|v| v.to_string()).unwrap_or_else(|| "–".into());

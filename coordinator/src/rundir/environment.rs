@@ -31,6 +31,26 @@ pub(crate) struct Environment {
     /// 1, 5 and 15 minute load averages when the run started.
     pub(crate) load_average: Option<[f64; 3]>,
     pub(crate) launcher: String,
+    /// Transparent huge pages: the mode in force (`always`, `madvise`,
+    /// `never`) and the defrag policy, where the kernel exposes them. A
+    /// short-lived process's fresh memory may fault in as 2 MiB pages the
+    /// kernel must zero, which can dominate its CPU time.
+    #[serde(default)]
+    pub(crate) transparent_hugepages: Thp,
+}
+
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Thp {
+    pub(crate) enabled: Option<String>,
+    pub(crate) defrag: Option<String>,
+}
+
+/// The bracketed choice of a sysfs multiple-choice file (`always [madvise] never`).
+fn chosen(path: &str) -> Option<String> {
+    let text = read_trimmed(path)?;
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    Some(text[start..end].to_string())
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -97,6 +117,10 @@ pub(crate) fn capture(launcher: &str) -> Environment {
         threads: THREAD_VARIABLES.iter().map(|v| (v.to_string(), std::env::var(v).ok())).collect(),
         load_average: load_average(),
         launcher: launcher.into(),
+        transparent_hugepages: Thp {
+            enabled: chosen("/sys/kernel/mm/transparent_hugepage/enabled"),
+            defrag: chosen("/sys/kernel/mm/transparent_hugepage/defrag"),
+        },
     }
 }
 

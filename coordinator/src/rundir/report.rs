@@ -196,6 +196,16 @@ pub(crate) struct ProcessRecord {
     /// (never the name): equal digests mean the same host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) host_sha256: Option<String>,
+    /// From `wait4`'s rusage (absent for a task of a job step): minor and
+    /// major page faults, voluntary and involuntary context switches.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) minor_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) major_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) voluntary_switches: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) involuntary_switches: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

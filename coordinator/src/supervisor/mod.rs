@@ -318,6 +318,7 @@ async fn task_shut_down(
                     .max()
                     .unwrap_or(0),
                 wall: proc.launched.elapsed(),
+                faults: None,
             };
             (WorkerEnd::Completed, exit)
         }
