@@ -15,7 +15,10 @@
 Every pair alternates its order round by round. Medians over ROUNDS.
 Run by hand on an idle machine (release build); not part of CI.
 
-usage: scripts/bench-tree.py [--rounds R] [--stages N] [--baseline DIR]
+With --sampler-of DIR, part 1 also measures that build's sampler, each case's
+two builds one after the other in the same rounds.
+
+usage: scripts/bench-tree.py [--rounds R] [--stages N] [--baseline DIR] [--sampler-of DIR]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -56,6 +59,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--stages", type=int, default=40)
     ap.add_argument("--baseline", help="target/release of a build without tree measurement")
+    ap.add_argument("--sampler-of", metavar="DIR",
+                    help="target/release of another build whose sampler to measure beside this one's")
     a = ap.parse_args()
     new = os.path.join(ROOT, "target", "release", "coordinator")
     if not os.path.isfile(new):
@@ -69,17 +74,21 @@ def main():
                  ("4 sleeping children", children, "command", {}),
                  ("4 children, forced sampled", children, "command",
                   {"STAGEBENCH_TREE_METHOD": "sampled"})]
+        builds = [("this build", new)]
+        if a.sampler_of:
+            builds.append(("other build", os.path.join(a.sampler_of, "coordinator")))
         print(f"sampler CPU as a share of one core, median of {a.rounds} rounds:")
         for name, args, key, env in cases:
-            shares = {10: [], 10000: []}
-            for i in range(a.rounds):
-                order = (10, 10000) if i % 2 == 0 else (10000, 10)
-                for ms in order:
-                    tag = f"s-{len(env)}-{key}-{ms}-{i}"
-                    shares[ms].append(sampler_share(new, args, key, ms, tmp, tag, env))
-            m10, midle = statistics.median(shares[10]), statistics.median(shares[10000])
-            print(f"  {name:<28} at 10 ms {100 * m10:6.3f}%  idle sampler {100 * midle:6.3f}%"
-                  f"  sampling costs {100 * (m10 - midle):6.3f}% of a core")
+            for build, coordinator in builds:
+                shares = {10: [], 10000: []}
+                for i in range(a.rounds):
+                    order = (10, 10000) if i % 2 == 0 else (10000, 10)
+                    for ms in order:
+                        tag = f"s-{build[0]}-{len(env)}-{key}-{ms}-{i}"
+                        shares[ms].append(sampler_share(coordinator, args, key, ms, tmp, tag, env))
+                m10, midle = statistics.median(shares[10]), statistics.median(shares[10000])
+                print(f"  {name:<28} {build:<11} at 10 ms {100 * m10:6.3f}%  idle sampler "
+                      f"{100 * midle:6.3f}%  sampling costs {100 * (m10 - midle):6.3f}% of a core")
         if a.baseline:
             old = os.path.join(a.baseline, "coordinator")
             per = {"baseline": [], "this build": []}

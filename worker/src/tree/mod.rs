@@ -11,7 +11,8 @@
 //! worker's own `VmHWM`; it misses a peak between two samples and counts a
 //! page shared by several processes in each (PSS would not, but reading it
 //! walks page tables: about 2 ms for a 100 MiB process). Each process's own
-//! high-water mark (`VmHWM` as last sampled, or `ru_maxrss` when the worker
+//! high-water mark (`VmHWM` as last read, every `STATUS_EVERY` samples and at
+//! the stage's start and end, raised by its sampled RSS; or `ru_maxrss` when the worker
 //! reaped it) summed gives the upper bound. When the stage ends, [`contain`] kills every descendant still
 //! alive (SIGTERM, a grace, SIGKILL), reaps it and every orphan that already
 //! exited, and names them by `comm` (never a path or an argument). Reaping
@@ -69,7 +70,16 @@ struct Seen {
     split: Option<(u64, u64)>,
     /// The descendants the last sample found (zombies included).
     last: Vec<i32>,
+    /// The tree's /proc files, open across samples.
+    open: procfs::OpenProcs,
 }
+
+/// Every how many samples each process's `VmHWM` is read (its `status`
+/// costs the kernel several times what `statm` does); in between, its
+/// sampled RSS raises its peak, and the stage's first and last samples
+/// read it. A process that ends between two reads and that the worker does
+/// not reap itself keeps the peak last read or sampled.
+const STATUS_EVERY: u64 = 50;
 
 /// With a cgroup (the kernel keeps the exact peak), every how many
 /// intervals the tree thread reads the stage's processes.
@@ -84,6 +94,7 @@ impl Seen {
             charge: 0,
             split: None,
             last: Vec::new(),
+            open: procfs::OpenProcs::new(),
         }
     }
 
@@ -101,16 +112,36 @@ impl Seen {
         }
     }
 
-    /// Everything: the cgroup's charge, and every process's RSS and peak.
-    fn sample(&mut self) {
+    /// Everything: the cgroup's charge, and every process's RSS and peak
+    /// (its `VmHWM` when `all_peaks`, when first seen, and every
+    /// [`STATUS_EVERY`] samples).
+    fn sample(&mut self, all_peaks: bool) {
         self.sample_cgroup();
         let mut sum = own_rss().unwrap_or(0);
-        self.last = descendants();
-        for &pid in &self.last {
-            if let Some((rss, hwm)) = rss_and_hwm(Some(pid)) {
-                sum += rss;
-                let e = self.hwm.entry(pid).or_default();
-                *e = (*e).max(hwm);
+        let read_peaks = all_peaks || self.samples % STATUS_EVERY == 0;
+        match self.open.sample() {
+            Some(procs) => {
+                self.last = procs.iter().map(|p| p.0).collect();
+                for &(pid, rss) in procs {
+                    sum += rss;
+                    let hwm = match read_peaks {
+                        true => rss_and_hwm(Some(pid)).map_or(0, |(_, hwm)| hwm),
+                        false => 0,
+                    };
+                    let e = self.hwm.entry(pid).or_default();
+                    *e = (*e).max(hwm).max(rss);
+                }
+            }
+            // No `children` files: find the tree and read each process anew.
+            None => {
+                self.last = descendants();
+                for &pid in &self.last {
+                    if let Some((rss, hwm)) = rss_and_hwm(Some(pid)) {
+                        sum += rss;
+                        let e = self.hwm.entry(pid).or_default();
+                        *e = (*e).max(hwm);
+                    }
+                }
             }
         }
         self.peak_sum = self.peak_sum.max(sum);
@@ -134,7 +165,7 @@ fn sample_tick() {
     if ACTIVE.load(Ordering::Acquire) {
         let mut seen = lock(&SEEN);
         if ACTIVE.load(Ordering::Acquire) {
-            seen.sample();
+            seen.sample(false);
         }
     }
 }
@@ -155,7 +186,7 @@ impl Sampler {
     pub fn start(interval_ms: u32) -> Sampler {
         let mut seen = lock(&SEEN);
         *seen = Seen::new();
-        seen.sample();
+        seen.sample(true);
         INTERVAL_MS.store(interval_ms.max(1), Ordering::Release);
         ACTIVE.store(true, Ordering::Release);
         Sampler { interval_ms }
@@ -168,7 +199,7 @@ impl Sampler {
         ACTIVE.store(false, Ordering::Release);
         let mut seen = std::mem::replace(&mut *guard, Seen::new());
         drop(guard);
-        seen.sample();
+        seen.sample(true);
         (seen, cgroup::take_current())
     }
 }

@@ -125,9 +125,13 @@ pub(super) fn rss_and_hwm(pid: Option<i32>) -> Option<(u64, u64)> {
 }
 
 /// This process's resident memory, from `/proc/self/statm` (cheaper for the
-/// kernel to make than `status`).
+/// kernel to make than `status`), kept open.
 pub(super) fn own_rss() -> Option<u64> {
-    let statm = std::fs::read_to_string("/proc/self/statm").ok()?;
+    static STATM: std::sync::OnceLock<Option<std::fs::File>> = std::sync::OnceLock::new();
+    let file = STATM.get_or_init(|| std::fs::File::open("/proc/self/statm").ok()).as_ref()?;
+    let mut buf = Vec::new();
+    pread_all(file, &mut buf)?;
+    let statm = std::str::from_utf8(&buf).ok()?;
     let pages: u64 = statm.split_whitespace().nth(1)?.parse().ok()?;
     // SAFETY: sysconf with a constant name.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
@@ -137,4 +141,138 @@ pub(super) fn own_rss() -> Option<u64> {
 /// A process's short command name (at most 15 bytes, no path, no argument).
 pub(super) fn comm(pid: i32) -> Option<String> {
     std::fs::read_to_string(format!("/proc/{pid}/comm")).ok().map(|s| s.trim().to_string())
+}
+
+/// The tree's /proc files, kept open across samples: re-reading an open
+/// procfs file (`pread` at offset 0 makes the kernel generate it afresh)
+/// skips the path walk that `open` costs, which was most of a sample. A file
+/// of a process that ended reads as an error, even if its pid was reused
+/// since, and its entry is dropped.
+pub(super) struct OpenProcs {
+    procs: std::collections::BTreeMap<i32, Open>,
+    /// This worker's own threads' `children` files.
+    root: Vec<std::fs::File>,
+    /// Samples taken; threads are listed afresh every [`RELIST_EVERY`].
+    samples: u64,
+    /// Kept across samples, so a sample allocates nothing once warm.
+    buf: Vec<u8>,
+    todo: Vec<i32>,
+    out: Vec<(i32, u64)>,
+}
+
+struct Open {
+    statm: std::fs::File,
+    /// Each thread's `children` file (threads listed every few samples).
+    children: Vec<std::fs::File>,
+}
+
+/// Every how many samples a process's threads are listed again (a thread
+/// started since may fork).
+const RELIST_EVERY: u64 = 10;
+
+/// Reads an open procfs file afresh; None when its process is gone. One
+/// `pread` when the file fits the buffer (a procfs file is generated whole
+/// for each read, so asking again for its end would make it twice).
+fn pread_all(f: &std::fs::File, buf: &mut Vec<u8>) -> Option<()> {
+    use std::os::unix::fs::FileExt;
+    buf.clear();
+    buf.resize(buf.capacity().max(4096), 0);
+    let mut len = 0;
+    loop {
+        let n = f.read_at(&mut buf[len..], len as u64).ok()?;
+        len += n;
+        if n == 0 || len < buf.len() {
+            break;
+        }
+        buf.resize(len * 2, 0);
+    }
+    buf.truncate(len);
+    Some(())
+}
+
+impl OpenProcs {
+    pub(super) const fn new() -> OpenProcs {
+        OpenProcs {
+            procs: std::collections::BTreeMap::new(),
+            root: Vec::new(),
+            samples: 0,
+            buf: Vec::new(),
+            todo: Vec::new(),
+            out: Vec::new(),
+        }
+    }
+
+    fn open(pid: i32) -> Option<Open> {
+        let statm = std::fs::File::open(format!("/proc/{pid}/statm")).ok()?;
+        Some(Open { statm, children: thread_children(pid) })
+    }
+
+    /// Every descendant of this worker (zombies too, at 0 bytes) and its
+    /// resident bytes, walking the tree through the open `children` files;
+    /// None where the kernel has no such files.
+    pub(super) fn sample(&mut self) -> Option<&[(i32, u64)]> {
+        let relist = self.samples % RELIST_EVERY == 0;
+        self.samples += 1;
+        if relist {
+            self.root = thread_children(std::process::id() as i32);
+        }
+        if self.root.is_empty() {
+            return None;
+        }
+        // SAFETY: sysconf with a constant name.
+        let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+        let mut buf = std::mem::take(&mut self.buf);
+        let mut todo = std::mem::take(&mut self.todo);
+        let mut out = std::mem::take(&mut self.out);
+        todo.clear();
+        out.clear();
+        read_children(&self.root, &mut buf, &mut todo);
+        while let Some(pid) = todo.pop() {
+            // A tree has no cycles; a pid seen twice (reused meanwhile) is skipped.
+            if out.iter().any(|(p, _)| *p == pid) {
+                continue;
+            }
+            if let std::collections::btree_map::Entry::Vacant(e) = self.procs.entry(pid) {
+                match Self::open(pid) {
+                    Some(o) => {
+                        e.insert(o);
+                    }
+                    None => continue,
+                }
+            }
+            let open = self.procs.get_mut(&pid).expect("inserted above");
+            let rss = pread_all(&open.statm, &mut buf).and_then(|_| {
+                std::str::from_utf8(&buf).ok()?.split_whitespace().nth(1)?.parse::<u64>().ok()
+            });
+            let Some(pages) = rss else {
+                self.procs.remove(&pid);
+                continue;
+            };
+            out.push((pid, pages * page));
+            if relist {
+                open.children = thread_children(pid);
+            }
+            read_children(&open.children, &mut buf, &mut todo);
+        }
+        self.procs.retain(|pid, _| out.iter().any(|(p, _)| p == pid));
+        (self.buf, self.todo, self.out) = (buf, todo, out);
+        Some(&self.out)
+    }
+}
+
+/// Adds the pids listed in open `children` files to `out`.
+fn read_children(files: &[std::fs::File], buf: &mut Vec<u8>, out: &mut Vec<i32>) {
+    for f in files {
+        if pread_all(f, buf).is_some() {
+            if let Ok(text) = std::str::from_utf8(buf) {
+                out.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            }
+        }
+    }
+}
+
+/// Each of `pid`'s threads' `children` file, opened.
+fn thread_children(pid: i32) -> Vec<std::fs::File> {
+    let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else { return Vec::new() };
+    tasks.flatten().filter_map(|t| std::fs::File::open(t.path().join("children")).ok()).collect()
 }
