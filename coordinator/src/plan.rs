@@ -71,7 +71,7 @@ pub(crate) struct PlannedStage {
 }
 
 /// The tree sampler's interval when `--sample-ms` is not given.
-pub(crate) const DEFAULT_SAMPLE_MS: u32 = 10;
+pub(crate) const DEFAULT_SAMPLE_MS: u32 = protocol::env::DEFAULT_SAMPLE_MS;
 
 /// Stages run when `--mode diagnostic` is given no `--stage`.
 pub(crate) const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =

@@ -19,6 +19,9 @@ pub const TOKEN_FILE: &str = "STAGEBENCH_TOKEN_FILE";
 pub const RANK_BASE: &str = "STAGEBENCH_RANK_BASE";
 /// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
 pub const SAMPLE_MS: &str = "STAGEBENCH_SAMPLE_MS";
+/// The interval when `--sample-ms` is not given (the coordinator's default,
+/// and the worker's when the variable is absent): one value for both.
+pub const DEFAULT_SAMPLE_MS: u32 = 10;
 /// `sampled` makes workers measure a tree's peak by sampling even where
 /// they could create a memory cgroup for each stage.
 pub const TREE_METHOD: &str = "STAGEBENCH_TREE_METHOD";

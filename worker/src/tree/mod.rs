@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 /// How long a leaked descendant gets between SIGTERM and SIGKILL.
 pub const LEAK_GRACE: Duration = Duration::from_millis(200);
 /// The sampler's interval when the coordinator did not give one.
-pub const DEFAULT_SAMPLE_MS: u32 = 10;
+pub const DEFAULT_SAMPLE_MS: u32 = protocol::env::DEFAULT_SAMPLE_MS;
 
 /// Makes this process the subreaper of everything it starts.
 pub fn become_subreaper() -> std::io::Result<()> {
