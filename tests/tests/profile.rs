@@ -38,8 +38,21 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     let (a, f) = profile(&tiny().frozen, "0", &mut keep);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let r = json(&a.join("report.json"));
+    // The input-bound verdict: the fit epoch's loader waits against its
+    // step time, graded as the TensorFlow profiler grades it.
+    let fraction = r["input_wait_fraction"].as_f64().expect("an input-wait fraction");
+    assert!((0.0..=1.0).contains(&fraction), "{fraction}");
+    let fit = &r["stages"]["end_to_end_fit_epoch"]["figures"];
+    assert_eq!(fit["input_wait_fraction"].as_f64(), Some(fraction));
+    let grade = match fraction {
+        f if f < 0.05 => "not input-bound",
+        f if f < 0.20 => "moderately input-bound",
+        _ => "highly input-bound",
+    };
+    assert_eq!(r["input_bound"], grade);
     // The README's headline figures are in summary.md too.
     let summary = std::fs::read_to_string(a.join("summary.md")).unwrap();
+    assert!(summary.contains(&format!("so it is {grade}")), "{summary}");
     assert!(summary.contains("Model, resident: median training step"), "{summary}");
     assert!(
         summary.contains("Model, end to end: one fit epoch through the loader at"),
@@ -237,6 +250,11 @@ fn model_stages_repeat_as_trials_each_in_a_fresh_process() {
     // Training is deterministic: both fit trials end on the same loss.
     let losses = &r["trials"]["end_to_end_fit_epoch"]["samples"]["loss_last_tenth"];
     assert_eq!(losses[0], losses[1], "{losses}");
+    // Each fit trial carries its input-wait fraction.
+    let waits =
+        r["trials"]["end_to_end_fit_epoch"]["samples"]["input_wait_fraction"].as_array().unwrap();
+    assert_eq!(waits.len(), 2);
+    assert!(waits.iter().all(|w| (0.0..=1.0).contains(&w.as_f64().unwrap())), "{waits:?}");
     // prepare + fit + count, then 4 trials.
     assert_eq!(f.worker_pids().len(), 7);
     f.assert_no_worker_left();

@@ -40,6 +40,22 @@ pub(crate) struct Plan {
 pub(crate) struct Section {
     /// The training partition's counts, with contexts and batches.
     pub(crate) counts: Counts,
+    /// The fit epoch's loader waits as a share of its step time (waiting
+    /// plus computing), and its grade (see [`input_bound`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input_wait_fraction: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) input_bound: Option<String>,
+}
+
+/// The TensorFlow profiler's grading of an input-wait fraction: under 5%
+/// not input-bound, 5 to 20% moderately, 20% or more highly.
+pub(crate) fn input_bound(fraction: f64) -> &'static str {
+    match fraction {
+        f if f < 0.05 => "not input-bound",
+        f if f < 0.20 => "moderately input-bound",
+        _ => "highly input-bound",
+    }
 }
 
 impl Plan {
@@ -225,5 +241,33 @@ pub(crate) fn assemble(
                 .into(),
         ));
     }
-    Ok(Section { counts })
+    let fraction = records
+        .stages
+        .get(ModelStep::FitEpoch.name())
+        .and_then(|s| s.figures.get("input_wait_fraction"))
+        .copied();
+    Ok(Section {
+        counts,
+        input_wait_fraction: fraction,
+        input_bound: fraction.map(|f| input_bound(f).to_string()),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::input_bound;
+
+    #[test]
+    fn input_wait_is_graded_as_the_tensorflow_profiler_grades_it() {
+        for (f, grade) in [
+            (0.0, "not input-bound"),
+            (0.0499, "not input-bound"),
+            (0.05, "moderately input-bound"),
+            (0.1999, "moderately input-bound"),
+            (0.20, "highly input-bound"),
+            (0.9, "highly input-bound"),
+        ] {
+            assert_eq!(input_bound(f), grade, "{f}");
+        }
+    }
 }

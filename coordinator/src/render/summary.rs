@@ -254,6 +254,14 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 fig("resident_model_steps", "last_loss").unwrap_or(f64::NAN),
             );
         }
+        if let Some(f) = fig("end_to_end_fit_epoch", "input_wait_fraction") {
+            let _ = writeln!(
+                s,
+                "\nInput: the fit epoch waited for its loader {:.1}% of its step time, so it is {} (the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
+                100.0 * f,
+                crate::modes::profile::input_bound(f)
+            );
+        }
         if let Some(rate) = fig("end_to_end_fit_epoch", "contexts_per_s") {
             let _ = writeln!(
                 s,

@@ -139,6 +139,13 @@ pub(super) fn run(
                 figure("p95_wait_s", quantile(&stats.waits_s, 0.95)),
                 figure("loss_first_tenth", mean(&losses[..tenth])),
                 figure("loss_last_tenth", mean(&losses[losses.len() - tenth..])),
+                // The loader's waits as a share of the epoch's step time
+                // (each step: waiting for its batch, then computing on it).
+                figure("input_wait_fraction", {
+                    let wait: f64 = stats.waits_s.iter().sum();
+                    let compute: f64 = step_s.iter().sum();
+                    if wait + compute > 0.0 { wait / (wait + compute) } else { 0.0 }
+                }),
             ])
         }
     }
