@@ -200,6 +200,13 @@ fn run_in(
         run_wall_s: run_wall.as_secs_f64(),
         launcher: settings.launcher.as_str().into(),
         hosts,
+        machine_warnings: environment::warnings(
+            &env,
+            settings.workers,
+            environment::load_average(),
+            // Trials warn about load per stage already.
+            !matches!(plan.mode, modes::ModePlan::Trials(_)),
+        ),
         section,
     };
     let planned = declaration.stages.len();

@@ -173,3 +173,34 @@ fn several_workers_share_the_queue() {
     assert_eq!(f.worker_pids().len(), 6, "a fresh process per stage");
     f.assert_no_worker_left();
 }
+
+/// `coordinator doctor` prints the machine's state without running
+/// anything, and exits 1 when a warning applies; a run records the same
+/// warnings in its report and summary.
+#[test]
+fn doctor_and_runs_warn_about_the_machine_as_pyperf_does() {
+    let mut c = coordinator();
+    c.args(["doctor", "--workers", "1024"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.starts_with("cpu: "), "{}", f.stdout);
+    assert!(f.stdout.contains("transparent huge pages"), "{}", f.stdout);
+    assert!(f.stdout.contains("warning: 1024 workers on"), "{}", f.stdout);
+    assert!(f.worker_pids().is_empty(), "doctor started a worker");
+
+    let cores = std::thread::available_parallelism().unwrap().get() as u32;
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--stage", "noop", "--workers"]).arg((cores + 1).to_string());
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = json(&out.join("report.json"));
+    let warned = report["machine_warnings"].as_array().expect("machine warnings");
+    let says = format!("{} workers on {cores} cores", cores + 1);
+    assert!(warned.iter().any(|w| w.as_str().unwrap().starts_with(&says)), "{warned:?}");
+    assert!(f.stderr.contains(&format!("warning: {says}")), "{}", f.stderr);
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("## The machine"), "{summary}");
+    let env = json(&out.join("environment.json"));
+    assert!(env["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
+    assert!(env["aslr"].is_u64() || env["unknown"].is_object(), "{env}");
+}

@@ -76,6 +76,14 @@ pub(super) enum Command {
         /// The directory holding run directories (at any depth).
         dir: PathBuf,
     },
+    /// Print the machine's state as a run would record it (environment.json)
+    /// and what in it makes measurements hard to trust, without running
+    /// anything. Exits 1 when a warning applies, 0 otherwise.
+    Doctor {
+        /// Judge the machine for this many workers at once.
+        #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
+        workers: u32,
+    },
     /// Run a scripted cold/resume campaign: each step a full `--mode recipe`
     /// run in fresh processes, repeated; writes report.json (verifiable),
     /// summary.md with the judgment, and plots/campaign.{svg,png}.

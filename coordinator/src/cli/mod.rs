@@ -90,6 +90,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             println!("{}", crate::dashboard::write(&dir)?);
             Ok(code::SUCCESS)
         }
+        Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
         Some(Command::Campaign { file, output, worker_bin }) => {
             let worker_bin = match worker_bin {
                 Some(w) => w,

@@ -6,6 +6,7 @@ use crate::modes::{Report, Section};
 use crate::render::trial_cells;
 use crate::run::RunSummary;
 use crate::rundir::report::{TrialSet, shared_warnings};
+use protocol::exit::coordinator as code;
 use std::collections::BTreeMap;
 
 /// `requested_workers`: what `--workers` asked for (cold-prep starts no more
@@ -72,6 +73,9 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     if let Some(trials) = r.trials() {
         print_trials(r, trials);
     }
+    for w in &r.machine_warnings {
+        eprintln!("warning: {w}");
+    }
     println!(
         "evidence: {}/ (declaration.json, environment.json, report.json; summary.md and plots/ derived from it)",
         s.dir.display()
@@ -105,5 +109,55 @@ fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
     }
     if let Section::Trials(t) = &r.section {
         println!("  outliers: {}; warm-up trials are recorded, not counted", t.outlier_rule);
+    }
+}
+
+/// `coordinator doctor`: the machine's state and its warnings; the exit code.
+pub(super) fn doctor(workers: u32) -> u8 {
+    use crate::rundir::environment;
+    let env = environment::capture("local");
+    let or = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
+    let c = &env.cpu;
+    println!("cpu: {}", or(c.model.clone()));
+    println!(
+        "  cores: {} logical, {} physical; SMT {}",
+        c.logical_cores,
+        or(c.physical_cores.map(|n| n.to_string())),
+        or(c.smt.map(|s| if s { "on" } else { "off" }.to_string()))
+    );
+    println!(
+        "  governor {}; boost {}",
+        or(c.governor.clone()),
+        or(c.boost.map(|b| if b { "on" } else { "off" }.to_string()))
+    );
+    println!(
+        "memory: {} total; cgroup limit {}; cgroup CPU quota {}",
+        or(env.memory_bytes.map(crate::fmt::mib)),
+        env.limits.memory_limit_bytes.map_or("none".into(), crate::fmt::mib),
+        env.limits.cpu_quota_cores.map_or("none".into(), |q| format!("{q:.2} cores"))
+    );
+    println!(
+        "kernel {}; transparent huge pages {} (defrag {}); ASLR {}",
+        or(env.os.kernel.clone()),
+        or(env.transparent_hugepages.enabled.clone()),
+        or(env.transparent_hugepages.defrag.clone()),
+        or(env.aslr.map(|a| a.to_string()))
+    );
+    if let Some([one, five, fifteen]) = env.load_average {
+        println!("load average {one:.2} {five:.2} {fifteen:.2}");
+    }
+    for (what, why) in &env.unknown {
+        println!("unknown {what}: {why}");
+    }
+    let warnings = environment::warnings(&env, workers, None, true);
+    for w in &warnings {
+        println!("warning: {w}");
+    }
+    match warnings.is_empty() {
+        true => {
+            println!("no warning for {workers} worker(s)");
+            code::SUCCESS
+        }
+        false => code::RUN_FAILED,
     }
 }

@@ -29,6 +29,10 @@ pub(crate) struct Report {
     /// How many distinct hosts ran the workers (by `host_sha256`).
     #[serde(default)]
     pub(crate) hosts: u32,
+    /// What about the machine makes these figures hard to trust (see
+    /// `rundir::environment::warnings`): load, governor, quota, oversubscription.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) machine_warnings: Vec<String>,
     /// The mode's own part, tagged by `mode`.
     #[serde(flatten)]
     pub(crate) section: Section,

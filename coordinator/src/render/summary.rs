@@ -313,6 +313,16 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         let _ =
             writeln!(s, "\nOutliers: {outlier_rule}. Warm-up trials are recorded, not counted.");
     }
+    if !r.machine_warnings.is_empty() {
+        let _ = writeln!(s, "\n## The machine\n");
+        for w in &r.machine_warnings {
+            let _ = writeln!(s, "- Warning: {w}.");
+        }
+        let _ = writeln!(
+            s,
+            "\nenvironment.json records the machine's state (`coordinator doctor` prints it)."
+        );
+    }
     let _ = writeln!(
         s,
         "\nOne report is one observation on one machine; repeat in fresh processes on an idle machine before claiming a difference."

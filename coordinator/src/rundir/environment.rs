@@ -37,6 +37,15 @@ pub(crate) struct Environment {
     /// kernel must zero, which can dominate its CPU time.
     #[serde(default)]
     pub(crate) transparent_hugepages: Thp,
+    /// Address-space layout randomisation (`randomize_va_space`: 0 off, 2 full).
+    #[serde(default)]
+    pub(crate) aslr: Option<u8>,
+    #[serde(default)]
+    pub(crate) limits: Limits,
+    /// What could not be read, and why (a virtual machine often exposes no
+    /// cpufreq): a null above is explained here.
+    #[serde(default)]
+    pub(crate) unknown: BTreeMap<String, String>,
 }
 
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -59,6 +68,24 @@ pub(crate) struct Cpu {
     pub(crate) logical_cores: usize,
     /// The cpufreq governor of cpu0, where readable.
     pub(crate) governor: Option<String>,
+    /// Distinct (package, core) pairs in /proc/cpuinfo.
+    #[serde(default)]
+    pub(crate) physical_cores: Option<usize>,
+    /// Simultaneous multithreading active (`/sys/devices/system/cpu/smt/active`).
+    #[serde(default)]
+    pub(crate) smt: Option<bool>,
+    /// Turbo or boost enabled (`cpufreq/boost`, or `intel_pstate/no_turbo`).
+    #[serde(default)]
+    pub(crate) boost: Option<bool>,
+}
+
+/// What limits the run's processes beyond the machine: the cgroup's CPU
+/// quota in cores (`cpu.max`, or `cpu.cfs_quota_us` / `cpu.cfs_period_us`)
+/// and memory limit (`memory.max`, or `memory.limit_in_bytes`); null for none.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Limits {
+    pub(crate) cpu_quota_cores: Option<f64>,
+    pub(crate) memory_limit_bytes: Option<u64>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -95,7 +122,7 @@ pub(crate) fn capture(launcher: &str) -> Environment {
         .map(|v| v.trim_matches('"').to_string());
     let kernel =
         nix::sys::utsname::uname().ok().map(|u| u.release().to_string_lossy().into_owned());
-    Environment {
+    let mut env = Environment {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
         captured_utc: crate::timestamp::rfc3339_utc_now(),
@@ -103,6 +130,11 @@ pub(crate) fn capture(launcher: &str) -> Environment {
             model,
             logical_cores: std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
             governor: read_trimmed("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            physical_cores: physical_cores(&cpuinfo),
+            smt: read_trimmed("/sys/devices/system/cpu/smt/active").map(|v| v == "1"),
+            boost: read_trimmed("/sys/devices/system/cpu/cpufreq/boost").map(|v| v == "1").or_else(
+                || read_trimmed("/sys/devices/system/cpu/intel_pstate/no_turbo").map(|v| v == "0"),
+            ),
         },
         memory_bytes,
         os: Os { name: os_name, kernel, arch: std::env::consts::ARCH.into() },
@@ -121,7 +153,140 @@ pub(crate) fn capture(launcher: &str) -> Environment {
             enabled: chosen("/sys/kernel/mm/transparent_hugepage/enabled"),
             defrag: chosen("/sys/kernel/mm/transparent_hugepage/defrag"),
         },
+        aslr: read_trimmed("/proc/sys/kernel/randomize_va_space").and_then(|v| v.parse().ok()),
+        limits: limits(),
+        unknown: BTreeMap::new(),
+    };
+    let why = [
+        (
+            "governor",
+            env.cpu.governor.is_none(),
+            "no cpufreq governor exposed (common in virtual machines)",
+        ),
+        (
+            "boost",
+            env.cpu.boost.is_none(),
+            "neither cpufreq/boost nor intel_pstate/no_turbo is exposed",
+        ),
+        ("smt", env.cpu.smt.is_none(), "no /sys/devices/system/cpu/smt/active"),
+        (
+            "transparent_hugepages",
+            env.transparent_hugepages.enabled.is_none(),
+            "no /sys/kernel/mm/transparent_hugepage",
+        ),
+    ];
+    for (what, missing, reason) in why {
+        if missing {
+            env.unknown.insert(what.into(), reason.into());
+        }
     }
+    env
+}
+
+/// Distinct (physical id, core id) pairs; None where cpuinfo has neither.
+fn physical_cores(cpuinfo: &str) -> Option<usize> {
+    let mut cores = std::collections::BTreeSet::new();
+    let (mut package, mut core) = (None, None);
+    for line in cpuinfo.lines().chain([""]) {
+        let value = |l: &str| l.split_once(':').map(|(_, v)| v.trim().to_string());
+        if line.starts_with("physical id") {
+            package = value(line);
+        } else if line.starts_with("core id") {
+            core = value(line);
+        } else if line.trim().is_empty() {
+            if let (Some(p), Some(c)) = (package.take(), core.take()) {
+                cores.insert((p, c));
+            }
+        }
+    }
+    (!cores.is_empty()).then_some(cores.len())
+}
+
+/// The CPU quota and memory limit of this process's cgroup (v2, else v1).
+fn limits() -> Limits {
+    let cgroups = std::fs::read_to_string("/proc/self/cgroup").unwrap_or_default();
+    let path_of = |controller: &str| {
+        cgroups.lines().find_map(|l| {
+            let mut parts = l.splitn(3, ':');
+            let (_, names, path) = (parts.next()?, parts.next()?, parts.next()?);
+            (names.split(',').any(|n| n == controller)).then(|| path.to_string())
+        })
+    };
+    let v2 = cgroups.lines().find_map(|l| l.strip_prefix("0::")).map(str::to_string);
+    let at = |base: &str, path: &str, file: &str| {
+        read_trimmed(&format!("{base}{}/{file}", path.trim_end_matches('/')))
+    };
+    let mut out = Limits::default();
+    if let Some(p) = &v2 {
+        if let Some(max) = at("/sys/fs/cgroup", p, "cpu.max") {
+            let mut it = max.split_whitespace();
+            if let (Some(q), Some(period)) = (it.next(), it.next()) {
+                if let (Ok(q), Ok(period)) = (q.parse::<f64>(), period.parse::<f64>()) {
+                    out.cpu_quota_cores = Some(q / period);
+                }
+            }
+        }
+        out.memory_limit_bytes = at("/sys/fs/cgroup", p, "memory.max").and_then(|v| v.parse().ok());
+    }
+    if out.cpu_quota_cores.is_none() {
+        if let Some(p) = path_of("cpu") {
+            let q = at("/sys/fs/cgroup/cpu", &p, "cpu.cfs_quota_us")
+                .and_then(|v| v.parse::<f64>().ok());
+            let period = at("/sys/fs/cgroup/cpu", &p, "cpu.cfs_period_us")
+                .and_then(|v| v.parse::<f64>().ok());
+            if let (Some(q), Some(period)) = (q, period) {
+                out.cpu_quota_cores = (q > 0.0).then_some(q / period);
+            }
+        }
+    }
+    if out.memory_limit_bytes.is_none() {
+        if let Some(p) = path_of("memory") {
+            // v1 says "no limit" with a huge number.
+            out.memory_limit_bytes = at("/sys/fs/cgroup/memory", &p, "memory.limit_in_bytes")
+                .and_then(|v| v.parse::<u64>().ok())
+                .filter(|b| *b < 1 << 60);
+        }
+    }
+    out
+}
+
+/// What makes this machine's measurements hard to trust, as pyperf says it:
+/// load above half the cores (at the start, and at the end when given), a
+/// governor that is not `performance`, a CPU quota below the workers, more
+/// workers than cores.
+pub(crate) fn warnings(
+    env: &Environment,
+    workers: u32,
+    load_end: Option<[f64; 3]>,
+    with_load: bool,
+) -> Vec<String> {
+    let cores = env.cpu.logical_cores as f64;
+    let mut out = Vec::new();
+    let loads =
+        if with_load { vec![("start", env.load_average), ("end", load_end)] } else { vec![] };
+    for (when, load) in loads {
+        if let Some([one, ..]) = load.filter(|l| l[0] > cores / 2.0) {
+            out.push(format!(
+                "load average {one:.2} at the {when} on {cores} cores: the machine was not idle"
+            ));
+        }
+    }
+    if let Some(g) = env.cpu.governor.as_deref().filter(|g| *g != "performance") {
+        out.push(format!(
+            "the CPU frequency governor is '{g}', not 'performance': clock speed may change under the measurement"
+        ));
+    }
+    if let Some(q) = env.limits.cpu_quota_cores.filter(|q| *q < f64::from(workers)) {
+        out.push(format!(
+            "a CPU quota of {q:.2} cores applies to this run, below the {workers} workers asked for: they take turns"
+        ));
+    }
+    if f64::from(workers) > cores {
+        out.push(format!(
+            "{workers} workers on {cores} cores: parallel figures measure the processes sharing cores (contention) as much as the work"
+        ));
+    }
+    out
 }
 
 /// The 1, 5 and 15 minute load averages.
