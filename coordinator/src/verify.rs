@@ -88,26 +88,39 @@ fn verify_killed(dir: &Path) -> Result<Verified, String> {
             "{FAILURE} is not in canonical form: it was edited after it was written"
         ));
     }
-    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
-        return Err(format!(
-            "{FAILURE} body does not match its {}: it was edited",
-            report::BODY_DIGEST_KEY
-        ));
-    }
-    for (file, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
-        let got = std::fs::read(dir.join(file))
-            .map(|b| canonical::sha256_hex(&b))
-            .map_err(|e| format!("cannot read {file}: {e}"))?;
-        if value[key].as_str() != Some(got.as_str()) {
-            return Err(format!("{file} does not match {FAILURE}'s {key}"));
-        }
-    }
+    check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
     Ok(Verified {
         mode: value["mode"].as_str().unwrap_or("?").to_string(),
         stages: 0,
         artifacts: 0,
         killed: true,
     })
+}
+
+/// A sealed evidence `file` (named `whose` in a message): its body digest
+/// holds, and it binds the declaration and the environment.
+fn check_sealed(
+    dir: &Path,
+    value: &Value,
+    file: &str,
+    whose: &str,
+    edited: &str,
+) -> Result<(), String> {
+    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(value).as_str()) {
+        return Err(format!(
+            "{file} body does not match its {}: {edited}",
+            report::BODY_DIGEST_KEY
+        ));
+    }
+    for (bound, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
+        let got = std::fs::read(dir.join(bound))
+            .map(|b| canonical::sha256_hex(&b))
+            .map_err(|e| format!("cannot read {bound}: {e}"))?;
+        if value[key].as_str() != Some(got.as_str()) {
+            return Err(format!("{bound} does not match {whose} {key}"));
+        }
+    }
+    Ok(())
 }
 
 /// A campaign: its bindings (checked), every run's own bindings (a killed
@@ -169,20 +182,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
             report::SCHEMA_VERSION
         ));
     }
-    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
-        return Err(format!(
-            "{REPORT} body does not match its {}: a figure was changed",
-            report::BODY_DIGEST_KEY
-        ));
-    }
-    for (file, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
-        let got = std::fs::read(dir.join(file))
-            .map(|b| canonical::sha256_hex(&b))
-            .map_err(|e| format!("cannot read {file}: {e}"))?;
-        if value[key].as_str() != Some(got.as_str()) {
-            return Err(format!("{file} does not match the report's {key}"));
-        }
-    }
+    check_sealed(dir, &value, REPORT, "the report's", "a figure was changed")?;
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
     // Every recorded artifact path: a manifest's directory may hold other
     // artifacts beside what it lists (a normalizer written into the cache).

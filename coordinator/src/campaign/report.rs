@@ -174,6 +174,29 @@ pub(crate) fn component_total(step: &StepReport, c: &str) -> f64 {
     step.median.values().map(|p| p.components.get(c).copied().unwrap_or(0.0)).sum()
 }
 
+/// A step's four largest components (but `except`), largest first, each
+/// with its seconds and share of the step, named by `name`.
+pub(crate) fn largest_components(
+    step: &StepReport,
+    except: &[&str],
+    name: impl Fn(&str) -> &'static str,
+) -> String {
+    let r = step.median_total_s;
+    let mut parts: Vec<(&str, f64)> = COMPONENTS
+        .iter()
+        .filter(|c| !except.contains(c))
+        .map(|c| (*c, component_total(step, c)))
+        .filter(|(_, v)| *v > 0.0)
+        .collect();
+    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let listed: Vec<String> = parts
+        .iter()
+        .take(4)
+        .map(|(k, v)| format!("{} {} ({})", name(k), duration(*v), pct(*v, r)))
+        .collect();
+    listed.join(", ")
+}
+
 pub(crate) fn pct(part: f64, whole: f64) -> String {
     if whole > 0.0 { format!("{:.0}%", 100.0 * part / whole) } else { "-".into() }
 }
@@ -203,18 +226,8 @@ pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
             duration(work),
             duration(r - work)
         ));
-        let mut parts: Vec<(&str, f64)> = COMPONENTS
-            .iter()
-            .map(|k| (*k, component_total(load, k)))
-            .filter(|(_, v)| *v > 0.0)
-            .collect();
-        parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-        let listed: Vec<String> = parts
-            .iter()
-            .take(4)
-            .map(|(k, v)| format!("{} {} ({})", label(k), duration(*v), pct(*v, r)))
-            .collect();
-        out.push(format!("That overhead is mostly {}.", listed.join(", ")));
+        let listed = largest_components(load, &[], label);
+        out.push(format!("That overhead is mostly {listed}."));
         if let Some(rec) = resume("recompute") {
             let rr = rec.median_total_s;
             let recomputed = component_total(rec, "recompute");

@@ -254,29 +254,18 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
 fn by_role(step: &StepReport, has_work: bool) -> String {
     let r = step.median_total_s;
     let work = component_total(step, "work");
-    let mut parts: Vec<(&str, f64)> = super::report::COMPONENTS
-        .iter()
-        .filter(|c| **c != "work")
-        .map(|c| (*c, component_total(step, c)))
-        .filter(|(_, v)| *v > 0.0)
-        .collect();
-    parts.sort_by(|a, b| b.1.total_cmp(&a.1));
-    let listed: Vec<String> = parts
-        .iter()
-        .take(4)
-        .map(|(k, v)| {
-            let name = if *k == "other" { "time outside roled spans" } else { label(k) };
-            format!("{name} {} ({})", duration(*v), pct(*v, r))
-        })
-        .collect();
+    let listed = super::report::largest_components(step, &["work"], |k| match k {
+        "other" => "time outside roled spans",
+        k => label(k),
+    });
     let head = match has_work {
         true => format!(
             "By role, {} of it was work still to do, the other {} overhead: mostly {}.",
             duration(work),
             duration(r - work),
-            listed.join(", ")
+            listed
         ),
-        false => format!("By role: {}.", listed.join(", ")),
+        false => format!("By role: {}.", listed),
     };
     let recompute = component_total(step, "recompute");
     match recompute > 0.0 {
