@@ -24,6 +24,16 @@ fn python(c: &mut Command) -> String {
     }
 }
 
+/// Writes `text` as a campaign file in `dir` and runs it into `dir/campaign`.
+fn campaign(dir: &Path, text: &str) -> (PathBuf, harness::Finished) {
+    let file = dir.join("c.toml");
+    std::fs::write(&file, text).unwrap();
+    let out = dir.join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    (out.clone(), run(c))
+}
+
 fn helper_user() -> String {
     repo().join("tests/scripts/helper_user.py").display().to_string()
 }
@@ -230,15 +240,12 @@ fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("work")).unwrap();
     let once = r#"echo '{\"name\": \"a\", \"seconds\": 0.1}' >> \"$STAGEBENCH_SPANS\""#;
-    let text = format!(
-        "[campaign]\nname = \"never\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"{once}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"cut\"\nkind = \"interrupted\"\nkill_at = \"s:span:a:5\"\n"
+    let (out, f) = campaign(
+        tmp.path(),
+        &format!(
+            "[campaign]\nname = \"never\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"{once}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"cut\"\nkind = \"interrupted\"\nkill_at = \"s:span:a:5\"\n"
+        ),
     );
-    let file = tmp.path().join("c.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
     assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
     let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
@@ -256,15 +263,12 @@ fn a_resume_that_skips_every_stage_is_a_real_run_and_says_so() {
     std::fs::create_dir(tmp.path().join("work")).unwrap();
     let stage =
         r#"echo '{\"name\": \"x\", \"seconds\": 0.01}' >> \"$STAGEBENCH_SPANS\"; echo 1 > done_a"#;
-    let text = format!(
-        "[campaign]\nname = \"allskip\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"a\"\nargv = [\"sh\", \"-c\", \"{stage}\"]\ncwd = \"work\"\nmarker = \"work/done_a\"\nreset = [\"work/done_a\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n"
+    let (out, f) = campaign(
+        tmp.path(),
+        &format!(
+            "[campaign]\nname = \"allskip\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"a\"\nargv = [\"sh\", \"-c\", \"{stage}\"]\ncwd = \"work\"\nmarker = \"work/done_a\"\nreset = [\"work/done_a\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n"
+        ),
     );
-    let file = tmp.path().join("c.toml");
-    std::fs::write(&file, text).unwrap();
-    let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     let r = json(&out.join("report.json"));
     let resume = &r["steps"][1]["trials"][0];
