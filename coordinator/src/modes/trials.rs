@@ -19,8 +19,6 @@ use std::path::Path;
 pub(crate) const MAX_CV: f64 = 0.05;
 /// A first counted trial slower than this times the median of the rest is flagged.
 pub(crate) const FIRST_TRIAL_RATIO: f64 = 1.25;
-/// A 1-minute load average above this fraction of the logical cores is flagged.
-pub(crate) const BUSY_LOAD_PER_CORE: f64 = 0.5;
 
 /// What a trials run needs of its own.
 #[derive(Clone, Debug)]
@@ -148,13 +146,11 @@ impl Plan {
                 ));
                 }
             }
-            for (when, load) in [("start", cx.load_at_start), ("end", load_end)] {
-                if let Some(l) = load.map(|l| l[0]).filter(|l| *l > BUSY_LOAD_PER_CORE * cores) {
-                    warnings.push(format!(
-                    "load average {l:.2} at the {when} of the run on {cores} cores: the machine was not idle"
-                ));
-                }
-            }
+            warnings.extend(crate::rundir::environment::load_warnings(
+                cx.load_at_start,
+                load_end,
+                cores,
+            ));
             // The stage record carries medians; every trial is under `trials`.
             let mut record = stage_from_job(last, order);
             record.wall_s = wall.median;

@@ -250,6 +250,27 @@ fn limits() -> Limits {
     out
 }
 
+/// Above this 1-minute load per core, the machine was busy with other work.
+pub(crate) const BUSY_LOAD_PER_CORE: f64 = 0.5;
+
+/// The load warnings, for the start and the end of a run (the one rule
+/// trials and every other mode share).
+pub(crate) fn load_warnings(
+    start: Option<[f64; 3]>,
+    end: Option<[f64; 3]>,
+    cores: f64,
+) -> Vec<String> {
+    [("start", start), ("end", end)]
+        .into_iter()
+        .filter_map(|(when, load)| {
+            let l = load.map(|l| l[0]).filter(|l| *l > BUSY_LOAD_PER_CORE * cores)?;
+            Some(format!(
+                "load average {l:.2} at the {when} of the run on {cores} cores: the machine was not idle"
+            ))
+        })
+        .collect()
+}
+
 /// What makes this machine's measurements hard to trust, as pyperf says it:
 /// load above half the cores (at the start, and at the end when given), a
 /// governor that is not `performance`, a CPU quota below the workers, more
@@ -261,16 +282,10 @@ pub(crate) fn warnings(
     with_load: bool,
 ) -> Vec<String> {
     let cores = env.cpu.logical_cores as f64;
-    let mut out = Vec::new();
-    let loads =
-        if with_load { vec![("start", env.load_average), ("end", load_end)] } else { vec![] };
-    for (when, load) in loads {
-        if let Some([one, ..]) = load.filter(|l| l[0] > cores / 2.0) {
-            out.push(format!(
-                "load average {one:.2} at the {when} on {cores} cores: the machine was not idle"
-            ));
-        }
-    }
+    let mut out = match with_load {
+        true => load_warnings(env.load_average, load_end, cores),
+        false => Vec::new(),
+    };
     if let Some(g) = env.cpu.governor.as_deref().filter(|g| *g != "performance") {
         out.push(format!(
             "the CPU frequency governor is '{g}', not 'performance': clock speed may change under the measurement"
