@@ -149,7 +149,20 @@ pub(super) fn doctor(workers: u32) -> u8 {
     for (what, why) in &env.unknown {
         println!("unknown {what}: {why}");
     }
-    let warnings = environment::warnings(&env, workers, None, true);
+    // Load now, said as now (a run says start and end).
+    let mut warnings: Vec<String> = env
+        .load_average
+        .map(|l| l[0])
+        .filter(|l| *l > environment::BUSY_LOAD_PER_CORE * env.cpu.logical_cores as f64)
+        .map(|l| {
+            format!(
+                "load average {l:.2} now on {} cores: the machine is not idle",
+                env.cpu.logical_cores
+            )
+        })
+        .into_iter()
+        .collect();
+    warnings.extend(environment::warnings(&env, workers, None, false));
     for w in &warnings {
         println!("warning: {w}");
     }
