@@ -55,7 +55,7 @@ pub(crate) fn write(dir: &Path) -> Result<String, String> {
     }
     let mut runs = Vec::new();
     find_runs(dir, 0, &mut runs).map_err(|e| format!("reading '{}': {e}", dir.display()))?;
-    let mut rows: Vec<Row> = runs.iter().map(|p| row(dir, p)).collect();
+    let mut rows: Vec<Row> = runs.iter().map(|(p, decl)| row(dir, p, decl)).collect();
     // Newest first; ties (and unreadable dates) by path, so the order is total.
     rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
     let text = markdown(&rows);
@@ -73,13 +73,16 @@ pub(crate) fn write(dir: &Path) -> Result<String, String> {
     ))
 }
 
-/// Directories holding declaration.json, in path order; hidden directories
-/// (such as a staging `.name.partial-PID`) and symlinks are not followed.
-fn find_runs(dir: &Path, depth: usize, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// Directories holding declaration.json, with it read (Null if unreadable),
+/// in path order; hidden directories (such as a staging
+/// `.name.partial-PID`) and symlinks are not followed.
+fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Value)>) -> std::io::Result<()> {
     if dir.join(DECLARATION).is_file() {
-        out.push(dir.to_path_buf());
+        let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
-        if !is_campaign(&read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null)) {
+        let campaign = is_campaign(&decl);
+        out.push((dir.to_path_buf(), decl));
+        if !campaign {
             return Ok(());
         }
     }
@@ -107,10 +110,9 @@ fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-fn row(base: &Path, dir: &Path) -> Row {
+fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
     let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
-    let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
-    let campaign = is_campaign(&decl);
+    let campaign = is_campaign(decl);
     let stages = match campaign {
         true => decl["campaign"]["step"].as_array().map(|s| format!("{} steps", s.len())),
         false => decl["stages"].as_array().map(|s| s.len().to_string()),

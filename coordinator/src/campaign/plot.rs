@@ -43,24 +43,20 @@ fn series(r: &CampaignReport) -> Vec<(String, RGBColor, Vec<f64>)> {
             .collect();
     }
     // Span names, largest in the cold step first; then the rest.
-    let mut names: Vec<String> = Vec::new();
-    for step in &r.steps {
-        for (n, _) in span_totals(step, false) {
-            if !names.contains(&n) {
-                names.push(n);
-            }
+    let totals: Vec<Vec<(String, f64)>> = r.steps.iter().map(|s| span_totals(s, false)).collect();
+    let mut names: Vec<&String> = Vec::new();
+    for (n, _) in totals.iter().flatten() {
+        if !names.contains(&n) {
+            names.push(n);
         }
     }
     let per_step = |n: &str| -> Vec<f64> {
-        r.steps
-            .iter()
-            .map(|s| span_totals(s, false).into_iter().find(|t| t.0 == n).map_or(0.0, |t| t.1))
-            .collect()
+        totals.iter().map(|t| t.iter().find(|x| x.0 == n).map_or(0.0, |x| x.1)).collect()
     };
     let mut out: Vec<(String, RGBColor, Vec<f64>)> = names
         .iter()
         .enumerate()
-        .map(|(i, n)| (n.clone(), SPAN_COLOURS[i % SPAN_COLOURS.len()], per_step(n)))
+        .map(|(i, n)| (n.to_string(), SPAN_COLOURS[i % SPAN_COLOURS.len()], per_step(n)))
         .collect();
     let outside = r.steps.iter().map(|s| s.median.values().map(outside).sum()).collect();
     out.push(("outside spans".into(), COMPONENT_COLOURS[7], outside));
@@ -69,15 +65,12 @@ fn series(r: &CampaignReport) -> Vec<(String, RGBColor, Vec<f64>)> {
     out
 }
 
-/// Spans' colours, in turn.
-const SPAN_COLOURS: [RGBColor; 6] = [
-    RGBColor(70, 110, 170),
-    RGBColor(230, 150, 40),
-    RGBColor(90, 160, 90),
-    RGBColor(200, 50, 40),
-    RGBColor(140, 90, 170),
-    RGBColor(220, 110, 160),
-];
+/// Spans' colours, in turn: the components' palette without its greys
+/// (which stay for the time outside spans and process start-up).
+const SPAN_COLOURS: [RGBColor; 6] = {
+    let c = COMPONENT_COLOURS;
+    [c[3], c[2], c[6], c[1], c[4], c[5]]
+};
 
 fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     caption(

@@ -54,29 +54,12 @@ fn spans_table(s: &mut String, r: &CampaignReport, keys: &[String]) {
                 }
             }
         }
-        let rows = names
-            .into_iter()
-            .map(|n| {
-                (
-                    format!("`{n}`"),
-                    Box::new(move |p: &StagePart| p.spans.get(n).copied()) as Cell<'_>,
-                )
-            })
-            .chain([
-                (
-                    "outside spans".to_string(),
-                    Box::new(|p: &StagePart| Some(super::spans::outside(p))) as Cell<'_>,
-                ),
-                (
-                    "process start-up".to_string(),
-                    Box::new(|p: &StagePart| p.components.get("startup").copied()),
-                ),
-            ]);
-        for (name, cell) in rows {
-            let _ = write!(s, "\n| `{k}` | {name} |");
+        let rows = names.into_iter().map(Row::Span).chain([Row::Outside, Row::Startup]);
+        for row in rows {
+            let _ = write!(s, "\n| `{k}` | {} |", row.name());
             for step in &r.steps {
                 let part = step.median.get(k).filter(|p| !p.skipped);
-                let _ = match part.and_then(&cell) {
+                let _ = match part.and_then(|p| row.seconds(p)) {
                     Some(v) => write!(
                         s,
                         " {} ({}) |",
@@ -91,7 +74,30 @@ fn spans_table(s: &mut String, r: &CampaignReport, keys: &[String]) {
     }
 }
 
-type Cell<'a> = Box<dyn Fn(&StagePart) -> Option<f64> + 'a>;
+/// A row of the spans table: a span by name, the rest of the stage, start-up.
+enum Row<'a> {
+    Span(&'a String),
+    Outside,
+    Startup,
+}
+
+impl Row<'_> {
+    fn name(&self) -> String {
+        match self {
+            Row::Span(n) => format!("`{n}`"),
+            Row::Outside => "outside spans".into(),
+            Row::Startup => "process start-up".into(),
+        }
+    }
+
+    fn seconds(&self, p: &StagePart) -> Option<f64> {
+        match self {
+            Row::Span(n) => p.spans.get(*n).copied(),
+            Row::Outside => Some(super::spans::outside(p)),
+            Row::Startup => p.components.get("startup").copied(),
+        }
+    }
+}
 
 fn markdown(r: &CampaignReport) -> String {
     let mut s = String::new();
