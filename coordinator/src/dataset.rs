@@ -172,18 +172,19 @@ pub(crate) fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<Str
     ))
 }
 
-/// `coordinator dataset scan`: read and decode every training series, serially.
+/// `coordinator dataset scan`: map and decode every training series, serially.
 pub(crate) fn scan_cmd(data: Option<&Path>) -> Result<String, String> {
     let (dir, frozen) = resolve(data, false)?;
     let (mut read_s, mut decode_s, mut rows, mut bytes, mut series) = (0.0, 0.0, 0u64, 0u64, 0u64);
     let mut checked_s = 0.0;
     for s in frozen.train() {
         let t = std::time::Instant::now();
-        let b = std::fs::read(dir.join(&s.file)).map_err(|e| format!("{}: {e}", s.file))?;
+        // Mapped, as the preparation maps it (recipe::source::map).
+        let b = recipe::source::map(&dir.join(&s.file)).map_err(|e| format!("{}: {e}", s.file))?;
         read_s += t.elapsed().as_secs_f64();
         bytes += b.len() as u64;
         let t = std::time::Instant::now();
-        let b = bytes::Bytes::from(b);
+        let b = bytes::Bytes::from_owner(b);
         rows += recipe::source::decode_only(b.clone(), &s.file).map_err(|e| e.to_string())?;
         decode_s += t.elapsed().as_secs_f64();
         let t = std::time::Instant::now();

@@ -56,13 +56,18 @@ pub fn prepare_series(
     s: &SeriesRef<'_>,
     cache: &Path,
 ) -> Result<Prepared, PrepareError> {
+    // Mapped, not read: the page cache's own pages are hashed and decoded,
+    // so a worker faults in no fresh anonymous memory for its input (fresh
+    // pages are what short-lived workers paid for, as huge pages the kernel
+    // had to zero; see docs/evidence.md). Populated here, so `read_s` is the
+    // time to bring the file into the address space.
     let t = Instant::now();
-    let bytes = std::fs::read(dataset.join(s.file))
+    let map = source::map(&dataset.join(s.file))
         .map_err(|source| PrepareError::Read { file: s.file.into(), source })?;
     let read_s = t.elapsed().as_secs_f64();
 
     let t = Instant::now();
-    if hex::encode(Sha256::digest(&bytes)) != s.sha256 {
+    if hex::encode(Sha256::digest(&map[..])) != s.sha256 {
         return Err(PrepareError::Changed { file: s.file.into() });
     }
     let hash_s = t.elapsed().as_secs_f64();
@@ -72,7 +77,7 @@ pub fn prepare_series(
     let mut extract_s = 0.0;
     let mut frames = features::FrameBuilder::default();
     let samples =
-        source::read_series_chunks(bytes::Bytes::from(bytes), s.file, s.id, |ts, e, a| {
+        source::read_series_chunks(bytes::Bytes::from_owner(map), s.file, s.id, |ts, e, a| {
             let t = Instant::now();
             frames.push(ts, e, a);
             extract_s += t.elapsed().as_secs_f64();

@@ -165,6 +165,17 @@ pub fn check_columns(
     Ok(())
 }
 
+/// A source file mapped read-only with its pages populated. Frozen sources
+/// are never rewritten in place (freezing writes new files), and the hash is
+/// checked on the mapping before anything is decoded from it.
+pub fn map(path: &std::path::Path) -> std::io::Result<memmap2::Mmap> {
+    let file = std::fs::File::open(path)?;
+    // SAFETY: the mapping is read-only and private to this process; a frozen
+    // source that is truncated while mapped would fault (SIGBUS), which the
+    // coordinator reports as the worker's crash, never as a result.
+    unsafe { memmap2::MmapOptions::new().populate().map(&file) }
+}
+
 /// Opens a parquet input reading only `columns`, after checking them.
 pub fn open<R: ChunkReader + 'static>(
     input: R,
@@ -305,7 +316,7 @@ pub fn read_series_chunks(
     series: &str,
     mut sink: impl FnMut(&[u32], &[f32], &[f32]),
 ) -> Result<u64, SourceError> {
-    let reader = open(bytes, &SOURCE_COLUMNS, file, 64 * 1024)?;
+    let reader = open(bytes, &SOURCE_COLUMNS, file, 32 * 1024)?;
     let mut checker = RowChecker::default();
     let mut row = 0u64;
     let mut local = Vec::new();

@@ -1,5 +1,6 @@
 //! The stagebench worker: glue between the protocol and the stages.
 //!
+//! [`alloc`] tells the C library's allocator to keep the memory it was given.
 //! [`session`] owns the connection (handshake, assignments, replies).
 //! [`measure`] wraps a stage in wall/CPU/peak-RSS measurement.
 //! [`stages`] holds the work itself and knows nothing about sockets: a stage
@@ -7,6 +8,7 @@
 //! [`threads`] decides which thread pools do the model's arithmetic.
 //! [`tree`] measures and contains a stage's whole process tree.
 
+pub mod alloc;
 pub mod measure;
 pub mod session;
 pub mod stages;

@@ -1,12 +1,7 @@
 use std::process::ExitCode;
 
-/// The model's training loop allocates and frees many short-lived tensors
-/// per step; the system allocator hands pages back and faults them in again
-/// (measured: 18 ms a step with it, 8.6 ms with mimalloc).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
+    worker::alloc::configure();
     // Both before any other thread exists (settle writes the environment;
     // the SIGTERM block must be inherited by every later thread).
     worker::threads::settle();

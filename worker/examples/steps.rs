@@ -1,15 +1,16 @@
 //! Times training steps on one seeded batch of 32 contexts: a quick look at
-//! the model's step cost without the worker (`cargo run --release -p
-//! stagebench-model --example steps [STEPS]`).
+//! the model's step cost without the coordinator, with the worker's
+//! allocator settings (`cargo run --release -p stagebench-worker --example
+//! steps [STEPS]`).
 
 use model::net::{HostBatch, Model};
 
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use recipe::loader::Batch;
 use recipe::rng::Rng;
 
 fn main() {
+    worker::alloc::configure();
+    worker::threads::settle();
     let steps: usize = std::env::args().nth(1).and_then(|a| a.parse().ok()).unwrap_or(50);
     let frames = recipe::targets::CONTEXT_FRAMES;
     let mut r = Rng::new(7);
