@@ -354,6 +354,11 @@ fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken
         (vec!["--mode", "trials", "--isolation", "run"], "--mode trials does not use it"),
         (vec!["--mode", "cold-prep", "--isolation", "run"], "--mode cold-prep does not use it"),
         (vec!["--data", "/nonexistent"], "--mode diagnostic reads no dataset"),
+        (
+            vec!["--mode", "profile", "--rounds", "2"],
+            "--rounds applies to --mode cold-prep; --mode profile does not use it",
+        ),
+        (vec!["--mode", "cold-prep", "--rounds", "0"], "--rounds"),
         (vec!["--mode", "trials", "--stage", "noop", "--seed", "2"], "none of these stages is one"),
         (vec!["--stage", "cold_feature_cache_prepare"], "warm_fit_normalizer"),
         (vec!["--mode", "trials", "--stage", "warm_fit"], "or a recipe stage: warm_fit_normalizer"),

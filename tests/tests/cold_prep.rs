@@ -40,7 +40,48 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         );
     }
     assert_eq!(r["caches_identical"], true);
-    assert!(r["speedup"].as_f64().unwrap() > 0.0);
+
+    // The default is 3 rounds in alternating order, each with its own stage
+    // records; the speedup is their median, inside its interval, and a later
+    // round's caches are gone once checked.
+    let rounds = r["rounds"].as_array().expect("rounds by default");
+    let firsts: Vec<_> = rounds.iter().map(|x| x["first"].as_str().unwrap()).collect();
+    assert_eq!(firsts, ["serial", "parallel", "serial"]);
+    let mut speedups: Vec<f64> = rounds
+        .iter()
+        .map(|x| {
+            let s = x["speedup"].as_f64().unwrap();
+            let ratio =
+                x["serial_wall_s"].as_f64().unwrap() / x["parallel_wall_s"].as_f64().unwrap();
+            assert!((s - ratio).abs() < 1e-12, "{x}");
+            s
+        })
+        .collect();
+    speedups.sort_by(f64::total_cmp);
+    assert_eq!(r["speedup"].as_f64().unwrap(), speedups[1]);
+    let ci: Vec<f64> =
+        r["speedup_ci95"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert!(ci[0] <= speedups[1] && speedups[1] <= ci[1], "{ci:?} {speedups:?}");
+    assert_eq!(
+        rounds[0]["serial_wall_s"], r["serial"]["wall_s"],
+        "serial and parallel are round 1's"
+    );
+    for round in [2, 3] {
+        for stage in ["cold_feature_cache_prepare", "cold_feature_cache_prepare_parallel"] {
+            assert!(r["stages"][format!("{stage}#{round}")]["wall_s"].as_f64().unwrap() > 0.0);
+        }
+        for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
+            assert!(!out.join(format!("{cache}-round{round}")).exists(), "{cache} round {round}");
+        }
+    }
+    let order = |k: &str| r["stages"][k]["order"].as_u64().unwrap();
+    assert!(
+        order("cold_feature_cache_prepare_parallel#2") < order("cold_feature_cache_prepare#2"),
+        "round 2 runs the parallel phase first"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| 2 | parallel |"), "{summary}");
+    assert!(summary.contains("(median of 3 rounds, 95% CI"), "{summary}");
     assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 2);
     assert_eq!(r["serial"]["workers"].as_array().unwrap().len(), 1);
     let series_done: u64 = r["parallel"]["workers"]
@@ -179,10 +220,19 @@ fn sigint_during_parallel_preparation_leaves_no_worker_and_no_report() {
 #[test]
 fn no_more_processes_than_series_start_and_the_console_says_so() {
     let (_tmp, out, mut c) = harness::coordinator_with_output();
-    c.args(["--mode", "cold-prep", "--workers", "64", "--data"]).arg(&tiny().frozen);
+    c.args(["--mode", "cold-prep", "--rounds", "1", "--workers", "64", "--data"])
+        .arg(&tiny().frozen);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let r = json(&out.join("report.json"));
+    // One round keeps the report's shape from before rounds: a plain speedup
+    // of the two walls, and no rounds or interval.
+    assert!(r.get("rounds").is_none() && r.get("speedup_ci95").is_none(), "{r}");
+    assert_eq!(
+        r["speedup"].as_f64().unwrap(),
+        r["serial"]["wall_s"].as_f64().unwrap() / r["parallel"]["wall_s"].as_f64().unwrap()
+    );
+    assert_eq!(json(&out.join("declaration.json"))["parameters"]["rounds"], 1);
     let series = r["counts"]["train_series"].as_u64().unwrap();
     assert!(series < 64);
     let workers = r["parallel"]["workers"].as_array().unwrap();

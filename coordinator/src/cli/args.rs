@@ -173,6 +173,11 @@ pub(super) struct RunArgs {
     /// (2 to 100000). [default: 10]
     #[arg(long, value_parser = clap::value_parser!(u32).range(2..=100_000))]
     pub(super) trials: Option<u32>,
+    /// Cold-prep mode: serial-against-parallel comparisons, serial first in
+    /// odd rounds and parallel first in even ones; the speedup is the median
+    /// over rounds with a bootstrap interval (1 to 1000). [default: 3]
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) rounds: Option<u32>,
     /// Trials mode: warm-up trials of every stage, recorded but not counted.
     /// [default: 1]
     #[arg(long)]

@@ -41,7 +41,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         );
     }
     if let Some(prep) = r.cold_prep() {
-        let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
+        let (c, parallel) = (&prep.counts, &prep.parallel);
         if (parallel.workers.len() as u32) < requested_workers {
             println!(
                 "  note: {} processes asked for, {} started: there are only {} training series",
@@ -50,18 +50,20 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
                 c.train_series
             );
         }
+        let (serial_wall, parallel_wall) = prep.walls();
         println!(
-            "  training series {}, frames {} ({} valid); serial {:.3} s, {} {:.3} s: speedup {:.2}x, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
+            "  training series {}, frames {} ({} valid); serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
             c.train_series,
             c.frames,
             c.valid_frames,
-            serial.wall_s,
+            serial_wall,
             match parallel.workers.len() {
                 1 => "1 process".to_string(),
                 n => format!("{n} processes"),
             },
-            parallel.wall_s,
-            prep.speedup,
+            parallel_wall,
+            if prep.rounds.is_empty() { "" } else { " (medians)" },
+            prep.speedup_phrase(),
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
             prep.caches_identical

@@ -22,8 +22,9 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         return Err("--mode recipe needs --state DIR".into());
     }
     // A flag a mode would ignore is refused, naming the modes that use it.
-    let used_by: [(&str, bool, &[Mode]); 4] = [
+    let used_by: [(&str, bool, &[Mode]); 5] = [
         ("--trials", args.trials.is_some(), &[Mode::Trials]),
+        ("--rounds", args.rounds.is_some(), &[Mode::ColdPrep]),
         ("--warmup", args.warmup.is_some(), &[Mode::Trials]),
         ("--seed", args.seed.is_some(), &[Mode::Trials, Mode::Profile, Mode::Recipe]),
         ("--isolation", args.isolation.is_some(), &[Mode::Diagnostic, Mode::Profile, Mode::Recipe]),
@@ -174,7 +175,9 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     };
     let mode = match args.mode {
         Mode::Diagnostic => ModePlan::Diagnostic(crate::modes::diagnostic::Plan { stages }),
-        Mode::ColdPrep => ModePlan::ColdPrep,
+        Mode::ColdPrep => ModePlan::ColdPrep(crate::modes::cold_prep::Plan {
+            rounds: args.rounds.unwrap_or(crate::modes::cold_prep::DEFAULT_ROUNDS),
+        }),
         Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
             stages,
             trials: args.trials.unwrap_or(10),

@@ -41,7 +41,7 @@ pub(crate) enum ModePlan {
     /// Stages with known costs, or a user's commands, each measured once.
     Diagnostic(diagnostic::Plan),
     /// Cold feature-cache preparation, serial and N-process side by side.
-    ColdPrep,
+    ColdPrep(cold_prep::Plan),
     /// Repeated fresh-process trials of each stage, with statistics.
     Trials(trials::Plan),
     /// The recipe stage by stage.
@@ -76,7 +76,7 @@ impl ModePlan {
     pub(crate) fn name(&self) -> &'static str {
         match self {
             ModePlan::Diagnostic(_) => "diagnostic",
-            ModePlan::ColdPrep => "cold-prep",
+            ModePlan::ColdPrep(_) => "cold-prep",
             ModePlan::Trials(_) => "trials",
             ModePlan::Profile(_) => "profile",
             ModePlan::Recipe(_) => "recipe",
@@ -89,7 +89,7 @@ impl ModePlan {
     pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
         match self {
             ModePlan::Diagnostic(p) => Ok(p.prepare(settings)),
-            ModePlan::ColdPrep => cold_prep::prepare(settings),
+            ModePlan::ColdPrep(p) => cold_prep::prepare(settings, p),
             ModePlan::Trials(p) => p.prepare(settings),
             ModePlan::Profile(p) => p.prepare(settings),
             ModePlan::Recipe(p) => p.prepare(settings),
@@ -107,7 +107,7 @@ impl ModePlan {
             ModePlan::Diagnostic(_) => {
                 diagnostic::assemble(cx.dir, outcomes, records).map(|()| Section::Diagnostic)
             }
-            ModePlan::ColdPrep => cold_prep::assemble(cx.dir, outcomes, records)
+            ModePlan::ColdPrep(_) => cold_prep::assemble(cx.dir, outcomes, records)
                 .map(|s| Section::ColdPrep(Box::new(s))),
             ModePlan::Trials(p) => p.assemble(cx, outcomes, records).map(Section::Trials),
             ModePlan::Profile(_) => {

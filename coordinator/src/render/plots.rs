@@ -205,9 +205,17 @@ fn cold_prep<DB: DrawingBackend>(
     caption(
         root,
         &format!(
-            "Cold preparation: which worker prepared a series when; {} processes: speedup {:.2}x, efficiency {:.0}%",
+            "Cold preparation{}: which worker prepared a series when; {} processes: {}{}, efficiency {:.0}%",
+            if c.rounds.is_empty() { "" } else { " (round 1)" },
             parallel.workers.len(),
-            c.speedup,
+            c.speedup_phrase(),
+            if c.rounds.is_empty() {
+                String::new()
+            } else {
+                let each: Vec<String> =
+                    c.rounds.iter().map(|r| format!("{:.2}", r.speedup)).collect();
+                format!(", rounds {}", each.join(" "))
+            },
             100.0 * c.parallel_efficiency
         ),
     )?;

@@ -202,10 +202,40 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 duration(side.per_series_s.p95)
             );
         }
+        if !prep.rounds.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{} rounds, each into new caches, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's caches were checked byte-identical to round 1's, then removed.\n",
+                prep.rounds.len()
+            );
+            let _ = writeln!(
+                s,
+                "| round | first | serial wall | parallel wall | serial CPU | parallel CPU | speedup |"
+            );
+            let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---:|");
+            for r in &prep.rounds {
+                let first = match r.first {
+                    crate::modes::cold_prep::rounds::First::Serial => "serial",
+                    crate::modes::cold_prep::rounds::First::Parallel => "parallel",
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {first} | {} | {} | {} | {} | {:.2}x |",
+                    r.round,
+                    duration(r.serial_wall_s),
+                    duration(r.parallel_wall_s),
+                    duration(r.serial_cpu_s),
+                    duration(r.parallel_cpu_s),
+                    r.speedup
+                );
+            }
+        }
+        let phrase = prep.speedup_phrase();
         let _ = writeln!(
             s,
-            "\nSpeedup {:.2}x, parallel efficiency {:.0}%, load imbalance {:.2}, caches identical: {}.",
-            prep.speedup,
+            "\n{}{}, parallel efficiency {:.0}%, load imbalance {:.2}, caches identical: {}.",
+            phrase[..1].to_uppercase(),
+            &phrase[1..],
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
             prep.caches_identical

@@ -3,19 +3,22 @@
 //! processes (the coordinator hands the next-largest series to whichever
 //! worker is free), verify again, and prove both caches identical.
 //!
-//! Each cache gets a `manifest.json` (written here, by the coordinator, after
-//! re-hashing every file the workers reported). The report binds the two
-//! manifests rather than listing per-series files, so it names no series.
+//! Each cache gets a `manifest.json` (written by the coordinator as soon as
+//! the phase ends, after re-hashing every file the workers reported). The
+//! report binds the two manifests rather than listing per-series files, so
+//! it names no series. With `--rounds R` the comparison runs R times in
+//! alternating order ([`rounds`]).
 
-use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
+pub(crate) mod rounds;
+pub(crate) mod side;
+
+pub(crate) use side::side;
+
+use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_from_job};
 use crate::error::{RunError, fail};
 use crate::plan::Settings;
-use crate::rundir::report::{
-    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, Span, StageRecord,
-};
-use crate::stats::distribution;
+use crate::rundir::report::{Counts, PrepSide};
 use protocol::Stage;
-use rayon::prelude::*;
 use recipe::frozen::Frozen;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +32,9 @@ pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
 pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
+/// Rounds when `--rounds` is not given: enough for a median and an
+/// interval, and both orders, in a few seconds on the built-in cohort.
+pub(crate) const DEFAULT_ROUNDS: u32 = 3;
 /// Per-series time components the workers report.
 const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
 
@@ -37,12 +43,19 @@ const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "wri
 pub(crate) struct Section {
     /// Aggregate counts of the training partition.
     pub(crate) counts: Counts,
-    /// The one-process preparation.
+    /// The one-process preparation (round 1's, with rounds).
     pub(crate) serial: PrepSide,
     /// The N-process preparation.
     pub(crate) parallel: PrepSide,
-    /// Serial wall / parallel wall.
+    /// Serial wall / parallel wall; with rounds, the median over rounds.
     pub(crate) speedup: f64,
+    /// With rounds: the percentile bootstrap 95% interval of that median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) speedup_ci95: Option<[f64; 2]>,
+    /// With rounds: every round, in the order run. `serial` and `parallel`
+    /// above are round 1's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) rounds: Vec<rounds::Round>,
     /// Speedup / workers.
     pub(crate) parallel_efficiency: f64,
     /// The busiest parallel worker's busy time over the mean.
@@ -52,6 +65,33 @@ pub(crate) struct Section {
     /// Reasons to read `speedup` with care, for a person (see [`warnings`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) warnings: Vec<String>,
+}
+
+impl Section {
+    /// The serial and parallel walls the speedup stands for: round 1's, or
+    /// with rounds each one's median over rounds.
+    pub(crate) fn walls(&self) -> (f64, f64) {
+        if self.rounds.is_empty() {
+            return (self.serial.wall_s, self.parallel.wall_s);
+        }
+        let median = |f: fn(&rounds::Round) -> f64| {
+            crate::stats::median(&self.rounds.iter().map(f).collect::<Vec<_>>())
+        };
+        (median(|r| r.serial_wall_s), median(|r| r.parallel_wall_s))
+    }
+
+    /// "speedup 1.47x", with rounds "speedup 1.47x (median of 3 rounds,
+    /// 95% CI 1.44-1.50)": how every view states the speedup.
+    pub(crate) fn speedup_phrase(&self) -> String {
+        match self.speedup_ci95 {
+            Some([lo, hi]) if !self.rounds.is_empty() => format!(
+                "speedup {:.2}x (median of {} rounds, 95% CI {lo:.2}-{hi:.2})",
+                self.speedup,
+                self.rounds.len()
+            ),
+            _ => format!("speedup {:.2}x", self.speedup),
+        }
+    }
 }
 
 /// When the N-process preparation needs more than this many times the
@@ -64,9 +104,12 @@ const CPU_RATIO_WARNING: f64 = 2.0;
 ///   pages the kernel had to zero, with fault counts unchanged);
 /// - start-up dominating: most parallel workers spent more than a quarter of
 ///   their life before their first series.
-fn warnings(serial: &PrepSide, parallel: &PrepSide) -> Vec<String> {
+fn warnings(serial: &PrepSide, parallel: &PrepSide, rounds: &[rounds::Round]) -> Vec<String> {
     let mut out = Vec::new();
-    let ratio = parallel.cpu_s / serial.cpu_s.max(1e-9);
+    let ratio = rounds
+        .iter()
+        .map(|r| r.parallel_cpu_s / r.serial_cpu_s.max(1e-9))
+        .fold(parallel.cpu_s / serial.cpu_s.max(1e-9), f64::max);
     if ratio > CPU_RATIO_WARNING {
         out.push(format!(
             "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same series: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again, or compare runs with --mode trials",
@@ -93,22 +136,41 @@ fn warnings(serial: &PrepSide, parallel: &PrepSide) -> Vec<String> {
     out
 }
 
-pub(crate) fn prepare(settings: &Settings) -> Result<Prepared, String> {
+/// `--mode cold-prep`'s own settings.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Serial-against-parallel comparisons, in alternating order.
+    pub(crate) rounds: u32,
+}
+
+pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, String> {
     let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
-    let phases = vec![
-        verify_phase(&mut numbers, VERIFY_BEFORE, dataset),
-        prepare_phase(&mut numbers, SERIAL, SERIAL_CACHE, 1, dataset, &frozen),
-        prepare_phase(&mut numbers, PARALLEL, PARALLEL_CACHE, settings.workers, dataset, &frozen),
-        verify_phase(&mut numbers, VERIFY_AFTER, dataset),
-    ];
+    let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];
+    for round in 1..=plan.rounds {
+        let (serial_key, parallel_key) = rounds::keys(round);
+        let (serial_cache, parallel_cache) = rounds::caches(round);
+        let serial = prepare_phase(&mut numbers, &serial_key, &serial_cache, 1, dataset, &frozen);
+        let parallel = prepare_phase(
+            &mut numbers,
+            &parallel_key,
+            &parallel_cache,
+            settings.workers,
+            dataset,
+            &frozen,
+        );
+        phases.extend(rounds::in_order(round, serial, parallel));
+    }
+    phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
+    let mut parameters = BTreeMap::new();
+    parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
     Ok(Prepared {
         // A cache preparation is one entry, however many series it has.
         stages: super::declared(&phases, false),
         phases,
         dataset_fingerprint: Some(frozen.fingerprint),
-        parameters: BTreeMap::new(),
+        parameters,
         locks: Vec::new(),
     })
 }
@@ -176,16 +238,27 @@ pub(crate) fn assemble(
     outcomes: &[PhaseOutcome],
     records: &mut Records,
 ) -> Result<Section, RunError> {
-    for (order, key) in [(0, VERIFY_BEFORE), (3, VERIFY_AFTER)] {
+    // Stage records are ordered as the phases ran.
+    let order = |key: &str| outcomes.iter().position(|p| p.phase.key == key).unwrap_or(0);
+    for key in [VERIFY_BEFORE, VERIFY_AFTER] {
         let p = find(outcomes, key)?;
         let r = p.results().next().ok_or_else(|| {
             fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
         })?;
-        records.stages.insert(key.into(), stage_from_job(r, order));
+        records.stages.insert(key.into(), stage_from_job(r, order(key)));
     }
-    let (serial_stage, serial, serial_manifest, serial_art, counts) =
-        side(dir, find(outcomes, SERIAL)?, 1)?;
-    let (par_stage, parallel, par_manifest, par_art, _) = side(dir, find(outcomes, PARALLEL)?, 2)?;
+    // Round 1's caches were sealed as their phases ended.
+    let sealed = |key: &str| -> Result<(Vec<u8>, crate::rundir::report::ArtifactRecord), RunError> {
+        let p = find(outcomes, key)?;
+        let path = format!("{}/{MANIFEST}", p.phase.cache.as_deref().unwrap_or_default());
+        let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
+            fail(Some(key.into()), None, "internal", format!("reading {path}: {e}"))
+        })?;
+        let artifact = side::manifest_artifact(p, &bytes);
+        Ok((bytes, artifact))
+    };
+    let (serial_manifest, serial_art) = sealed(SERIAL)?;
+    let (par_manifest, par_art) = sealed(PARALLEL)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
         return Err(fail(
@@ -197,176 +270,57 @@ pub(crate) fn assemble(
             ),
         ));
     }
-    let workers = find(outcomes, PARALLEL)?.phase.workers.max(1) as f64;
-    let speedup = serial.wall_s / parallel.wall_s;
-    let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
-    let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
-    let warnings = warnings(&serial, &parallel);
-    records.stages.insert(SERIAL.into(), serial_stage);
-    records.stages.insert(PARALLEL.into(), par_stage);
+    let round_count = outcomes.iter().filter(|p| p.phase.key.starts_with(PARALLEL)).count() as u32;
+    let mut sides = Vec::new();
+    let mut all = Vec::new();
+    for round in 1..=round_count {
+        let (serial_key, parallel_key) = rounds::keys(round);
+        let (serial_stage, serial, counts) =
+            side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
+        let (par_stage, parallel, _) =
+            side::summarise(find(outcomes, &parallel_key)?, order(&parallel_key));
+        records.stages.insert(serial_key, serial_stage);
+        records.stages.insert(parallel_key, par_stage);
+        all.push(rounds::Round {
+            round,
+            first: rounds::First::of(round),
+            serial_wall_s: serial.wall_s,
+            parallel_wall_s: parallel.wall_s,
+            serial_cpu_s: serial.cpu_s,
+            parallel_cpu_s: parallel.cpu_s,
+            speedup: serial.wall_s / parallel.wall_s,
+        });
+        if round == 1 {
+            sides.push((serial, parallel, counts));
+        }
+    }
+    let (serial, parallel, counts) = sides.pop().ok_or_else(|| {
+        fail(Some(SERIAL.into()), None, "internal", "no round of cold-prep ran".to_string())
+    })?;
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
+    let (speedup, speedup_ci95, all) = if all.len() > 1 {
+        let s = crate::stats::summarize(&all.iter().map(|r| r.speedup).collect::<Vec<_>>(), 0);
+        (s.median, Some(s.median_ci95), all)
+    } else {
+        (serial.wall_s / parallel.wall_s, None, Vec::new())
+    };
+    let workers = find(outcomes, PARALLEL)?.phase.workers.max(1) as f64;
+    let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
+    let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+    let warnings = warnings(&serial, &parallel, &all);
     Ok(Section {
         counts,
         serial,
         parallel,
         speedup,
+        speedup_ci95,
+        rounds: all,
         parallel_efficiency: speedup / workers,
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
         caches_identical: identical,
         warnings,
     })
-}
-
-pub(crate) type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
-
-/// Checks one preparation phase's cache, writes its manifest, and sums it up.
-pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
-    let cache = p.phase.cache.clone().expect("preparation phases have a cache");
-    let results: Vec<_> = p.results().collect();
-    if results.len() != p.phase.jobs.len() {
-        return Err(fail(
-            Some(p.phase.key.clone()),
-            None,
-            "internal",
-            format!("{} of {} series reported", results.len(), p.phase.jobs.len()),
-        ));
-    }
-    // Re-hash every reported file (trust, but verify), in parallel.
-    let checked: Vec<ArtifactRecord> = results
-        .par_iter()
-        .flat_map_iter(|r| {
-            r.artifacts.iter().map(move |(path, sha)| checked_artifact(dir, r, path, sha, "file"))
-        })
-        .collect::<Result<_, _>>()?;
-    let prefix = format!("{cache}/");
-    let files: BTreeMap<String, serde_json::Value> = checked
-        .iter()
-        .map(|a| {
-            let rel = a.path.strip_prefix(&prefix).unwrap_or(&a.path).to_string();
-            (rel, serde_json::json!({ "sha256": a.sha256, "bytes": a.bytes }))
-        })
-        .collect();
-    let manifest = evidence::to_bytes(&serde_json::json!({
-        "schema": MANIFEST_SCHEMA,
-        "schema_version": 1,
-        "contract": recipe::contract::VERSION,
-        "files": files,
-    }));
-    let manifest_path = format!("{cache}/{MANIFEST}");
-    evidence::write_atomic(&dir.join(&manifest_path), &manifest).map_err(|e| {
-        fail(Some(p.phase.key.clone()), None, "internal", format!("writing {manifest_path}: {e}"))
-    })?;
-    let artifact = ArtifactRecord {
-        path: manifest_path.clone(),
-        sha256: evidence::sha256_hex(&manifest),
-        bytes: manifest.len() as u64,
-        stage: p.phase.key.clone(),
-        kind: "manifest".into(),
-    };
-
-    let fig = |r: &crate::supervisor::JobResult, name: &str| {
-        r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
-    };
-    let sum = |name: &str| results.iter().map(|r| fig(r, name)).sum::<f64>();
-    let walls: Vec<f64> = results.iter().map(|r| r.measurement.wall_ns as f64 / 1e9).collect();
-    let workers: Vec<PrepWorker> = p
-        .dispatch
-        .outcomes
-        .iter()
-        .map(|o| PrepWorker {
-            rank: o.rank.0,
-            series: o.jobs.len() as u64,
-            // Folded from +0.0: an empty sum of f64 is -0.0.
-            busy_s: o
-                .jobs
-                .iter()
-                .map(|j| j.measurement.wall_ns as f64 / 1e9)
-                .fold(0.0, |a, b| a + b),
-            wall_s: o.exit.wall.as_secs_f64(),
-            cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
-            // The worker's own lifetime peak (VmHWM) after its last series;
-            // wait4's figure carries the coordinator's RSS across exec.
-            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max(),
-        })
-        .collect();
-    let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
-    let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
-    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
-    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
-    let components: BTreeMap<String, f64> =
-        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
-    let mut figures = components.clone();
-    for name in ["samples", "frames", "valid_frames"] {
-        figures.insert(name.into(), sum(name));
-    }
-    figures.insert("series".into(), results.len() as f64);
-    let wall_s = p.dispatch.wall.as_secs_f64();
-    let stage = StageRecord {
-        stage: "prepare_series".into(),
-        order,
-        worker: None,
-        processes: workers.len() as u32,
-        wall_s,
-        cpu_s,
-        user_s,
-        sys_s,
-        peak_rss_bytes: peak,
-        figures,
-        // Lower bound: the largest tree any one process saw; upper bound:
-        // each process's own largest sum, added over the processes.
-        tree_peak_bytes: results.iter().map(|r| r.measurement.tree.peak_bytes).max().unwrap_or(0),
-        tree_peak_method: "sampled".into(),
-        tree_peak_anon_bytes: None,
-        tree_peak_file_bytes: None,
-        sum_of_peaks_bytes: p
-            .dispatch
-            .outcomes
-            .iter()
-            .map(|o| {
-                o.jobs.iter().map(|j| j.measurement.tree.sum_of_peaks_bytes).max().unwrap_or(0)
-            })
-            .sum(),
-        leaked_processes: Leaked::from_names(
-            results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
-        ),
-    };
-    let counts = Counts {
-        train_series: results.len() as u64,
-        samples: sum("samples") as u64,
-        frames: sum("frames") as u64,
-        valid_frames: sum("valid_frames") as u64,
-        eligible_contexts: None,
-        batches: None,
-        final_batch: None,
-        invalid_event_series: None,
-    };
-    let side = PrepSide {
-        wall_s,
-        cpu_s,
-        peak_rss_bytes: peak,
-        workers,
-        per_series_s: distribution(&walls),
-        components_s: components,
-        manifest: manifest_path,
-        timeline: timeline(p),
-    };
-    Ok((stage, side, manifest, artifact, counts))
-}
-
-/// Every job of the phase as a span on its worker, in start order.
-fn timeline(p: &PhaseOutcome) -> Vec<Span> {
-    let t0 = p.dispatch.started;
-    let mut spans: Vec<Span> = p
-        .results()
-        .map(|r| {
-            let end_s = r.received.saturating_duration_since(t0).as_secs_f64();
-            let start_s = (end_s - r.measurement.wall_ns as f64 / 1e9).max(0.0);
-            Span { rank: r.worker.0, start_s, end_s }
-        })
-        .collect();
-    spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
-    spans
 }
 
 #[cfg(test)]
@@ -376,7 +330,8 @@ mod tests {
     /// The two sides of the recorded cold-prep fixture (a fast run).
     fn sides() -> (PrepSide, PrepSide) {
         let r: serde_json::Value =
-            serde_json::from_str(include_str!("../render/fixtures/cold-prep-report.json")).unwrap();
+            serde_json::from_str(include_str!("../../render/fixtures/cold-prep-report.json"))
+                .unwrap();
         let side = |k: &str| serde_json::from_value(r[k].clone()).unwrap();
         (side("serial"), side("parallel"))
     }
@@ -384,9 +339,9 @@ mod tests {
     #[test]
     fn a_parallel_phase_that_paid_for_more_than_the_work_is_flagged() {
         let (serial, mut parallel) = sides();
-        assert!(warnings(&serial, &parallel).is_empty(), "the fixture is a plain run");
+        assert!(warnings(&serial, &parallel, &[]).is_empty(), "the fixture is a plain run");
         parallel.cpu_s = 2.5 * serial.cpu_s;
-        let w = warnings(&serial, &parallel);
+        let w = warnings(&serial, &parallel, &[]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("used 2.5x the serial preparation's CPU"), "{}", w[0]);
     }
@@ -397,7 +352,7 @@ mod tests {
         for t in &mut parallel.timeline {
             t.start_s += 10.0;
         }
-        let w = warnings(&serial, &parallel);
+        let w = warnings(&serial, &parallel, &[]);
         assert!(w.iter().any(|w| w.starts_with("start-up dominated the parallel phase")), "{w:?}");
     }
 }

@@ -1,0 +1,192 @@
+//! One preparation phase summed up: its cache checked and sealed by a
+//! manifest, and its walls, workers and per-series figures.
+
+use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
+use crate::error::{RunError, fail};
+use crate::modes::{PhaseOutcome, checked_artifact};
+use crate::rundir::report::{
+    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, Span, StageRecord,
+};
+use crate::stats::distribution;
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+pub(crate) type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
+
+/// Checks one preparation phase's cache, writes its manifest, and sums it up.
+pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
+    let manifest = seal(dir, p)?;
+    let artifact = manifest_artifact(p, &manifest);
+    let (stage, side, counts) = summarise(p, order);
+    Ok((stage, side, manifest, artifact, counts))
+}
+
+/// The manifest of a phase's cache, after re-hashing every file its workers
+/// reported (trust, but verify), in parallel.
+pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
+    let cache = p.phase.cache.as_deref().expect("preparation phases have a cache");
+    let results: Vec<_> = p.results().collect();
+    if results.len() != p.phase.jobs.len() {
+        return Err(fail(
+            Some(p.phase.key.clone()),
+            None,
+            "internal",
+            format!("{} of {} series reported", results.len(), p.phase.jobs.len()),
+        ));
+    }
+    let checked: Vec<ArtifactRecord> = results
+        .par_iter()
+        .flat_map_iter(|r| {
+            r.artifacts.iter().map(move |(path, sha)| checked_artifact(dir, r, path, sha, "file"))
+        })
+        .collect::<Result<_, _>>()?;
+    let prefix = format!("{cache}/");
+    let files: BTreeMap<String, serde_json::Value> = checked
+        .iter()
+        .map(|a| {
+            let rel = a.path.strip_prefix(&prefix).unwrap_or(&a.path).to_string();
+            (rel, serde_json::json!({ "sha256": a.sha256, "bytes": a.bytes }))
+        })
+        .collect();
+    Ok(evidence::to_bytes(&serde_json::json!({
+        "schema": MANIFEST_SCHEMA,
+        "schema_version": 1,
+        "contract": recipe::contract::VERSION,
+        "files": files,
+    })))
+}
+
+/// [`manifest`], written into the cache as `manifest.json`.
+pub(crate) fn seal(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
+    let manifest = manifest(dir, p)?;
+    let path = manifest_path(p);
+    evidence::write_atomic(&dir.join(&path), &manifest).map_err(|e| {
+        fail(Some(p.phase.key.clone()), None, "internal", format!("writing {path}: {e}"))
+    })?;
+    Ok(manifest)
+}
+
+fn manifest_path(p: &PhaseOutcome) -> String {
+    format!("{}/{MANIFEST}", p.phase.cache.as_deref().expect("preparation phases have a cache"))
+}
+
+/// The artifact record of a phase's sealed manifest.
+pub(crate) fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> ArtifactRecord {
+    ArtifactRecord {
+        path: manifest_path(p),
+        sha256: evidence::sha256_hex(manifest),
+        bytes: manifest.len() as u64,
+        stage: p.phase.key.clone(),
+        kind: "manifest".into(),
+    }
+}
+
+/// A phase's stage record, its side of the comparison and the partition's
+/// counts, from what its workers reported and `wait4` measured (no file is
+/// read).
+pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSide, Counts) {
+    let results: Vec<_> = p.results().collect();
+    let fig = |r: &crate::supervisor::JobResult, name: &str| {
+        r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
+    };
+    let sum = |name: &str| results.iter().map(|r| fig(r, name)).sum::<f64>();
+    let walls: Vec<f64> = results.iter().map(|r| r.measurement.wall_ns as f64 / 1e9).collect();
+    let workers: Vec<PrepWorker> = p
+        .dispatch
+        .outcomes
+        .iter()
+        .map(|o| PrepWorker {
+            rank: o.rank.0,
+            series: o.jobs.len() as u64,
+            // Folded from +0.0: an empty sum of f64 is -0.0.
+            busy_s: o
+                .jobs
+                .iter()
+                .map(|j| j.measurement.wall_ns as f64 / 1e9)
+                .fold(0.0, |a, b| a + b),
+            wall_s: o.exit.wall.as_secs_f64(),
+            cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
+            // The worker's own lifetime peak (VmHWM) after its last series;
+            // wait4's figure carries the coordinator's RSS across exec.
+            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max(),
+        })
+        .collect();
+    let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
+    let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
+    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
+    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
+    let components: BTreeMap<String, f64> =
+        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
+    let mut figures = components.clone();
+    for name in ["samples", "frames", "valid_frames"] {
+        figures.insert(name.into(), sum(name));
+    }
+    figures.insert("series".into(), results.len() as f64);
+    let wall_s = p.dispatch.wall.as_secs_f64();
+    let stage = StageRecord {
+        stage: "prepare_series".into(),
+        order,
+        worker: None,
+        processes: workers.len() as u32,
+        wall_s,
+        cpu_s,
+        user_s,
+        sys_s,
+        peak_rss_bytes: peak,
+        figures,
+        // Lower bound: the largest tree any one process saw; upper bound:
+        // each process's own largest sum, added over the processes.
+        tree_peak_bytes: results.iter().map(|r| r.measurement.tree.peak_bytes).max().unwrap_or(0),
+        tree_peak_method: "sampled".into(),
+        tree_peak_anon_bytes: None,
+        tree_peak_file_bytes: None,
+        sum_of_peaks_bytes: p
+            .dispatch
+            .outcomes
+            .iter()
+            .map(|o| {
+                o.jobs.iter().map(|j| j.measurement.tree.sum_of_peaks_bytes).max().unwrap_or(0)
+            })
+            .sum(),
+        leaked_processes: Leaked::from_names(
+            results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
+        ),
+    };
+    let counts = Counts {
+        train_series: results.len() as u64,
+        samples: sum("samples") as u64,
+        frames: sum("frames") as u64,
+        valid_frames: sum("valid_frames") as u64,
+        eligible_contexts: None,
+        batches: None,
+        final_batch: None,
+        invalid_event_series: None,
+    };
+    let side = PrepSide {
+        wall_s,
+        cpu_s,
+        peak_rss_bytes: peak,
+        workers,
+        per_series_s: distribution(&walls),
+        components_s: components,
+        manifest: manifest_path(p),
+        timeline: timeline(p),
+    };
+    (stage, side, counts)
+}
+
+/// Every job of the phase as a span on its worker, in start order.
+fn timeline(p: &PhaseOutcome) -> Vec<Span> {
+    let t0 = p.dispatch.started;
+    let mut spans: Vec<Span> = p
+        .results()
+        .map(|r| {
+            let end_s = r.received.saturating_duration_since(t0).as_secs_f64();
+            let start_s = (end_s - r.measurement.wall_ns as f64 / 1e9).max(0.0);
+            Span { rank: r.worker.0, start_s, end_s }
+        })
+        .collect();
+    spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
+    spans
+}
