@@ -3,7 +3,7 @@
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use protocol::WorkerId;
+use protocol::{Faults, WorkerId};
 use std::io;
 use std::os::unix::process::CommandExt;
 use std::process::{Command, Stdio};
@@ -44,17 +44,6 @@ pub(crate) struct ProcessExit {
     /// Page faults and context switches from `wait4` (None where it could
     /// not see the process: a task of a job step, or one lost to us).
     pub(crate) faults: Option<Faults>,
-}
-
-/// What `wait4`'s rusage says about a process's memory and scheduling: the
-/// same work with the same fault counts but more CPU means each fault cost
-/// more (a huge page zeroed, for one).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub(crate) struct Faults {
-    pub(crate) minor: u64,
-    pub(crate) major: u64,
-    pub(crate) voluntary_switches: u64,
-    pub(crate) involuntary_switches: u64,
 }
 
 /// A running (or finished) worker process, or one task of a multi-task

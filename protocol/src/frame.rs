@@ -159,7 +159,7 @@ pub mod nonblocking {
 mod tests {
     use super::*;
     use crate::{
-        Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Stage,
+        Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Stage,
         ToWorker, Token, TreeUsage, WorkerId,
     };
     use std::io::Cursor;
@@ -197,6 +197,12 @@ mod tests {
                         leaked: vec!["sleep".into()],
                         anon_bytes: Some(3),
                         file_bytes: None,
+                    },
+                    faults: Faults {
+                        minor: 7,
+                        major: 0,
+                        voluntary_switches: 2,
+                        involuntary_switches: 1,
                     },
                 },
             },
@@ -266,7 +272,7 @@ mod tests {
         assert_eq!(hex(&shutdown), "0000000103");
         // Measurement = variant 3, job 1, wall 2, user 3, sys 4, peak 5, no
         // figures, then the tree: peak 6, method "s", sample 10 ms, sum 7,
-        // one leaked name "x", anon Some(8), file None.
+        // one leaked name "x", anon Some(8), file None; faults 9, 10, 11, 12.
         let tree = TreeUsage {
             peak_bytes: 6,
             method: "s".into(),
@@ -283,9 +289,15 @@ mod tests {
             peak_rss_bytes: 5,
             figures: Vec::new(),
             tree,
+            faults: Faults {
+                minor: 9,
+                major: 10,
+                voluntary_switches: 11,
+                involuntary_switches: 12,
+            },
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        assert_eq!(hex(&m), "00000012030102030405000601730a07010178010800");
+        assert_eq!(hex(&m), "00000016030102030405000601730a07010178010800090a0b0c");
     }
 
     fn hex(b: &[u8]) -> String {

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 10;
+pub const PROTOCOL_VERSION: u32 = 11;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -164,6 +164,20 @@ pub struct Measurement {
     pub figures: Vec<Figure>,
     /// The stage's whole process tree: the worker and every descendant.
     pub tree: TreeUsage,
+    /// Page faults and context switches during the stage (getrusage
+    /// deltas, the worker's own and its waited-for children's).
+    pub faults: Faults,
+}
+
+/// What rusage says about a process's memory and scheduling: the same work
+/// with the same fault counts but more CPU means each fault cost more (a
+/// huge page zeroed, for one).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Faults {
+    pub minor: u64,
+    pub major: u64,
+    pub voluntary_switches: u64,
+    pub involuntary_switches: u64,
 }
 
 /// Memory and containment of a stage's process tree (the worker and every

@@ -36,6 +36,14 @@ fn diagnostic_stages_measure_what_they_do() {
         "a fresh process per stage keeps peaks apart"
     );
 
+    // Touching 256 MiB faults in at least one page per 2 MiB (one per
+    // 4 KiB without huge pages); sleeping faults in next to nothing. A sleep
+    // gives up the CPU at least once.
+    let faults = |k: &str| r["stages"][k]["minor_faults"].as_u64().unwrap();
+    assert!(faults("alloc:256") >= 128, "alloc faults {}", faults("alloc:256"));
+    assert!(faults("sleep:200") < faults("alloc:256") / 4, "sleep faults {}", faults("sleep:200"));
+    assert!(r["stages"]["sleep:200"]["voluntary_switches"].as_u64().unwrap() >= 1);
+
     // wait4's view of each process agrees and covers the whole process.
     let workers = r["workers"].as_array().unwrap();
     assert_eq!(workers.len(), 3);

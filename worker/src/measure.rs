@@ -6,7 +6,7 @@
 //! `ru_maxrss` starts at its spawner's peak, not at its own.
 
 use nix::sys::resource::{UsageWho, getrusage};
-use protocol::Measurement;
+use protocol::{Faults, Measurement};
 use std::time::Instant;
 
 /// Process CPU times and lifetime peak RSS at one instant.
@@ -15,6 +15,7 @@ pub struct Usage {
     pub user_ns: u64,
     pub sys_ns: u64,
     pub peak_rss_bytes: u64,
+    pub faults: Faults,
 }
 
 /// Reads the resource usage of this process together with every child it
@@ -29,16 +30,28 @@ pub fn self_usage() -> Usage {
             timeval_ns(u.user_time()),
             timeval_ns(u.system_time()),
             (u.max_rss().max(0) as u64) * 1024,
+            Faults {
+                minor: u.minor_page_faults().max(0) as u64,
+                major: u.major_page_faults().max(0) as u64,
+                voluntary_switches: u.voluntary_context_switches().max(0) as u64,
+                involuntary_switches: u.involuntary_context_switches().max(0) as u64,
+            },
         ),
         // getrusage cannot fail on Linux for these; report zeros rather than panic.
-        Err(_) => (0, 0, 0),
+        Err(_) => (0, 0, 0, Faults::default()),
     };
-    let (user, sys, maxrss) = read(UsageWho::RUSAGE_SELF);
-    let (c_user, c_sys, c_maxrss) = read(UsageWho::RUSAGE_CHILDREN);
+    let (user, sys, maxrss, own) = read(UsageWho::RUSAGE_SELF);
+    let (c_user, c_sys, c_maxrss, children) = read(UsageWho::RUSAGE_CHILDREN);
     Usage {
         user_ns: user + c_user,
         sys_ns: sys + c_sys,
         peak_rss_bytes: own_peak_rss().unwrap_or(maxrss).max(c_maxrss),
+        faults: Faults {
+            minor: own.minor + children.minor,
+            major: own.major + children.major,
+            voluntary_switches: own.voluntary_switches + children.voluntary_switches,
+            involuntary_switches: own.involuntary_switches + children.involuntary_switches,
+        },
     }
 }
 
@@ -71,7 +84,10 @@ impl Mark {
     /// The clock now, with no usage yet: for an end whose usage is read
     /// later ([`Mark::with_usage_now`]).
     pub fn instant_now() -> Mark {
-        Mark { at: Instant::now(), usage: Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0 } }
+        Mark {
+            at: Instant::now(),
+            usage: Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0, faults: Faults::default() },
+        }
     }
 
     /// The same instant, with this process's usage read now (after work
@@ -94,6 +110,17 @@ impl Mark {
             peak_rss_bytes: end.usage.peak_rss_bytes,
             figures: Vec::new(),
             tree: protocol::TreeUsage::default(),
+            faults: {
+                let (a, b) = (&self.usage.faults, &end.usage.faults);
+                Faults {
+                    minor: b.minor.saturating_sub(a.minor),
+                    major: b.major.saturating_sub(a.major),
+                    voluntary_switches: b.voluntary_switches.saturating_sub(a.voluntary_switches),
+                    involuntary_switches: b
+                        .involuntary_switches
+                        .saturating_sub(a.involuntary_switches),
+                }
+            },
         }
     }
 }

@@ -285,6 +285,10 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         tree_peak_file_bytes: m.tree.file_bytes,
         sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
+        minor_faults: Some(m.faults.minor),
+        major_faults: Some(m.faults.major),
+        voluntary_switches: Some(m.faults.voluntary_switches),
+        involuntary_switches: Some(m.faults.involuntary_switches),
     }
 }
 

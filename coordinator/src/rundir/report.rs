@@ -148,6 +148,17 @@ pub(crate) struct StageRecord {
     /// Descendants still alive when the stage ended, which the worker killed.
     #[serde(default)]
     pub(crate) leaked_processes: Leaked,
+    /// The stage's own page faults and context switches (getrusage deltas
+    /// around it, the worker's and its waited-for children's; for a phase,
+    /// summed over its jobs). Absent in reports from before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) minor_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) major_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) voluntary_switches: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) involuntary_switches: Option<u64>,
 }
 
 /// Processes a stage left behind: how many, and their short command names

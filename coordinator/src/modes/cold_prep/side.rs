@@ -152,6 +152,14 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         leaked_processes: Leaked::from_names(
             results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
         ),
+        minor_faults: Some(results.iter().map(|r| r.measurement.faults.minor).sum()),
+        major_faults: Some(results.iter().map(|r| r.measurement.faults.major).sum()),
+        voluntary_switches: Some(
+            results.iter().map(|r| r.measurement.faults.voluntary_switches).sum(),
+        ),
+        involuntary_switches: Some(
+            results.iter().map(|r| r.measurement.faults.involuntary_switches).sum(),
+        ),
     };
     let counts = Counts {
         train_series: results.len() as u64,
