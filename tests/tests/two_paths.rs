@@ -66,7 +66,8 @@ fn cold_prep_on_two_copies_of_a_dataset_compares_and_names_neither() {
         runs.push(out);
     }
     let defs = declared_definitions(&runs[0]);
-    assert_eq!(defs.len(), 4, "four stages declared: {defs:?}");
+    // verify_before, each of the 3 default rounds' two phases, verify_after.
+    assert_eq!(defs.len(), 8, "eight stages declared: {defs:?}");
     assert_eq!(defs, declared_definitions(&runs[1]), "definitions depend on the path");
 
     let mut c = coordinator();
