@@ -168,9 +168,19 @@ pub struct HostBatch {
 }
 
 impl HostBatch {
-    /// From a loader batch; every target must be a known class.
+    /// From a loader batch, its shape checked against the model's input;
+    /// every target must be a known class.
     pub fn from_loader(b: &recipe::loader::Batch) -> Result<HostBatch> {
         let frames = recipe::targets::CONTEXT_FRAMES;
+        let len = b.len();
+        if b.x.dim() != (len, frames, N_FEATURES) || b.y.dim() != (len, frames) {
+            return Err(candle_core::Error::Msg(format!(
+                "a loader batch of x {:?} and y {:?}; the model takes [B, {frames}, {N_FEATURES}] and [B, {frames}]",
+                b.x.shape(),
+                b.y.shape()
+            )));
+        }
+        let x = b.x.as_standard_layout();
         let y = b
             .y
             .iter()
@@ -182,9 +192,13 @@ impl HostBatch {
             })
             .collect::<Result<Vec<u32>>>()?;
         Ok(HostBatch {
-            len: b.len,
-            x: Tensor::from_slice(&b.x, (b.len, frames, N_FEATURES), &Device::Cpu)?,
-            y: Tensor::from_vec(y, (b.len, frames), &Device::Cpu)?,
+            len,
+            x: Tensor::from_slice(
+                x.as_slice().expect("a standard-layout array is one slice"),
+                (len, frames, N_FEATURES),
+                &Device::Cpu,
+            )?,
+            y: Tensor::from_vec(y, (len, frames), &Device::Cpu)?,
         })
     }
 }
@@ -212,7 +226,9 @@ mod tests {
             x.extend([v, 0.1, -0.2, 0.3, r.uniform() as f32]);
             y.push(i32::from(v > 0.0));
         }
-        HostBatch::from_loader(&Batch { len, x, y }).unwrap()
+        let x = ndarray::Array3::from_shape_vec((len, CONTEXT_FRAMES, 5), x).unwrap();
+        let y = ndarray::Array2::from_shape_vec((len, CONTEXT_FRAMES), y).unwrap();
+        HostBatch::from_loader(&Batch { x, y }).unwrap()
     }
 
     /// Both builds of the kernels train bit for bit repeatably; they may
@@ -302,9 +318,19 @@ mod tests {
 
     #[test]
     fn an_unknown_target_is_refused_not_trained() {
-        let mut b = Batch { len: 1, x: vec![0.0; CONTEXT_FRAMES * 5], y: vec![0; CONTEXT_FRAMES] };
-        b.y[7] = -1;
+        let mut b = Batch {
+            x: ndarray::Array3::zeros((1, CONTEXT_FRAMES, 5)),
+            y: ndarray::Array2::zeros((1, CONTEXT_FRAMES)),
+        };
+        b.y[[0, 7]] = -1;
         let e = HostBatch::from_loader(&b).err().unwrap().to_string();
         assert!(e.contains("target -1"), "{e}");
+        // A batch of another shape is refused where it enters candle.
+        let wide = Batch {
+            x: ndarray::Array3::zeros((1, CONTEXT_FRAMES, 6)),
+            y: ndarray::Array2::zeros((1, CONTEXT_FRAMES)),
+        };
+        let e = HostBatch::from_loader(&wide).err().unwrap().to_string();
+        assert!(e.contains("the model takes [B, 240, 5]"), "{e}");
     }
 }

@@ -4,7 +4,6 @@
 //! Cache files are not fsynced: they are derived data, rebuilt from the
 //! sources when in doubt, and an fsync per file cost more than the writes.
 
-use crate::contract::N_FEATURES;
 use crate::{features, npy, source};
 use sha2::{Digest, Sha256};
 use std::path::Path;
@@ -86,8 +85,8 @@ pub fn prepare_series(
     let decode_s = t.elapsed().as_secs_f64() - extract_s;
 
     let t = Instant::now();
-    let values = npy::f32_2d(&f.values, N_FEATURES);
-    let valid = npy::bool_1d(&f.valid);
+    let values = npy::f32_2d(f.values.view());
+    let valid = npy::bool_1d(f.valid.view());
     let [values_path, valid_path] = files(s.id);
     let durability = evidence::Durability::Process;
     evidence::write_atomic_with(&cache.join(values_path), &values, durability)

@@ -10,15 +10,17 @@
 //! nothing), so the two agree to the last bit; tests check that.
 
 use crate::contract::{FRAME_SAMPLES, FRAME_STRIDE, N_FEATURES, frame_count};
+use ndarray::{Array1, Array2};
 use std::f64::consts::TAU;
 use std::sync::OnceLock;
 
 /// Features of one series.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Features {
-    /// Row-major `[frames, 5]`.
-    pub values: Vec<f32>,
-    pub valid: Vec<bool>,
+    /// `[frames, 5]`, standard (row-major) layout.
+    pub values: Array2<f32>,
+    /// `[frames]`.
+    pub valid: Array1<bool>,
 }
 
 impl Features {
@@ -27,6 +29,26 @@ impl Features {
     }
     pub fn valid_frames(&self) -> usize {
         self.valid.iter().filter(|v| **v).count()
+    }
+}
+
+/// Frames as the extraction loop fills them: flat, so the loop writes each
+/// frame's five values through a plain `&mut [f32; 5]`-sized chunk (the
+/// hot loop of preparation; see [`extract_into`]), then shaped once.
+#[derive(Debug, Default)]
+struct Flat {
+    values: Vec<f32>,
+    valid: Vec<bool>,
+}
+
+impl Flat {
+    fn shaped(self) -> Features {
+        let frames = self.valid.len();
+        Features {
+            values: Array2::from_shape_vec((frames, N_FEATURES), self.values)
+                .expect("the extraction writes 5 values per frame"),
+            valid: Array1::from_vec(self.valid),
+        }
     }
 }
 
@@ -66,7 +88,7 @@ pub fn extract_reference(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) ->
         values.extend([tod, mov_mu, mov_std, angle_mu, angle_std].map(|v| v as f32));
         valid.push(enmo[w.clone()].iter().chain(&anglez[w]).all(|x| x.is_finite()));
     }
-    Features { values, valid }
+    Flat { values, valid }.shaped()
 }
 
 /// `cos(2π·s/86400)` for every second of a day, computed by the same
@@ -80,13 +102,13 @@ fn tod_table() -> &'static [f64] {
 /// order, straight from the input slices (no intermediate arrays), with
 /// each cosine looked up rather than computed.
 pub fn extract(local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) -> Features {
-    let mut f = Features { values: Vec::new(), valid: Vec::new() };
+    let mut f = Flat::default();
     extract_into(local_seconds, enmo, anglez, &mut f);
-    f
+    f.shaped()
 }
 
 /// Appends the frames of these samples to `f` (see [`extract`]).
-pub fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Features) {
+fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Flat) {
     let frames = frame_count(local_seconds.len());
     let table = tod_table();
     let (v0, f0) = (f.values.len(), f.valid.len());
@@ -124,7 +146,7 @@ pub struct FrameBuilder {
     ts: Vec<u32>,
     e: Vec<f32>,
     a: Vec<f32>,
-    out: Features,
+    out: Flat,
 }
 
 impl FrameBuilder {
@@ -143,7 +165,7 @@ impl FrameBuilder {
     }
 
     pub fn finish(self) -> Features {
-        self.out
+        self.out.shaped()
     }
 }
 
@@ -153,7 +175,7 @@ mod tests {
     use crate::rng::Rng;
 
     fn bits(f: &Features) -> (Vec<u32>, Vec<bool>) {
-        (f.values.iter().map(|v| v.to_bits()).collect(), f.valid.clone())
+        (f.values.iter().map(|v| v.to_bits()).collect(), f.valid.to_vec())
     }
 
     fn random_series(rng: &mut Rng, n: usize, nonfinite: f64) -> (Vec<u32>, Vec<f32>, Vec<f32>) {
@@ -229,7 +251,7 @@ mod tests {
         for (seconds, tod) in [(0u32, 1.0f32), (43_200, -1.0), (21_600, 0.0), (64_800, 0.0)] {
             let f = extract(&[seconds; 12], &enmo, &anglez);
             assert_eq!(f.frames(), 1);
-            let v = &f.values;
+            let v = f.values.row(0);
             assert!((v[0] - tod).abs() < 1e-6, "tod of {seconds} s: {}", v[0]);
             assert!((v[1] - 0.055).abs() < 1e-7, "enmo mean {}", v[1]);
             assert!((v[2] - 0.034_520_5).abs() < 1e-6, "enmo population std {}", v[2]);
@@ -240,7 +262,7 @@ mod tests {
         let mut seconds = [0u32; 12];
         seconds[6..].fill(43_200);
         let f = extract(&seconds, &enmo, &anglez);
-        assert!(f.values[0].abs() < 1e-7, "{}", f.values[0]);
+        assert!(f.values[[0, 0]].abs() < 1e-7, "{}", f.values[[0, 0]]);
     }
 
     #[test]
@@ -257,18 +279,18 @@ mod tests {
         let a = vec![10.0f32; n as usize];
         e[13] = f32::NAN;
         let f = extract(&ts, &e, &a);
-        assert_eq!(f.valid, [true, false, false, true]); // frames cover 0–11, 6–17, 12–23, 18–29
+        assert_eq!(f.valid.to_vec(), [true, false, false, true]); // frames cover 0–11, 6–17, 12–23, 18–29
         let f = extract(&ts, &vec![0.01; n as usize], &a);
-        assert_eq!(f.valid, [true, true, true, true]);
+        assert_eq!(f.valid.to_vec(), [true, true, true, true]);
         // Constant signal: std exactly 0, mean exactly the value.
-        assert_eq!(f.values[1], 0.01f32);
-        assert_eq!(f.values[2], 0.0);
-        assert_eq!(f.values[3], 10.0);
+        assert_eq!(f.values[[0, 1]], 0.01f32);
+        assert_eq!(f.values[[0, 2]], 0.0);
+        assert_eq!(f.values[[0, 3]], 10.0);
         // Midnight: tod = 1; noon: tod = −1.
         let f = extract(&[0; 12], &[0.0; 12], &[0.0; 12]);
-        assert_eq!(f.values[0], 1.0);
+        assert_eq!(f.values[[0, 0]], 1.0);
         let f = extract(&[43_200; 12], &[0.0; 12], &[0.0; 12]);
-        assert_eq!(f.values[0], -1.0);
+        assert_eq!(f.values[[0, 0]], -1.0);
     }
 
     #[test]
@@ -281,6 +303,6 @@ mod tests {
         let r = extract_reference(&ts, &e, &e);
         assert_eq!(bits(&f), bits(&r));
         let expect: f64 = ts.iter().map(|&t| tod_term(t)).sum::<f64>() / 12.0;
-        assert_eq!(f.values[0], expect as f32);
+        assert_eq!(f.values[[0, 0]], expect as f32);
     }
 }

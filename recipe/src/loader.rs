@@ -14,24 +14,40 @@ use crate::contract::N_FEATURES;
 use crate::normalizer::Normalizer;
 use crate::rng::Rng;
 use crate::targets::CONTEXT_FRAMES;
+use ndarray::{Array1, Array2, Array3};
 use std::sync::mpsc;
 
 pub const BATCH: usize = 32;
 pub const SHUFFLE_BUFFER: usize = 256;
 
-/// One context's raw features (`[240, 5]`) and frame targets (`[240]`).
+/// One context's raw features and frame targets.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Context {
-    pub x: Vec<f32>,
-    pub y: Vec<i8>,
+    /// `[240, 5]`.
+    pub x: Array2<f32>,
+    /// `[240]`.
+    pub y: Array1<i8>,
 }
 
-/// A batch: `len` contexts, `x` `[len, 240, 5]` normalised, `y` `[len, 240]`.
+/// A batch of contexts, normalised, in standard (row-major) layout.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Batch {
-    pub len: usize,
-    pub x: Vec<f32>,
-    pub y: Vec<i32>,
+    /// `[len, 240, 5]`.
+    pub x: Array3<f32>,
+    /// `[len, 240]`.
+    pub y: Array2<i32>,
+}
+
+impl Batch {
+    /// How many contexts the batch holds.
+    pub fn len(&self) -> usize {
+        self.x.dim().0
+    }
+
+    /// Whether the batch holds none (the loader never makes one).
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
 }
 
 /// A bounded shuffle buffer: fills with the first `capacity` elements, then
@@ -89,18 +105,19 @@ pub fn batched<I: Iterator<Item = Context>>(
     let normalizer = normalizer.clone();
     std::iter::from_fn(move || {
         let first = shuffled.next()?;
-        let mut batch = Batch {
-            len: 0,
-            x: Vec::with_capacity(BATCH * CONTEXT_FRAMES * N_FEATURES),
-            y: Vec::with_capacity(BATCH * CONTEXT_FRAMES),
-        };
+        // Filled flat, row by row, then shaped once: the normalising loop
+        // runs over plain slices (it is per element of every batch).
+        let mut x = Vec::with_capacity(BATCH * CONTEXT_FRAMES * N_FEATURES);
+        let mut y = Vec::with_capacity(BATCH * CONTEXT_FRAMES);
         let mut add = |c: Context| {
-            for row in c.x.chunks_exact(N_FEATURES) {
+            assert_eq!(c.x.dim(), (CONTEXT_FRAMES, N_FEATURES), "a context is [240, 5]");
+            let raw = c.x.as_standard_layout();
+            for row in raw.as_slice().expect("standard layout").chunks_exact(N_FEATURES) {
                 for (k, v) in row.iter().enumerate() {
-                    batch.x.push(normalizer.apply(k, *v));
+                    x.push(normalizer.apply(k, *v));
                 }
             }
-            batch.y.extend(c.y.iter().map(|t| *t as i32));
+            y.extend(c.y.iter().map(|t| *t as i32));
         };
         add(first);
         let mut len = 1;
@@ -111,8 +128,11 @@ pub fn batched<I: Iterator<Item = Context>>(
             }
             len += 1;
         }
-        batch.len = len;
-        Some(batch)
+        Some(Batch {
+            x: Array3::from_shape_vec((len, CONTEXT_FRAMES, N_FEATURES), x)
+                .expect("len contexts of [240, 5]"),
+            y: Array2::from_shape_vec((len, CONTEXT_FRAMES), y).expect("len contexts of [240]"),
+        })
     })
 }
 
@@ -215,7 +235,10 @@ mod tests {
     use super::*;
 
     fn context(tag: f32) -> Context {
-        Context { x: vec![tag; CONTEXT_FRAMES * N_FEATURES], y: vec![1; CONTEXT_FRAMES] }
+        Context {
+            x: Array2::from_elem((CONTEXT_FRAMES, N_FEATURES), tag),
+            y: Array1::from_elem(CONTEXT_FRAMES, 1),
+        }
     }
 
     fn identity() -> Normalizer {
@@ -248,15 +271,13 @@ mod tests {
         let n = 3 * BATCH + 10;
         let all: Vec<Batch> = batches((0..n).map(|i| context(i as f32)), &identity(), 0).collect();
         assert_eq!(all.len(), 4);
-        assert_eq!(all.iter().map(|b| b.len).collect::<Vec<_>>(), [32, 32, 32, 10]);
+        assert_eq!(all.iter().map(|b| b.len()).collect::<Vec<_>>(), [32, 32, 32, 10]);
         for b in &all {
-            assert_eq!(b.x.len(), b.len * CONTEXT_FRAMES * N_FEATURES);
-            assert_eq!(b.y.len(), b.len * CONTEXT_FRAMES);
+            assert_eq!(b.x.dim(), (b.len(), CONTEXT_FRAMES, N_FEATURES));
+            assert_eq!(b.y.dim(), (b.len(), CONTEXT_FRAMES));
         }
-        let mut tags: Vec<u32> = all
-            .iter()
-            .flat_map(|b| b.x.chunks_exact(CONTEXT_FRAMES * N_FEATURES).map(|c| c[0] as u32))
-            .collect();
+        let mut tags: Vec<u32> =
+            all.iter().flat_map(|b| b.x.outer_iter().map(|c| c[[0, 0]] as u32)).collect();
         tags.sort();
         assert_eq!(tags, (0..n as u32).collect::<Vec<_>>());
     }
@@ -267,14 +288,14 @@ mod tests {
         norm.mean = [1.0, 2.0, 3.0, 4.0, 5.0];
         norm.scale = [2.0; N_FEATURES];
         let mut c = context(0.0);
-        for row in c.x.chunks_exact_mut(N_FEATURES) {
-            row.copy_from_slice(&[3.0, 4.0, 5.0, 6.0, 7.0]);
+        for mut row in c.x.rows_mut() {
+            row.assign(&ndarray::arr1(&[3.0, 4.0, 5.0, 6.0, 7.0]));
         }
         c.y[0] = -1;
         let b = batches(std::iter::once(c), &norm, 0).next().unwrap();
-        assert_eq!(&b.x[..N_FEATURES], &[1.0; N_FEATURES]);
-        assert_eq!(b.y[0], -1);
-        assert_eq!(b.len, 1);
+        assert_eq!(b.x.slice(ndarray::s![0, 0, ..]).to_vec(), [1.0; N_FEATURES]);
+        assert_eq!(b.y[[0, 0]], -1);
+        assert_eq!(b.len(), 1);
     }
 
     #[test]

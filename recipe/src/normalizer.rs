@@ -10,6 +10,7 @@
 //! whichever worker processed which series.
 
 use crate::contract::N_FEATURES;
+use ndarray::{ArrayView1, ArrayView2};
 use serde::{Deserialize, Serialize};
 
 /// Added to the variance before the square root, so a constant feature
@@ -31,11 +32,16 @@ impl Default for Moments {
 }
 
 impl Moments {
-    /// The moments of a series' valid frames (`values` is `[frames, 5]`).
-    pub fn of_series(values: &[f32], valid: &[bool]) -> Moments {
-        assert_eq!(values.len(), valid.len() * N_FEATURES, "values must be [frames, 5]");
+    /// The moments of a series' valid frames (`values` `[frames, 5]`,
+    /// `valid` `[frames]`). The loop runs over the rows as plain slices of
+    /// five (it touches every feature value of the cohort; ndarray's row
+    /// views cost measurably more here).
+    pub fn of_series(values: ArrayView2<'_, f32>, valid: ArrayView1<'_, bool>) -> Moments {
+        assert_eq!(values.dim(), (valid.len(), N_FEATURES), "values must be [frames, 5]");
+        let values = values.as_standard_layout();
+        let rows = values.as_slice().expect("a standard-layout array is one slice");
         let mut m = Moments::default();
-        for (row, _) in values.chunks_exact(N_FEATURES).zip(valid).filter(|(_, v)| **v) {
+        for (row, _) in rows.chunks_exact(N_FEATURES).zip(valid).filter(|(_, v)| **v) {
             m.count += 1;
             let n = m.count as f64;
             for (k, x) in row.iter().enumerate() {
@@ -108,9 +114,14 @@ impl Normalizer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use ndarray::{Array1, Array2, arr1};
 
-    fn rows(values: &[[f32; N_FEATURES]]) -> Vec<f32> {
-        values.iter().flatten().copied().collect()
+    fn rows(values: &[[f32; N_FEATURES]]) -> Array2<f32> {
+        Array2::from(values.to_vec())
+    }
+
+    fn flat(values: Vec<f32>) -> Array2<f32> {
+        Array2::from_shape_vec((values.len() / N_FEATURES, N_FEATURES), values).unwrap()
     }
 
     #[test]
@@ -121,7 +132,7 @@ mod tests {
             [5.0, 6.0, 0.0, 13.0, 7.0],
             [2.0, 4.0, 0.0, 16.0, 9.0],
         ]);
-        let m = Moments::of_series(&v, &[true, false, true, true]);
+        let m = Moments::of_series(v.view(), arr1(&[true, false, true, true]).view());
         assert_eq!(m.count, 3);
         // Feature 0 over 1, 5, 2: mean 8/3, population variance 26/9.
         assert!((m.mean[0] - 8.0 / 3.0).abs() < 1e-12);
@@ -141,10 +152,12 @@ mod tests {
         let mut rng = crate::rng::Rng::new(7);
         let a: Vec<f32> = (0..500).map(|_| rng.uniform() as f32 * 100.0).collect();
         let b: Vec<f32> = (0..300).map(|_| rng.uniform() as f32 - 3.0).collect();
-        let (va, vb) = (vec![true; 100], vec![true; 60]);
-        let merged = Moments::of_series(&a, &va).merge(&Moments::of_series(&b, &vb));
-        let all: Vec<f32> = a.iter().chain(&b).copied().collect();
-        let one = Moments::of_series(&all, &[true; 160]);
+        let (va, vb) = (Array1::from_elem(100, true), Array1::from_elem(60, true));
+        let all = flat(a.iter().chain(&b).copied().collect());
+        let (a, b) = (flat(a), flat(b));
+        let merged =
+            Moments::of_series(a.view(), va.view()).merge(&Moments::of_series(b.view(), vb.view()));
+        let one = Moments::of_series(all.view(), Array1::from_elem(160, true).view());
         assert_eq!(merged.count, one.count);
         for k in 0..N_FEATURES {
             assert!((merged.mean[k] - one.mean[k]).abs() <= 1e-9 * one.mean[k].abs().max(1.0));

@@ -11,6 +11,7 @@ use crate::loader::{self, Batch, Context};
 use crate::normalizer::{Moments, Normalizer};
 use crate::targets::{self, CONTEXT_FRAMES};
 use crate::{cache, events, npy, source};
+use ndarray::{Array1, Array2, CowArray, Ix1, Ix2};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, HashMap};
@@ -83,16 +84,43 @@ impl CacheView {
         Ok(bytes)
     }
 
-    /// A series' features `[frames, 5]` and validity `[frames]`.
-    pub fn series(&self, id: &str) -> Result<(Vec<f32>, Vec<bool>), WarmError> {
+    /// A series' two cache files, read and checked against the manifest,
+    /// and their shapes against each other and the contract.
+    pub fn series(&self, id: &str) -> Result<SeriesArrays, WarmError> {
         let [values, valid] = cache::files(id);
+        let s = SeriesArrays { values: self.read(&values)?, valid: self.read(&valid)? };
         let bad = |f: &str, e: std::io::Error| WarmError::Integrity(format!("{f}: {e}"));
-        let (v, cols) = npy::read_f32_2d(&self.read(&values)?).map_err(|e| bad(&values, e))?;
-        let ok = npy::read_bool_1d(&self.read(&valid)?).map_err(|e| bad(&valid, e))?;
-        if cols != N_FEATURES || v.len() != ok.len() * N_FEATURES {
-            return Err(WarmError::Integrity(format!("{values} does not match {valid}")));
+        let v = npy::view_f32_2d(&s.values).map_err(|e| bad(&values, e))?;
+        let ok = npy::view_bool_1d(&s.valid).map_err(|e| bad(&valid, e))?;
+        if v.dim() != (ok.len(), N_FEATURES) || !v.is_standard_layout() {
+            return Err(WarmError::Integrity(format!(
+                "{values} is {:?}, {valid} [{}]: expected [frames, {N_FEATURES}] and [frames]",
+                v.shape(),
+                ok.len()
+            )));
         }
-        Ok((v, ok))
+        Ok(s)
+    }
+}
+
+/// A series' cache files, checked, whose arrays are viewed in place: the
+/// features `[frames, 5]` and validity `[frames]` are never copied out of
+/// the bytes read (unless the data lies unaligned).
+#[derive(Debug)]
+pub struct SeriesArrays {
+    values: Vec<u8>,
+    valid: Vec<u8>,
+}
+
+impl SeriesArrays {
+    /// `[frames, 5]`, standard layout.
+    pub fn values(&self) -> CowArray<'_, f32, Ix2> {
+        npy::view_f32_2d(&self.values).expect("checked when read")
+    }
+
+    /// `[frames]`.
+    pub fn valid(&self) -> CowArray<'_, bool, Ix1> {
+        npy::view_bool_1d(&self.valid).expect("checked when read")
     }
 }
 
@@ -105,7 +133,9 @@ pub fn fit_normalizer(frozen: &Frozen, cache: &CacheView) -> Result<Normalizer, 
     train.sort_by(|a, b| a.id.cmp(&b.id));
     let parts = train
         .par_iter()
-        .map(|s| cache.series(&s.id).map(|(values, valid)| Moments::of_series(&values, &valid)))
+        .map(|s| {
+            cache.series(&s.id).map(|a| Moments::of_series(a.values().view(), a.valid().view()))
+        })
         .collect::<Result<Vec<_>, _>>()?;
     Ok(Normalizer::fit(&parts))
 }
@@ -191,7 +221,8 @@ pub fn count_contexts(
         .par_iter()
         .map(|(id, frame_targets)| {
             let entry = frozen.series.iter().find(|s| &s.id == *id).expect("a training series");
-            let (_, valid) = cache.series(id)?;
+            let arrays = cache.series(id)?;
+            let valid = arrays.valid();
             let path = dataset.join(&entry.file);
             let bytes = std::fs::read(&path).map_err(io(&path))?;
             if evidence::sha256_hex(&bytes) != entry.sha256 {
@@ -202,13 +233,14 @@ pub fn count_contexts(
             }
             let (enmo, anglez) = source::read_motion(bytes.into(), &entry.file)
                 .map_err(|e| WarmError::Input(e.to_string()))?;
+            let valid = valid.as_slice().expect("read as a standard-layout array");
             if valid_from_source(&enmo, &anglez) != valid {
                 return Err(WarmError::Integrity(format!(
                     "the cache's validity of a series disagrees with its source ({})",
                     cache::files(id)[1]
                 )));
             }
-            let blocks = targets::eligible_contexts(&valid, frame_targets);
+            let blocks = targets::eligible_contexts(valid, frame_targets);
             Ok(SeriesContexts { id: (*id).clone(), frames: valid.len() as u64, blocks })
         })
         .collect::<Result<Vec<_>, _>>()?;
@@ -253,20 +285,24 @@ pub fn loader_epoch(
     let series: Vec<(usize, SeriesContexts)> = index.series.iter().cloned().enumerate().collect();
     let read = move |(si, s): (usize, SeriesContexts)| {
         // A series that fails its check yields no context; the error ends the epoch.
-        let (values, blocks) = match cache.series(&s.id) {
-            Ok((values, _)) => (values, s.blocks),
+        let (arrays, blocks) = match cache.series(&s.id) {
+            Ok(arrays) => (Some(arrays), s.blocks),
             Err(e) => {
                 let _ = err_tx.lock().map(|tx| tx.send(e));
-                (Vec::new(), Vec::new())
+                (None, Vec::new())
             }
+        };
+        let values = match &arrays {
+            Some(a) => a.values(),
+            None => Array2::zeros((0, N_FEATURES)).into(),
         };
         let t = targets.get(&s.id).map(Vec::as_slice).unwrap_or_default();
         blocks
             .into_iter()
             .map(|b| {
                 let r = b as usize * CONTEXT_FRAMES..(b as usize + 1) * CONTEXT_FRAMES;
-                let x = values[r.start * N_FEATURES..r.end * N_FEATURES].to_vec();
-                (si as u32, b, Context { x, y: t[r].to_vec() })
+                let x = values.slice(ndarray::s![r.clone(), ..]).to_owned();
+                (si as u32, b, Context { x, y: Array1::from(t[r].to_vec()) })
             })
             .collect::<Vec<_>>()
     };
@@ -289,8 +325,8 @@ pub fn loader_epoch(
         stats.waits_s.push(t.elapsed().as_secs_f64());
         let flow = consume(&batch);
         stats.batches += 1;
-        stats.contexts += batch.len as u64;
-        stats.final_batch = batch.len as u64;
+        stats.contexts += batch.len() as u64;
+        stats.final_batch = batch.len() as u64;
         if flow.is_break() {
             break;
         }
@@ -331,8 +367,8 @@ mod cache_view_tests {
         let dir = tempfile::tempdir().unwrap();
         let [values, valid] = cache::files("s1");
         std::fs::create_dir_all(dir.path().join("s1")).unwrap();
-        let v = npy::f32_2d(&[0.5; 10], N_FEATURES);
-        let ok = npy::bool_1d(&[true, false]);
+        let v = npy::f32_2d(Array2::from_elem((2, N_FEATURES), 0.5).view());
+        let ok = npy::bool_1d(ndarray::arr1(&[true, false]).view());
         std::fs::write(dir.path().join(&values), &v).unwrap();
         std::fs::write(dir.path().join(&valid), &ok).unwrap();
         let manifest = serde_json::json!({ "files": {
@@ -341,8 +377,8 @@ mod cache_view_tests {
         }});
         std::fs::write(dir.path().join(MANIFEST), manifest.to_string()).unwrap();
         let view = CacheView::open(dir.path()).unwrap();
-        let (x, m) = view.series("s1").unwrap();
-        assert_eq!((x.len(), m), (10, vec![true, false]));
+        let s = view.series("s1").unwrap();
+        assert_eq!((s.values().dim(), s.valid().to_vec()), ((2, N_FEATURES), vec![true, false]));
 
         let mut changed = v.clone();
         *changed.last_mut().unwrap() ^= 1;

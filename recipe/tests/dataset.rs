@@ -81,9 +81,8 @@ fn freeze_then_prepare_every_training_series() {
         let data = source::read_series(bytes.into(), &s.file, &s.id).unwrap();
         let reference = features::extract_reference(&data.local_seconds, &data.enmo, &data.anglez);
         let [values, valid] = cache::files(&s.id);
-        let (cached, cols) =
-            npy::read_f32_2d(&std::fs::read(cache_dir.join(values)).unwrap()).unwrap();
-        assert_eq!(cols, 5);
+        let cached = npy::read_f32_2d(&std::fs::read(cache_dir.join(values)).unwrap()).unwrap();
+        assert_eq!(cached.dim(), reference.values.dim());
         assert_eq!(
             cached.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
             reference.values.iter().map(|v| v.to_bits()).collect::<Vec<_>>()

@@ -174,7 +174,7 @@ fn the_cache_is_the_reference_extraction() {
             recipe::features::extract_reference(&data.local_seconds, &data.enmo, &data.anglez);
         let [values, valid] = recipe::cache::files(&s.id);
         for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
-            let (v, _) =
+            let v =
                 recipe::npy::read_f32_2d(&std::fs::read(out.join(cache).join(&values)).unwrap())
                     .unwrap();
             assert!(

@@ -15,9 +15,11 @@ fn main() {
     let frames = recipe::targets::CONTEXT_FRAMES;
     let mut r = Rng::new(7);
     let len = recipe::loader::BATCH;
-    let x = (0..len * frames * 5).map(|_| r.uniform() as f32 - 0.5).collect();
-    let y = (0..len * frames).map(|i| i32::from(i % 300 < 120)).collect();
-    let batch = HostBatch::from_loader(&Batch { len, x, y }).expect("a batch");
+    let x = ndarray::Array3::from_shape_simple_fn((len, frames, 5), || r.uniform() as f32 - 0.5);
+    let y = ndarray::Array2::from_shape_fn((len, frames), |(b, f)| {
+        i32::from((b * frames + f) % 300 < 120)
+    });
+    let batch = HostBatch::from_loader(&Batch { x, y }).expect("a batch");
     let mut m = Model::new(0).expect("a model");
     for _ in 0..2 {
         m.step(&batch).expect("a step");
