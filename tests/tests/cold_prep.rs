@@ -261,3 +261,66 @@ fn no_more_processes_than_series_start_and_the_console_says_so() {
     let speedup = r["speedup"].as_f64().unwrap();
     assert!((efficiency - speedup / series as f64).abs() < 1e-9, "{efficiency} vs {speedup}");
 }
+
+/// `--workers 1,2,3` sweeps the parallel preparation over the counts in
+/// every round: each count's stages are recorded, its speedup is the median
+/// of the rounds' serial wall over its wall, Karp–Flatt and the Amdahl fit
+/// follow from those, and the summary and a plot show it.
+#[test]
+fn a_workers_sweep_measures_every_count_in_every_round() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "1,2,3", "--rounds", "2", "--data"])
+        .arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let stage = |k: &str| r["stages"][k]["wall_s"].as_f64().unwrap_or_else(|| panic!("{k}"));
+    let points = r["sweep"]["points"].as_array().expect("a sweep");
+    assert_eq!(
+        points.iter().map(|p| p["workers"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    for p in points {
+        let n = p["workers"].as_u64().unwrap();
+        let key = |round: u32| {
+            let base = match n {
+                3 => "cold_feature_cache_prepare_parallel".to_string(),
+                _ => format!("cold_feature_cache_prepare_parallel_w{n}"),
+            };
+            if round == 1 { base } else { format!("{base}#{round}") }
+        };
+        let serial = |round: u32| match round {
+            1 => stage("cold_feature_cache_prepare"),
+            _ => stage(&format!("cold_feature_cache_prepare#{round}")),
+        };
+        let speedups = [serial(1) / stage(&key(1)), serial(2) / stage(&key(2))];
+        // The median of two is their mean.
+        let speedup = p["speedup"].as_f64().unwrap();
+        assert!((speedup - (speedups[0] + speedups[1]) / 2.0).abs() < 1e-9, "{p} {speedups:?}");
+        assert!((p["efficiency"].as_f64().unwrap() - speedup / n as f64).abs() < 1e-12);
+        match n {
+            1 => assert!(p["karp_flatt"].is_null(), "{p}"),
+            _ => {
+                let e = (1.0 / speedup - 1.0 / n as f64) / (1.0 - 1.0 / n as f64);
+                assert!((p["karp_flatt"].as_f64().unwrap() - e).abs() < 1e-12, "{p}");
+            }
+        }
+        assert!(!out.join(format!("private-feature-cache-parallel-w{n}")).exists());
+    }
+    assert!(r["sweep"]["amdahl"]["serial_fraction"].is_f64(), "{}", r["sweep"]);
+    // The headline stays the largest count's.
+    assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 3);
+    assert_eq!(r["speedup"], points[2]["speedup"]);
+    assert_eq!(
+        json(&out.join("declaration.json"))["parameters"]["workers_sweep"],
+        serde_json::json!([1, 2, 3])
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("### Workers sweep") && summary.contains("Amdahl's law fitted"),
+        "{summary}"
+    );
+    assert!(out.join("plots/sweep.svg").exists() && out.join("plots/sweep.png").exists());
+    coordinator::verify::verify(&out).expect("the run verifies");
+    f.assert_no_worker_left();
+}

@@ -223,9 +223,11 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = crate::plan::DEFAULT_SAMPLE_MS,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(super) sample_ms: u32,
-    /// How many worker processes run at once.
-    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
-    pub(super) workers: u32,
+    /// How many worker processes run at once (1 to 1024). Cold-prep also
+    /// takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
+    /// parallel preparation once per count.
+    #[arg(long, value_name = "N[,N...]", default_value = "1", value_parser = worker_counts)]
+    pub(super) workers: WorkerCounts,
     /// Diagnostic, profile and recipe modes: `stage`, a fresh worker process
     /// per stage; `run`, one process runs every stage (trials and cold-prep
     /// choose their own processes). [default: stage]
@@ -284,6 +286,37 @@ pub(super) enum PolicyArg {
 pub(super) enum LauncherArg {
     Local,
     Slurm,
+}
+
+/// `--workers`: one count, or a list of them for a cold-prep sweep.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct WorkerCounts(pub(super) Vec<u32>);
+
+/// Counts from 1 to 1024, strictly increasing, none missing between commas.
+pub(super) fn worker_counts(s: &str) -> Result<WorkerCounts, String> {
+    let counts = s
+        .split(',')
+        .map(|part| {
+            let part = part.trim();
+            if part.is_empty() {
+                return Err(format!(
+                    "'{s}' has an empty count; give N or an increasing list like 1,2,4,8"
+                ));
+            }
+            match part.parse::<u32>() {
+                Ok(n @ 1..=1024) => Ok(n),
+                _ => Err(format!("'{part}' is not a count of workers from 1 to 1024")),
+            }
+        })
+        .collect::<Result<Vec<u32>, String>>()?;
+    if let Some(w) = counts.windows(2).find(|w| w[1] <= w[0]) {
+        let what = if w[1] == w[0] { "repeats" } else { "is not increasing" };
+        return Err(format!(
+            "'{s}' {what} ({} after {}); give an increasing list like 1,2,4,8",
+            w[1], w[0]
+        ));
+    }
+    Ok(WorkerCounts(counts))
 }
 
 pub(super) fn positive_secs(s: &str) -> Result<Duration, String> {

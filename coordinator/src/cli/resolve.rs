@@ -40,6 +40,16 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             ));
         }
     }
+    let sweep = args.workers.0.clone();
+    if sweep.len() > 1 && args.mode != Mode::ColdPrep {
+        return Err(format!(
+            "--workers {}: a list of counts (a workers sweep) applies to --mode cold-prep; --mode {} takes one count",
+            sweep.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
+            args.mode.as_str()
+        ));
+    }
+    // The largest count is the run's: its processes are the most at once.
+    let workers = sweep.iter().copied().max().unwrap_or(1);
     if args.data.is_some() && args.mode == Mode::Diagnostic {
         return Err("--data applies to --mode cold-prep, profile, recipe and to recipe stages in --mode trials; --mode diagnostic reads no dataset".into());
     }
@@ -177,6 +187,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         Mode::Diagnostic => ModePlan::Diagnostic(crate::modes::diagnostic::Plan { stages }),
         Mode::ColdPrep => ModePlan::ColdPrep(crate::modes::cold_prep::Plan {
             rounds: args.rounds.unwrap_or(crate::modes::cold_prep::DEFAULT_ROUNDS),
+            counts: sweep,
         }),
         Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
             stages,
@@ -202,7 +213,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     Ok(RunPlan {
         settings: Settings {
             isolation: args.isolation.unwrap_or(crate::plan::Isolation::Stage),
-            workers: args.workers,
+            workers,
             connect_timeout: args.connect_timeout,
             stage_timeout: args.stage_timeout,
             grace: args.grace,

@@ -107,7 +107,7 @@ impl ModePlan {
             ModePlan::Diagnostic(_) => {
                 diagnostic::assemble(cx.dir, outcomes, records).map(|()| Section::Diagnostic)
             }
-            ModePlan::ColdPrep(_) => cold_prep::assemble(cx.dir, outcomes, records)
+            ModePlan::ColdPrep(p) => cold_prep::assemble(cx.dir, p, outcomes, records)
                 .map(|s| Section::ColdPrep(Box::new(s))),
             ModePlan::Trials(p) => p.assemble(cx, outcomes, records).map(Section::Trials),
             ModePlan::Profile(_) => {

@@ -17,6 +17,9 @@ pub(crate) enum Plot<'a> {
     /// Cold preparation: each worker's busy time within its phase's wall
     /// time, serial against N processes.
     ColdPrep(&'a Report),
+    /// A workers sweep: speedup against the count, beside the ideal line
+    /// and the fitted Amdahl curve.
+    Sweep(&'a Report),
 }
 
 /// The plots a report has data for.
@@ -31,6 +34,9 @@ pub(crate) fn for_report(r: &Report) -> Vec<Plot<'_>> {
     if r.cold_prep().is_some() {
         v.push(Plot::ColdPrep(r));
     }
+    if r.cold_prep().is_some_and(|c| c.sweep.is_some()) {
+        v.push(Plot::Sweep(r));
+    }
     v
 }
 
@@ -41,6 +47,7 @@ impl Plot<'_> {
             Plot::Stages(_) => "stages",
             Plot::Trials(_) => "trials",
             Plot::ColdPrep(_) => "cold-prep",
+            Plot::Sweep(_) => "sweep",
         }
     }
 
@@ -51,6 +58,8 @@ impl Plot<'_> {
             Plot::ColdPrep(r) => {
                 r.cold_prep().map_or(0, |c| c.serial.workers.len() + c.parallel.workers.len())
             }
+            // A square-ish chart, whatever the counts.
+            Plot::Sweep(_) => 14,
         }
     }
 
@@ -59,6 +68,7 @@ impl Plot<'_> {
             Plot::Stages(r) => stages(root, r),
             Plot::Trials(r) => trials(root, r),
             Plot::ColdPrep(r) => cold_prep(root, r),
+            Plot::Sweep(r) => sweep(root, r),
         }
     }
 
@@ -246,5 +256,85 @@ fn cold_prep<DB: DrawingBackend>(
             }))
             .map_err(err)?;
     }
+    Ok(())
+}
+
+fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), RenderError> {
+    let Some(s) = r.cold_prep().and_then(|c| c.sweep.as_ref()) else { return Ok(()) };
+    let top = s.points.iter().map(|p| p.workers).max().unwrap_or(1) as f64;
+    let highest =
+        s.points.iter().map(|p| p.speedup_ci95.map_or(p.speedup, |ci| ci[1])).fold(top, f64::max);
+    let fit = match (s.amdahl.serial_fraction, s.amdahl.speedup_limit) {
+        (Some(f), Some(limit)) => format!("Amdahl fit: serial fraction {f:.3}, limit {limit:.2}x"),
+        (Some(f), None) => format!("Amdahl fit: serial fraction {f:.3}, no limit"),
+        _ => "no Amdahl fit (no count above 1)".to_string(),
+    };
+    caption(root, &format!("Workers sweep: speedup against processes; {fit}"))?;
+    let body = root.margin(36, 10, 10, 10);
+    let mut chart = ChartBuilder::on(&body)
+        .margin(10)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0.0..top * 1.05, 0.0..upper(highest))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc("processes")
+        .y_desc("speedup (serial wall / parallel wall)")
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| format!("{y:.1}x"))
+        .label_style((SANS, 14))
+        .draw()
+        .map_err(err)?;
+    chart
+        .draw_series(LineSeries::new([(1.0, 1.0), (top, top)], MUTED.stroke_width(2)))
+        .map_err(err)?
+        .label("ideal (speedup = processes)")
+        .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], MUTED.stroke_width(2)));
+    if s.amdahl.serial_fraction.is_some() {
+        let curve = (0..=100).filter_map(|i| {
+            let p = 1.0 + (top - 1.0) * i as f64 / 100.0;
+            s.amdahl.speedup(p).map(|v| (p, v))
+        });
+        chart
+            .draw_series(LineSeries::new(curve, CPU.stroke_width(2)))
+            .map_err(err)?
+            .label("Amdahl fit")
+            .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], CPU.stroke_width(2)));
+    }
+    chart
+        .draw_series(s.points.iter().filter_map(|p| {
+            p.speedup_ci95.map(|[lo, hi]| {
+                PathElement::new(
+                    [(p.workers as f64, lo), (p.workers as f64, hi)],
+                    BAR.stroke_width(2),
+                )
+            })
+        }))
+        .map_err(err)?;
+    chart
+        .draw_series(
+            s.points.iter().map(|p| Circle::new((p.workers as f64, p.speedup), 5, BAR.filled())),
+        )
+        .map_err(err)?
+        .label("measured (median; bar: 95% interval over rounds)")
+        .legend(|(x, y)| Circle::new((x + 10, y), 5, BAR.filled()));
+    chart
+        .draw_series(s.points.iter().map(|p| {
+            Text::new(
+                format!("{:.2}x", p.speedup),
+                (p.workers as f64, p.speedup),
+                (SANS, 14).into_font(),
+            )
+        }))
+        .map_err(err)?;
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .background_style(WHITE.mix(0.9))
+        .border_style(MUTED)
+        .label_font((SANS, 14))
+        .draw()
+        .map_err(err)?;
     Ok(())
 }

@@ -240,6 +240,39 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
             prep.load_imbalance,
             prep.caches_identical
         );
+        if let Some(sw) = &prep.sweep {
+            let _ = writeln!(s, "\n### Workers sweep\n");
+            let _ = writeln!(
+                s,
+                "The parallel preparation once per count in every round, beside the same serial one. Karp–Flatt's serial fraction stays flat when a fixed serial part limits the speedup, and grows when the loss grows with the count.\n"
+            );
+            let _ =
+                writeln!(s, "| processes | wall | speedup | 95% CI | efficiency | Karp–Flatt |");
+            let _ = writeln!(s, "|---:|---:|---:|---|---:|---:|");
+            for p in &sw.points {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.2}x | {} | {:.0}% | {} |",
+                    p.workers,
+                    duration(p.wall_s),
+                    p.speedup,
+                    p.speedup_ci95.map_or("–".to_string(), |[lo, hi]| format!("{lo:.2}-{hi:.2}")),
+                    100.0 * p.efficiency,
+                    p.karp_flatt.map_or("–".to_string(), |e| format!("{e:.3}"))
+                );
+            }
+            let _ = match (sw.amdahl.serial_fraction, sw.amdahl.speedup_limit) {
+                (Some(f), Some(limit)) => writeln!(
+                    s,
+                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, so no count of processes passes {limit:.2}x."
+                ),
+                (Some(f), None) => writeln!(
+                    s,
+                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, no limit in sight."
+                ),
+                _ => writeln!(s, "\nNo Amdahl fit: no count above 1."),
+            };
+        }
         for w in &prep.warnings {
             let _ = writeln!(s, "\nWarning: {w}.");
         }

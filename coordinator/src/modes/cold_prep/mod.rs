@@ -11,6 +11,7 @@
 
 pub(crate) mod rounds;
 pub(crate) mod side;
+pub(crate) mod sweep;
 
 pub(crate) use side::side;
 
@@ -56,6 +57,10 @@ pub(crate) struct Section {
     /// above are round 1's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) rounds: Vec<rounds::Round>,
+    /// With `--workers` as a list: every count's speedup and the Amdahl
+    /// fit. `parallel` and `speedup` above are the largest count's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sweep: Option<sweep::Sweep>,
     /// Speedup / workers.
     pub(crate) parallel_efficiency: f64,
     /// The busiest parallel worker's busy time over the mean.
@@ -141,6 +146,9 @@ fn warnings(serial: &PrepSide, parallel: &PrepSide, rounds: &[rounds::Round]) ->
 pub(crate) struct Plan {
     /// Serial-against-parallel comparisons, in alternating order.
     pub(crate) rounds: u32,
+    /// The parallel preparation's process counts, increasing: one, or a
+    /// workers sweep. The largest is the run's `--workers`.
+    pub(crate) counts: Vec<u32>,
 }
 
 pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, String> {
@@ -148,23 +156,28 @@ pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, Stri
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
     let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];
+    let main = settings.workers;
     for round in 1..=plan.rounds {
-        let (serial_key, parallel_key) = rounds::keys(round);
-        let (serial_cache, parallel_cache) = rounds::caches(round);
+        let (serial_key, _) = rounds::keys(round);
+        let (serial_cache, _) = rounds::caches(round);
         let serial = prepare_phase(&mut numbers, &serial_key, &serial_cache, 1, dataset, &frozen);
-        let parallel = prepare_phase(
-            &mut numbers,
-            &parallel_key,
-            &parallel_cache,
-            settings.workers,
-            dataset,
-            &frozen,
-        );
+        let parallel = plan
+            .counts
+            .iter()
+            .map(|&count| {
+                let key = rounds::parallel_key(count, main, round);
+                let cache = rounds::parallel_cache(count, main, round);
+                prepare_phase(&mut numbers, &key, &cache, count, dataset, &frozen)
+            })
+            .collect();
         phases.extend(rounds::in_order(round, serial, parallel));
     }
     phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
     let mut parameters = BTreeMap::new();
     parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
+    if plan.counts.len() > 1 {
+        parameters.insert("workers_sweep".to_string(), serde_json::json!(plan.counts));
+    }
     Ok(Prepared {
         // A cache preparation is one entry, however many series it has.
         stages: super::declared(&phases, false),
@@ -235,6 +248,7 @@ pub(crate) fn find<'a>(
 
 pub(crate) fn assemble(
     dir: &Path,
+    plan: &Plan,
     outcomes: &[PhaseOutcome],
     records: &mut Records,
 ) -> Result<Section, RunError> {
@@ -270,17 +284,37 @@ pub(crate) fn assemble(
             ),
         ));
     }
-    let round_count = outcomes.iter().filter(|p| p.phase.key.starts_with(PARALLEL)).count() as u32;
+    let main = plan.counts.iter().copied().max().unwrap_or(1);
     let mut sides = Vec::new();
     let mut all = Vec::new();
-    for round in 1..=round_count {
+    let mut measured: Vec<sweep::Measured> = Vec::new();
+    for round in 1..=plan.rounds {
         let (serial_key, parallel_key) = rounds::keys(round);
         let (serial_stage, serial, counts) =
             side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
-        let (par_stage, parallel, _) =
-            side::summarise(find(outcomes, &parallel_key)?, order(&parallel_key));
         records.stages.insert(serial_key, serial_stage);
-        records.stages.insert(parallel_key, par_stage);
+        let mut main_side = None;
+        for (i, &count) in plan.counts.iter().enumerate() {
+            let key = rounds::parallel_key(count, main, round);
+            let p = find(outcomes, &key)?;
+            let (stage, side, _) = side::summarise(p, order(&key));
+            records.stages.insert(key, stage);
+            if measured.len() <= i {
+                measured.push(sweep::Measured { workers: p.phase.workers, walls: Vec::new() });
+            }
+            measured[i].walls.push((serial.wall_s, side.wall_s));
+            if count == main {
+                main_side = Some(side);
+            }
+        }
+        let parallel = main_side.ok_or_else(|| {
+            fail(
+                Some(parallel_key.clone()),
+                None,
+                "internal",
+                format!("{parallel_key} did not run"),
+            )
+        })?;
         all.push(rounds::Round {
             round,
             first: rounds::First::of(round),
@@ -309,6 +343,7 @@ pub(crate) fn assemble(
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let warnings = warnings(&serial, &parallel, &all);
+    let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured));
     Ok(Section {
         counts,
         serial,
@@ -316,6 +351,7 @@ pub(crate) fn assemble(
         speedup,
         speedup_ci95,
         rounds: all,
+        sweep,
         parallel_efficiency: speedup / workers,
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
         caches_identical: identical,

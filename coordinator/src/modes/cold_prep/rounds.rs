@@ -67,18 +67,42 @@ pub(crate) fn caches(round: u32) -> (String, String) {
     (cache(SERIAL_CACHE, round), cache(PARALLEL_CACHE, round))
 }
 
-/// Round `round`'s two phases in the order they run, with the step that
-/// follows each: round 1's caches are sealed by their manifests, a later
-/// round's checked against round 1's and removed.
-pub(crate) fn in_order(round: u32, serial: Phase, parallel: Phase) -> [Phase; 2] {
-    let after = if round == 1 { seal } else { check_and_remove };
-    let [mut a, mut b] = match First::of(round) {
-        First::Serial => [serial, parallel],
-        First::Parallel => [parallel, serial],
-    };
-    a.after = Some(after);
-    b.after = Some(after);
-    [a, b]
+/// The key of the parallel phase with `count` workers in round `round` of
+/// a run whose largest count is `main`: the largest keeps the plain name,
+/// another count of a sweep is `<stage>_w<count>`.
+pub(crate) fn parallel_key(count: u32, main: u32, round: u32) -> String {
+    if count == main { key(PARALLEL, round) } else { key(&format!("{PARALLEL}_w{count}"), round) }
+}
+
+/// The cache of that phase (`<cache>-w<count>` for another count).
+pub(crate) fn parallel_cache(count: u32, main: u32, round: u32) -> String {
+    if count == main {
+        cache(PARALLEL_CACHE, round)
+    } else {
+        cache(&format!("{PARALLEL_CACHE}-w{count}"), round)
+    }
+}
+
+/// Round `round`'s phases in the order they run: in odd rounds the serial
+/// phase, then the parallel ones by increasing count; in even rounds the
+/// reverse. After each phase: round 1's serial cache and largest count's
+/// cache are sealed by their manifests; every other cache is checked
+/// against round 1's serial one and removed.
+pub(crate) fn in_order(round: u32, serial: Phase, mut parallel: Vec<Phase>) -> Vec<Phase> {
+    parallel.sort_by_key(|p| p.workers);
+    let last = parallel.len().saturating_sub(1);
+    let mut phases = Vec::with_capacity(parallel.len() + 1);
+    let mut serial = serial;
+    serial.after = Some(if round == 1 { seal } else { check_and_remove });
+    phases.push(serial);
+    for (i, mut p) in parallel.into_iter().enumerate() {
+        p.after = Some(if round == 1 && i == last { seal } else { check_and_remove });
+        phases.push(p);
+    }
+    if First::of(round) == First::Parallel {
+        phases.reverse();
+    }
+    phases
 }
 
 fn seal(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
@@ -122,5 +146,8 @@ mod tests {
         assert_eq!(keys(2).1, format!("{PARALLEL}#2"));
         assert_eq!(caches(1), (SERIAL_CACHE.to_string(), PARALLEL_CACHE.to_string()));
         assert_eq!(caches(3).0, format!("{SERIAL_CACHE}-round3"));
+        assert_eq!(parallel_key(8, 8, 1), PARALLEL);
+        assert_eq!(parallel_key(2, 8, 3), format!("{PARALLEL}_w2#3"));
+        assert_eq!(parallel_cache(2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
     }
 }

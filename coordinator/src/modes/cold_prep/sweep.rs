@@ -1,0 +1,163 @@
+//! A workers sweep (`--workers 1,2,4,8`): the parallel preparation once per
+//! count in every round, beside the same serial preparation, and how the
+//! speedup grows with the count.
+//!
+//! Per count: the speedup (the median over rounds of serial wall / that
+//! count's wall, with its bootstrap interval when there are rounds), the
+//! efficiency (speedup / count) and the Karp–Flatt serial fraction
+//! `e = (1/S − 1/p) / (1 − 1/p)`, which stays flat when the loss is a fixed
+//! serial part and grows when the loss grows with the count (contention,
+//! start-up). Over the counts: Amdahl's law `S(p) = 1 / (f + (1 − f)/p)`
+//! fitted by least squares in `1/S − 1/p = f (1 − 1/p)`.
+
+use serde::{Deserialize, Serialize};
+
+/// What a sweep adds to the report.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Sweep {
+    /// One point per count, increasing.
+    pub(crate) points: Vec<Point>,
+    pub(crate) amdahl: Amdahl,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Point {
+    /// Processes the parallel preparation started (the count asked for,
+    /// or the number of series when there are fewer).
+    pub(crate) workers: u32,
+    /// The parallel preparation's wall time (the median over rounds).
+    pub(crate) wall_s: f64,
+    /// Serial wall / this wall, the median over rounds.
+    pub(crate) speedup: f64,
+    /// With rounds: the bootstrap 95% interval of that median.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) speedup_ci95: Option<[f64; 2]>,
+    /// Speedup / workers.
+    pub(crate) efficiency: f64,
+    /// Karp–Flatt's experimentally determined serial fraction (null for
+    /// one worker, where it is undefined).
+    pub(crate) karp_flatt: Option<f64>,
+}
+
+/// Amdahl's law fitted over the counts above one.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Amdahl {
+    /// The fitted serial fraction `f` (null with no count above one).
+    pub(crate) serial_fraction: Option<f64>,
+    /// `1 / f`, the speedup no count can pass (null when `f` is not
+    /// positive).
+    pub(crate) speedup_limit: Option<f64>,
+}
+
+impl Amdahl {
+    /// The speedup Amdahl's law with this fit predicts for `p` workers.
+    pub(crate) fn speedup(&self, p: f64) -> Option<f64> {
+        self.serial_fraction.map(|f| 1.0 / (f + (1.0 - f) / p))
+    }
+}
+
+/// Karp–Flatt's serial fraction for speedup `s` on `p` workers.
+pub(crate) fn karp_flatt(s: f64, p: u32) -> Option<f64> {
+    (p > 1).then(|| {
+        let p = p as f64;
+        (1.0 / s - 1.0 / p) / (1.0 - 1.0 / p)
+    })
+}
+
+/// One count's walls: per round, (serial wall, this count's wall).
+pub(crate) struct Measured {
+    pub(crate) workers: u32,
+    pub(crate) walls: Vec<(f64, f64)>,
+}
+
+/// The sweep over `measured` (increasing counts).
+pub(crate) fn sweep(measured: &[Measured]) -> Sweep {
+    let points: Vec<Point> = measured
+        .iter()
+        .map(|m| {
+            let speedups: Vec<f64> = m.walls.iter().map(|(s, p)| s / p).collect();
+            let walls: Vec<f64> = m.walls.iter().map(|(_, p)| *p).collect();
+            let (speedup, ci) = if speedups.len() > 1 {
+                let s = crate::stats::summarize(&speedups, 0);
+                (s.median, Some(s.median_ci95))
+            } else {
+                (speedups.first().copied().unwrap_or(f64::NAN), None)
+            };
+            Point {
+                workers: m.workers,
+                wall_s: crate::stats::median(&walls),
+                speedup,
+                speedup_ci95: ci,
+                efficiency: speedup / m.workers.max(1) as f64,
+                karp_flatt: karp_flatt(speedup, m.workers),
+            }
+        })
+        .collect();
+    let amdahl = fit(&points);
+    Sweep { points, amdahl }
+}
+
+/// Least squares of `1/S − 1/p = f (1 − 1/p)` over the points with p > 1.
+fn fit(points: &[Point]) -> Amdahl {
+    let (mut xy, mut xx) = (0.0, 0.0);
+    for pt in points.iter().filter(|pt| pt.workers > 1 && pt.speedup.is_finite()) {
+        let p = pt.workers as f64;
+        let x = 1.0 - 1.0 / p;
+        let y = 1.0 / pt.speedup - 1.0 / p;
+        xy += x * y;
+        xx += x * x;
+    }
+    let f = (xx > 0.0).then(|| xy / xx);
+    Amdahl { serial_fraction: f, speedup_limit: f.filter(|f| *f > 0.0).map(|f| 1.0 / f) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn measured(f: f64, counts: &[u32]) -> Vec<Measured> {
+        counts
+            .iter()
+            .map(|&p| {
+                let s = 1.0 / (f + (1.0 - f) / p as f64);
+                Measured { workers: p, walls: vec![(10.0, 10.0 / s)] }
+            })
+            .collect()
+    }
+
+    /// Speedups made by Amdahl's law with f = 0.1 give back f, a flat
+    /// Karp–Flatt fraction of 0.1, and the limit 10.
+    #[test]
+    fn amdahl_speedups_fit_back_to_their_serial_fraction() {
+        let s = sweep(&measured(0.1, &[1, 2, 4, 8]));
+        let f = s.amdahl.serial_fraction.unwrap();
+        assert!((f - 0.1).abs() < 1e-12, "{f}");
+        assert!((s.amdahl.speedup_limit.unwrap() - 10.0).abs() < 1e-9);
+        assert_eq!(s.points[0].karp_flatt, None, "undefined for one worker");
+        for pt in &s.points[1..] {
+            assert!((pt.karp_flatt.unwrap() - 0.1).abs() < 1e-12, "{pt:?}");
+        }
+        assert!((s.points[2].efficiency - s.points[2].speedup / 4.0).abs() < 1e-15);
+        assert!((s.amdahl.speedup(8.0).unwrap() - s.points[3].speedup).abs() < 1e-9);
+    }
+
+    /// Perfect scaling: no serial fraction, no limit.
+    #[test]
+    fn perfect_scaling_has_no_serial_fraction_and_no_limit() {
+        let s = sweep(&measured(0.0, &[2, 4]));
+        assert!(s.amdahl.serial_fraction.unwrap().abs() < 1e-12);
+        assert_eq!(s.amdahl.speedup_limit, None);
+    }
+
+    /// Rounds give a median and an interval per count.
+    #[test]
+    fn rounds_give_a_median_and_an_interval() {
+        let m = [Measured { workers: 2, walls: vec![(4.0, 2.0), (4.0, 2.5), (4.0, 2.2)] }];
+        let s = sweep(&m);
+        let pt = &s.points[0];
+        assert!((pt.speedup - 4.0 / 2.2).abs() < 1e-12);
+        assert_eq!(pt.wall_s, 2.2);
+        let [lo, hi] = pt.speedup_ci95.unwrap();
+        assert!(lo <= pt.speedup && pt.speedup <= hi);
+    }
+}
