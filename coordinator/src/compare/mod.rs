@@ -236,10 +236,12 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     if !c.incomparable.is_empty() {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
     }
-    // Wide enough for the longest figure (a span's name can be 64 bytes).
+    // Wide enough for the longest stage key (a round's `#R` included) and
+    // figure (a span's name can be 64 bytes).
+    let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
     let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
     s.push_str(&format!(
-        "{:<20} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
+        "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
         "stage",
         "figure",
         "n A",
@@ -260,7 +262,7 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             Verdict::TooFewTrials => "too few trials to say",
         };
         s.push_str(&format!(
-            "{:<20} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
+            "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
             r.stage,
             r.figure,
             r.n_a,
