@@ -155,7 +155,7 @@ fn run_in(
     let (mut outcomes, interrupted) = runtime
         .block_on(supervise_run(&plan.settings, phases, listener, endpoint, token, &run_dir_abs))
         .map_err(|e| internal("setting up the run", &e))?;
-    let workers = modes::process_records(&outcomes);
+    let workers = modes::process_records(&outcomes, started);
     bound.processes_wall_s = Some(workers.iter().map(|w| w.wall_s).sum());
     let run_wall = started.elapsed();
     drop(runtime);

@@ -151,11 +151,15 @@ pub(super) struct ExportArgs {
     /// Write the results as a Markdown table (the run's summary.md).
     #[arg(long, value_name = "FILE")]
     pub(super) export_markdown: Option<PathBuf>,
+    /// Write the run as a Chrome Trace Event file (open it in Perfetto or
+    /// chrome://tracing): a track per worker process, its start-up and jobs.
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_trace: Option<PathBuf>,
 }
 
 impl ExportArgs {
     pub(super) fn exports(self) -> Exports {
-        Exports::new(self.export_json, self.export_csv, self.export_markdown)
+        Exports::new(self.export_json, self.export_csv, self.export_markdown, self.export_trace)
     }
 }
 

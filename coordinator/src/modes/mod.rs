@@ -22,7 +22,7 @@ use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
 use crate::plan::Settings;
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{ArtifactRecord, Leaked, ProcessRecord, StageRecord};
+use crate::rundir::report::{ArtifactRecord, JobSlice, Leaked, ProcessRecord, StageRecord};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
 use std::collections::BTreeMap;
@@ -292,8 +292,13 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
     }
 }
 
-/// Every worker process of every phase, as wait4 reported it.
-pub(crate) fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
+/// Every worker process of every phase, as wait4 reported it, with its
+/// launch, handshake and jobs in seconds from `t0`, the run's start.
+pub(crate) fn process_records(
+    outcomes: &[PhaseOutcome],
+    t0: std::time::Instant,
+) -> Vec<ProcessRecord> {
+    let since = |t: std::time::Instant| t.saturating_duration_since(t0).as_secs_f64();
     let mut out: Vec<ProcessRecord> = outcomes
         .iter()
         .flat_map(|p| {
@@ -318,6 +323,17 @@ pub(crate) fn process_records(outcomes: &[PhaseOutcome]) -> Vec<ProcessRecord> {
                 major_faults: o.exit.faults.map(|f| f.major),
                 voluntary_switches: o.exit.faults.map(|f| f.voluntary_switches),
                 involuntary_switches: o.exit.faults.map(|f| f.involuntary_switches),
+                start_s: Some(since(o.launched)),
+                connected_s: o.connected.map(since),
+                jobs: o
+                    .jobs
+                    .iter()
+                    .map(|j| {
+                        let end_s = since(j.received);
+                        let start_s = (end_s - secs(j.measurement.wall_ns)).max(0.0);
+                        JobSlice { stage: j.job.key.clone(), start_s, end_s }
+                    })
+                    .collect(),
             })
         })
         .collect();

@@ -1,5 +1,6 @@
-//! `--export-json`, `--export-csv`, `--export-markdown`: a run's results in
-//! the forms other tools read, in hyperfine's spirit. Derived from report.json
+//! `--export-json`, `--export-csv`, `--export-markdown`, `--export-trace`:
+//! a run's results in the forms other tools read, in hyperfine's spirit
+//! (the trace is [`super::trace`]). Derived from report.json
 //! alone, one row per stage in plan order, and tied to the evidence by the
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
@@ -16,6 +17,7 @@ pub(crate) enum Format {
     Json,
     Csv,
     Markdown,
+    Trace,
 }
 
 impl Format {
@@ -24,6 +26,7 @@ impl Format {
             Format::Json => "--export-json",
             Format::Csv => "--export-csv",
             Format::Markdown => "--export-markdown",
+            Format::Trace => "--export-trace",
         }
     }
 }
@@ -37,8 +40,14 @@ impl Exports {
         json: Option<PathBuf>,
         csv: Option<PathBuf>,
         markdown: Option<PathBuf>,
+        trace: Option<PathBuf>,
     ) -> Exports {
-        let all = [(Format::Json, json), (Format::Csv, csv), (Format::Markdown, markdown)];
+        let all = [
+            (Format::Json, json),
+            (Format::Csv, csv),
+            (Format::Markdown, markdown),
+            (Format::Trace, trace),
+        ];
         Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
 
@@ -70,7 +79,8 @@ impl Exports {
     pub(crate) fn write(&self, r: &Report) -> Result<Vec<&Path>, String> {
         let mut written = Vec::new();
         for (f, p) in &self.0 {
-            evidence::write_new(p, &bytes(*f, r)).map_err(|e| match e.kind() {
+            let bytes = bytes(*f, r).map_err(|e| format!("{} '{}': {e}", f.flag(), p.display()))?;
+            evidence::write_new(p, &bytes).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => {
                     format!("{} '{}' already exists", f.flag(), p.display())
                 }
@@ -82,12 +92,13 @@ impl Exports {
     }
 }
 
-pub(crate) fn bytes(f: Format, r: &Report) -> Vec<u8> {
-    match f {
+pub(crate) fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, String> {
+    Ok(match f {
         Format::Json => json_export(r),
         Format::Csv => csv(r).into_bytes(),
         Format::Markdown => super::summary_markdown(r).into_bytes(),
-    }
+        Format::Trace => super::trace::chrome(r)?,
+    })
 }
 
 fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {

@@ -7,6 +7,7 @@
 pub(crate) mod export;
 pub(crate) mod plots;
 mod summary;
+pub(crate) mod trace;
 
 use crate::chart::RenderError;
 use crate::modes::Report;

@@ -217,6 +217,28 @@ pub(crate) struct ProcessRecord {
     pub(crate) voluntary_switches: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) involuntary_switches: Option<u64>,
+    /// Seconds from the run's start (the coordinator's monotonic clock, no
+    /// wall-clock time) to the launch, and to the accepted handshake (absent
+    /// if none came). Absent in reports from before they were kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) start_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) connected_s: Option<f64>,
+    /// Every job the process ran, in order, on the same clock: the end is
+    /// when the coordinator received the measurement, the start that minus
+    /// the worker's own wall time for it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) jobs: Vec<JobSlice>,
+}
+
+/// One job of a worker process, in seconds from the run's start.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct JobSlice {
+    /// The stage's key (a cold-prep series is its phase's key: series are
+    /// never named).
+    pub(crate) stage: String,
+    pub(crate) start_s: f64,
+    pub(crate) end_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

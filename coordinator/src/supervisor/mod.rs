@@ -69,6 +69,7 @@ pub(crate) async fn supervise(
     let rank = proc.rank;
     let rss_floor_bytes = proc.rss_floor_bytes;
     let task_of_step = proc.task_of_step;
+    let launched = proc.launched;
     let outcome = |jobs, end, exit| WorkerOutcome {
         rank,
         rss_floor_bytes,
@@ -77,6 +78,8 @@ pub(crate) async fn supervise(
         exit,
         task_of_step,
         host_sha256: None,
+        launched,
+        connected: None,
     };
 
     // spawned → connected
@@ -100,6 +103,7 @@ pub(crate) async fn supervise(
         let detail = "connection lost during admission".to_string();
         return outcome(Vec::new(), WorkerEnd::ProtocolViolation { key: None, detail }, exit);
     };
+    let connected = Some(std::time::Instant::now());
     let (tx, mut incoming) = mpsc::unbounded_channel();
     let reader_task = tokio::spawn(read_frames(reader, tx));
 
@@ -143,7 +147,17 @@ pub(crate) async fn supervise(
     };
     reader_task.abort();
     let host_sha256 = Some(hello.host_sha256);
-    WorkerOutcome { rank, rss_floor_bytes, jobs, end, exit, task_of_step, host_sha256 }
+    WorkerOutcome {
+        rank,
+        rss_floor_bytes,
+        jobs,
+        end,
+        exit,
+        task_of_step,
+        host_sha256,
+        launched,
+        connected,
+    }
 }
 
 async fn read_frames(

@@ -137,6 +137,10 @@ pub(crate) struct WorkerOutcome {
     pub(crate) task_of_step: bool,
     /// From the handshake (see [`protocol::host_sha256`]); None if it never came.
     pub(crate) host_sha256: Option<String>,
+    /// When the worker was launched, and when its handshake was accepted
+    /// (None if it never was): the coordinator's monotonic clock.
+    pub(crate) launched: std::time::Instant,
+    pub(crate) connected: Option<std::time::Instant>,
 }
 
 /// Run by a worker's supervisor when one of its jobs succeeded, before it
