@@ -159,8 +159,8 @@ pub mod nonblocking {
 mod tests {
     use super::*;
     use crate::{
-        Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Stage,
-        ToWorker, Token, TreeUsage, WorkerId,
+        Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Slice,
+        Stage, ToWorker, Token, TreeUsage, WorkerId,
     };
     use std::io::Cursor;
 
@@ -204,6 +204,7 @@ mod tests {
                         voluntary_switches: 2,
                         involuntary_switches: 1,
                     },
+                    slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9 }],
                 },
             },
             FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
@@ -272,7 +273,8 @@ mod tests {
         assert_eq!(hex(&shutdown), "0000000103");
         // Measurement = variant 3, job 1, wall 2, user 3, sys 4, peak 5, no
         // figures, then the tree: peak 6, method "s", sample 10 ms, sum 7,
-        // one leaked name "x", anon Some(8), file None; faults 9, 10, 11, 12.
+        // one leaked name "x", anon Some(8), file None; faults 9, 10, 11, 12;
+        // one slice "a" from 13 ns for 14 ns.
         let tree = TreeUsage {
             peak_bytes: 6,
             method: "s".into(),
@@ -295,9 +297,10 @@ mod tests {
                 voluntary_switches: 11,
                 involuntary_switches: 12,
             },
+            slices: vec![Slice { name: "a".into(), start_ns: 13, dur_ns: 14 }],
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        assert_eq!(hex(&m), "00000016030102030405000601730a07010178010800090a0b0c");
+        assert_eq!(hex(&m), "0000001b030102030405000601730a07010178010800090a0b0c0101610d0e");
     }
 
     fn hex(b: &[u8]) -> String {

@@ -21,8 +21,8 @@ mod stage;
 pub mod stream;
 
 pub use messages::{
-    Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, ToWorker,
-    Token, TreeUsage, WorkerId, host_sha256,
+    Faults, Figure, FromWorker, Hello, JobId, KillPoint, MAX_SLICES, Measurement, PROTOCOL_VERSION,
+    Slice, ToWorker, Token, TreeUsage, WorkerId, host_sha256,
 };
 pub use stage::{
     EpochInput, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 11;
+pub const PROTOCOL_VERSION: u32 = 12;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -167,6 +167,21 @@ pub struct Measurement {
     /// Page faults and context switches during the stage (getrusage
     /// deltas, the worker's own and its waited-for children's).
     pub faults: Faults,
+    /// Timed parts of the stage (a command's spans with a start, the fit
+    /// epoch's loader waits), at most [`MAX_SLICES`], in the order ended.
+    pub slices: Vec<Slice>,
+}
+
+/// Most slices one measurement carries (the rest are counted in the
+/// stage's figures, never sent).
+pub const MAX_SLICES: usize = 4096;
+
+/// A timed part of a stage: nanoseconds from the stage's measured start.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Slice {
+    pub name: String,
+    pub start_ns: u64,
+    pub dur_ns: u64,
 }
 
 /// What rusage says about a process's memory and scheduling: the same work

@@ -61,19 +61,23 @@ class span:
     It is reported when the block ends, also when it raises.
     """
 
-    __slots__ = ("name", "_start")
+    __slots__ = ("name", "_start", "_at")
 
     def __init__(self, name):
         self.name = _check_name(name)
         self._start = None
+        self._at = None
 
     def __enter__(self):
+        # When it began on the machine's monotonic clock (the one the
+        # worker reads), so a trace can place it; how long, on the finest.
+        self._at = time.monotonic()
         self._start = time.perf_counter()
         return self
 
     def __exit__(self, *exc):
         seconds = time.perf_counter() - self._start
-        _append({"name": self.name, "seconds": max(seconds, 0.0)})
+        _append({"name": self.name, "seconds": max(seconds, 0.0), "start": self._at})
         return False
 
 

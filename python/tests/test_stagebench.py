@@ -3,6 +3,7 @@ forked children, and silence outside stagebench. (Through stagebench itself:
 tests/tests/python_helper.rs.)"""
 
 import json
+import time
 import os
 import tempfile
 import threading
@@ -39,6 +40,8 @@ class Helper(unittest.TestCase):
         got = self.lines()
         self.assertEqual([g.get("name", g.get("progress")) for g in got], ["load", "fit", 0.5])
         self.assertTrue(all(g["seconds"] >= 0 for g in got[:2]))
+        # Each span says when it began on the monotonic clock, in order.
+        self.assertTrue(got[0]["start"] <= got[1]["start"] <= time.monotonic())
 
     def test_a_span_that_raises_is_still_reported(self):
         with self.assertRaises(KeyError):

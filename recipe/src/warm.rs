@@ -258,6 +258,8 @@ pub struct EpochStats {
     pub final_batch: u64,
     /// Seconds the consumer waited for each next batch, in order.
     pub waits_s: Vec<f64>,
+    /// When each of those waits began.
+    pub waits_from: Vec<std::time::Instant>,
     /// SHA-256 over the canonical positions (series index, block) of every
     /// context in delivery order: equal for equal seeds.
     pub order_sha256: String,
@@ -323,6 +325,7 @@ pub fn loader_epoch(
         let t = std::time::Instant::now();
         let Some(batch) = it.next() else { break };
         stats.waits_s.push(t.elapsed().as_secs_f64());
+        stats.waits_from.push(t);
         let flow = consume(&batch);
         stats.batches += 1;
         stats.contexts += batch.len() as u64;

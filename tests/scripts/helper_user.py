@@ -4,6 +4,7 @@
 Usage:
   helper_user.py tree            a span from a thread, one from a forked child,
                                  one from the main process, and progress
+  helper_user.py nest            a span "outer" holding two spans "inner"
   helper_user.py steps N PIDFILE starts a grandchild that sleeps (its pid in
                                  PIDFILE; PIDFILE.term if SIGTERM reached
                                  it), then N spans called "step", each
@@ -37,6 +38,13 @@ def tree():
     stagebench.progress(1.0)
 
 
+def nest():
+    with stagebench.span("outer"):
+        for _ in range(2):
+            with stagebench.span("inner"):
+                time.sleep(0.01)
+
+
 def steps(n, pidfile):
     import subprocess
 
@@ -66,7 +74,9 @@ def steps(n, pidfile):
     # The grandchild is left running: the worker contains it (SIGTERM first).
 
 
-if sys.argv[1] == "tree":
+if sys.argv[1] == "nest":
+    nest()
+elif sys.argv[1] == "tree":
     tree()
 else:
     steps(int(sys.argv[2]), sys.argv[3])

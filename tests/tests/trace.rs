@@ -4,13 +4,14 @@
 use harness::data::tiny;
 use harness::{json, run};
 use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
 
 /// Checks the trace's structure against its run's report, and returns it.
 fn check(trace: &serde_json::Value, report: &serde_json::Value) {
     let events = trace["traceEvents"].as_array().expect("traceEvents");
     let mut stacks: BTreeMap<u64, Vec<(String, f64)>> = BTreeMap::new();
     let mut last_ts: BTreeMap<u64, f64> = BTreeMap::new();
-    let mut named: BTreeSet<u64> = BTreeSet::new();
+    let mut named: BTreeMap<u64, String> = BTreeMap::new();
     let mut stage_slices = 0;
     for e in events {
         let tid = e["tid"].as_u64().unwrap();
@@ -18,7 +19,7 @@ fn check(trace: &serde_json::Value, report: &serde_json::Value) {
         match e["ph"].as_str().unwrap() {
             "M" => {
                 if e["name"] == "thread_name" {
-                    named.insert(tid);
+                    named.insert(tid, e["args"]["name"].as_str().unwrap().to_string());
                 }
             }
             ph @ ("B" | "E") => {
@@ -46,9 +47,15 @@ fn check(trace: &serde_json::Value, report: &serde_json::Value) {
         assert!(stack.is_empty(), "track {tid} leaves {stack:?} open");
     }
     let workers = report["workers"].as_array().unwrap();
-    // One track per worker process, plus the phases' track.
-    assert_eq!(stacks.len(), workers.len() + 1, "tracks");
-    assert_eq!(named.len(), workers.len() + 1, "named tracks");
+    // One track per worker process, plus the phases' track, and lanes for
+    // spans that overlapped without nesting; every track is named.
+    let own: BTreeSet<String> =
+        workers.iter().map(|w| format!("worker {}", w["rank"].as_u64().unwrap())).collect();
+    let tracks: BTreeSet<String> =
+        named.values().filter(|n| n.as_str() != "phases").cloned().collect();
+    assert!(own.is_subset(&tracks), "a track per worker: {tracks:?}");
+    assert!(tracks.difference(&own).all(|t| t.contains(": overlapping spans")), "{tracks:?}");
+    assert!(stacks.keys().all(|tid| named.contains_key(tid)), "an unnamed track");
     let jobs: usize = workers.iter().map(|w| w["jobs"].as_array().map_or(0, Vec::len)).sum();
     assert_eq!(stage_slices, jobs, "a slice per job");
 }
@@ -108,4 +115,79 @@ fn trials_trace_one_process_per_trial() {
     let report = json(&out.join("report.json"));
     check(&json(&trace_path), &report);
     assert_eq!(report["workers"].as_array().unwrap().len(), 4, "a process per trial");
+}
+
+fn repo() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// A command's spans through the Python helper: nested spans nest inside
+/// the stage on the worker's track; spans from a thread and a forked child
+/// that overlap go to lanes of their own.
+#[test]
+fn a_commands_spans_nest_inside_its_stage() {
+    let python = std::env::var("STAGEBENCH_PYTHON").ok().filter(|p| !p.is_empty());
+    let helper = repo().join("tests/scripts/helper_user.py");
+    let tmp = tempfile::tempdir().unwrap();
+    let trace_path = tmp.path().join("t.json");
+    let (_t, out, mut c) = harness::coordinator_with_output();
+    if python.is_none() {
+        c.env("PYTHONPATH", repo().join("python"));
+    }
+    let py = python.unwrap_or_else(|| "python3".into());
+    c.args(["--quiet", "--isolation", "run", "--name", "nest"])
+        .arg("--command")
+        .arg(format!("'{py}' '{}' nest", helper.display()))
+        .args(["--name", "tree"])
+        .arg("--command")
+        .arg(format!("'{py}' '{}' tree", helper.display()))
+        .arg("--export-trace")
+        .arg(&trace_path);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = json(&out.join("report.json"));
+    let trace = json(&trace_path);
+    check(&trace, &report);
+    let events = trace["traceEvents"].as_array().unwrap();
+    let spans: Vec<(&str, &str, u64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "span")
+        .map(|e| {
+            (e["ph"].as_str().unwrap(), e["name"].as_str().unwrap(), e["tid"].as_u64().unwrap())
+        })
+        .collect();
+    // outer ⊃ inner, inner, in that order, on the worker's own track.
+    let nest: Vec<(&str, &str)> =
+        spans.iter().filter(|s| s.1 == "outer" || s.1 == "inner").map(|s| (s.0, s.1)).collect();
+    assert_eq!(
+        nest,
+        [
+            ("B", "outer"),
+            ("B", "inner"),
+            ("E", "inner"),
+            ("B", "inner"),
+            ("E", "inner"),
+            ("E", "outer")
+        ]
+    );
+    let worker_tid = report["workers"][0]["rank"].as_u64().unwrap() + 1;
+    assert!(spans.iter().filter(|s| s.1 == "outer").all(|s| s.2 == worker_tid));
+    // The three overlapping spans all appear, once each.
+    for name in ["from_thread", "from_child", "from_main"] {
+        assert_eq!(
+            spans.iter().filter(|s| s.1 == name && s.0 == "B").count(),
+            1,
+            "{name}: {spans:?}"
+        );
+    }
+    // And each job's slices lie inside the job.
+    for w in report["workers"].as_array().unwrap() {
+        for j in w["jobs"].as_array().unwrap() {
+            let (b, e) = (j["start_s"].as_f64().unwrap(), j["end_s"].as_f64().unwrap());
+            for s in j["slices"].as_array().into_iter().flatten() {
+                let (sb, se) = (s["start_s"].as_f64().unwrap(), s["end_s"].as_f64().unwrap());
+                assert!(b - 0.01 <= sb && se <= e + 0.01, "{s} outside {b}..{e}");
+            }
+        }
+    }
 }

@@ -96,6 +96,11 @@ impl Mark {
         Mark { at: self.at, usage: self_usage() }
     }
 
+    /// The instant this mark was taken.
+    pub fn instant(&self) -> Instant {
+        self.at
+    }
+
     /// Seconds from `self` to `later`.
     pub fn seconds_to(&self, later: &Mark) -> f64 {
         later.at.duration_since(self.at).as_secs_f64()
@@ -110,6 +115,7 @@ impl Mark {
             peak_rss_bytes: end.usage.peak_rss_bytes,
             figures: Vec::new(),
             tree: protocol::TreeUsage::default(),
+            slices: Vec::new(),
             faults: {
                 let (a, b) = (&self.usage.faults, &end.usage.faults);
                 Faults {

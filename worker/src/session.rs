@@ -175,8 +175,14 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     loop {
         match wire.recv()? {
             ToWorker::Assign { job, stage, kill } => {
-                let mut reporter =
-                    WireReporter { wire: &mut wire, job, error: None, setup_done: None };
+                let mut reporter = WireReporter {
+                    wire: &mut wire,
+                    job,
+                    error: None,
+                    setup_done: None,
+                    slices: Vec::new(),
+                    slices_dropped: 0,
+                };
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
@@ -208,6 +214,23 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                             None => start,
                         };
                         let mut measurement = from.until(&end);
+                        // Slices from the measured start (one that began
+                        // in the untimed setup starts at 0).
+                        measurement.slices = std::mem::take(&mut reporter.slices)
+                            .into_iter()
+                            .map(|(name, at, seconds)| protocol::Slice {
+                                name,
+                                start_ns: at.saturating_duration_since(from.instant()).as_nanos()
+                                    as u64,
+                                dur_ns: (seconds.max(0.0) * 1e9) as u64,
+                            })
+                            .collect();
+                        if reporter.slices_dropped > 0 {
+                            figures.push(protocol::Figure {
+                                name: "slices_dropped".into(),
+                                value: reporter.slices_dropped as f64,
+                            });
+                        }
                         measurement.figures = figures;
                         measurement.tree = contained.tree;
                         FromWorker::Measurement { job, measurement }
@@ -238,6 +261,9 @@ struct WireReporter<'a> {
     error: Option<FrameError>,
     /// Where the stage said its untimed setup ended.
     setup_done: Option<Mark>,
+    /// Slices the stage reported, the first `MAX_SLICES`, and how many more.
+    slices: Vec<(String, std::time::Instant, f64)>,
+    slices_dropped: u64,
 }
 
 impl WireReporter<'_> {
@@ -259,5 +285,12 @@ impl Reporter for WireReporter<'_> {
     }
     fn setup_done(&mut self) {
         self.setup_done = Some(Mark::now());
+    }
+    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
+        if self.slices.len() < protocol::MAX_SLICES {
+            self.slices.push((name.to_string(), start, seconds));
+        } else {
+            self.slices_dropped += 1;
+        }
     }
 }

@@ -22,7 +22,9 @@ use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
 use crate::plan::Settings;
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{ArtifactRecord, JobSlice, Leaked, ProcessRecord, StageRecord};
+use crate::rundir::report::{
+    ArtifactRecord, JobSlice, Leaked, ProcessRecord, StageRecord, TimedSlice,
+};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
 use std::collections::BTreeMap;
@@ -331,7 +333,20 @@ pub(crate) fn process_records(
                     .map(|j| {
                         let end_s = since(j.received);
                         let start_s = (end_s - secs(j.measurement.wall_ns)).max(0.0);
-                        JobSlice { stage: j.job.key.clone(), start_s, end_s }
+                        let slices = j
+                            .measurement
+                            .slices
+                            .iter()
+                            .map(|s| {
+                                let from = start_s + secs(s.start_ns);
+                                TimedSlice {
+                                    name: s.name.clone(),
+                                    start_s: from,
+                                    end_s: from + secs(s.dur_ns),
+                                }
+                            })
+                            .collect();
+                        JobSlice { stage: j.job.key.clone(), start_s, end_s, slices }
                     })
                     .collect(),
             })

@@ -21,13 +21,21 @@ use std::collections::BTreeMap;
 
 pub(crate) const SCHEMA: &str = "stagebench.trace";
 
-/// One slice on a track, in microseconds.
+/// One slice on a track, in microseconds; `depth` orders a parent before
+/// a child that begins and ends with it.
 struct Slice {
     name: String,
     cat: &'static str,
     begin: f64,
     end: f64,
+    depth: u8,
     args: Value,
+}
+
+impl Slice {
+    fn new(name: impl Into<String>, cat: &'static str, begin: f64, end: f64, depth: u8) -> Slice {
+        Slice { name: name.into(), cat, begin, end, depth, args: json!({}) }
+    }
 }
 
 /// The trace of `r`, or why it cannot have one (a report from before
@@ -40,8 +48,7 @@ pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, String> {
     let us = |s: f64| ((s * 1e9).round() / 1e3).max(0.0);
     let mut events =
         vec![meta(0, "process_name", json!({ "name": format!("stagebench {} run", r.mode()) }))];
-    events.push(meta(0, "thread_name", json!({ "name": "phases" })));
-    events.push(meta(0, "thread_sort_index", json!({ "sort_index": 0 })));
+    track_name(&mut events, 0, "phases");
 
     // The phases, each from its first launch to its last exit.
     let mut phases: BTreeMap<&str, (f64, f64)> = BTreeMap::new();
@@ -50,69 +57,71 @@ pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, String> {
         let e = phases.entry(w.phase.as_str()).or_insert((f64::INFINITY, 0.0));
         *e = (e.0.min(start), e.1.max(start + w.wall_s));
     }
-    let mut phase_slices: Vec<Slice> = phases
+    let phase_slices: Vec<Slice> = phases
         .into_iter()
-        .map(|(name, (b, e))| Slice {
-            name: name.to_string(),
-            cat: "phase",
-            begin: us(b),
-            end: us(e),
-            args: json!({}),
-        })
+        .map(|(name, (b, e))| Slice::new(name, "phase", us(b), us(e), 0))
         .collect();
-    phase_slices.sort_by(|a, b| a.begin.total_cmp(&b.begin));
-    push_track(&mut events, 0, &phase_slices, &[]);
+    emit_nested(&mut events, 0, phase_slices);
 
     for w in &r.workers {
         let tid = w.rank as u64 + 1;
-        events.push(meta(tid, "thread_name", json!({ "name": format!("worker {}", w.rank) })));
-        events.push(meta(tid, "thread_sort_index", json!({ "sort_index": tid })));
+        track_name(&mut events, tid, &format!("worker {}", w.rank));
         let begin = us(w.start_s.unwrap_or(0.0));
         let end = begin.max(us(w.start_s.unwrap_or(0.0) + w.wall_s));
-        let life = Slice {
-            name: format!("worker {}", w.rank),
-            cat: "process",
-            begin,
-            end,
-            args: json!({ "phase": w.phase, "exit": w.exit, "cpu_s": w.cpu_s, "peak_rss_bytes": w.peak_rss_bytes }),
-        };
         let clamp = |t: f64| t.clamp(begin, end);
-        let mut inner = Vec::new();
+        let mut track = vec![Slice {
+            args: json!({ "phase": w.phase, "exit": w.exit, "cpu_s": w.cpu_s, "peak_rss_bytes": w.peak_rss_bytes }),
+            ..Slice::new(format!("worker {}", w.rank), "process", begin, end, 0)
+        }];
+        // Slices that overlap without nesting (spans from threads) go to
+        // lanes of their own below the worker's track.
+        let mut lanes: Vec<Vec<Slice>> = Vec::new();
         let mut at = begin;
         if let Some(c) = w.connected_s {
             let c = clamp(us(c));
-            inner.push(Slice {
-                name: "start-up".into(),
-                cat: "lifecycle",
-                begin,
-                end: c,
-                args: json!({}),
-            });
+            track.push(Slice::new("start-up", "lifecycle", begin, c, 1));
             at = c;
         }
         for j in &w.jobs {
             // One job at a time: each starts after the last ended.
             let b = clamp(us(j.start_s)).max(at);
             let e = clamp(us(j.end_s)).max(b);
-            inner.push(Slice {
-                name: j.stage.clone(),
-                cat: "stage",
-                begin: b,
-                end: e,
-                args: json!({}),
-            });
+            track.push(Slice::new(j.stage.clone(), "stage", b, e, 1));
+            let mut parts: Vec<Slice> = j
+                .slices
+                .iter()
+                .map(|s| {
+                    let sb = us(s.start_s).clamp(b, e);
+                    Slice::new(s.name.clone(), "span", sb, us(s.end_s).clamp(sb, e), 2)
+                })
+                .collect();
+            parts.sort_by(|x, y| x.begin.total_cmp(&y.begin).then(y.end.total_cmp(&x.end)));
+            let mut open: Vec<f64> = Vec::new();
+            for part in parts {
+                if nests(&mut open, &part) {
+                    track.push(part);
+                    continue;
+                }
+                match lanes.iter_mut().find(|l| fits(l, &part)) {
+                    Some(lane) => lane.push(part),
+                    None => lanes.push(vec![part]),
+                }
+            }
             at = e;
         }
         if at < end {
-            inner.push(Slice {
-                name: "shutdown".into(),
-                cat: "lifecycle",
-                begin: at,
-                end,
-                args: json!({}),
-            });
+            track.push(Slice::new("shutdown", "lifecycle", at, end, 1));
         }
-        push_track(&mut events, tid, std::slice::from_ref(&life), &inner);
+        emit_nested(&mut events, tid, track);
+        for (k, lane) in lanes.into_iter().enumerate() {
+            let lane_tid = OVERFLOW_TID + w.rank as u64 * 64 + k as u64;
+            track_name(
+                &mut events,
+                lane_tid,
+                &format!("worker {}: overlapping spans {}", w.rank, k + 1),
+            );
+            emit_nested(&mut events, lane_tid, lane);
+        }
     }
     let trace = json!({
         "traceEvents": events,
@@ -122,12 +131,43 @@ pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, String> {
     Ok(serde_json::to_vec(&trace).expect("a trace serialises"))
 }
 
+/// Track ids of the lanes for spans that overlap without nesting.
+const OVERFLOW_TID: u64 = 1 << 20;
+
+/// Whether `s` (in begin order) nests among the slices still open, whose
+/// ends are `open`; if so it is opened.
+fn nests(open: &mut Vec<f64>, s: &Slice) -> bool {
+    while open.last().is_some_and(|end| *end <= s.begin) {
+        open.pop();
+    }
+    if open.last().is_some_and(|end| *end < s.end) {
+        return false;
+    }
+    open.push(s.end);
+    true
+}
+
+/// Whether `s` nests in a lane whose slices came in begin order.
+fn fits(lane: &[Slice], s: &Slice) -> bool {
+    let mut open = Vec::new();
+    lane.iter().all(|l| nests(&mut open, l)) && nests(&mut open, s)
+}
+
 fn meta(tid: u64, name: &str, args: Value) -> Value {
     json!({ "ph": "M", "pid": 1, "tid": tid, "name": name, "args": args })
 }
 
-/// Outer slices on `tid`, each followed by the inner ones that fall in it.
-fn push_track(events: &mut Vec<Value>, tid: u64, outer: &[Slice], inner: &[Slice]) {
+fn track_name(events: &mut Vec<Value>, tid: u64, name: &str) {
+    events.push(meta(tid, "thread_name", json!({ "name": name })));
+    events.push(meta(tid, "thread_sort_index", json!({ "sort_index": tid })));
+}
+
+/// A track's slices, which nest, as `B`/`E` pairs in time order: a slice
+/// closes before the next one that begins after it ends.
+fn emit_nested(events: &mut Vec<Value>, tid: u64, mut slices: Vec<Slice>) {
+    slices.sort_by(|a, b| {
+        a.begin.total_cmp(&b.begin).then(b.end.total_cmp(&a.end)).then(a.depth.cmp(&b.depth))
+    });
     let event = |ph: &str, s: &Slice, ts: f64| {
         let mut e =
             json!({ "ph": ph, "pid": 1, "tid": tid, "ts": ts, "name": s.name, "cat": s.cat });
@@ -136,12 +176,16 @@ fn push_track(events: &mut Vec<Value>, tid: u64, outer: &[Slice], inner: &[Slice
         }
         e
     };
-    for o in outer {
-        events.push(event("B", o, o.begin));
-        for i in inner.iter().filter(|i| o.begin <= i.begin && i.end <= o.end) {
-            events.push(event("B", i, i.begin));
-            events.push(event("E", i, i.end));
+    let mut open: Vec<Slice> = Vec::new();
+    for s in slices {
+        while open.last().is_some_and(|o| o.end <= s.begin) {
+            let o = open.pop().expect("checked");
+            events.push(event("E", &o, o.end));
         }
-        events.push(event("E", o, o.end));
+        events.push(event("B", &s, s.begin));
+        open.push(s);
+    }
+    while let Some(o) = open.pop() {
+        events.push(event("E", &o, o.end));
     }
 }

@@ -239,6 +239,18 @@ pub(crate) struct JobSlice {
     pub(crate) stage: String,
     pub(crate) start_s: f64,
     pub(crate) end_s: f64,
+    /// Timed parts of the job on the same clock: a command's spans that
+    /// gave a start, the loader's waits.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) slices: Vec<TimedSlice>,
+}
+
+/// A named interval, in seconds from the run's start.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct TimedSlice {
+    pub(crate) name: String,
+    pub(crate) start_s: f64,
+    pub(crate) end_s: f64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

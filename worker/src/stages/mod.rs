@@ -36,6 +36,9 @@ pub trait Reporter {
     /// have left in the same process): wall, CPU and figures are measured
     /// from here; the setup's wall time is reported as `setup_s`.
     fn setup_done(&mut self);
+    /// A timed part of the stage, `name`, from `start` for `seconds`: it
+    /// lands in the measurement (and a trace) as a slice.
+    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64);
 }
 
 /// Why a stage did not complete.

@@ -129,6 +129,7 @@ pub(super) fn run(
             let bytes: Vec<u8> = weights.iter().flatten().flat_map(|w| w.to_le_bytes()).collect();
             write(ctx, FIT_WEIGHTS, format!("{}\n", evidence::sha256_hex(&bytes)).as_bytes())?;
             let tenth = losses.len().div_ceil(10);
+            super::warm::report_waits(ctx, &stats);
             Ok(vec![
                 figure("batches", stats.batches as f64),
                 figure("contexts", stats.contexts as f64),

@@ -3,6 +3,9 @@
 //! object per line (the `stagebench` Python package does it for Python):
 //!
 //! - `{"name": "adapt_images", "seconds": 54.7}`: a span that ended;
+//!   optionally with `"start": 1234.5`, when it began on the machine's
+//!   monotonic clock (`CLOCK_MONOTONIC`, Python's `time.monotonic()`), which
+//!   places it in time: the worker reports it as a slice of the stage;
 //! - `{"progress": 0.4}`: the fraction of the stage done so far.
 //!
 //! The worker follows the file while the command runs (progress reaches the
@@ -11,7 +14,7 @@
 //! `span:NAME_s` (the sum of its spans' seconds) and `span:NAME_n` (how many
 //! there were), in order of first appearance. Nothing else of the file
 //! enters the report. A line that is neither fails the stage with its line
-//! number: an unknown key, seconds that are negative or not finite, a name
+//! number: an unknown key, seconds or a start that are negative or not finite, a name
 //! that is empty, longer than 64 bytes or not of `A-Z a-z 0-9 _ . -`, a
 //! progress outside [0, 1].
 
@@ -28,7 +31,7 @@ pub const MAX_NAME: usize = 64;
 /// One line of the file.
 #[derive(Debug, PartialEq)]
 pub enum Line {
-    Span { name: String, seconds: f64 },
+    Span { name: String, seconds: f64, start: Option<f64> },
     Progress(f64),
 }
 
@@ -37,6 +40,7 @@ pub enum Line {
 struct Raw {
     name: Option<String>,
     seconds: Option<f64>,
+    start: Option<f64>,
     progress: Option<f64>,
 }
 
@@ -48,7 +52,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
     let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
     match raw {
-        Raw { name: Some(name), seconds: Some(seconds), progress: None } => {
+        Raw { name: Some(name), seconds: Some(seconds), start, progress: None } => {
             let ok_name = !name.is_empty()
                 && name.len() <= MAX_NAME
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
@@ -61,9 +65,12 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
             if !(seconds.is_finite() && seconds >= 0.0) {
                 return Err(format!("seconds {seconds} is not a finite non-negative number"));
             }
-            Ok(Some(Line::Span { name, seconds }))
+            if let Some(t) = start.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+                return Err(format!("start {t} is not a finite non-negative number"));
+            }
+            Ok(Some(Line::Span { name, seconds, start }))
         }
-        Raw { name: None, seconds: None, progress: Some(p) } => {
+        Raw { name: None, seconds: None, start: None, progress: Some(p) } => {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("progress {p} is not between 0 and 1"));
             }
@@ -73,6 +80,9 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
     }
 }
 
+/// A span that gave its start: name, start on the monotonic clock, seconds.
+pub type Timed = (String, f64, f64);
+
 /// What the lines so far add up to.
 #[derive(Default)]
 pub struct Tally {
@@ -80,6 +90,8 @@ pub struct Tally {
     pub spans: Vec<(String, f64, u64)>,
     /// The last progress reported.
     pub progress: Option<f64>,
+    /// Spans with a start, in the order they ended (the first `MAX_SLICES`).
+    pub timed: Vec<Timed>,
     lines: usize,
 }
 
@@ -91,7 +103,10 @@ impl Tally {
             let bad = |why: String| format!("spans line {}: {why}", self.lines);
             let Some(parsed) = parse_line(line).map_err(bad)? else { continue };
             match &parsed {
-                Line::Span { name, seconds } => {
+                Line::Span { name, seconds, start } => {
+                    if let Some(start) = start.filter(|_| self.timed.len() < protocol::MAX_SLICES) {
+                        self.timed.push((name.clone(), start, *seconds));
+                    }
                     match self.spans.iter_mut().find(|t| t.0 == *name) {
                         Some(t) => {
                             t.1 += seconds;
@@ -181,10 +196,12 @@ impl SpansFile {
         self.tally.add(&text, each)
     }
 
-    /// The figures of every span the command wrote.
-    pub fn finish(mut self) -> Result<Vec<Figure>, StageError> {
+    /// The figures of every span the command wrote, and the spans that
+    /// gave a start (name, start on the monotonic clock, seconds).
+    pub fn finish(mut self) -> Result<(Vec<Figure>, Vec<Timed>), StageError> {
         self.follow(true, |_, _| {}).map_err(StageError::Failed)?;
-        Ok(self.tally.figures())
+        let timed = std::mem::take(&mut self.tally.timed);
+        Ok((self.tally.figures(), timed))
     }
 }
 
@@ -237,6 +254,8 @@ mod tests {
             ("{\"name\": \"\", \"seconds\": 1}", "span name '' must be"),
             (&format!("{{\"name\": \"{}\", \"seconds\": 1}}", "x".repeat(65)), "must be 1 to 64"),
             ("{\"name\": \"a\", \"seconds\": -1}", "seconds -1 is not"),
+            ("{\"name\": \"a\", \"seconds\": 1, \"start\": -2}", "start -2 is not"),
+            ("{\"progress\": 0.5, \"start\": 2}", "not an object"),
             ("{\"name\": \"a\", \"seconds\": 1e999}", "not an object"),
             ("{\"progress\": 1.5}", "progress 1.5 is not between 0 and 1"),
             ("{\"progress\": -0.1}", "progress -0.1 is not between 0 and 1"),
@@ -258,12 +277,13 @@ mod tests {
         let mut seen = Vec::new();
         f.follow(false, |l, _| seen.push(format!("{l:?}"))).unwrap();
         assert_eq!(seen, ["Progress(0.25)"]);
-        w.write_all(b"onds\": 2}\n{\"name\": \"fit\", \"seconds\": 1}").unwrap();
+        w.write_all(b"onds\": 2}\n{\"name\": \"fit\", \"seconds\": 1, \"start\": 7.5}").unwrap();
         f.follow(false, |_, t| seen.push(format!("fit x{}", t.count("fit")))).unwrap();
         assert_eq!(seen, ["Progress(0.25)", "fit x1"]);
-        let figures = f.finish().unwrap();
+        let (figures, timed) = f.finish().unwrap();
         assert_eq!(figures[0].value, 3.0);
         assert_eq!(figures[1].value, 2.0);
+        assert_eq!(timed, [("fit".to_string(), 7.5, 1.0)], "only the span with a start is timed");
         assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
         std::fs::remove_dir(&dir).unwrap();
     }

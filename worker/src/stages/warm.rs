@@ -121,6 +121,7 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             let epoch_s = started.elapsed().as_secs_f64();
             std::hint::black_box(checksum);
             write(ctx, LOADER_ORDER, format!("{}\n", stats.order_sha256).as_bytes())?;
+            report_waits(ctx, &stats);
             let q = |p: f64| super::quantile(&stats.waits_s, p);
             Ok(vec![
                 figure("batches", stats.batches as f64),
@@ -133,5 +134,13 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             ])
         }
         other => Err(failed(format!("'{other}' is not a warm recipe stage"))),
+    }
+}
+
+/// Every wait for the loader's next batch as a slice `loader_wait` of the
+/// stage (a trace shows where the model starved).
+pub(super) fn report_waits(ctx: &mut StageContext<'_>, stats: &recipe::warm::EpochStats) {
+    for (from, seconds) in stats.waits_from.iter().zip(&stats.waits_s) {
+        ctx.reporter.slice("loader_wait", *from, *seconds);
     }
 }
