@@ -4,6 +4,7 @@
 
 pub mod data;
 pub mod slurm;
+pub mod trace;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -285,3 +285,46 @@ fn a_resume_that_skips_every_stage_is_a_real_run_and_says_so() {
     assert!(judgment.contains("It skipped 10.00 ms of the cold run's spans: a/x"), "{judgment}");
     assert!(!judgment.contains("0.000×"), "{judgment}");
 }
+
+/// `coordinator campaign --export-trace`: a track per step, a slice per
+/// trial with its runs inside (an interrupted trial's killed run first),
+/// B/E well formed; an existing path is refused before anything runs.
+#[test]
+fn a_campaign_traces_its_steps_trials_and_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let stage = r#"echo '{\"name\": \"a\", \"seconds\": 0.01}' >> \"$STAGEBENCH_SPANS\"; sleep 0.3; echo 1 > done_a"#;
+    let file = tmp.path().join("c.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"traced\"\ntrials = 2\nscratch = \"work\"\n\n[[pipeline]]\nname = \"a\"\nargv = [\"sh\", \"-c\", \"{stage}\"]\ncwd = \"work\"\nmarker = \"work/done_a\"\nreset = [\"work/done_a\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"cut\"\nkind = \"interrupted\"\nkill_at = \"a:span:a:1\"\n"
+        ),
+    )
+    .unwrap();
+    let trace_path = tmp.path().join("campaign.trace.json");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(tmp.path().join("out"));
+    c.arg("--export-trace").arg(&trace_path);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let t = harness::trace::check(&json(&trace_path));
+    let names: Vec<&str> = t.names.values().map(String::as_str).collect();
+    assert_eq!(names, ["step cold (cold)", "step resume (resume)", "step cut (interrupted)"]);
+    assert_eq!(t.slices["step"], 3);
+    assert_eq!(t.slices["trial"], 6, "2 trials of 3 steps");
+    assert_eq!(t.slices["run"], 6 + 2, "a run per trial, and the interrupted step's killed runs");
+
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(tmp.path().join("again"));
+    c.arg("--export-trace").arg(&trace_path);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("--export-trace") && f.stderr.contains("already exists"),
+        "{}",
+        f.stderr
+    );
+    assert!(!tmp.path().join("again").exists(), "the campaign ran");
+}

@@ -3,61 +3,23 @@
 
 use harness::data::tiny;
 use harness::{json, run};
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::path::Path;
 
-/// Checks the trace's structure against its run's report, and returns it.
+/// Checks the trace's structure against its run's report.
 fn check(trace: &serde_json::Value, report: &serde_json::Value) {
-    let events = trace["traceEvents"].as_array().expect("traceEvents");
-    let mut stacks: BTreeMap<u64, Vec<(String, f64)>> = BTreeMap::new();
-    let mut last_ts: BTreeMap<u64, f64> = BTreeMap::new();
-    let mut named: BTreeMap<u64, String> = BTreeMap::new();
-    let mut stage_slices = 0;
-    for e in events {
-        let tid = e["tid"].as_u64().unwrap();
-        assert_eq!(e["pid"], 1, "{e}");
-        match e["ph"].as_str().unwrap() {
-            "M" => {
-                if e["name"] == "thread_name" {
-                    named.insert(tid, e["args"]["name"].as_str().unwrap().to_string());
-                }
-            }
-            ph @ ("B" | "E") => {
-                let ts = e["ts"].as_f64().unwrap();
-                let name = e["name"].as_str().unwrap().to_string();
-                let before = last_ts.insert(tid, ts).unwrap_or(0.0);
-                assert!(ts >= before, "track {tid} goes back in time at {e}");
-                let stack = stacks.entry(tid).or_default();
-                if ph == "B" {
-                    if e["cat"] == "stage" {
-                        stage_slices += 1;
-                    }
-                    stack.push((name, ts));
-                } else {
-                    let (open, begun) =
-                        stack.pop().unwrap_or_else(|| panic!("an E with no B: {e}"));
-                    assert_eq!(open, name, "E closes another slice than the innermost: {e}");
-                    assert!(ts >= begun, "{e} ends before it began");
-                }
-            }
-            other => panic!("unexpected phase {other}: {e}"),
-        }
-    }
-    for (tid, stack) in &stacks {
-        assert!(stack.is_empty(), "track {tid} leaves {stack:?} open");
-    }
+    let t = harness::trace::check(trace);
     let workers = report["workers"].as_array().unwrap();
     // One track per worker process, plus the phases' track, and lanes for
-    // spans that overlapped without nesting; every track is named.
+    // spans that overlapped without nesting.
     let own: BTreeSet<String> =
         workers.iter().map(|w| format!("worker {}", w["rank"].as_u64().unwrap())).collect();
     let tracks: BTreeSet<String> =
-        named.values().filter(|n| n.as_str() != "phases").cloned().collect();
+        t.names.values().filter(|n| n.as_str() != "phases").cloned().collect();
     assert!(own.is_subset(&tracks), "a track per worker: {tracks:?}");
     assert!(tracks.difference(&own).all(|t| t.contains(": overlapping spans")), "{tracks:?}");
-    assert!(stacks.keys().all(|tid| named.contains_key(tid)), "an unnamed track");
     let jobs: usize = workers.iter().map(|w| w["jobs"].as_array().map_or(0, Vec::len)).sum();
-    assert_eq!(stage_slices, jobs, "a slice per job");
+    assert_eq!(t.slices.get("stage").copied().unwrap_or(0), jobs, "a slice per job");
 }
 
 #[test]

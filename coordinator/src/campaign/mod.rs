@@ -23,6 +23,7 @@ pub(crate) mod report;
 mod runner;
 mod spans;
 pub(crate) mod summary;
+pub(crate) mod trace;
 
 use crate::rundir::{self, RunDir, environment};
 use report::CampaignReport;
@@ -116,7 +117,14 @@ pub(crate) fn run(
     let environment_sha256 =
         write(rundir::ENVIRONMENT, &evidence::to_bytes(&environment::capture("local")))?;
     let stop = watch_signals();
-    let runner = Runner { campaign: &campaign, dir: dir.path(), dataset, worker_bin, stop };
+    let runner = Runner {
+        t0: std::time::Instant::now(),
+        campaign: &campaign,
+        dir: dir.path(),
+        dataset,
+        worker_bin,
+        stop,
+    };
     let (steps, reference, artifacts) = match runner.steps() {
         Ok(done) => done,
         Err(e) => {

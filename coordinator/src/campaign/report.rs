@@ -68,6 +68,10 @@ pub(crate) struct TrialReport {
     /// The train stage's checkpoint size and mean write time, when it wrote one.
     pub(crate) checkpoint_bytes: Option<f64>,
     pub(crate) checkpoint_write_s: Option<f64>,
+    /// When the run began and ended, in seconds from the campaign's start
+    /// (the coordinator's monotonic clock). Absent in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) span_s: Option<[f64; 2]>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -77,6 +81,9 @@ pub(crate) struct Killed {
     /// The killed run's worker processes' walls (spawn to reap) summed,
     /// the killed one's up to its reap: measured as a trial's `total_s` is.
     pub(crate) wall_s: f64,
+    /// When the killed run began and ended, from the campaign's start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) span_s: Option<[f64; 2]>,
 }
 
 /// One stage's seconds by component (see [`COMPONENTS`]) and its order.

@@ -16,6 +16,8 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 pub(super) struct Runner<'a> {
+    /// The campaign's start, which every run's `span_s` counts from.
+    pub(super) t0: Instant,
     pub(super) campaign: &'a CampaignFile,
     pub(super) dir: &'a Path,
     pub(super) dataset: PathBuf,
@@ -25,12 +27,19 @@ pub(super) struct Runner<'a> {
 }
 
 impl Runner<'_> {
-    /// A run, unless the campaign was asked to stop.
-    fn execute(&self, plan: &RunPlan) -> Result<run::RunSummary, run::RunFailure> {
-        match self.stop.load(Ordering::SeqCst) {
+    /// A run, unless the campaign was asked to stop; and when it began
+    /// and ended, in seconds from the campaign's start.
+    fn execute(
+        &self,
+        plan: &RunPlan,
+    ) -> (Result<run::RunSummary, run::RunFailure>, Option<[f64; 2]>) {
+        let since = |t: Instant| t.saturating_duration_since(self.t0).as_secs_f64();
+        let began = Instant::now();
+        let outcome = match self.stop.load(Ordering::SeqCst) {
             0 => run::execute(plan),
             signal => Err(RunError::Interrupted { signal }.into()),
-        }
+        };
+        (outcome, Some([since(began), since(Instant::now())]))
     }
 
     /// What every run of the campaign shares: one local worker at a time,
@@ -162,7 +171,8 @@ impl Runner<'_> {
             }
         };
         let plan = self.plan(&state, step, run_rel, false);
-        let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+        let (outcome, span_s) = self.execute(&plan);
+        let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
         let digest = summary.report.state().map(|d| d.sha256.clone()).unwrap_or_default();
         if reference.is_none() {
             *reference = Some((digest.clone(), state.clone()));
@@ -185,6 +195,7 @@ impl Runner<'_> {
             identical_to_cold: identical,
             checkpoint_bytes: fig("checkpoint_bytes"),
             checkpoint_write_s: fig("checkpoint_write_s"),
+            span_s,
         })
     }
 
@@ -225,7 +236,8 @@ impl Runner<'_> {
             _ => None,
         };
         let (plan, skipped) = self.pipeline_plan(step.kind != StepKind::Cold, run_rel, None);
-        let summary = self.execute(&plan).map_err(|f| self.failed(step, t, f.error))?;
+        let (outcome, span_s) = self.execute(&plan);
+        let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
         let mut parts = report::stage_parts(&summary.report);
         let (run_wall_s, run) = (summary.report.run_wall_s, run_rel.to_string());
         for (name, part) in skipped {
@@ -252,6 +264,7 @@ impl Runner<'_> {
             identical_to_cold: identical,
             checkpoint_bytes: None,
             checkpoint_write_s: None,
+            span_s,
         })
     }
 
@@ -311,9 +324,8 @@ impl Runner<'_> {
         run_rel: &str,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
     ) -> Result<Killed, CampaignError> {
-        let started = Instant::now();
-        let outcome = self.execute(&plan);
-        let elapsed = started.elapsed().as_secs_f64();
+        let (outcome, span_s) = self.execute(&plan);
+        let elapsed = span_s.map_or(0.0, |[a, b]| b - a);
         match outcome {
             Err(f) if matches!(f.error, RunError::Failed { reason: "killed_at_point", .. }) => {
                 // Measured as a cold trial's total is: its processes' walls.
@@ -321,7 +333,7 @@ impl Runner<'_> {
                 artifacts
                     .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
-                Ok(Killed { run: run_rel.into(), stage, wall_s })
+                Ok(Killed { run: run_rel.into(), stage, wall_s, span_s })
             }
             Err(f) => Err(self.failed(step, t, f.error)),
             Ok(_) => Err(CampaignError::Failed(format!(

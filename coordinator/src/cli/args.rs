@@ -96,6 +96,10 @@ pub(super) enum Command {
         /// The worker binary. [default: `worker` next to this coordinator]
         #[arg(long, value_name = "PATH", env = "STAGEBENCH_WORKER_BIN")]
         worker_bin: Option<PathBuf>,
+        /// Write the campaign as a Chrome Trace Event file (a track per
+        /// step, each trial and its runs); the path must not exist.
+        #[arg(long, value_name = "FILE")]
+        export_trace: Option<PathBuf>,
     },
     /// Make or freeze datasets in the CMI "Detect Sleep States" format.
     #[command(subcommand)]

@@ -91,12 +91,22 @@ fn command(cli: Cli) -> Result<u8, Error> {
             Ok(code::SUCCESS)
         }
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
-        Some(Command::Campaign { file, output, worker_bin }) => {
+        Some(Command::Campaign { file, output, worker_bin, export_trace }) => {
             let worker_bin = match worker_bin {
                 Some(w) => w,
                 None => resolve::default_worker_bin()?,
             };
+            // Refused before anything runs, as a run's exports are.
+            let exports = Exports::new(None, None, None, export_trace.clone());
+            exports.check()?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
+            if let Some(path) = &export_trace {
+                let bytes = crate::campaign::trace::chrome(&done.report)
+                    .map_err(|e| format!("--export-trace '{}': {e}", path.display()))?;
+                evidence::write_new(path, &bytes)
+                    .map_err(|e| format!("--export-trace '{}': {e}", path.display()))?;
+                println!("exported {}", path.display());
+            }
             println!("campaign {}:", done.report.name);
             for line in &done.report.judgment {
                 println!("  {line}");

@@ -12,8 +12,9 @@
 //! nests inside its parent (times are clamped into the parent, which only
 //! moves a boundary by the clocks' rounding).
 //!
-//! Not yet in the trace: a campaign's steps, a command's spans and the fit
-//! epoch's loader waits (the report keeps their totals, not their times).
+//! Inside a job: its timed slices (a command's spans that gave a start, the
+//! loader's waits); spans that overlap without nesting get lanes of their
+//! own. A campaign's trace (`crate::campaign::trace`) uses the same parts.
 
 use crate::modes::Report;
 use serde_json::{Value, json};
@@ -23,7 +24,7 @@ pub(crate) const SCHEMA: &str = "stagebench.trace";
 
 /// One slice on a track, in microseconds; `depth` orders a parent before
 /// a child that begins and ends with it.
-struct Slice {
+pub(crate) struct Slice {
     name: String,
     cat: &'static str,
     begin: f64,
@@ -33,7 +34,13 @@ struct Slice {
 }
 
 impl Slice {
-    fn new(name: impl Into<String>, cat: &'static str, begin: f64, end: f64, depth: u8) -> Slice {
+    pub(crate) fn new(
+        name: impl Into<String>,
+        cat: &'static str,
+        begin: f64,
+        end: f64,
+        depth: u8,
+    ) -> Slice {
         Slice { name: name.into(), cat, begin, end, depth, args: json!({}) }
     }
 }
@@ -153,18 +160,18 @@ fn fits(lane: &[Slice], s: &Slice) -> bool {
     lane.iter().all(|l| nests(&mut open, l)) && nests(&mut open, s)
 }
 
-fn meta(tid: u64, name: &str, args: Value) -> Value {
+pub(crate) fn meta(tid: u64, name: &str, args: Value) -> Value {
     json!({ "ph": "M", "pid": 1, "tid": tid, "name": name, "args": args })
 }
 
-fn track_name(events: &mut Vec<Value>, tid: u64, name: &str) {
+pub(crate) fn track_name(events: &mut Vec<Value>, tid: u64, name: &str) {
     events.push(meta(tid, "thread_name", json!({ "name": name })));
     events.push(meta(tid, "thread_sort_index", json!({ "sort_index": tid })));
 }
 
 /// A track's slices, which nest, as `B`/`E` pairs in time order: a slice
 /// closes before the next one that begins after it ends.
-fn emit_nested(events: &mut Vec<Value>, tid: u64, mut slices: Vec<Slice>) {
+pub(crate) fn emit_nested(events: &mut Vec<Value>, tid: u64, mut slices: Vec<Slice>) {
     slices.sort_by(|a, b| {
         a.begin.total_cmp(&b.begin).then(b.end.total_cmp(&a.end)).then(a.depth.cmp(&b.depth))
     });
