@@ -121,7 +121,8 @@ pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, String> {
         }
         emit_nested(&mut events, tid, track);
         for (k, lane) in lanes.into_iter().enumerate() {
-            let lane_tid = OVERFLOW_TID + w.rank as u64 * 64 + k as u64;
+            // At most MAX_SLICES lanes a worker: ids never collide.
+            let lane_tid = OVERFLOW_TID + w.rank as u64 * protocol::MAX_SLICES as u64 + k as u64;
             track_name(
                 &mut events,
                 lane_tid,
