@@ -20,8 +20,10 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         r.workers.len(),
         r.run_wall_s
     );
+    // As wide as the longest key (a round's or a sweep's key is long).
+    let w = r.stages.keys().map(String::len).max().unwrap_or(0).max(36);
     println!(
-        "  {:<36} {:>6} {:>10} {:>10} {:>12}",
+        "  {:<w$} {:>6} {:>10} {:>10} {:>12}",
         "stage", "worker", "wall s", "cpu s", "peak RSS"
     );
     let mut rows: Vec<_> = r.stages.iter().collect();
@@ -32,7 +34,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             None => format!("{}x", st.processes),
         };
         println!(
-            "  {:<36} {:>6} {:>10.3} {:>10.3} {:>12}",
+            "  {:<w$} {:>6} {:>10.3} {:>10.3} {:>12}",
             key,
             worker,
             st.wall_s,
