@@ -146,18 +146,7 @@ pub(crate) async fn supervise(
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
     reader_task.abort();
-    let host_sha256 = Some(hello.host_sha256);
-    WorkerOutcome {
-        rank,
-        rss_floor_bytes,
-        jobs,
-        end,
-        exit,
-        task_of_step,
-        host_sha256,
-        launched,
-        connected,
-    }
+    WorkerOutcome { host_sha256: Some(hello.host_sha256), connected, ..outcome(jobs, end, exit) }
 }
 
 async fn read_frames(
