@@ -105,6 +105,12 @@ def main():
           f"{fig('end_to_end_fit_epoch', 'contexts_per_s'):.0f} contexts/s, mean loss "
           f"{fig('end_to_end_fit_epoch', 'loss_first_tenth'):.4f} (first tenth) -> "
           f"{fig('end_to_end_fit_epoch', 'loss_last_tenth'):.4f} (last tenth)")
+    flops = step_flops(reports[0]["stages"]["resident_model_steps"]["figures"].get("batch_contexts", 32))
+    peak, how = peak_flops(a.threads)
+    print(f"model: one step is {flops / 1e6:.1f} MFLOP (forward and backward); the resident step "
+          f"achieves {flops / step / 1e9:.2f} GFLOP/s"
+          + (f", {100 * flops / step / peak:.1f}% of {peak / 1e9:.1f} GFLOP/s, the peak of {how}"
+             if peak else " (no peak: the CPU's clock is not exposed)"))
     if torch:
         t_fit = statistics.median(t["epoch_s"] for t in torch)
         t_step = statistics.median(t["resident_median_step_s"] for t in torch)
@@ -113,6 +119,39 @@ def main():
               "(batches made in memory beforehand: no loader)")
         print(f"stagebench / pytorch: resident step {step / t_step:.2f}x, "
               f"fit epoch (ours with its loader) {fit / t_fit:.2f}x")
+
+
+def step_flops(batch):
+    """Multiply-adds of one training step, counted as 2 FLOP each: the
+    model's convolutions and dense layer over batch x 240 frames (5->16
+    kernel 1; three 16->16 kernel 5; 16->2), forward, and twice that
+    backward (the input gradient and the weight gradient). Element-wise ops,
+    the loss and Adam are left out: they are a few percent."""
+    macs_per_frame = 5 * 16 * 1 + 3 * 16 * 16 * 5 + 16 * 2
+    return 3 * 2 * macs_per_frame * batch * 240
+
+
+def peak_flops(threads):
+    """Single-precision FLOP/s at the vector width the model's kernels use
+    (AVX2 + FMA: 8 lanes, one fused multiply-add each, two FMA units a core),
+    on `threads` cores at the CPU's highest clock that it exposes."""
+    flags, mhz = set(), None
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("flags") and not flags:
+            flags = set(line.split(":", 1)[1].split())
+        if line.startswith("cpu MHz") and mhz is None:
+            mhz = float(line.split(":", 1)[1])
+    try:
+        mhz = int(open("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq").read()) / 1e3
+    except OSError:
+        pass
+    if not mhz or not {"avx2", "fma"} <= flags:
+        return None, None
+    per_cycle = 8 * 2 * 2
+    widest = "AVX-512" if "avx512f" in flags else "AVX2"
+    how = (f"{threads} core(s) x {mhz / 1e3:.2f} GHz x {per_cycle} FLOP/cycle "
+           f"(AVX2+FMA, the kernels' width; this CPU's widest is {widest})")
+    return threads * mhz * 1e6 * per_cycle, how
 
 
 if __name__ == "__main__":
