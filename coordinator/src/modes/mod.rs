@@ -331,8 +331,7 @@ pub(crate) fn process_records(
                     .jobs
                     .iter()
                     .map(|j| {
-                        let end_s = since(j.received);
-                        let start_s = (end_s - secs(j.measurement.wall_ns)).max(0.0);
+                        let (start_s, end_s) = j.interval_since(t0);
                         let slices = j
                             .measurement
                             .slices

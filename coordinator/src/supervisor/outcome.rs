@@ -30,6 +30,16 @@ pub(crate) struct JobResult {
     pub(crate) received: std::time::Instant,
 }
 
+impl JobResult {
+    /// When the job began and ended, in seconds from `t0` on the
+    /// coordinator's clock: the end when its measurement arrived, the start
+    /// that minus the worker's own wall time for it.
+    pub(crate) fn interval_since(&self, t0: std::time::Instant) -> (f64, f64) {
+        let end_s = self.received.saturating_duration_since(t0).as_secs_f64();
+        ((end_s - self.measurement.wall_ns as f64 / 1e9).max(0.0), end_s)
+    }
+}
+
 /// How a worker's life ended.
 #[derive(Clone, Debug)]
 pub(crate) enum WorkerEnd {

@@ -190,8 +190,7 @@ fn timeline(p: &PhaseOutcome) -> Vec<Span> {
     let mut spans: Vec<Span> = p
         .results()
         .map(|r| {
-            let end_s = r.received.saturating_duration_since(t0).as_secs_f64();
-            let start_s = (end_s - r.measurement.wall_ns as f64 / 1e9).max(0.0);
+            let (start_s, end_s) = r.interval_since(t0);
             Span { rank: r.worker.0, start_s, end_s }
         })
         .collect();
