@@ -60,7 +60,7 @@ impl Model {
             });
         }
         let vars = layers.iter().flat_map(|l| [l.weight.clone(), l.bias.clone()]).collect();
-        let optimizer = Adam::new(vars, LEARNING_RATE, ADAM_EPSILON)?;
+        let optimizer = Adam::new(vars, LEARNING_RATE, ADAM_EPSILON);
         Ok(Model { layers, optimizer })
     }
 

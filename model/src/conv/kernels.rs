@@ -271,6 +271,12 @@ unsafe fn weight_grad_item_fma<const O: usize>(
     weight_grad_item::<O, Fused>(x, cin, dy, g, dw, db)
 }
 
+/// One batch item's weight and bias gradient, added into `dw` and `db`.
+/// For each tap `j` and a block of [`ROWS`] input channels, the block's
+/// gradient rows stay in registers over the whole sequence: per frame, one
+/// `dy` row and a few input values, no loads or stores of `dw`. Each
+/// element of `dw` still sums its products in frame order from its old
+/// value, so the result is the same, bit for bit, as one row at a time.
 #[inline(always)]
 fn weight_grad_item<const O: usize, M: MulAdd>(
     x: &[f32],
@@ -281,20 +287,56 @@ fn weight_grad_item<const O: usize, M: MulAdd>(
     db: &mut [f32; O],
 ) {
     let time = dy.len() / O;
-    for (t, gt) in dy.chunks_exact(O).enumerate() {
-        let gt: &[f32; O] = gt.try_into().expect("a row of O");
+    for gt in dy.chunks_exact(O) {
         for o in 0..O {
             db[o] += gt[o];
         }
-        for j in 0..g.kernel {
-            let Some(s) = g.source(t, j, time) else { continue };
-            let xs = &x[s * cin..(s + 1) * cin];
-            let dwj = &mut dw[j * cin * O..(j + 1) * cin * O];
-            for (xv, row) in xs.iter().zip(dwj.chunks_exact_mut(O)) {
-                for o in 0..O {
-                    row[o] = M::mul_add(*xv, gt[o], row[o]);
-                }
+    }
+    for j in 0..g.kernel {
+        // Tap j of frame t reads row t + j·d − p; the frames whose row lies
+        // inside the sequence.
+        let (ahead, behind) = (j * g.dilation, g.pad());
+        let frames = behind.saturating_sub(ahead)..(time + behind).saturating_sub(ahead).min(time);
+        let at = |t: usize| t + ahead - behind;
+        let dwj = &mut dw[j * cin * O..(j + 1) * cin * O];
+        let mut i0 = 0;
+        while i0 + ROWS <= cin {
+            channel_block::<O, ROWS, M>(x, cin, dy, frames.clone(), at, i0, dwj);
+            i0 += ROWS;
+        }
+        for i in i0..cin {
+            channel_block::<O, 1, M>(x, cin, dy, frames.clone(), at, i, dwj);
+        }
+    }
+}
+
+/// The gradient rows of input channels `i0..i0 + N` at one tap, `dwj`
+/// `[cin, O]`, summed over `frames` with the frame's input row at `at(t)`.
+#[inline(always)]
+fn channel_block<const O: usize, const N: usize, M: MulAdd>(
+    x: &[f32],
+    cin: usize,
+    dy: &[f32],
+    frames: std::ops::Range<usize>,
+    at: impl Fn(usize) -> usize,
+    i0: usize,
+    dwj: &mut [f32],
+) {
+    let mut acc = [[0f32; O]; N];
+    for (r, acc) in acc.iter_mut().enumerate() {
+        acc.copy_from_slice(&dwj[(i0 + r) * O..(i0 + r + 1) * O]);
+    }
+    for t in frames {
+        let gt: &[f32; O] = dy[t * O..(t + 1) * O].try_into().expect("a row of O");
+        let s = at(t) * cin + i0;
+        let xs: &[f32; N] = x[s..s + N].try_into().expect("N channels");
+        for r in 0..N {
+            for o in 0..O {
+                acc[r][o] = M::mul_add(xs[r], gt[o], acc[r][o]);
             }
         }
+    }
+    for (r, acc) in acc.iter().enumerate() {
+        dwj[(i0 + r) * O..(i0 + r + 1) * O].copy_from_slice(acc);
     }
 }

@@ -28,7 +28,7 @@ pub use kernels::PORTABLE_ENV;
 #[cfg(test)]
 pub(crate) use kernels::{fma_cpu, with_portable};
 
-use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Tensor, bail};
+use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 use kernels::{forward, weight_grad};
 
 /// One convolution's geometry: kernel size (odd) and dilation.
@@ -55,18 +55,6 @@ impl Conv {
 pub fn conv(x: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
     x.apply_op3(w, b, geometry)
 }
-
-/// A residual block as one op: `h + relu(conv(h) + b)`, with `h` `[B, T, C]`
-/// and `w` `[K, C, C]`. One output buffer instead of three, and a backward
-/// with no mask tensors: the pre-activation is recomputed by the forward
-/// kernel, which costs less than the element-wise ops it replaces.
-pub fn residual(h: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
-    h.apply_op3(w, b, Residual(geometry))
-}
-
-/// The residual block's op (see [`residual`]).
-#[derive(Clone, Copy, Debug)]
-struct Residual(Conv);
 
 /// Checks the shapes of a convolution's operands; returns (B, T, Cin, O).
 fn dims(g: Conv, x: &Layout, w: &Layout, b: &Layout) -> Result<(usize, usize, usize, usize)> {
@@ -102,70 +90,60 @@ fn input_grad(
     Ok(dx)
 }
 
-impl CustomOp3 for Residual {
+/// A residual block: `h + relu(conv(h) + b)`, with `h` `[B, T, C]` and `w`
+/// `[K, C, C]`. The convolution's output (the pre-activation) is kept for
+/// the backward pass, and the ReLU and the sum are one op ([`ReluAdd`])
+/// with one output buffer and a backward with no mask tensors. Recomputing
+/// the pre-activation in the backward pass instead would add a third to the
+/// block's multiply-adds.
+pub fn residual(h: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
+    let (_, _, c) = h.dims3()?;
+    if w.dims3()?.2 != c {
+        bail!("residual: {c} channels in, {} out: a residual block keeps its width", w.dims3()?.2)
+    }
+    let z = conv(h, w, b, geometry)?;
+    h.apply_op2(&z, ReluAdd)
+}
+
+/// `h + max(z, 0)` element by element; backward: `dh = dy`, `dz = dy` where
+/// `z > 0`, else 0.
+#[derive(Clone, Copy, Debug)]
+struct ReluAdd;
+
+impl CustomOp2 for ReluAdd {
     fn name(&self) -> &'static str {
-        "stagebench-residual-conv1d"
+        "stagebench-relu-add"
     }
 
     fn cpu_fwd(
         &self,
         hs: &CpuStorage,
         hl: &Layout,
-        ws: &CpuStorage,
-        wl: &Layout,
-        bs: &CpuStorage,
-        bl: &Layout,
+        zs: &CpuStorage,
+        zl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        let (batch, time, c, out) = dims(self.0, hl, wl, bl)?;
-        if out != c {
-            bail!("residual: {c} channels in, {out} out: a residual block keeps its width")
+        if hl.shape() != zl.shape() {
+            bail!("relu-add: shapes {:?} and {:?} differ", hl.shape(), zl.shape())
         }
-        let h = contiguous(hs, hl, "h")?;
-        let mut y = vec![0f32; h.len()];
-        forward(
-            h,
-            time,
-            c,
-            contiguous(ws, wl, "w")?,
-            Some(contiguous(bs, bl, "b")?),
-            self.0,
-            c,
-            &mut y,
-        )?;
-        for (y, h) in y.iter_mut().zip(h) {
-            *y = h + y.max(0.0);
-        }
-        Ok((CpuStorage::F32(y), Shape::from((batch, time, c))))
+        let (h, z) = (contiguous(hs, hl, "h")?, contiguous(zs, zl, "z")?);
+        let y = h.iter().zip(z).map(|(h, z)| h + z.max(0.0)).collect();
+        Ok((CpuStorage::F32(y), hl.shape().clone()))
     }
 
     fn bwd(
         &self,
-        h: &Tensor,
-        w: &Tensor,
-        b: &Tensor,
+        _h: &Tensor,
+        z: &Tensor,
         _y: &Tensor,
         dy: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
-        let (batch, time, c) = h.dims3()?;
-        let (hv, wv, bv, dyv) = (data(h)?, data(w)?, data(b)?, data(dy)?);
-        let mut z = vec![0f32; hv.len()];
-        forward(&hv, time, c, &wv, Some(&bv), self.0, c, &mut z)?;
-        // Through the ReLU: zero where the pre-activation was not positive.
-        let dz: Vec<f32> =
-            dyv.iter().zip(&z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect();
-        let dh = if h.track_op() {
-            let mut dh = input_grad(&dz, &wv, time, c, c, self.0)?;
-            dh.iter_mut().zip(&dyv).for_each(|(a, g)| *a += g);
-            Some(Tensor::from_vec(dh, (batch, time, c), h.device())?)
-        } else {
-            None
-        };
-        let (dw, db) = weight_grad(&hv, &dz, time, c, c, self.0)?;
-        Ok((
-            dh,
-            Some(Tensor::from_vec(dw, w.shape(), w.device())?),
-            Some(Tensor::from_vec(db, c, w.device())?),
-        ))
+    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
+        let dz: Vec<f32> = with_data(z, |z| {
+            with_data(dy, |dy| {
+                // Through the ReLU: zero where the pre-activation was not positive.
+                Ok(dy.iter().zip(z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect())
+            })
+        })?;
+        Ok((Some(dy.clone()), Some(Tensor::from_vec(dz, z.shape(), z.device())?)))
     }
 }
 
@@ -176,9 +154,15 @@ fn contiguous<'a>(s: &'a CpuStorage, l: &Layout, what: &str) -> Result<&'a [f32]
     Ok(&s.as_slice::<f32>()?[start..end])
 }
 
-/// The slice of a tensor's contiguous f32 data, copied out.
-fn data(t: &Tensor) -> Result<Vec<f32>> {
-    t.contiguous()?.flatten_all()?.to_vec1::<f32>()
+/// Calls `f` with a tensor's f32 values, borrowed from its storage where
+/// they lie contiguous (copied out only where they do not).
+fn with_data<T>(t: &Tensor, f: impl FnOnce(&[f32]) -> Result<T>) -> Result<T> {
+    let (storage, layout) = t.storage_and_layout();
+    if let (Storage::Cpu(cpu), Some((start, end))) = (&*storage, layout.contiguous_offsets()) {
+        return f(&cpu.as_slice::<f32>()?[start..end]);
+    }
+    drop(storage);
+    f(&t.contiguous()?.flatten_all()?.to_vec1::<f32>()?)
 }
 
 impl CustomOp3 for Conv {
@@ -214,16 +198,17 @@ impl CustomOp3 for Conv {
     ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
         let (batch, time, cin) = x.dims3()?;
         let (k, _, out) = w.dims3()?;
-        let (xv, wv, dyv) = (data(x)?, data(w)?, data(dy)?);
         // The input's gradient only where something upstream needs it (not
         // for the data batch itself).
         let dx = if x.track_op() {
-            let dx = input_grad(&dyv, &wv, time, cin, out, *self)?;
+            let dx =
+                with_data(w, |w| with_data(dy, |dy| input_grad(dy, w, time, cin, out, *self)))?;
             Some(Tensor::from_vec(dx, (batch, time, cin), x.device())?)
         } else {
             None
         };
-        let (dw, db) = weight_grad(&xv, &dyv, time, cin, out, *self)?;
+        let (dw, db) =
+            with_data(x, |x| with_data(dy, |dy| weight_grad(x, dy, time, cin, out, *self)))?;
         Ok((
             dx,
             Some(Tensor::from_vec(dw, (k, cin, out), w.device())?),
@@ -344,6 +329,57 @@ mod tests {
         let a = one.install(|| weight_grad(&x, &dy, time, cin, out, g).unwrap());
         let b = three.install(|| weight_grad(&x, &dy, time, cin, out, g).unwrap());
         assert_eq!(a, b);
+    }
+
+    /// The weight gradient the plainest way: frame by frame, every tap and
+    /// channel, one multiply-add at a time (fused or not).
+    fn naive_weight_grad(
+        x: &[f32],
+        dy: &[f32],
+        dims: (usize, usize, usize),
+        g: Conv,
+        fused: bool,
+    ) -> Vec<f32> {
+        let (time, cin, out) = dims;
+        let mut total = vec![0f32; g.kernel * cin * out];
+        for (x, dy) in x.chunks(time * cin).zip(dy.chunks(time * out)) {
+            let mut dw = vec![0f32; g.kernel * cin * out];
+            for t in 0..time {
+                for j in 0..g.kernel {
+                    let Some(s) = g.source(t, j, time) else { continue };
+                    for i in 0..cin {
+                        for o in 0..out {
+                            let (a, b, c) =
+                                (x[s * cin + i], dy[t * out + o], dw[(j * cin + i) * out + o]);
+                            dw[(j * cin + i) * out + o] =
+                                if fused { a.mul_add(b, c) } else { a * b + c };
+                        }
+                    }
+                }
+            }
+            total.iter_mut().zip(&dw).for_each(|(a, b)| *a += b);
+        }
+        total
+    }
+
+    #[test]
+    fn the_weight_gradient_sums_in_frame_order_bit_for_bit() {
+        for (k, d, cin, out, time) in
+            [(5, 1, 16, 16, 40), (5, 4, 16, 16, 17), (1, 1, 5, 16, 30), (3, 3, 5, 2, 7)]
+        {
+            let g = Conv { kernel: k, dilation: d };
+            let x = seeded(&[3, time, cin], 11);
+            let dy = seeded(&[3, time, out], 12);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let portable = with_portable(|| weight_grad(&x, &dy, time, cin, out, g).unwrap().0);
+            let naive = naive_weight_grad(&x, &dy, (time, cin, out), g, false);
+            assert_eq!(bits(&portable), bits(&naive), "portable k{k} d{d} cin{cin} out{out}");
+            if fma_cpu() {
+                let fused = weight_grad(&x, &dy, time, cin, out, g).unwrap().0;
+                let naive = naive_weight_grad(&x, &dy, (time, cin, out), g, true);
+                assert_eq!(bits(&fused), bits(&naive), "fma k{k} d{d} cin{cin} out{out}");
+            }
+        }
     }
 
     #[test]
