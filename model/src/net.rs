@@ -92,9 +92,16 @@ impl Model {
     /// One training step on a batch: forward, backward, Adam. Returns the
     /// batch's mean loss before the update.
     pub fn step(&mut self, batch: &HostBatch) -> Result<f32> {
-        let loss = self.loss(&batch.x, &batch.y)?;
-        self.optimizer.backward_step(&loss)?;
-        loss.to_scalar::<f32>()
+        // The whole step runs on one of rayon's threads. A parallel loop
+        // started from outside the pool hands its work in and puts the
+        // caller to sleep until it is done, some twenty times a step, with
+        // a third thread contending for the cores; started inside, the
+        // pool's threads split it among themselves.
+        rayon::scope(|_| {
+            let loss = self.loss(&batch.x, &batch.y)?;
+            self.optimizer.backward_step(&loss)?;
+            loss.to_scalar::<f32>()
+        })
     }
 
     /// Every parameter's values, layer by layer (weights then bias).

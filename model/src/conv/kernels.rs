@@ -42,12 +42,19 @@ std::thread_local! {
     static PORTABLE_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Runs `f` with the portable kernels on this thread (the kernels are
-/// chosen on the calling thread, before rayon splits the batch).
+/// Runs `f` with the portable kernels, on a pool of its own whose threads
+/// (and the calling one) all choose them: the kernels are chosen on the
+/// thread that starts each loop, which may be one of the pool's (a training
+/// step runs on the pool).
 #[cfg(test)]
-pub(crate) fn with_portable<T>(f: impl FnOnce() -> T) -> T {
+pub(crate) fn with_portable<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .start_handler(|_| PORTABLE_HERE.with(|p| p.set(true)))
+        .build()
+        .expect("a test pool");
     PORTABLE_HERE.with(|p| p.set(true));
-    let out = f();
+    let out = pool.install(f);
     PORTABLE_HERE.with(|p| p.set(false));
     out
 }
