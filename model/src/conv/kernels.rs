@@ -179,13 +179,17 @@ fn forward_item<const O: usize, M: MulAdd>(
             for j in 0..g.kernel {
                 let s = t + j * g.dilation - pad;
                 let xs = &x[s * cin..(s + ROWS) * cin];
+                let (r0, rest) = xs.split_at(cin);
+                let (r1, rest) = rest.split_at(cin);
+                let (r2, r3) = rest.split_at(cin);
                 let wj = &w[j * cin * O..(j + 1) * cin * O];
-                for (i, wr) in wj.chunks_exact(O).enumerate() {
+                // Zipped, not indexed: the loop carries no bounds checks.
+                let taps = wj.chunks_exact(O).zip(r0.iter().zip(r1)).zip(r2.iter().zip(r3));
+                for ((wr, (x0, x1)), (x2, x3)) in taps {
                     let wr: &[f32; O] = wr.try_into().expect("a row of O");
-                    for (r, acc) in acc.iter_mut().enumerate() {
-                        let xv = xs[r * cin + i];
+                    for (acc, xv) in acc.iter_mut().zip([x0, x1, x2, x3]) {
                         for o in 0..O {
-                            acc[o] = M::mul_add(xv, wr[o], acc[o]);
+                            acc[o] = M::mul_add(*xv, wr[o], acc[o]);
                         }
                     }
                 }
