@@ -28,8 +28,9 @@ pub use kernels::PORTABLE_ENV;
 #[cfg(test)]
 pub(crate) use kernels::{fma_cpu, with_portable};
 
-use candle_core::{CpuStorage, CustomOp2, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
+use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 use kernels::{forward, weight_grad};
+use std::sync::Mutex;
 
 /// One convolution's geometry: kernel size (odd) and dilation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,60 +91,96 @@ fn input_grad(
     Ok(dx)
 }
 
-/// A residual block: `h + relu(conv(h) + b)`, with `h` `[B, T, C]` and `w`
-/// `[K, C, C]`. The convolution's output (the pre-activation) is kept for
-/// the backward pass, and the ReLU and the sum are one op ([`ReluAdd`])
-/// with one output buffer and a backward with no mask tensors. Recomputing
-/// the pre-activation in the backward pass instead would add a third to the
-/// block's multiply-adds.
+/// A residual block as one op: `h + relu(conv(h) + b)`, with `h` `[B, T, C]`
+/// and `w` `[K, C, C]`. One output buffer, a backward with no mask tensors
+/// and no separate sum of the two paths' gradients, and the pre-activation
+/// kept from the forward pass for the backward one (recomputing it would add
+/// a third to the block's multiply-adds).
 pub fn residual(h: &Tensor, w: &Tensor, b: &Tensor, geometry: Conv) -> Result<Tensor> {
-    let (_, _, c) = h.dims3()?;
-    if w.dims3()?.2 != c {
-        bail!("residual: {c} channels in, {} out: a residual block keeps its width", w.dims3()?.2)
-    }
-    let z = conv(h, w, b, geometry)?;
-    h.apply_op2(&z, ReluAdd)
+    h.apply_op3(w, b, Residual { geometry, pre: Mutex::new(None) })
 }
 
-/// `h + max(z, 0)` element by element; backward: `dh = dy`, `dz = dy` where
-/// `z > 0`, else 0.
-#[derive(Clone, Copy, Debug)]
-struct ReluAdd;
+/// The residual block's op (see [`residual`]). candle keeps each call's op
+/// in the graph and runs that same op backward, so the forward pass leaves
+/// its pre-activation here for the backward pass to take.
+#[derive(Debug)]
+struct Residual {
+    geometry: Conv,
+    pre: Mutex<Option<Vec<f32>>>,
+}
 
-impl CustomOp2 for ReluAdd {
+impl CustomOp3 for Residual {
     fn name(&self) -> &'static str {
-        "stagebench-relu-add"
+        "stagebench-residual-conv1d"
     }
 
     fn cpu_fwd(
         &self,
         hs: &CpuStorage,
         hl: &Layout,
-        zs: &CpuStorage,
-        zl: &Layout,
+        ws: &CpuStorage,
+        wl: &Layout,
+        bs: &CpuStorage,
+        bl: &Layout,
     ) -> Result<(CpuStorage, Shape)> {
-        if hl.shape() != zl.shape() {
-            bail!("relu-add: shapes {:?} and {:?} differ", hl.shape(), zl.shape())
+        let (batch, time, c, out) = dims(self.geometry, hl, wl, bl)?;
+        if out != c {
+            bail!("residual: {c} channels in, {out} out: a residual block keeps its width")
         }
-        let (h, z) = (contiguous(hs, hl, "h")?, contiguous(zs, zl, "z")?);
-        let y = h.iter().zip(z).map(|(h, z)| h + z.max(0.0)).collect();
-        Ok((CpuStorage::F32(y), hl.shape().clone()))
+        let h = contiguous(hs, hl, "h")?;
+        let (w, b) = (contiguous(ws, wl, "w")?, contiguous(bs, bl, "b")?);
+        let mut z = vec![0f32; h.len()];
+        forward(h, time, c, w, Some(b), self.geometry, c, &mut z)?;
+        let y = h.iter().zip(&z).map(|(h, z)| h + z.max(0.0)).collect();
+        *self.pre.lock().unwrap_or_else(|e| e.into_inner()) = Some(z);
+        Ok((CpuStorage::F32(y), Shape::from((batch, time, c))))
     }
 
     fn bwd(
         &self,
-        _h: &Tensor,
-        z: &Tensor,
+        h: &Tensor,
+        w: &Tensor,
+        b: &Tensor,
         _y: &Tensor,
         dy: &Tensor,
-    ) -> Result<(Option<Tensor>, Option<Tensor>)> {
-        let dz: Vec<f32> = with_data(z, |z| {
-            with_data(dy, |dy| {
-                // Through the ReLU: zero where the pre-activation was not positive.
-                Ok(dy.iter().zip(z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect())
-            })
+    ) -> Result<(Option<Tensor>, Option<Tensor>, Option<Tensor>)> {
+        let (batch, time, c) = h.dims3()?;
+        let g = self.geometry;
+        let kept = self.pre.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let z = match kept {
+            Some(z) => z,
+            // A second backward over the same graph: the forward again.
+            None => with_data(h, |h| {
+                with_data(w, |w| {
+                    with_data(b, |b| {
+                        let mut z = vec![0f32; h.len()];
+                        forward(h, time, c, w, Some(b), g, c, &mut z)?;
+                        Ok(z)
+                    })
+                })
+            })?,
+        };
+        let dz: Vec<f32> = with_data(dy, |dy| {
+            // Through the ReLU: zero where the pre-activation was not positive.
+            Ok(dy.iter().zip(&z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect())
         })?;
-        Ok((Some(dy.clone()), Some(Tensor::from_vec(dz, z.shape(), z.device())?)))
+        // The skip path's gradient (dy) added in place to the conv path's.
+        let dh = if h.track_op() {
+            let mut dh = with_data(w, |w| input_grad(&dz, w, time, c, c, g))?;
+            with_data(dy, |dy| {
+                dh.iter_mut().zip(dy).for_each(|(a, g)| *a += g);
+                Ok(())
+            })?;
+            Some(Tensor::from_vec(dh, (batch, time, c), h.device())?)
+        } else {
+            None
+        };
+        let (dw, db) = with_data(h, |h| weight_grad(h, &dz, time, c, c, g))?;
+        Ok((
+            dh,
+            Some(Tensor::from_vec(dw, w.shape(), w.device())?),
+            Some(Tensor::from_vec(db, c, w.device())?),
+        ))
     }
 }
 
@@ -309,7 +346,17 @@ mod tests {
             let composed =
                 (h.as_tensor() + im2col_reference(&h, &w, &b, g).unwrap().relu().unwrap()).unwrap();
             assert!(max_diff(&fused, &composed) < 1e-5, "forward d{d}");
-            let gf = (fused * &weights).unwrap().sum_all().unwrap().backward().unwrap();
+            let loss = (&fused * &weights).unwrap().sum_all().unwrap();
+            let gf = loss.backward().unwrap();
+            // A second backward over the same graph finds no kept
+            // pre-activation and computes it again: the same gradients.
+            let again = loss.backward().unwrap();
+            for v in [&h, &w, &b] {
+                let bits = |g: &candle_core::backprop::GradStore| {
+                    g.get(v).unwrap().flatten_all().unwrap().to_vec1::<f32>().unwrap()
+                };
+                assert_eq!(bits(&gf), bits(&again), "a second backward, d{d}");
+            }
             let gc = (composed * &weights).unwrap().sum_all().unwrap().backward().unwrap();
             for (name, v) in [("h", &h), ("w", &w), ("b", &b)] {
                 let diff = max_diff(gf.get(v).unwrap(), gc.get(v).unwrap());
