@@ -133,7 +133,7 @@ fn run_in(
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
-    let env = environment::capture(plan.settings.launcher.as_str());
+    let env = environment::capture(plan.settings.launcher.as_str(), dir.path());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(|e| internal("writing the environment", &e))?;

@@ -185,6 +185,7 @@ fn doctor_and_runs_warn_about_the_machine_as_pyperf_does() {
     assert_eq!(f.code(), Some(1), "{}{}", f.stdout, f.stderr);
     assert!(f.stdout.starts_with("cpu: "), "{}", f.stdout);
     assert!(f.stdout.contains("transparent huge pages"), "{}", f.stdout);
+    assert!(f.stdout.contains("this directory's file system: "), "{}", f.stdout);
     assert!(f.stdout.contains("warning: 1024 workers on"), "{}", f.stdout);
     assert!(f.worker_pids().is_empty(), "doctor started a worker");
 
@@ -203,4 +204,7 @@ fn doctor_and_runs_warn_about_the_machine_as_pyperf_does() {
     let env = json(&out.join("environment.json"));
     assert!(env["cpu"]["logical_cores"].as_u64().unwrap() >= 1);
     assert!(env["aslr"].is_u64() || env["unknown"].is_object(), "{env}");
+    let fs = &env["output_filesystem"];
+    assert!(fs["kind"].as_str().is_some_and(|k| !k.is_empty() && !k.contains('/')), "{env}");
+    assert!(fs["journal"].is_boolean() || fs["journal"].is_null(), "{env}");
 }

@@ -114,8 +114,10 @@ pub(crate) fn run(
         dir.write_evidence(name, bytes).map_err(|e| CampaignError::Failed(e.to_string()))
     };
     let declaration_sha256 = write(rundir::DECLARATION, &evidence::to_bytes(&declaration))?;
-    let environment_sha256 =
-        write(rundir::ENVIRONMENT, &evidence::to_bytes(&environment::capture("local")))?;
+    let environment_sha256 = write(
+        rundir::ENVIRONMENT,
+        &evidence::to_bytes(&environment::capture("local", dir.path())),
+    )?;
     let stop = watch_signals();
     let runner = Runner {
         t0: std::time::Instant::now(),

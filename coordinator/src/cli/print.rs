@@ -119,7 +119,7 @@ fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
 /// `coordinator doctor`: the machine's state and its warnings; the exit code.
 pub(super) fn doctor(workers: u32) -> u8 {
     use crate::rundir::environment;
-    let env = environment::capture("local");
+    let env = environment::capture("local", std::path::Path::new("."));
     let or = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
     let c = &env.cpu;
     println!("cpu: {}", or(c.model.clone()));
@@ -147,6 +147,14 @@ pub(super) fn doctor(workers: u32) -> u8 {
         or(env.transparent_hugepages.defrag.clone()),
         or(env.aslr.map(|a| a.to_string()))
     );
+    if let Some(fs) = &env.output_filesystem {
+        let journal = match fs.journal {
+            Some(true) => ", with a journal",
+            Some(false) => ", without a journal",
+            None => "",
+        };
+        println!("this directory's file system: {}{journal}", fs.kind);
+    }
     if let Some([one, five, fifteen]) = env.load_average {
         println!("load average {one:.2} {five:.2} {fifteen:.2}");
     }

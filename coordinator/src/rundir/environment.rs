@@ -42,6 +42,10 @@ pub(crate) struct Environment {
     pub(crate) aslr: Option<u8>,
     #[serde(default)]
     pub(crate) limits: Limits,
+    /// The file system the run's outputs are written to (its kind, never
+    /// its path or device).
+    #[serde(default)]
+    pub(crate) output_filesystem: Option<Filesystem>,
     /// What could not be read, and why (a virtual machine often exposes no
     /// cpufreq): a null above is explained here.
     #[serde(default)]
@@ -52,6 +56,40 @@ pub(crate) struct Environment {
 pub(crate) struct Thp {
     pub(crate) enabled: Option<String>,
     pub(crate) defrag: Option<String>,
+}
+
+/// A file system's kind (`ext4`, `xfs`, `tmpfs`, … from the mount table)
+/// and, for ext4, whether it keeps a journal. Without one, ext4 will not
+/// reuse an inode freed in the last 5 s (5 min while its inode table block
+/// is dirty) and scans past each such inode when it creates a file, so
+/// creating files after deleting many costs far more than before.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Filesystem {
+    pub(crate) kind: String,
+    pub(crate) journal: Option<bool>,
+}
+
+/// The file system that holds `dir`: its mount table entry found by the
+/// device number, and for ext4 its journal task in sysfs (`<none>`
+/// without a journal).
+pub(crate) fn filesystem(dir: &std::path::Path) -> Option<Filesystem> {
+    use std::os::unix::fs::MetadataExt;
+    let dev = std::fs::metadata(dir).ok()?.dev();
+    let (major, minor) = (nix::sys::stat::major(dev), nix::sys::stat::minor(dev));
+    let mountinfo = std::fs::read_to_string("/proc/self/mountinfo").ok()?;
+    let kind = mountinfo.lines().rev().find_map(|line| {
+        let mut fields = line.split(' ');
+        (fields.nth(2)? == format!("{major}:{minor}"))
+            .then(|| line.split_once(" - ")?.1.split(' ').next().map(str::to_string))?
+    })?;
+    let journal = (kind == "ext4")
+        .then(|| {
+            let device = std::fs::read_link(format!("/sys/dev/block/{major}:{minor}")).ok()?;
+            let name = device.file_name()?.to_string_lossy().into_owned();
+            read_trimmed(&format!("/sys/fs/ext4/{name}/journal_task")).map(|t| t != "<none>")
+        })
+        .flatten();
+    Some(Filesystem { kind, journal })
 }
 
 /// The bracketed choice of a sysfs multiple-choice file (`always [madvise] never`).
@@ -102,8 +140,9 @@ pub(crate) struct Toolchain {
     pub(crate) crates: BTreeMap<String, String>,
 }
 
-/// Reads the environment of this machine now.
-pub(crate) fn capture(launcher: &str) -> Environment {
+/// Reads the environment of this machine now, with the file system that
+/// holds `output` (the run directory or its parent).
+pub(crate) fn capture(launcher: &str, output: &std::path::Path) -> Environment {
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     let model = cpuinfo
         .lines()
@@ -155,6 +194,7 @@ pub(crate) fn capture(launcher: &str) -> Environment {
         },
         aslr: read_trimmed("/proc/sys/kernel/randomize_va_space").and_then(|v| v.parse().ok()),
         limits: limits(),
+        output_filesystem: filesystem(output),
         unknown: BTreeMap::new(),
     };
     let why = [
@@ -296,6 +336,11 @@ pub(crate) fn warnings(
             "a CPU quota of {q:.2} cores applies to this run, below the {workers} workers asked for: they take turns"
         ));
     }
+    if let Some(Filesystem { kind, journal: Some(false) }) = &env.output_filesystem {
+        out.push(format!(
+            "the outputs' file system is {kind} without a journal: creating a file scans past every inode deleted in the last 5 s to 5 min, so file writes after deletions (an earlier run's or round's) cost more and vary"
+        ));
+    }
     if f64::from(workers) > cores {
         out.push(format!(
             "{workers} workers on {cores} cores: parallel figures measure the processes sharing cores (contention) as much as the work"
@@ -319,7 +364,7 @@ fn read_trimmed(path: &str) -> Option<String> {
 mod tests {
     #[test]
     fn captures_this_machine_without_naming_it() {
-        let env = super::capture("local");
+        let env = super::capture("local", std::path::Path::new("."));
         assert!(env.cpu.logical_cores >= 1);
         let json = serde_json::to_string(&env).unwrap();
         if let Ok(host) = nix::unistd::gethostname() {
@@ -333,5 +378,26 @@ mod tests {
                 assert!(!json.contains(&format!("\"{user}\"")), "environment names the user");
             }
         }
+    }
+
+    #[test]
+    fn the_outputs_file_system_is_named_by_kind_and_an_unjournaled_ext4_warned_of() {
+        use super::{Filesystem, capture, filesystem, warnings};
+        let here = filesystem(std::path::Path::new(".")).expect("a mounted file system");
+        assert!(!here.kind.is_empty() && !here.kind.contains('/'), "{here:?}");
+        if here.kind != "ext4" {
+            assert_eq!(here.journal, None, "only ext4's journal is looked up");
+        }
+        assert!(filesystem(std::path::Path::new("/no/such/dir")).is_none());
+        let mut env = capture("local", std::path::Path::new("."));
+        let warned = |env: &super::Environment| {
+            warnings(env, 1, None, false).iter().any(|w| w.contains("without a journal"))
+        };
+        env.output_filesystem = Some(Filesystem { kind: "ext4".into(), journal: Some(false) });
+        assert!(warned(&env));
+        env.output_filesystem = Some(Filesystem { kind: "ext4".into(), journal: Some(true) });
+        assert!(!warned(&env));
+        env.output_filesystem = Some(Filesystem { kind: "tmpfs".into(), journal: None });
+        assert!(!warned(&env));
     }
 }

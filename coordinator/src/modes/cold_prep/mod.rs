@@ -170,7 +170,7 @@ pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, Stri
                 prepare_phase(&mut numbers, &key, &cache, count, dataset, &frozen)
             })
             .collect();
-        phases.extend(rounds::in_order(round, serial, parallel));
+        phases.extend(rounds::in_order(round, serial, parallel, round == plan.rounds));
     }
     phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
     let mut parameters = BTreeMap::new();

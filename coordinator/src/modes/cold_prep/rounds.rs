@@ -10,8 +10,14 @@
 //! Round 1 keeps the one-round names (its stages, its two caches and their
 //! manifests are what a one-round report has). A later round's phases are
 //! `<stage>#R` with caches `<cache>-roundR`: each is checked against round
-//! 1's serial manifest as soon as it ends (outside every measured wall),
-//! and removed once it matches, so R rounds need the disk of one.
+//! 1's serial manifest as soon as it ends (outside every measured wall).
+//! The checked caches are removed together after the run's last
+//! preparation phase, not one by one: on a file system that is slow to
+//! reuse freed inodes (ext4 without a journal skips every inode freed in
+//! the last 5 s to 5 min), a removal would make the next phase's file
+//! creation cost several times more (scripts/bench-file-creation.py), and
+//! that phase would pay for the method. So R rounds hold R caches per
+//! count until the preparation ends.
 
 use super::{PARALLEL, PARALLEL_CACHE, SERIAL, SERIAL_CACHE, side};
 use crate::error::{RunError, fail};
@@ -87,31 +93,67 @@ pub(crate) fn parallel_cache(count: u32, main: u32, round: u32) -> String {
 /// phase, then the parallel ones by increasing count; in even rounds the
 /// reverse. After each phase: round 1's serial cache and largest count's
 /// cache are sealed by their manifests; every other cache is checked
-/// against round 1's serial one and removed.
-pub(crate) fn in_order(round: u32, serial: Phase, mut parallel: Vec<Phase>) -> Vec<Phase> {
+/// against round 1's serial one. After the last phase of the `last` round,
+/// every checked cache is removed.
+pub(crate) fn in_order(round: u32, serial: Phase, parallel: Vec<Phase>, last: bool) -> Vec<Phase> {
+    let mut parallel = parallel;
     parallel.sort_by_key(|p| p.workers);
-    let last = parallel.len().saturating_sub(1);
-    let mut phases = Vec::with_capacity(parallel.len() + 1);
-    let mut serial = serial;
-    serial.after = Some(if round == 1 { seal } else { check_and_remove });
-    phases.push(serial);
-    for (i, mut p) in parallel.into_iter().enumerate() {
-        p.after = Some(if round == 1 && i == last { seal } else { check_and_remove });
-        phases.push(p);
-    }
+    let top = parallel.len().saturating_sub(1);
+    let mut phases: Vec<(Phase, bool)> = vec![(serial, round == 1)];
+    phases.extend(parallel.into_iter().enumerate().map(|(i, p)| (p, round == 1 && i == top)));
     if First::of(round) == First::Parallel {
         phases.reverse();
     }
+    let end = phases.len() - 1;
     phases
+        .into_iter()
+        .enumerate()
+        .map(|(i, (mut p, sealed))| {
+            p.after = Some(match (sealed, last && i == end) {
+                (true, false) => seal,
+                (false, false) => check,
+                (true, true) => seal_then_clear,
+                (false, true) => check_then_clear,
+            });
+            p
+        })
+        .collect()
 }
 
 fn seal(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
     side::seal(dir, p).map(|_| ())
 }
 
+fn seal_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
+    seal(dir, p, rest)?;
+    clear(dir, &p.phase.key)
+}
+
+fn check_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
+    check(dir, p, rest)?;
+    clear(dir, &p.phase.key)
+}
+
+/// Removes every checked cache: every cache of the run but the two sealed
+/// ones (`<serial cache>-…` directories other than the parallel cache).
+fn clear(dir: &Path, key: &str) -> Result<(), RunError> {
+    let failed = |e: std::io::Error| {
+        fail(Some(key.to_string()), None, "internal", format!("removing checked caches: {e}"))
+    };
+    for entry in std::fs::read_dir(dir).map_err(failed)? {
+        let entry = entry.map_err(failed)?;
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let checked = name.starts_with(&format!("{SERIAL_CACHE}-")) && name != PARALLEL_CACHE;
+        if checked && entry.file_type().map_err(failed)?.is_dir() {
+            std::fs::remove_dir_all(entry.path()).map_err(failed)?;
+        }
+    }
+    Ok(())
+}
+
 /// A later round's cache must be byte-for-byte round 1's (the manifest over
-/// every file's SHA-256); then it has served its purpose.
-fn check_and_remove(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
+/// every file's SHA-256).
+fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
     let manifest = side::manifest(dir, p)?;
     let first = format!("{SERIAL_CACHE}/{}", super::MANIFEST);
     let sealed = std::fs::read(dir.join(&first)).map_err(|e| {
@@ -128,9 +170,7 @@ fn check_and_remove(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(),
             ),
         ));
     }
-    std::fs::remove_dir_all(dir.join(cache)).map_err(|e| {
-        fail(Some(p.phase.key.clone()), None, "internal", format!("removing {cache}: {e}"))
-    })
+    Ok(())
 }
 
 #[cfg(test)]
@@ -149,5 +189,31 @@ mod tests {
         assert_eq!(parallel_key(8, 8, 1), PARALLEL);
         assert_eq!(parallel_key(2, 8, 3), format!("{PARALLEL}_w2#3"));
         assert_eq!(parallel_cache(2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
+    }
+
+    #[test]
+    fn clearing_removes_the_checked_caches_and_nothing_else() {
+        let dir = tempfile::tempdir().unwrap();
+        let kept = [SERIAL_CACHE, PARALLEL_CACHE, "plots", "private-feature-cacheless"];
+        let removed = [
+            format!("{SERIAL_CACHE}-round2"),
+            format!("{PARALLEL_CACHE}-round2"),
+            format!("{PARALLEL_CACHE}-w2"),
+            format!("{PARALLEL_CACHE}-w2-round3"),
+        ];
+        for d in kept.iter().map(|d| d.to_string()).chain(removed.iter().cloned()) {
+            std::fs::create_dir(dir.path().join(&d)).unwrap();
+            std::fs::write(dir.path().join(&d).join("manifest.json"), b"{}").unwrap();
+        }
+        // A file with a cache's prefix is not a cache.
+        std::fs::write(dir.path().join(format!("{SERIAL_CACHE}-note")), b"x").unwrap();
+        clear(dir.path(), "k").unwrap();
+        for d in kept {
+            assert!(dir.path().join(d).join("manifest.json").exists(), "{d} was removed");
+        }
+        for d in &removed {
+            assert!(!dir.path().join(d).exists(), "{d} was kept");
+        }
+        assert!(dir.path().join(format!("{SERIAL_CACHE}-note")).exists());
     }
 }
