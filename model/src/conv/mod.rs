@@ -30,6 +30,7 @@ pub(crate) use kernels::{fma_cpu, with_portable};
 
 use candle_core::{CpuStorage, CustomOp3, Layout, Result, Shape, Storage, Tensor, bail};
 use kernels::{forward, weight_grad};
+use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// One convolution's geometry: kernel size (odd) and dilation.
@@ -131,7 +132,7 @@ impl CustomOp3 for Residual {
         let (w, b) = (contiguous(ws, wl, "w")?, contiguous(bs, bl, "b")?);
         let mut z = vec![0f32; h.len()];
         forward(h, time, c, w, Some(b), self.geometry, c, &mut z)?;
-        let y = h.iter().zip(&z).map(|(h, z)| h + z.max(0.0)).collect();
+        let y = h.par_iter().zip(&z).map(|(h, z)| h + z.max(0.0)).collect();
         *self.pre.lock().unwrap_or_else(|e| e.into_inner()) = Some(z);
         Ok((CpuStorage::F32(y), Shape::from((batch, time, c))))
     }
@@ -162,13 +163,13 @@ impl CustomOp3 for Residual {
         };
         let dz: Vec<f32> = with_data(dy, |dy| {
             // Through the ReLU: zero where the pre-activation was not positive.
-            Ok(dy.iter().zip(&z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect())
+            Ok(dy.par_iter().zip(&z).map(|(g, z)| if *z > 0.0 { *g } else { 0.0 }).collect())
         })?;
         // The skip path's gradient (dy) added in place to the conv path's.
         let dh = if h.track_op() {
             let mut dh = with_data(w, |w| input_grad(&dz, w, time, c, c, g))?;
             with_data(dy, |dy| {
-                dh.iter_mut().zip(dy).for_each(|(a, g)| *a += g);
+                dh.par_iter_mut().zip(dy).for_each(|(a, g)| *a += g);
                 Ok(())
             })?;
             Some(Tensor::from_vec(dh, (batch, time, c), h.device())?)
