@@ -123,7 +123,10 @@ fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Fla
         let a: &[f32; FRAME_SAMPLES] = anglez[s..s + FRAME_SAMPLES].try_into().unwrap();
         let mut tod = 0.0;
         for &x in t {
-            tod += table[x as usize % 86_400];
+            tod += match table.get(x as usize) {
+                Some(c) => *c,
+                None => table[x as usize % 86_400],
+            };
         }
         // The reference's own mean/std, on the same widened values.
         let (mov_mu, mov_std) = mean_std(e.iter().map(|&x| x as f64));
@@ -133,7 +136,10 @@ fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Fla
         out[2] = mov_std as f32;
         out[3] = angle_mu as f32;
         out[4] = angle_std as f32;
-        valid[j] = e.iter().chain(a.iter()).all(|x| x.is_finite());
+        // All 24 samples are finite exactly when both sums are: a NaN or an
+        // infinity makes its f64 sum non-finite, and twelve finite f32s
+        // cannot overflow an f64. (The reference checks each sample.)
+        valid[j] = mov_mu.is_finite() && angle_mu.is_finite();
     }
 }
 
@@ -219,6 +225,30 @@ mod tests {
                 bits(&extract_reference(&ts, &e, &a)),
                 "case {case}"
             );
+        }
+    }
+
+    /// Validity comes from the sums: the largest finite values must still
+    /// count as finite, and a single NaN or infinity among them must not.
+    #[test]
+    fn validity_from_the_sums_holds_at_the_float_limits() {
+        let ts: Vec<u32> = (0..24).map(|i| i * 5).collect();
+        let big: Vec<f32> =
+            (0..24).map(|i| if i % 2 == 0 { f32::MAX } else { -f32::MAX }).collect();
+        for poison in [None, Some(f32::NAN), Some(f32::INFINITY), Some(f32::NEG_INFINITY)] {
+            for at in [0, 7, 23] {
+                let (mut e, mut a) = (vec![f32::MAX; 24], big.clone());
+                if let Some(p) = poison {
+                    e[at] = p;
+                    a[23 - at] = p;
+                }
+                assert_eq!(
+                    bits(&extract(&ts, &e, &a)),
+                    bits(&extract_reference(&ts, &e, &a)),
+                    "{poison:?} at {at}"
+                );
+                assert_eq!(extract(&ts, &e, &a).valid_frames() == 3, poison.is_none());
+            }
         }
     }
 
