@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Two builds side by side at seed scale: cold preparation (serial and
---workers 2) and the recipe profile's warm stages, in alternating order per
-round, so machine drift hits both alike. Prints per stage the medians and
+"""Two builds side by side at seed scale: cold preparation (serial, with its
+components, and --workers 2) and the recipe profile's warm stages, in
+alternating order per round, so machine drift hits both alike. Prints per stage the medians and
 the ratio new/old. Run by hand on an idle machine; not part of CI.
 
 Build the old one in a worktree first, e.g.
@@ -52,6 +52,8 @@ def main():
                 c = json.load(open(os.path.join(out, "report.json")))
                 add("cold-prep serial", c["serial"]["wall_s"])
                 add("cold-prep --workers 2", c["parallel"]["wall_s"])
+                for k, v in c["serial"]["components_s"].items():
+                    add(f"  serial {k[:-2]}", v)
                 shutil.rmtree(out)
                 out = os.path.join(work, f"{side}-{r}-profile")
                 run(builds[side], ["--mode", "profile"], a.data, out)

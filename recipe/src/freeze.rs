@@ -53,8 +53,19 @@ pub enum FreezeError {
     Write { file: String, detail: String },
 }
 
+/// How frozen (and generated) parquet is written: snappy, and the timestamp
+/// column prefix-delta encoded (`DELTA_BYTE_ARRAY`: consecutive timestamps
+/// share their first 15–17 bytes) instead of dictionary-then-plain strings.
+/// At seed scale that made the training sources 1.41 GB instead of 1.76 GB,
+/// so a cold preparation hashes and reads 20% less (hash 0.79 s against
+/// 0.98 s), and decodes them no slower. Any encoding reads back the same.
 pub fn writer_properties() -> WriterProperties {
-    WriterProperties::builder().set_compression(Compression::SNAPPY).build()
+    let timestamp = parquet::schema::types::ColumnPath::from("timestamp");
+    WriterProperties::builder()
+        .set_compression(Compression::SNAPPY)
+        .set_column_dictionary_enabled(timestamp.clone(), false)
+        .set_column_encoding(timestamp, parquet::basic::Encoding::DELTA_BYTE_ARRAY)
+        .build()
 }
 
 struct Open {

@@ -62,6 +62,20 @@ fn freeze_then_prepare_every_training_series() {
     let names: Vec<_> =
         std::fs::read_dir(tmp.path()).unwrap().flatten().map(|e| e.file_name()).collect();
     assert_eq!(names.len(), 2, "{names:?}");
+    // Timestamps are stored prefix-delta encoded, not as plain strings.
+    for s in &loaded.series {
+        use parquet::file::reader::{FileReader, SerializedFileReader};
+        let reader = SerializedFileReader::new(std::fs::File::open(out.join(&s.file)).unwrap());
+        for group in reader.unwrap().metadata().row_groups() {
+            let column = group.columns().iter().find(|c| c.column_path().string() == "timestamp");
+            let encodings: Vec<_> = column.unwrap().encodings().collect();
+            assert!(
+                encodings.contains(&parquet::basic::Encoding::DELTA_BYTE_ARRAY),
+                "{}: {encodings:?}",
+                s.file
+            );
+        }
+    }
 
     let cache_dir = tmp.path().join("cache");
     let mut frames = 0;
