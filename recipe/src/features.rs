@@ -149,6 +149,8 @@ fn extract_into(local_seconds: &[u32], enmo: &[f32], anglez: &[f32], f: &mut Fla
 /// the same 12 samples as in [`extract`], so the result is identical.
 #[derive(Default)]
 pub struct FrameBuilder {
+    /// The samples from the next frame's start on that arrived before the
+    /// current chunk: fewer than a frame, or empty.
     ts: Vec<u32>,
     e: Vec<f32>,
     a: Vec<f32>,
@@ -156,18 +158,38 @@ pub struct FrameBuilder {
 }
 
 impl FrameBuilder {
+    /// Extracts every frame these samples complete. Frames that start in
+    /// the held samples are built from them plus the chunk's first few
+    /// (copied); the rest straight from the chunk, and only its tail,
+    /// where the next frame starts, is held back.
     pub fn push(&mut self, local_seconds: &[u32], enmo: &[f32], anglez: &[f32]) {
-        self.ts.extend_from_slice(local_seconds);
-        self.e.extend_from_slice(enmo);
-        self.a.extend_from_slice(anglez);
-        let frames = frame_count(self.ts.len());
-        if frames > 0 {
+        let mut from = 0;
+        if !self.ts.is_empty() {
+            let held = self.ts.len();
+            let take = local_seconds.len().min(FRAME_SAMPLES);
+            self.ts.extend_from_slice(&local_seconds[..take]);
+            self.e.extend_from_slice(&enmo[..take]);
+            self.a.extend_from_slice(&anglez[..take]);
             extract_into(&self.ts, &self.e, &self.a, &mut self.out);
-            let consumed = frames * FRAME_STRIDE;
-            self.ts.drain(..consumed);
-            self.e.drain(..consumed);
-            self.a.drain(..consumed);
+            let next = frame_count(self.ts.len()) * FRAME_STRIDE;
+            if next < held || take == local_seconds.len() {
+                // The chunk ends before the frames it can complete need more.
+                self.ts.drain(..next);
+                self.e.drain(..next);
+                self.a.drain(..next);
+                return;
+            }
+            from = next - held;
+            self.ts.clear();
+            self.e.clear();
+            self.a.clear();
         }
+        let (t, e, a) = (&local_seconds[from..], &enmo[from..], &anglez[from..]);
+        extract_into(t, e, a, &mut self.out);
+        let next = frame_count(t.len()) * FRAME_STRIDE;
+        self.ts.extend_from_slice(&t[next..]);
+        self.e.extend_from_slice(&e[next..]);
+        self.a.extend_from_slice(&a[next..]);
     }
 
     pub fn finish(self) -> Features {
