@@ -7,7 +7,8 @@
 #   floor     coordinator dataset scan          (read + decode, one process)
 #   w=N       coordinator --mode cold-prep --workers N  (serial and N-process
 #             preparation in one run, each into its own new cache)
-# Medians over rounds are printed. "Cold" means an empty feature cache; the
+# Medians over every round of every run are printed (a cold-prep run has 3
+# rounds by default). "Cold" means an empty feature cache; the
 # OS page cache is not flushed (the floor runs under the same conditions).
 # Run by hand on an otherwise idle machine; not part of CI.
 #
@@ -47,8 +48,12 @@ print(f"floor: read + decode, one process           median {m(floor):8.3f} s")
 serial_all = []
 for w in workers:
     reps = [json.load(open(f"{runs}/r{r}-w{w}/report.json")) for r in range(1, rounds + 1)]
-    serial = [x["serial"]["wall_s"] for x in reps]
-    par = [x["parallel"]["wall_s"] for x in reps]
+    # Every round of every run (a run's `serial`/`parallel` are its round 1).
+    each = [r for x in reps for r in x.get("rounds", [])] or [
+        {"serial_wall_s": x["serial"]["wall_s"], "parallel_wall_s": x["parallel"]["wall_s"]} for x in reps
+    ]
+    serial = [r["serial_wall_s"] for r in each]
+    par = [r["parallel_wall_s"] for r in each]
     serial_all += serial
     c = reps[0]["counts"]
     rss = max(wk["peak_rss_bytes"] for x in reps for wk in x["parallel"]["workers"]) / 2**20
