@@ -306,14 +306,16 @@ pub(crate) enum Verdict {
     Faster,
     Slower,
     NoSignificantDifference,
-    /// Fewer than 2 trials on a side: nothing can be said.
+    /// So few trials that even B entirely above (or below) A could not give
+    /// the rank test p < ALPHA: fewer than 4 a side, or 3 against 4 (a
+    /// cold-prep's 3 rounds against another's). Nothing can be said.
     TooFewTrials,
 }
 
 /// The verdict: significant when the rank test's p < ALPHA *and* the
 /// ratio's interval excludes 1.
 pub(crate) fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
-    if a.len() < 2 || b.len() < 2 || p.is_nan() {
+    if a.len() < 2 || b.len() < 2 || p.is_nan() || smallest_p(a.len(), b.len()) >= ALPHA {
         return Verdict::TooFewTrials;
     }
     if p < ALPHA && ci[0] > 1.0 {
@@ -323,6 +325,14 @@ pub(crate) fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
     } else {
         Verdict::NoSignificantDifference
     }
+}
+
+/// The rank test's p for `n_a` and `n_b` samples that do not overlap at all:
+/// the smallest it can give for these counts.
+fn smallest_p(n_a: usize, n_b: usize) -> f64 {
+    let a: Vec<f64> = (0..n_a).map(|i| i as f64).collect();
+    let b: Vec<f64> = (n_a..n_a + n_b).map(|i| i as f64).collect();
+    mann_whitney_p(&a, &b)
 }
 
 #[cfg(test)]
@@ -385,6 +395,21 @@ mod compare_tests {
                 Verdict::Faster
             );
         }
+    }
+
+    /// Three against three cannot be significant however far apart: the
+    /// rank test's smallest p is above α, so the verdict says too few.
+    /// Four against four can.
+    #[test]
+    fn counts_that_cannot_reach_significance_say_too_few() {
+        assert!(smallest_p(3, 3) > ALPHA && smallest_p(3, 4) > ALPHA, "{}", smallest_p(3, 4));
+        assert!(smallest_p(4, 4) < ALPHA && smallest_p(2, 9) < ALPHA);
+        let (a, far) = ([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]);
+        let p = mann_whitney_p(&a, &far);
+        assert_eq!(verdict(&a, &far, p, [1.9, 2.1]), Verdict::TooFewTrials, "p {p}");
+        let (a, far) = ([1.0, 1.01, 0.99, 1.0], [2.0, 2.02, 1.98, 2.0]);
+        let p = mann_whitney_p(&a, &far);
+        assert_eq!(verdict(&a, &far, p, [1.9, 2.1]), Verdict::Slower, "p {p}");
     }
 
     /// With no difference, a significant verdict is rare: at most about the

@@ -75,8 +75,15 @@ fn cold_prep_on_two_copies_of_a_dataset_compares_and_names_neither() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
     assert!(!f.stdout.starts_with("NOT COMPARABLE"), "{}", f.stdout);
-    let rows = f.stdout.lines().filter(|l| l.starts_with("cold_feature_cache_prepare")).count();
-    assert!(rows >= 2, "both preparations compared:\n{}", f.stdout);
+    let rows: Vec<&str> =
+        f.stdout.lines().filter(|l| l.starts_with("cold_feature_cache_prepare")).collect();
+    assert!(rows.len() >= 2, "both preparations compared:\n{}", f.stdout);
+    // Each phase's 3 rounds are 3 samples of it, not stages of their own.
+    assert!(!f.stdout.contains('#'), "a round compared alone:\n{}", f.stdout);
+    for row in rows {
+        let n: Vec<&str> = row.split_whitespace().skip(2).take(2).collect();
+        assert_eq!(n, ["3", "3"], "{row}");
+    }
 
     for r in &runs {
         assert_no_path(r, &[&one, &two, root.path()]);

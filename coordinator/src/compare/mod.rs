@@ -9,6 +9,7 @@
 
 mod plot;
 
+use crate::modes::cold_prep::rounds;
 use crate::stats::{self, Verdict};
 use crate::verify::verify;
 use serde_json::Value;
@@ -73,13 +74,45 @@ fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
         .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))
 }
 
-/// Values of a figure for a stage: every counted trial, or the one record.
-fn samples(report: &Value, stage: &str, figure: &str) -> Vec<f64> {
+/// Values of a figure for a stage: every counted trial, or the stage's
+/// record followed by those of `later` (see [`later_keys`]).
+fn samples(report: &Value, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
     if let Some(xs) = report["trials"][stage]["samples"][figure].as_array() {
         return xs.iter().filter_map(Value::as_f64).collect();
     }
-    let record = &report["stages"][stage];
-    record[figure].as_f64().or_else(|| record["figures"][figure].as_f64()).into_iter().collect()
+    let value = |key: &str| {
+        let record = &report["stages"][key];
+        record[figure].as_f64().or_else(|| record["figures"][figure].as_f64())
+    };
+    std::iter::once(stage).chain(later.iter().map(String::as_str)).filter_map(value).collect()
+}
+
+/// The keys whose records are more samples of `stage` (`STAGE#2`, `#3`, …
+/// in order): a cold-prep round's phase (a fresh process on new caches;
+/// its definition differs only by the cache it writes), or the same stage
+/// planned again with the same definition.
+fn later_keys(declaration: &Value, stage: &str) -> Vec<String> {
+    let planned = declaration["stages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let definition = |key: &str| {
+        planned.iter().find(|s| s["key"] == key).map(|s| s["definition_sha256"].clone())
+    };
+    let rounds = declaration["mode"] == "cold-prep";
+    let mut later: Vec<(u32, String)> = planned
+        .iter()
+        .filter_map(|s| {
+            let key = s["key"].as_str()?;
+            match rounds::later_round(key) {
+                Some((base, round))
+                    if base == stage && (rounds || definition(key) == definition(stage)) =>
+                {
+                    Some((round, key.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    later.sort();
+    later.into_iter().map(|(_, key)| key).collect()
 }
 
 pub(crate) fn compare(
@@ -130,6 +163,9 @@ pub(crate) fn compare(
             incomparable.push(format!("stage {key} is defined differently"));
         }
     }
+    // A later round's stage is compared as samples of its phase, not alone.
+    let pooled: BTreeSet<String> = common.iter().flat_map(|k| later_keys(&da, k)).collect();
+    let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
     if common.is_empty() {
         incomparable.push("no stage in common".into());
     }
@@ -140,7 +176,10 @@ pub(crate) fn compare(
     for (i, stage) in common.iter().enumerate() {
         let stage_figures = expand(figures, &ra, &rb, stage);
         for (j, figure) in stage_figures.iter().enumerate() {
-            let (xa, xb) = (samples(&ra, stage, figure), samples(&rb, stage, figure));
+            let (xa, xb) = (
+                samples(&ra, stage, &later_keys(&da, stage), figure),
+                samples(&rb, stage, &later_keys(&db, stage), figure),
+            );
             if xa.is_empty() || xb.is_empty() {
                 continue;
             }
@@ -236,8 +275,8 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     if !c.incomparable.is_empty() {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
     }
-    // Wide enough for the longest stage key (a round's `#R` included) and
-    // figure (a span's name can be 64 bytes).
+    // Wide enough for the longest stage key and figure (a span's name can
+    // be 64 bytes).
     let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
     let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
     s.push_str(&format!(
@@ -305,8 +344,46 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::expand;
+    use super::{expand, later_keys, samples};
     use serde_json::json;
+
+    #[test]
+    fn a_stages_later_rounds_are_more_samples_of_it_in_round_order() {
+        let stage = |key: &str, def: &str| json!({"key": key, "definition_sha256": def});
+        let planned = json!([
+            stage("prep", "d1"),
+            stage("prep_parallel", "p1"),
+            stage("prep_parallel#2", "p2"),
+            stage("prep#3", "d3"),
+            stage("prep#2", "d2"),
+            stage("noop", "n"),
+            stage("noop#2", "n"),
+            stage("alloc", "a1"),
+            stage("alloc#2", "a2"),
+        ]);
+        let cold = json!({"mode": "cold-prep", "stages": planned});
+        assert_eq!(later_keys(&cold, "prep"), ["prep#2", "prep#3"]);
+        assert_eq!(later_keys(&cold, "prep_parallel"), ["prep_parallel#2"]);
+        // Outside cold-prep, only the same definition planned again.
+        let diagnostic = json!({"mode": "diagnostic", "stages": planned});
+        assert!(later_keys(&diagnostic, "prep").is_empty());
+        assert_eq!(later_keys(&diagnostic, "noop"), ["noop#2"]);
+        assert!(later_keys(&diagnostic, "alloc").is_empty());
+
+        let r = json!({"stages": {
+            "prep#3": {"wall_s": 3.0},
+            "prep": {"wall_s": 1.0, "figures": {"frames": 7.0}},
+            "prep#2": {"wall_s": 2.0, "figures": {"frames": 7.0}},
+        }});
+        let later = later_keys(&cold, "prep");
+        assert_eq!(samples(&r, "prep", &later, "wall_s"), [1.0, 2.0, 3.0]);
+        assert_eq!(samples(&r, "prep", &later, "frames"), [7.0, 7.0]);
+        assert_eq!(samples(&r, "prep", &[], "wall_s"), [1.0]);
+        // Trials keep their own samples.
+        let t =
+            json!({"trials": {"prep": {"samples": {"wall_s": [4.0, 5.0]}}}, "stages": r["stages"]});
+        assert_eq!(samples(&t, "prep", &later, "wall_s"), [4.0, 5.0]);
+    }
 
     #[test]
     fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {

@@ -58,6 +58,14 @@ pub(crate) fn key(base: &str, round: u32) -> String {
     if round == 1 { base.to_string() } else { format!("{base}#{round}") }
 }
 
+/// The phase and round of a later round's key (`BASE#R`, R ≥ 2): the
+/// inverse of [`key`]. Stage names never hold `#`.
+pub(crate) fn later_round(key: &str) -> Option<(&str, u32)> {
+    let (base, round) = key.rsplit_once('#')?;
+    let round: u32 = round.parse().ok()?;
+    (round >= 2 && !base.is_empty() && key == self::key(base, round)).then_some((base, round))
+}
+
 /// A phase's cache in round `round` (round 1 keeps the plain name).
 pub(crate) fn cache(base: &str, round: u32) -> String {
     if round == 1 { base.to_string() } else { format!("{base}-round{round}") }
@@ -189,6 +197,16 @@ mod tests {
         assert_eq!(parallel_key(8, 8, 1), PARALLEL);
         assert_eq!(parallel_key(2, 8, 3), format!("{PARALLEL}_w2#3"));
         assert_eq!(parallel_cache(2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
+    }
+
+    #[test]
+    fn a_later_rounds_key_reads_back_as_its_phase_and_round() {
+        for round in [2, 3, 10] {
+            assert_eq!(later_round(&key(SERIAL, round)), Some((SERIAL, round)));
+        }
+        for not_later in [SERIAL, "a#1", "a#0", "a#", "#2", "a#02", "a#+2", "a#x"] {
+            assert_eq!(later_round(not_later), None, "{not_later}");
+        }
     }
 
     #[test]
