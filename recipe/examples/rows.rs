@@ -7,7 +7,7 @@
 //! (`cargo run --release -p stagebench-recipe --example rows`).
 
 use recipe::clock;
-use recipe::source::RowChecker;
+use recipe::rows::RowChecker;
 
 fn main() {
     let n = 2_000_000usize;

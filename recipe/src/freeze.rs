@@ -10,7 +10,8 @@
 
 use crate::events;
 use crate::frozen::{self, FileEntry, Frozen, SeriesEntry, is_safe_id};
-use crate::source::{self, RowChecker, SourceError};
+use crate::rows::{RowChecker, RowProblem};
+use crate::source::{self, SourceError};
 use arrow_array::{Array, ArrayRef, RecordBatch, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -153,10 +154,10 @@ pub fn freeze(
                 problem,
             };
             if steps.is_null(i) {
-                return Err(fail(source::RowProblem::Null("step")).into());
+                return Err(fail(RowProblem::Null("step")).into());
             }
             if ts.is_null(i) {
-                return Err(fail(source::RowProblem::Null("timestamp")).into());
+                return Err(fail(RowProblem::Null("timestamp")).into());
             }
             c.checker.push(steps.value(i), ts.value(i)).map_err(fail)?;
         }

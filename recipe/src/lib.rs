@@ -18,6 +18,7 @@ pub mod loader;
 pub mod normalizer;
 pub mod npy;
 pub mod rng;
+pub mod rows;
 pub mod source;
 pub mod state;
 pub mod targets;
