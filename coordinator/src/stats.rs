@@ -306,9 +306,10 @@ pub(crate) enum Verdict {
     Faster,
     Slower,
     NoSignificantDifference,
-    /// So few trials that even B entirely above (or below) A could not give
-    /// the rank test p < ALPHA: fewer than 4 a side, or 3 against 4 (a
-    /// cold-prep's 3 rounds against another's). Nothing can be said.
+    /// Fewer than 2 trials on a side, or so few that even B entirely above
+    /// (or below) A could not give the rank test p < ALPHA: 3 against 3 or
+    /// 4, such as a cold-prep's 3 rounds against another's. Nothing can be
+    /// said.
     TooFewTrials,
 }
 

@@ -150,7 +150,10 @@ impl Expected {
 
     /// Steps 5 s on by carrying through the HH:MM:SS digits: seconds in
     /// tail bytes 1 and 2, minutes in head bytes 14 and 15, hours in head
-    /// bytes 11 and 12. Returns false at local midnight.
+    /// bytes 11 and 12. Returns false at local midnight. The four digit
+    /// steps are spelled out on purpose: a loop over a table of digits
+    /// measured 3.5× slower in the `rows` example, and one carry helper on a
+    /// widened tail 7% slower.
     #[inline]
     fn advance(&mut self) -> bool {
         const S10: u32 = 8;

@@ -175,11 +175,10 @@ pub(crate) fn compare(
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
         let stage_figures = expand(figures, &ra, &rb, stage);
+        let (later_a, later_b) = (later_keys(&da, stage), later_keys(&db, stage));
         for (j, figure) in stage_figures.iter().enumerate() {
-            let (xa, xb) = (
-                samples(&ra, stage, &later_keys(&da, stage), figure),
-                samples(&rb, stage, &later_keys(&db, stage), figure),
-            );
+            let (xa, xb) =
+                (samples(&ra, stage, &later_a, figure), samples(&rb, stage, &later_b, figure));
             if xa.is_empty() || xb.is_empty() {
                 continue;
             }

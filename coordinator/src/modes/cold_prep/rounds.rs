@@ -103,8 +103,12 @@ pub(crate) fn parallel_cache(count: u32, main: u32, round: u32) -> String {
 /// cache are sealed by their manifests; every other cache is checked
 /// against round 1's serial one. After the last phase of the `last` round,
 /// every checked cache is removed.
-pub(crate) fn in_order(round: u32, serial: Phase, parallel: Vec<Phase>, last: bool) -> Vec<Phase> {
-    let mut parallel = parallel;
+pub(crate) fn in_order(
+    round: u32,
+    serial: Phase,
+    mut parallel: Vec<Phase>,
+    last: bool,
+) -> Vec<Phase> {
     parallel.sort_by_key(|p| p.workers);
     let top = parallel.len().saturating_sub(1);
     let mut phases: Vec<(Phase, bool)> = vec![(serial, round == 1)];
