@@ -11,8 +11,10 @@
 # logs and pid files. Ports come from $STAGEBENCH_SLURM_PORT (slurmctld; slurmd
 # uses the next one), so two clusters on one machine can coexist. Needs root
 # (the daemons run as root here) and a mounted cgroup filesystem (slurmd 22.05
-# wants one even with no cgroup plugin). Exits 3, saying why, when Slurm
-# cannot run here, so callers can skip with a reason.
+# wants one even with no cgroup plugin). Exits 3, saying why, only when Slurm
+# cannot run here (not root, no cgroup filesystem), so callers can skip with
+# a reason; any other failure (an install, a daemon that does not start, a
+# node that never becomes idle) is a broken set-up and exits 4.
 #
 # Known traps handled here: the node advertises 8 CPUs (config_overrides) so
 # `srun --ntasks 8` never waits for CPUs the machine lacks; every Slurm command
@@ -28,6 +30,7 @@ NODE=$(hostname -s)
 
 say() { echo "slurm-local: $*" >&2; }
 cannot() { say "cannot run Slurm here: $*"; exit 3; }
+broken() { say "set-up failed: $*"; exit 4; }
 
 pid_alive() { [ -f "$1" ] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
@@ -36,14 +39,13 @@ install() {
         && command -v slurmd >/dev/null && command -v munged >/dev/null; then
         return
     fi
-    [ "$(id -u)" = 0 ] || cannot "installing slurm needs root"
-    command -v apt-get >/dev/null || cannot "no apt-get to install slurm with"
+    command -v apt-get >/dev/null || broken "no apt-get to install slurm with"
     say "installing slurmctld slurmd slurm-client munge"
     DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurmctld slurmd slurm-client munge \
         >"$DIR/apt.log" 2>&1 || {
         apt-get update -q >>"$DIR/apt.log" 2>&1 || true
         DEBIAN_FRONTEND=noninteractive apt-get install -y -q slurmctld slurmd slurm-client munge \
-            >>"$DIR/apt.log" 2>&1 || cannot "apt-get install failed (see $DIR/apt.log)"
+            >>"$DIR/apt.log" 2>&1 || broken "apt-get install failed (see $DIR/apt.log)"
     }
 }
 
@@ -98,7 +100,7 @@ start_munged() {
     munged --force --socket="$DIR/munge/munge.socket" --key-file="$DIR/munge/munge.key" \
         --pid-file="$DIR/munged.pid" --log-file="$DIR/munged.log" \
         --seed-file="$DIR/munge/munged.seed" \
-        || cannot "munged did not start (see $DIR/munged.log)"
+        || broken "munged did not start (see $DIR/munged.log)"
 }
 
 wait_idle() {
@@ -112,21 +114,21 @@ wait_idle() {
         esac
         sleep 0.5
     done
-    cannot "the node did not become idle within 30 s (slurmd log: $DIR/slurmd.log)"
+    broken "the node did not become idle within 30 s (slurmd log: $DIR/slurmd.log)"
 }
 
 up() {
-    mkdir -p "$DIR"
-    install
     [ "$(id -u)" = 0 ] || cannot "the daemons run as root here"
     grep -q cgroup /proc/mounts || cannot "no cgroup filesystem is mounted (slurmd 22.05 needs one)"
+    mkdir -p "$DIR"
+    install
     write_config
     start_munged
     if ! pid_alive "$DIR/slurmctld.pid"; then
-        SLURM_CONF=$CONF slurmctld -i -f "$CONF" || cannot "slurmctld did not start (see $DIR/slurmctld.log)"
+        SLURM_CONF=$CONF slurmctld -i -f "$CONF" || broken "slurmctld did not start (see $DIR/slurmctld.log)"
     fi
     if ! pid_alive "$DIR/slurmd.pid"; then
-        SLURM_CONF=$CONF slurmd -f "$CONF" || cannot "slurmd did not start (see $DIR/slurmd.log)"
+        SLURM_CONF=$CONF slurmd -f "$CONF" || broken "slurmd did not start (see $DIR/slurmd.log)"
     fi
     wait_idle
     say "up: SLURM_CONF=$CONF ($NODE, $CPUS CPUs, port $PORT)"
