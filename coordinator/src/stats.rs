@@ -69,8 +69,15 @@ pub(crate) struct Summary {
     pub(crate) mad: f64,
     pub(crate) p5: f64,
     pub(crate) p95: f64,
-    /// Percentile bootstrap 95% confidence interval of the median.
-    pub(crate) median_ci95: [f64; 2],
+    /// The median's interval, honest about its coverage: a percentile
+    /// bootstrap 95% interval from [`MIN_BOOTSTRAP`] samples on, below
+    /// that the range with its exact coverage (see [`median_interval`]).
+    pub(crate) median_interval: Interval,
+    /// The same interval, only when it is a 95% bootstrap interval (kept
+    /// under this name for scripts; absent for fewer samples, where no 95%
+    /// interval exists that is narrower than the data).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) median_ci95: Option<[f64; 2]>,
     /// Indices (in trial order) of the samples outside Tukey's fences.
     pub(crate) outliers: Vec<usize>,
 }
@@ -92,6 +99,7 @@ pub(crate) fn summarize(samples: &[f64], seed: u64) -> Summary {
     let (lo, hi) = (q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1));
     let outliers =
         samples.iter().enumerate().filter(|(_, x)| **x < lo || **x > hi).map(|(i, _)| i).collect();
+    let interval = median_interval(&v, seed);
     Summary {
         n: n as u64,
         min: v.first().copied().unwrap_or(f64::NAN),
@@ -102,8 +110,125 @@ pub(crate) fn summarize(samples: &[f64], seed: u64) -> Summary {
         mad,
         p5: quantile_sorted(&v, 0.05),
         p95: quantile_sorted(&v, 0.95),
-        median_ci95: bootstrap_median_ci(&v, seed),
+        median_interval: interval,
+        median_ci95: interval.ci95(),
         outliers,
+    }
+}
+
+/// From this many samples on, a median's interval is the percentile
+/// bootstrap's 95% one. Below it a percentile bootstrap of the median can
+/// only give back (nearly) the range, whose coverage is far from 95%.
+pub(crate) const MIN_BOOTSTRAP: usize = 6;
+
+/// How an [`Interval`] was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum IntervalMethod {
+    /// Percentile bootstrap, 95%.
+    Bootstrap,
+    /// The samples' range (min to max), for fewer than [`MIN_BOOTSTRAP`]
+    /// samples; `coverage` is exact.
+    Range,
+    /// For a ratio of medians with fewer than [`MIN_BOOTSTRAP`] samples on
+    /// a side: the two ranges' far ends; `coverage` is a lower bound.
+    RangeRatio,
+}
+
+/// An interval for a median (or a ratio of medians) with the probability
+/// that it covers the true value: 0.95 for a bootstrap interval, the exact
+/// (for a ratio: the least) coverage for a range.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Interval {
+    pub(crate) low: f64,
+    pub(crate) high: f64,
+    pub(crate) coverage: f64,
+    pub(crate) method: IntervalMethod,
+    /// Samples it was found from (the smaller side's, for a ratio).
+    pub(crate) n: u64,
+}
+
+impl Interval {
+    pub(crate) fn bounds(&self) -> [f64; 2] {
+        [self.low, self.high]
+    }
+
+    /// `[low, high]` when this is a 95% interval, else None.
+    pub(crate) fn ci95(&self) -> Option<[f64; 2]> {
+        (self.method == IntervalMethod::Bootstrap).then_some(self.bounds())
+    }
+
+    /// "1.2 s–1.4 s (95% CI)" or "1.1 s–1.5 s (range, 75%)", each end
+    /// formatted by `fmt`: the interval in a table cell.
+    pub(crate) fn cell(&self, fmt: impl Fn(f64) -> String) -> String {
+        let tag = match self.method {
+            IntervalMethod::Bootstrap => "95% CI".to_string(),
+            _ => format!("range, {}", self.coverage_text()),
+        };
+        format!("{}–{} ({tag})", fmt(self.low), fmt(self.high))
+    }
+
+    /// "95% CI 1.44-1.50" or "range 1.41-1.49, 75% coverage": the
+    /// interval in a sentence, each end formatted by `fmt`.
+    pub(crate) fn phrase(&self, fmt: impl Fn(f64) -> String) -> String {
+        let (lo, hi) = (fmt(self.low), fmt(self.high));
+        match self.method {
+            IntervalMethod::Bootstrap => format!("95% CI {lo}-{hi}"),
+            _ => format!("range {lo}-{hi}, {} coverage", self.coverage_text()),
+        }
+    }
+
+    /// "75%", or for a ratio's range, whose coverage is a lower bound, "≥56%".
+    fn coverage_text(&self) -> String {
+        match self.method {
+            IntervalMethod::RangeRatio => format!("≥{}", coverage_pct(self.coverage)),
+            _ => coverage_pct(self.coverage),
+        }
+    }
+}
+
+/// A coverage as a percentage with no more digits than it has: 75%,
+/// 87.5%, 93.75%.
+pub(crate) fn coverage_pct(c: f64) -> String {
+    let s = format!("{:.2}", 100.0 * c);
+    let s = s.trim_end_matches('0').trim_end_matches('.');
+    format!("{s}%")
+}
+
+/// The probability that the range of `n` independent samples covers their
+/// distribution's median: every sample falls on one side with probability
+/// 2 × 2⁻ⁿ, so 1 − 2¹⁻ⁿ (50% for 2, 75% for 3, 87.5% for 4, 93.75% for 5).
+pub(crate) fn range_coverage(n: usize) -> f64 {
+    match n {
+        0 | 1 => 0.0,
+        n => 1.0 - 0.5f64.powi(n as i32 - 1),
+    }
+}
+
+/// The median's interval from sorted samples: the percentile bootstrap's
+/// 95% interval from [`MIN_BOOTSTRAP`] samples on, else the range with its
+/// exact coverage ([`range_coverage`]).
+pub(crate) fn median_interval(sorted: &[f64], seed: u64) -> Interval {
+    let n = sorted.len();
+    if n < MIN_BOOTSTRAP {
+        return range_interval(sorted);
+    }
+    let [low, high] = bootstrap_median_ci(sorted, seed);
+    Interval { low, high, coverage: 0.95, method: IntervalMethod::Bootstrap, n: n as u64 }
+}
+
+/// The range of sorted samples as an interval for their median.
+fn range_interval(sorted: &[f64]) -> Interval {
+    let (low, high) = match (sorted.first(), sorted.last()) {
+        (Some(lo), Some(hi)) => (*lo, *hi),
+        _ => (f64::NAN, f64::NAN),
+    };
+    Interval {
+        low,
+        high,
+        coverage: range_coverage(sorted.len()),
+        method: IntervalMethod::Range,
+        n: sorted.len() as u64,
     }
 }
 
@@ -165,7 +290,42 @@ mod tests {
         assert_eq!(s.mad, 0.5);
         // Q1 = 4, Q3 = 5.5, fences 1.75 and 7.75: only the 9 (index 7) is out.
         assert_eq!(s.outliers, vec![7]);
-        assert!(s.median_ci95[0] <= s.median && s.median <= s.median_ci95[1]);
+        let ci = s.median_ci95.expect("8 samples: a bootstrap interval");
+        assert!(ci[0] <= s.median && s.median <= ci[1]);
+        assert_eq!(s.median_interval.method, IntervalMethod::Bootstrap);
+    }
+
+    /// Below six samples the interval is the range, and its stated coverage
+    /// is the one a simulation finds: the range of n draws holds the
+    /// distribution's median 1 − 2¹⁻ⁿ of the time (75%, 87.5%, 93.75%),
+    /// never the 95% a bootstrap label would claim.
+    #[test]
+    fn few_samples_give_the_range_with_its_true_coverage() {
+        for (n, stated) in [(3, 0.75), (4, 0.875), (5, 0.9375)] {
+            assert_eq!(range_coverage(n), stated);
+            let runs = 20_000;
+            let mut covered = 0;
+            let mut rng = recipe::rng::Rng::new(n as u64);
+            for seed in 0..runs {
+                let xs: Vec<f64> = (0..n).map(|_| 10.0 + rng.normal()).collect();
+                let s = summarize(&xs, seed);
+                let i = s.median_interval;
+                assert_eq!((i.method, i.n, i.coverage), (IntervalMethod::Range, n as u64, stated));
+                assert_eq!((i.low, i.high), (s.min, s.max));
+                assert!(s.median_ci95.is_none(), "{n} samples have no 95% interval");
+                covered += (i.low <= 10.0 && 10.0 <= i.high) as u32;
+            }
+            let rate = f64::from(covered) / runs as f64;
+            assert!((rate - stated).abs() < 0.015, "n {n}: simulated {rate}, stated {stated}");
+        }
+        let i = summarize(&[1.0, 2.0, 3.0], 0).median_interval;
+        assert_eq!(i.phrase(|x| format!("{x:.1}")), "range 1.0-3.0, 75% coverage");
+        assert_eq!(i.cell(|x| format!("{x:.1}")), "1.0–3.0 (range, 75%)");
+        assert_eq!(coverage_pct(0.9375), "93.75%");
+        assert_eq!(coverage_pct(0.875), "87.5%");
+        let six = summarize(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], 0).median_interval;
+        assert_eq!((six.method, six.coverage), (IntervalMethod::Bootstrap, 0.95));
+        assert!(six.phrase(|x| format!("{x:.1}")).starts_with("95% CI "));
     }
 
     /// Over many seeded samples from a distribution whose median is known
@@ -179,7 +339,8 @@ mod tests {
             let mut rng = recipe::rng::Rng::new(1000 + seed);
             let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
             let s = summarize(&sample, seed);
-            covered += (s.median_ci95[0] <= 10.0 && 10.0 <= s.median_ci95[1]) as u32;
+            let ci = s.median_ci95.unwrap();
+            covered += (ci[0] <= 10.0 && 10.0 <= ci[1]) as u32;
             if seed == 0 {
                 assert_eq!(summarize(&sample, seed), s);
             }
@@ -194,7 +355,7 @@ mod tests {
             .map(|seed| {
                 let mut rng = recipe::rng::Rng::new(1000 + seed);
                 let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
-                let ci = summarize(&sample, seed).median_ci95;
+                let ci = summarize(&sample, seed).median_ci95.unwrap();
                 ci[1] - ci[0]
             })
             .collect();
@@ -270,6 +431,34 @@ pub(crate) fn normal_cdf(z: f64) -> f64 {
                 + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
     let erf = 1.0 - poly * (-x * x).exp();
     if z >= 0.0 { 0.5 * (1.0 + erf) } else { 0.5 * (1.0 - erf) }
+}
+
+/// The interval of median(b) / median(a): from [`MIN_BOOTSTRAP`] samples
+/// a side on, the percentile bootstrap's 95% interval; with fewer on
+/// either side, min(b)/max(a) to max(b)/min(a), which holds the true ratio
+/// whenever each range holds its median, so with at least the product of
+/// the two ranges' coverages.
+pub(crate) fn ratio_of_medians_interval(a: &[f64], b: &[f64], seed: u64) -> Interval {
+    let (sa, sb) = (sorted(a), sorted(b));
+    let n = sa.len().min(sb.len());
+    if sa.is_empty() || sb.is_empty() || n >= MIN_BOOTSTRAP {
+        let [low, high] = ratio_of_medians_ci(a, b, seed);
+        return Interval {
+            low,
+            high,
+            coverage: 0.95,
+            method: IntervalMethod::Bootstrap,
+            n: n as u64,
+        };
+    }
+    let (ra, rb) = (range_interval(&sa), range_interval(&sb));
+    Interval {
+        low: rb.low / ra.high,
+        high: rb.high / ra.low,
+        coverage: ra.coverage * rb.coverage,
+        method: IntervalMethod::RangeRatio,
+        n: n as u64,
+    }
 }
 
 /// Percentile bootstrap 95% interval of median(b) / median(a), resampling
@@ -381,6 +570,37 @@ mod compare_tests {
         assert!(ci[0] > 1.15 && ci[1] < 1.35, "far from the planted 1.25 for 2% noise: {ci:?}");
         assert_eq!(ratio_of_medians_ci(&a, &b, 3), ci);
         assert!(ratio_of_medians_ci(&[], &b, 3)[0].is_nan());
+    }
+
+    /// With fewer than six samples on a side, the ratio's interval is the
+    /// ranges' far ends, and its coverage at least the product of theirs;
+    /// a simulation with a known ratio finds at least that.
+    #[test]
+    fn a_ratio_from_few_samples_is_the_ranges_far_ends_with_their_coverage() {
+        let i = ratio_of_medians_interval(
+            &[1.0, 2.0, 4.0],
+            &[3.0, 6.0, 9.0, 12.0, 15.0, 18.0, 21.0],
+            0,
+        );
+        assert_eq!(
+            (i.low, i.high, i.method, i.n),
+            (3.0 / 4.0, 21.0, IntervalMethod::RangeRatio, 3)
+        );
+        assert_eq!(i.cell(|x| format!("{x:.2}")), "0.75–21.00 (range, ≥73.83%)");
+        assert_eq!(i.coverage, 0.75 * range_coverage(7));
+        let runs = 4000;
+        let mut covered = 0;
+        for seed in 0..runs {
+            let a = sample(seed, 4, 1.0);
+            let b = sample(seed + 9000, 5, 1.1);
+            let i = ratio_of_medians_interval(&a, &b, seed);
+            covered += (i.low <= 1.1 && 1.1 <= i.high) as u32;
+        }
+        let rate = f64::from(covered) / runs as f64;
+        let stated = range_coverage(4) * range_coverage(5);
+        assert!(rate >= stated - 0.015, "simulated {rate} below the stated {stated}");
+        let big = ratio_of_medians_interval(&sample(1, 6, 1.0), &sample(2, 6, 1.0), 3);
+        assert_eq!(big.method, IntervalMethod::Bootstrap);
     }
 
     #[test]

@@ -67,7 +67,8 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     // summary.md shows them by stage and name: trials, count per trial, median.
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(
-        summary.contains("| `spans` | `load` | 2 | 2 | 750.0 ms | 750.0 ms–750.0 ms |"),
+        summary
+            .contains("| `spans` | `load` | 2 | 2 | 750.0 ms | 750.0 ms–750.0 ms (range, 50%) |"),
         "{summary}"
     );
     assert!(summary.contains("| `spans` | `adapt_images` | 2 | 1 | 54.70 s |"), "{summary}");

@@ -46,14 +46,20 @@ fn trials_are_fresh_interleaved_and_summarised() {
     assert!((s["median"].as_f64().unwrap() - median).abs() < 1e-12);
     assert_eq!(s["min"].as_f64().unwrap(), sorted[0]);
     assert_eq!(s["max"].as_f64().unwrap(), sorted[3]);
-    let ci = s["median_ci95"].as_array().unwrap();
-    assert!(ci[0].as_f64().unwrap() <= median && median <= ci[1].as_f64().unwrap());
+    // Four trials have no 95% interval: the interval is their range, with
+    // the range's coverage for four (87.5%).
+    assert!(s.get("median_ci95").is_none(), "4 trials have no 95% interval: {s}");
+    let i = &s["median_interval"];
+    assert_eq!((i["method"].as_str(), i["n"].as_u64()), (Some("range"), Some(4)), "{i}");
+    assert_eq!((i["low"].as_f64(), i["high"].as_f64()), (Some(sorted[0]), Some(sorted[3])));
+    assert_eq!(i["coverage"], 0.875);
     assert_eq!(r["stages"]["sleep:30"]["wall_s"].as_f64().unwrap(), s["median"].as_f64().unwrap());
     // Peak RSS per trial is that trial's own process's, so each is small.
     for v in t["samples"]["peak_rss_bytes"].as_array().unwrap() {
         assert!(v.as_f64().unwrap() < 64.0 * 1024.0 * 1024.0);
     }
     assert!(r["outlier_rule"].as_str().unwrap().contains("Tukey"));
-    assert!(f.stdout.contains("95% CI of median"), "{}", f.stdout);
+    assert!(f.stdout.contains("interval of median"), "{}", f.stdout);
+    assert!(f.stdout.contains("(range, 87.5%)") && !f.stdout.contains("95% CI"), "{}", f.stdout);
     coordinator::verify::verify(&out).expect("a trials run verifies");
 }

@@ -94,14 +94,21 @@ fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
     // Warnings every stage shares (machine load) are printed once, below.
     let shared = shared_warnings(trials);
     println!(
-        "  {:<24} {:>4} {:>11} {:>23} {:>10} {:>10} {:>8} {:>10}",
-        "trials (wall)", "n", "median", "95% CI of median", "stdev", "MAD", "outliers", "n for 1%"
+        "  {:<24} {:>4} {:>11} {:>36} {:>10} {:>10} {:>8} {:>10}",
+        "trials (wall)",
+        "n",
+        "median",
+        "interval of median",
+        "stdev",
+        "MAD",
+        "outliers",
+        "n for 1%"
     );
     for k in keys {
         let t = &trials[k];
-        let [median, lo, hi, stdev, mad, outliers, n1] = trial_cells(t, "-");
+        let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "-");
         println!(
-            "  {k:<24} {:>4} {median:>11} {lo:>11}–{hi:<11} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
+            "  {k:<24} {:>4} {median:>11} {interval:>36} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
             t.n
         );
         for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {

@@ -3,7 +3,8 @@
 //! Both runs are verified first. Runs whose declarations make them
 //! incomparable (mode, dataset fingerprint, a stage's definition) are refused
 //! unless `--allow-incomparable`, which then marks the comparison. Per row:
-//! the ratio of medians (B / A) with a bootstrap 95% interval, a Mann–Whitney
+//! the ratio of medians (B / A) with its interval (a bootstrap 95% one with
+//! 6 samples a side, else the ranges' far ends and their coverage), a Mann–Whitney
 //! rank test (unequal trial counts are fine), and a verdict. A row regressed
 //! when B is significantly slower and its ratio exceeds 1 + threshold.
 
@@ -29,7 +30,9 @@ pub(crate) struct Row {
     pub(crate) median_a: f64,
     pub(crate) median_b: f64,
     pub(crate) ratio: f64,
-    pub(crate) ci95: [f64; 2],
+    /// The ratio's interval: 95% bootstrap with 6 samples a side, else
+    /// the ranges' far ends with their (least) coverage.
+    pub(crate) ci: stats::Interval,
     pub(crate) p: f64,
     pub(crate) verdict: Verdict,
     pub(crate) regressed: bool,
@@ -182,29 +185,7 @@ pub(crate) fn compare(
             if xa.is_empty() || xb.is_empty() {
                 continue;
             }
-            let (ma, mb) = (stats::distribution(&xa).median, stats::distribution(&xb).median);
-            let p = if xa.len() >= 2 && xb.len() >= 2 {
-                stats::mann_whitney_p(&xa, &xb)
-            } else {
-                f64::NAN
-            };
-            let ci = stats::ratio_of_medians_ci(&xa, &xb, (i * 8 + j) as u64);
-            let verdict = stats::verdict(&xa, &xb, p, ci);
-            let ratio = mb / ma;
-            let regressed = verdict == Verdict::Slower && ratio > 1.0 + threshold_pct / 100.0;
-            rows.push(Row {
-                stage: stage.clone(),
-                figure: figure.to_string(),
-                n_a: xa.len(),
-                n_b: xb.len(),
-                median_a: ma,
-                median_b: mb,
-                ratio,
-                ci95: ci,
-                p,
-                verdict,
-                regressed,
-            });
+            rows.push(row(stage, figure, &xa, &xb, threshold_pct, (i * 8 + j) as u64));
         }
     }
     let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
@@ -218,6 +199,33 @@ pub(crate) fn compare(
         }));
     }
     Ok(Comparison { incomparable, rows })
+}
+
+/// One stage's figure compared: A's samples `xa` against B's `xb`.
+fn row(stage: &str, figure: &str, xa: &[f64], xb: &[f64], threshold_pct: f64, seed: u64) -> Row {
+    let (ma, mb) = (stats::distribution(xa).median, stats::distribution(xb).median);
+    let p = if xa.len() >= 2 && xb.len() >= 2 { stats::mann_whitney_p(xa, xb) } else { f64::NAN };
+    let ci = stats::ratio_of_medians_interval(xa, xb, seed);
+    let verdict = stats::verdict(xa, xb, p, ci.bounds());
+    let ratio = mb / ma;
+    Row {
+        stage: stage.to_string(),
+        figure: figure.to_string(),
+        n_a: xa.len(),
+        n_b: xb.len(),
+        median_a: ma,
+        median_b: mb,
+        ratio,
+        ci,
+        p,
+        verdict,
+        regressed: regressed(verdict, ratio, threshold_pct),
+    }
+}
+
+/// A regression: significantly slower, and by more than the threshold.
+fn regressed(verdict: Verdict, ratio: f64, threshold_pct: f64) -> bool {
+    verdict == Verdict::Slower && ratio > 1.0 + threshold_pct / 100.0
 }
 
 /// Whether `figure` is `pattern`, or starts with it when it ends in `*`.
@@ -279,7 +287,7 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
     let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
     s.push_str(&format!(
-        "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>17} {:>8}  {}\n",
+        "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>30} {:>8}  {}\n",
         "stage",
         "figure",
         "n A",
@@ -287,7 +295,7 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
         "median A",
         "median B",
         "B/A",
-        "95% CI of B/A",
+        "interval of B/A",
         "p",
         "verdict"
     ));
@@ -300,7 +308,7 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             Verdict::TooFewTrials => "too few trials to say",
         };
         s.push_str(&format!(
-            "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>8.3}–{:<8.3} {:>8.4}  {}\n",
+            "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>30} {:>8.4}  {}\n",
             r.stage,
             r.figure,
             r.n_a,
@@ -308,14 +316,13 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             in_units(&r.figure, r.median_a),
             in_units(&r.figure, r.median_b),
             r.ratio,
-            r.ci95[0],
-            r.ci95[1],
+            r.ci.cell(|x| format!("{x:.3}")),
             r.p,
             verdict
         ));
     }
     s.push_str(&format!(
-        "verdicts: Mann–Whitney p < {} and a 95% bootstrap interval of B/A excluding 1; regressed: slower by more than {threshold_pct}%\n",
+        "verdicts: Mann–Whitney p < {} and the interval of B/A excluding 1 (a 95% bootstrap interval with 6 samples a side; with fewer, the ranges' far ends, whose coverage is at least the one shown); regressed: slower by more than {threshold_pct}%\n",
         stats::ALPHA
     ));
     s
@@ -343,8 +350,31 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{expand, later_keys, samples};
+    use super::{expand, later_keys, regressed, row, samples};
+    use crate::stats::Verdict;
     use serde_json::json;
+
+    /// The gate at its edge: eight samples a side, B a steady 3% or 10%
+    /// slower than A. Both are significantly slower; only 10% is beyond a
+    /// 5% threshold, and a 3% slowdown passes a 2% one.
+    #[test]
+    fn the_threshold_gates_a_significant_slowdown_by_its_size() {
+        let a: Vec<f64> = (0..8).map(|i| 1.0 + 0.001 * f64::from(i)).collect();
+        let scaled = |k: f64| a.iter().map(|x| x * k).collect::<Vec<f64>>();
+        let three = row("s", "wall_s", &a, &scaled(1.03), 5.0, 1);
+        assert_eq!(three.verdict, Verdict::Slower, "{three:?}");
+        assert!((three.ratio - 1.03).abs() < 1e-9);
+        assert!(!three.regressed, "3% slower is within a 5% gate");
+        let ten = row("s", "wall_s", &a, &scaled(1.10), 5.0, 1);
+        assert_eq!(ten.verdict, Verdict::Slower);
+        assert!(ten.regressed, "10% slower is beyond a 5% gate");
+        assert!(row("s", "wall_s", &a, &scaled(1.03), 2.0, 1).regressed);
+        // Faster or undecided is never a regression, however large.
+        assert!(!regressed(Verdict::Faster, 2.0, 5.0));
+        assert!(!regressed(Verdict::TooFewTrials, 2.0, 5.0));
+        assert!(!regressed(Verdict::NoSignificantDifference, 2.0, 5.0));
+        assert!(regressed(Verdict::Slower, 1.0501, 5.0) && !regressed(Verdict::Slower, 1.05, 5.0));
+    }
 
     #[test]
     fn a_stages_later_rounds_are_more_samples_of_it_in_round_order() {

@@ -1,5 +1,5 @@
 //! The forest plot of a comparison: the ratio B/A of each row with its
-//! 95% interval, coloured by verdict, beside the regression threshold.
+//! interval, coloured by verdict, beside the regression threshold.
 
 use super::{Comparison, Row};
 use crate::chart::*;
@@ -25,7 +25,7 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result
     let limit = 1.0 + threshold_pct / 100.0;
     let (mut lo, mut hi) = (0.95f64.min(1.0 / limit), 1.05f64.max(limit));
     for r in rows {
-        for x in [r.ratio, r.ci95[0], r.ci95[1]].into_iter().filter(|x| x.is_finite()) {
+        for x in [r.ratio, r.ci.low, r.ci.high].into_iter().filter(|x| x.is_finite()) {
             lo = lo.min(x);
             hi = hi.max(x);
         }
@@ -34,7 +34,7 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result
     caption(
         root,
         &format!(
-            "{mark}B against A: ratio of medians with its 95% bootstrap interval (red line: the +{threshold_pct}% threshold)"
+            "{mark}B against A: ratio of medians with its interval (95% bootstrap from 6 samples a side, else the ranges' ends; red line: the +{threshold_pct}% threshold)"
         ),
     )?;
     let body = root.margin(30, 0, 0, 0);
@@ -56,10 +56,10 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result
             Verdict::Slower => SLOWER,
             Verdict::NoSignificantDifference | Verdict::TooFewTrials => MUTED,
         };
-        if r.ci95.iter().all(|x| x.is_finite()) {
+        if r.ci.bounds().iter().all(|x| x.is_finite()) {
             chart
                 .draw_series(std::iter::once(PathElement::new(
-                    vec![(r.ci95[0], y), (r.ci95[1], y)],
+                    vec![(r.ci.low, y), (r.ci.high, y)],
                     color.stroke_width(2),
                 )))
                 .map_err(err)?;

@@ -166,11 +166,11 @@ fn csv(r: &Report) -> String {
                 let w = &t.summary["wall_s"];
                 cols.push(t.n.to_string());
                 cols.extend(
-                    [w.median, w.mean, w.stdev, w.min, w.max, w.p5, w.p95]
-                        .into_iter()
-                        .chain(w.median_ci95)
-                        .map(|x| x.to_string()),
+                    [w.median, w.mean, w.stdev, w.min, w.max, w.p5, w.p95].map(|x| x.to_string()),
                 );
+                // Empty below 6 trials: no 95% interval exists there.
+                let ci = w.median_ci95.map(|c| c.map(|x| x.to_string()));
+                cols.extend(ci.unwrap_or_default());
             }
             None => {
                 let x = st.wall_s.to_string();

@@ -142,7 +142,7 @@ fn trials<DB: DrawingBackend>(
         &body,
         &labels,
         (lo - pad)..(hi + pad),
-        "trial wall time / median   (filled: counted, hollow grey: warm-up; bar: 95% CI of the median)",
+        "trial wall time / median   (filled: counted, hollow grey: warm-up; bar: the median's interval, 95% CI from 6 trials, else the range)",
         &|x| format!("{:.0}%", 100.0 * (x - 1.0)),
     )?;
     chart
@@ -155,7 +155,8 @@ fn trials<DB: DrawingBackend>(
         let t = &sets[*k];
         let s = &t.summary["wall_s"];
         let y = row_y(i, n);
-        let (a, b) = (s.median_ci95[0] / s.median, s.median_ci95[1] / s.median);
+        let i = s.median_interval;
+        let (a, b) = (i.low / s.median, i.high / s.median);
         if b > a {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -262,8 +263,11 @@ fn cold_prep<DB: DrawingBackend>(
 fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), RenderError> {
     let Some(s) = r.cold_prep().and_then(|c| c.sweep.as_ref()) else { return Ok(()) };
     let top = s.points.iter().map(|p| p.workers).max().unwrap_or(1) as f64;
-    let highest =
-        s.points.iter().map(|p| p.speedup_ci95.map_or(p.speedup, |ci| ci[1])).fold(top, f64::max);
+    let highest = s
+        .points
+        .iter()
+        .map(|p| p.speedup_interval.map_or(p.speedup, |i| i.high))
+        .fold(top, f64::max);
     let fit = match (s.amdahl.serial_fraction, s.amdahl.speedup_limit) {
         (Some(f), Some(limit)) => format!("Amdahl fit: serial fraction {f:.3}, limit {limit:.2}x"),
         (Some(f), None) => format!("Amdahl fit: serial fraction {f:.3}, no limit"),
@@ -304,9 +308,9 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
     }
     chart
         .draw_series(s.points.iter().filter_map(|p| {
-            p.speedup_ci95.map(|[lo, hi]| {
+            p.speedup_interval.map(|i| {
                 PathElement::new(
-                    [(p.workers as f64, lo), (p.workers as f64, hi)],
+                    [(p.workers as f64, i.low), (p.workers as f64, i.high)],
                     BAR.stroke_width(2),
                 )
             })
@@ -317,7 +321,7 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
             s.points.iter().map(|p| Circle::new((p.workers as f64, p.speedup), 5, BAR.filled())),
         )
         .map_err(err)?
-        .label("measured (median; bar: 95% interval over rounds)")
+        .label("measured (median; bar: 95% CI from 6 rounds, else the rounds' range)")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BAR.filled()));
     chart
         .draw_series(s.points.iter().map(|p| {

@@ -50,8 +50,9 @@ fn process_trees(s: &mut String, r: &Report) {
 }
 
 /// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
-/// in how many trials, how many per trial, the median seconds with its 95%
-/// interval, and the median's share of the stage's median wall.
+/// in how many trials, how many per trial, the median seconds with its
+/// interval (95% from 6 trials, else the range with its coverage), and the
+/// median's share of the stage's median wall.
 fn trial_spans(
     s: &mut String,
     trials: &std::collections::BTreeMap<String, TrialSet>,
@@ -71,7 +72,7 @@ fn trial_spans(
     let _ = writeln!(s, "\n## Spans (what the stages reported of themselves)\n");
     let _ = writeln!(
         s,
-        "| stage | span | n | per trial | median | 95% CI of median | share of the stage's wall |"
+        "| stage | span | n | per trial | median | interval of median | share of the stage's wall |"
     );
     let _ = writeln!(s, "|---|---|---:|---:|---:|---|---:|");
     for (k, name, sum) in rows {
@@ -84,11 +85,10 @@ fn trial_spans(
         };
         let _ = writeln!(
             s,
-            "| `{k}` | `{name}` | {} | {per_trial} | {} | {}–{} | {share} |",
+            "| `{k}` | `{name}` | {} | {per_trial} | {} | {} | {share} |",
             sum.n,
             duration(sum.median),
-            duration(sum.median_ci95[0]),
-            duration(sum.median_ci95[1]),
+            sum.median_interval.cell(duration),
         );
     }
 }
@@ -133,14 +133,14 @@ fn recipe_state(s: &mut String, r: &Report) {
 }
 
 /// A stage's wall-time trial statistics as the console and summary.md show
-/// them: median, the 95% interval's ends, stdev, MAD, outliers, and trials
-/// to resolve 1% (`none` where that cannot be said).
-pub(crate) fn trial_cells(t: &TrialSet, none: &str) -> [String; 7] {
+/// them: median, its interval (95% from 6 trials, else the range with its
+/// coverage), stdev, MAD, outliers, and trials to resolve 1% (`none` where
+/// that cannot be said).
+pub(crate) fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
     let w = &t.summary["wall_s"];
     [
         duration(w.median),
-        duration(w.median_ci95[0]),
-        duration(w.median_ci95[1]),
+        w.median_interval.cell(duration),
         duration(w.stdev),
         duration(w.mad),
         w.outliers.len().to_string(),
@@ -247,7 +247,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 "The parallel preparation once per count in every round, beside the same serial one. Karp–Flatt's serial fraction stays flat when a fixed serial part limits the speedup, and grows when the loss grows with the count.\n"
             );
             let _ =
-                writeln!(s, "| processes | wall | speedup | 95% CI | efficiency | Karp–Flatt |");
+                writeln!(s, "| processes | wall | speedup | interval | efficiency | Karp–Flatt |");
             let _ = writeln!(s, "|---:|---:|---:|---|---:|---:|");
             for p in &sw.points {
                 let _ = writeln!(
@@ -256,7 +256,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                     p.workers,
                     duration(p.wall_s),
                     p.speedup,
-                    p.speedup_ci95.map_or("–".to_string(), |[lo, hi]| format!("{lo:.2}-{hi:.2}")),
+                    p.speedup_interval.map_or("–".to_string(), |i| i.cell(|x| format!("{x:.2}"))),
                     100.0 * p.efficiency,
                     p.karp_flatt.map_or("–".to_string(), |e| format!("{e:.3}"))
                 );
@@ -346,17 +346,17 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         let _ = writeln!(s, "\n## Trials (wall time)\n");
         let _ = writeln!(
             s,
-            "| stage | n | warm-up | median | 95% CI of median | stdev | MAD | outliers | trials for 1% |"
+            "| stage | n | warm-up | median | interval of median | stdev | MAD | outliers | trials for 1% |"
         );
         let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---:|---:|---:|");
         let mut keys: Vec<&String> = trials.keys().collect();
         keys.sort_by_key(|k| r.stages.get(*k).map(|st| st.order).unwrap_or(usize::MAX));
         for &k in &keys {
             let t = &trials[k];
-            let [median, lo, hi, stdev, mad, outliers, n1] = trial_cells(t, "–");
+            let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "–");
             let _ = writeln!(
                 s,
-                "| `{k}` | {} | {} | {median} | {lo}–{hi} | {stdev} | {mad} | {outliers} | {n1} |",
+                "| `{k}` | {} | {} | {median} | {interval} | {stdev} | {mad} | {outliers} | {n1} |",
                 t.n, t.warmup,
             );
         }

@@ -50,9 +50,14 @@ pub(crate) struct Section {
     pub(crate) parallel: PrepSide,
     /// Serial wall / parallel wall; with rounds, the median over rounds.
     pub(crate) speedup: f64,
-    /// With rounds: the percentile bootstrap 95% interval of that median.
+    /// With 6 rounds or more: the percentile bootstrap 95% interval of that
+    /// median (fewer rounds have no 95% interval; see `speedup_interval`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) speedup_ci95: Option<[f64; 2]>,
+    /// With rounds: the median's interval with its coverage, the bootstrap
+    /// one from 6 rounds, the range of the rounds below that.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) speedup_interval: Option<crate::stats::Interval>,
     /// With rounds: every round, in the order run. `serial` and `parallel`
     /// above are round 1's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -86,13 +91,15 @@ impl Section {
     }
 
     /// "speedup 1.47x", with rounds "speedup 1.47x (median of 3 rounds,
-    /// 95% CI 1.44-1.50)": how every view states the speedup.
+    /// range 1.44-1.50, 75% coverage)", from 6 rounds "… 95% CI …": how
+    /// every view states the speedup.
     pub(crate) fn speedup_phrase(&self) -> String {
-        match self.speedup_ci95 {
-            Some([lo, hi]) if !self.rounds.is_empty() => format!(
-                "speedup {:.2}x (median of {} rounds, 95% CI {lo:.2}-{hi:.2})",
+        match self.speedup_interval {
+            Some(i) if !self.rounds.is_empty() => format!(
+                "speedup {:.2}x (median of {} rounds, {})",
                 self.speedup,
-                self.rounds.len()
+                self.rounds.len(),
+                i.phrase(|x| format!("{x:.2}"))
             ),
             _ => format!("speedup {:.2}x", self.speedup),
         }
@@ -275,12 +282,13 @@ pub(crate) fn assemble(
     let (par_manifest, par_art) = sealed(PARALLEL)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
+        let workers = find(outcomes, PARALLEL)?.phase.workers;
         return Err(fail(
             Some(PARALLEL.into()),
             None,
             "caches_differ",
             format!(
-                "the serial and parallel caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"
+                "the 1-process and {workers}-process caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"
             ),
         ));
     }
@@ -333,9 +341,9 @@ pub(crate) fn assemble(
     })?;
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
-    let (speedup, speedup_ci95, all) = if all.len() > 1 {
+    let (speedup, speedup_interval, all) = if all.len() > 1 {
         let s = crate::stats::summarize(&all.iter().map(|r| r.speedup).collect::<Vec<_>>(), 0);
-        (s.median, Some(s.median_ci95), all)
+        (s.median, Some(s.median_interval), all)
     } else {
         (serial.wall_s / parallel.wall_s, None, Vec::new())
     };
@@ -349,7 +357,8 @@ pub(crate) fn assemble(
         serial,
         parallel,
         speedup,
-        speedup_ci95,
+        speedup_ci95: speedup_interval.and_then(|i| i.ci95()),
+        speedup_interval,
         rounds: all,
         sweep,
         parallel_efficiency: speedup / workers,

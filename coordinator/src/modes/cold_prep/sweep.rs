@@ -29,9 +29,13 @@ pub(crate) struct Point {
     pub(crate) wall_s: f64,
     /// Serial wall / this wall, the median over rounds.
     pub(crate) speedup: f64,
-    /// With rounds: the bootstrap 95% interval of that median.
+    /// With 6 rounds or more: the bootstrap 95% interval of that median.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) speedup_ci95: Option<[f64; 2]>,
+    /// With rounds: that median's interval with its coverage (the range
+    /// of the rounds below 6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) speedup_interval: Option<crate::stats::Interval>,
     /// Speedup / workers.
     pub(crate) efficiency: f64,
     /// Karp–Flatt's experimentally determined serial fraction (null for
@@ -79,7 +83,7 @@ pub(crate) fn sweep(measured: &[Measured]) -> Sweep {
             let walls: Vec<f64> = m.walls.iter().map(|(_, p)| *p).collect();
             let (speedup, ci) = if speedups.len() > 1 {
                 let s = crate::stats::summarize(&speedups, 0);
-                (s.median, Some(s.median_ci95))
+                (s.median, Some(s.median_interval))
             } else {
                 (speedups.first().copied().unwrap_or(f64::NAN), None)
             };
@@ -87,7 +91,8 @@ pub(crate) fn sweep(measured: &[Measured]) -> Sweep {
                 workers: m.workers,
                 wall_s: crate::stats::median(&walls),
                 speedup,
-                speedup_ci95: ci,
+                speedup_ci95: ci.and_then(|i| i.ci95()),
+                speedup_interval: ci,
                 efficiency: speedup / m.workers.max(1) as f64,
                 karp_flatt: karp_flatt(speedup, m.workers),
             }
@@ -157,7 +162,9 @@ mod tests {
         let pt = &s.points[0];
         assert!((pt.speedup - 4.0 / 2.2).abs() < 1e-12);
         assert_eq!(pt.wall_s, 2.2);
-        let [lo, hi] = pt.speedup_ci95.unwrap();
-        assert!(lo <= pt.speedup && pt.speedup <= hi);
+        // Three rounds: the range, with its 75% coverage, and no 95% interval.
+        let i = pt.speedup_interval.unwrap();
+        assert_eq!((i.low, i.high, i.coverage), (4.0 / 2.5, 4.0 / 2.0, 0.75));
+        assert!(pt.speedup_ci95.is_none());
     }
 }
