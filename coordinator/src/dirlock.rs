@@ -69,4 +69,17 @@ mod tests {
         drop(first);
         lock(dir.path(), "--state").unwrap();
     }
+
+    /// A holder with a longer pid left its number in the file: the next
+    /// holder's pid replaces it whole, so the refusal names exactly it.
+    #[test]
+    fn the_holders_pid_replaces_a_longer_one_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join(LOCK_FILE), "98765432109876").unwrap();
+        let _held = lock(dir.path(), "--state").unwrap();
+        let pid = std::process::id().to_string();
+        assert_eq!(std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap(), pid);
+        let e = lock(dir.path(), "--state").unwrap_err();
+        assert!(e.contains(&format!("(pid {pid})")), "{e}");
+    }
 }

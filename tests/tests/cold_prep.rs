@@ -59,9 +59,13 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         .collect();
     speedups.sort_by(f64::total_cmp);
     assert_eq!(r["speedup"].as_f64().unwrap(), speedups[1]);
-    let ci: Vec<f64> =
-        r["speedup_ci95"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
-    assert!(ci[0] <= speedups[1] && speedups[1] <= ci[1], "{ci:?} {speedups:?}");
+    // Three rounds have no 95% interval: the interval is their range, with
+    // the range's true coverage for three (75%), and nothing says "95% CI".
+    let i = &r["speedup_interval"];
+    assert_eq!(i["method"], "range", "{i}");
+    assert_eq!((i["low"].as_f64(), i["high"].as_f64()), (Some(speedups[0]), Some(speedups[2])));
+    assert_eq!(i["coverage"], 0.75);
+    assert!(r.get("speedup_ci95").is_none(), "3 rounds have no 95% interval: {r}");
     assert_eq!(
         rounds[0]["serial_wall_s"], r["serial"]["wall_s"],
         "serial and parallel are round 1's"
@@ -81,7 +85,31 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     );
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("| 2 | parallel |"), "{summary}");
-    assert!(summary.contains("(median of 3 rounds, 95% CI"), "{summary}");
+    assert!(summary.contains("(median of 3 rounds, range "), "{summary}");
+    assert!(summary.contains(", 75% coverage)"), "{summary}");
+    assert!(!summary.contains("95% CI") && !f.stdout.contains("95% CI"), "{summary}");
+    assert!(f.stdout.contains("(median of 3 rounds, range "), "{}", f.stdout);
+
+    // A phase's tree peak: at least the largest tree any one process saw
+    // (each worker's own peak is inside its tree), at most the sum of
+    // every process's own peaks, which holds each worker's own peak.
+    for (side, key) in [
+        ("serial", "cold_feature_cache_prepare"),
+        ("parallel", "cold_feature_cache_prepare_parallel"),
+    ] {
+        let st = &r["stages"][key];
+        let own: Vec<u64> = r[side]["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["peak_rss_bytes"].as_u64().unwrap())
+            .collect();
+        let tree = st["tree_peak_bytes"].as_u64().unwrap();
+        let sum = st["sum_of_peaks_bytes"].as_u64().unwrap();
+        assert!(tree >= *own.iter().max().unwrap(), "{key}: tree {tree} below a worker's {own:?}");
+        assert!(sum >= own.iter().sum::<u64>(), "{key}: sum of peaks {sum} below {own:?}");
+        assert!(tree <= sum, "{key}: tree {tree} above the sum of peaks {sum}");
+    }
     assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 2);
     assert_eq!(r["serial"]["workers"].as_array().unwrap().len(), 1);
     let series_done: u64 = r["parallel"]["workers"]
@@ -160,6 +188,89 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     );
 }
 
+/// A cold-prep run with a fault planted by the worker's debug-only hook
+/// (`STAGEBENCH_TEST_PERTURB`, see `worker::planted`).
+fn planted(
+    perturb: &str,
+    args: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, harness::Finished) {
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    c.env("STAGEBENCH_TEST_PERTURB", perturb);
+    c.args(["--mode", "cold-prep", "--data"]).arg(&tiny().frozen).args(args);
+    let f = run(c);
+    (tmp, out, f)
+}
+
+#[test]
+fn caches_that_differ_fail_the_run_and_name_the_process_count() {
+    // One value of one series in the 2-process cache: round 1's comparison.
+    let (_tmp, out, f) =
+        planted("cache:private-feature-cache-parallel", &["--workers", "2", "--rounds", "1"]);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("the 1-process and 2-process caches differ"),
+        "the console names the count: {}",
+        f.stderr
+    );
+    assert!(!out.join("report.json").exists(), "a run whose caches differ has no report");
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "caches_differ", "{failure}");
+    f.assert_no_worker_left();
+
+    // A later round's serial cache against round 1's.
+    let (_tmp, out, f) =
+        planted("cache:private-feature-cache-round2", &["--workers", "2", "--rounds", "2"]);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("private-feature-cache-round2 (1-process, round 2) differs"),
+        "{}",
+        f.stderr
+    );
+    assert_eq!(json(&out.join("failure.json"))["reason"], "caches_differ");
+    assert!(!out.join("report.json").exists());
+
+    // The control: the same hook aimed at a cache no phase writes changes
+    // nothing, and the run succeeds with identical caches.
+    let (_tmp, out, f) = planted("cache:no-such-cache", &["--workers", "2", "--rounds", "2"]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert_eq!(json(&out.join("report.json"))["caches_identical"], true);
+}
+
+/// A frame's features computed here, by formulas of this test's own: the
+/// time of day's cosine from the seconds since midnight, mean and
+/// population standard deviation by Welford's one-pass update (the recipe
+/// sums twice), validity as "no sample is NaN or infinite".
+fn independent_features(secs: &[u32], enmo: &[f32], anglez: &[f32]) -> (Vec<[f64; 5]>, Vec<bool>) {
+    use recipe::contract::{FRAME_SAMPLES, FRAME_STRIDE};
+    fn welford(xs: &[f32]) -> (f64, f64) {
+        let (mut mean, mut m2) = (0.0f64, 0.0f64);
+        for (k, x) in xs.iter().enumerate() {
+            let x = f64::from(*x);
+            let delta = x - mean;
+            mean += delta / (k + 1) as f64;
+            m2 += delta * (x - mean);
+        }
+        (mean, (m2 / xs.len() as f64).sqrt())
+    }
+    let mut frames = Vec::new();
+    let mut valid = Vec::new();
+    let mut start = 0;
+    while start + FRAME_SAMPLES <= secs.len() {
+        let w = start..start + FRAME_SAMPLES;
+        let tod = secs[w.clone()]
+            .iter()
+            .map(|s| (2.0 * std::f64::consts::PI * f64::from(*s) / 86_400.0).cos())
+            .sum::<f64>()
+            / FRAME_SAMPLES as f64;
+        let (m, sd) = welford(&enmo[w.clone()]);
+        let (am, asd) = welford(&anglez[w.clone()]);
+        frames.push([tod, m, sd, am, asd]);
+        valid.push(enmo[w.clone()].iter().chain(&anglez[w]).all(|x| x.is_finite()));
+        start += FRAME_STRIDE;
+    }
+    (frames, valid)
+}
+
 #[test]
 fn the_cache_is_the_reference_extraction() {
     let (_tmp, out, mut c) = harness::coordinator_with_output();
@@ -167,11 +278,14 @@ fn the_cache_is_the_reference_extraction() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let frozen = recipe::frozen::Frozen::load(&tiny().frozen).unwrap();
+    let (mut series, mut frames_checked, mut valid_checked) = (0, 0, 0);
     for s in frozen.train() {
         let bytes = std::fs::read(tiny().frozen.join(&s.file)).unwrap();
         let data = recipe::source::read_series(bytes.into(), &s.file, &s.id).unwrap();
         let reference =
             recipe::features::extract_reference(&data.local_seconds, &data.enmo, &data.anglez);
+        let (mine, mine_valid) =
+            independent_features(&data.local_seconds, &data.enmo, &data.anglez);
         let [values, valid] = recipe::cache::files(&s.id);
         for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
             let v =
@@ -183,13 +297,35 @@ fn the_cache_is_the_reference_extraction() {
                 s.id
             );
             assert_eq!(v.len(), reference.values.len());
-            assert_eq!(
+            let flags =
                 recipe::npy::read_bool_1d(&std::fs::read(out.join(cache).join(&valid)).unwrap())
-                    .unwrap(),
-                reference.valid
-            );
+                    .unwrap();
+            assert_eq!(flags, reference.valid);
+            // Against this test's own formulas: the same frames, the same
+            // validity, and every valid frame's values within f32 rounding
+            // (a different order of arithmetic rounds differently).
+            assert_eq!(v.nrows(), mine.len(), "{cache}: frame count");
+            assert_eq!(flags.to_vec(), mine_valid, "{cache}: validity");
+            for (j, expected) in mine.iter().enumerate().filter(|(j, _)| mine_valid[*j]) {
+                for (k, e) in expected.iter().enumerate() {
+                    let got = f64::from(v[[j, k]]);
+                    let tolerance = 1e-5 * e.abs().max(1.0);
+                    assert!(
+                        (got - e).abs() <= tolerance,
+                        "{cache} frame {j} feature {k}: cache {got}, independent {e}"
+                    );
+                }
+                valid_checked += 1;
+            }
+            frames_checked += mine.len();
         }
+        series += 1;
     }
+    // Every training series was compared, in both caches, and most frames
+    // were valid ones whose values were checked.
+    assert_eq!(series, frozen.train().count());
+    assert!(series >= 2, "the tiny cohort has {series} training series");
+    assert!(valid_checked * 2 > frames_checked, "{valid_checked} of {frames_checked} frames");
 }
 
 #[test]

@@ -219,6 +219,70 @@ fn daemons_are_killed_named_and_gone_when_their_stage_ends() {
     }
 }
 
+/// Three daemons under three names (copies of `sleep`, so each has its own
+/// `comm`), each in a session of its own, that outlive their stage.
+fn three_daemons(dir: &Path, marker: &str) -> (String, [&'static str; 3]) {
+    let names = ["leak_a", "leak_b", "leak_c"];
+    let sleep = ["/usr/bin/sleep", "/bin/sleep"].into_iter().find(|p| Path::new(p).exists());
+    let mut line = String::new();
+    for name in names {
+        std::fs::copy(sleep.expect("a sleep binary"), dir.join(name)).unwrap();
+        line += &format!(
+            "nohup setsid {} {marker} >/dev/null 2>&1 </dev/null & ",
+            dir.join(name).display()
+        );
+    }
+    (line + "sleep 0.3", names)
+}
+
+#[test]
+fn three_leaked_processes_are_counted_and_named_when_warned_and_when_failed() {
+    let s = scripts();
+    // Warned (the default): the run succeeds, says so on stderr, and the
+    // record holds all three.
+    let (line, names) = three_daemons(&s.dir, "78.125");
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--command", &line]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let warning = f
+        .stderr
+        .lines()
+        .find(|l| l.starts_with("warning: stage command left"))
+        .unwrap_or_else(|| panic!("no leak warning: {}", f.stderr));
+    assert!(warning.contains("left 3 process(es) running"), "{warning}");
+    let st = &json(&out.join("report.json"))["stages"]["command"];
+    assert_eq!(st["leaked_processes"]["count"], 3, "{st}");
+    let mut recorded: Vec<&str> = st["leaked_processes"]["names"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    recorded.sort();
+    assert_eq!(recorded, names, "{st}");
+    for name in names {
+        assert!(warning.contains(name), "{name} missing from: {warning}");
+    }
+    assert!(processes_with("78.125").is_empty(), "a daemon outlived its stage");
+    f.assert_no_worker_left();
+
+    // Failed: the failure names all three.
+    let (line, _) = three_daemons(&s.dir, "78.375");
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--leaks", "fail", "--command", &line]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let failure = json(&out.join("failure.json"));
+    let message = failure["message"].as_str().unwrap_or_default();
+    assert!(message.contains("left 3 process(es) running"), "{failure}");
+    for name in names {
+        assert!(message.contains(name) && f.stderr.contains(name), "{name}: {failure}");
+    }
+    assert!(processes_with("78.375").is_empty(), "a daemon outlived its stage");
+    f.assert_no_worker_left();
+}
+
 #[test]
 fn leaks_fail_fails_the_run_with_the_reason_and_no_report() {
     let (_tmp, out, mut c) = coordinator_with_output();

@@ -181,6 +181,25 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
             "private-feature-cache/extra.npy is not listed in".into(),
         ),
         (
+            "a file added inside a series' directory of the cache",
+            Box::new({
+                let s = series.clone();
+                move |d: &Path| {
+                    std::fs::write(d.join(format!("private-feature-cache/{s}/extra.npy")), b"x")
+                        .unwrap()
+                }
+            }),
+            format!("private-feature-cache/{series}/extra.npy is not listed in"),
+        ),
+        (
+            "a file added two directories deep in the cache",
+            Box::new(|d: &Path| {
+                std::fs::create_dir_all(d.join("private-feature-cache/new/deeper")).unwrap();
+                std::fs::write(d.join("private-feature-cache/new/deeper/x.npy"), b"x").unwrap()
+            }),
+            "private-feature-cache/new/deeper/x.npy is not listed in".into(),
+        ),
+        (
             "a deleted artifact",
             Box::new(|d: &Path| {
                 std::fs::remove_file(d.join("private-feature-cache/manifest.json")).unwrap()

@@ -7,9 +7,11 @@
 //! talks to the outside only through the [`stages::Reporter`] it is given.
 //! [`threads`] decides which thread pools do the model's arithmetic.
 //! [`tree`] measures and contains a stage's whole process tree.
+//! [`planted`] holds the faults tests plant on purpose (debug builds only).
 
 pub mod alloc;
 pub mod measure;
+pub mod planted;
 pub mod session;
 pub mod stages;
 pub mod threads;

@@ -112,6 +112,44 @@ mod tests {
         }
     }
 
+    /// Each plot draws its report's figures: the stages plot labels every
+    /// stage's bars with its wall time and peak RSS, the trials plot every
+    /// stage with its median, the cold-prep plot states the speedup and the
+    /// efficiency. A plot that drew other numbers, or none, fails here.
+    #[test]
+    fn each_plot_carries_figures_of_its_report() {
+        let svg = |r: &Report, name: &str| -> String {
+            let plot = plots::for_report(r).into_iter().find(|p| p.name() == name).unwrap();
+            String::from_utf8(plot.svg_and_png().unwrap().0).unwrap()
+        };
+        // plotters writes a text element's content on a line of its own.
+        let has = |svg: &str, text: &str| svg.contains(&format!(">\n{text}\n</text>"));
+        for name in ["trials", "cold-prep"] {
+            let r = fixture(name);
+            let stages = svg(&r, "stages");
+            for (key, st) in &r.stages {
+                let wall = crate::fmt::duration(st.wall_s);
+                assert!(has(&stages, &wall), "{name}: no bar labelled {wall} for {key}");
+                let rss = crate::fmt::mib(st.peak_rss_bytes);
+                assert!(has(&stages, &rss), "{name}: no bar labelled {rss} for {key}");
+            }
+        }
+        let r = fixture("trials");
+        let trials = svg(&r, "trials");
+        for (key, t) in r.trials().unwrap() {
+            let label = format!("{key} ({})", crate::fmt::duration(t.summary["wall_s"].median));
+            assert!(has(&trials, &label), "no row {label}");
+        }
+        let r = fixture("cold-prep");
+        let c = r.cold_prep().unwrap();
+        let cold = svg(&r, "cold-prep");
+        let phrase = c.speedup_phrase();
+        assert!(phrase.starts_with(&format!("speedup {:.2}x", c.speedup)));
+        assert!(cold.contains(&phrase), "the caption does not state {phrase}");
+        let efficiency = format!("efficiency {:.0}%", 100.0 * c.parallel_efficiency);
+        assert!(cold.contains(&efficiency), "no {efficiency}");
+    }
+
     #[test]
     fn a_changed_figure_changes_its_plot() {
         let r = fixture("trials");

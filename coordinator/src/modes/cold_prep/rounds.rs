@@ -178,7 +178,9 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
             None,
             "caches_differ",
             format!(
-                "{cache} differs from {SERIAL_CACHE}: the same series prepared twice gave different files"
+                "{cache} ({}-process, round {}) differs from {SERIAL_CACHE} (1-process, round 1): the same series prepared twice gave different files",
+                p.phase.workers,
+                later_round(&p.phase.key).map_or(1, |(_, r)| r),
             ),
         ));
     }

@@ -124,6 +124,18 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     }
     figures.insert("series".into(), results.len() as f64);
     let wall_s = p.dispatch.wall.as_secs_f64();
+    let trees: Vec<Vec<(u64, u64)>> = p
+        .dispatch
+        .outcomes
+        .iter()
+        .map(|o| {
+            let tree = |j: &crate::supervisor::JobResult| {
+                (j.measurement.tree.peak_bytes, j.measurement.tree.sum_of_peaks_bytes)
+            };
+            o.jobs.iter().map(tree).collect()
+        })
+        .collect();
+    let (tree_peak_bytes, sum_of_peaks_bytes) = tree_bounds(&trees);
     let stage = StageRecord {
         stage: "prepare_series".into(),
         order,
@@ -135,20 +147,11 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         sys_s,
         peak_rss_bytes: peak,
         figures,
-        // Lower bound: the largest tree any one process saw; upper bound:
-        // each process's own largest sum, added over the processes.
-        tree_peak_bytes: results.iter().map(|r| r.measurement.tree.peak_bytes).max().unwrap_or(0),
+        tree_peak_bytes,
         tree_peak_method: "sampled".into(),
         tree_peak_anon_bytes: None,
         tree_peak_file_bytes: None,
-        sum_of_peaks_bytes: p
-            .dispatch
-            .outcomes
-            .iter()
-            .map(|o| {
-                o.jobs.iter().map(|j| j.measurement.tree.sum_of_peaks_bytes).max().unwrap_or(0)
-            })
-            .sum(),
+        sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(
             results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
         ),
@@ -184,6 +187,17 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     (stage, side, counts)
 }
 
+/// A phase's tree peak and sum of peaks from each worker's jobs' (tree
+/// peak, sum of peaks). The phase's processes ran at once, but each one
+/// only saw its own tree: the lower bound is the largest tree any one
+/// process saw, the upper bound each process's own largest sum, added
+/// over the processes.
+fn tree_bounds(workers: &[Vec<(u64, u64)>]) -> (u64, u64) {
+    let peak = workers.iter().flatten().map(|(peak, _)| *peak).max().unwrap_or(0);
+    let sum = workers.iter().map(|jobs| jobs.iter().map(|(_, s)| *s).max().unwrap_or(0)).sum();
+    (peak, sum)
+}
+
 /// Every job of the phase as a span on its worker, in start order.
 fn timeline(p: &PhaseOutcome) -> Vec<Span> {
     let t0 = p.dispatch.started;
@@ -196,4 +210,20 @@ fn timeline(p: &PhaseOutcome) -> Vec<Span> {
         .collect();
     spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
     spans
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tree_bounds;
+
+    /// Two workers, three and two jobs: the peak is the largest any job's
+    /// tree reached (not the first, nor the smallest), the sum each
+    /// worker's largest sum, added.
+    #[test]
+    fn a_phases_tree_peak_is_its_largest_tree_and_its_sum_adds_workers() {
+        let workers = vec![vec![(30, 40), (70, 90), (50, 60)], vec![(20, 25), (10, 35)]];
+        assert_eq!(tree_bounds(&workers), (70, 90 + 35));
+        assert_eq!(tree_bounds(&[]), (0, 0));
+        assert_eq!(tree_bounds(&[vec![]]), (0, 0));
+    }
 }
