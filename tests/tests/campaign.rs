@@ -76,9 +76,12 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
             let wall = part["wall_s"].as_f64().unwrap();
             assert!((inside - wall).abs() <= 1e-6 + 0.02 * wall, "{key}: {inside} vs {wall}");
             // `other` is the remainder by construction: bound it, so the
-            // named components are shown to carry the stage.
+            // named components are shown to carry the stage. A resume's
+            // train stage that trains nothing lasts 3 ms, most of it
+            // building the model (untimed, so `other`), which a loaded
+            // machine stretches by milliseconds: the slack is absolute too.
             let other = part["components"]["other"].as_f64().unwrap();
-            assert!(other < 0.10 * wall + 1e-3, "{} {key}: other {other} of {wall}", step["name"]);
+            assert!(other < 0.10 * wall + 5e-3, "{} {key}: other {other} of {wall}", step["name"]);
         }
     }
     let by_name = |n: &str| steps.iter().find(|s| s["name"] == n).unwrap();
@@ -282,6 +285,72 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(0));
+}
+
+/// A stage that is not idempotent (it appends a line each time it runs and
+/// leaves no marker) makes every resume's scratch state differ from the
+/// cold run's, and the report and the judgment say so.
+#[test]
+fn a_resume_that_writes_a_different_byte_is_not_identical_to_cold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tally = "[[pipeline]]\nname = \"tally\"\nargv = [\"sh\", \"-c\", \"echo ran >> work/tally.txt\"]\nreset = [\"work/tally.txt\"]\n";
+    let file = pipeline(tmp.path(), tally);
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let r = json(&out.join("report.json"));
+    let steps = r["steps"].as_array().unwrap();
+    for t in steps[0]["trials"].as_array().unwrap() {
+        assert_eq!(t["identical_to_cold"], true, "a cold trial starts from its reset");
+    }
+    for t in steps[1]["trials"].as_array().unwrap() {
+        assert_eq!(t["identical_to_cold"], false, "the resume appended a line: {t}");
+        assert_ne!(t["state_sha256"], r["reference_state_sha256"]);
+    }
+    let judgment: Vec<&str> =
+        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
+    assert!(
+        judgment.iter().any(|j| j.contains(
+            "The scratch state after resuming (resume) DIFFERED from the cold run's in 2 of 2 trials"
+        )),
+        "{judgment:?}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("DIFFERED from the cold run's in 2 of 2"), "{summary}");
+}
+
+/// The recipe's "no": a resume whose training after the restore writes a
+/// different checkpoint (a fault the worker plants in debug builds) leaves
+/// a state that is not the cold run's, and the judgment says so; a resume
+/// that trained nothing, in the same campaign, stays identical.
+#[test]
+fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = campaign_file(
+        tmp.path(),
+        "[campaign]\nname = \"planted\"\ntrials = 1\nepochs = 2\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume_load\"\nkind = \"resume\"\npolicy = \"load\"\n\n[[step]]\nname = \"interrupted_train\"\nkind = \"interrupted\"\nkill_at = \"train:0.75\"\n",
+    );
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.env("STAGEBENCH_TEST_PERTURB", "resumed");
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let r = json(&out.join("report.json"));
+    let step = |n: &str| {
+        r["steps"].as_array().unwrap().iter().find(|s| s["name"] == n).unwrap()["trials"][0].clone()
+    };
+    assert_eq!(step("cold")["identical_to_cold"], true);
+    assert_eq!(step("resume_load")["identical_to_cold"], true, "nothing was trained");
+    assert_eq!(step("interrupted_train")["identical_to_cold"], false);
+    let judgment = r["judgment"].to_string();
+    assert!(judgment.contains("identical to the cold run's in 0 of 1 trials"), "{judgment}");
+    assert!(
+        judgment.contains("The state after resuming (resume_load) was identical to the cold run's in 1 of 1 trials"),
+        "{judgment}"
+    );
 }
 
 #[test]

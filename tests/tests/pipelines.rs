@@ -197,6 +197,13 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     let killed = after("Killed with SIGKILL at light:0.5");
     assert!(killed[2].contains("search_fit") && killed[2].contains("in light, mass"), "{killed:?}");
     assert!(killed[0].contains("identical to the cold run's in 1 of 1"), "{killed:?}");
+    // The search ran again, and it is the largest repeated span, but it is
+    // marked work: the span to persist is the largest one that is not.
+    let persist = killed.iter().find(|l| l.contains("first thing to persist")).expect("persist");
+    assert!(
+        persist.starts_with("The largest repeated span not marked work, max_lh_fit_recompute"),
+        "{persist}"
+    );
     let killed = after("Killed with SIGKILL at mass:span:max_lh_fit_recompute:1");
     assert!(killed[0].contains("in 1 of 1"), "{killed:?}");
     for step in r["steps"].as_array().unwrap() {

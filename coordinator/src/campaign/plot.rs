@@ -16,8 +16,9 @@ pub(crate) fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), Rend
 }
 
 /// One colour per campaign component, in [`COMPONENTS`] order.
-const COMPONENT_COLOURS: [RGBColor; 8] = [
+const COMPONENT_COLOURS: [RGBColor; 9] = [
     RGBColor(150, 150, 150),
+    RGBColor(110, 110, 110),
     RGBColor(200, 50, 40),
     RGBColor(230, 150, 40),
     RGBColor(70, 110, 170),

@@ -235,6 +235,7 @@ pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         ));
         let listed = largest_components(load, &[], label);
         out.push(format!("That overhead is mostly {listed}."));
+        out.push(resumed_state(load, "state"));
         if let Some(rec) = resume("recompute") {
             let rr = rec.median_total_s;
             let recomputed = component_total(rec, "recompute");
@@ -264,6 +265,25 @@ pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         out.push(f);
     }
     out
+}
+
+/// Whether a resume step left the state the cold run left: "identical … in
+/// 2 of 2 trials", or, when any trial differs, a sentence that says so
+/// first (`what`: "state", "scratch state").
+pub(crate) fn resumed_state(step: &StepReport, what: &str) -> String {
+    let n = step.trials.len();
+    let identical = step.trials.iter().filter(|t| t.identical_to_cold).count();
+    match identical == n {
+        true => format!(
+            "The {what} after resuming ({}) was identical to the cold run's in {identical} of {n} trials.",
+            step.name
+        ),
+        false => format!(
+            "The {what} after resuming ({}) DIFFERED from the cold run's in {} of {n} trials: this resume does not reproduce a cold run.",
+            step.name,
+            n - identical
+        ),
+    }
 }
 
 /// Would more checkpoints per epoch pay? The time an interruption loses is

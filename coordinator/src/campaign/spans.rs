@@ -11,9 +11,11 @@ use crate::fmt::duration;
 use crate::stats::median;
 use std::collections::BTreeMap;
 
-/// The components of a pipeline's stages: process start-up, each span with
-/// a role in its role's component, and everything else (spans without a
-/// role, time outside spans) as `other`.
+/// The components of a pipeline's stages: process start-up (before the
+/// stage's wall), each span with a role in its role's component (a span
+/// with the role `startup` in `startup_spans`, inside the wall), and
+/// everything else (spans without a role, time outside spans) as `other`;
+/// so the components add up to the stage's total, each second once.
 pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &CampaignFile) {
     for (stage, part) in parts.iter_mut().filter(|(_, p)| !p.skipped) {
         let own = campaign.pipeline.iter().find(|p| p.name == *stage).map(|p| &p.roles);
@@ -29,7 +31,7 @@ pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &Ca
                 roled += secs;
             }
         }
-        *part.components.entry("startup".into()).or_default() += startup;
+        part.components.insert("startup".into(), startup);
         part.components.insert("other".into(), (part.wall_s - roled).max(0.0));
     }
 }
@@ -185,13 +187,15 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                     duration(r)
                 ));
                 out.push(skipped_sentence(&cold_spans, &[]));
+                out.push(super::report::resumed_state(step, "scratch state"));
                 continue;
             }
             _ => format!(
-                "Resuming ({}) took {}: {:.3}× the cold run.",
+                "Resuming ({}) took {}: {:.3}× the cold run. {}",
                 step.name,
                 duration(r),
-                r / c
+                r / c,
+                super::report::resumed_state(step, "scratch state")
             ),
         };
         out.push(format!(
@@ -205,32 +209,54 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
         let ran = span_totals(step, true);
         out.push(skipped_sentence(&cold_spans, &ran));
         let cold_of = |key: &str| cold_spans.iter().find(|s| s.0 == key).map_or(0.0, |s| s.1);
-        let mut repeated = by_name(&ran, cold_of);
-        for x in &mut repeated {
-            x.stages.sort_by_key(|st| step.median.get(st).map_or(usize::MAX, |p| p.order));
-        }
+        // A span the cold run had in the same stage ran again; one it never
+        // had is what the resume added (its own loading path).
+        let (again, added): (Vec<_>, Vec<_>) =
+            ran.iter().cloned().partition(|(key, _)| cold_of(key) > 0.0);
+        let order = |x: &mut Vec<Repeated>| {
+            for r in x.iter_mut() {
+                r.stages.sort_by_key(|st| step.median.get(st).map_or(usize::MAX, |p| p.order));
+            }
+        };
+        let mut repeated = by_name(&again, cold_of);
+        order(&mut repeated);
         out.push(match repeated.is_empty() {
-            true => "It repeated no span.".into(),
+            true => "It repeated no span of the cold run.".into(),
             false => format!(
-                "It repeated {}: {}.",
-                duration(ran.iter().map(|s| s.1).sum()),
+                "It repeated {} of the cold run's spans: {}.",
+                duration(again.iter().map(|s| s.1).sum()),
                 repeated
                     .iter()
                     .map(|x| format!(
-                        "{} {} in {} ({} of the resume, {})",
+                        "{} {} in {} ({} of the resume, {:.2}× the same spans cold)",
                         x.name,
                         duration(x.seconds),
                         x.stages.join(", "),
                         pct(x.seconds, r),
-                        match x.cold > 0.0 {
-                            true => format!("{:.2}× the same spans cold", x.seconds / x.cold),
-                            false => "not in the cold run".into(),
-                        }
+                        x.seconds / x.cold
                     ))
                     .collect::<Vec<_>>()
                     .join("; ")
             ),
         });
+        let mut new = by_name(&added, cold_of);
+        order(&mut new);
+        if !new.is_empty() {
+            out.push(format!(
+                "It ran {} in spans the cold run did not have, its own loading path: {}.",
+                duration(added.iter().map(|s| s.1).sum()),
+                new.iter()
+                    .map(|x| format!(
+                        "{} {} in {} ({} of the resume)",
+                        x.name,
+                        duration(x.seconds),
+                        x.stages.join(", "),
+                        pct(x.seconds, r)
+                    ))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         let persist = repeated.iter().find(|x| {
             x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))
         });
@@ -275,5 +301,119 @@ fn by_role(step: &StepReport, has_work: bool) -> String {
             pct(recompute, r)
         ),
         false => head,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::report::StepReport;
+    use serde_json::json;
+
+    fn campaign(roles: &str) -> CampaignFile {
+        toml::from_str(&format!(
+            "[campaign]\nname = \"c\"\nroles = {{ {roles} }}\n\n[[pipeline]]\nname = \"a\"\nargv = [\"true\"]\n\n[[pipeline]]\nname = \"b\"\nargv = [\"true\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n"
+        ))
+        .unwrap()
+    }
+
+    /// A stage: its name, wall, process start-up and spans (name, seconds).
+    type Stage<'a> = (&'a str, f64, f64, &'a [(&'a str, f64)]);
+
+    /// A step from its stages, one trial.
+    fn step(name: &str, kind: &str, stages: &[Stage<'_>]) -> StepReport {
+        let median: BTreeMap<String, StagePart> = stages
+            .iter()
+            .enumerate()
+            .map(|(order, (stage, wall, startup, spans))| {
+                let part = StagePart {
+                    order,
+                    wall_s: *wall,
+                    components: [("startup".to_string(), *startup)].into(),
+                    skipped: false,
+                    spans: spans.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+                };
+                (stage.to_string(), part)
+            })
+            .collect();
+        let total: f64 = median.values().map(StagePart::total).sum();
+        let trial = json!({
+            "run": "r", "run_wall_s": total, "stages": {}, "total_s": total,
+            "state_sha256": "s", "killed": null, "identical_to_cold": true,
+        });
+        serde_json::from_value(json!({
+            "name": name, "kind": kind, "policy": null, "kill_at": null,
+            "trials": [trial], "median": median, "median_total_s": total,
+        }))
+        .unwrap()
+    }
+
+    /// A span with the role `startup` is inside its stage's wall: it joins
+    /// `startup_spans`, process start-up stays what the worker measured,
+    /// and the components add up to the stage's total, each second once.
+    #[test]
+    fn a_startup_span_is_counted_once_and_the_parts_sum_to_the_stage() {
+        let c = campaign("jit_compile = \"startup\", fit = \"work\"");
+        let s = step("cold", "cold", &[("a", 1.0, 0.2, &[("jit_compile", 0.3), ("fit", 0.5)])]);
+        let mut parts = s.median.clone();
+        apply_roles(&mut parts, &c);
+        let a = &parts["a"];
+        assert_eq!(a.components["startup"], 0.2, "{a:?}");
+        assert_eq!(a.components["startup_spans"], 0.3);
+        assert_eq!(a.components["work"], 0.5);
+        assert!((a.components["other"] - 0.2).abs() < 1e-12);
+        let sum: f64 = a.components.values().sum();
+        assert!((sum - a.total()).abs() < 1e-12, "parts {sum} against the stage's {}", a.total());
+        assert!((a.total() - 1.2).abs() < 1e-12);
+    }
+
+    /// The sentence to persist names the largest repeated span that is not
+    /// work; spans only the resume ran are its loading path, named apart
+    /// and never called repeated.
+    #[test]
+    fn the_persist_sentence_skips_work_and_resume_only_spans_are_their_own() {
+        let c = campaign("search = \"work\"");
+        let cold = step(
+            "cold",
+            "cold",
+            &[("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)]), ("b", 1.0, 0.1, &[])],
+        );
+        let resume = step(
+            "resume",
+            "resume",
+            &[
+                ("a", 3.5, 0.1, &[("search", 2.0), ("recompute", 0.4), ("result_rebuild", 0.9)]),
+                ("b", 1.0, 0.1, &[("samples_load", 0.2)]),
+            ],
+        );
+        let j = judgment(&[cold, resume], &c);
+        let find = |start: &str| {
+            j.iter().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {j:?}"))
+        };
+        let repeated = find("It repeated");
+        assert!(
+            repeated.contains("search 2.000 s in a") && repeated.contains("recompute"),
+            "{repeated}"
+        );
+        assert!(!repeated.contains("result_rebuild") && !repeated.contains("samples_load"));
+        let added = find("It ran 1.100 s in spans the cold run did not have");
+        assert!(added.contains("result_rebuild 900.0 ms in a"), "{added}");
+        assert!(added.contains("samples_load 200.0 ms in b"), "{added}");
+        let persist = find("The largest repeated span");
+        assert!(
+            persist.starts_with("The largest repeated span not marked work, recompute (400.0 ms"),
+            "{persist}"
+        );
+        // Without roles, the largest repeated span is the one to persist.
+        let plain = campaign("");
+        let cold = step("cold", "cold", &[("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)])]);
+        let resume = step(
+            "resume",
+            "resume",
+            &[("a", 3.5, 0.1, &[("search", 2.0), ("recompute", 0.4), ("result_rebuild", 0.9)])],
+        );
+        let j = judgment(&[cold, resume], &plain);
+        let persist = j.iter().find(|l| l.contains("first thing to persist")).unwrap();
+        assert!(persist.starts_with("The largest repeated span, search (2.000 s"), "{persist}");
     }
 }

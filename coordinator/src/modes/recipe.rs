@@ -104,13 +104,23 @@ impl Plan {
 /// The components a stage's time is split into (a recipe stage's
 /// `component:NAME_s` figures, plus process start-up and the rest), in the
 /// order they stack.
-pub(crate) const COMPONENTS: [&str; 8] =
-    ["startup", "integrity", "record_check", "load", "restore", "recompute", "work", "other"];
+pub(crate) const COMPONENTS: [&str; 9] = [
+    "startup",
+    "startup_spans",
+    "integrity",
+    "record_check",
+    "load",
+    "restore",
+    "recompute",
+    "work",
+    "other",
+];
 
 /// A component's name for a person.
 pub(crate) fn label(component: &str) -> &'static str {
     match component {
         "startup" => "process start-up",
+        "startup_spans" => "start-up spans",
         "integrity" => "integrity checks",
         "record_check" => "completion-record checks",
         "load" => "artifact loads",
