@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Mutation testing of the code that judges (issue 30; docs/testing.md).
+#
+#   scripts/mutants.sh [GROUP...]     default: every group, one after another
+#   scripts/mutants.sh --list         the groups, their files and mutant counts
+#
+# cargo-mutants plants one change at a time in a group's files (an operator
+# flipped, a function body replaced by a default, a match arm deleted) and
+# runs the tests that can judge those files; a mutant that no test fails is
+# "missed". Each group runs its own tests only, so that one group finishes
+# inside an hour on a 2-core machine. Results: target/mutants/GROUP/mutants.out
+# (caught.txt, missed.txt, unviable.txt, timeout.txt), and one summary line
+# per group on stdout; the score is (caught + timed out) / viable, viable
+# being every mutant that built. Run by hand, never in CI, on an otherwise idle machine.
+#
+# Environment: MUTANTS_TIMEOUT (seconds a test run may take; default 600),
+# MUTANTS_ARGS (more cargo-mutants arguments, e.g. "--shard 1/2").
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if ! cargo mutants --version >/dev/null 2>&1; then
+  echo "installing cargo-mutants (cargo install --locked cargo-mutants)" >&2
+  cargo install --locked cargo-mutants
+fi
+
+COORD=stagebench-coordinator
+TESTS=stagebench-tests
+
+# group | files (space-separated globs) | test packages | cargo test args
+# (';'-separated). A group's cargo test args choose its test targets.
+groups() {
+  cat <<EOF
+stats|coordinator/src/stats.rs|$COORD|--lib
+compare|coordinator/src/compare/*.rs|$COORD $TESTS|--lib;--test=compare
+spans|coordinator/src/campaign/spans.rs|$COORD $TESTS|--lib;--test=campaign
+runner|coordinator/src/campaign/runner.rs|$TESTS|--test=campaign
+cold-prep|coordinator/src/modes/cold_prep/*.rs|$COORD $TESTS|--lib;--test=cold_prep
+verify|coordinator/src/verify.rs|$COORD $TESTS|--lib;--test=verify
+dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
+tree|worker/src/tree/*.rs|stagebench-worker $TESTS|--lib;--test=trees
+EOF
+}
+
+# The arguments that select a group's files.
+file_args() {
+  local files=$1 out=() f
+  for f in $files; do out+=(-f "$f"); done
+  printf '%s\n' "${out[@]}"
+}
+
+if [ "${1:-}" = "--list" ]; then
+  groups | while IFS='|' read -r name files _ _; do
+    mapfile -t fa < <(file_args "$files")
+    printf '%-10s %5d mutants  %s\n' "$name" "$(cargo mutants --list "${fa[@]}" | wc -l)" "$files"
+  done
+  exit 0
+fi
+
+wanted=("$@")
+known=$(groups | cut -d'|' -f1 | tr '\n' ' ')
+for w in "${wanted[@]}"; do
+  case " $known " in *" $w "*) ;; *) echo "unknown group '$w' (groups: $known)" >&2; exit 2 ;; esac
+done
+
+groups | while IFS='|' read -r name files packages test_args; do
+  if [ ${#wanted[@]} -gt 0 ] && [[ ! " ${wanted[*]} " == *" $name "* ]]; then
+    continue
+  fi
+  mapfile -t fa < <(file_args "$files")
+  args=()
+  for p in $packages; do args+=(--test-package "$p"); done
+  IFS=';' read -ra targs <<<"$test_args"
+  for t in "${targs[@]}"; do args+=(--cargo-test-arg "$t"); done
+  out=target/mutants/$name
+  mkdir -p "$out"
+  started=$(date +%s)
+  echo "== $name: ${files} (tests: ${packages}; ${test_args})" >&2
+  # shellcheck disable=SC2086
+  cargo mutants --no-shuffle --copy-target true --timeout "${MUTANTS_TIMEOUT:-600}" \
+    --output "$out" "${fa[@]}" "${args[@]}" ${MUTANTS_ARGS:-} >"$out/console.log" 2>&1 || true
+  m=$out/mutants.out
+  count() { [ -f "$m/$1" ] && wc -l <"$m/$1" || echo 0; }
+  caught=$(count caught.txt) missed=$(count missed.txt)
+  unviable=$(count unviable.txt) timeout=$(count timeout.txt)
+  # A mutant that makes the tests time out is one they do not let pass.
+  viable=$((caught + missed + timeout))
+  score=$(python3 -c "print(f'{100*($caught+$timeout)/$viable:.1f}%' if $viable else '-')")
+  printf '%-10s caught %4d  missed %4d  unviable %4d  timeout %4d  score %s  (%d s)\n' \
+    "$name" "$caught" "$missed" "$unviable" "$timeout" "$score" $(($(date +%s) - started))
+done

@@ -1,0 +1,57 @@
+#!/usr/bin/env python3
+"""The audit's planted changes (issue 30), each applied by hand and run
+against the test that must fail under it (docs/testing.md).
+
+    python3 scripts/planted-changes.py [N ...]     default: every change
+
+For each change: the file is edited, `cargo test` runs the named test, the
+file is restored (also on Ctrl-C), and one line says CAUGHT (the test
+failed, as it must) or SURVIVED. Exits 1 when any change survived. Run by
+hand, on a clean tree; it edits the sources while it runs.
+"""
+import os
+import subprocess
+import sys
+
+os.chdir(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+P = {
+ 1: ('coordinator/src/modes/cold_prep/mod.rs', 'let identical = serial_manifest == par_manifest;', 'let identical = true;',
+     ['-p','stagebench-tests','--test','cold_prep','caches_that_differ']),
+ 2: ('coordinator/src/modes/cold_prep/rounds.rs', 'if manifest != sealed {', 'if false {',
+     ['-p','stagebench-tests','--test','cold_prep','caches_that_differ']),
+ 3: ('coordinator/src/campaign/runner.rs', 'let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);\n        let stages', 'let identical = true;\n        let stages',
+     ['-p','stagebench-tests','--test','campaign','a_recipe_resume_that_trains_differently']),
+ 4: ('coordinator/src/campaign/runner.rs', 'let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);\n        Ok(TrialReport {\n            run,', 'let identical = true;\n        Ok(TrialReport {\n            run,',
+     ['-p','stagebench-tests','--test','campaign','a_resume_that_writes_a_different_byte']),
+ 5: ('coordinator/src/compare/mod.rs', 'ratio > 1.0 + threshold_pct / 100.0', 'ratio > 1.0',
+     ['-p','stagebench-coordinator','--lib','compare::']),
+ 6: ('coordinator/src/modes/cold_prep/mod.rs', '(s.median, Some(s.median_interval), all)', '(s.median, Some(crate::stats::Interval { low: s.median, high: s.median, ..s.median_interval }), all)',
+     ['-p','stagebench-tests','--test','cold_prep','serial_and_parallel']),
+ 7: ('worker/src/tree/mod.rs', 'let leaked: Vec<String> = alive.iter().filter_map(|p| comm(*p)).collect();', 'let leaked: Vec<String> = alive.iter().filter_map(|p| comm(*p)).take(1).collect();',
+     ['-p','stagebench-tests','--test','trees','three_leaked']),
+ 8: ('coordinator/src/run.rs', 'LeakPolicy::Warn => eprintln!("warning: {what}"),', 'LeakPolicy::Warn => {}',
+     ['-p','stagebench-tests','--test','trees','three_leaked']),
+ 9: ('coordinator/src/campaign/spans.rs', 'x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))', 'x.seconds > 0.0',
+     ['-p','stagebench-coordinator','--lib','campaign::spans']),
+ 10: ('coordinator/src/modes/cold_prep/side.rs', '.map(|(peak, _)| *peak).max()', '.map(|(peak, _)| *peak).min()',
+     ['-p','stagebench-coordinator','--lib','cold_prep::side']),
+ 11: ('coordinator/src/verify.rs', '            list_files(dir, &r, out)?;', '            let _ = &r;',
+     ['-p','stagebench-tests','--test','verify','verify_catches_added']),
+ 12: ('coordinator/src/dirlock.rs', '    let _ = file.set_len(0);\n', '',
+     ['-p','stagebench-coordinator','--lib','dirlock']),
+}
+survived = 0
+for n in [int(a) for a in sys.argv[1:]] or sorted(P):
+    path, old, new, args = P[n]
+    orig = open(path).read()
+    assert orig.count(old) == 1, (n, orig.count(old))
+    open(path, 'w').write(orig.replace(old, new))
+    try:
+        r = subprocess.run(['cargo', 'test', '--quiet'] + args, capture_output=True, text=True, timeout=1500)
+        out = r.stdout + r.stderr
+        failed = [l for l in out.splitlines() if 'FAILED' in l or 'panicked' in l][:3]
+        print(f"{n}: {path}: {'CAUGHT' if r.returncode != 0 else 'SURVIVED'}; {failed[:1]}", flush=True)
+        survived += r.returncode == 0
+    finally:
+        open(path, 'w').write(orig)
+sys.exit(1 if survived else 0)
