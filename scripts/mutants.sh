@@ -14,7 +14,10 @@
 # being every mutant that built. Run by hand, never in CI, on an otherwise idle machine.
 #
 # Environment: MUTANTS_TIMEOUT (seconds a test run may take; default 600),
-# MUTANTS_ARGS (more cargo-mutants arguments, e.g. "--shard 1/2").
+# MUTANTS_IN_PLACE=1 (mutate this checkout itself instead of a copy of it: use
+# a spare `git worktree`, whose stable path lets every group reuse one
+# incremental build), MUTANTS_ARGS (more cargo-mutants arguments, such as
+# "--shard 1/2").
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -73,11 +76,19 @@ groups | while IFS='|' read -r name files packages test_args; do
   for t in "${targs[@]}"; do args+=(--cargo-test-arg "$t"); done
   out=target/mutants/$name
   mkdir -p "$out"
+  if [ "${MUTANTS_IN_PLACE:-}" = 1 ]; then args+=(--in-place); else args+=(--copy-target true); fi
   started=$(date +%s)
   echo "== $name: ${files} (tests: ${packages}; ${test_args})" >&2
+  status=0
   # shellcheck disable=SC2086
-  cargo mutants --no-shuffle --copy-target true --timeout "${MUTANTS_TIMEOUT:-600}" \
-    --output "$out" "${fa[@]}" "${args[@]}" ${MUTANTS_ARGS:-} >"$out/console.log" 2>&1 || true
+  cargo mutants --no-shuffle --timeout "${MUTANTS_TIMEOUT:-600}" \
+    --output "$out" "${fa[@]}" "${args[@]}" ${MUTANTS_ARGS:-} >"$out/console.log" 2>&1 || status=$?
+  # 0: all caught; 2: some missed; 3: some timed out. Anything else (a usage
+  # error, a baseline whose tests fail) means nothing was measured.
+  case $status in
+    0 | 2 | 3) ;;
+    *) echo "$name: cargo mutants exited $status (see $out/console.log)" >&2; exit 1 ;;
+  esac
   m=$out/mutants.out
   count() { [ -f "$m/$1" ] && wc -l <"$m/$1" || echo 0; }
   caught=$(count caught.txt) missed=$(count missed.txt)
