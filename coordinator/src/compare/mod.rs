@@ -175,19 +175,7 @@ pub(crate) fn compare(
     if !incomparable.is_empty() && !allow_incomparable {
         return Err(CompareError::Incomparable(incomparable));
     }
-    let mut rows = Vec::new();
-    for (i, stage) in common.iter().enumerate() {
-        let stage_figures = expand(figures, &ra, &rb, stage);
-        let (later_a, later_b) = (later_keys(&da, stage), later_keys(&db, stage));
-        for (j, figure) in stage_figures.iter().enumerate() {
-            let (xa, xb) =
-                (samples(&ra, stage, &later_a, figure), samples(&rb, stage, &later_b, figure));
-            if xa.is_empty() || xb.is_empty() {
-                continue;
-            }
-            rows.push(row(stage, figure, &xa, &xb, threshold_pct, (i * 8 + j) as u64));
-        }
-    }
+    let rows = rows(&common, figures, [(&da, &ra), (&db, &rb)], threshold_pct);
     let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
     if let (Some(f), false) = (missing, common.is_empty()) {
         return Err(CompareError::NoFigure(f.clone()));
@@ -199,6 +187,28 @@ pub(crate) fn compare(
         }));
     }
     Ok(Comparison { incomparable, rows })
+}
+
+/// Every figure of every stage in `common` that both runs recorded,
+/// compared; `runs`: A's and B's declaration and report. A figure only one
+/// run has is no row.
+fn rows(common: &[String], figures: &[String], runs: [(&Value, &Value); 2], pct: f64) -> Vec<Row> {
+    let [(da, ra), (db, rb)] = runs;
+    let mut rows = Vec::new();
+    for (i, stage) in common.iter().enumerate() {
+        let stage_figures = expand(figures, ra, rb, stage);
+        let (later_a, later_b) = (later_keys(da, stage), later_keys(db, stage));
+        for (j, figure) in stage_figures.iter().enumerate() {
+            let (xa, xb) =
+                (samples(ra, stage, &later_a, figure), samples(rb, stage, &later_b, figure));
+            if xa.is_empty() || xb.is_empty() {
+                continue;
+            }
+            // Any seed gives a valid bootstrap; one per row keeps rows apart.
+            rows.push(row(stage, figure, &xa, &xb, pct, (i * 8 + j) as u64));
+        }
+    }
+    rows
 }
 
 /// One stage's figure compared: A's samples `xa` against B's `xb`.
@@ -350,7 +360,7 @@ pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Re
 
 #[cfg(test)]
 mod tests {
-    use super::{expand, later_keys, regressed, row, samples};
+    use super::{expand, in_units, later_keys, matches, regressed, row, rows, samples};
     use crate::stats::Verdict;
     use serde_json::json;
 
@@ -374,6 +384,36 @@ mod tests {
         assert!(!regressed(Verdict::TooFewTrials, 2.0, 5.0));
         assert!(!regressed(Verdict::NoSignificantDifference, 2.0, 5.0));
         assert!(regressed(Verdict::Slower, 1.0501, 5.0) && !regressed(Verdict::Slower, 1.05, 5.0));
+        // One sample on a side: no rank test at all, and too few to say.
+        let one = row("s", "wall_s", &a[..1], &a, 5.0, 1);
+        assert!(one.p.is_nan(), "{one:?}");
+        assert_eq!(one.verdict, Verdict::TooFewTrials);
+    }
+
+    /// A name is itself; a pattern ending in `*` is its prefix; a table
+    /// cell is in the figure's unit.
+    #[test]
+    fn figure_patterns_match_by_prefix_and_cells_carry_units() {
+        assert!(matches("wall_s", "wall_s") && !matches("wall_s", "walls"));
+        assert!(matches("span:*", "span:load_s") && !matches("span:*", "wall_s"));
+        assert!(!matches("span:load*", "span:fit_s"));
+        assert_eq!(in_units("wall_s", 1.5), crate::fmt::duration(1.5));
+        assert_eq!(in_units("peak_rss_bytes", 3.0 * 1048576.0), crate::fmt::mib(3 * 1048576));
+        assert_eq!(in_units("frames", 3.0), "3.000000");
+    }
+
+    /// A figure one run recorded and the other did not is no row; a figure
+    /// both recorded is one, from each run's own samples.
+    #[test]
+    fn only_figures_both_runs_recorded_are_compared() {
+        let decl =
+            json!({"mode": "diagnostic", "stages": [{"key": "s", "definition_sha256": "d"}]});
+        let a = json!({"stages": {"s": {"wall_s": 1.0, "figures": {"frames": 3.0}}}});
+        let b = json!({"stages": {"s": {"wall_s": 2.0, "figures": {}}}});
+        let figures = ["wall_s".to_string(), "frames".to_string()];
+        let r = rows(&["s".to_string()], &figures, [(&decl, &a), (&decl, &b)], 5.0);
+        assert_eq!(r.len(), 1, "{r:?}");
+        assert_eq!((r[0].figure.as_str(), r[0].median_a, r[0].median_b), ("wall_s", 1.0, 2.0));
     }
 
     #[test]
