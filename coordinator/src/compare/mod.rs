@@ -390,6 +390,35 @@ mod tests {
         assert_eq!(one.verdict, Verdict::TooFewTrials);
     }
 
+    /// The table says each verdict in words, "SLOWER (regressed)" only for
+    /// a regression; an existing output directory is refused by name and
+    /// left alone.
+    #[test]
+    fn the_table_words_each_verdict_and_an_existing_output_is_refused() {
+        let a: Vec<f64> = (0..8).map(|i| 1.0 + 0.001 * f64::from(i)).collect();
+        let b = |k: f64| a.iter().map(|x| x * k).collect::<Vec<f64>>();
+        let rows = vec![
+            row("regressed", "wall_s", &a, &b(1.10), 5.0, 1),
+            row("slower", "wall_s", &a, &b(1.03), 5.0, 1),
+            row("faster", "wall_s", &a, &b(0.90), 5.0, 1),
+            row("same", "wall_s", &a, &a, 5.0, 1),
+            row("few", "wall_s", &a[..1], &a, 5.0, 1),
+        ];
+        let c = super::Comparison { incomparable: Vec::new(), rows };
+        let table = super::render(&c, 5.0);
+        let line = |stage: &str| table.lines().find(|l| l.starts_with(stage)).unwrap().to_string();
+        assert!(line("regressed").ends_with("SLOWER (regressed)"), "{table}");
+        assert!(line("slower").ends_with(" slower"), "{table}");
+        assert!(line("faster").ends_with(" faster"), "{table}");
+        assert!(line("same").ends_with("no significant difference"), "{table}");
+        assert!(line("few").ends_with("too few trials to say"), "{table}");
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("mine.txt"), b"mine").unwrap();
+        let e = super::write_output(dir.path(), &c, 5.0).unwrap_err();
+        assert!(e.starts_with("output '") && e.ends_with("' already exists"), "{e}");
+        assert_eq!(std::fs::read(dir.path().join("mine.txt")).unwrap(), b"mine");
+    }
+
     /// A name is itself; a pattern ending in `*` is its prefix; a table
     /// cell is in the figure's unit.
     #[test]
