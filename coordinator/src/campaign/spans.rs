@@ -367,6 +367,25 @@ mod tests {
         assert!((a.total() - 1.2).abs() < 1e-12);
     }
 
+    /// A stage's own roles are its own: stage `a` calls `fit` work, stage
+    /// `b` gives it no role, so only `a`'s fit is work; a stage's role wins
+    /// over the campaign's.
+    #[test]
+    fn a_stages_own_roles_apply_to_it_alone_and_win() {
+        let mut c = campaign("load = \"load\"");
+        c.pipeline[0].roles.insert("fit".into(), super::super::file::Role::Work);
+        c.pipeline[0].roles.insert("load".into(), super::super::file::Role::Recompute);
+        let spans: &[(&str, f64)] = &[("fit", 0.5), ("load", 0.25)];
+        let s = step("cold", "cold", &[("a", 1.0, 0.0, spans), ("b", 1.0, 0.0, spans)]);
+        let mut parts = s.median.clone();
+        apply_roles(&mut parts, &c);
+        assert_eq!(parts["a"].components.get("work"), Some(&0.5), "{:?}", parts["a"]);
+        assert_eq!(parts["a"].components.get("recompute"), Some(&0.25));
+        assert_eq!(parts["b"].components.get("work"), None, "{:?}", parts["b"]);
+        assert_eq!(parts["b"].components.get("load"), Some(&0.25));
+        assert_eq!(parts["b"].components["other"], 0.75);
+    }
+
     /// The sentence to persist names the largest repeated span that is not
     /// work; spans only the resume ran are its loading path, named apart
     /// and never called repeated.
