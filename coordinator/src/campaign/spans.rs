@@ -395,7 +395,10 @@ mod tests {
         let cold = step(
             "cold",
             "cold",
-            &[("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)]), ("b", 1.0, 0.1, &[])],
+            &[
+                ("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)]),
+                ("b", 1.0, 0.1, &[("noop", 0.0)]),
+            ],
         );
         let resume = step(
             "resume",
@@ -409,11 +412,12 @@ mod tests {
         let find = |start: &str| {
             j.iter().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {j:?}"))
         };
+        // Every cold span with any time ran again (a 0 s one is no loss).
+        assert!(j.iter().any(|l| l == "It skipped no span of the cold run."), "{j:?}");
         let repeated = find("It repeated");
-        assert!(
-            repeated.contains("search 2.000 s in a") && repeated.contains("recompute"),
-            "{repeated}"
-        );
+        let search = "search 2.000 s in a (43% of the resume, 1.00× the same spans cold)";
+        let recompute = "recompute 400.0 ms in a (9% of the resume, 0.80× the same spans cold)";
+        assert!(repeated.contains(search) && repeated.contains(recompute), "{repeated}");
         assert!(!repeated.contains("result_rebuild") && !repeated.contains("samples_load"));
         let added = find("It ran 1.100 s in spans the cold run did not have");
         assert!(added.contains("result_rebuild 900.0 ms in a"), "{added}");
