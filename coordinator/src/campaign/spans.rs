@@ -367,6 +367,19 @@ mod tests {
         assert!((a.total() - 1.2).abs() < 1e-12);
     }
 
+    /// At most six items are listed, then how many more and their seconds.
+    #[test]
+    fn a_long_list_names_six_then_counts_the_rest() {
+        let rest: Vec<(String, f64)> = (0..8).map(|i| (format!("s{i}"), 1.0)).collect();
+        let items = || rest.iter().map(|r| r.0.clone()).collect::<Vec<_>>();
+        assert_eq!(listed(items(), &rest, 6), "s0, s1, s2, s3, s4, s5, and 2 more (2.000 s)");
+        assert_eq!(listed(items()[..6].to_vec(), &rest[..6], 6), "s0, s1, s2, s3, s4, s5");
+        let part =
+            StagePart { wall_s: 2.0, spans: [("x".into(), 0.5)].into(), ..Default::default() };
+        assert_eq!(outside(&part), 1.5);
+        assert_eq!(outside(&StagePart { skipped: true, ..part }), 0.0);
+    }
+
     /// A stage's own roles are its own: stage `a` calls `fit` work, stage
     /// `b` gives it no role, so only `a`'s fit is work; a stage's role wins
     /// over the campaign's.
@@ -412,6 +425,13 @@ mod tests {
         let find = |start: &str| {
             j.iter().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {j:?}"))
         };
+        // Walls 3.0 + 1.0 s, spans 2.5 s, start-up 2 × 100 ms.
+        assert_eq!(
+            j[0],
+            "A cold run (reset scratch) took 4.200 s (median of 1 fresh-process runs): 2.500 s in spans, 1.500 s outside any span, 200.0 ms process start-up."
+        );
+        // The resume: walls 3.5 + 1.0 s, spans 3.3 + 0.2 s.
+        assert!(j[1].contains("Of the resume's time: 200.0 ms (4%) process start-up, 1.000 s (21%) outside any span"), "{}", j[1]);
         // Every cold span with any time ran again (a 0 s one is no loss).
         assert!(j.iter().any(|l| l == "It skipped no span of the cold run."), "{j:?}");
         let repeated = find("It repeated");
