@@ -367,6 +367,42 @@ mod tests {
         assert!((a.total() - 1.2).abs() < 1e-12);
     }
 
+    /// A stage's own `work` role keeps its span out of the persist
+    /// sentence; roles bring the sentence by role, and no roles none; an
+    /// interrupted step opens with its kill and what the interruption cost.
+    #[test]
+    fn own_work_roles_interrupted_steps_and_the_role_sentence() {
+        let mut c = campaign("");
+        c.pipeline[0].roles.insert("search".into(), super::super::file::Role::Work);
+        let stages: &[Stage<'_>] = &[
+            ("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)]),
+            ("b", 1.0, 0.1, &[("plot", 0.1)]),
+        ];
+        let cold = step("cold", "cold", stages);
+        let resume = step("resume", "resume", stages);
+        let j = judgment(&[cold.clone(), resume], &c);
+        let persist = j.iter().find(|l| l.contains("first thing to persist")).unwrap();
+        assert!(persist.contains(", recompute (500.0 ms"), "{persist}");
+        assert!(j.iter().any(|l| l.starts_with("By role, ")), "{j:?}");
+        let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(""));
+        assert!(!plain.iter().any(|l| l.starts_with("By role")), "{plain:?}");
+
+        let mut killed = step("killed", "interrupted", stages);
+        killed.kill_at = Some("a:0.5".into());
+        killed.trials[0].killed = Some(crate::campaign::report::Killed {
+            run: "k".into(),
+            stage: "a".into(),
+            wall_s: 1.0,
+            span_s: None,
+        });
+        let j = judgment(&[cold, killed], &campaign(""));
+        assert!(
+            j[1].starts_with("Killed with SIGKILL at a:0.5 after 1.000 s and resumed (killed): the resume took 4.200 s (1.000× the cold run), so the interruption cost 1.000 s beyond one cold run; the scratch state was identical to the cold run's in 1 of 1 trials."),
+            "{}",
+            j[1]
+        );
+    }
+
     /// At most six items are listed, then how many more and their seconds.
     #[test]
     fn a_long_list_names_six_then_counts_the_rest() {
