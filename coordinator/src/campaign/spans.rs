@@ -387,6 +387,20 @@ mod tests {
         let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(""));
         assert!(!plain.iter().any(|l| l.starts_with("By role")), "{plain:?}");
 
+        let mut none = step("resume", "resume", stages);
+        none.median.values_mut().for_each(|p| p.skipped = true);
+        let j = judgment(&[cold.clone(), none], &campaign(""));
+        assert!(
+            j[1].starts_with(
+                "Resuming (resume) ran no stage: every stage's completion marker existed"
+            ),
+            "{j:?}"
+        );
+        assert_eq!(
+            j[2],
+            "It skipped 2.600 s of the cold run's spans: a/search (2.000 s cold), a/recompute (500.0 ms cold), b/plot (100.0 ms cold)."
+        );
+
         let mut killed = step("killed", "interrupted", stages);
         killed.kill_at = Some("a:0.5".into());
         killed.trials[0].killed = Some(crate::campaign::report::Killed {
