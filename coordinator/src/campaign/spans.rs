@@ -417,6 +417,31 @@ mod tests {
         );
     }
 
+    /// The sentence by role: work against overhead, the overhead's largest
+    /// parts, and what loading instead of recomputing could save; without
+    /// work roles, the parts alone. A repeated span of 0 s is nothing to
+    /// persist.
+    #[test]
+    fn the_role_sentence_weighs_work_and_what_loading_would_save() {
+        let mut s = step("resume", "resume", &[("a", 2.0, 0.1, &[])]);
+        let parts = [("work", 1.0), ("recompute", 0.5), ("load", 0.2), ("other", 0.3)];
+        let a = s.median.get_mut("a").unwrap();
+        a.components.extend(parts.map(|(k, v)| (k.to_string(), v)));
+        assert_eq!(
+            by_role(&s, true),
+            "By role, 1.000 s of it was work still to do, the other 1.100 s overhead: mostly recomputation 500.0 ms (24%), time outside roled spans 300.0 ms (14%), artifact loads 200.0 ms (10%), process start-up 100.0 ms (5%). Loading instead of recomputing could save up to 500.0 ms per resume (24% of it), less the time to load what the recomputation makes."
+        );
+        s.median.get_mut("a").unwrap().components.remove("recompute");
+        assert!(by_role(&s, false).starts_with("By role: time outside roled spans 300.0 ms"));
+        assert!(!by_role(&s, false).contains("Loading instead"));
+
+        let c = campaign("");
+        let cold = step("cold", "cold", &[("a", 1.0, 0.1, &[("fit", 0.5)])]);
+        let resume = step("resume", "resume", &[("a", 1.0, 0.1, &[("fit", 0.0)])]);
+        let j = judgment(&[cold, resume], &c);
+        assert!(!j.iter().any(|l| l.contains("persist")), "{j:?}");
+    }
+
     /// At most six items are listed, then how many more and their seconds.
     #[test]
     fn a_long_list_names_six_then_counts_the_rest() {
