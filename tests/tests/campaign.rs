@@ -57,6 +57,13 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     assert_eq!(r["schema"], "stagebench.campaign");
     let steps = r["steps"].as_array().unwrap();
     assert_eq!(steps.len(), 5);
+    // A recipe step's resume policy is recorded for the steps that resume.
+    let policies: Vec<&serde_json::Value> = steps.iter().map(|s| &s["policy"]).collect();
+    assert_eq!(policies[0], &serde_json::Value::Null, "a cold step has no policy");
+    assert_eq!(
+        (policies[1], policies[2]),
+        (&serde_json::json!("load"), &serde_json::json!("recompute"))
+    );
     for step in steps {
         let trials = step["trials"].as_array().unwrap();
         assert_eq!(trials.len(), 2, "{}", step["name"]);
@@ -242,6 +249,8 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     let r = json(&out.join("report.json"));
     let steps = r["steps"].as_array().unwrap();
     let (cold, resume) = (&steps[0], &steps[1]);
+    // A pipeline's steps have no resume policy: a resume skips what is marked.
+    assert_eq!(resume["policy"], serde_json::Value::Null, "{resume}");
     for t in cold["trials"].as_array().unwrap() {
         for stage in ["adapt_images", "fit_likelihood", "sample"] {
             let part = &t["stages"][stage];
@@ -324,13 +333,14 @@ fn a_resume_that_writes_a_different_byte_is_not_identical_to_cold() {
 /// The recipe's "no": a resume whose training after the restore writes a
 /// different checkpoint (a fault the worker plants in debug builds) leaves
 /// a state that is not the cold run's, and the judgment says so; a resume
-/// that trained nothing, in the same campaign, stays identical.
+/// that trained nothing, in the same campaign, stays identical, because it
+/// resumes the state the last cold trial left, not the interrupted one's.
 #[test]
 fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
     let tmp = tempfile::tempdir().unwrap();
     let file = campaign_file(
         tmp.path(),
-        "[campaign]\nname = \"planted\"\ntrials = 1\nepochs = 2\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume_load\"\nkind = \"resume\"\npolicy = \"load\"\n\n[[step]]\nname = \"interrupted_train\"\nkind = \"interrupted\"\nkill_at = \"train:0.75\"\n",
+        "[campaign]\nname = \"planted\"\ntrials = 1\nepochs = 2\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"interrupted_train\"\nkind = \"interrupted\"\nkill_at = \"train:0.75\"\n\n[[step]]\nname = \"resume_load\"\nkind = \"resume\"\npolicy = \"load\"\n",
     );
     let out = tmp.path().join("campaign");
     let mut c = coordinator();
