@@ -381,6 +381,29 @@ mod tests {
         (side("serial"), side("parallel"))
     }
 
+    /// The walls the console states: round 1's for one round, each
+    /// side's median over rounds with rounds.
+    #[test]
+    fn the_walls_are_round_ones_or_the_medians_over_rounds() {
+        let r: serde_json::Value =
+            serde_json::from_str(include_str!("../../render/fixtures/cold-prep-report.json"))
+                .unwrap();
+        let mut section: super::Section = serde_json::from_value(r).unwrap();
+        assert!(section.rounds.is_empty());
+        assert_eq!(section.walls(), (section.serial.wall_s, section.parallel.wall_s));
+        let round = |n: u32, serial_wall_s: f64, parallel_wall_s: f64| super::rounds::Round {
+            round: n,
+            first: super::rounds::First::of(n),
+            serial_wall_s,
+            parallel_wall_s,
+            serial_cpu_s: 1.0,
+            parallel_cpu_s: 1.0,
+            speedup: serial_wall_s / parallel_wall_s,
+        };
+        section.rounds = vec![round(1, 4.0, 2.0), round(2, 6.0, 3.0), round(3, 5.0, 2.2)];
+        assert_eq!(section.walls(), (5.0, 2.2));
+    }
+
     #[test]
     fn a_parallel_phase_that_paid_for_more_than_the_work_is_flagged() {
         let (serial, mut parallel) = sides();
