@@ -412,6 +412,20 @@ mod tests {
         let w = warnings(&serial, &parallel, &[]);
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("used 2.5x the serial preparation's CPU"), "{}", w[0]);
+        // Any round's ratio counts: round 1 plain, a later round at 3x.
+        let (serial, parallel) = sides();
+        let round = |serial_cpu_s: f64, parallel_cpu_s: f64| super::rounds::Round {
+            round: 2,
+            first: super::rounds::First::Parallel,
+            serial_wall_s: 1.0,
+            parallel_wall_s: 1.0,
+            serial_cpu_s,
+            parallel_cpu_s,
+            speedup: 1.0,
+        };
+        assert!(warnings(&serial, &parallel, &[round(2.0, 3.0)]).is_empty());
+        let w = warnings(&serial, &parallel, &[round(2.0, 6.0)]);
+        assert!(w[0].contains("used 3.0x the serial preparation's CPU"), "{w:?}");
     }
 
     #[test]
