@@ -424,6 +424,7 @@ mod tests {
             speedup: 1.0,
         };
         assert!(warnings(&serial, &parallel, &[round(2.0, 3.0)]).is_empty());
+        assert!(warnings(&serial, &parallel, &[round(2.0, 4.0)]).is_empty(), "2x is the edge");
         let w = warnings(&serial, &parallel, &[round(2.0, 6.0)]);
         assert!(w[0].contains("used 3.0x the serial preparation's CPU"), "{w:?}");
     }
@@ -436,5 +437,17 @@ mod tests {
         }
         let w = warnings(&serial, &parallel, &[]);
         assert!(w.iter().any(|w| w.starts_with("start-up dominated the parallel phase")), "{w:?}");
+        // At the edge: a first series at a quarter of the worker's life is
+        // not slow, at half of it is.
+        let at = |fraction: f64| {
+            let (serial, mut parallel) = sides();
+            let walls: std::collections::BTreeMap<u32, f64> =
+                parallel.workers.iter().map(|w| (w.rank, w.wall_s)).collect();
+            for t in &mut parallel.timeline {
+                t.start_s = fraction * walls[&t.rank];
+            }
+            warnings(&serial, &parallel, &[]).iter().any(|w| w.starts_with("start-up dominated"))
+        };
+        assert!(!at(0.25) && at(0.5));
     }
 }
