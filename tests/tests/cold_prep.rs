@@ -151,6 +151,8 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     // The declaration carries the dataset fingerprint; the evidence names no series.
     let decl = json(&out.join("declaration.json"));
     assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
+    assert_eq!(decl["parameters"]["rounds"], 3);
+    assert!(decl["parameters"].get("workers_sweep").is_none(), "one count is no sweep: {decl}");
     for name in
         ["declaration.json", "environment.json", "report.json", "summary.md", "plots/cold-prep.svg"]
     {

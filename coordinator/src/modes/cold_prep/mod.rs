@@ -449,5 +449,17 @@ mod tests {
             warnings(&serial, &parallel, &[]).iter().any(|w| w.starts_with("start-up dominated"))
         };
         assert!(!at(0.25) && at(0.5));
+        // Two of the fixture's four workers slow is half, not most.
+        let (serial, mut parallel) = sides();
+        let slow: Vec<u32> = parallel.workers.iter().take(2).map(|w| w.rank).collect();
+        assert_eq!(parallel.workers.len(), 4);
+        for t in &mut parallel.timeline {
+            t.start_s = if slow.contains(&t.rank) { 1e3 } else { 0.0 };
+        }
+        assert!(warnings(&serial, &parallel, &[]).is_empty(), "2 of 4 slow is not most");
+        // And one of two: half again.
+        parallel.workers.drain(1..3);
+        assert_eq!(parallel.workers.len(), 2);
+        assert!(warnings(&serial, &parallel, &[]).is_empty(), "1 of 2 slow is not most");
     }
 }
