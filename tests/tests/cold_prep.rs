@@ -153,6 +153,19 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
     assert_eq!(decl["parameters"]["rounds"], 3);
     assert!(decl["parameters"].get("workers_sweep").is_none(), "one count is no sweep: {decl}");
+    assert!(r.get("sweep").is_none(), "one count is no sweep");
+    // Load imbalance: the busiest parallel worker's busy time over the mean.
+    let busy: Vec<f64> = r["parallel"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["busy_s"].as_f64().unwrap())
+        .collect();
+    let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+    let imbalance = busy.iter().cloned().fold(0.0, f64::max) / mean;
+    assert!((r["load_imbalance"].as_f64().unwrap() - imbalance).abs() < 1e-9, "{imbalance}");
+    let efficiency = r["speedup"].as_f64().unwrap() / 2.0;
+    assert!((r["parallel_efficiency"].as_f64().unwrap() - efficiency).abs() < 1e-12);
     for name in
         ["declaration.json", "environment.json", "report.json", "summary.md", "plots/cold-prep.svg"]
     {
