@@ -244,6 +244,19 @@ fn caches_that_differ_fail_the_run_and_name_the_process_count() {
     assert_eq!(json(&out.join("failure.json"))["reason"], "caches_differ");
     assert!(!out.join("report.json").exists());
 
+    // A later round's largest-count cache is checked too, not sealed anew.
+    let (_tmp, out, f) = planted(
+        "cache:private-feature-cache-parallel-round2",
+        &["--workers", "2", "--rounds", "2"],
+    );
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("private-feature-cache-parallel-round2 (2-process, round 2) differs"),
+        "{}",
+        f.stderr
+    );
+    assert_eq!(json(&out.join("failure.json"))["reason"], "caches_differ");
+
     // The control: the same hook aimed at a cache no phase writes changes
     // nothing, and the run succeeds with identical caches.
     let (_tmp, out, f) = planted("cache:no-such-cache", &["--workers", "2", "--rounds", "2"]);
