@@ -216,46 +216,32 @@ fn planted(
     (tmp, out, f)
 }
 
-#[test]
-fn caches_that_differ_fail_the_run_and_name_the_process_count() {
-    // One value of one series in the 2-process cache: round 1's comparison.
+/// A run with one value changed in `cache` fails with `caches_differ`, writes
+/// no report, and its console line says `says`.
+fn fails_as_differing(cache: &str, rounds: &str, says: &str) -> harness::Finished {
     let (_tmp, out, f) =
-        planted("cache:private-feature-cache-parallel", &["--workers", "2", "--rounds", "1"]);
+        planted(&format!("cache:{cache}"), &["--workers", "2", "--rounds", rounds]);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(
-        f.stderr.contains("the 1-process and 2-process caches differ"),
-        "the console names the count: {}",
-        f.stderr
-    );
+    assert!(f.stderr.contains(says), "the console says {says:?}: {}", f.stderr);
     assert!(!out.join("report.json").exists(), "a run whose caches differ has no report");
     let failure = json(&out.join("failure.json"));
     assert_eq!(failure["reason"], "caches_differ", "{failure}");
+    f
+}
+
+#[test]
+fn caches_that_differ_fail_the_run_and_name_the_process_count() {
+    // One value of one series in the 2-process cache: round 1's comparison.
+    let parallel = "private-feature-cache-parallel";
+    let f = fails_as_differing(parallel, "1", "the 1-process and 2-process caches differ");
     f.assert_no_worker_left();
-
     // A later round's serial cache against round 1's.
-    let (_tmp, out, f) =
-        planted("cache:private-feature-cache-round2", &["--workers", "2", "--rounds", "2"]);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(
-        f.stderr.contains("private-feature-cache-round2 (1-process, round 2) differs"),
-        "{}",
-        f.stderr
-    );
-    assert_eq!(json(&out.join("failure.json"))["reason"], "caches_differ");
-    assert!(!out.join("report.json").exists());
-
+    let serial2 = "private-feature-cache-round2";
+    fails_as_differing(serial2, "2", "private-feature-cache-round2 (1-process, round 2) differs");
     // A later round's largest-count cache is checked too, not sealed anew.
-    let (_tmp, out, f) = planted(
-        "cache:private-feature-cache-parallel-round2",
-        &["--workers", "2", "--rounds", "2"],
-    );
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    assert!(
-        f.stderr.contains("private-feature-cache-parallel-round2 (2-process, round 2) differs"),
-        "{}",
-        f.stderr
-    );
-    assert_eq!(json(&out.join("failure.json"))["reason"], "caches_differ");
+    let parallel2 = "private-feature-cache-parallel-round2";
+    let says = "private-feature-cache-parallel-round2 (2-process, round 2) differs";
+    fails_as_differing(parallel2, "2", says);
 
     // The control: the same hook aimed at a cache no phase writes changes
     // nothing, and the run succeeds with identical caches.
