@@ -33,9 +33,9 @@ TESTS=stagebench-tests
 # (';'-separated). A group's cargo test args choose its test targets.
 groups() {
   cat <<EOF
-stats|coordinator/src/stats.rs|$COORD|--lib
+stats|coordinator/src/stats/*.rs|$COORD|--lib
 compare|coordinator/src/compare/*.rs|$COORD $TESTS|--lib;--test=compare
-spans|coordinator/src/campaign/spans.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
+spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
 runner|coordinator/src/campaign/runner.rs|$TESTS|--test=campaign;--test=pipelines
 cold-prep|coordinator/src/modes/cold_prep/*.rs|$COORD $TESTS|--lib;--test=cold_prep
 verify|coordinator/src/verify.rs|$COORD $TESTS|--lib;--test=verify

@@ -15,7 +15,7 @@ use std::time::Duration;
     version,
     about = "Profile a pipeline stage by stage, each stage in a fresh isolated worker process, with hash-bound evidence",
     args_conflicts_with_subcommands = true,
-    after_help = "Exit codes: 0 success, 1 run failed (failure.json says why), 2 bad usage or input, \
+    after_help = "Exit codes: 0 success, 1 run failed (failure.json says why; for doctor, a warning applies), 2 bad usage or input, \
                   3 verification failed, 4 compare found a regression, 128+N interrupted by signal N.\n\
                   Set STAGEBENCH_LOG=debug to see worker spawns, pids and handshakes on stderr."
 )]

@@ -4,6 +4,8 @@
 //! mapped to its exit code by `Error::exit_code`, nowhere else.
 
 mod args;
+#[cfg(test)]
+mod docs_tests;
 mod print;
 mod resolve;
 
