@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
-"""Fails when any crate of the workspace has a cycle between its top-level modules.
+"""Fails when any crate of the workspace has a cycle between sibling modules, at any depth.
 
-A module may use the floors below it, never above (ARCHITECTURE.md). This reads
-every `crate::NAME` path (including `use crate::{a, b::c}` groups) and every
-`super::` path that climbs to the crate root, in every file under each member's
-src/, as an edge from the file's top-level module to NAME. Strings, comments
-and character literals are removed first; `super::` inside an inline `mod` is
-resolved against that inline module. Binaries under src/bin/ are crate roots of
-their own and are skipped, as are lib.rs and main.rs (the root sits above all).
+A module may use the floors below it, never above (ARCHITECTURE.md), and that holds
+inside every module as at the crate root. This reads every `crate::`, `super::` and
+`self::` path (with `{a, b::c}` groups expanded) in every file under each member's
+src/ and resolves it to an absolute module path. A file in child X of module P that
+names a path through child Y of P is an edge X -> Y among P's children; a module's
+use of its own descendants, or of an ancestor's own items, is none. Each parent's
+children must have no cycle. Strings, comments and character literals are removed
+first; a path inside an inline `mod` is resolved against that inline module.
+Binaries under src/bin/ are crate roots of their own and are skipped.
 
 Usage: scripts/check-floors.py [WORKSPACE_DIR]   (default: this checkout)
        scripts/check-floors.py --self-test        (proves the check can fail)
@@ -28,8 +30,7 @@ STRIP = re.compile(
     r"|b?'(?:\\.|\\u\{[0-9a-fA-F]+\}|[^'\\])'",  # char literals (not lifetimes)
     re.S,
 )
-TOKEN = re.compile(r'\bmod\s+([a-z_][a-z0-9_]*)\s*\{|\{|\}|\bcrate::|(?:\bsuper::)+')
-IDENT = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)')
+TOKEN = re.compile(r'\bmod\s+([a-z_][a-z0-9_]*)\s*\{|\{|\}|\bcrate::|\bself::|(?:\bsuper::)+')
 
 
 def blank(m):
@@ -37,61 +38,76 @@ def blank(m):
     return '\n' * m.group(0).count('\n')
 
 
-def group_heads(text, start):
-    """The first identifier of each item in a `{a, b::c, d::{e}}` group at `start`."""
-    depth, i, heads, expect = 0, start, [], True
+def group_item_starts(text, start):
+    """Where each item of the `{a, b::c, d::{e}}` group opening at `start` begins."""
+    depth, i, starts = 0, start, []
     while i < len(text):
         c = text[i]
         if c == '{':
             depth += 1
-            expect = depth == 1
+            if depth == 1:
+                starts.append(i + 1)
         elif c == '}':
             depth -= 1
             if depth == 0:
                 break
         elif c == ',' and depth == 1:
-            expect = True
-        elif expect and depth == 1:
-            m = IDENT.match(text, i)
-            if m:
-                heads.append(m.group(1))
-                i = m.end()
-                expect = False
-                continue
+            starts.append(i + 1)
         i += 1
-    return heads
+    return starts
 
 
-def targets_after(text, pos):
-    """The module names a path continuing at `pos` starts with."""
-    rest = text[pos:]
-    stripped = rest.lstrip()
-    if stripped.startswith('{'):
-        return group_heads(text, pos + len(rest) - len(stripped))
-    m = IDENT.match(rest)
-    return [m.group(1)] if m else []
+SEGMENT = re.compile(r'\s*([A-Za-z_][A-Za-z0-9_]*)(\s*::)?')
+
+
+def paths_after(text, pos, prefix=()):
+    """Every path a path continuing at `pos` names, as tuples of segments, with
+    `{…}` groups expanded (`a::{b, c::d}` is (a, b) and (a, c, d)); a trailing
+    `self` is dropped."""
+    segs = list(prefix)
+    i = pos
+    while True:
+        while i < len(text) and text[i].isspace():
+            i += 1
+        if text.startswith('{', i):
+            out = []
+            for item in group_item_starts(text, i):
+                out.extend(paths_after(text, item, segs))
+            return out or [tuple(segs)]
+        m = SEGMENT.match(text, i)
+        if not m:
+            return [tuple(segs)]
+        if m.group(1) != 'self':
+            segs.append(m.group(1))
+        i = m.end()
+        if not m.group(2):
+            return [tuple(segs)]
 
 
 def file_module_path(rel):
     parts = rel[:-3].split(os.sep)
-    if parts[-1] == 'mod':
+    if parts[-1] in ('mod', 'lib', 'main') and len(parts) == 1 or parts[-1] == 'mod':
         parts = parts[:-1]
-    return parts
+    return tuple(parts)
 
 
-def edges_of_file(path, rel):
-    """(target, line) for every reference to a top-level module in one file."""
+def references_of_file(path, rel):
+    """(module path of the place, absolute path it names, line) for every
+    `crate::`, `super::` and `self::` path in one file, and every inline
+    module it declares."""
     text = STRIP.sub(blank, open(path, encoding='utf-8').read())
     base = file_module_path(rel)
     inline = []  # (name, brace depth at which it opened)
     depth = 0
-    out = []
+    refs, mods = [], []
     for m in TOKEN.finditer(text):
         tok = m.group(0)
         line = text.count('\n', 0, m.start()) + 1
+        here = base + tuple(name for name, _ in inline)
         if m.group(1):
             depth += 1
             inline.append((m.group(1), depth))
+            mods.append(here + (m.group(1),))
         elif tok == '{':
             depth += 1
         elif tok == '}':
@@ -99,35 +115,52 @@ def edges_of_file(path, rel):
                 inline.pop()
             depth -= 1
         elif tok == 'crate::':
-            out.extend((t, line) for t in targets_after(text, m.end()))
+            refs.extend((here, p, line) for p in paths_after(text, m.end()))
+        elif tok == 'self::':
+            refs.extend((here, here + p, line) for p in paths_after(text, m.end()))
         else:
             climbs = tok.count('super::')
-            here = base + [name for name, _ in inline]
-            if climbs == len(here):
-                out.extend((t, line) for t in targets_after(text, m.end()))
-            elif climbs < len(here) and climbs == len(here) - 1 and len(here) >= 1:
-                pass  # a sibling inside the same top-level module
-    return out
+            if climbs <= len(here):
+                up = here[:len(here) - climbs]
+                refs.extend((here, up + p, line) for p in paths_after(text, m.end()))
+    return refs, mods
 
 
-def module_graph(src):
-    """{from: {to: 'file:line'}} between the top-level modules of one crate."""
-    graph = {}
+def sibling_graphs(src):
+    """{parent: {from: {to: 'file:line'}}}: for every module (the crate root
+    is ()), the uses between its child modules. A file in child X's subtree
+    naming a path through child Y is an edge X -> Y; a use of the parent's own
+    items, or of a module's own descendants, is none."""
+    modules, refs = set(), []
     for dirpath, dirnames, filenames in os.walk(src):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if not (dirpath == src and d == 'bin'))
         for name in sorted(filenames):
             if not name.endswith('.rs'):
                 continue
             path = os.path.join(dirpath, name)
             rel = os.path.relpath(path, src)
-            top = rel.split(os.sep)[0]
-            if top in ('lib.rs', 'main.rs', 'bin'):
-                continue
-            top = top[:-3] if top.endswith('.rs') else top
-            for target, line in edges_of_file(path, rel):
-                if target != top and target[:1].islower():
-                    graph.setdefault(top, {}).setdefault(target, f'{rel}:{line}')
-    return graph
+            module = file_module_path(rel)
+            modules.add(module)
+            r, m = references_of_file(path, rel)
+            modules.update(m)
+            refs.extend((here, target, f'{rel}:{line}') for here, target, line in r)
+    graphs = {}
+    for here, target, where in refs:
+        k = 0
+        while k < len(here) and k < len(target) and here[k] == target[k]:
+            k += 1
+        if k == len(here) or k == len(target):
+            continue  # its own descendant, or an ancestor's items
+        parent = here[:k]
+        if parent + (target[k],) not in modules:
+            continue  # an item of the parent, not a module
+        graphs.setdefault(parent, {}).setdefault(here[k], {}).setdefault(target[k], where)
+    return graphs
+
+
+def module_graph(src):
+    """{from: {to: 'file:line'}} between the top-level modules of one crate."""
+    return sibling_graphs(src).get((), {})
 
 
 def cycles(graph):
@@ -202,13 +235,17 @@ def check(workspace):
                 print(f'{member}: modules use a floor listed after their own in the crate root:')
                 for a, b, w in upward:
                     print(f'  {a} -> {b}  ({member}/src/{w})')
-        for comp in cycles(graph):
-            bad += 1
-            print(f'{member}: the modules {", ".join(comp)} form a cycle:')
-            for a in comp:
-                for b, where in sorted(graph.get(a, {}).items()):
-                    if b in comp:
-                        print(f'  {a} -> {b}  ({member}/src/{where})')
+        graphs = sibling_graphs(src)
+        for parent in sorted(graphs):
+            sub = graphs[parent]
+            inside = f' inside {"::".join(parent)}' if parent else ''
+            for comp in cycles(sub):
+                bad += 1
+                print(f'{member}: the modules {", ".join(comp)}{inside} form a cycle:')
+                for a in comp:
+                    for b, where in sorted(sub.get(a, {}).items()):
+                        if b in comp:
+                            print(f'  {a} -> {b}  ({member}/src/{where})')
     return bad
 
 
@@ -226,7 +263,33 @@ def self_test():
         'inline test module super': ({'a/mod.rs': 'mod tests { use super::helper; }',
                                       'helper.rs': 'use crate::a::x;'}, 0),
     }
+    # Cycles below the root: the number found over every parent's children.
     failures = 0
+    nested = {
+        'siblings by super': ({'c/mod.rs': 'mod plot; mod summary;', 'c/plot.rs': 'use super::summary::f;',
+                               'c/summary.rs': 'use super::plot::g;'}, 1),
+        'siblings by crate path and group': (
+            {'c/mod.rs': '', 'c/plot.rs': 'use crate::c::{summary::f, other};',
+             'c/summary.rs': 'fn g() { crate::c::plot::h() }', 'c/other.rs': ''}, 1),
+        'two deep, by self from the parent': (
+            {'c/mod.rs': '', 'c/d/mod.rs': 'use self::x::f;', 'c/d/x.rs': 'use super::y::g;',
+             'c/d/y.rs': 'use crate::c::d::x::f;'}, 1),
+        'the parent\'s own items are no edge': (
+            {'c/mod.rs': 'pub fn shared() {}', 'c/plot.rs': 'use super::shared;', 'c/summary.rs': 'use super::plot::g; use super::shared;'}, 0),
+        'a child using its own child': ({'c/mod.rs': '', 'c/plot/mod.rs': 'use self::axis::f;', 'c/plot/axis.rs': 'use super::super::summary::g;',
+                                         'c/summary.rs': ''}, 0),
+    }
+    for name, (files, want) in nested.items():
+        with tempfile.TemporaryDirectory() as ws:
+            for rel, text in files.items():
+                path = os.path.join(ws, rel)
+                os.makedirs(os.path.dirname(path), exist_ok=True)
+                with open(path, 'w') as f:
+                    f.write(text)
+            got = sum(len(cycles(g)) for g in sibling_graphs(ws).values())
+            if got != want:
+                print(f'self-test {name}: found {got} cycle(s) below the root, expected {want}')
+                failures += 1
     for name, (files, want) in cases.items():
         with tempfile.TemporaryDirectory() as ws:
             with open(os.path.join(ws, 'Cargo.toml'), 'w') as f:
@@ -257,7 +320,7 @@ def self_test():
             if got != want:
                 print(f'self-test floor order {listing!r}: {got} failing crate(s), expected {want}')
                 failures += 1
-    total = len(cases) + 2
+    total = len(cases) + len(nested) + 2
     print(f'{total - failures} passed, {failures} failed')
     return failures
 
@@ -266,9 +329,10 @@ def main(argv):
     if argv[1:] == ['--self-test']:
         return 1 if self_test() else 0
     if len(argv) == 3 and argv[1] == '--edges':
-        graph = module_graph(os.path.join(argv[2], 'src'))
-        for a in sorted(graph):
-            print(f'{a} -> {", ".join(sorted(graph[a]))}')
+        for parent, graph in sorted(sibling_graphs(os.path.join(argv[2], 'src')).items()):
+            print(f'in {"::".join(parent) or "the crate root"}:')
+            for a in sorted(graph):
+                print(f'  {a} -> {", ".join(sorted(graph[a]))}')
         return 0
     if len(argv) > 2 or (len(argv) == 2 and argv[1].startswith('-')):
         print(__doc__.strip().splitlines()[0])
@@ -279,7 +343,7 @@ def main(argv):
     if bad:
         print(f'{bad} crate(s) with a cycle or a module above its floor; see ARCHITECTURE.md for the floors')
         return 1
-    print(f'no cycle between the top-level modules of {len(members(workspace))} crates')
+    print(f'no cycle between sibling modules, at any depth, in {len(members(workspace))} crates')
     return 0
 
 

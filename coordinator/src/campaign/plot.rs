@@ -4,14 +4,13 @@
 
 use super::report::{COMPONENTS, CampaignReport, StepReport, component_total, label};
 use super::spans::{outside, span_totals};
-use super::summary::stage_keys;
 use crate::chart::*;
 use crate::fmt::duration;
 use plotters::prelude::*;
 
 /// The plot's SVG and PNG bytes.
 pub(crate) fn svg_and_png(r: &CampaignReport) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
-    let rows = stage_keys(r).len().max(r.steps.len()) + 2;
+    let rows = r.stage_keys().len().max(r.steps.len()) + 2;
     crate::chart::svg_and_png(rows, |root| draw(root, r))
 }
 
@@ -81,7 +80,7 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     let body = root.margin(30, 0, 0, 0);
     let (left, right) = body.split_horizontally(WIDTH as i32 / 2);
     // Left: cold against the first resume (load policy first) per stage.
-    let keys = stage_keys(r);
+    let keys = r.stage_keys();
     let cold = r.steps.iter().find(|s| s.kind == "cold");
     let resume = r
         .steps

@@ -39,6 +39,19 @@ pub(crate) struct CampaignReport {
     pub(crate) artifacts: Vec<ArtifactRecord>,
 }
 
+impl CampaignReport {
+    /// The stage keys of the report's steps, in run order.
+    pub(crate) fn stage_keys(&self) -> Vec<String> {
+        let mut keys: Vec<(usize, String)> = self
+            .steps
+            .first()
+            .map(|s| s.median.iter().map(|(k, p)| (p.order, k.clone())).collect())
+            .unwrap_or_default();
+        keys.sort();
+        keys.into_iter().map(|(_, k)| k).collect()
+    }
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct StepReport {
     pub(crate) name: String,

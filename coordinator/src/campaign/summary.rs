@@ -25,17 +25,6 @@ pub(crate) fn write_all(
     crate::render::write_files(dir, derived(r)?)
 }
 
-/// The stage keys of a report's steps, in run order.
-pub(crate) fn stage_keys(r: &CampaignReport) -> Vec<String> {
-    let mut keys: Vec<(usize, String)> = r
-        .steps
-        .first()
-        .map(|s| s.median.iter().map(|(k, p)| (p.order, k.clone())).collect())
-        .unwrap_or_default();
-    keys.sort();
-    keys.into_iter().map(|(_, k)| k).collect()
-}
-
 /// A pipeline's spans per stage, each step's median against the cold
 /// step's, with its share of the step.
 fn spans_table(s: &mut String, r: &CampaignReport, keys: &[String]) {
@@ -118,7 +107,7 @@ fn markdown(r: &CampaignReport) -> String {
     for line in &r.judgment {
         let _ = writeln!(s, "- {line}");
     }
-    let keys = stage_keys(r);
+    let keys = r.stage_keys();
     let _ = writeln!(s, "\n## Per stage (median of trials, process start-up included)\n");
     let _ = write!(s, "| stage |");
     for step in &r.steps {
