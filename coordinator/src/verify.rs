@@ -1,4 +1,6 @@
-//! `coordinator verify DIR`: recompute every binding and artifact hash.
+//! `coordinator verify DIR`: recompute every binding and artifact hash. It
+//! only reads: redrawing what a report derives is `render`'s, which `cli`
+//! calls on a report [`checked_report`] hands back.
 
 use crate::modes::Report;
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
@@ -291,27 +293,24 @@ fn list_files(dir: &Path, rel: &Path, out: &mut Vec<std::path::PathBuf>) -> std:
     Ok(())
 }
 
-/// `coordinator render`: checks every binding but the derived files, then
-/// redraws summary.md and the plots from report.json.
-/// A campaign's summary and plot are redrawn the same way (it has no exports: None).
-pub fn render(dir: &Path) -> Result<Vec<std::path::PathBuf>, String> {
-    render_report(dir).map(|(_, paths)| paths)
+/// A report whose every binding holds except, perhaps, its derived files
+/// (summary.md, plots): what `coordinator render` may redraw from.
+pub(crate) enum Checked {
+    Run(Box<Report>),
+    Campaign(Box<crate::campaign::report::CampaignReport>),
 }
 
-/// [`render`], also handing back a run's parsed report (None for a
-/// campaign), for the exports `coordinator render` may write.
-pub(crate) fn render_report(
-    dir: &Path,
-) -> Result<(Option<Report>, Vec<std::path::PathBuf>), String> {
+/// Checks every binding of a run or campaign directory but its derived
+/// files, and hands back the parsed report; the error names the first thing
+/// that differs. Nothing is written.
+pub(crate) fn checked_report(dir: &Path) -> Result<Checked, String> {
     let (value, _) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
-        let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
-            .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
-        let files = crate::campaign::summary::write_all(dir, &parsed).map_err(|e| e.to_string())?;
-        return Ok((None, files.into_iter().map(|f| dir.join(f.path)).collect()));
+        return serde_json::from_value(value)
+            .map(|c| Checked::Campaign(Box::new(c)))
+            .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"));
     }
-    let parsed: Report = serde_json::from_value(value)
-        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    let files = crate::render::write_all(dir, &parsed).map_err(|e| e.to_string())?;
-    Ok((Some(parsed), files.into_iter().map(|f| dir.join(f.path)).collect()))
+    serde_json::from_value(value)
+        .map(|r| Checked::Run(Box::new(r)))
+        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))
 }

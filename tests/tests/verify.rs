@@ -82,7 +82,10 @@ fn any_changed_byte_of_the_summary_is_caught_and_render_restores_it() {
     let original = std::fs::read(out.join("summary.md")).unwrap();
     std::fs::write(out.join("summary.md"), b"# edited by hand\n").unwrap();
     assert!(verify(&out).unwrap_err().contains("summary.md differs"));
-    coordinator::verify::render(&out).unwrap();
+    let mut c = harness::coordinator();
+    c.arg("render").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
     assert_eq!(
         std::fs::read(out.join("summary.md")).unwrap(),
         original,

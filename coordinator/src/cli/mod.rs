@@ -76,7 +76,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
         Some(Command::Render { dir, export }) => {
             let exports = export.exports();
             exports.check()?;
-            let (report, paths) = crate::verify::render_report(&dir).map_err(|e| {
+            let (report, paths) = redraw(&dir).map_err(|e| {
                 Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
             })?;
             for path in paths {
@@ -172,4 +172,21 @@ fn init_logging() {
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .without_time()
         .try_init();
+}
+
+/// `coordinator render`: every binding but the derived files checked, then
+/// summary.md and the plots redrawn from report.json; a run's parsed report
+/// comes back for the exports (a campaign has none).
+fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::PathBuf>), String> {
+    use crate::verify::Checked;
+    let (report, files) = match crate::verify::checked_report(dir)? {
+        Checked::Run(r) => {
+            let files = crate::render::write_all(dir, &r).map_err(|e| e.to_string())?;
+            (Some(*r), files)
+        }
+        Checked::Campaign(c) => {
+            (None, crate::campaign::summary::write_all(dir, &c).map_err(|e| e.to_string())?)
+        }
+    };
+    Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))
 }
