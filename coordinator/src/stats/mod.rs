@@ -150,6 +150,19 @@ mod tests {
         assert!(distribution(&[]).median.is_nan());
     }
 
+    /// The ends of the quantile: q = 0 and q = 1 are the smallest and largest
+    /// values exactly (q = 1 has no value above it to interpolate towards), and
+    /// q outside [0, 1] is clamped to them.
+    #[test]
+    fn quantiles_at_the_ends_are_the_extremes() {
+        let v = [1.0, 2.0, 4.0];
+        assert_eq!(quantile_sorted(&v, 0.0), 1.0);
+        assert_eq!(quantile_sorted(&v, 1.0), 4.0);
+        assert_eq!(quantile_sorted(&v, 1.5), 4.0);
+        assert_eq!(quantile_sorted(&v, -0.5), 1.0);
+        assert_eq!(quantile_sorted(&v, 0.75), 3.0);
+    }
+
     /// Hand-computed: 2, 4, 4, 4, 5, 5, 7, 9 has mean 5, sample variance
     /// 32/7, median 4.5, absolute deviations 2.5 .5 .5 .5 .5 .5 2.5 4.5 → MAD 0.5.
     #[test]
