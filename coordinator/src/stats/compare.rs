@@ -156,6 +156,14 @@ mod compare_tests {
         (0..n).map(|_| center * (1.0 + 0.02 * rng.normal())).collect()
     }
 
+    /// With an empty side there is no test: NaN, never a p-value that a
+    /// verdict could read as "no difference".
+    #[test]
+    fn an_empty_side_gives_no_p_value() {
+        assert!(mann_whitney_p(&[1.0, 2.0], &[]).is_nan());
+        assert!(mann_whitney_p(&[], &[1.0, 2.0]).is_nan());
+    }
+
     /// Hand-computed: a = 1 2 3, b = 4 5: U_a = 0, mean 3, var 3·2/12·6 = 3;
     /// z = (3 − 0.5)/√3 = 1.443, p = 0.149.
     #[test]

@@ -259,6 +259,29 @@ mod tests {
         assert!(s.median.abs() < 0.1);
     }
 
+    /// Tukey's fences at their edges: Q1 = 4 and Q3 = 6 give fences 1 and 9.
+    /// A value on a fence is in; only the values beyond (0.5 and 9.5, at
+    /// indices 1 and 8 in trial order) are outliers.
+    #[test]
+    fn values_on_tukeys_fences_are_in_and_beyond_them_out() {
+        let s = summarize(&[1.0, 0.5, 4.0, 4.0, 5.0, 6.0, 6.0, 9.0, 9.5], 1);
+        assert_eq!(s.outliers, vec![1, 8]);
+    }
+
+    /// The formula scales with the mean: the same relative noise at a mean of
+    /// 200 needs as many trials as at 100. Too few samples, no noise estimate
+    /// or no difference to resolve give None, never a count.
+    #[test]
+    fn trials_to_resolve_scales_and_refuses_what_it_cannot_say() {
+        let s = summarize(&[200.0, 220.0, 180.0, 210.0, 190.0], 1);
+        // σ = 15.811, δ = 2: 2 · 7.849 · 62.5 = 981.1 → 982.
+        assert_eq!(trials_to_resolve(&s, 0.01), Some(982));
+        assert_eq!(trials_to_resolve(&s, 0.0), None);
+        assert_eq!(trials_to_resolve(&summarize(&[100.0], 1), 0.01), None);
+        assert_eq!(trials_to_resolve(&summarize(&[], 1), 0.01), None);
+        assert!(trials_to_resolve(&summarize(&[100.0, 101.0], 1), 0.01).is_some());
+    }
+
     #[test]
     fn trials_needed_grow_with_noise() {
         let quiet = summarize(&[100.0, 100.5, 99.5, 100.2, 99.8], 1);
