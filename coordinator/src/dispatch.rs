@@ -1,17 +1,20 @@
 //! Decides what runs where: `workers` slots, each launching fresh worker
-//! processes while planned jobs remain. A process takes jobs from the shared
+//! processes while planned jobs remain. A process takes jobs from the dispatcher's
 //! queue until it has done `jobs_per_process` of them (1 under
 //! `--isolation stage`), so the first free worker always gets the next job.
 //!
-//! The dispatcher shares no state with the supervisors beyond the job queue,
-//! the cancellation token and the event channel. The first failure cancels
-//! every other worker (fail fast); a signal does the same.
+//! The dispatcher alone owns the job queue: supervisors ask it for the next
+//! job and tell it of each finished one over a channel ([`Ask`]), and it
+//! applies the phase's [`AfterJob`] itself. Beyond that channel they share
+//! only read-only settings, the cancellation token and the event channel.
+//! The first failure cancels every other worker (fail fast); a signal does
+//! the same.
 
 use crate::events::Event;
 use crate::gate::{Connection, Gate};
 use crate::launch::Launcher;
 use crate::process::WorkerProcess;
-use crate::supervisor::{Job, Shared, WorkerEnd, WorkerOutcome, supervise};
+use crate::supervisor::{Ask, Job, JobResult, Shared, WorkerEnd, WorkerOutcome, supervise};
 use protocol::WorkerId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -20,10 +23,15 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+/// Run by the dispatcher when a job succeeded, before it hands out another:
+/// may complete the jobs still queued (e.g. with the hashes of artifacts the
+/// finished job wrote).
+pub(crate) type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
+
 pub(crate) struct DispatchConfig {
     pub(crate) workers: u32,
     pub(crate) jobs_per_process: usize,
-    pub(crate) after_job: Option<crate::supervisor::AfterJob>,
+    pub(crate) after_job: Option<AfterJob>,
     pub(crate) connect_timeout: Duration,
     pub(crate) stage_timeout: Option<Duration>,
     pub(crate) grace: Duration,
@@ -56,9 +64,10 @@ pub(crate) async fn dispatch(
 ) -> DispatchOutcome {
     let started = Instant::now();
     let jobs_count = jobs.len();
+    let (asks, asked) = mpsc::unbounded_channel();
+    let queue = tokio::spawn(own_queue(VecDeque::from(jobs), cfg.after_job, asked));
     let shared = Arc::new(Shared {
-        queue: Mutex::new(VecDeque::from(jobs)),
-        after_job: cfg.after_job,
+        asks,
         cancel,
         events,
         connect_timeout: cfg.connect_timeout,
@@ -104,7 +113,7 @@ pub(crate) async fn dispatch(
             let (slot, launcher, next_rank) = (slot.clone(), launcher.clone(), next_rank.clone());
             slots.spawn(async move {
                 let mut outcomes = Vec::new();
-                while slot.shared.has_work() && !slot.shared.cancel.is_cancelled() {
+                while !slot.shared.cancel.is_cancelled() && slot.shared.has_work().await {
                     let rank = WorkerId(next_rank.fetch_add(1, Ordering::Relaxed));
                     let conn = slot.gate.expect(rank);
                     let proc = match launcher.launch(rank, 1) {
@@ -147,7 +156,35 @@ pub(crate) async fn dispatch(
     outcomes.sort_by_key(|o| o.rank);
     let first_failure = lock(&slot.first_failure).take();
     let launch_error = lock(&slot.launch_error).take();
-    DispatchOutcome { outcomes, first_failure, launch_error, started, wall: started.elapsed() }
+    let wall = started.elapsed();
+    // The last sender goes with the slot; the queue's owner then ends.
+    drop((slot, shared));
+    let _ = queue.await;
+    DispatchOutcome { outcomes, first_failure, launch_error, started, wall }
+}
+
+/// The phase's job queue, owned here alone: answers each supervisor's ask in
+/// the order asked, until every supervisor is gone.
+async fn own_queue(
+    mut queue: VecDeque<Job>,
+    after_job: Option<AfterJob>,
+    mut asks: mpsc::UnboundedReceiver<Ask>,
+) {
+    while let Some(ask) = asks.recv().await {
+        match ask {
+            Ask::Done(result) => {
+                if let Some(after) = after_job {
+                    after(&result, &mut queue);
+                }
+            }
+            Ask::Next(reply) => {
+                let _ = reply.send(queue.pop_front());
+            }
+            Ask::HasWork(reply) => {
+                let _ = reply.send(!queue.is_empty());
+            }
+        }
+    }
 }
 
 /// What every worker slot of a phase shares.

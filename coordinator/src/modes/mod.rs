@@ -88,7 +88,7 @@ impl ModePlan {
     /// Resolves the mode's inputs (a dataset, where it reads one) and plans
     /// its phases; an error is bad usage or input, found before the run
     /// directory exists.
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         match self {
             ModePlan::Diagnostic(p) => Ok(p.prepare(settings)),
             ModePlan::ColdPrep(p) => cold_prep::prepare(settings, p),
@@ -137,8 +137,8 @@ pub(crate) struct Phase {
     /// the next phase's workers check their reads against.
     pub(crate) after: Option<AfterPhase>,
     /// Run after each job of the phase that succeeded, before its worker
-    /// takes the next (see [`crate::supervisor::AfterJob`]).
-    pub(crate) after_job: Option<crate::supervisor::AfterJob>,
+    /// takes the next (see [`crate::dispatch::AfterJob`]).
+    pub(crate) after_job: Option<crate::dispatch::AfterJob>,
 }
 
 impl Phase {
@@ -176,7 +176,7 @@ pub(crate) fn hand_on_artifacts(
     Ok(())
 }
 
-/// An [`AfterJob`](crate::supervisor::AfterJob) step: `hand_on` to the
+/// An [`AfterJob`](crate::dispatch::AfterJob) step: `hand_on` to the
 /// jobs still queued in the same phase (one process running them in turn).
 pub(crate) fn hand_on_queued(done: &JobResult, queued: &mut std::collections::VecDeque<Job>) {
     hand_on(done, queued.iter_mut());

@@ -16,23 +16,33 @@
 
 mod outcome;
 
-pub(crate) use outcome::{AfterJob, Job, JobResult, WorkerEnd, WorkerOutcome};
+pub(crate) use outcome::{Job, JobResult, WorkerEnd, WorkerOutcome};
 
 use crate::events::Event;
 use crate::gate::{self, Connection};
 use crate::process::{ExitKind, ProcessExit, WorkerProcess};
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, KillPoint, Stage, ToWorker};
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-/// State shared by all supervisors of one run.
+/// What a supervisor asks of the dispatcher, which alone owns the job queue.
+/// One channel carries every ask, so a worker's `Done` is applied before its
+/// next `Next` is answered.
+pub(crate) enum Ask {
+    /// A job of this worker succeeded: the dispatcher may hand what it left
+    /// (the artifacts it reported) to the jobs still queued.
+    Done(Box<JobResult>),
+    /// The next job, or None when none is left.
+    Next(oneshot::Sender<Option<Job>>),
+    /// Whether any job is left (a slot starts another process only then).
+    HasWork(oneshot::Sender<bool>),
+}
+
+/// What every supervisor of one phase reads; nothing in it is mutated by them.
 pub(crate) struct Shared {
-    pub(crate) queue: Mutex<VecDeque<Job>>,
-    pub(crate) after_job: Option<AfterJob>,
+    pub(crate) asks: mpsc::UnboundedSender<Ask>,
     pub(crate) cancel: CancellationToken,
     pub(crate) events: mpsc::UnboundedSender<Event>,
     pub(crate) connect_timeout: Duration,
@@ -44,17 +54,20 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    /// The job queue, locked (a panicked holder does not poison it for the rest).
-    fn queue(&self) -> std::sync::MutexGuard<'_, VecDeque<Job>> {
-        self.queue.lock().unwrap_or_else(|e| e.into_inner())
+    /// The dispatcher's next job for this worker; None when none is left
+    /// (or the dispatcher is gone).
+    pub(crate) async fn next_job(&self) -> Option<Job> {
+        let (reply, answer) = oneshot::channel();
+        self.asks.send(Ask::Next(reply)).ok()?;
+        answer.await.ok().flatten()
     }
 
-    pub(crate) fn next_job(&self) -> Option<Job> {
-        self.queue().pop_front()
-    }
-
-    pub(crate) fn has_work(&self) -> bool {
-        !self.queue().is_empty()
+    pub(crate) async fn has_work(&self) -> bool {
+        let (reply, answer) = oneshot::channel();
+        if self.asks.send(Ask::HasWork(reply)).is_err() {
+            return false;
+        }
+        answer.await.unwrap_or(false)
     }
 }
 
@@ -115,7 +128,7 @@ pub(crate) async fn supervise(
             failure = Some(WorkerEnd::Cancelled);
             break;
         }
-        let Some(job) = shared.next_job() else { break };
+        let Some(job) = shared.next_job().await else { break };
         tracing::debug!(rank = rank.0, pid = proc.pid, key = %job.key, "stage started");
         let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
         match run_job(&proc, &mut writer, &mut incoming, shared, &job).await {
@@ -125,9 +138,7 @@ pub(crate) async fn supervise(
                     key: job.key.clone(),
                     measurement: result.measurement.clone(),
                 });
-                if let Some(after) = shared.after_job {
-                    after(&result, &mut shared.queue());
-                }
+                let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
                 jobs.push(result);
             }
             Err(end) => {

@@ -4,7 +4,6 @@
 
 use crate::process::{ExitKind, ProcessExit};
 use protocol::{JobId, Measurement, Stage, WorkerId};
-use std::collections::VecDeque;
 use std::time::Duration;
 
 /// One unit of planned work.
@@ -152,8 +151,3 @@ pub(crate) struct WorkerOutcome {
     pub(crate) launched: std::time::Instant,
     pub(crate) connected: Option<std::time::Instant>,
 }
-
-/// Run by a worker's supervisor when one of its jobs succeeded, before it
-/// takes the next: may complete the jobs still queued (e.g. with the hashes
-/// of artifacts the finished job wrote).
-pub(crate) type AfterJob = fn(&JobResult, &mut VecDeque<Job>);
