@@ -7,8 +7,16 @@
 //! 6 samples a side, else the ranges' far ends and their coverage), a Mann–Whitney
 //! rank test (unequal trial counts are fine), and a verdict. A row regressed
 //! when B is significantly slower and its ratio exceeds 1 + threshold.
+//!
+//! Here the computing; `text` renders a comparison for a person, `files`
+//! writes `--output DIR`, `plot` draws the forest plot.
 
+mod files;
 mod plot;
+mod text;
+
+pub(crate) use files::{OUTPUT_FILES, write_output};
+pub(crate) use text::render;
 
 use crate::modes::cold_prep::rounds;
 use crate::stats::{self, Verdict};
@@ -59,12 +67,19 @@ pub(crate) enum CompareError {
     /// a gate must not pass on nothing.
     #[error("nothing was compared: {0}")]
     Nothing(String),
+    /// `--output DIR` exists: refused before anything was written.
+    #[error("output '{0}' already exists")]
+    OutputExists(String),
+    /// Writing `--output DIR` failed; nothing of it was published.
+    #[error("{0}")]
+    Write(String),
 }
 
 impl From<CompareError> for crate::error::Error {
     fn from(e: CompareError) -> Self {
         match e {
             CompareError::Unverified { .. } => crate::error::Error::Unverified(e.to_string()),
+            CompareError::Write(_) => crate::error::Error::Failed(e.to_string()),
             e => crate::error::Error::Usage(e.to_string()),
         }
     }
@@ -128,7 +143,7 @@ pub(crate) fn compare(
     for dir in [a, b] {
         verify(dir).map_err(|reason| CompareError::Unverified {
             dir: dir.display().to_string(),
-            reason,
+            reason: reason.0,
         })?;
     }
     let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
@@ -274,93 +289,10 @@ fn expand(figures: &[String], ra: &Value, rb: &Value, stage: &str) -> Vec<String
     out
 }
 
-/// A figure's value in the unit its name says: seconds as a duration,
-/// bytes as MiB, anything else as a number.
-fn in_units(figure: &str, x: f64) -> String {
-    if figure.ends_with("_s") {
-        crate::fmt::duration(x)
-    } else if figure.ends_with("_bytes") {
-        crate::fmt::mib(x as u64)
-    } else {
-        format!("{x:.6}")
-    }
-}
-
-/// The comparison as a table for a person.
-pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
-    let mut s = String::new();
-    if !c.incomparable.is_empty() {
-        s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
-    }
-    // Wide enough for the longest stage key and figure (a span's name can
-    // be 64 bytes).
-    let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
-    let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
-    s.push_str(&format!(
-        "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>30} {:>8}  {}\n",
-        "stage",
-        "figure",
-        "n A",
-        "n B",
-        "median A",
-        "median B",
-        "B/A",
-        "interval of B/A",
-        "p",
-        "verdict"
-    ));
-    for r in &c.rows {
-        let verdict = match r.verdict {
-            Verdict::Faster => "faster",
-            Verdict::Slower if r.regressed => "SLOWER (regressed)",
-            Verdict::Slower => "slower",
-            Verdict::NoSignificantDifference => "no significant difference",
-            Verdict::TooFewTrials => "too few trials to say",
-        };
-        s.push_str(&format!(
-            "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>30} {:>8.4}  {}\n",
-            r.stage,
-            r.figure,
-            r.n_a,
-            r.n_b,
-            in_units(&r.figure, r.median_a),
-            in_units(&r.figure, r.median_b),
-            r.ratio,
-            r.ci.cell(|x| format!("{x:.3}")),
-            r.p,
-            verdict
-        ));
-    }
-    s.push_str(&format!(
-        "verdicts: Mann–Whitney p < {} and the interval of B/A excluding 1 (a 95% bootstrap interval with 6 samples a side; with fewer, the ranges' far ends, whose coverage is at least the one shown); regressed: slower by more than {threshold_pct}%\n",
-        stats::ALPHA
-    ));
-    s
-}
-
-/// Files `compare --output DIR` writes.
-pub(crate) const OUTPUT_FILES: [&str; 3] = ["compare.txt", "forest.svg", "forest.png"];
-
-/// Writes the table and the forest plot into a new directory `out`, whole or
-/// not at all; an existing `out` is refused and left alone.
-pub(crate) fn write_output(out: &Path, c: &Comparison, threshold_pct: f64) -> Result<(), String> {
-    let named = || format!("'{}'", out.display());
-    let staging = evidence::Staging::new(out).map_err(|e| match e.kind() {
-        std::io::ErrorKind::AlreadyExists => format!("output {} already exists", named()),
-        _ => format!("cannot create output {}: {e}", named()),
-    })?;
-    let (svg, png) = plot::svg_and_png(c, threshold_pct).map_err(|e| e.to_string())?;
-    let table = render(c, threshold_pct);
-    for (name, bytes) in OUTPUT_FILES.iter().zip([table.as_bytes(), &svg, &png]) {
-        evidence::write_atomic(&staging.path().join(name), bytes)
-            .map_err(|e| format!("writing {name}: {e}"))?;
-    }
-    staging.publish().map_err(|e| format!("publishing output {}: {e}", named()))
-}
-
 #[cfg(test)]
 mod tests {
-    use super::{expand, in_units, later_keys, matches, regressed, row, rows, samples};
+    use super::text::in_units;
+    use super::{expand, later_keys, matches, regressed, row, rows, samples};
     use crate::stats::Verdict;
     use serde_json::json;
 
@@ -415,6 +347,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("mine.txt"), b"mine").unwrap();
         let e = super::write_output(dir.path(), &c, 5.0).unwrap_err();
+        assert!(matches!(e, super::CompareError::OutputExists(_)), "{e}");
+        let e = e.to_string();
         assert!(e.starts_with("output '") && e.ends_with("' already exists"), "{e}");
         assert_eq!(std::fs::read(dir.path().join("mine.txt")).unwrap(), b"mine");
     }
