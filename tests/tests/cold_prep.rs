@@ -112,6 +112,31 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     }
     assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 2);
     assert_eq!(r["serial"]["workers"].as_array().unwrap().len(), 1);
+    // Each worker's figures in seconds, against what measured them elsewhere:
+    // its CPU is its process record's (wait4, user + system), its busy time
+    // (its series' walls, from the worker's clock) lies inside the process's
+    // life, and the stage's user and system time add up to its CPU time.
+    for (side, key) in [
+        ("serial", "cold_feature_cache_prepare"),
+        ("parallel", "cold_feature_cache_prepare_parallel"),
+    ] {
+        for w in r[side]["workers"].as_array().unwrap() {
+            let process = r["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["rank"] == w["rank"])
+                .unwrap_or_else(|| panic!("{side}: no process record for {w}"));
+            let cpu = process["user_s"].as_f64().unwrap() + process["sys_s"].as_f64().unwrap();
+            assert!((w["cpu_s"].as_f64().unwrap() - cpu).abs() < 1e-6, "{side}: {w} {process}");
+            let (busy, life) = (w["busy_s"].as_f64().unwrap(), process["wall_s"].as_f64().unwrap());
+            assert!(busy > 0.0 && busy <= life, "{side}: busy {busy} s in a life of {life} s");
+        }
+        let st = &r["stages"][key];
+        let (user, sys) = (st["user_s"].as_f64().unwrap(), st["sys_s"].as_f64().unwrap());
+        let cpu = st["cpu_s"].as_f64().unwrap();
+        assert!(user > 0.0 && (user + sys - cpu).abs() < 1e-6, "{key}: {st}");
+    }
     let series_done: u64 = r["parallel"]["workers"]
         .as_array()
         .unwrap()
@@ -196,7 +221,7 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     std::fs::write(&npy, bytes).unwrap();
-    let err = coordinator::verify::verify(&out).unwrap_err();
+    let err = coordinator::verify::verify(&out).unwrap_err().to_string().to_string();
     assert!(
         err.contains("does not match its SHA-256 in private-feature-cache-parallel/manifest.json"),
         "{err}"
