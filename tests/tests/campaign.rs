@@ -64,6 +64,7 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
         (policies[1], policies[2]),
         (&serde_json::json!("load"), &serde_json::json!("recompute"))
     );
+    let mut bounded = 0;
     for step in steps {
         let trials = step["trials"].as_array().unwrap();
         assert_eq!(trials.len(), 2, "{}", step["name"]);
@@ -83,14 +84,22 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
             let wall = part["wall_s"].as_f64().unwrap();
             assert!((inside - wall).abs() <= 1e-6 + 0.02 * wall, "{key}: {inside} vs {wall}");
             // `other` is the remainder by construction: bound it, so the
-            // named components are shown to carry the stage. A resume's
-            // train stage that trains nothing lasts 3 ms, most of it
-            // building the model (untimed, so `other`), which a loaded
-            // machine stretches by milliseconds: the slack is absolute too.
+            // named components are shown to carry the stage. Only where
+            // the stage has work to carry (50 ms or more): a resume's stage
+            // that finds everything kept lasts 3 to 8 ms, most of it untimed
+            // set-up (building the model), which a loaded machine stretches
+            // by as much again. The bound is a quarter: about 10% on an
+            // idle machine, 20% with both cores busy, and a component left
+            // unreported (the work itself) would leave most of the stage.
             let other = part["components"]["other"].as_f64().unwrap();
-            assert!(other < 0.10 * wall + 5e-3, "{} {key}: other {other} of {wall}", step["name"]);
+            if wall >= 0.05 {
+                let name = &step["name"];
+                assert!(other < 0.25 * wall + 5e-3, "{name} {key}: other {other} of {wall}");
+                bounded += 1;
+            }
         }
     }
+    assert!(bounded >= 2, "only {bounded} stage(s) of 50 ms or more had `other` bounded");
     let by_name = |n: &str| steps.iter().find(|s| s["name"] == n).unwrap();
     let comp = |s: &serde_json::Value, c: &str| -> f64 {
         s["median"]
