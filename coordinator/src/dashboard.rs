@@ -35,26 +35,49 @@ struct Row {
     headline: String,
 }
 
+/// Why no dashboard was written.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum DashboardError {
+    #[error("'{0}' is not a directory")]
+    NotADirectory(String),
+    /// A README.md the dashboard did not write is the user's.
+    #[error("'{0}' exists and was not written by `coordinator dashboard`; it is left alone")]
+    NotOurs(String),
+    #[error("'{0}' exists and is not an index of ours")]
+    NotText(String),
+    #[error("reading '{0}': {1}")]
+    Read(String, std::io::Error),
+    #[error("writing '{0}': {1}")]
+    Write(String, std::io::Error),
+}
+
+impl From<DashboardError> for crate::error::Error {
+    fn from(e: DashboardError) -> Self {
+        use crate::error::Error;
+        match e {
+            DashboardError::Read(..) | DashboardError::Write(..) => Error::Failed(e.to_string()),
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}
+
 /// Writes (or leaves unchanged) `dir/README.md`; returns a line for a person.
-pub(crate) fn write(dir: &Path) -> Result<String, String> {
+pub(crate) fn write(dir: &Path) -> Result<String, DashboardError> {
     if !dir.is_dir() {
-        return Err(format!("'{}' is not a directory", dir.display()));
+        return Err(DashboardError::NotADirectory(dir.display().to_string()));
     }
     let index = dir.join(INDEX);
     match std::fs::read_to_string(&index) {
         Ok(old) if !old.starts_with(MARKER) => {
-            return Err(format!(
-                "'{}' exists and was not written by `coordinator dashboard`; it is left alone",
-                index.display()
-            ));
+            return Err(DashboardError::NotOurs(index.display().to_string()));
         }
         Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-            return Err(format!("'{}' exists and is not an index of ours", index.display()));
+            return Err(DashboardError::NotText(index.display().to_string()));
         }
         _ => {}
     }
     let mut runs = Vec::new();
-    find_runs(dir, 0, &mut runs).map_err(|e| format!("reading '{}': {e}", dir.display()))?;
+    find_runs(dir, 0, &mut runs).map_err(|e| DashboardError::Read(dir.display().to_string(), e))?;
     let mut rows: Vec<Row> = runs.iter().map(|(p, decl)| row(dir, p, decl)).collect();
     // Newest first; ties (and unreadable dates) by path, so the order is total.
     rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
@@ -62,7 +85,7 @@ pub(crate) fn write(dir: &Path) -> Result<String, String> {
     let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
     if !unchanged {
         evidence::write_atomic(&index, text.as_bytes())
-            .map_err(|e| format!("writing '{}': {e}", index.display()))?;
+            .map_err(|e| DashboardError::Write(index.display().to_string(), e))?;
     }
     Ok(format!(
         "{} {} ({} run director{})",

@@ -19,22 +19,43 @@ pub(crate) struct DirLock {
     _file: File,
 }
 
+/// Why a directory's lock was not taken. Either way the run is refused
+/// before it starts.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LockError {
+    #[error("{what} {dir} is in use by another stagebench run ({holder}); two runs never share it")]
+    InUse { what: String, dir: String, holder: String },
+    #[error("{what} {dir}: cannot {doing}: {source}")]
+    Io { what: String, dir: String, doing: &'static str, source: std::io::Error },
+}
+
+impl From<LockError> for crate::error::RunError {
+    fn from(e: LockError) -> Self {
+        crate::error::RunError::Usage(e.to_string())
+    }
+}
+
 /// Takes the lock of `dir` (an existing directory) for `what` (e.g.
 /// `--state`), or says in one line which process holds it.
-pub(crate) fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
-    let shown = dir.display();
+pub(crate) fn lock(dir: &Path, what: &str) -> Result<DirLock, LockError> {
+    let io = |doing, source| LockError::Io {
+        what: what.to_string(),
+        dir: dir.display().to_string(),
+        doing,
+        source,
+    };
     let mut file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .open(dir.join(LOCK_FILE))
-        .map_err(|e| format!("{what} {shown}: cannot open its lock file: {e}"))?;
+        .map_err(|e| io("open its lock file", e))?;
     // SAFETY: flock on a descriptor this function owns.
     if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
         let e = std::io::Error::last_os_error();
         if e.raw_os_error() != Some(libc::EWOULDBLOCK) {
-            return Err(format!("{what} {shown}: cannot lock it: {e}"));
+            return Err(io("lock it", e));
         }
         let mut holder = String::new();
         let _ = file.read_to_string(&mut holder);
@@ -42,9 +63,11 @@ pub(crate) fn lock(dir: &Path, what: &str) -> Result<DirLock, String> {
             "" => "another process".to_string(),
             pid => format!("pid {pid}"),
         };
-        return Err(format!(
-            "{what} {shown} is in use by another stagebench run ({holder}); two runs never share it"
-        ));
+        return Err(LockError::InUse {
+            what: what.to_string(),
+            dir: dir.display().to_string(),
+            holder,
+        });
     }
     // Ours now: say who holds it.
     let _ = file.set_len(0);
@@ -64,6 +87,8 @@ mod tests {
         // flock locks belong to the open file description: a second open
         // in the same process conflicts as another process's would.
         let e = lock(dir.path(), "--state").unwrap_err();
+        assert!(matches!(e, LockError::InUse { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains(&format!("pid {}", std::process::id())), "{e}");
         assert!(e.contains("is in use by another stagebench run"), "{e}");
         drop(first);
@@ -80,6 +105,8 @@ mod tests {
         let pid = std::process::id().to_string();
         assert_eq!(std::fs::read_to_string(dir.path().join(LOCK_FILE)).unwrap(), pid);
         let e = lock(dir.path(), "--state").unwrap_err();
+        assert!(matches!(e, LockError::InUse { .. }), "{e}");
+        let e = e.to_string();
         assert!(e.contains(&format!("(pid {pid})")), "{e}");
     }
 }

@@ -36,11 +36,34 @@ impl Error {
     }
 }
 
-impl From<String> for Error {
-    /// A plain message is a usage error: the commands whose checks return
-    /// text (datasets, exports, the dashboard) refuse before doing anything.
-    fn from(message: String) -> Error {
-        Error::Usage(message)
+/// Bad usage or input, refused before anything ran, and why, in one line:
+/// what flag resolution, campaign files and value parsers return. It becomes
+/// a usage error (exit 2) wherever it goes.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Refusal(pub(crate) String);
+
+impl From<String> for Refusal {
+    fn from(why: String) -> Self {
+        Refusal(why)
+    }
+}
+
+impl From<&str> for Refusal {
+    fn from(why: &str) -> Self {
+        Refusal(why.to_string())
+    }
+}
+
+impl From<Refusal> for Error {
+    fn from(r: Refusal) -> Self {
+        Error::Usage(r.0)
+    }
+}
+
+impl From<Refusal> for RunError {
+    fn from(r: Refusal) -> Self {
+        RunError::Usage(r.0)
     }
 }
 

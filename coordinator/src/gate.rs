@@ -160,29 +160,19 @@ impl Gate {
         let _ = pending.tx.send(Connection { hello, reader, writer });
     }
 
-    fn check(&self, hello: &Hello) -> Result<(), String> {
+    fn check(&self, hello: &Hello) -> Result<(), Refused> {
         if hello.protocol_version != PROTOCOL_VERSION {
-            return Err(format!(
-                "protocol version {} does not match the coordinator's {PROTOCOL_VERSION}",
-                hello.protocol_version
-            ));
+            return Err(Refused::Version(hello.protocol_version));
         }
         if !hello.token.matches(&self.token) {
-            return Err("wrong token: this worker was not launched for this run".into());
+            return Err(Refused::Token);
         }
         if hello.build_fingerprint != protocol::program::SOURCE_SHA256 {
-            return Err(format!(
-                "worker build {} differs from the coordinator's build {}",
-                short(&hello.build_fingerprint),
-                short(protocol::program::SOURCE_SHA256)
-            ));
+            return Err(Refused::Build(short(&hello.build_fingerprint).to_string()));
         }
         if let Some(expected) = self.lock().get(&hello.rank).and_then(|p| p.expected_pid) {
             if expected != hello.pid {
-                return Err(format!(
-                    "pid {} is not the launched worker's pid {expected}",
-                    hello.pid
-                ));
+                return Err(Refused::Pid { got: hello.pid, expected });
             }
         }
         Ok(())
@@ -194,6 +184,19 @@ impl Gate {
         let _ =
             frame::nonblocking::write(writer, &ToWorker::Refused { reason: reason.into() }).await;
     }
+}
+
+/// Why a handshake was refused; logged, counted, and sent to the worker.
+#[derive(Debug, thiserror::Error)]
+enum Refused {
+    #[error("protocol version {0} does not match the coordinator's {PROTOCOL_VERSION}")]
+    Version(u32),
+    #[error("wrong token: this worker was not launched for this run")]
+    Token,
+    #[error("worker build {0} differs from the coordinator's build {build}", build = short(protocol::program::SOURCE_SHA256))]
+    Build(String),
+    #[error("pid {got} is not the launched worker's pid {expected}")]
+    Pid { got: u32, expected: u32 },
 }
 
 fn short(fingerprint: &str) -> &str {

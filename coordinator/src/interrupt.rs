@@ -41,9 +41,9 @@ impl std::fmt::Display for KillAt {
 }
 
 impl std::str::FromStr for KillAt {
-    type Err = String;
+    type Err = crate::error::Refusal;
 
-    fn from_str(s: &str) -> Result<KillAt, String> {
+    fn from_str(s: &str) -> Result<KillAt, crate::error::Refusal> {
         let forms = "STAGE:FRACTION, STAGE:span:NAME:N or STAGE:after:SECONDS";
         let parts: Vec<&str> = s.split(':').collect();
         let n = parts.len();
@@ -58,7 +58,9 @@ impl std::str::FromStr for KillAt {
                 && name.len() <= 64
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
             if !ok_name {
-                return Err(format!("'{s}': span name '{name}' must be 1-64 of A-Z a-z 0-9 _ . -"));
+                return Err(
+                    format!("'{s}': span name '{name}' must be 1-64 of A-Z a-z 0-9 _ . -").into()
+                );
             }
             (parts[..n - 3].join(":"), KillPoint::Span { name: name.into(), n: count })
         } else if n >= 3 && parts[n - 2] == "after" {
@@ -77,12 +79,14 @@ impl std::str::FromStr for KillAt {
                 .parse()
                 .map_err(|_| format!("'{fraction}' in '{s}' is not a fraction between 0 and 1"))?;
             if !(0.0..=1.0).contains(&fraction) {
-                return Err(format!("'{s}' is not STAGE:FRACTION with a fraction between 0 and 1"));
+                return Err(
+                    format!("'{s}' is not STAGE:FRACTION with a fraction between 0 and 1").into()
+                );
             }
             (stage.to_string(), KillPoint::Progress(fraction))
         };
         if stage.is_empty() {
-            return Err(format!("'{s}' names no stage ({forms})"));
+            return Err(format!("'{s}' names no stage ({forms})").into());
         }
         Ok(KillAt { stage, point })
     }
@@ -120,7 +124,7 @@ mod tests {
             (":0.5", "names no stage"),
             ("fit:span:a", "is not a fraction"),
         ] {
-            let e = text.parse::<KillAt>().unwrap_err();
+            let e = text.parse::<KillAt>().unwrap_err().to_string();
             assert!(e.contains(needle), "{text}: {e}");
         }
     }

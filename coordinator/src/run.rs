@@ -59,7 +59,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let (worker_sha, _) = evidence::file_sha256(worker_bin)
         .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", worker_bin.display())))?;
     // Everything about the input is checked before the run directory exists.
-    let prepared = plan.mode.prepare(&plan.settings).map_err(usage)?;
+    let prepared = plan.mode.prepare(&plan.settings)?;
     // Held until this function returns: the run's whole life.
     let _locks = prepared.locks;
     let settings = &plan.settings;

@@ -9,6 +9,24 @@ use rayon::prelude::*;
 use serde_json::Value;
 use std::path::Path;
 
+/// The first binding of a directory that does not hold, in one line: why it
+/// does not verify (exit 3).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Mismatch(pub String);
+
+impl From<String> for Mismatch {
+    fn from(why: String) -> Self {
+        Mismatch(why)
+    }
+}
+
+impl From<&str> for Mismatch {
+    fn from(why: &str) -> Self {
+        Mismatch(why.to_string())
+    }
+}
+
 /// What a successful verification covered.
 #[derive(Debug)]
 pub struct Verified {
@@ -38,7 +56,7 @@ impl std::fmt::Display for Verified {
 
 /// Checks every binding of the run directory; the error names the first
 /// thing that differs.
-pub fn verify(dir: &Path) -> Result<Verified, String> {
+pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
     if !dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
         return verify_killed(dir);
     }
@@ -53,7 +71,7 @@ pub fn verify(dir: &Path) -> Result<Verified, String> {
 }
 
 /// Each derived file (summary, plots) must be byte for byte what the report renders.
-fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), String> {
+fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), Mismatch> {
     for f in files {
         match std::fs::read(dir.join(&f.path)) {
             Ok(b) if b == f.bytes => {}
@@ -62,9 +80,10 @@ fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), 
                     "{} differs from what {REPORT} renders (`coordinator render` redraws it; \
                      a coordinator of another build may draw plots differently)",
                     f.path
-                ));
+                )
+                .into());
             }
-            Err(e) => return Err(format!("cannot read {}: {e}", f.path)),
+            Err(e) => return Err(format!("cannot read {}: {e}", f.path).into()),
         }
     }
     Ok(())
@@ -73,7 +92,7 @@ fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), 
 /// A run killed at its declared point has no report: what it has is its
 /// declaration, its environment and failure.json, which binds both. Any
 /// other failed run is an error: it has nothing to verify a result by.
-fn verify_killed(dir: &Path) -> Result<Verified, String> {
+fn verify_killed(dir: &Path) -> Result<Verified, Mismatch> {
     let bytes =
         std::fs::read(dir.join(FAILURE)).map_err(|e| format!("cannot read {FAILURE}: {e}"))?;
     let value: Value =
@@ -83,12 +102,14 @@ fn verify_killed(dir: &Path) -> Result<Verified, String> {
         return Err(format!(
             "no {REPORT}: the run failed ({reason}: {})",
             value["message"].as_str().unwrap_or("see failure.json")
-        ));
+        )
+        .into());
     }
     if canonical::to_bytes(&value) != bytes {
         return Err(format!(
             "{FAILURE} is not in canonical form: it was edited after it was written"
-        ));
+        )
+        .into());
     }
     check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
     Ok(Verified {
@@ -107,19 +128,20 @@ fn check_sealed(
     file: &str,
     whose: &str,
     edited: &str,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(value).as_str()) {
         return Err(format!(
             "{file} body does not match its {}: {edited}",
             report::BODY_DIGEST_KEY
-        ));
+        )
+        .into());
     }
     for (bound, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
         let got = std::fs::read(dir.join(bound))
             .map(|b| canonical::sha256_hex(&b))
             .map_err(|e| format!("cannot read {bound}: {e}"))?;
         if value[key].as_str() != Some(got.as_str()) {
-            return Err(format!("{bound} does not match {whose} {key}"));
+            return Err(format!("{bound} does not match {whose} {key}").into());
         }
     }
     Ok(())
@@ -127,7 +149,7 @@ fn check_sealed(
 
 /// A campaign: its bindings (checked), every run's own bindings (a killed
 /// run's too), and its summary and plot against what its report renders.
-fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verified, String> {
+fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verified, Mismatch> {
     let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
     let runs = parsed.artifacts.iter().filter(|a| {
@@ -143,12 +165,12 @@ fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verif
 
 /// Every binding except the derived files (summary.md, plots); returns the
 /// report with what was checked.
-fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
+fn verify_bindings(dir: &Path) -> Result<(Value, Verified), Mismatch> {
     let report_path = dir.join(REPORT);
     let bytes = match std::fs::read(&report_path) {
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
-            return Err(match std::fs::read(dir.join(FAILURE)) {
+            return Err(Mismatch(match std::fs::read(dir.join(FAILURE)) {
                 Ok(f) => {
                     let v: Value = serde_json::from_slice(&f).unwrap_or(Value::Null);
                     format!(
@@ -159,16 +181,17 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
                 }
                 Err(_) if !dir.is_dir() => format!("'{}' is not a directory", dir.display()),
                 Err(_) => format!("no {REPORT} in '{}'", dir.display()),
-            });
+            }));
         }
-        Err(e) => return Err(format!("cannot read {REPORT}: {e}")),
+        Err(e) => return Err(format!("cannot read {REPORT}: {e}").into()),
     };
     let value: Value =
         serde_json::from_slice(&bytes).map_err(|e| format!("{REPORT} is not valid JSON: {e}"))?;
     if canonical::to_bytes(&value) != bytes {
         return Err(format!(
             "{REPORT} is not in canonical form: it was edited after it was written"
-        ));
+        )
+        .into());
     }
     let (schema, version) = (value["schema"].as_str(), value["schema_version"].as_u64());
     let campaign = (
@@ -182,7 +205,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
             "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",
             report::SCHEMA,
             report::SCHEMA_VERSION
-        ));
+        ).into());
     }
     check_sealed(dir, &value, REPORT, "the report's", "a figure was changed")?;
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
@@ -190,7 +213,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), String> {
     // artifacts beside what it lists (a normalizer written into the cache).
     let recorded: std::collections::BTreeSet<&str> =
         artifacts.iter().filter_map(|a| a["path"].as_str()).collect();
-    let problems: Vec<Option<String>> =
+    let problems: Vec<Option<Mismatch>> =
         artifacts.par_iter().map(|a| check_artifact(dir, a, &recorded).err()).collect();
     if let Some(p) = problems.into_iter().flatten().next() {
         return Err(p);
@@ -208,15 +231,15 @@ fn check_artifact(
     dir: &Path,
     a: &Value,
     recorded: &std::collections::BTreeSet<&str>,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     let path = a["path"].as_str().ok_or("an artifact record has no path")?;
     if !is_safe_relative(path) {
-        return Err(format!("artifact path '{path}' leaves the run directory"));
+        return Err(format!("artifact path '{path}' leaves the run directory").into());
     }
     let (sha, bytes) = canonical::file_sha256(&dir.join(path))
         .map_err(|e| format!("artifact {path} cannot be read: {e}"))?;
     if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
-        return Err(format!("artifact {path} does not match its recorded SHA-256"));
+        return Err(format!("artifact {path} does not match its recorded SHA-256").into());
     }
     if a["kind"].as_str() == Some("manifest") {
         check_manifest(dir, path, recorded)?;
@@ -230,7 +253,7 @@ fn check_manifest(
     dir: &Path,
     path: &str,
     recorded: &std::collections::BTreeSet<&str>,
-) -> Result<(), String> {
+) -> Result<(), Mismatch> {
     let bytes = std::fs::read(dir.join(path))
         .map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
     let v: Value = serde_json::from_slice(&bytes)
@@ -259,7 +282,7 @@ fn check_manifest(
         })
         .collect();
     if let Some(p) = problems.into_iter().flatten().next() {
-        return Err(p);
+        return Err(Mismatch(p));
     }
     // Nothing beside what it lists: an added file is an edit too.
     let mut found = Vec::new();
@@ -273,7 +296,8 @@ fn check_manifest(
             return Err(format!(
                 "{} is not listed in {path}: a file was added after it was written",
                 base.join(&rel).display()
-            ));
+            )
+            .into());
         }
     }
     Ok(())
@@ -303,14 +327,14 @@ pub(crate) enum Checked {
 /// Checks every binding of a run or campaign directory but its derived
 /// files, and hands back the parsed report; the error names the first thing
 /// that differs. Nothing is written.
-pub(crate) fn checked_report(dir: &Path) -> Result<Checked, String> {
+pub(crate) fn checked_report(dir: &Path) -> Result<Checked, Mismatch> {
     let (value, _) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return serde_json::from_value(value)
             .map(|c| Checked::Campaign(Box::new(c)))
-            .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"));
+            .map_err(|e| Mismatch(format!("{REPORT} does not match the campaign schema: {e}")));
     }
     serde_json::from_value(value)
         .map(|r| Checked::Run(Box::new(r)))
-        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))
+        .map_err(|e| Mismatch(format!("{REPORT} does not match its schema: {e}")))
 }

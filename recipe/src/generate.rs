@@ -61,14 +61,19 @@ impl Scale {
     }
 }
 
+/// A scale name that is not one of the three.
+#[derive(Debug, thiserror::Error)]
+#[error("unknown scale '{0}' (tiny, small, seed)")]
+pub struct UnknownScale(pub String);
+
 impl std::str::FromStr for Scale {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    type Err = UnknownScale;
+    fn from_str(s: &str) -> Result<Self, UnknownScale> {
         match s {
             "tiny" => Ok(Scale::Tiny),
             "small" => Ok(Scale::Small),
             "seed" => Ok(Scale::Seed),
-            _ => Err(format!("unknown scale '{s}' (tiny, small, seed)")),
+            _ => Err(UnknownScale(s.to_string())),
         }
     }
 }

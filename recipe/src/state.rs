@@ -38,28 +38,49 @@ pub const MARKER: &str = "stagebench-state.json";
 /// not exist or is empty, accepts it when it holds the marker, and refuses
 /// anything else, so a mistyped path never has files written into (or temp
 /// files swept from) a directory of the user's. Returns the absolute path.
-pub fn claim(root: &Path) -> Result<PathBuf, String> {
-    let shown = root.display();
+pub fn claim(root: &Path) -> Result<PathBuf, ClaimError> {
+    let io = |doing: &'static str| {
+        let dir = root.display().to_string();
+        move |source| ClaimError::Io { dir, doing, source }
+    };
     match std::fs::read_dir(root) {
         Ok(mut entries) => {
             if entries.next().is_some() && !root.join(MARKER).is_file() {
-                return Err(format!(
-                    "--state {shown}: the directory is not empty and is not a stagebench state directory (no {MARKER})"
-                ));
+                return Err(ClaimError::NotOurs(root.display().to_string()));
             }
         }
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            std::fs::create_dir_all(root)
-                .map_err(|e| format!("--state {shown}: cannot create it: {e}"))?;
+            std::fs::create_dir_all(root).map_err(io("cannot create it: "))?;
         }
-        Err(e) => return Err(format!("--state {shown}: {e}")),
+        Err(e) => return Err(io("")(e)),
     }
     if !root.join(MARKER).is_file() {
         let marker = serde_json::json!({ "schema": "stagebench.state", "schema_version": 1 });
         evidence::write_atomic(&root.join(MARKER), &evidence::to_bytes(&marker))
-            .map_err(|e| format!("--state {shown}: cannot write {MARKER}: {e}"))?;
+            .map_err(io("cannot write stagebench-state.json: "))?;
     }
-    std::fs::canonicalize(root).map_err(|e| format!("--state {shown}: {e}"))
+    std::fs::canonicalize(root).map_err(io(""))
+}
+
+/// Why a directory was not claimed as a state directory.
+#[derive(Debug, thiserror::Error)]
+pub enum ClaimError {
+    /// A directory of the user's: nothing is written into it.
+    #[error(
+        "--state {0}: the directory is not empty and is not a stagebench state directory (no {MARKER})"
+    )]
+    NotOurs(String),
+    #[error("--state {dir}: {doing}{source}")]
+    Io { dir: String, doing: &'static str, source: io::Error },
+}
+
+/// Why a kept artifact's files cannot be trusted.
+#[derive(Debug, thiserror::Error)]
+pub enum FilesError {
+    #[error("{0} differs from its completion record")]
+    Differs(String),
+    #[error("{0} cannot be read: {1}")]
+    Unreadable(String, io::Error),
 }
 
 /// The fingerprint of an artifact's inputs: SHA-256 of their canonical JSON.
@@ -173,12 +194,12 @@ impl StateDir {
     }
 
     /// Hashes every file of a record; the first that is missing or differs is named.
-    pub fn check_files(&self, record: &Record) -> Result<(), String> {
+    pub fn check_files(&self, record: &Record) -> Result<(), FilesError> {
         for (rel, sha) in &record.files {
             match evidence::file_sha256(&self.path(rel)) {
                 Ok((got, _)) if got == *sha => {}
-                Ok(_) => return Err(format!("{rel} differs from its completion record")),
-                Err(e) => return Err(format!("{rel} cannot be read: {e}")),
+                Ok(_) => return Err(FilesError::Differs(rel.clone())),
+                Err(e) => return Err(FilesError::Unreadable(rel.clone(), e)),
             }
         }
         Ok(())
@@ -302,7 +323,7 @@ mod tests {
         let mine = tmp.path().join("mine");
         std::fs::create_dir(&mine).unwrap();
         std::fs::write(mine.join("thesis.tex"), b"x").unwrap();
-        assert!(claim(&mine).unwrap_err().contains("not a stagebench state directory"));
+        assert!(claim(&mine).unwrap_err().to_string().contains("not a stagebench state directory"));
         assert!(StateDir::open(&mine).is_err());
         assert_eq!(std::fs::read_dir(&mine).unwrap().count(), 1, "nothing was written");
     }
@@ -324,7 +345,7 @@ mod tests {
         let other = inputs_sha256(&json!({"contract": "y", "source": "abc"}));
         assert!(matches!(s.record(NORMALIZER, &other), Found::Stale(_)));
         std::fs::write(tmp.path().join("normalizer.json"), b"{ }").unwrap();
-        assert!(s.check_files(&r).unwrap_err().contains("normalizer.json"));
+        assert!(s.check_files(&r).unwrap_err().to_string().contains("normalizer.json"));
         std::fs::write(tmp.path().join("normalizer.done.json"), b"{\"schema\":").unwrap();
         assert!(matches!(s.record(NORMALIZER, &inputs), Found::Stale(_)));
     }

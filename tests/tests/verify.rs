@@ -81,7 +81,7 @@ fn any_changed_byte_of_the_summary_is_caught_and_render_restores_it() {
     every_byte_change_is_caught(&out, "summary.md");
     let original = std::fs::read(out.join("summary.md")).unwrap();
     std::fs::write(out.join("summary.md"), b"# edited by hand\n").unwrap();
-    assert!(verify(&out).unwrap_err().contains("summary.md differs"));
+    assert!(verify(&out).unwrap_err().to_string().contains("summary.md differs"));
     let mut c = harness::coordinator();
     c.arg("render").arg(&out);
     let f = run(c);
@@ -125,7 +125,7 @@ fn verify_failures_name_what_differs_and_exit_3() {
         serde_json::from_slice(&std::fs::read(&report).unwrap()).unwrap();
     v["stages"]["spin:5"]["wall_s"] = serde_json::json!(0.001);
     std::fs::write(&report, evidence::to_bytes(&v)).unwrap();
-    let err = verify(&out).unwrap_err();
+    let err = verify(&out).unwrap_err().to_string();
     assert!(err.contains("body does not match its body_sha256"), "{err}");
 }
 
@@ -134,7 +134,7 @@ fn verify_of_a_failed_run_says_it_failed() {
     let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--stage", "fail"]);
     assert_eq!(run(c).code(), Some(1));
-    let err = verify(&out).unwrap_err();
+    let err = verify(&out).unwrap_err().to_string();
     assert!(err.starts_with("no report.json: the run failed (stage_failed:"), "{err}");
 }
 
@@ -261,7 +261,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
         copy_dir(&run_dir, &copy);
         verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
         edit(&copy);
-        let err = verify(&copy).expect_err(what);
+        let err = verify(&copy).expect_err(what).to_string();
         assert!(err.contains(&needle), "{what}: {err}");
     }
 }
@@ -282,6 +282,6 @@ fn an_edited_failure_json_of_a_killed_run_is_caught() {
     let mut j: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     j["message"] = serde_json::json!("nothing to see");
     std::fs::write(&path, evidence::to_bytes(&j)).unwrap();
-    let err = verify(&out).unwrap_err();
+    let err = verify(&out).unwrap_err().to_string();
     assert!(err.contains("failure.json body does not match its body_sha256"), "{err}");
 }

@@ -59,7 +59,24 @@ pub fn run_from_env() -> u8 {
     }
 }
 
-fn launch_from_env() -> Result<Launch, String> {
+/// Why this process's environment is not a launch by a coordinator.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct BadLaunch(String);
+
+impl From<String> for BadLaunch {
+    fn from(why: String) -> Self {
+        BadLaunch(why)
+    }
+}
+
+impl From<&str> for BadLaunch {
+    fn from(why: &str) -> Self {
+        BadLaunch(why.to_string())
+    }
+}
+
+fn launch_from_env() -> Result<Launch, BadLaunch> {
     use protocol::env;
     let get = |name: &str| std::env::var(name).ok();
     let var = |name: &str| {
@@ -84,8 +101,8 @@ fn launch_from_env() -> Result<Launch, String> {
     };
     let token = Token::from_hex(&token_hex)
         .ok_or_else(|| format!("{} is not 64 hex digits", env::TOKEN))?;
-    let number = |name: &str| -> Result<u32, String> {
-        var(name)?.parse().map_err(|_| format!("{name} is not a whole number"))
+    let number = |name: &str| -> Result<u32, BadLaunch> {
+        Ok(var(name)?.parse().map_err(|_| format!("{name} is not a whole number"))?)
     };
     // A Slurm task: rank = base + its index in the job step.
     let scheduled = get(env::RANK).is_none() && get(env::RANK_BASE).is_some();
@@ -97,7 +114,8 @@ fn launch_from_env() -> Result<Launch, String> {
                 "{} {procid} is not below {} {ntasks}",
                 env::SLURM_PROCID,
                 env::SLURM_NTASKS
-            ));
+            )
+            .into());
         }
         base.checked_add(procid).ok_or("rank out of range")?
     } else {

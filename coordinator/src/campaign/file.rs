@@ -2,6 +2,7 @@
 //! runs. Unknown keys, a missing or misplaced field, an unknown stage in a
 //! kill point: refused with one line naming it.
 
+use crate::error::Refusal;
 use crate::interrupt::KillAt;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -159,7 +160,7 @@ impl StepSpec {
 }
 
 /// Reads and checks a campaign file (or the embedded default).
-pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), String> {
+pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), Refusal> {
     let (text, base) = match path {
         Some(p) => {
             let text = std::fs::read_to_string(p)
@@ -182,7 +183,7 @@ pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), Strin
 /// Makes a pipeline's paths absolute and checks, before anything runs,
 /// that every program exists, every working directory exists, and every
 /// reset path lies inside the declared scratch directory.
-fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> {
+fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), Refusal> {
     if file.pipeline.is_empty() {
         return Ok(());
     }
@@ -197,7 +198,9 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
                 _ => format!("scratch = {shown:?}: {e}"),
             })?;
             if !s.is_dir() {
-                return Err(format!("scratch = {:?} is not a directory", s.display().to_string()));
+                return Err(
+                    format!("scratch = {:?} is not a directory", s.display().to_string()).into()
+                );
             }
             Some(s)
         }
@@ -208,7 +211,7 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
         let name = st.name.clone();
         let cwd = base.join(st.cwd.as_deref().unwrap_or(Path::new(".")));
         if !cwd.is_dir() {
-            return Err(format!("pipeline stage '{name}': its cwd is not a directory"));
+            return Err(format!("pipeline stage '{name}': its cwd is not a directory").into());
         }
         let program = Path::new(&st.argv[0]);
         let found = if st.argv[0].contains('/') {
@@ -223,7 +226,8 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
                 "pipeline stage '{name}': command '{}' not found{}",
                 st.argv[0],
                 if st.argv[0].contains('/') { " (relative to its cwd)" } else { " on PATH" }
-            ));
+            )
+            .into());
         }
         st.cwd = Some(cwd);
         st.marker = st.marker.as_ref().map(|m| base.join(m));
@@ -232,7 +236,7 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
             let Some(scratch) = &scratch else {
                 return Err(format!(
                     "pipeline stage '{name}': reset needs a declared scratch directory ([campaign] scratch)"
-                ));
+                ).into());
             };
             let outside = || {
                 format!(
@@ -252,7 +256,7 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
             }
             let real = std::fs::canonicalize(&probe).map_err(|_| outside())?;
             if !lexically_inside || !real.starts_with(scratch) {
-                return Err(outside());
+                return Err(outside().into());
             }
             reset.push(full);
         }
@@ -262,7 +266,7 @@ fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(), String> 
 }
 
 /// Parses and checks a campaign's text.
-pub(crate) fn parse(text: &str) -> Result<CampaignFile, String> {
+pub(crate) fn parse(text: &str) -> Result<CampaignFile, Refusal> {
     let file: CampaignFile = toml::from_str(text).map_err(|e| {
         // toml's own text spans lines (it quotes the source); keep one line,
         // led by where it is: the line's number and, when short, its text.
@@ -280,7 +284,7 @@ pub(crate) fn parse(text: &str) -> Result<CampaignFile, String> {
     Ok(file)
 }
 
-fn check(f: &CampaignFile) -> Result<(), String> {
+fn check(f: &CampaignFile) -> Result<(), Refusal> {
     let s = &f.campaign;
     let safe = |n: &str| {
         !n.is_empty()
@@ -288,13 +292,13 @@ fn check(f: &CampaignFile) -> Result<(), String> {
             && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     };
     if !safe(&s.name) {
-        return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name));
+        return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name).into());
     }
     if !(1..=100).contains(&s.trials) {
-        return Err(format!("trials = {} must be between 1 and 100", s.trials));
+        return Err(format!("trials = {} must be between 1 and 100", s.trials).into());
     }
     if !(1..=1000).contains(&s.epochs) {
-        return Err(format!("epochs = {} must be between 1 and 1000", s.epochs));
+        return Err(format!("epochs = {} must be between 1 and 1000", s.epochs).into());
     }
     if s.stage_timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
         return Err("stage_timeout_s must be a positive number of seconds".into());
@@ -308,16 +312,20 @@ fn check(f: &CampaignFile) -> Result<(), String> {
             return Err(format!(
                 "pipeline stage name '{}' must be unique, 1-64 of a-z, 0-9, _ and -",
                 st.name
-            ));
+            )
+            .into());
         }
         if st.argv.first().is_none_or(|a| a.trim().is_empty()) {
-            return Err(format!("pipeline stage '{}' has no command (argv is empty)", st.name));
+            return Err(
+                format!("pipeline stage '{}' has no command (argv is empty)", st.name).into()
+            );
         }
         if st.timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
             return Err(format!(
                 "pipeline stage '{}': timeout_s must be a positive number",
                 st.name
-            ));
+            )
+            .into());
         }
     }
     let span_name = |n: &str| {
@@ -330,7 +338,9 @@ fn check(f: &CampaignFile) -> Result<(), String> {
         f.pipeline.iter().flat_map(|st| st.roles.keys().map(move |k| (st.name.as_str(), k)));
     for (whose, span) in roles.chain(stage_roles) {
         if !span_name(span) {
-            return Err(format!("{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -"));
+            return Err(
+                format!("{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -").into()
+            );
         }
     }
     if f.pipeline.is_empty() && !s.roles.is_empty() {
@@ -342,7 +352,8 @@ fn check(f: &CampaignFile) -> Result<(), String> {
                 return Err(format!(
                     "step '{}': policy applies to the recipe, not to a pipeline",
                     step.name
-                ));
+                )
+                .into());
             }
         }
     }
@@ -356,24 +367,25 @@ fn check(f: &CampaignFile) -> Result<(), String> {
     for step in &f.steps {
         let name = &step.name;
         if !safe(name) {
-            return Err(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -"));
+            return Err(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -").into());
         }
         if !seen.insert(name.as_str()) {
-            return Err(format!("two steps are called '{name}'"));
+            return Err(format!("two steps are called '{name}'").into());
         }
         match step.kind {
             StepKind::Cold => {
                 if step.policy.is_some() {
                     return Err(format!(
                         "step '{name}': a cold step has nothing to resume (no policy)"
-                    ));
+                    )
+                    .into());
                 }
                 cold_seen = true;
             }
             StepKind::Resume | StepKind::Interrupted if !cold_seen => {
                 return Err(format!(
                     "step '{name}': a cold step must come first (it is the reference every resume is held to)"
-                ));
+                ).into());
             }
             _ => {}
         }
@@ -381,7 +393,8 @@ fn check(f: &CampaignFile) -> Result<(), String> {
             (StepKind::Interrupted, None) => {
                 return Err(format!(
                     "step '{name}': an interrupted step needs kill_at = \"STAGE:FRACTION\""
-                ));
+                )
+                .into());
             }
             (StepKind::Interrupted, Some(k)) => {
                 let point: KillAt = k.parse().map_err(|e| format!("step '{name}': kill_at {e}"))?;
@@ -391,16 +404,17 @@ fn check(f: &CampaignFile) -> Result<(), String> {
                         point.stage,
                         if pipeline { "pipeline" } else { "recipe" },
                         stages.join(", ")
-                    ));
+                    )
+                    .into());
                 }
                 if point.needs_a_command() && !pipeline {
                     return Err(format!(
                         "step '{name}': kill_at {k}: span: and after: points apply to a pipeline's stages"
-                    ));
+                    ).into());
                 }
             }
             (_, Some(_)) => {
-                return Err(format!("step '{name}': only an interrupted step has a kill_at"));
+                return Err(format!("step '{name}': only an interrupted step has a kill_at").into());
             }
             (_, None) => {}
         }
@@ -423,7 +437,7 @@ mod tests {
     fn mistakes_are_refused_with_what_is_wrong() {
         let base = "[campaign]\nname = \"x\"\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
         let refused = |extra: &str, needle: &str| {
-            let e = parse(&format!("{base}{extra}")).unwrap_err();
+            let e = parse(&format!("{base}{extra}")).unwrap_err().0;
             assert!(e.contains(needle), "{e:?} does not say {needle:?}");
             assert!(!e.contains('\n'), "{e:?} is not one line");
         };
@@ -442,10 +456,11 @@ mod tests {
             "[[step]]\nname = \"r\"\nkind = \"resume\"\npolicy = \"lod\"\n",
             "line 9 (policy = \"lod\"): ",
         );
-        let e = parse("[campaign]\nname = \"x\"\nepochs = \"2\"\n").unwrap_err();
+        let e = parse("[campaign]\nname = \"x\"\nepochs = \"2\"\n").unwrap_err().0;
         assert!(e.starts_with("line 3 (epochs = \"2\"): invalid type"), "{e}");
         let e = parse("[campaign]\nname = \"x\"\n[[step]]\nname = \"r\"\nkind = \"resume\"\n")
-            .unwrap_err();
+            .unwrap_err()
+            .0;
         assert!(e.contains("cold step must come first"), "{e}");
         parse(base).unwrap();
     }
@@ -455,7 +470,7 @@ mod tests {
         let base = "[campaign]\nname = \"x\"\n[[pipeline]]\nname = \"fit\"\nargv = [\"true\"]\n";
         let steps = "[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
         let refused = |pipeline_extra: &str, step: &str, needle: &str| {
-            let e = parse(&format!("{base}{pipeline_extra}{steps}{step}")).unwrap_err();
+            let e = parse(&format!("{base}{pipeline_extra}{steps}{step}")).unwrap_err().0;
             assert!(e.contains(needle), "{e:?} does not say {needle:?}");
             assert!(!e.contains('\n'), "{e:?} is not one line");
         };
@@ -476,11 +491,11 @@ mod tests {
         assert_eq!(ok.pipeline[0].roles["search"], Role::Work);
         // The recipe's stages report progress only.
         let recipe = "[campaign]\nname = \"x\"\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n";
-        let e = parse(&format!("{recipe}{}", interrupted("train:after:1"))).unwrap_err();
+        let e = parse(&format!("{recipe}{}", interrupted("train:after:1"))).unwrap_err().0;
         assert!(e.contains("apply to a pipeline's stages"), "{e}");
         let with_roles =
             recipe.replace("name = \"x\"\n", "name = \"x\"\nroles = { a = \"work\" }\n");
-        let e = parse(&with_roles).unwrap_err();
+        let e = parse(&with_roles).unwrap_err().0;
         assert!(e.contains("roles apply to a pipeline"), "{e}");
     }
 }

@@ -25,6 +25,7 @@ mod spans;
 pub(crate) mod summary;
 pub(crate) mod trace;
 
+use crate::dataset::DatasetError;
 use crate::rundir::{self, RunDir, environment};
 use report::CampaignReport;
 use runner::Runner;
@@ -73,7 +74,7 @@ pub(crate) fn run(
     output: Option<&Path>,
     worker_bin: PathBuf,
 ) -> Result<Finished, CampaignError> {
-    let (campaign, bytes) = file::load(file).map_err(CampaignError::Usage)?;
+    let (campaign, bytes) = file::load(file).map_err(|e| CampaignError::Usage(e.0))?;
     if !worker_bin.is_file() {
         return Err(CampaignError::Usage(format!(
             "worker binary not found at '{}': build the workspace or pass --worker-bin",
@@ -84,14 +85,20 @@ pub(crate) fn run(
         .map_err(|e| CampaignError::Usage(format!("cannot read the worker binary: {e}")))?;
     // Two campaigns never share a scratch directory (held to the end).
     let _scratch_lock = match &campaign.campaign.scratch {
-        Some(dir) => Some(crate::dirlock::lock(dir, "scratch").map_err(CampaignError::Usage)?),
+        Some(dir) => Some(
+            crate::dirlock::lock(dir, "scratch")
+                .map_err(|e| CampaignError::Usage(e.to_string()))?,
+        ),
         None => None,
     };
     // A pipeline reads no dataset of ours; the recipe reads the declared one.
     let (dataset, fingerprint) = match campaign.pipeline.is_empty() {
         true => {
             let (dir, frozen) = crate::dataset::resolve(campaign.campaign.data.as_deref(), false)
-                .map_err(CampaignError::Usage)?;
+                .map_err(|e| match e {
+                DatasetError::Input(m) => CampaignError::Usage(m),
+                DatasetError::Io(m) => CampaignError::Failed(m),
+            })?;
             (dir, Some(frozen.fingerprint))
         }
         false => (PathBuf::new(), None),

@@ -83,7 +83,8 @@ impl Runner<'_> {
 
     /// A fresh state directory, claimed for the recipe.
     fn state(&self, name: &str) -> Result<PathBuf, CampaignError> {
-        recipe::state::claim(&self.dir.join("state").join(name)).map_err(CampaignError::Failed)
+        recipe::state::claim(&self.dir.join("state").join(name))
+            .map_err(|e| CampaignError::Failed(e.to_string()))
     }
 
     pub(super) fn steps(

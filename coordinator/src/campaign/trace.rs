@@ -7,13 +7,13 @@
 //! processes.
 
 use super::report::CampaignReport;
-use crate::render::trace::{Slice, emit_nested, meta, track_name};
+use crate::render::trace::{Slice, Untimed, emit_nested, meta, track_name};
 use serde_json::json;
 
-pub(crate) fn chrome(r: &CampaignReport) -> Result<Vec<u8>, String> {
+pub(crate) fn chrome(r: &CampaignReport) -> Result<Vec<u8>, Untimed> {
     let trials = r.steps.iter().flat_map(|s| &s.trials);
     if trials.clone().any(|t| t.span_s.is_none()) {
-        return Err("this campaign report has no run times (it was made by a stagebench older than --export-trace); run it again to trace it".into());
+        return Err(Untimed("campaign report", "run times"));
     }
     let us = |s: f64| ((s * 1e9).round() / 1e3).max(0.0);
     let mut events =

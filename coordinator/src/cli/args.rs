@@ -1,6 +1,7 @@
 //! The command line as clap parses it: commands, flags, their defaults and
 //! their help. Nothing here runs anything.
 
+use crate::error::Refusal;
 use crate::interrupt::KillAt;
 use crate::plan::{Isolation, LeakPolicy, Mode};
 use crate::render::export::Exports;
@@ -301,7 +302,7 @@ pub(super) enum LauncherArg {
 pub(super) struct WorkerCounts(pub(super) Vec<u32>);
 
 /// Counts from 1 to 1024, strictly increasing, none missing between commas.
-pub(super) fn worker_counts(s: &str) -> Result<WorkerCounts, String> {
+pub(super) fn worker_counts(s: &str) -> Result<WorkerCounts, Refusal> {
     let counts = s
         .split(',')
         .map(|part| {
@@ -322,15 +323,16 @@ pub(super) fn worker_counts(s: &str) -> Result<WorkerCounts, String> {
         return Err(format!(
             "'{s}' {what} ({} after {}); give an increasing list like 1,2,4,8",
             w[1], w[0]
-        ));
+        )
+        .into());
     }
     Ok(WorkerCounts(counts))
 }
 
-pub(super) fn positive_secs(s: &str) -> Result<Duration, String> {
+pub(super) fn positive_secs(s: &str) -> Result<Duration, Refusal> {
     let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(v.is_finite() && v > 0.0 && v < 1e9) {
-        return Err(format!("'{s}' must be a positive number of seconds"));
+        return Err(format!("'{s}' must be a positive number of seconds").into());
     }
     Ok(Duration::from_secs_f64(v))
 }

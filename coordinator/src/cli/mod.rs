@@ -6,6 +6,8 @@
 mod args;
 #[cfg(test)]
 mod docs_tests;
+#[cfg(test)]
+mod exit_codes;
 mod print;
 mod resolve;
 
@@ -76,9 +78,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
         Some(Command::Render { dir, export }) => {
             let exports = export.exports();
             exports.check()?;
-            let (report, paths) = redraw(&dir).map_err(|e| {
-                Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
-            })?;
+            let (report, paths) = redraw(&dir)?;
             for path in paths {
                 println!("rendered {}", path.display());
             }
@@ -103,10 +103,12 @@ fn command(cli: Cli) -> Result<u8, Error> {
             exports.check()?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {
-                let bytes = crate::campaign::trace::chrome(&done.report)
-                    .map_err(|e| format!("--export-trace '{}': {e}", path.display()))?;
-                evidence::write_new(path, &bytes)
-                    .map_err(|e| format!("--export-trace '{}': {e}", path.display()))?;
+                let bytes = crate::campaign::trace::chrome(&done.report).map_err(|e| {
+                    Error::Usage(format!("--export-trace '{}': {e}", path.display()))
+                })?;
+                evidence::write_new(path, &bytes).map_err(|e| {
+                    Error::Failed(format!("--export-trace '{}': {e}", path.display()))
+                })?;
                 println!("exported {}", path.display());
             }
             println!("campaign {}:", done.report.name);
@@ -135,10 +137,13 @@ fn command(cli: Cli) -> Result<u8, Error> {
             exports.check()?;
             let plan = resolve::resolve(run)?;
             let summary = crate::run::execute(&plan).map_err(|f| {
-                // A built-in source that changed since freezing: say how to
-                // remake it (here, not in failure.json, which names no path).
+                // A failed run on the built-in cohort whose sources no longer
+                // match their frozen hashes: say how to remake it (here, not
+                // in failure.json, which names no path). Decided by hashing
+                // the cohort again, not by reading the error's text.
                 let altered = plan.settings.data.is_none()
-                    && f.error.to_string().contains("has changed since freezing");
+                    && matches!(f.error, crate::error::RunError::Failed { .. })
+                    && crate::dataset::builtin_altered();
                 match f.error.recorded(f.failure_file.as_deref()) {
                     Error::Failed(m) if altered => Error::Failed(format!(
                         "{m}; {}",
@@ -153,8 +158,8 @@ fn command(cli: Cli) -> Result<u8, Error> {
     }
 }
 
-/// Writes the exports of a finished run; any failure is a usage error (the
-/// run's evidence is complete either way).
+/// Writes the exports of a finished run (the run's evidence is complete
+/// either way): a path found taken is a usage error, a failed write a failure.
 fn write_exports(exports: &Exports, report: &crate::modes::Report) -> Result<u8, Error> {
     for p in exports.write(report)? {
         println!("exported {}", Path::new(&p).display());
@@ -177,15 +182,21 @@ fn init_logging() {
 /// `coordinator render`: every binding but the derived files checked, then
 /// summary.md and the plots redrawn from report.json; a run's parsed report
 /// comes back for the exports (a campaign has none).
-fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::PathBuf>), String> {
+/// A directory that does not verify exits 3; a redraw that cannot be written, 1.
+fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::PathBuf>), Error> {
     use crate::verify::Checked;
-    let (report, files) = match crate::verify::checked_report(dir)? {
+    let failed = |e: &dyn std::fmt::Display| {
+        Error::Failed(format!("rendering '{}' failed: {e}", dir.display()))
+    };
+    let checked = crate::verify::checked_report(dir)
+        .map_err(|e| Error::Unverified(format!("rendering '{}' failed: {e}", dir.display())))?;
+    let (report, files) = match checked {
         Checked::Run(r) => {
-            let files = crate::render::write_all(dir, &r).map_err(|e| e.to_string())?;
+            let files = crate::render::write_all(dir, &r).map_err(|e| failed(&e))?;
             (Some(*r), files)
         }
         Checked::Campaign(c) => {
-            (None, crate::campaign::summary::write_all(dir, &c).map_err(|e| e.to_string())?)
+            (None, crate::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
         }
     };
     Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))

@@ -2,12 +2,13 @@
 //! needs no run directory, in one place, before anything is created.
 
 use super::args::{LauncherArg, PolicyArg, RunArgs};
+use crate::error::Refusal;
 use crate::modes::{ModePlan, RunPlan};
 use crate::plan::{self, Mode, Settings};
 use protocol::Stage;
 use std::path::PathBuf;
 
-pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
+pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
     let recipe_mode = matches!(args.mode, Mode::ColdPrep | Mode::Profile | Mode::Recipe);
     if args.mode != Mode::Recipe {
         let recipe_only = [
@@ -16,7 +17,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             ("--epochs", args.epochs.is_some()),
         ];
         if let Some((flag, _)) = recipe_only.iter().find(|(_, g)| *g) {
-            return Err(format!("{flag} applies to --mode recipe"));
+            return Err(format!("{flag} applies to --mode recipe").into());
         }
     } else if args.state.is_none() {
         return Err("--mode recipe needs --state DIR".into());
@@ -37,7 +38,8 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
                 "{flag} applies to {}; --mode {} does not use it",
                 names.join(", "),
                 args.mode.as_str()
-            ));
+            )
+            .into());
         }
     }
     let sweep = args.workers.0.clone();
@@ -46,7 +48,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             "--workers {}: a list of counts (a workers sweep) applies to --mode cold-prep; --mode {} takes one count",
             sweep.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
             args.mode.as_str()
-        ));
+        ).into());
     }
     // The largest count is the run's: its processes are the most at once.
     let workers = sweep.iter().copied().max().unwrap_or(1);
@@ -58,14 +60,16 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
         return Err(format!(
             "--stage and --command apply to --mode diagnostic and --mode trials, not {}",
             args.mode.as_str()
-        ));
+        )
+        .into());
     }
     if args.names.len() > args.commands.len() {
         return Err(format!(
             "{} --name given for {} --command",
             args.names.len(),
             args.commands.len()
-        ));
+        )
+        .into());
     }
     let spellings: Vec<String> = if args.stages.is_empty() && args.commands.is_empty() {
         plan::DEFAULT_DIAGNOSTIC_STAGES.iter().map(|s| s.to_string()).collect()
@@ -112,7 +116,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             if given {
                 return Err(format!(
                     "{flag} applies to the recipe's stages in --mode trials, and none of these stages is one"
-                ));
+                ).into());
             }
         }
     }
@@ -124,7 +128,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
     let launcher = match args.launcher {
         LauncherArg::Local => {
             if let Some((flag, _)) = slurm_only.iter().find(|(_, given)| *given) {
-                return Err(format!("{flag} applies to --launcher slurm"));
+                return Err(format!("{flag} applies to --launcher slurm").into());
             }
             crate::launch::Kind::Local
         }
@@ -158,25 +162,28 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
                 return Err(format!(
                     "--kill-at applies to --mode recipe and to the --command stages of --mode diagnostic, not --mode {}",
                     other.as_str()
-                ));
+                ).into());
             }
         };
         if known.is_empty() {
             return Err(format!(
                 "--kill-at {k}: no stage of this run can be killed at a point (--mode diagnostic kills --command stages only)"
-            ));
+            ).into());
         }
         if !known.contains(&k.stage) {
             return Err(format!(
                 "--kill-at {}: no stage of this run is called that (stages that can be killed: {})",
                 k.stage,
                 known.join(", ")
-            ));
+            )
+            .into());
         }
         let stage = stages.iter().find(|s| s.key == k.stage).map(|s| &s.stage);
         let command = matches!(stage, Some(Stage::Command { .. } | Stage::Exec { .. }));
         if k.needs_a_command() && !command {
-            return Err(format!("--kill-at {k}: span: and after: points apply to a command stage"));
+            return Err(
+                format!("--kill-at {k}: span: and after: points apply to a command stage").into()
+            );
         }
     }
     let worker_bin = match args.worker_bin {
@@ -200,7 +207,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
             // Claimed (created, marked) last: a refused command line leaves nothing.
             let dir = args.state.as_deref().expect("checked above: recipe has --state");
             ModePlan::Recipe(crate::modes::recipe::Plan {
-                state: recipe::state::claim(dir)?,
+                state: recipe::state::claim(dir).map_err(|e| Refusal(e.to_string()))?,
                 policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
                     PolicyArg::Load => protocol::ResumePolicy::Load,
                     PolicyArg::Recompute => protocol::ResumePolicy::Recompute,
@@ -232,7 +239,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, String> {
 }
 
 /// `worker` next to the running coordinator binary.
-pub(super) fn default_worker_bin() -> Result<PathBuf, String> {
+pub(super) fn default_worker_bin() -> Result<PathBuf, Refusal> {
     let me = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
     Ok(me.with_file_name("worker"))
 }

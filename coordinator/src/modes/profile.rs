@@ -59,7 +59,7 @@ pub(crate) fn input_bound(fraction: f64) -> &'static str {
 }
 
 impl Plan {
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let phases = self.phases(settings, &dataset, &frozen);
         let mut parameters = BTreeMap::new();

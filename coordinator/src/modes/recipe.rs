@@ -43,7 +43,7 @@ pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
 }
 
 impl Plan {
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         // Two runs never share a state: the second is refused here, before
         // it has a run directory.
         let lock = crate::dirlock::lock(&self.state, "--state")?;

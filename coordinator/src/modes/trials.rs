@@ -48,7 +48,7 @@ pub(crate) struct Section {
 impl Plan {
     /// Recipe stages read a dataset: it is resolved here, filled into them,
     /// and their prerequisites are prepared once before the trials.
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, String> {
+    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let filled;
         let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
             let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;

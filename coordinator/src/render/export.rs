@@ -31,6 +31,33 @@ impl Format {
     }
 }
 
+/// Why an export was refused or not written. Refusals come before anything
+/// runs; a failed write comes after, with the run's evidence complete.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ExportError {
+    #[error("{0} '{1}' already exists")]
+    Exists(&'static str, String),
+    #[error("{0} '{1}' is named by another export")]
+    NamedTwice(&'static str, String),
+    /// Found missing after the run, the export would be lost with everything measured.
+    #[error("{0} '{1}': its folder '{2}' does not exist (create it first)")]
+    NoFolder(&'static str, String, String),
+    #[error("{0} '{1}': {2}")]
+    Untimed(&'static str, String, super::trace::Untimed),
+    #[error("{0} '{1}': {2}")]
+    Write(&'static str, String, std::io::Error),
+}
+
+impl From<ExportError> for crate::error::Error {
+    fn from(e: ExportError) -> Self {
+        use crate::error::Error;
+        match e {
+            ExportError::Write(..) => Error::Failed(e.to_string()),
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}
+
 /// Exports requested on the command line.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Exports(pub(crate) Vec<(Format, PathBuf)>);
@@ -52,39 +79,33 @@ impl Exports {
     }
 
     /// Refuses, before anything runs, a path that exists or is named twice.
-    pub(crate) fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), ExportError> {
         for (i, (f, p)) in self.0.iter().enumerate() {
+            let path = p.display().to_string();
             if p.symlink_metadata().is_ok() {
-                return Err(format!("{} '{}' already exists", f.flag(), p.display()));
+                return Err(ExportError::Exists(f.flag(), path));
             }
             if self.0[..i].iter().any(|(_, q)| q == p) {
-                return Err(format!("{} '{}' is named by another export", f.flag(), p.display()));
+                return Err(ExportError::NamedTwice(f.flag(), path));
             }
-            // Its folder must be there now: found missing after the run, the
-            // export would be lost with everything measured.
+            // Its folder must be there now.
             let parent = p.parent().filter(|d| !d.as_os_str().is_empty());
             if let Some(dir) = parent.filter(|d| !d.is_dir()) {
-                return Err(format!(
-                    "{} '{}': its folder '{}' does not exist (create it first)",
-                    f.flag(),
-                    p.display(),
-                    dir.display()
-                ));
+                return Err(ExportError::NoFolder(f.flag(), path, dir.display().to_string()));
             }
         }
         Ok(())
     }
 
     /// Writes every export of `r`, each as a new file.
-    pub(crate) fn write(&self, r: &Report) -> Result<Vec<&Path>, String> {
+    pub(crate) fn write(&self, r: &Report) -> Result<Vec<&Path>, ExportError> {
         let mut written = Vec::new();
         for (f, p) in &self.0 {
-            let bytes = bytes(*f, r).map_err(|e| format!("{} '{}': {e}", f.flag(), p.display()))?;
+            let path = || p.display().to_string();
+            let bytes = bytes(*f, r).map_err(|e| ExportError::Untimed(f.flag(), path(), e))?;
             evidence::write_new(p, &bytes).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => {
-                    format!("{} '{}' already exists", f.flag(), p.display())
-                }
-                _ => format!("{} '{}': {e}", f.flag(), p.display()),
+                std::io::ErrorKind::AlreadyExists => ExportError::Exists(f.flag(), path()),
+                _ => ExportError::Write(f.flag(), path(), e),
             })?;
             written.push(p.as_path());
         }
@@ -92,7 +113,7 @@ impl Exports {
     }
 }
 
-pub(crate) fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, String> {
+pub(crate) fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, super::trace::Untimed> {
     Ok(match f {
         Format::Json => json_export(r),
         Format::Csv => csv(r).into_bytes(),

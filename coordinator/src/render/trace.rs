@@ -45,11 +45,17 @@ impl Slice {
     }
 }
 
-/// The trace of `r`, or why it cannot have one (a report from before
-/// stagebench kept process times).
-pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, String> {
+/// A report made before stagebench kept the times a trace is drawn from.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "this {0} has no {1} (it was made by a stagebench older than --export-trace); run it again to trace it"
+)]
+pub(crate) struct Untimed(pub(crate) &'static str, pub(crate) &'static str);
+
+/// The trace of `r`, or why it cannot have one.
+pub(crate) fn chrome(r: &Report) -> Result<Vec<u8>, Untimed> {
     if r.workers.is_empty() || r.workers.iter().any(|w| w.start_s.is_none()) {
-        return Err("this report has no process start times (it was made by a stagebench older than --export-trace); run it again to trace it".into());
+        return Err(Untimed("report", "process start times"));
     }
     // Nanosecond resolution: the clocks' own, without float noise.
     let us = |s: f64| ((s * 1e9).round() / 1e3).max(0.0);

@@ -320,7 +320,7 @@ fn take<T: serde::de::DeserializeOwned>(
         Found::Missing => return Err(not_ready("no completion record".into())),
         Found::Stale(why) => return Err(not_ready(why)),
     };
-    timed(&mut c.integrity, || state.check_files(&record)).map_err(not_ready)?;
+    timed(&mut c.integrity, || state.check_files(&record)).map_err(|e| not_ready(e.to_string()))?;
     let bytes =
         timed(&mut c.load, || std::fs::read(state.path(file))).map_err(io_failed("reading"))?;
     let value = timed(&mut c.load, || serde_json::from_slice(&bytes))

@@ -44,8 +44,32 @@ struct Raw {
     progress: Option<f64>,
 }
 
+/// Why one line of a spans file is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadLine(pub String);
+
+impl From<String> for BadLine {
+    fn from(why: String) -> Self {
+        BadLine(why)
+    }
+}
+
+/// Why a command's spans file fails its stage.
+#[derive(Debug, thiserror::Error)]
+pub enum SpansError {
+    #[error("spans line {0}: {1}")]
+    Line(usize, BadLine),
+    #[error("reading the spans file: {0}")]
+    Read(std::io::Error),
+    #[error("the command's spans file holds more than {MAX_BYTES} bytes")]
+    TooLarge,
+    #[error("the command's spans file is not UTF-8")]
+    NotUtf8,
+}
+
 /// One line, checked; None for a blank one.
-pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
+pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     if line.trim().is_empty() {
         return Ok(None);
     }
@@ -60,23 +84,24 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, String> {
                 return Err(format!(
                     "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
                     name.chars().take(MAX_NAME).collect::<String>()
-                ));
+                )
+                .into());
             }
             if !(seconds.is_finite() && seconds >= 0.0) {
-                return Err(format!("seconds {seconds} is not a finite non-negative number"));
+                return Err(format!("seconds {seconds} is not a finite non-negative number").into());
             }
             if let Some(t) = start.filter(|t| !(t.is_finite() && *t >= 0.0)) {
-                return Err(format!("start {t} is not a finite non-negative number"));
+                return Err(format!("start {t} is not a finite non-negative number").into());
             }
             Ok(Some(Line::Span { name, seconds, start }))
         }
         Raw { name: None, seconds: None, start: None, progress: Some(p) } => {
             if !(0.0..=1.0).contains(&p) {
-                return Err(format!("progress {p} is not between 0 and 1"));
+                return Err(format!("progress {p} is not between 0 and 1").into());
             }
             Ok(Some(Line::Progress(p)))
         }
-        _ => Err(format!("not an object {shape}")),
+        _ => Err(format!("not an object {shape}").into()),
     }
 }
 
@@ -97,11 +122,13 @@ pub struct Tally {
 
 impl Tally {
     /// Adds the lines of `text` (complete lines); the first bad one fails.
-    fn add(&mut self, text: &str, mut each: impl FnMut(&Line, &Tally)) -> Result<(), String> {
+    fn add(&mut self, text: &str, mut each: impl FnMut(&Line, &Tally)) -> Result<(), SpansError> {
         for line in text.lines() {
             self.lines += 1;
-            let bad = |why: String| format!("spans line {}: {why}", self.lines);
-            let Some(parsed) = parse_line(line).map_err(bad)? else { continue };
+            let n = self.lines;
+            let Some(parsed) = parse_line(line).map_err(|why| SpansError::Line(n, why))? else {
+                continue;
+            };
             match &parsed {
                 Line::Span { name, seconds, start } => {
                     if let Some(start) = start.filter(|_| self.timed.len() < protocol::MAX_SLICES) {
@@ -175,15 +202,19 @@ impl SpansFile {
     /// Reads what was appended since the last call and adds its complete
     /// lines (all of it when `last`: the command has ended); `each` sees
     /// every line as it is added.
-    pub fn follow(&mut self, last: bool, each: impl FnMut(&Line, &Tally)) -> Result<(), String> {
+    pub fn follow(
+        &mut self,
+        last: bool,
+        each: impl FnMut(&Line, &Tally),
+    ) -> Result<(), SpansError> {
         let mut buf = Vec::new();
         (&self.reader)
             .take(MAX_BYTES + 1 - self.read.min(MAX_BYTES))
             .read_to_end(&mut buf)
-            .map_err(|e| format!("reading the spans file: {e}"))?;
+            .map_err(SpansError::Read)?;
         self.read += buf.len() as u64;
         if self.read > MAX_BYTES {
-            return Err(format!("the command's spans file holds more than {MAX_BYTES} bytes"));
+            return Err(SpansError::TooLarge);
         }
         self.partial.extend_from_slice(&buf);
         let complete = match last {
@@ -191,15 +222,14 @@ impl SpansFile {
             false => self.partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1),
         };
         let lines: Vec<u8> = self.partial.drain(..complete).collect();
-        let text = String::from_utf8(lines)
-            .map_err(|_| "the command's spans file is not UTF-8".to_string())?;
+        let text = String::from_utf8(lines).map_err(|_| SpansError::NotUtf8)?;
         self.tally.add(&text, each)
     }
 
     /// The figures of every span the command wrote, and the spans that
     /// gave a start (name, start on the monotonic clock, seconds).
     pub fn finish(mut self) -> Result<(Vec<Figure>, Vec<Timed>), StageError> {
-        self.follow(true, |_, _| {}).map_err(StageError::Failed)?;
+        self.follow(true, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
         let timed = std::mem::take(&mut self.tally.timed);
         Ok((self.tally.figures(), timed))
     }
@@ -218,7 +248,7 @@ mod tests {
     /// The figures of a whole file's text.
     fn figures(text: &str) -> Result<Vec<Figure>, String> {
         let mut tally = Tally::default();
-        tally.add(text, |_, _| {})?;
+        tally.add(text, |_, _| {}).map_err(|e| e.to_string())?;
         Ok(tally.figures())
     }
 

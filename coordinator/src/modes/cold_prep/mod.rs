@@ -158,7 +158,7 @@ pub(crate) struct Plan {
     pub(crate) counts: Vec<u32>,
 }
 
-pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, String> {
+pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunError> {
     let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();

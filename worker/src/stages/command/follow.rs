@@ -72,7 +72,7 @@ pub(super) fn until_exit(
             }
             // A bad line fails the stage when it ends; no kill point is
             // judged from a file that broke its format.
-            bad_line = read.err();
+            bad_line = read.err().map(|e| e.to_string());
         }
         if exited(pid) {
             let unreached = kill.map(|k| not_reached(k, &spans.tally, started.elapsed()));
