@@ -25,5 +25,6 @@ pub use messages::{
     Slice, ToWorker, Token, TreeUsage, WorkerId, host_sha256,
 };
 pub use stage::{
-    EpochInput, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
+    EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
+    without_local_paths,
 };

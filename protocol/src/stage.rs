@@ -1,8 +1,81 @@
 //! The stages a worker knows how to run, and their `NAME[:ARG]` spelling.
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Serialize, Serializer};
+use std::cell::Cell;
 use std::fmt;
+use std::path::Path;
 use std::str::FromStr;
+
+/// A path on the machine that runs a stage: a frozen dataset, a state
+/// directory, a pipeline stage's working directory. It crosses the wire as
+/// a string, but never enters a stage's *definition*: serialised inside
+/// [`without_local_paths`] it is the empty string, whatever field holds it.
+/// So the same work on another machine, or on data copied elsewhere, has the
+/// same definition, and no definition hashes where a user keeps their files.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+#[serde(transparent)]
+pub struct LocalPath(String);
+
+thread_local! {
+    static BLANK_LOCAL_PATHS: Cell<bool> = const { Cell::new(false) };
+}
+
+impl LocalPath {
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    pub fn as_path(&self) -> &Path {
+        Path::new(&self.0)
+    }
+}
+
+impl From<String> for LocalPath {
+    fn from(s: String) -> Self {
+        LocalPath(s)
+    }
+}
+
+impl From<&str> for LocalPath {
+    fn from(s: &str) -> Self {
+        LocalPath(s.to_string())
+    }
+}
+
+impl AsRef<Path> for LocalPath {
+    fn as_ref(&self) -> &Path {
+        self.as_path()
+    }
+}
+
+impl fmt::Display for LocalPath {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for LocalPath {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match BLANK_LOCAL_PATHS.with(Cell::get) {
+            true => s.serialize_str(""),
+            false => s.serialize_str(&self.0),
+        }
+    }
+}
+
+/// Runs `serialise` with every [`LocalPath`] serialising as "" on this
+/// thread: what a stage's definition is hashed from. The wire, and every
+/// other serialisation, keeps the paths.
+pub fn without_local_paths<R>(serialise: impl FnOnce() -> R) -> R {
+    struct Restore(bool);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            BLANK_LOCAL_PATHS.with(|b| b.set(self.0));
+        }
+    }
+    let _restore = Restore(BLANK_LOCAL_PATHS.with(|b| b.replace(true)));
+    serialise()
+}
 
 /// A stage and its parameters, as assigned to a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -23,23 +96,23 @@ pub enum Stage {
     Crash,
     /// Re-hashes every source file and the events file of a frozen dataset
     /// against its frozen.json.
-    VerifySources { dataset: String },
+    VerifySources { dataset: LocalPath },
     /// Reads one series, checks its hash, extracts its features and writes
     /// them into `cache` (relative to the run directory).
-    PrepareSeries { dataset: String, id: String, file: String, sha256: String, cache: String },
+    PrepareSeries { dataset: LocalPath, id: String, file: String, sha256: String, cache: String },
     /// Runs a user's command line with `sh -c`, measured with its whole
     /// process tree; a non-zero exit fails the stage.
     Command { name: String, line: String },
     /// Runs a program with its arguments, in a working directory, with
     /// extra environment variables (a stage of an external pipeline),
     /// measured like [`Stage::Command`].
-    Exec { name: String, argv: Vec<String>, cwd: String, env: Vec<(String, String)> },
+    Exec { name: String, argv: Vec<String>, cwd: LocalPath, env: Vec<(String, String)> },
     /// Fits the normalizer over the training series of a prepared cache
     /// (relative to the run directory) and writes `normalizer.json`.
-    FitNormalizer { dataset: String, cache: String },
+    FitNormalizer { dataset: LocalPath, cache: String },
     /// Rebuilds targets from the events, recounts validity from the sources,
     /// and writes the context index into the cache.
-    CountContexts { dataset: String, cache: String },
+    CountContexts { dataset: LocalPath, cache: String },
     /// One loader epoch over the context index with the fitted normalizer.
     LoaderEpoch(EpochInput),
     /// A step of the model's part of the recipe, over the same loader.
@@ -54,8 +127,8 @@ pub enum Stage {
 /// train and the loader's seed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct StateInput {
-    pub dataset: String,
-    pub state: String,
+    pub dataset: LocalPath,
+    pub state: LocalPath,
     pub policy: ResumePolicy,
     pub epochs: u32,
     pub seed: u64,
@@ -117,7 +190,7 @@ impl StateStep {
 /// checked against the SHA-256 their stages reported, and the shuffle seed.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct EpochInput {
-    pub dataset: String,
+    pub dataset: LocalPath,
     pub cache: String,
     pub seed: u64,
     pub normalizer_sha256: String,
@@ -255,6 +328,27 @@ impl FromStr for Stage {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A LocalPath is blank inside `without_local_paths`, under any field,
+    /// and whole on the wire before and after (even after a panic inside).
+    #[test]
+    fn local_paths_are_blank_only_in_a_definition() {
+        let exec = |cwd: &str| Stage::Exec {
+            name: "fit".into(),
+            argv: vec!["python3".into()],
+            cwd: cwd.into(),
+            env: Vec::new(),
+        };
+        let bytes = |s: &Stage| crate::frame::encode(s).unwrap();
+        let (a, b) = (exec("/home/ana/pipe"), exec("/srv/pipe"));
+        assert_ne!(bytes(&a), bytes(&b), "the wire carries the path");
+        let blank = |s: &Stage| without_local_paths(|| bytes(s));
+        assert_eq!(blank(&a), blank(&b));
+        assert_eq!(blank(&a), bytes(&exec("")));
+        let _ = std::panic::catch_unwind(|| without_local_paths(|| panic!("inside")));
+        let back: Stage = crate::frame::read(&mut &bytes(&a)[..]).unwrap();
+        assert_eq!(back, a, "paths are whole again after the closure ends");
+    }
 
     #[test]
     fn spelling_round_trips() {

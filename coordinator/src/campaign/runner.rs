@@ -294,7 +294,13 @@ impl Runner<'_> {
                 stages.push(protocol::Stage::Exec {
                     name: st.name.clone(),
                     argv: st.argv.clone(),
-                    cwd: st.cwd.as_deref().unwrap_or(Path::new(".")).to_string_lossy().into_owned(),
+                    cwd: st
+                        .cwd
+                        .as_deref()
+                        .unwrap_or(Path::new("."))
+                        .to_string_lossy()
+                        .into_owned()
+                        .into(),
                     env: st.env.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 });
             }

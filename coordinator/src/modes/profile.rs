@@ -18,7 +18,7 @@ use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
 use crate::rundir::report::Counts;
-use protocol::{EpochInput, ModelStep, Stage};
+use protocol::{EpochInput, LocalPath, ModelStep, Stage};
 use recipe::frozen::Frozen;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -129,13 +129,13 @@ pub(crate) fn trial_stage_names() -> impl Iterator<Item = &'static str> {
 pub(crate) fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
     let cache = SERIAL_CACHE.to_string();
     match name {
-        FIT => Some(Stage::FitNormalizer { dataset: String::new(), cache }),
-        COUNT => Some(Stage::CountContexts { dataset: String::new(), cache }),
-        LOADER => Some(Stage::LoaderEpoch(epoch_input(String::new(), seed))),
+        FIT => Some(Stage::FitNormalizer { dataset: LocalPath::default(), cache }),
+        COUNT => Some(Stage::CountContexts { dataset: LocalPath::default(), cache }),
+        LOADER => Some(Stage::LoaderEpoch(epoch_input(LocalPath::default(), seed))),
         _ => ModelStep::ALL
             .into_iter()
             .find(|s| s.name() == name)
-            .map(|step| Stage::Model(step, epoch_input(String::new(), seed))),
+            .map(|step| Stage::Model(step, epoch_input(LocalPath::default(), seed))),
     }
 }
 
@@ -168,7 +168,7 @@ pub(crate) fn reads_loader(stage: &Stage) -> bool {
 
 /// Sets the dataset of a recipe stage; other stages are left alone.
 pub(crate) fn with_dataset(stage: &mut Stage, dir: &Path) {
-    let dir = dir.to_string_lossy().into_owned();
+    let dir = LocalPath::from(dir.to_string_lossy().into_owned());
     if let Stage::FitNormalizer { dataset, .. } | Stage::CountContexts { dataset, .. } = stage {
         *dataset = dir;
     } else if let Some(input) = stage.epoch_input_mut() {
@@ -178,7 +178,7 @@ pub(crate) fn with_dataset(stage: &mut Stage, dir: &Path) {
 
 /// A loader epoch's input over the serial cache; the artifact hashes are
 /// filled in by [`super::hand_on_artifacts`] once fitting and counting have run.
-pub(crate) fn epoch_input(dataset: String, seed: u64) -> EpochInput {
+pub(crate) fn epoch_input(dataset: LocalPath, seed: u64) -> EpochInput {
     EpochInput {
         dataset,
         cache: SERIAL_CACHE.into(),

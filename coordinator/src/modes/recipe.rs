@@ -51,8 +51,8 @@ impl Plan {
         let mut numbers = JobNumbers::default();
         let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
         let input = StateInput {
-            dataset: dataset.to_string_lossy().into_owned(),
-            state: self.state.to_string_lossy().into_owned(),
+            dataset: dataset.to_string_lossy().into_owned().into(),
+            state: self.state.to_string_lossy().into_owned().into(),
             policy: self.policy,
             epochs: self.epochs,
             seed: self.seed,

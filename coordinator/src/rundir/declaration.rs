@@ -40,34 +40,14 @@ pub(crate) struct DeclaredStage {
 
 /// The `definition_sha256` of a stage, or of a phase's stages in order.
 /// Where the inputs live on disk is not part of a definition (the
-/// declaration's dataset fingerprint says which data it is), so every path
-/// is blanked first; the bytes hashed are the canonical ones
+/// declaration's dataset fingerprint says which data it is): every path a
+/// stage holds is a [`protocol::LocalPath`], which serialises as "" here, by
+/// its type, under whatever key. The bytes hashed are the canonical ones
 /// ([`evidence::to_bytes`]), as for every other hash of evidence.
 pub(crate) fn definition_sha256(definition: &impl serde::Serialize) -> String {
-    let mut value = serde_json::to_value(definition).expect("a stage serialises");
-    blank_paths(&mut value);
+    let value = protocol::without_local_paths(|| serde_json::to_value(definition))
+        .expect("a stage serialises");
     evidence::sha256_hex(&evidence::to_bytes(&value))
-}
-
-/// Keys whose string values are paths on this machine: a frozen dataset, a
-/// state directory, a pipeline stage's working directory.
-const PATH_KEYS: [&str; 3] = ["dataset", "state", "cwd"];
-
-/// Blanks every path (see [`PATH_KEYS`]) in a stage's value, at any depth.
-fn blank_paths(value: &mut serde_json::Value) {
-    match value {
-        serde_json::Value::Object(m) => {
-            for (k, v) in m.iter_mut() {
-                if PATH_KEYS.contains(&k.as_str()) && v.is_string() {
-                    *v = serde_json::Value::String(String::new());
-                } else {
-                    blank_paths(v);
-                }
-            }
-        }
-        serde_json::Value::Array(items) => items.iter_mut().for_each(blank_paths),
-        _ => {}
-    }
 }
 
 /// The program's identity: which code, built how, is measuring.

@@ -4,12 +4,11 @@ use super::{StageContext, StageError, figure};
 use protocol::{Figure, Stage};
 use recipe::cache::{self, SeriesRef};
 use recipe::frozen::{self, Frozen};
-use std::path::Path;
 
 pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     match stage {
         Stage::VerifySources { dataset } => {
-            let dir = Path::new(dataset);
+            let dir = dataset.as_path();
             let frozen = Frozen::load(dir).map_err(|e| StageError::Failed(e.to_string()))?;
             let v = frozen::verify_sources(dir, &frozen)
                 .map_err(|e| StageError::Failed(e.to_string()))?;
@@ -17,7 +16,7 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
         }
         Stage::PrepareSeries { dataset, id, file, sha256, cache } => {
             let series = SeriesRef { id, file, sha256 };
-            let p = cache::prepare_series(Path::new(dataset), &series, &ctx.run_dir.join(cache))
+            let p = cache::prepare_series(dataset.as_path(), &series, &ctx.run_dir.join(cache))
                 .map_err(|e| StageError::Failed(e.to_string()))?;
             let mut shas = p.sha256;
             if crate::planted::asks(&format!("cache:{cache}"))

@@ -78,8 +78,8 @@ pub(super) fn run(
     input: &StateInput,
     ctx: &mut StageContext<'_>,
 ) -> Result<Vec<Figure>, StageError> {
-    let state = StateDir::open(Path::new(&input.state)).map_err(io_failed("state directory"))?;
-    let dataset = PathBuf::from(&input.dataset);
+    let state = StateDir::open(input.state.as_path()).map_err(io_failed("state directory"))?;
+    let dataset = input.dataset.as_path().to_path_buf();
     let frozen = Frozen::load(&dataset).map_err(failed)?;
     let mut c = Components::default();
     let mut train: Vec<&SeriesEntry> = frozen.train().collect();

@@ -9,7 +9,7 @@ use recipe::loader::{BATCH, Batch};
 use recipe::normalizer::Normalizer;
 use recipe::warm::{self, CacheView, ContextIndex};
 use std::ops::ControlFlow;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// Run-directory file names of the artifacts these stages hand on.
 pub const NORMALIZER: &str = "normalizer.json";
@@ -57,7 +57,7 @@ pub(super) struct Loader {
 
 impl Loader {
     pub(super) fn open(ctx: &StageContext<'_>, input: &EpochInput) -> Result<Loader, StageError> {
-        let dataset = PathBuf::from(&input.dataset);
+        let dataset = input.dataset.as_path().to_path_buf();
         let frozen = Frozen::load(&dataset).map_err(failed)?;
         let view = CacheView::open(&ctx.run_dir.join(&input.cache)).map_err(failed)?;
         let normalizer = read_checked(ctx, NORMALIZER, &input.normalizer_sha256)?;
@@ -80,7 +80,7 @@ impl Loader {
 pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, StageError> {
     match stage {
         Stage::FitNormalizer { dataset, cache } => {
-            let frozen = Frozen::load(Path::new(dataset)).map_err(failed)?;
+            let frozen = Frozen::load(dataset.as_path()).map_err(failed)?;
             let view = CacheView::open(&ctx.run_dir.join(cache)).map_err(failed)?;
             let n = warm::fit_normalizer(&frozen, &view).map_err(failed)?;
             write(ctx, NORMALIZER, &evidence::to_bytes(&n))?;
@@ -90,7 +90,7 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             ])
         }
         Stage::CountContexts { dataset, cache } => {
-            let dir = Path::new(dataset);
+            let dir = dataset.as_path();
             let frozen = Frozen::load(dir).map_err(failed)?;
             let view = CacheView::open(&ctx.run_dir.join(cache)).map_err(failed)?;
             let index = warm::count_contexts(dir, &frozen, &view).map_err(failed)?;

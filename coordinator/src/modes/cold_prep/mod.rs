@@ -197,7 +197,7 @@ pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunE
 
 /// One worker re-hashing every source file against frozen.json.
 pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
-    let data = dataset.to_string_lossy().into_owned();
+    let data = dataset.to_string_lossy().into_owned().into();
     Phase::in_turn(
         key.into(),
         vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
@@ -216,7 +216,7 @@ pub(crate) fn prepare_phase(
     dataset: &Path,
     frozen: &Frozen,
 ) -> Phase {
-    let data = dataset.to_string_lossy().into_owned();
+    let data = protocol::LocalPath::from(dataset.to_string_lossy().into_owned());
     let mut train: Vec<_> = frozen.train().collect();
     train.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
     Phase {
