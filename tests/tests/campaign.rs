@@ -477,6 +477,46 @@ fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
     assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
 }
 
+/// A scratch directory of "/" or one holding the campaign file would let a
+/// cold step reset a directory of the user's elsewhere: refused in one line
+/// before any lock, reset or output is written.
+#[test]
+fn a_scratch_directory_that_holds_the_users_files_is_refused_untouched() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "");
+    let victim = tmp.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    std::fs::write(victim.join("mine.txt"), b"mine").unwrap();
+    let root_lock = std::path::Path::new("/.stagebench.lock");
+    let had_root_lock = root_lock.exists();
+    let text = std::fs::read_to_string(&file).unwrap();
+    let at_root = text.replacen("scratch = \"work\"", "scratch = \"/\"", 1).replacen(
+        "reset = [\"work/adapt_images\"]",
+        &format!("reset = [{:?}]", victim.display().to_string()),
+        1,
+    );
+    let holding_file = text.replacen("scratch = \"work\"", "scratch = \".\"", 1);
+    for (name, text, says) in [
+        ("root.toml", at_root, "is the root of the file system"),
+        ("holding.toml", holding_file, "holds the campaign file"),
+    ] {
+        let file = tmp.path().join(name);
+        std::fs::write(&file, text).unwrap();
+        let out = tmp.path().join(format!("out-{name}"));
+        let mut c = coordinator();
+        c.arg("campaign").arg(&file).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{name}: {}", f.stderr);
+        let line = f.stderr.trim();
+        assert_eq!(line.lines().count(), 1, "{line}");
+        assert!(line.contains(says), "{name}: {line}");
+        assert!(!out.exists(), "{name}: the refused campaign wrote {}", out.display());
+    }
+    assert_eq!(std::fs::read(victim.join("mine.txt")).unwrap(), b"mine");
+    assert_eq!(root_lock.exists(), had_root_lock, "a lock file was written at /");
+    assert!(!tmp.path().join(".stagebench.lock").exists(), "a lock file was written");
+}
+
 #[test]
 fn a_scratch_directory_in_use_is_refused_before_anything_is_written() {
     use std::io::Write;

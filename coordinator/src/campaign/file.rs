@@ -180,6 +180,84 @@ pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), Refus
     Ok((file, text.into_bytes()))
 }
 
+/// The places a scratch directory must not hold, all absolute with symlinks
+/// resolved: the user's home, the current directory, the campaign file, and
+/// where the campaign's evidence goes.
+pub(crate) struct Places {
+    pub(crate) home: Option<PathBuf>,
+    pub(crate) cwd: PathBuf,
+    pub(crate) campaign_file: Option<PathBuf>,
+    pub(crate) output: PathBuf,
+}
+
+impl Places {
+    /// This process's places, for a campaign file and an output path (the
+    /// default output, `campaigns/`, when None).
+    pub(crate) fn here(campaign_file: Option<&Path>, output: Option<&Path>) -> Places {
+        let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+        let home = std::env::var_os("HOME")
+            .filter(|h| !h.is_empty())
+            .map(|h| resolved(&cwd, Path::new(&h)));
+        Places {
+            campaign_file: campaign_file.map(|f| resolved(&cwd, f)),
+            output: resolved(&cwd, output.unwrap_or(Path::new("campaigns"))),
+            home,
+            cwd: resolved(&cwd, Path::new(".")),
+        }
+    }
+}
+
+/// `path` (relative to `cwd`) made absolute, symlinks resolved as far as
+/// it exists: its deepest existing ancestor canonicalised, the rest joined on.
+fn resolved(cwd: &Path, path: &Path) -> PathBuf {
+    let full = cwd.join(path);
+    let mut rest = Vec::new();
+    let mut probe = full.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(probe) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (probe.parent(), probe.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                probe = parent;
+            }
+            _ => return full,
+        }
+    }
+}
+
+/// Refuses a scratch directory (absolute, resolved) that a cold step's
+/// resets or the scratch digest could turn against the user: the root, one
+/// holding the home or current directory, or one holding the campaign file
+/// or the campaign's evidence. One line, before anything is written.
+pub(crate) fn guard_scratch(scratch: &Path, places: &Places) -> Result<(), Refusal> {
+    let shown = scratch.display();
+    let holds = |p: &Path, what: &str| -> Result<(), Refusal> {
+        match p.starts_with(scratch) {
+            true => Err(format!(
+                "scratch = \"{shown}\" holds {what}: a cold step resets inside it and its digest reads all of it; name a directory of the pipeline's own"
+            )
+            .into()),
+            false => Ok(()),
+        }
+    };
+    if scratch.parent().is_none() {
+        return Err(format!(
+            "scratch = \"{shown}\" is the root of the file system; name a directory of the pipeline's own"
+        )
+        .into());
+    }
+    if let Some(home) = &places.home {
+        holds(home, "your home directory")?;
+    }
+    holds(&places.cwd, "the current directory")?;
+    if let Some(f) = &places.campaign_file {
+        holds(f, "the campaign file")?;
+    }
+    holds(&places.output, "the campaign's output directory")
+}
+
 /// Makes a pipeline's paths absolute and checks, before anything runs,
 /// that every program exists, every working directory exists, and every
 /// reset path lies inside the declared scratch directory.
@@ -497,5 +575,43 @@ mod tests {
             recipe.replace("name = \"x\"\n", "name = \"x\"\nroles = { a = \"work\" }\n");
         let e = parse(&with_roles).unwrap_err().0;
         assert!(e.contains("roles apply to a pipeline"), "{e}");
+    }
+
+    /// Each place a scratch directory must not hold is refused in one line
+    /// naming it; a directory of the pipeline's own, beside them, is not.
+    #[test]
+    fn a_scratch_directory_that_holds_what_the_user_owns_is_refused() {
+        let places = Places {
+            home: Some("/home/ana".into()),
+            cwd: "/home/ana/project".into(),
+            campaign_file: Some("/home/ana/project/pipe/campaign.toml".into()),
+            output: "/home/ana/project/campaigns".into(),
+        };
+        let refused = |scratch: &str| guard_scratch(Path::new(scratch), &places).err().map(|e| e.0);
+        for (scratch, what) in [
+            ("/", "the root of the file system"),
+            ("/home", "your home directory"),
+            ("/home/ana", "your home directory"),
+            ("/home/ana/project", "the current directory"),
+            ("/home/ana/project/pipe", "the campaign file"),
+            ("/home/ana/project/campaigns", "the campaign's output directory"),
+        ] {
+            let e = refused(scratch).unwrap_or_else(|| panic!("scratch {scratch} was accepted"));
+            assert!(e.contains(what) && !e.contains('\n'), "{scratch}: {e}");
+        }
+        assert_eq!(refused("/home/ana/project/pipe/scratch"), None);
+        assert_eq!(refused("/srv/scratch"), None);
+        // A prefix that is not a parent holds nothing.
+        assert_eq!(refused("/home/ana/proj"), None);
+    }
+
+    /// A path is resolved through what exists of it, and the rest joined on.
+    #[test]
+    fn a_path_is_resolved_as_far_as_it_exists() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = std::fs::canonicalize(dir.path()).unwrap();
+        std::os::unix::fs::symlink(&real, real.join("link")).unwrap();
+        assert_eq!(resolved(&real, Path::new("link/not/yet")), real.join("not/yet"));
+        assert_eq!(resolved(Path::new("/"), &real.join("link")), real);
     }
 }

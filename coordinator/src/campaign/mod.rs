@@ -75,6 +75,10 @@ pub(crate) fn run(
     worker_bin: PathBuf,
 ) -> Result<Finished, CampaignError> {
     let (campaign, bytes) = file::load(file).map_err(|e| CampaignError::Usage(e.0))?;
+    if let Some(scratch) = &campaign.campaign.scratch {
+        file::guard_scratch(scratch, &file::Places::here(file, output))
+            .map_err(|e| CampaignError::Usage(e.0))?;
+    }
     if !worker_bin.is_file() {
         return Err(CampaignError::Usage(format!(
             "worker binary not found at '{}': build the workspace or pass --worker-bin",
