@@ -137,6 +137,19 @@ fn exports_hold_every_stage_and_never_overwrite() {
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("no-such-folder' does not exist"), "{}", f.stderr);
     assert!(!out3.exists(), "a run started although its export folder is missing");
+
+    // And one that is the run directory itself, or inside it: refused
+    // before anything is measured, never with "create it first".
+    for inside in ["", "report.json"] {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        let export = out.join(inside);
+        c.args(["--quiet", "--stage", "noop", "--export-json"]).arg(&export);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{}", f.stderr);
+        assert!(f.stderr.contains("is inside the run directory"), "{}", f.stderr);
+        assert!(!f.stderr.contains("create it first"), "{}", f.stderr);
+        assert!(!out.exists(), "a run started although its export is inside it");
+    }
 }
 
 #[test]

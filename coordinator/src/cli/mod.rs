@@ -77,7 +77,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
         }
         Some(Command::Render { dir, export }) => {
             let exports = export.exports();
-            exports.check()?;
+            exports.check(Some(&dir))?;
             let (report, paths) = redraw(&dir)?;
             for path in paths {
                 println!("rendered {}", path.display());
@@ -100,7 +100,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             };
             // Refused before anything runs, as a run's exports are.
             let exports = Exports::new(None, None, None, export_trace.clone());
-            exports.check()?;
+            exports.check(output.as_deref())?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {
                 let bytes = crate::campaign::trace::chrome(&done.report).map_err(|e| {
@@ -134,7 +134,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
         None => {
             let mut run = cli.run;
             let exports = std::mem::take(&mut run.export).exports();
-            exports.check()?;
+            exports.check(run.output.as_deref())?;
             let plan = resolve::resolve(run)?;
             let summary = crate::run::execute(&plan).map_err(|f| {
                 // A failed run on the built-in cohort whose sources no longer

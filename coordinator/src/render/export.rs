@@ -42,6 +42,11 @@ pub(crate) enum ExportError {
     /// Found missing after the run, the export would be lost with everything measured.
     #[error("{0} '{1}': its folder '{2}' does not exist (create it first)")]
     NoFolder(&'static str, String, String),
+    /// The run (or campaign) directory is created fresh and holds evidence only.
+    #[error(
+        "{0} '{1}' is inside the run directory '{2}', which the run creates and holds its evidence only; write the export elsewhere"
+    )]
+    InsideRun(&'static str, String, String),
     #[error("{0} '{1}': {2}")]
     Untimed(&'static str, String, super::trace::Untimed),
     #[error("{0} '{1}': {2}")]
@@ -78,10 +83,17 @@ impl Exports {
         Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
 
-    /// Refuses, before anything runs, a path that exists or is named twice.
-    pub(crate) fn check(&self) -> Result<(), ExportError> {
+    /// Refuses, before anything runs, a path that exists, is named twice,
+    /// lies inside the directory the run will create (`run_dir`, its
+    /// `--output`), or whose folder is missing.
+    pub(crate) fn check(&self, run_dir: Option<&Path>) -> Result<(), ExportError> {
+        let absolute = |p: &Path| std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+        let run_dir = run_dir.map(|d| (d, absolute(d)));
         for (i, (f, p)) in self.0.iter().enumerate() {
             let path = p.display().to_string();
+            if let Some((shown, _)) = run_dir.as_ref().filter(|(_, d)| absolute(p).starts_with(d)) {
+                return Err(ExportError::InsideRun(f.flag(), path, shown.display().to_string()));
+            }
             if p.symlink_metadata().is_ok() {
                 return Err(ExportError::Exists(f.flag(), path));
             }
