@@ -6,6 +6,16 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+/// Whether `name` is a label a user may give something that tables, plots,
+/// traces and file names show (a campaign, a step, a pipeline stage, a
+/// command stage): 1 to 64 ASCII letters, digits, `_` and `-`. Nothing else
+/// reaches a Markdown table or a path.
+pub(crate) fn is_label(name: &str) -> bool {
+    !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
 /// The kind of run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Mode {

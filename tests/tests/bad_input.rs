@@ -371,6 +371,13 @@ fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken
         (vec!["--mode", "trials", "--stage", "noop", "--seed", "2"], "none of these stages is one"),
         (vec!["--stage", "cold_feature_cache_prepare"], "warm_fit_normalizer"),
         (vec!["--mode", "trials", "--stage", "warm_fit"], "or a recipe stage: warm_fit_normalizer"),
+        // A label that would break a table, a plot or a path.
+        (
+            vec!["--command", "true", "--name", "x|y\n## injected"],
+            "--name \"x|y\\n## injected\" must be 1-64",
+        ),
+        (vec!["--command", "true", "--name", "../../evil"], "--name \"../../evil\" must be 1-64"),
+        (vec!["--command", "true", "--name", " "], "must be 1-64 of A-Z a-z 0-9 _ and -"),
     ] {
         let (_tmp, out, mut c) = harness::coordinator_with_output();
         c.args(&args);

@@ -364,11 +364,7 @@ pub(crate) fn parse(text: &str) -> Result<CampaignFile, Refusal> {
 
 fn check(f: &CampaignFile) -> Result<(), Refusal> {
     let s = &f.campaign;
-    let safe = |n: &str| {
-        !n.is_empty()
-            && n.len() <= 64
-            && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    };
+    let safe = crate::plan::is_label;
     if !safe(&s.name) {
         return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name).into());
     }

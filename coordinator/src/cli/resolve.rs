@@ -104,8 +104,11 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
             return Err("--command needs a command line".into());
         }
         let name = args.names.get(i).cloned().unwrap_or_else(|| "command".into());
-        if name.trim().is_empty() {
-            return Err("--name must not be empty".into());
+        if !plan::is_label(&name) {
+            return Err(format!(
+                "--name {name:?} must be 1-64 of A-Z a-z 0-9 _ and - (it names the stage in tables, plots and traces)"
+            )
+            .into());
         }
         stages.push(protocol::Stage::Command { name, line: line.clone() });
     }
