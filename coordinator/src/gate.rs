@@ -3,13 +3,15 @@
 //!
 //! A connection that fails any check is refused (a `Refused` frame naming the
 //! reason, then closed), logged, counted, and never handed to a supervisor.
+//! Under a flood (descriptors exhausted, or many bad connections) the gate
+//! backs off and logs at most one line per kind a second, with a count.
 
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, Hello, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::net::{TcpListener, UnixListener};
 use tokio::sync::oneshot;
 
@@ -63,6 +65,49 @@ pub(crate) struct Gate {
     hello_timeout: Duration,
     pending: Mutex<HashMap<WorkerId, Pending>>,
     refused: AtomicU64,
+    refusals_logged: Throttle,
+}
+
+/// At most one log line a second: what it lets through says how many
+/// were held back since the last.
+#[derive(Default)]
+struct Throttle {
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+impl Throttle {
+    /// Some(held back since the last line) when a line may be logged now.
+    fn admit(&self, now: Instant) -> Option<u64> {
+        let mut s = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        match s.0 {
+            Some(last) if now.duration_since(last) < Duration::from_secs(1) => {
+                s.1 += 1;
+                None
+            }
+            _ => {
+                let held = s.1;
+                *s = (Some(now), 0);
+                Some(held)
+            }
+        }
+    }
+}
+
+/// " (N more like it in the last second)" for a line that held N back.
+fn and_more(held: u64) -> String {
+    match held {
+        0 => String::new(),
+        n => format!(" ({n} more like it in the last second)"),
+    }
+}
+
+/// How long accept waits after a failure, doubling from 1 ms to 100 ms while
+/// failures repeat (descriptors run out: EMFILE, ENFILE), back to none after a
+/// success.
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_millis(100);
+
+fn next_backoff(now: Duration) -> Duration {
+    (now * 2).clamp(Duration::from_millis(1), ACCEPT_BACKOFF_MAX)
 }
 
 impl Gate {
@@ -73,6 +118,7 @@ impl Gate {
             hello_timeout,
             pending: Mutex::new(HashMap::new()),
             refused: AtomicU64::new(0),
+            refusals_logged: Throttle::default(),
         })
     }
 
@@ -104,15 +150,30 @@ impl Gate {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Accepts connections until the task is aborted.
+    /// Accepts connections until the task is aborted. A failed accept
+    /// (descriptors exhausted) waits before the next, longer each time it
+    /// repeats, so a flood cannot spin the loop or fill stderr.
     pub(crate) async fn serve(self: Arc<Self>, listener: Listener) {
+        let failures_logged = Throttle::default();
+        let mut backoff = Duration::ZERO;
         loop {
             match listener.accept().await {
                 Ok((reader, writer)) => {
+                    backoff = Duration::ZERO;
                     let gate = self.clone();
                     tokio::spawn(async move { gate.admit(reader, writer).await });
                 }
-                Err(e) => tracing::warn!("accept failed: {e}"),
+                Err(e) => {
+                    backoff = next_backoff(backoff);
+                    if let Some(held) = failures_logged.admit(Instant::now()) {
+                        tracing::warn!(
+                            "accept failed: {e}{}; waiting up to {} ms between tries",
+                            and_more(held),
+                            ACCEPT_BACKOFF_MAX.as_millis()
+                        );
+                    }
+                    tokio::time::sleep(backoff).await;
+                }
             }
         }
     }
@@ -180,7 +241,9 @@ impl Gate {
 
     async fn refuse(&self, writer: &mut WriteHalf, reason: &str) {
         self.refused.fetch_add(1, Ordering::Relaxed);
-        tracing::warn!("refused a connection: {reason}");
+        if let Some(held) = self.refusals_logged.admit(Instant::now()) {
+            tracing::warn!("refused a connection: {reason}{}", and_more(held));
+        }
         let _ =
             frame::nonblocking::write(writer, &ToWorker::Refused { reason: reason.into() }).await;
     }
@@ -212,5 +275,35 @@ pub(crate) fn kind(msg: &FromWorker) -> &'static str {
         FromWorker::Measurement { .. } => "Measurement",
         FromWorker::StageFailed { .. } => "StageFailed",
         FromWorker::KilledAtPoint { .. } => "KilledAtPoint",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_throttle_lets_one_line_a_second_through_and_counts_the_rest() {
+        let t = Throttle::default();
+        let t0 = Instant::now();
+        assert_eq!(t.admit(t0), Some(0));
+        for ms in [1, 10, 500, 999] {
+            assert_eq!(t.admit(t0 + Duration::from_millis(ms)), None);
+        }
+        assert_eq!(t.admit(t0 + Duration::from_millis(1000)), Some(4));
+        assert_eq!(t.admit(t0 + Duration::from_millis(1001)), None);
+        assert_eq!(and_more(0), "");
+        assert_eq!(and_more(4), " (4 more like it in the last second)");
+    }
+
+    #[test]
+    fn accept_backs_off_doubling_to_its_ceiling() {
+        let mut b = Duration::ZERO;
+        let mut seen = Vec::new();
+        for _ in 0..10 {
+            b = next_backoff(b);
+            seen.push(b.as_millis());
+        }
+        assert_eq!(seen, [1, 2, 4, 8, 16, 32, 64, 100, 100, 100]);
     }
 }

@@ -94,3 +94,33 @@ fn a_worker_that_never_says_hello_times_out() {
     assert!(f.stderr.contains("worker 0 did not connect within 1.0 s"), "{}", f.stderr);
     f.assert_no_worker_left();
 }
+
+/// Descriptors run out: a coordinator limited to 64 open files, and 300
+/// silent connections. Accept backs off and says so once a second, never a
+/// line per failed accept, and the run ends (its worker never said hello)
+/// with one failure and no process left.
+#[test]
+fn a_descriptor_flood_is_logged_once_a_second_and_the_run_ends() {
+    use std::os::unix::process::CommandExt;
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--stage", "noop", "--connect-timeout", "3", "--grace", "1"]);
+    c.arg("--worker-bin").arg(&bins().fake_worker).env("STAGEBENCH_FAKE", "flood");
+    // SAFETY: setrlimit between fork and exec, on the coordinator alone.
+    unsafe {
+        c.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 64, rlim_max: 4096 };
+            match libc::setrlimit(libc::RLIMIT_NOFILE, &lim) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert_eq!(json(&out.join("failure.json"))["reason"], "connect_timeout");
+    let lines = f.stderr.lines().filter(|l| l.contains("accept failed")).count();
+    assert!(lines >= 1, "the flood never exhausted the descriptors: {}", f.stderr);
+    assert!(lines <= 8, "{lines} accept-failure lines in about 3 s: {}", f.stderr);
+    assert!(f.stderr.len() < 64 * 1024, "{} bytes of stderr", f.stderr.len());
+    f.assert_no_worker_left();
+}

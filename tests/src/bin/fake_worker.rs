@@ -44,6 +44,22 @@ fn main() {
             s.write_all(&[0, 0, 0, 8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff]).unwrap();
             report_reply(&mut s);
         }
+        "flood" => {
+            // Holds 300 more connections open, silent, as a hostile client
+            // would, beyond the coordinator's descriptor limit (this process
+            // first raises its own, which it inherited).
+            let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+            // SAFETY: plain get/setrlimit on this process.
+            unsafe {
+                libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+                lim.rlim_cur = lim.rlim_max.min(4096);
+                libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            }
+            let _held: Vec<Stream> = (0..300)
+                .filter_map(|_| Stream::connect(&Endpoint::from_env().unwrap()).ok())
+                .collect();
+            block_until_closed(&mut s);
+        }
         "silent" => {
             // Connects and never says hello; waits until the coordinator hangs up.
             block_until_closed(&mut s);
