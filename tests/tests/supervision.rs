@@ -48,6 +48,24 @@ fn a_failing_stage_is_named_with_its_error() {
     f.assert_no_worker_left();
 }
 
+/// An allocation the allocator refuses fails its stage in one line naming
+/// the size: no abort, no backtrace, no signal.
+#[test]
+fn an_allocation_the_machine_refuses_fails_the_stage_in_one_line() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--stage", "alloc:99999999"]).env("RUST_BACKTRACE", "1");
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(errors.len(), 1, "{}", f.stderr);
+    assert!(errors[0].contains("alloc:99999999: cannot allocate 99999999 MiB"), "{}", errors[0]);
+    for abort in ["SIGABRT", "backtrace", "memory allocation of"] {
+        assert!(!f.stderr.contains(abort), "{}", f.stderr);
+    }
+    assert_failed(&out, "stage_failed", Some("alloc:99999999"));
+    f.assert_no_worker_left();
+}
+
 #[test]
 fn a_hanging_stage_is_ended_by_the_stage_timeout() {
     let (_tmp, out, mut c) = harness::coordinator_with_output();

@@ -18,7 +18,7 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
             Ok(vec![Figure { name: "iterations".into(), value: spin(ms) as f64 }])
         }
         Stage::Alloc { mib } => {
-            let held = alloc_and_touch(mib);
+            let held = alloc_and_touch(mib)?;
             let touched = held.len().div_ceil(PAGE);
             let figures = vec![Figure { name: "touched_pages".into(), value: touched as f64 }];
             drop(black_box(held));
@@ -61,15 +61,33 @@ fn spin(ms: u64) -> u64 {
 }
 
 /// Allocates `mib` MiB and writes to every page, so it is resident; the
-/// caller holds it until the stage ends.
-fn alloc_and_touch(mib: u64) -> Vec<u8> {
-    let len = (mib as usize) << 20;
-    let mut v = vec![0u8; len];
+/// caller holds it until the stage ends. An allocation the allocator
+/// refuses fails the stage in one line naming the size, instead of
+/// aborting the worker.
+fn alloc_and_touch(mib: u64) -> Result<Vec<u8>, StageError> {
+    let refused = || StageError::Failed(format!("alloc:{mib}: cannot allocate {mib} MiB"));
+    let len = usize::try_from(mib).ok().and_then(|m| m.checked_mul(1 << 20)).ok_or_else(refused)?;
+    let mut v = match len {
+        0 => Vec::new(),
+        _ => {
+            let layout = std::alloc::Layout::array::<u8>(len).map_err(|_| refused())?;
+            // SAFETY: a non-zero layout; a null result is handled; the
+            // zeroed block of `len` bytes of alignment 1 becomes a Vec<u8>
+            // of that length and capacity, as the global allocator made it.
+            unsafe {
+                let p = std::alloc::alloc_zeroed(layout);
+                if p.is_null() {
+                    return Err(refused());
+                }
+                Vec::from_raw_parts(p, len, len)
+            }
+        }
+    };
     for i in (0..len).step_by(PAGE) {
         v[i] = (i / PAGE) as u8 | 1;
     }
     black_box(&mut v);
-    v
+    Ok(v)
 }
 
 /// Deterministic bytes (xorshift) so the same stage writes the same artifact.
@@ -109,9 +127,11 @@ mod tests {
             kib << 10
         };
         let before = rss();
-        let held = alloc_and_touch(64);
+        let held = alloc_and_touch(64).unwrap();
         let grew = rss().saturating_sub(before);
         assert_eq!(held.len(), 64 << 20);
         assert!(grew >= 60 << 20, "64 MiB touched, resident memory grew by {grew} bytes");
+        assert!(held.iter().step_by(PAGE).all(|b| *b & 1 == 1), "a page was not written");
+        assert!(alloc_and_touch(0).unwrap().is_empty());
     }
 }
