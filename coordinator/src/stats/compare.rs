@@ -156,6 +156,55 @@ mod compare_tests {
         (0..n).map(|_| center * (1.0 + 0.02 * rng.normal())).collect()
     }
 
+    /// The verdict at each of its edges: too few samples on either side, a
+    /// p-value or an interval end exactly at its threshold, and significance
+    /// needing both the rank test and the interval.
+    #[test]
+    fn the_verdict_at_its_edges() {
+        use Verdict::*;
+        let eight = [1.0; 8];
+        let (p, slow, fast, wide) = (0.01, [1.1, 1.2], [0.8, 0.9], [0.9, 1.1]);
+        assert_eq!(verdict(&eight, &eight, p, slow), Slower);
+        assert_eq!(verdict(&eight, &eight, p, fast), Faster);
+        assert_eq!(verdict(&eight, &eight, p, wide), NoSignificantDifference);
+        for (a, b) in [(&eight[..1], &eight[..]), (&eight[..], &eight[..1])] {
+            assert_eq!(verdict(a, b, p, slow), TooFewTrials, "{} against {}", a.len(), b.len());
+        }
+        // Two a side is enough to be judged only when the rank test could
+        // say p < 0.05 with them; 3 against 3 never can, 8 against 8 can.
+        assert!(smallest_p(3, 3) >= ALPHA && smallest_p(8, 8) < ALPHA);
+        assert_eq!(verdict(&eight[..3], &eight[..3], p, slow), TooFewTrials);
+        assert_eq!(verdict(&eight, &eight, f64::NAN, slow), TooFewTrials);
+        // p exactly at α is not significant; nor is an interval ending at 1.
+        assert_eq!(verdict(&eight, &eight, ALPHA, slow), NoSignificantDifference);
+        assert_eq!(verdict(&eight, &eight, p, [1.0, 1.2]), NoSignificantDifference);
+        assert_eq!(verdict(&eight, &eight, p, [0.8, 1.0]), NoSignificantDifference);
+        // An interval that excludes 1 without a significant rank test is not enough.
+        assert_eq!(verdict(&eight, &eight, 0.5, fast), NoSignificantDifference);
+        assert_eq!(verdict(&eight, &eight, 0.5, slow), NoSignificantDifference);
+    }
+
+    /// The normal CDF on both sides of 0 (the rank test uses |z|; a
+    /// negative z must still be right).
+    #[test]
+    fn the_normal_cdf_is_right_on_both_sides() {
+        for (z, want) in [(-1.959_964, 0.025), (0.0, 0.5), (1.0, 0.841_344_7), (-1.0, 0.158_655_3)]
+        {
+            assert!((normal_cdf(z) - want).abs() < 1e-6, "Φ({z}) = {}", normal_cdf(z));
+        }
+    }
+
+    /// A ratio with an empty side has no interval: NaN at both ends.
+    #[test]
+    fn a_ratio_with_an_empty_side_has_no_interval() {
+        for (a, b) in [(&[][..], &[1.0, 2.0][..]), (&[1.0, 2.0][..], &[][..])] {
+            let ci = ratio_of_medians_ci(a, b, 1);
+            assert!(ci[0].is_nan() && ci[1].is_nan(), "{ci:?}");
+            let i = ratio_of_medians_interval(a, b, 1);
+            assert!(i.low.is_nan() && i.high.is_nan(), "{i:?}");
+        }
+    }
+
     /// With an empty side there is no test: NaN, never a p-value that a
     /// verdict could read as "no difference".
     #[test]

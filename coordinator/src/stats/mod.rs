@@ -259,6 +259,23 @@ mod tests {
         assert!(s.median.abs() < 0.1);
     }
 
+    /// One sample has no spread: its standard deviation is 0, not 0/0.
+    #[test]
+    fn one_sample_has_no_spread() {
+        let s = summarize(&[5.0], 1);
+        assert_eq!((s.n, s.mean, s.median, s.stdev, s.mad), (1, 5.0, 5.0, 0.0, 0.0));
+    }
+
+    /// An interval says what it is in a table cell: 95% CI only for the
+    /// bootstrap's, the range with its coverage otherwise.
+    #[test]
+    fn an_interval_cell_names_its_kind() {
+        let many = summarize(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0], 1).median_interval;
+        assert!(many.cell(|x| format!("{x:.1}")).ends_with("(95% CI)"), "{many:?}");
+        let few = summarize(&[1.0, 2.0, 3.0], 1).median_interval;
+        assert_eq!(few.cell(|x| format!("{x:.1}")), "1.0–3.0 (range, 75%)");
+    }
+
     /// Tukey's fences at their edges: Q1 = 4 and Q3 = 6 give fences 1 and 9.
     /// A value on a fence is in; only the values beyond (0.5 and 9.5, at
     /// indices 1 and 8 in trial order) are outliers.
