@@ -1,6 +1,6 @@
 //! `coordinator verify DIR`: recompute every binding and artifact hash. It
 //! only reads: redrawing what a report derives is `render`'s, which `cli`
-//! calls on a report [`checked_report`] hands back.
+//! calls on a report `checked_report` hands back.
 
 use crate::modes::Report;
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
