@@ -175,8 +175,13 @@ mod compare_tests {
         assert!(smallest_p(3, 3) >= ALPHA && smallest_p(8, 8) < ALPHA);
         assert_eq!(verdict(&eight[..3], &eight[..3], p, slow), TooFewTrials);
         assert_eq!(verdict(&eight, &eight, f64::NAN, slow), TooFewTrials);
+        // Two against twenty can be judged (the rank test can reach 0.026).
+        let twenty = [1.0; 20];
+        assert_eq!(verdict(&twenty[..2], &twenty, p, slow), Slower);
+        assert_eq!(verdict(&twenty, &twenty[..2], p, fast), Faster);
         // p exactly at α is not significant; nor is an interval ending at 1.
         assert_eq!(verdict(&eight, &eight, ALPHA, slow), NoSignificantDifference);
+        assert_eq!(verdict(&eight, &eight, ALPHA, fast), NoSignificantDifference);
         assert_eq!(verdict(&eight, &eight, p, [1.0, 1.2]), NoSignificantDifference);
         assert_eq!(verdict(&eight, &eight, p, [0.8, 1.0]), NoSignificantDifference);
         // An interval that excludes 1 without a significant rank test is not enough.
