@@ -1,0 +1,341 @@
+//! A campaign file (TOML): its schema and every check made before anything
+//! runs. Unknown keys, a missing or misplaced field, an unknown stage in a
+//! kill point: refused with one line naming it. `paths` resolves a pipeline's
+//! paths and guards what its scratch directory may hold.
+
+mod paths;
+#[cfg(test)]
+mod tests;
+
+use crate::error::Refusal;
+use crate::interrupt::KillAt;
+use paths::resolve_pipeline;
+pub(crate) use paths::{Places, guard_scratch};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// `scripts/campaigns/cold-resume.toml`, embedded: what `coordinator
+/// campaign` runs when given no file.
+pub(crate) const DEFAULT: &str = include_str!("../../../../scripts/campaigns/cold-resume.toml");
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CampaignFile {
+    pub(crate) campaign: Settings,
+    #[serde(rename = "step")]
+    pub(crate) steps: Vec<StepSpec>,
+    /// An external pipeline run by the steps instead of the recipe.
+    #[serde(default, rename = "pipeline", skip_serializing_if = "Vec::is_empty")]
+    pub(crate) pipeline: Vec<PipelineStage>,
+}
+
+/// One stage of an external pipeline. Paths are relative to the campaign
+/// file's directory (the program, when it names a path, to `cwd`).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct PipelineStage {
+    pub(crate) name: String,
+    /// Not in the declaration (it may hold paths): the file's SHA-256 binds it.
+    #[serde(skip_serializing)]
+    pub(crate) argv: Vec<String>,
+    #[serde(default, skip_serializing)]
+    pub(crate) cwd: Option<PathBuf>,
+    #[serde(default, skip_serializing)]
+    pub(crate) env: BTreeMap<String, String>,
+    /// A file whose existence says the stage is complete: a resume skips it.
+    #[serde(default, skip_serializing)]
+    pub(crate) marker: Option<PathBuf>,
+    /// Paths a cold step removes first; each must lie inside `scratch`.
+    #[serde(default, skip_serializing)]
+    pub(crate) reset: Vec<PathBuf>,
+    #[serde(default)]
+    pub(crate) timeout_s: Option<f64>,
+    /// What this stage's spans are, by span name (over the campaign's `roles`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) roles: BTreeMap<String, Role>,
+}
+
+/// What a pipeline's span is, in the vocabulary of the recipe's components:
+/// with roles, a pipeline's judgment says what the recipe's says.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Role {
+    Startup,
+    Integrity,
+    RecordCheck,
+    Load,
+    Restore,
+    Recompute,
+    Work,
+}
+
+impl Role {
+    /// The component (see `report::COMPONENTS`) the role's seconds join.
+    /// A start-up span is inside its stage's wall, so it is kept apart from
+    /// process start-up (`startup`, the time before the stage began, which
+    /// the worker measures): each second is counted once.
+    pub(crate) fn component(self) -> &'static str {
+        match self {
+            Role::Startup => "startup_spans",
+            Role::Integrity => "integrity",
+            Role::RecordCheck => "record_check",
+            Role::Load => "load",
+            Role::Restore => "restore",
+            Role::Recompute => "recompute",
+            Role::Work => "work",
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct Settings {
+    pub(crate) name: String,
+    /// Fresh-process runs per step.
+    #[serde(default = "three")]
+    pub(crate) trials: u32,
+    #[serde(default = "one")]
+    pub(crate) epochs: u32,
+    #[serde(default)]
+    pub(crate) seed: u64,
+    /// A frozen dataset (relative to the campaign file); None: the built-in cohort.
+    #[serde(default, skip_serializing)]
+    pub(crate) data: Option<PathBuf>,
+    /// Fail a stage that runs longer than this.
+    #[serde(default)]
+    pub(crate) stage_timeout_s: Option<f64>,
+    /// Pipelines: the directory a cold step may reset paths inside.
+    #[serde(default, skip_serializing)]
+    pub(crate) scratch: Option<PathBuf>,
+    /// Pipelines: what each span name is, for every stage.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) roles: BTreeMap<String, Role>,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn one() -> u32 {
+    1
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct StepSpec {
+    pub(crate) name: String,
+    pub(crate) kind: StepKind,
+    /// Resume and interrupted steps: how the resume treats derived artifacts.
+    #[serde(default)]
+    pub(crate) policy: Option<PolicyName>,
+    /// Interrupted steps: `STAGE:FRACTION`; for a pipeline also
+    /// `STAGE:span:NAME:N` and `STAGE:after:SECONDS` (see `interrupt`).
+    #[serde(default)]
+    pub(crate) kill_at: Option<String>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum StepKind {
+    /// From an empty state.
+    Cold,
+    /// On the complete state the last cold trial left.
+    Resume,
+    /// From an empty state, killed with SIGKILL at `kill_at`, then resumed.
+    Interrupted,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub(crate) enum PolicyName {
+    Load,
+    Recompute,
+}
+
+impl StepSpec {
+    pub(crate) fn policy(&self) -> protocol::ResumePolicy {
+        match self.policy {
+            Some(PolicyName::Recompute) => protocol::ResumePolicy::Recompute,
+            _ => protocol::ResumePolicy::Load,
+        }
+    }
+
+    pub(crate) fn kill_point(&self) -> Option<KillAt> {
+        self.kill_at.as_deref().and_then(|k| k.parse().ok())
+    }
+}
+
+/// Reads and checks a campaign file (or the embedded default).
+pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), Refusal> {
+    let (text, base) = match path {
+        Some(p) => {
+            let text = std::fs::read_to_string(p)
+                .map_err(|e| format!("campaign file '{}': {e}", p.display()))?;
+            (text, p.parent().map(Path::to_path_buf))
+        }
+        None => (DEFAULT.to_string(), None),
+    };
+    let shown =
+        path.map(|p| p.display().to_string()).unwrap_or_else(|| "the default campaign".into());
+    let mut file = parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let base = base.filter(|b| !b.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("."));
+    if let Some(data) = &file.campaign.data {
+        file.campaign.data = Some(base.join(data));
+    }
+    resolve_pipeline(&mut file, &base).map_err(|e| format!("{shown}: {e}"))?;
+    Ok((file, text.into_bytes()))
+}
+
+/// Parses and checks a campaign's text.
+pub(crate) fn parse(text: &str) -> Result<CampaignFile, Refusal> {
+    let file: CampaignFile = toml::from_str(text).map_err(|e| {
+        // toml's own text spans lines (it quotes the source); keep one line,
+        // led by where it is: the line's number and, when short, its text.
+        let at = e.span().map(|r| {
+            let line = text[..r.start.min(text.len())].matches('\n').count() + 1;
+            let source = text.lines().nth(line - 1).unwrap_or("").trim();
+            match source.len() {
+                1..=60 => format!("line {line} ({source}): "),
+                _ => format!("line {line}: "),
+            }
+        });
+        format!("{}{}", at.unwrap_or_default(), e.message().trim_end())
+    })?;
+    check(&file)?;
+    Ok(file)
+}
+
+fn check(f: &CampaignFile) -> Result<(), Refusal> {
+    let s = &f.campaign;
+    let safe = crate::plan::is_label;
+    if !safe(&s.name) {
+        return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name).into());
+    }
+    if !(1..=100).contains(&s.trials) {
+        return Err(format!("trials = {} must be between 1 and 100", s.trials).into());
+    }
+    if !(1..=1000).contains(&s.epochs) {
+        return Err(format!("epochs = {} must be between 1 and 1000", s.epochs).into());
+    }
+    if s.stage_timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+        return Err("stage_timeout_s must be a positive number of seconds".into());
+    }
+    if f.steps.is_empty() {
+        return Err("the campaign has no [[step]]".into());
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for st in &f.pipeline {
+        if !safe(&st.name) || !names.insert(st.name.as_str()) {
+            return Err(format!(
+                "pipeline stage name '{}' must be unique, 1-64 of a-z, 0-9, _ and -",
+                st.name
+            )
+            .into());
+        }
+        if st.argv.first().is_none_or(|a| a.trim().is_empty()) {
+            return Err(
+                format!("pipeline stage '{}' has no command (argv is empty)", st.name).into()
+            );
+        }
+        if st.timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
+            return Err(format!(
+                "pipeline stage '{}': timeout_s must be a positive number",
+                st.name
+            )
+            .into());
+        }
+    }
+    let span_name = |n: &str| {
+        !n.is_empty()
+            && n.len() <= 64
+            && n.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c))
+    };
+    let roles = s.roles.keys().map(|k| ("[campaign] roles", k));
+    let stage_roles =
+        f.pipeline.iter().flat_map(|st| st.roles.keys().map(move |k| (st.name.as_str(), k)));
+    for (whose, span) in roles.chain(stage_roles) {
+        if !span_name(span) {
+            return Err(
+                format!("{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -").into()
+            );
+        }
+    }
+    if f.pipeline.is_empty() && !s.roles.is_empty() {
+        return Err("roles apply to a pipeline's spans ([[pipeline]])".into());
+    }
+    if !f.pipeline.is_empty() {
+        for step in &f.steps {
+            if step.policy.is_some() {
+                return Err(format!(
+                    "step '{}': policy applies to the recipe, not to a pipeline",
+                    step.name
+                )
+                .into());
+            }
+        }
+    }
+    let pipeline = !f.pipeline.is_empty();
+    let stages: Vec<&str> = match pipeline {
+        true => f.pipeline.iter().map(|st| st.name.as_str()).collect(),
+        false => crate::modes::recipe::keys().collect(),
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    let mut cold_seen = false;
+    for step in &f.steps {
+        let name = &step.name;
+        if !safe(name) {
+            return Err(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -").into());
+        }
+        if !seen.insert(name.as_str()) {
+            return Err(format!("two steps are called '{name}'").into());
+        }
+        match step.kind {
+            StepKind::Cold => {
+                if step.policy.is_some() {
+                    return Err(format!(
+                        "step '{name}': a cold step has nothing to resume (no policy)"
+                    )
+                    .into());
+                }
+                cold_seen = true;
+            }
+            StepKind::Resume | StepKind::Interrupted if !cold_seen => {
+                return Err(format!(
+                    "step '{name}': a cold step must come first (it is the reference every resume is held to)"
+                ).into());
+            }
+            _ => {}
+        }
+        match (step.kind, &step.kill_at) {
+            (StepKind::Interrupted, None) => {
+                return Err(format!(
+                    "step '{name}': an interrupted step needs kill_at = \"STAGE:FRACTION\""
+                )
+                .into());
+            }
+            (StepKind::Interrupted, Some(k)) => {
+                let point: KillAt = k.parse().map_err(|e| format!("step '{name}': kill_at {e}"))?;
+                if !stages.contains(&point.stage.as_str()) {
+                    return Err(format!(
+                        "step '{name}': kill_at names stage '{}', which the {} does not have ({})",
+                        point.stage,
+                        if pipeline { "pipeline" } else { "recipe" },
+                        stages.join(", ")
+                    )
+                    .into());
+                }
+                if point.needs_a_command() && !pipeline {
+                    return Err(format!(
+                        "step '{name}': kill_at {k}: span: and after: points apply to a pipeline's stages"
+                    ).into());
+                }
+            }
+            (_, Some(_)) => {
+                return Err(format!("step '{name}': only an interrupted step has a kill_at").into());
+            }
+            (_, None) => {}
+        }
+    }
+    Ok(())
+}
