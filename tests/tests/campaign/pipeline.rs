@@ -1,0 +1,161 @@
+//! External pipelines: run cold and resumed with their spans, a stage that
+//! is not idempotent, a stage that fails, and an interrupted campaign.
+
+use crate::pipeline;
+use harness::{coordinator, json, run};
+
+#[test]
+fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "");
+    // Something of the user's inside scratch but not declared for reset stays.
+    std::fs::write(tmp.path().join("work/keep.txt"), b"mine").unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let steps = r["steps"].as_array().unwrap();
+    let (cold, resume) = (&steps[0], &steps[1]);
+    // A pipeline's steps have no resume policy: a resume skips what is marked.
+    assert_eq!(resume["policy"], serde_json::Value::Null, "{resume}");
+    for t in cold["trials"].as_array().unwrap() {
+        for stage in ["adapt_images", "fit_likelihood", "sample"] {
+            let part = &t["stages"][stage];
+            assert_eq!(part["skipped"], serde_json::Value::Null, "{stage} skipped cold");
+            // No roles: no second of it is called work; all but start-up is other.
+            assert!(part["components"].get("work").is_none(), "{stage}: {part}");
+            assert!(part["components"]["other"].as_f64().unwrap() > 0.0, "{stage}");
+            assert!(
+                part["spans"][format!("compute_{stage}")].as_f64().is_some(),
+                "{stage}: {part}"
+            );
+        }
+        // The run's own report carries the spans beside the process figures.
+        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
+        assert!(run["stages"]["sample"]["figures"]["span:compute_sample_s"].is_number(), "{run}");
+        assert!(run["stages"]["sample"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+    }
+    for t in resume["trials"].as_array().unwrap() {
+        assert_eq!(t["stages"]["adapt_images"]["skipped"], true);
+        assert_eq!(t["stages"]["fit_likelihood"]["skipped"], true);
+        assert_eq!(t["stages"]["sample"]["skipped"], serde_json::Value::Null);
+        assert_eq!(t["identical_to_cold"], true, "a resume changed the outputs");
+        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
+        assert_eq!(run["stages"].as_object().unwrap().len(), 1, "only the unmarked stage ran");
+    }
+    assert_eq!(
+        std::fs::read_to_string(tmp.path().join("work/sample/out.txt")).unwrap(),
+        "adapt_images:salted\nfit_likelihood:salted\nsample:salted\n"
+    );
+    assert_eq!(std::fs::read(tmp.path().join("work/keep.txt")).unwrap(), b"mine");
+    // The judgment is the pipeline's own spans: what the resume skipped (the
+    // marked stages' spans), what it repeated, and never "work" unasked.
+    let judgment = r["judgment"].to_string();
+    assert!(!judgment.contains("work still to do"), "{judgment}");
+    assert!(
+        judgment.contains("It skipped") && judgment.contains("adapt_images/compute_adapt_images")
+    );
+    assert!(judgment.contains("It repeated") && judgment.contains("compute_sample"), "{judgment}");
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| `sample` | `compute_sample` |"), "{summary}");
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+}
+
+/// A stage that is not idempotent (it appends a line each time it runs and
+/// leaves no marker) makes every resume's scratch state differ from the
+/// cold run's, and the report and the judgment say so.
+#[test]
+fn a_resume_that_writes_a_different_byte_is_not_identical_to_cold() {
+    let tmp = tempfile::tempdir().unwrap();
+    let tally = "[[pipeline]]\nname = \"tally\"\nargv = [\"sh\", \"-c\", \"echo ran >> work/tally.txt\"]\nreset = [\"work/tally.txt\"]\n";
+    let file = pipeline(tmp.path(), tally);
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let r = json(&out.join("report.json"));
+    let steps = r["steps"].as_array().unwrap();
+    for t in steps[0]["trials"].as_array().unwrap() {
+        assert_eq!(t["identical_to_cold"], true, "a cold trial starts from its reset");
+    }
+    for t in steps[1]["trials"].as_array().unwrap() {
+        assert_eq!(t["identical_to_cold"], false, "the resume appended a line: {t}");
+        assert_ne!(t["state_sha256"], r["reference_state_sha256"]);
+    }
+    let judgment: Vec<&str> =
+        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
+    assert!(
+        judgment.iter().any(|j| j.contains(
+            "The scratch state after resuming (resume) DIFFERED from the cold run's in 2 of 2 trials"
+        )),
+        "{judgment:?}"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("DIFFERED from the cold run's in 2 of 2"), "{summary}");
+}
+
+#[test]
+fn a_pipeline_stage_that_fails_fails_the_campaign_with_no_report() {
+    let tmp = tempfile::tempdir().unwrap();
+    let file = pipeline(tmp.path(), "[[pipeline]]\nname = \"broken\"\nargv = [\"false\"]\n");
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(
+        f.stderr.contains("step 'cold' trial 1") && f.stderr.contains("broken"),
+        "{}",
+        f.stderr
+    );
+    f.assert_no_worker_left();
+    assert!(!out.join("report.json").exists(), "a failed campaign wrote a report");
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "campaign_failed");
+    assert_eq!(failure["mode"], "campaign");
+    let declaration = std::fs::read_to_string(out.join("declaration.json")).unwrap();
+    assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
+}
+
+#[test]
+fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("sleeper.toml");
+    std::fs::write(
+        &file,
+        "[campaign]\nname = \"sleeper\"\ntrials = 1\n\n[[pipeline]]\nname = \"nap\"\nargv = [\"sh\", \"-c\", \"echo pipeline-stage-ready pid=$$ >&2; exec sleep 300\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let mut r = harness::Running::spawn(c);
+    let spawned = r.wait_for("worker spawned");
+    let worker = harness::field(&spawned, "pid").expect("a worker pid");
+    // The stage's own process (sh, which execs into sleep): that exact pid
+    // must be alive now and gone after the interrupt.
+    let ready = r.wait_for("pipeline-stage-ready");
+    let sleeper = harness::field(&ready, "pid").expect("the stage's pid");
+    assert!(harness::alive(sleeper), "the stage is not running");
+    kill(Pid::from_raw(r.pid()), Signal::SIGINT).unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(
+        harness::wait_gone(worker, std::time::Duration::from_secs(10)),
+        "the worker outlived the campaign"
+    );
+    assert!(
+        harness::wait_gone(sleeper, std::time::Duration::from_secs(10)),
+        "the stage's sleep {sleeper} outlived the campaign"
+    );
+    assert!(!out.join("report.json").exists());
+    assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
+}

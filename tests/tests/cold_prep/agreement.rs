@@ -1,0 +1,229 @@
+//! The main job's report: serial and parallel preparation agree, in rounds,
+//! with their figures checked against what measured them, and the run verifies.
+
+use harness::data::tiny;
+use harness::{json, run};
+use std::os::unix::fs::PermissionsExt;
+
+#[test]
+fn serial_and_parallel_preparation_agree_and_verify() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "2", "--data"]).arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let frozen = json(&tiny().frozen.join("frozen.json"));
+
+    // Counts match the contract applied to frozen.json's training series.
+    let train: Vec<_> =
+        frozen["series"].as_array().unwrap().iter().filter(|s| s["partition"] == "train").collect();
+    let frames: u64 = train
+        .iter()
+        .map(|s| recipe::contract::frame_count(s["samples"].as_u64().unwrap() as usize) as u64)
+        .sum();
+    assert_eq!(r["counts"]["train_series"], train.len() as u64);
+    assert_eq!(r["counts"]["frames"], frames);
+    assert!(r["counts"]["valid_frames"].as_u64().unwrap() <= frames);
+
+    for key in [
+        "verify_before",
+        "cold_feature_cache_prepare",
+        "cold_feature_cache_prepare_parallel",
+        "verify_after",
+    ] {
+        let st = &r["stages"][key];
+        assert!(
+            st["wall_s"].as_f64().unwrap() > 0.0
+                && st["cpu_s"].is_f64()
+                && st["peak_rss_bytes"].as_u64().unwrap() > 0,
+            "{key}: {st}"
+        );
+    }
+    assert_eq!(r["caches_identical"], true);
+
+    // The default is 3 rounds in alternating order, each with its own stage
+    // records; the speedup is their median, inside its interval, and a later
+    // round's caches are gone once checked.
+    let rounds = r["rounds"].as_array().expect("rounds by default");
+    let firsts: Vec<_> = rounds.iter().map(|x| x["first"].as_str().unwrap()).collect();
+    assert_eq!(firsts, ["serial", "parallel", "serial"]);
+    let mut speedups: Vec<f64> = rounds
+        .iter()
+        .map(|x| {
+            let s = x["speedup"].as_f64().unwrap();
+            let ratio =
+                x["serial_wall_s"].as_f64().unwrap() / x["parallel_wall_s"].as_f64().unwrap();
+            assert!((s - ratio).abs() < 1e-12, "{x}");
+            s
+        })
+        .collect();
+    speedups.sort_by(f64::total_cmp);
+    assert_eq!(r["speedup"].as_f64().unwrap(), speedups[1]);
+    // Three rounds have no 95% interval: the interval is their range, with
+    // the range's true coverage for three (75%), and nothing says "95% CI".
+    let i = &r["speedup_interval"];
+    assert_eq!(i["method"], "range", "{i}");
+    assert_eq!((i["low"].as_f64(), i["high"].as_f64()), (Some(speedups[0]), Some(speedups[2])));
+    assert_eq!(i["coverage"], 0.75);
+    assert!(r.get("speedup_ci95").is_none(), "3 rounds have no 95% interval: {r}");
+    assert_eq!(
+        rounds[0]["serial_wall_s"], r["serial"]["wall_s"],
+        "serial and parallel are round 1's"
+    );
+    for round in [2, 3] {
+        for stage in ["cold_feature_cache_prepare", "cold_feature_cache_prepare_parallel"] {
+            assert!(r["stages"][format!("{stage}#{round}")]["wall_s"].as_f64().unwrap() > 0.0);
+        }
+        for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
+            assert!(!out.join(format!("{cache}-round{round}")).exists(), "{cache} round {round}");
+        }
+    }
+    let order = |k: &str| r["stages"][k]["order"].as_u64().unwrap();
+    assert!(
+        order("cold_feature_cache_prepare_parallel#2") < order("cold_feature_cache_prepare#2"),
+        "round 2 runs the parallel phase first"
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("| 2 | parallel |"), "{summary}");
+    assert!(summary.contains("(median of 3 rounds, range "), "{summary}");
+    assert!(summary.contains(", 75% coverage)"), "{summary}");
+    assert!(!summary.contains("95% CI") && !f.stdout.contains("95% CI"), "{summary}");
+    assert!(f.stdout.contains("(median of 3 rounds, range "), "{}", f.stdout);
+
+    // A phase's tree peak: at least the largest tree any one process saw
+    // (each worker's own peak is inside its tree), at most the sum of
+    // every process's own peaks, which holds each worker's own peak.
+    for (side, key) in [
+        ("serial", "cold_feature_cache_prepare"),
+        ("parallel", "cold_feature_cache_prepare_parallel"),
+    ] {
+        let st = &r["stages"][key];
+        let own: Vec<u64> = r[side]["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["peak_rss_bytes"].as_u64().unwrap())
+            .collect();
+        let tree = st["tree_peak_bytes"].as_u64().unwrap();
+        let sum = st["sum_of_peaks_bytes"].as_u64().unwrap();
+        assert!(tree >= *own.iter().max().unwrap(), "{key}: tree {tree} below a worker's {own:?}");
+        assert!(sum >= own.iter().sum::<u64>(), "{key}: sum of peaks {sum} below {own:?}");
+        assert!(tree <= sum, "{key}: tree {tree} above the sum of peaks {sum}");
+    }
+    assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 2);
+    assert_eq!(r["serial"]["workers"].as_array().unwrap().len(), 1);
+    // Each worker's figures in seconds, against what measured them elsewhere:
+    // its CPU is its process record's (wait4, user + system), its busy time
+    // (its series' walls, from the worker's clock) lies inside the process's
+    // life, and the stage's user and system time add up to its CPU time.
+    for (side, key) in [
+        ("serial", "cold_feature_cache_prepare"),
+        ("parallel", "cold_feature_cache_prepare_parallel"),
+    ] {
+        for w in r[side]["workers"].as_array().unwrap() {
+            let process = r["workers"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|p| p["rank"] == w["rank"])
+                .unwrap_or_else(|| panic!("{side}: no process record for {w}"));
+            let cpu = process["user_s"].as_f64().unwrap() + process["sys_s"].as_f64().unwrap();
+            assert!((w["cpu_s"].as_f64().unwrap() - cpu).abs() < 1e-6, "{side}: {w} {process}");
+            let (busy, life) = (w["busy_s"].as_f64().unwrap(), process["wall_s"].as_f64().unwrap());
+            assert!(busy > 0.0 && busy <= life, "{side}: busy {busy} s in a life of {life} s");
+        }
+        let st = &r["stages"][key];
+        let (user, sys) = (st["user_s"].as_f64().unwrap(), st["sys_s"].as_f64().unwrap());
+        let cpu = st["cpu_s"].as_f64().unwrap();
+        assert!(user > 0.0 && (user + sys - cpu).abs() < 1e-6, "{key}: {st}");
+    }
+    let series_done: u64 = r["parallel"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["series"].as_u64().unwrap())
+        .sum();
+    assert_eq!(series_done, train.len() as u64);
+    assert_eq!(r["serial"]["per_series_s"]["n"], train.len() as u64);
+
+    // The timeline has every series once, on a worker of its side, inside
+    // the phase, and a worker prepares one series at a time.
+    for side in ["serial", "parallel"] {
+        let p = &r[side];
+        let spans = p["timeline"].as_array().unwrap();
+        assert_eq!(spans.len(), train.len(), "{side}");
+        let wall = p["wall_s"].as_f64().unwrap();
+        for w in p["workers"].as_array().unwrap() {
+            let rank = w["rank"].as_u64().unwrap();
+            let mine: Vec<(f64, f64)> = spans
+                .iter()
+                .filter(|s| s["rank"].as_u64() == Some(rank))
+                .map(|s| (s["start_s"].as_f64().unwrap(), s["end_s"].as_f64().unwrap()))
+                .collect();
+            assert_eq!(mine.len() as u64, w["series"].as_u64().unwrap(), "{side} rank {rank}");
+            for (a, b) in &mine {
+                assert!(
+                    0.0 <= *a && a <= b && *b <= wall,
+                    "{side}: span {a}..{b} outside 0..{wall}"
+                );
+            }
+            for pair in mine.windows(2) {
+                assert!(pair[0].1 <= pair[1].0 + 1e-3, "{side} rank {rank}: overlapping {pair:?}");
+            }
+        }
+    }
+
+    // The declaration carries the dataset fingerprint; the evidence names no series.
+    let decl = json(&out.join("declaration.json"));
+    assert_eq!(decl["dataset_fingerprint"], frozen["fingerprint"]);
+    assert_eq!(decl["parameters"]["rounds"], 3);
+    assert!(decl["parameters"].get("workers_sweep").is_none(), "one count is no sweep: {decl}");
+    assert!(r.get("sweep").is_none(), "one count is no sweep");
+    // Load imbalance: the busiest parallel worker's busy time over the mean.
+    let busy: Vec<f64> = r["parallel"]["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| w["busy_s"].as_f64().unwrap())
+        .collect();
+    let mean = busy.iter().sum::<f64>() / busy.len() as f64;
+    let imbalance = busy.iter().cloned().fold(0.0, f64::max) / mean;
+    assert!((r["load_imbalance"].as_f64().unwrap() - imbalance).abs() < 1e-9, "{imbalance}");
+    let efficiency = r["speedup"].as_f64().unwrap() / 2.0;
+    assert!((r["parallel_efficiency"].as_f64().unwrap() - efficiency).abs() < 1e-12);
+    for name in
+        ["declaration.json", "environment.json", "report.json", "summary.md", "plots/cold-prep.svg"]
+    {
+        let text = std::fs::read_to_string(out.join(name)).unwrap();
+        for s in frozen["series"].as_array().unwrap() {
+            assert!(!text.contains(s["id"].as_str().unwrap()), "{name} names a series");
+        }
+        assert!(!text.contains(tiny().frozen.to_str().unwrap()), "{name} holds the input path");
+    }
+
+    // Both caches are private, complete and identical, file by file.
+    for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
+        let mode = std::fs::metadata(out.join(cache)).unwrap().permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{cache}");
+        assert_eq!(harness::files_below(&out.join(cache)).len(), 2 * train.len() + 1);
+    }
+    assert_eq!(
+        std::fs::read(out.join("private-feature-cache/manifest.json")).unwrap(),
+        std::fs::read(out.join("private-feature-cache-parallel/manifest.json")).unwrap()
+    );
+    coordinator::verify::verify(&out).expect("the run verifies");
+    f.assert_no_worker_left();
+
+    // A changed cache file is caught through its manifest.
+    let id = train[0]["id"].as_str().unwrap();
+    let npy = out.join(format!("private-feature-cache-parallel/{id}/values.npy"));
+    let mut bytes = std::fs::read(&npy).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    std::fs::write(&npy, bytes).unwrap();
+    let err = coordinator::verify::verify(&out).unwrap_err().to_string().to_string();
+    assert!(
+        err.contains("does not match its SHA-256 in private-feature-cache-parallel/manifest.json"),
+        "{err}"
+    );
+}

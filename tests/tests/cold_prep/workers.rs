@@ -1,0 +1,138 @@
+//! The processes: an interrupted parallel phase leaves none, no more start
+//! than there are series, and a workers sweep measures every count.
+
+use harness::data::tiny;
+use harness::{json, run};
+
+#[test]
+fn sigint_during_parallel_preparation_leaves_no_worker_and_no_report() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--workers", "8", "--data"]).arg(&tiny().frozen);
+    let mut r = harness::Running::spawn(c);
+    // Wait until the 8-process phase has started and a worker is inside a series.
+    r.wait_for("phase started key=cold_feature_cache_prepare_parallel");
+    let line = r.wait_for("stage started");
+    assert!(harness::field(&line, "pid").is_some(), "{line}");
+    nix::sys::signal::kill(nix::unistd::Pid::from_raw(r.pid()), nix::sys::signal::Signal::SIGINT)
+        .unwrap();
+    let (status, stderr) = r.finish();
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    let pids = harness::worker_pids(&stderr);
+    assert!(pids.len() >= 2, "{stderr}");
+    for pid in pids {
+        assert!(!harness::alive(pid), "worker {pid} survived the interrupt");
+    }
+    assert!(!out.join("report.json").exists());
+    assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
+}
+
+/// More workers asked for than there are series: only as many start, the
+/// console says so, and no record shows an idle process (a busy time of
+/// -0.0 or a peak of 0).
+#[test]
+fn no_more_processes_than_series_start_and_the_console_says_so() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--mode", "cold-prep", "--rounds", "1", "--workers", "64", "--data"])
+        .arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    // One round keeps the report's shape from before rounds: a plain speedup
+    // of the two walls, and no rounds or interval.
+    assert!(r.get("rounds").is_none() && r.get("speedup_ci95").is_none(), "{r}");
+    assert_eq!(
+        r["speedup"].as_f64().unwrap(),
+        r["serial"]["wall_s"].as_f64().unwrap() / r["parallel"]["wall_s"].as_f64().unwrap()
+    );
+    assert_eq!(json(&out.join("declaration.json"))["parameters"]["rounds"], 1);
+    let series = r["counts"]["train_series"].as_u64().unwrap();
+    assert!(series < 64);
+    let workers = r["parallel"]["workers"].as_array().unwrap();
+    assert_eq!(workers.len() as u64, series, "{workers:?}");
+    // A worker may still find the queue empty (another took two series
+    // first): it says so truthfully, never -0.0 or a peak of 0.
+    for w in workers {
+        let busy = w["busy_s"].as_f64().unwrap();
+        match w["series"].as_u64().unwrap() {
+            0 => {
+                assert!(busy == 0.0 && busy.is_sign_positive(), "{w}");
+                assert!(w["peak_rss_bytes"].is_null(), "{w}");
+            }
+            _ => {
+                assert!(busy > 0.0, "{w}");
+                assert!(w["peak_rss_bytes"].as_u64().unwrap() > 0, "{w}");
+            }
+        }
+    }
+    assert!(!std::fs::read_to_string(out.join("report.json")).unwrap().contains("-0.0"));
+    let note = format!(
+        "64 processes asked for, {series} started: there are only {series} training series"
+    );
+    assert!(f.stdout.contains(&note), "{}", f.stdout);
+    let efficiency = r["parallel_efficiency"].as_f64().unwrap();
+    let speedup = r["speedup"].as_f64().unwrap();
+    assert!((efficiency - speedup / series as f64).abs() < 1e-9, "{efficiency} vs {speedup}");
+}
+
+/// `--workers 1,2,3` sweeps the parallel preparation over the counts in
+/// every round: each count's stages are recorded, its speedup is the median
+/// of the rounds' serial wall over its wall, Karp–Flatt and the Amdahl fit
+/// follow from those, and the summary and a plot show it.
+#[test]
+fn a_workers_sweep_measures_every_count_in_every_round() {
+    let (_tmp, out, mut c) = harness::coordinator_with_output();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "1,2,3", "--rounds", "2", "--data"])
+        .arg(&tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let stage = |k: &str| r["stages"][k]["wall_s"].as_f64().unwrap_or_else(|| panic!("{k}"));
+    let points = r["sweep"]["points"].as_array().expect("a sweep");
+    assert_eq!(
+        points.iter().map(|p| p["workers"].as_u64().unwrap()).collect::<Vec<_>>(),
+        [1, 2, 3]
+    );
+    for p in points {
+        let n = p["workers"].as_u64().unwrap();
+        let key = |round: u32| {
+            let base = match n {
+                3 => "cold_feature_cache_prepare_parallel".to_string(),
+                _ => format!("cold_feature_cache_prepare_parallel_w{n}"),
+            };
+            if round == 1 { base } else { format!("{base}#{round}") }
+        };
+        let serial = |round: u32| match round {
+            1 => stage("cold_feature_cache_prepare"),
+            _ => stage(&format!("cold_feature_cache_prepare#{round}")),
+        };
+        let speedups = [serial(1) / stage(&key(1)), serial(2) / stage(&key(2))];
+        // The median of two is their mean.
+        let speedup = p["speedup"].as_f64().unwrap();
+        assert!((speedup - (speedups[0] + speedups[1]) / 2.0).abs() < 1e-9, "{p} {speedups:?}");
+        assert!((p["efficiency"].as_f64().unwrap() - speedup / n as f64).abs() < 1e-12);
+        match n {
+            1 => assert!(p["karp_flatt"].is_null(), "{p}"),
+            _ => {
+                let e = (1.0 / speedup - 1.0 / n as f64) / (1.0 - 1.0 / n as f64);
+                assert!((p["karp_flatt"].as_f64().unwrap() - e).abs() < 1e-12, "{p}");
+            }
+        }
+        assert!(!out.join(format!("private-feature-cache-parallel-w{n}")).exists());
+    }
+    assert!(r["sweep"]["amdahl"]["serial_fraction"].is_f64(), "{}", r["sweep"]);
+    // The headline stays the largest count's.
+    assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 3);
+    assert_eq!(r["speedup"], points[2]["speedup"]);
+    assert_eq!(
+        json(&out.join("declaration.json"))["parameters"]["workers_sweep"],
+        serde_json::json!([1, 2, 3])
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(
+        summary.contains("### Workers sweep") && summary.contains("Amdahl's law fitted"),
+        "{summary}"
+    );
+    assert!(out.join("plots/sweep.svg").exists() && out.join("plots/sweep.png").exists());
+    coordinator::verify::verify(&out).expect("the run verifies");
+    f.assert_no_worker_left();
+}
