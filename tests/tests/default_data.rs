@@ -57,8 +57,17 @@ fn the_built_in_cohort_is_made_once_reused_and_checked() {
 
     // A source that changed since freezing is caught by the run, which says
     // how to remake the cohort on stderr (failure.json names no path).
-    let (_tmp, out, mut c) = coordinator_with_output();
     std::fs::write(&frozen, &original).unwrap();
+    // The "no": a run on the intact cohort that fails for another reason (a
+    // stage timeout) gets no remake advice.
+    let (_tmp, _out, mut c) = coordinator_with_output();
+    c.env("STAGEBENCH_CACHE", cache.path());
+    c.args(["--mode", "cold-prep", "--quiet", "--stage-timeout", "0.001"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(!f.stderr.contains("regenerate"), "{}", f.stderr);
+
+    let (_tmp, out, mut c) = coordinator_with_output();
     let source = std::fs::read_dir(cache.path().join("datasets/small-seed0/sources"))
         .unwrap()
         .flatten()
