@@ -153,14 +153,9 @@ pub(super) fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(
             let lexically_inside = full.starts_with(scratch)
                 && full != *scratch
                 && !full.components().any(|c| matches!(c, Component::ParentDir));
-            // Through symlinks too: the deepest existing ancestor, resolved,
-            // must still be the scratch directory or inside it.
-            let mut probe = full.clone();
-            while !probe.exists() {
-                probe = probe.parent().ok_or_else(outside)?.to_path_buf();
-            }
-            let real = std::fs::canonicalize(&probe).map_err(|_| outside())?;
-            if !lexically_inside || !real.starts_with(scratch) {
+            // Through symlinks too: resolved as far as it exists, it must
+            // still lie inside the scratch directory.
+            if !lexically_inside || !resolved(&base, &full).starts_with(scratch) {
                 return Err(outside().into());
             }
             reset.push(full);
