@@ -56,7 +56,18 @@ fn a_pipeline_with_a_reset_outside_scratch_or_a_missing_command_is_refused_befor
     let tmp = tempfile::tempdir().unwrap();
     std::fs::create_dir(tmp.path().join("precious")).unwrap();
     std::fs::write(tmp.path().join("precious/thesis.tex"), b"x").unwrap();
+    // Inside scratch by its name, outside through a symlink.
+    std::fs::create_dir_all(tmp.path().join("work")).unwrap();
+    std::os::unix::fs::symlink("../precious", tmp.path().join("work/escape")).unwrap();
     for (extra, needle) in [
+        (
+            "[[pipeline]]\nname = \"wipe\"\nargv = [\"true\"]\nreset = [\"work/escape\"]\n",
+            "not inside the scratch directory",
+        ),
+        (
+            "[[pipeline]]\nname = \"wipe\"\nargv = [\"true\"]\nreset = [\"work/escape/not-yet\"]\n",
+            "not inside the scratch directory",
+        ),
         (
             "[[pipeline]]\nname = \"wipe\"\nargv = [\"true\"]\nreset = [\"precious\"]\n",
             "not inside the scratch directory",
