@@ -68,6 +68,7 @@ pub(crate) async fn dispatch(
     let queue = tokio::spawn(own_queue(VecDeque::from(jobs), cfg.after_job, asked));
     let shared = Arc::new(Shared {
         asks,
+        report_done: cfg.after_job.is_some(),
         cancel,
         events,
         connect_timeout: cfg.connect_timeout,

@@ -43,6 +43,9 @@ pub(crate) enum Ask {
 /// What every supervisor of one phase reads; nothing in it is mutated by them.
 pub(crate) struct Shared {
     pub(crate) asks: mpsc::UnboundedSender<Ask>,
+    /// Whether the dispatcher wants each finished job (`Ask::Done`): only
+    /// when the phase has an `AfterJob`, so no result is copied for nothing.
+    pub(crate) report_done: bool,
     pub(crate) cancel: CancellationToken,
     pub(crate) events: mpsc::UnboundedSender<Event>,
     pub(crate) connect_timeout: Duration,
@@ -138,7 +141,9 @@ pub(crate) async fn supervise(
                     key: job.key.clone(),
                     measurement: result.measurement.clone(),
                 });
-                let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
+                if shared.report_done {
+                    let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
+                }
                 jobs.push(result);
             }
             Err(end) => {
