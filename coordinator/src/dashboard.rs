@@ -154,6 +154,11 @@ fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
         wall: "–".into(),
         headline: String::new(),
     };
+    if dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
+        // One ending per run: both is no ending a run writes.
+        r.status = "**incomplete**: both report.json and failure.json".into();
+        return r;
+    }
     match read_json(&dir.join(REPORT)) {
         Some(rep) => {
             let claimed = rep[report::BODY_DIGEST_KEY].as_str().unwrap_or("");

@@ -90,6 +90,23 @@ pub(crate) enum RunError {
 }
 
 impl RunError {
+    /// The same run's failure, saying in its one line that failure.json
+    /// could not be written either (`why`): the console is then its only
+    /// record, and the exit is 1 whatever stopped the run.
+    pub(crate) fn unrecorded(self, why: &str) -> RunError {
+        let (stage, worker, reason) = self.recorded_as();
+        fail(stage, worker, reason, format!("{self} (and no failure.json: {why})"))
+    }
+
+    /// The stage, worker and stable reason failure.json records for it.
+    pub(crate) fn recorded_as(&self) -> (Option<String>, Option<u32>, &'static str) {
+        match self {
+            RunError::Failed { stage, worker, reason, .. } => (stage.clone(), *worker, *reason),
+            RunError::Interrupted { .. } => (None, None, "interrupted"),
+            RunError::Usage(_) => (None, None, "usage"),
+        }
+    }
+
     /// As a command's error, with where its failure.json is, if one was written.
     pub(crate) fn recorded(self, failure_file: Option<&std::path::Path>) -> Error {
         let message = match failure_file {

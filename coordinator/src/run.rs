@@ -85,19 +85,27 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     match run_in(&dir, plan, &declaration, prepared.phases, &mut bound) {
         Ok(report) => Ok(RunSummary { dir: dir.path().to_path_buf(), report }),
         Err(error) => {
-            let failure_file = record_failure(&dir, plan, &bound, &error);
+            let (failure_file, error) = match record_failure(&dir, plan, &bound, &error) {
+                Ok(path) => (Some(path), error),
+                Err(why) => (None, error.unrecorded(&why)),
+            };
             Err(RunFailure { error, failure_file, processes_wall_s: bound.processes_wall_s })
         }
     }
 }
 
-/// Writes failure.json; returns its path, or None if even that failed.
-fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> Option<PathBuf> {
-    let (stage, worker, reason) = match e {
-        RunError::Failed { stage, worker, reason, .. } => (stage.clone(), *worker, *reason),
-        RunError::Interrupted { .. } => (None, None, "interrupted"),
-        RunError::Usage(_) => (None, None, "usage"),
-    };
+/// A run has one ending: everything but its declaration and environment is
+/// removed (a partial cache, summary.md, plots, a report.json whose
+/// directory sync failed), then failure.json is written. Returns its path,
+/// or why it could not be written.
+fn record_failure(
+    dir: &RunDir,
+    plan: &RunPlan,
+    bound: &Bound,
+    e: &RunError,
+) -> Result<PathBuf, String> {
+    dir.clear_outputs(&[]).map_err(|e| e.to_string())?;
+    let (stage, worker, reason) = e.recorded_as();
     let f = Failure {
         schema: rundir::failure::SCHEMA.into(),
         schema_version: rundir::failure::SCHEMA_VERSION,
@@ -110,13 +118,8 @@ fn record_failure(dir: &RunDir, plan: &RunPlan, bound: &Bound, e: &RunError) -> 
         environment_sha256: bound.environment_sha256.clone(),
     };
     // Sealed like a report: a killed run's failure.json is its evidence.
-    match dir.write_evidence(rundir::FAILURE, &rundir::report::seal(&f)) {
-        Ok(_) => Some(dir.path().join(rundir::FAILURE)),
-        Err(w) => {
-            tracing::error!("{w}");
-            None
-        }
-    }
+    dir.write_evidence(rundir::FAILURE, &rundir::report::seal(&f)).map_err(|w| w.to_string())?;
+    Ok(dir.path().join(rundir::FAILURE))
 }
 
 fn run_in(
@@ -227,12 +230,14 @@ fn run_in(
             "two stages reported the same artifact path".into(),
         ));
     }
-    dir.write_evidence(rundir::REPORT, &report::seal(&report))
-        .map_err(|e| internal("writing the report", &e))?;
-    // Derived from the report alone; verify re-renders them and compares.
+    // Derived from the report alone (verify re-renders them and compares),
+    // and written before it: report.json, written last and atomically, is
+    // the run's one sign that everything it names is there.
     crate::render::write_all(dir.path(), &report).map_err(|e| {
         fail(None, None, "internal", format!("rendering the summary and plots: {e}"))
     })?;
+    dir.write_evidence(rundir::REPORT, &report::seal(&report))
+        .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
 }
 

@@ -44,7 +44,7 @@ pub enum PrepareError {
     Changed { file: String },
     #[error(transparent)]
     Source(#[from] source::SourceError),
-    #[error("writing the cache for a series: {0}")]
+    #[error("writing its feature cache: {0}")]
     Write(std::io::Error),
 }
 

@@ -59,8 +59,12 @@ fn an_artifact_whose_hash_is_wrong_fails_the_run() {
         f.stderr
     );
     assert_eq!(failure(&tmp)["reason"], "artifact_mismatch");
-    // The worker's file is left where it wrote it: nothing is deleted.
-    assert!(tmp.path().join("run/artifacts/claimed.bin").exists());
+    // One ending: beside failure.json only the declaration and environment
+    // stay; the artifact the run wrote into its own directory is removed.
+    assert_eq!(
+        harness::files_below(&tmp.path().join("run")),
+        ["declaration.json", "environment.json", "failure.json"]
+    );
 }
 
 #[test]

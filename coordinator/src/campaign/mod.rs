@@ -138,41 +138,56 @@ pub(crate) fn run(
         worker_bin,
         stop,
     };
-    let (steps, reference, artifacts) = match runner.steps() {
-        Ok(done) => done,
-        Err(e) => {
-            record_failure(&dir, &e, &declaration_sha256, &environment_sha256);
-            return Err(e);
-        }
-    };
-    let pipeline = !campaign.pipeline.is_empty();
-    let judgment = match pipeline {
-        true => spans::judgment(&steps, &campaign),
-        false => report::judgment(&steps, campaign.campaign.epochs),
-    };
-    let mut report = CampaignReport {
-        schema: report::SCHEMA.into(),
-        schema_version: report::SCHEMA_VERSION,
-        name: campaign.campaign.name.clone(),
-        declaration_sha256,
-        environment_sha256,
-        trials: campaign.campaign.trials,
-        epochs: campaign.campaign.epochs,
-        reference_state_sha256: reference,
-        pipeline,
-        steps,
-        judgment,
-        artifacts,
-    };
-    report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-    write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
-    summary::write_all(dir.path(), &report).map_err(|e| CampaignError::Failed(e.to_string()))?;
-    Ok(Finished { dir: dir.path().to_path_buf(), report })
+    let finished = runner.steps().and_then(|(steps, reference, artifacts)| {
+        let pipeline = !campaign.pipeline.is_empty();
+        let judgment = match pipeline {
+            true => spans::judgment(&steps, &campaign),
+            false => report::judgment(&steps, campaign.campaign.epochs),
+        };
+        let mut report = CampaignReport {
+            schema: report::SCHEMA.into(),
+            schema_version: report::SCHEMA_VERSION,
+            name: campaign.campaign.name.clone(),
+            declaration_sha256: declaration_sha256.clone(),
+            environment_sha256: environment_sha256.clone(),
+            trials: campaign.campaign.trials,
+            epochs: campaign.campaign.epochs,
+            reference_state_sha256: reference,
+            pipeline,
+            steps,
+            judgment,
+            artifacts,
+            states: Vec::new(),
+        };
+        report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+        report.states = report::states(dir.path())
+            .map_err(|e| CampaignError::Failed(format!("digesting the state directories: {e}")))?;
+        // The derived files first, report.json last: one ending, as a run's.
+        summary::write_all(dir.path(), &report)
+            .map_err(|e| CampaignError::Failed(e.to_string()))?;
+        write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
+        Ok(report)
+    });
+    match finished {
+        Ok(report) => Ok(Finished { dir: dir.path().to_path_buf(), report }),
+        Err(e) => Err(record_failure(&dir, e, &declaration_sha256, &environment_sha256)),
+    }
 }
 
+/// What a stopped campaign keeps beside failure.json: its runs, each with
+/// its own one ending, and the state directories they left.
+const KEPT_ON_FAILURE: [&str; 2] = ["runs", "state"];
+
 /// failure.json in the campaign directory: it ran, and this stopped it.
-fn record_failure(dir: &RunDir, e: &CampaignError, declaration: &str, environment: &str) {
-    let (reason, message) = match e {
+/// Its summary, plots and a report.json are removed first (one ending);
+/// if even failure.json cannot be written, the error says so in its line.
+fn record_failure(
+    dir: &RunDir,
+    e: CampaignError,
+    declaration: &str,
+    environment: &str,
+) -> CampaignError {
+    let (reason, message) = match &e {
         CampaignError::Usage(m) => ("usage", m.clone()),
         CampaignError::Failed(m) => ("campaign_failed", m.clone()),
         CampaignError::Interrupted(s) => ("interrupted", format!("interrupted by signal {s}")),
@@ -188,8 +203,12 @@ fn record_failure(dir: &RunDir, e: &CampaignError, declaration: &str, environmen
         declaration_sha256: Some(declaration.into()),
         environment_sha256: Some(environment.into()),
     };
-    if let Err(w) = dir.write_evidence(rundir::FAILURE, &crate::rundir::report::seal(&f)) {
-        tracing::error!("{w}");
+    let written = dir
+        .clear_outputs(&KEPT_ON_FAILURE)
+        .and_then(|()| dir.write_evidence(rundir::FAILURE, &crate::rundir::report::seal(&f)));
+    match written {
+        Ok(_) => e,
+        Err(w) => CampaignError::Failed(format!("{} (and no failure.json: {w})", f.message)),
     }
 }
 

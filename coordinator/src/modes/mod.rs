@@ -221,7 +221,7 @@ impl JobNumbers {
     pub(crate) fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
         let id = JobId(self.0);
         self.0 += 1;
-        Job { id, order: id.0 as usize, key, stage }
+        Job { id, order: id.0 as usize, key, stage, item: None }
     }
 }
 

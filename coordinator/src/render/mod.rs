@@ -37,7 +37,7 @@ pub(crate) fn derived(report: &Report) -> Result<Vec<Rendered>, RenderError> {
     Ok(out)
 }
 
-/// Writes every derived file into `dir` (each atomically), creating `plots/`.
+/// Writes every derived file into `dir` (each atomically).
 pub(crate) fn write_all(
     dir: &std::path::Path,
     report: &Report,
@@ -45,13 +45,15 @@ pub(crate) fn write_all(
     write_files(dir, derived(report)?)
 }
 
-/// Writes derived files into `dir` (each atomically), creating `plots/`.
+/// Writes derived files into `dir` (each atomically), creating `plots/`
+/// when there is a plot to put in it (verify names an empty directory).
 pub(crate) fn write_files(
     dir: &std::path::Path,
     files: Vec<Rendered>,
 ) -> Result<Vec<Rendered>, RenderError> {
     let plots = dir.join(PLOTS);
-    if !plots.is_dir() {
+    let any_plot = files.iter().any(|f| f.path.starts_with(&format!("{PLOTS}/")));
+    if any_plot && !plots.is_dir() {
         std::fs::create_dir(&plots)
             .map_err(|source| RenderError::CreateDir { dir: PLOTS.into(), source })?;
     }

@@ -1,7 +1,11 @@
 //! The run directory: created fresh, written only by the coordinator, in a
-//! fixed order (declaration → environment → report or failure).
+//! fixed order (declaration → environment → derived files → report, or
+//! failure).
 //!
 //! Invariants:
+//! - One ending: report.json, written last and atomically, or failure.json
+//!   beside only the declaration and environment (everything else the run
+//!   wrote is removed first), never both.
 //! - The directory did not exist before this run; an existing path, even an
 //!   empty directory, is refused before anything is written.
 //! - Evidence files are written atomically (temp file, fsync, rename, fsync of
@@ -34,6 +38,8 @@ pub(crate) enum RunDirError {
     Create { path: PathBuf, source: io::Error },
     #[error("cannot write {name}: {source}")]
     Write { name: String, source: io::Error },
+    #[error("cannot remove what the failed run had written: {source}")]
+    Clear { source: io::Error },
 }
 
 /// A run directory this process created.
@@ -84,6 +90,29 @@ impl RunDir {
         evidence::write_atomic(&self.path.join(name), bytes)
             .map_err(|source| RunDirError::Write { name: name.to_string(), source })?;
         Ok(evidence::sha256_hex(bytes))
+    }
+
+    /// Removes everything this run wrote but its declaration, its
+    /// environment and the entries named in `keep`: what a failed run keeps
+    /// beside failure.json. The directory is this run's own (it did not
+    /// exist before), so nothing here is the user's; a partial cache is
+    /// removed to free a full disk.
+    pub(crate) fn clear_outputs(&self, keep: &[&str]) -> Result<(), RunDirError> {
+        let clear = || -> io::Result<()> {
+            for e in fs::read_dir(&self.path)? {
+                let e = e?;
+                let name = e.file_name();
+                if name == DECLARATION || name == ENVIRONMENT || keep.iter().any(|k| name == *k) {
+                    continue;
+                }
+                match e.file_type()?.is_dir() {
+                    true => fs::remove_dir_all(e.path())?,
+                    false => fs::remove_file(e.path())?,
+                }
+            }
+            Ok(())
+        };
+        clear().map_err(|source| RunDirError::Clear { source })
     }
 }
 

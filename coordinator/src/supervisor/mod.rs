@@ -251,6 +251,10 @@ async fn run_job(
                 });
             }
             Some(Ok(FromWorker::StageFailed { job: j, error })) if j == job.id => {
+                let error = match &job.item {
+                    Some(item) => format!("{item}: {error}"),
+                    None => error,
+                };
                 return Err(WorkerEnd::StageFailed { key: job.key.clone(), error });
             }
             Some(Ok(other)) => {

@@ -15,6 +15,15 @@ pub(crate) struct Job {
     /// Unique key of the stage record in the report.
     pub(crate) key: String,
     pub(crate) stage: Stage,
+    /// Which item of its phase this job is, in words a failure may print
+    /// ("training series 7 of 40"): a number, never an id.
+    pub(crate) item: Option<String>,
+}
+
+impl Job {
+    pub(crate) fn item(self, item: String) -> Job {
+        Job { item: Some(item), ..self }
+    }
 }
 
 /// A completed job.

@@ -154,7 +154,10 @@ fn prepare(
             rebuilt += u64::from(!matches!(found, Found::Missing));
             let series = SeriesRef { id: &s.id, file: &s.file, sha256: &s.sha256 };
             timed(&mut c.work, || -> Result<(), StageError> {
-                let p = cache::prepare_series(dataset, &series, &cache_dir).map_err(failed)?;
+                let p = cache::prepare_series(dataset, &series, &cache_dir).map_err(|e| {
+                    // By its number in the cohort, never its id.
+                    StageError::Failed(format!("training series {} of {}: {e}", i + 1, train.len()))
+                })?;
                 let files = cache::files(&s.id)
                     .iter()
                     .zip(p.sha256)

@@ -217,13 +217,16 @@ pub(crate) fn prepare_phase(
     frozen: &Frozen,
 ) -> Phase {
     let data = protocol::LocalPath::from(dataset.to_string_lossy().into_owned());
-    let mut train: Vec<_> = frozen.train().collect();
-    train.sort_by(|a, b| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
+    // Numbered in the cohort's order: a failure names a series by its
+    // number, never its id.
+    let mut train: Vec<_> = frozen.train().enumerate().collect();
+    let count = train.len();
+    train.sort_by(|(_, a), (_, b)| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
     Phase {
         key: key.into(),
         jobs: train
             .iter()
-            .map(|s| {
+            .map(|(n, s)| {
                 let stage = Stage::PrepareSeries {
                     dataset: data.clone(),
                     id: s.id.clone(),
@@ -231,10 +234,10 @@ pub(crate) fn prepare_phase(
                     sha256: s.sha256.clone(),
                     cache: cache.into(),
                 };
-                numbers.job(key.into(), stage)
+                numbers.job(key.into(), stage).item(format!("training series {} of {count}", n + 1))
             })
             .collect(),
-        workers: workers.min(train.len().max(1) as u32),
+        workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
         progress: crate::events::Style::Counter,
