@@ -35,7 +35,7 @@ P = {
      ['-p','stagebench-coordinator','--lib','campaign::spans']),
  10: ('coordinator/src/modes/cold_prep/side.rs', '.map(|(peak, _)| *peak).max()', '.map(|(peak, _)| *peak).min()',
      ['-p','stagebench-coordinator','--lib','cold_prep::side']),
- 11: ('coordinator/src/verify.rs', '            list_files(dir, &r, out)?;', '            let _ = &r;',
+ 11: ('coordinator/src/verify/tree.rs', '                    self.walk(dir, &r)?;', '                    let _ = &r;',
      ['-p','stagebench-tests','--test','verify','verify_catches_added']),
  12: ('coordinator/src/dirlock.rs', '    let _ = file.set_len(0);\n', '',
      ['-p','stagebench-coordinator','--lib','dirlock']),

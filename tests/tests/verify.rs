@@ -188,7 +188,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
             Box::new(|d: &Path| {
                 std::fs::write(d.join("private-feature-cache/extra.npy"), b"x").unwrap()
             }),
-            "private-feature-cache/extra.npy is not listed in".into(),
+            "private-feature-cache/extra.npy is not bound by report.json".into(),
         ),
         (
             "a file added inside a series' directory of the cache",
@@ -199,7 +199,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                         .unwrap()
                 }
             }),
-            format!("private-feature-cache/{series}/extra.npy is not listed in"),
+            format!("private-feature-cache/{series}/extra.npy is not bound by report.json"),
         ),
         (
             "a file added two directories deep in the cache",
@@ -207,7 +207,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                 std::fs::create_dir_all(d.join("private-feature-cache/new/deeper")).unwrap();
                 std::fs::write(d.join("private-feature-cache/new/deeper/x.npy"), b"x").unwrap()
             }),
-            "private-feature-cache/new/deeper/x.npy is not listed in".into(),
+            "private-feature-cache/new/deeper/x.npy is not bound by report.json".into(),
         ),
         (
             "a deleted artifact",
@@ -291,4 +291,93 @@ fn an_edited_failure_json_of_a_killed_run_is_caught() {
     std::fs::write(&path, evidence::to_bytes(&j)).unwrap();
     let err = verify(&out).unwrap_err().to_string();
     assert!(err.contains("failure.json body does not match its body_sha256"), "{err}");
+}
+
+/// Verify walks every entry under a run: anything no binding accounts for
+/// fails with its name, whatever it holds. The symlink points at a byte-for-
+/// byte copy of the artifact outside the run, so no hash can catch it.
+#[test]
+fn verify_names_every_entry_no_binding_accounts_for() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = a_run(tmp.path());
+    let artifact = std::fs::read_dir(out.join("artifacts"))
+        .unwrap()
+        .flatten()
+        .next()
+        .unwrap()
+        .file_name()
+        .to_string_lossy()
+        .into_owned();
+    let outside = tmp.path().join("outside.bin");
+    std::fs::copy(out.join("artifacts").join(&artifact), &outside).unwrap();
+    type Edit = Box<dyn Fn(&Path)>;
+    let cases: Vec<(&str, Edit, String)> = vec![
+        (
+            "a stray file in the run root",
+            Box::new(|d: &Path| std::fs::write(d.join("notes.txt"), b"").unwrap()),
+            "notes.txt is not bound by report.json".into(),
+        ),
+        (
+            "a stray file in artifacts/",
+            Box::new(|d: &Path| std::fs::write(d.join("artifacts/x.bin"), b"").unwrap()),
+            "artifacts/x.bin is not bound".into(),
+        ),
+        (
+            "a stray file in plots/",
+            Box::new(|d: &Path| std::fs::write(d.join("plots/old.png"), b"").unwrap()),
+            "plots/old.png is not bound".into(),
+        ),
+        (
+            "an empty directory",
+            Box::new(|d: &Path| std::fs::create_dir(d.join("logs")).unwrap()),
+            "logs/ is an empty directory".into(),
+        ),
+        (
+            "a renamed summary",
+            Box::new(|d: &Path| {
+                std::fs::rename(d.join("summary.md"), d.join("summary.txt")).unwrap()
+            }),
+            "cannot read summary.md".into(),
+        ),
+        (
+            "an artifact replaced by a symlink to an identical file outside the run",
+            Box::new({
+                let (a, o) = (artifact.clone(), outside.clone());
+                move |d: &Path| {
+                    let p = d.join("artifacts").join(&a);
+                    std::fs::remove_file(&p).unwrap();
+                    std::os::unix::fs::symlink(&o, &p).unwrap();
+                }
+            }),
+            format!("artifacts/{artifact} is a symbolic link"),
+        ),
+        (
+            "a failure.json beside the report",
+            Box::new(|d: &Path| std::fs::write(d.join("failure.json"), b"{}").unwrap()),
+            "both report.json and failure.json".into(),
+        ),
+    ];
+    for (i, (what, edit, needle)) in cases.into_iter().enumerate() {
+        let copy = tmp.path().join(format!("copy-{i}"));
+        copy_dir(&out, &copy);
+        verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
+        edit(&copy);
+        let err = verify(&copy).expect_err(what).to_string();
+        assert!(err.contains(&needle), "{what}: {err}");
+    }
+}
+
+/// A killed run keeps only its declaration, environment and failure.json.
+#[test]
+fn a_killed_run_with_anything_beside_its_failure_does_not_verify() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("killed");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--quiet", "--command", "sleep 5", "--name", "nap"]);
+    c.args(["--kill-at", "nap:after:0.2"]);
+    assert_eq!(run(c).code(), Some(1));
+    verify(&out).expect("a killed run verifies as killed");
+    std::fs::write(out.join("summary.md"), b"all fine\n").unwrap();
+    let err = verify(&out).unwrap_err().to_string();
+    assert!(err.contains("summary.md is not bound"), "{err}");
 }

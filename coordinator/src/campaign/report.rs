@@ -37,6 +37,45 @@ pub(crate) struct CampaignReport {
     pub(crate) judgment: Vec<String>,
     /// Every run's report.json and every killed run's failure.json.
     pub(crate) artifacts: Vec<ArtifactRecord>,
+    /// Each state directory under `state/` as the campaign left it, by its
+    /// recipe digest (every regular file not starting with '.'): what
+    /// `verify` checks them against. Absent (empty) for a pipeline campaign.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) states: Vec<StateRecord>,
+}
+
+/// A state directory the campaign's runs wrote, as it was left at the end.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct StateRecord {
+    /// Relative to the campaign directory: `state/NAME`.
+    pub(crate) path: String,
+    pub(crate) files: u64,
+    pub(crate) bytes: u64,
+    pub(crate) sha256: String,
+}
+
+/// Every state directory under `dir/state/`, in name order, by its digest.
+pub(crate) fn states(dir: &std::path::Path) -> std::io::Result<Vec<StateRecord>> {
+    let root = dir.join("state");
+    if !root.is_dir() {
+        return Ok(Vec::new());
+    }
+    let mut names: Vec<String> = std::fs::read_dir(&root)?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()?;
+    names.sort();
+    names
+        .into_iter()
+        .map(|name| {
+            let d = recipe::state::digest(&root.join(&name))?;
+            Ok(StateRecord {
+                path: format!("state/{name}"),
+                files: d.files,
+                bytes: d.bytes,
+                sha256: d.sha256,
+            })
+        })
+        .collect()
 }
 
 impl CampaignReport {

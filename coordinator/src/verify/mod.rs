@@ -1,13 +1,17 @@
-//! `coordinator verify DIR`: recompute every binding and artifact hash. It
-//! only reads: redrawing what a report derives is `render`'s, which `cli`
-//! calls on a report `checked_report` hands back.
+//! `coordinator verify DIR`: recompute every binding and artifact hash, and
+//! account for every entry under the directory (`tree`). It only reads:
+//! redrawing what a report derives is `render`'s, which `cli` calls on a
+//! report `checked_report` hands back.
+
+mod tree;
 
 use crate::modes::Report;
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
 use evidence::canonical;
 use rayon::prelude::*;
 use serde_json::Value;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use tree::Accounted;
 
 /// The first binding of a directory that does not hold, in one line: why it
 /// does not verify (exit 3).
@@ -54,27 +58,40 @@ impl std::fmt::Display for Verified {
     }
 }
 
-/// Checks every binding of the run directory; the error names the first
-/// thing that differs.
+/// Checks every binding of the run directory and that nothing else is in
+/// it; the error names the first thing that differs.
 pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
-    if !dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
+    let has = |name: &str| dir.join(name).symlink_metadata().is_ok();
+    if has(REPORT) && has(FAILURE) {
+        return Err(format!(
+            "both {REPORT} and {FAILURE}: a run has one ending, so this one failed or did not finish"
+        )
+        .into());
+    }
+    if !has(REPORT) && has(FAILURE) {
         return verify_killed(dir);
     }
-    let (value, verified) = verify_bindings(dir)?;
+    let (value, verified, mut accounted) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
-        return verify_campaign(dir, value, verified);
+        return verify_campaign(dir, value, verified, accounted);
     }
     let parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
-    check_derived(dir, crate::render::derived(&parsed).map_err(|e| e.to_string())?)?;
+    let derived = crate::render::derived(&parsed).map_err(|e| e.to_string())?;
+    check_derived(dir, derived, &mut accounted)?;
+    accounted.check(dir)?;
     Ok(verified)
 }
 
 /// Each derived file (summary, plots) must be byte for byte what the report renders.
-fn check_derived(dir: &Path, files: Vec<crate::render::Rendered>) -> Result<(), Mismatch> {
+fn check_derived(
+    dir: &Path,
+    files: Vec<crate::render::Rendered>,
+    accounted: &mut Accounted,
+) -> Result<(), Mismatch> {
     for f in files {
         match std::fs::read(dir.join(&f.path)) {
-            Ok(b) if b == f.bytes => {}
+            Ok(b) if b == f.bytes => accounted.file(&f.path),
             Ok(_) => {
                 return Err(format!(
                     "{} differs from what {REPORT} renders (`coordinator render` redraws it; \
@@ -112,6 +129,12 @@ fn verify_killed(dir: &Path) -> Result<Verified, Mismatch> {
         .into());
     }
     check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
+    // A killed run keeps nothing else: what it had written was removed.
+    let mut accounted = Accounted::default();
+    for f in [DECLARATION, ENVIRONMENT, FAILURE] {
+        accounted.file(f);
+    }
+    accounted.check(dir)?;
     Ok(Verified {
         mode: value["mode"].as_str().unwrap_or("?").to_string(),
         stages: 0,
@@ -148,8 +171,14 @@ fn check_sealed(
 }
 
 /// A campaign: its bindings (checked), every run's own bindings (a killed
-/// run's too), and its summary and plot against what its report renders.
-fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verified, Mismatch> {
+/// run's too), each state directory against its digest, its summary and
+/// plot against what its report renders, and nothing else in it.
+fn verify_campaign(
+    dir: &Path,
+    value: Value,
+    verified: Verified,
+    mut accounted: Accounted,
+) -> Result<Verified, Mismatch> {
     let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
     let runs = parsed.artifacts.iter().filter(|a| {
@@ -158,14 +187,32 @@ fn verify_campaign(dir: &Path, value: Value, verified: Verified) -> Result<Verif
     for a in runs {
         let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
         verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
+        accounted.subtree(run);
     }
-    check_derived(dir, crate::campaign::summary::derived(&parsed).map_err(|e| e.to_string())?)?;
+    for s in &parsed.states {
+        if !is_safe_relative(&s.path) {
+            return Err(format!("state path '{}' leaves the campaign directory", s.path).into());
+        }
+        let found = recipe::state::digest(&dir.join(&s.path))
+            .map_err(|e| format!("state directory {} cannot be read: {e}", s.path))?;
+        if found.sha256 != s.sha256 || found.files != s.files || found.bytes != s.bytes {
+            return Err(format!(
+                "state directory {} does not match its recorded digest: a file in it changed",
+                s.path
+            )
+            .into());
+        }
+        accounted.subtree(&s.path);
+    }
+    let derived = crate::campaign::summary::derived(&parsed).map_err(|e| e.to_string())?;
+    check_derived(dir, derived, &mut accounted)?;
+    accounted.check(dir)?;
     Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
 }
 
 /// Every binding except the derived files (summary.md, plots); returns the
-/// report with what was checked.
-fn verify_bindings(dir: &Path) -> Result<(Value, Verified), Mismatch> {
+/// report with what was checked, and the files those bindings account for.
+fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch> {
     let report_path = dir.join(REPORT);
     let bytes = match std::fs::read(&report_path) {
         Ok(b) => b,
@@ -209,14 +256,16 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), Mismatch> {
     }
     check_sealed(dir, &value, REPORT, "the report's", "a figure was changed")?;
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
-    // Every recorded artifact path: a manifest's directory may hold other
-    // artifacts beside what it lists (a normalizer written into the cache).
     let recorded: std::collections::BTreeSet<&str> =
         artifacts.iter().filter_map(|a| a["path"].as_str()).collect();
-    let problems: Vec<Option<Mismatch>> =
-        artifacts.par_iter().map(|a| check_artifact(dir, a, &recorded).err()).collect();
-    if let Some(p) = problems.into_iter().flatten().next() {
-        return Err(p);
+    let checked: Vec<Result<Vec<PathBuf>, Mismatch>> =
+        artifacts.par_iter().map(|a| check_artifact(dir, a)).collect();
+    let mut accounted = Accounted::default();
+    for f in [DECLARATION, ENVIRONMENT, REPORT].into_iter().chain(recorded) {
+        accounted.file(f);
+    }
+    for listed in checked {
+        listed?.into_iter().for_each(|f| accounted.file(f));
     }
     let verified = Verified {
         mode: value["mode"].as_str().unwrap_or("?").to_string(),
@@ -224,14 +273,12 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified), Mismatch> {
         artifacts: artifacts.len(),
         killed: false,
     };
-    Ok((value, verified))
+    Ok((value, verified, accounted))
 }
 
-fn check_artifact(
-    dir: &Path,
-    a: &Value,
-    recorded: &std::collections::BTreeSet<&str>,
-) -> Result<(), Mismatch> {
+/// One artifact against its record; returns the files a manifest lists
+/// (each checked), which are accounted for with it.
+fn check_artifact(dir: &Path, a: &Value) -> Result<Vec<PathBuf>, Mismatch> {
     let path = a["path"].as_str().ok_or("an artifact record has no path")?;
     if !is_safe_relative(path) {
         return Err(format!("artifact path '{path}' leaves the run directory").into());
@@ -241,19 +288,15 @@ fn check_artifact(
     if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
         return Err(format!("artifact {path} does not match its recorded SHA-256").into());
     }
-    if a["kind"].as_str() == Some("manifest") {
-        check_manifest(dir, path, recorded)?;
+    match a["kind"].as_str() {
+        Some("manifest") => check_manifest(dir, path),
+        _ => Ok(Vec::new()),
     }
-    Ok(())
 }
 
-/// A manifest lists files below its own directory; each must match, and no
-/// other file may be there but the run's other recorded artifacts.
-fn check_manifest(
-    dir: &Path,
-    path: &str,
-    recorded: &std::collections::BTreeSet<&str>,
-) -> Result<(), Mismatch> {
+/// A manifest lists files below its own directory; each must match. What
+/// else is there the directory walk names.
+fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
     let bytes = std::fs::read(dir.join(path))
         .map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
     let v: Value = serde_json::from_slice(&bytes)
@@ -284,37 +327,7 @@ fn check_manifest(
     if let Some(p) = problems.into_iter().flatten().next() {
         return Err(Mismatch(p));
     }
-    // Nothing beside what it lists: an added file is an edit too.
-    let mut found = Vec::new();
-    list_files(&dir.join(base), Path::new(""), &mut found)
-        .map_err(|e| format!("cannot list the directory of {path}: {e}"))?;
-    let manifest_name = Path::new(path).file_name().map(Path::new).unwrap_or(Path::new(""));
-    for rel in found {
-        let listed = files.contains_key(&rel.to_string_lossy().into_owned());
-        let artifact = recorded.contains(base.join(&rel).to_string_lossy().as_ref());
-        if !listed && !artifact && rel != manifest_name {
-            return Err(format!(
-                "{} is not listed in {path}: a file was added after it was written",
-                base.join(&rel).display()
-            )
-            .into());
-        }
-    }
-    Ok(())
-}
-
-/// Every file below `dir`, relative to it (symlinks are reported as files).
-fn list_files(dir: &Path, rel: &Path, out: &mut Vec<std::path::PathBuf>) -> std::io::Result<()> {
-    for e in std::fs::read_dir(dir.join(rel))? {
-        let e = e?;
-        let r = rel.join(e.file_name());
-        if e.file_type()?.is_dir() {
-            list_files(dir, &r, out)?;
-        } else {
-            out.push(r);
-        }
-    }
-    Ok(())
+    Ok(entries.into_iter().map(|(rel, _)| base.join(rel)).collect())
 }
 
 /// A report whose every binding holds except, perhaps, its derived files
@@ -328,7 +341,7 @@ pub(crate) enum Checked {
 /// files, and hands back the parsed report; the error names the first thing
 /// that differs. Nothing is written.
 pub(crate) fn checked_report(dir: &Path) -> Result<Checked, Mismatch> {
-    let (value, _) = verify_bindings(dir)?;
+    let (value, _, _) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return serde_json::from_value(value)
             .map(|c| Checked::Campaign(Box::new(c)))

@@ -130,6 +130,28 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     let v = verify();
     assert_eq!(v.code(), Some(3), "{}", v.stderr);
     assert!(v.stderr.contains("summary.md"), "{}", v.stderr);
+    std::fs::write(out.join("summary.md"), &summary).unwrap();
+
+    // Verify walks everything: a run no report lists, a file added to a
+    // state directory, a stray directory. Each named, each undone.
+    let fake = out.join("runs/cold/9");
+    std::fs::create_dir_all(&fake).unwrap();
+    std::fs::write(fake.join("report.json"), "{}").unwrap();
+    let v = verify();
+    assert_eq!(v.code(), Some(3), "{}", v.stderr);
+    assert!(v.stderr.contains("runs/cold/9/report.json is not bound"), "{}", v.stderr);
+    std::fs::remove_dir_all(&fake).unwrap();
+    let planted = out.join("state/cold-1/planted.bin");
+    std::fs::write(&planted, b"x").unwrap();
+    let v = verify();
+    assert_eq!(v.code(), Some(3), "{}", v.stderr);
+    assert!(v.stderr.contains("state directory state/cold-1 does not match"), "{}", v.stderr);
+    std::fs::remove_file(&planted).unwrap();
+    std::fs::create_dir(out.join("runs/empty")).unwrap();
+    let v = verify();
+    assert!(v.stderr.contains("runs/empty/ is an empty directory"), "{}", v.stderr);
+    std::fs::remove_dir(out.join("runs/empty")).unwrap();
+    assert_eq!(verify().code(), Some(0), "restored");
 }
 
 /// The recipe's "no": a resume whose training after the restore writes a
