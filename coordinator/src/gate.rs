@@ -7,7 +7,8 @@
 //! backs off and logs at most one line per kind a second, with a count.
 
 use protocol::frame::{self, FrameError};
-use protocol::{FromWorker, Hello, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
+use protocol::handshake::{self, Refused};
+use protocol::{FromWorker, Hello, ToWorker, Token, WorkerId};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -222,21 +223,8 @@ impl Gate {
     }
 
     fn check(&self, hello: &Hello) -> Result<(), Refused> {
-        if hello.protocol_version != PROTOCOL_VERSION {
-            return Err(Refused::Version(hello.protocol_version));
-        }
-        if !hello.token.matches(&self.token) {
-            return Err(Refused::Token);
-        }
-        if hello.build_fingerprint != protocol::program::SOURCE_SHA256 {
-            return Err(Refused::Build(short(&hello.build_fingerprint).to_string()));
-        }
-        if let Some(expected) = self.lock().get(&hello.rank).and_then(|p| p.expected_pid) {
-            if expected != hello.pid {
-                return Err(Refused::Pid { got: hello.pid, expected });
-            }
-        }
-        Ok(())
+        let expected_pid = self.lock().get(&hello.rank).and_then(|p| p.expected_pid);
+        handshake::check(hello, &self.token, protocol::program::SOURCE_SHA256, expected_pid)
     }
 
     async fn refuse(&self, writer: &mut WriteHalf, reason: &str) {
@@ -247,23 +235,6 @@ impl Gate {
         let _ =
             frame::nonblocking::write(writer, &ToWorker::Refused { reason: reason.into() }).await;
     }
-}
-
-/// Why a handshake was refused; logged, counted, and sent to the worker.
-#[derive(Debug, thiserror::Error)]
-enum Refused {
-    #[error("protocol version {0} does not match the coordinator's {PROTOCOL_VERSION}")]
-    Version(u32),
-    #[error("wrong token: this worker was not launched for this run")]
-    Token,
-    #[error("worker build {0} differs from the coordinator's build {build}", build = short(protocol::program::SOURCE_SHA256))]
-    Build(String),
-    #[error("pid {got} is not the launched worker's pid {expected}")]
-    Pid { got: u32, expected: u32 },
-}
-
-fn short(fingerprint: &str) -> &str {
-    &fingerprint[..fingerprint.len().min(12)]
 }
 
 /// A message's kind, for error text (never its contents).

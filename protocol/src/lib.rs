@@ -2,7 +2,7 @@
 //!
 //! Everything that crosses a process boundary is defined here: the messages
 //! ([`ToWorker`], [`FromWorker`]), their framing ([`frame`]), the handshake
-//! ([`Hello`], [`Token`]), the stage vocabulary ([`Stage`]), the program's
+//! ([`Hello`], [`Token`], and what admits one: [`handshake`]), the stage vocabulary ([`Stage`]), the program's
 //! build identity ([`program`]) and the exit codes of both binaries ([`exit`]).
 //!
 //! Invariant: this crate does no I/O beyond `Read`/`Write` (and, with the
@@ -13,8 +13,13 @@
 //! are testable on in-memory buffers.
 
 pub mod env;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod examples;
 pub mod exit;
 pub mod frame;
+#[cfg(any(test, feature = "fuzzing"))]
+pub mod fuzzing;
+pub mod handshake;
 mod messages;
 pub mod program;
 mod stage;

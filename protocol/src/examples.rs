@@ -1,0 +1,80 @@
+//! One of every message each way, valid: what the frame tests pin and
+//! round-trip, and where the fuzzers start (feature `fuzzing`, and this
+//! crate's own tests).
+
+use crate::{
+    Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Slice,
+    Stage, ToWorker, Token, TreeUsage, WorkerId,
+};
+
+/// The token and build the fuzzed handshakes are checked against.
+pub const TOKEN: Token = Token([7u8; 32]);
+pub const BUILD: &str = "abababababababababababababababababababababababababababababababab";
+
+/// A handshake that is admitted (with `TOKEN` and the fuzz build).
+pub fn hello() -> Hello {
+    Hello {
+        protocol_version: PROTOCOL_VERSION,
+        worker_version: "0.1.0".into(),
+        build_fingerprint: BUILD.into(),
+        pid: 4242,
+        rank: WorkerId(3),
+        token: TOKEN,
+        host_sha256: "cd".repeat(32),
+    }
+}
+
+/// One of every message each way, with every optional part present somewhere.
+pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
+    let from = vec![
+        FromWorker::Hello(hello()),
+        FromWorker::Progress { job: JobId(1), done: 3, total: 9 },
+        FromWorker::Artifact { job: JobId(1), path: "artifacts/a.bin".into(), sha256: [9; 32] },
+        FromWorker::Measurement {
+            job: JobId(1),
+            measurement: Measurement {
+                wall_ns: 1,
+                user_ns: 2,
+                sys_ns: 3,
+                peak_rss_bytes: 4,
+                figures: vec![Figure { name: "x".into(), value: 0.5 }],
+                tree: TreeUsage {
+                    peak_bytes: 5,
+                    method: "sampled".into(),
+                    sample_ms: 10,
+                    sum_of_peaks_bytes: 6,
+                    leaked: vec!["sleep".into()],
+                    anon_bytes: Some(3),
+                    file_bytes: None,
+                },
+                faults: Faults {
+                    minor: 7,
+                    major: 0,
+                    voluntary_switches: 2,
+                    involuntary_switches: 1,
+                },
+                slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9 }],
+            },
+        },
+        FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
+        FromWorker::KilledAtPoint { job: JobId(2), at: "after 1.0 s".into() },
+    ];
+    let to = vec![
+        ToWorker::Welcome { run_dir: "/tmp/run".into() },
+        ToWorker::Refused { reason: "token mismatch".into() },
+        ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 }, kill: None },
+        ToWorker::Assign {
+            job: JobId(6),
+            stage: Stage::Noop,
+            kill: Some(KillPoint::Span { name: "fit".into(), n: 2 }),
+        },
+        ToWorker::Assign { job: JobId(7), stage: Stage::Noop, kill: Some(KillPoint::After(1.5)) },
+        ToWorker::Assign {
+            job: JobId(8),
+            stage: Stage::Noop,
+            kill: Some(KillPoint::Progress(0.5)),
+        },
+        ToWorker::Shutdown,
+    ];
+    (from, to)
+}
