@@ -188,7 +188,11 @@ fn run_in(
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;
     let settings = &plan.settings;
-    let context = modes::Context { dir: dir.path(), load_at_start: env.load_average };
+    let context = modes::Context {
+        dir: dir.path(),
+        load_at_start: env.load_average,
+        cores: env.cpu.logical_cores as u32,
+    };
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
     let mut report = Report {

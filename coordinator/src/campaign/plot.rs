@@ -73,11 +73,10 @@ const SPAN_COLOURS: [RGBColor; 6] = {
 };
 
 fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
-    caption(
+    let body = caption(
         root,
         &format!("stagebench campaign {}: medians of {} trials per step", r.name, r.trials),
     )?;
-    let body = root.margin(30, 0, 0, 0);
     let (left, right) = body.split_horizontally(WIDTH as i32 / 2);
     // Left: cold against the first resume (load policy first) per stage.
     let keys = r.stage_keys();
@@ -98,7 +97,7 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
         "per stage: cold (blue) vs {} (orange)",
         resume.map(|s| s.name.as_str()).unwrap_or("resume")
     );
-    let mut chart = titled_chart(&left, &title, &keys, true, hi, &|x| duration(x))?;
+    let mut chart = titled_chart(&left, &title, &keys, true, hi, Steps::Decimal, &|x| duration(x))?;
     for (values, colour, (lo, top)) in
         [(&colds, BAR, (0.02, 0.36)), (&resumes, CPU, (-0.36, -0.02))]
     {
@@ -116,7 +115,8 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     // Room on the right for the legend.
     let hi = 2.4 * upper(totals.iter().copied().fold(0.0, f64::max));
     let title = if r.pipeline { "per step, by span" } else { "per step, by component" };
-    let mut chart = titled_chart(&right, title, &steps, true, hi, &|x| duration(x))?;
+    let mut chart =
+        titled_chart(&right, title, &steps, true, hi, Steps::Decimal, &|x| duration(x))?;
     let mut start = vec![0.0; r.steps.len()];
     for (name, colour, values) in series(r) {
         let bars: Vec<(usize, f64, f64)> = values
@@ -146,4 +146,17 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
         .label_font((SANS, 12))
         .draw()
         .map_err(err)
+}
+
+#[cfg(test)]
+mod tests {
+    /// The campaign plot of a real recipe campaign (cold, resume, an
+    /// interrupted step), read back from its SVG.
+    #[test]
+    fn the_campaign_plot_reads_cleanly() {
+        let r = serde_json::from_str(include_str!("fixture-report.json")).unwrap();
+        let (svg, _) = super::svg_and_png(&r).unwrap();
+        let problems = crate::chart::picture::problems(&String::from_utf8(svg).unwrap());
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
 }

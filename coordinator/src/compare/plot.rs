@@ -31,13 +31,12 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result
         }
     }
     let pad = (hi - lo) * 0.06;
-    caption(
+    let body = caption(
         root,
         &format!(
             "{mark}B against A: ratio of medians with its interval (95% bootstrap from 6 samples a side, else the ranges' ends; red line: the +{threshold_pct}% threshold)"
         ),
     )?;
-    let body = root.margin(30, 0, 0, 0);
     let desc =
         "median B / median A   (green: faster, red: slower, grey: no significant difference)";
     let mut chart =
@@ -169,5 +168,22 @@ mod tests {
                 x(hi + pad)
             );
         }
+    }
+
+    /// The forest plot, read back from its SVG, for figures on both sides
+    /// of the threshold and one far off.
+    #[test]
+    fn the_forest_plot_reads_cleanly() {
+        let a: Vec<f64> = (0..8).map(|i| 1.0 + 0.001 * f64::from(i)).collect();
+        let b = |k: f64| a.iter().map(|x| x * k).collect::<Vec<f64>>();
+        let rows: Vec<_> = [1.3, 0.97, 1.02, 2.5]
+            .iter()
+            .enumerate()
+            .map(|(i, k)| row(&format!("stage_{i}"), "wall_s", &a, &b(*k), 5.0, 1))
+            .collect();
+        let c = Comparison { incomparable: vec![], rows };
+        let (svg, _) = super::svg_and_png(&c, 5.0).unwrap();
+        let problems = crate::chart::picture::problems(&String::from_utf8(svg).unwrap());
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
     }
 }

@@ -109,7 +109,7 @@ impl ModePlan {
             ModePlan::Diagnostic(_) => {
                 diagnostic::assemble(cx.dir, outcomes, records).map(|()| Section::Diagnostic)
             }
-            ModePlan::ColdPrep(p) => cold_prep::assemble(cx.dir, p, outcomes, records)
+            ModePlan::ColdPrep(p) => cold_prep::assemble(cx, p, outcomes, records)
                 .map(|s| Section::ColdPrep(Box::new(s))),
             ModePlan::Trials(p) => p.assemble(cx, outcomes, records).map(Section::Trials),
             ModePlan::Profile(_) => {
@@ -390,4 +390,6 @@ pub(crate) struct Context<'a> {
     pub(crate) dir: &'a Path,
     /// Load averages when the run started (from environment.json).
     pub(crate) load_at_start: Option<[f64; 3]>,
+    /// The machine's logical cores (from environment.json).
+    pub(crate) cores: u32,
 }

@@ -71,9 +71,32 @@ mod tests {
     fn fixture(name: &str) -> Report {
         let text = match name {
             "trials" => include_str!("fixtures/trials-report.json"),
+            "sweep" => include_str!("fixtures/sweep-report.json"),
             _ => include_str!("fixtures/cold-prep-report.json"),
         };
         serde_json::from_str(text).unwrap()
+    }
+
+    /// Every plot of every kind a run draws, read back from its SVG: no
+    /// tick label twice on an axis, no text off the canvas, no legend over
+    /// a data mark.
+    #[test]
+    fn every_run_plot_reads_cleanly() {
+        let mut kinds = std::collections::BTreeSet::new();
+        let mut found = Vec::new();
+        for name in ["cold-prep", "trials", "sweep"] {
+            let r = fixture(name);
+            for plot in plots::for_report(&r) {
+                let (svg, _) = plot.svg_and_png().unwrap();
+                let svg = String::from_utf8(svg).unwrap();
+                for p in crate::chart::picture::problems(&svg) {
+                    found.push(format!("{name} report, {}.svg: {p}", plot.name()));
+                }
+                kinds.insert(plot.name());
+            }
+        }
+        assert_eq!(kinds.len(), 4, "{kinds:?}");
+        assert!(found.is_empty(), "{}", found.join("\n"));
     }
 
     fn png_size(b: &[u8]) -> (u32, u32) {

@@ -6,6 +6,7 @@ use crate::fmt::duration;
 use crate::modes::Report;
 use plotters::coord::Shift;
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 /// A plot and the data it draws.
 pub(crate) enum Plot<'a> {
@@ -78,32 +79,89 @@ impl Plot<'_> {
     }
 }
 
+/// One row of the stages plot: a stage, or the rounds of one stage.
+struct StageRow<'a> {
+    label: String,
+    records: Vec<&'a crate::rundir::report::StageRecord>,
+}
+
+/// The stages in run order, a stage's later rounds (`NAME#R`) grouped with
+/// its first; a phase that exists once per process count carries its count
+/// (`_w4`), the largest included, whatever its key in report.json.
+fn stage_rows(r: &Report) -> Vec<StageRow<'_>> {
+    use crate::modes::cold_prep::{PARALLEL, rounds::later_round};
+    let mut keyed: Vec<_> = r.stages.iter().collect();
+    keyed.sort_by_key(|(_, st)| st.order);
+    let main_count = r.cold_prep().map(|c| match &c.sweep {
+        Some(s) => s.points.iter().map(|p| p.workers).max().unwrap_or(1),
+        None => c.parallel.workers.len() as u32,
+    });
+    let mut rows: Vec<(String, StageRow)> = Vec::new();
+    for (key, st) in keyed {
+        let base = later_round(key).map_or(key.as_str(), |(b, _)| b);
+        match rows.iter_mut().find(|(b, _)| b == base) {
+            Some((_, row)) => row.records.push(st),
+            None => {
+                let label = match main_count {
+                    Some(n) if base == PARALLEL => format!("{PARALLEL}_w{n}"),
+                    _ => base.to_string(),
+                };
+                rows.push((base.to_string(), StageRow { label, records: vec![st] }));
+            }
+        }
+    }
+    rows.into_iter()
+        .map(|(_, mut row)| {
+            if row.records.len() > 1 {
+                row.label = format!("{} ({} rounds)", row.label, row.records.len());
+            }
+            row
+        })
+        .collect()
+}
+
 fn stages<DB: DrawingBackend>(
     root: &DrawingArea<DB, Shift>,
     r: &Report,
 ) -> Result<(), RenderError> {
-    let mut rows: Vec<_> = r.stages.iter().collect();
-    rows.sort_by_key(|(_, st)| st.order);
-    let labels: Vec<String> = rows.iter().map(|(k, _)| k.to_string()).collect();
+    let rows = stage_rows(r);
+    let (labels, shortened) = fit_labels(rows.iter().map(|row| row.label.clone()).collect());
+    let grouped = rows.iter().any(|row| row.records.len() > 1);
     let what = match (r.trials().is_some(), r.isolation.as_str()) {
         (true, _) => "median of counted trials",
         (false, "run") => "one process for the whole run",
         _ => "one process per stage",
     };
-    caption(
-        root,
-        &format!("stagebench {} run: wall, CPU and peak RSS per stage ({what})", r.mode()),
-    )?;
-    let body = root.margin(30, 0, 0, 0);
+    let mut title =
+        format!("stagebench {} run: wall, CPU and peak RSS per stage ({what})", r.mode());
+    if grouped {
+        title.push_str("; a stage run in rounds: the median, its line from the least to the most");
+    }
+    if shortened {
+        title.push_str("; long names shortened with … (summary.md has them whole)");
+    }
+    let body = caption(root, &title)?;
     let panel = (WIDTH - label_width(&labels)) as i32 / 3;
     let (left, rest) = body.split_horizontally(label_width(&labels) as i32 + panel);
     let (mid, right) = rest.split_horizontally(panel);
-    let walls: Vec<f64> = rows.iter().map(|(_, s)| s.wall_s).collect();
-    let cpus: Vec<f64> = rows.iter().map(|(_, s)| s.cpu_s).collect();
-    let rss: Vec<f64> = rows.iter().map(|(_, s)| s.peak_rss_bytes as f64).collect();
-    bar_panel(&left, "wall", &labels, true, &walls, BAR, &|x| duration(x))?;
-    bar_panel(&mid, "CPU (user + system)", &labels, false, &cpus, CPU, &|x| duration(x))?;
-    bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, &|x| crate::fmt::mib(x as u64))
+    let figure = |f: &dyn Fn(&crate::rundir::report::StageRecord) -> f64| -> Vec<Spread> {
+        rows.iter()
+            .map(|row| {
+                let v: Vec<f64> = row.records.iter().map(|s| f(s)).collect();
+                Spread::of(&v)
+            })
+            .collect()
+    };
+    let walls = figure(&|s| s.wall_s);
+    let cpus = figure(&|s| s.cpu_s);
+    let rss = figure(&|s| s.peak_rss_bytes as f64);
+    bar_panel(&left, "wall", &labels, true, &walls, BAR, Steps::Decimal, &|x| duration(x))?;
+    bar_panel(&mid, "CPU (user + system)", &labels, false, &cpus, CPU, Steps::Decimal, &|x| {
+        duration(x)
+    })?;
+    bar_panel(&right, "peak RSS", &labels, false, &rss, RSS, Steps::Binary, &|x| {
+        crate::fmt::mib(x as u64)
+    })
 }
 
 fn trials<DB: DrawingBackend>(
@@ -133,11 +191,10 @@ fn trials<DB: DrawingBackend>(
         }
     }
     let pad = (hi - lo) * 0.06;
-    caption(
+    let body = caption(
         root,
         "Trials: wall time of each fresh-process trial relative to its stage's median (in brackets)",
     )?;
-    let body = root.margin(30, 0, 0, 0);
     let mut chart = row_chart(
         &body,
         &labels,
@@ -213,7 +270,7 @@ fn cold_prep<DB: DrawingBackend>(
         }
     }
     let n = rows.len();
-    caption(
+    let body = caption(
         root,
         &format!(
             "Cold preparation{}: which worker prepared a series when; {} processes: {}{}, efficiency {:.0}%",
@@ -232,7 +289,6 @@ fn cold_prep<DB: DrawingBackend>(
     )?;
     let longest =
         rows.iter().flat_map(|r| r.0.iter().map(|s| s.1).chain([r.1])).fold(0.0, f64::max);
-    let body = root.margin(30, 0, 0, 0);
     let mut chart = row_chart(
         &body,
         &labels,
@@ -262,7 +318,12 @@ fn cold_prep<DB: DrawingBackend>(
 
 fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), RenderError> {
     let Some(s) = r.cold_prep().and_then(|c| c.sweep.as_ref()) else { return Ok(()) };
-    let top = s.points.iter().map(|p| p.workers).max().unwrap_or(1) as f64;
+    let counts: Vec<u32> = s.points.iter().map(|p| p.workers).collect();
+    if counts.is_empty() {
+        return Ok(());
+    }
+    let axis = CountsAxis::new(&counts);
+    let top = f64::from(*counts.last().unwrap_or(&1));
     let highest = s
         .points
         .iter()
@@ -273,31 +334,66 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
         (Some(f), None) => format!("Amdahl fit: serial fraction {f:.3}, no limit"),
         _ => "no Amdahl fit (no count above 1)".to_string(),
     };
-    caption(root, &format!("Workers sweep: speedup against processes; {fit}"))?;
-    let body = root.margin(36, 10, 10, 10);
+    let body = caption(root, &format!("Workers sweep: speedup against processes; {fit}"))?
+        .margin(6, 10, 10, 10);
     let mut chart = ChartBuilder::on(&body)
         .margin(10)
+        .margin_right(24)
         .x_label_area_size(40)
         .y_label_area_size(60)
-        .build_cartesian_2d(0.0..top * 1.05, 0.0..upper(highest))
+        .build_cartesian_2d(
+            axis.clone(),
+            ValueAxis::new(0.0..upper(highest), 0.0..upper(highest), Steps::Decimal, 8),
+        )
         .map_err(err)?;
+    let range = axis.range();
+    let y_top = upper(highest);
+    // Counts above the machine's cores share cores: shaded, and said so.
+    if let Some(cores) = s.cores.map(f64::from) {
+        let within = counts.iter().map(|c| f64::from(*c)).rfind(|c| *c <= cores);
+        let above = counts.iter().map(|c| f64::from(*c)).find(|c| *c > cores);
+        if let Some(first_above) = above {
+            let from = within.map_or(range.start, |w| axis.between(w, first_above));
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(from, 0.0), (range.end, y_top)],
+                    MUTED.mix(0.15).filled(),
+                )))
+                .map_err(err)?;
+            let note =
+                TextStyle::from((SANS, 13).into_font()).pos(Pos::new(HPos::Right, VPos::Top));
+            chart
+                .draw_series(std::iter::once(
+                    EmptyElement::at((range.end, y_top))
+                        + Text::new(
+                            format!("more processes than the {cores} cores"),
+                            (-6, 6),
+                            note,
+                        ),
+                ))
+                .map_err(err)?;
+        }
+    }
     chart
         .configure_mesh()
-        .x_desc("processes")
+        .disable_x_mesh()
+        .x_desc(if axis.is_log2() { "processes (log 2 scale)" } else { "processes" })
         .y_desc("speedup (serial wall / parallel wall)")
         .x_label_formatter(&|x| format!("{x:.0}"))
         .y_label_formatter(&|y| format!("{y:.1}x"))
         .label_style((SANS, 14))
         .draw()
         .map_err(err)?;
+    let ideal: Vec<(f64, f64)> = counts.iter().map(|c| (f64::from(*c), f64::from(*c))).collect();
     chart
-        .draw_series(LineSeries::new([(1.0, 1.0), (top, top)], MUTED.stroke_width(2)))
+        .draw_series(LineSeries::new(ideal, MUTED.stroke_width(2)))
         .map_err(err)?
         .label("ideal (speedup = processes)")
         .legend(|(x, y)| PathElement::new([(x, y), (x + 20, y)], MUTED.stroke_width(2)));
     if s.amdahl.serial_fraction.is_some() {
+        let (first, last) = (axis.position(f64::from(counts[0])), axis.position(top));
         let curve = (0..=100).filter_map(|i| {
-            let p = 1.0 + (top - 1.0) * i as f64 / 100.0;
+            let p = axis.count_at(first + (last - first) * f64::from(i) / 100.0);
             s.amdahl.speedup(p).map(|v| (p, v))
         });
         chart
@@ -310,7 +406,7 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
         .draw_series(s.points.iter().filter_map(|p| {
             p.speedup_interval.map(|i| {
                 PathElement::new(
-                    [(p.workers as f64, i.low), (p.workers as f64, i.high)],
+                    [(f64::from(p.workers), i.low), (f64::from(p.workers), i.high)],
                     BAR.stroke_width(2),
                 )
             })
@@ -318,18 +414,18 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
         .map_err(err)?;
     chart
         .draw_series(
-            s.points.iter().map(|p| Circle::new((p.workers as f64, p.speedup), 5, BAR.filled())),
+            s.points
+                .iter()
+                .map(|p| Circle::new((f64::from(p.workers), p.speedup), 5, BAR.filled())),
         )
         .map_err(err)?
         .label("measured (median; bar: 95% CI from 6 rounds, else the rounds' range)")
         .legend(|(x, y)| Circle::new((x + 10, y), 5, BAR.filled()));
+    let beside = TextStyle::from((SANS, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
     chart
         .draw_series(s.points.iter().map(|p| {
-            Text::new(
-                format!("{:.2}x", p.speedup),
-                (p.workers as f64, p.speedup),
-                (SANS, 14).into_font(),
-            )
+            EmptyElement::at((f64::from(p.workers), p.speedup))
+                + Text::new(format!("{:.2}x", p.speedup), (9, 0), beside.clone())
         }))
         .map_err(err)?;
     chart

@@ -257,11 +257,12 @@ pub(crate) fn find<'a>(
 }
 
 pub(crate) fn assemble(
-    dir: &Path,
+    cx: &super::Context<'_>,
     plan: &Plan,
     outcomes: &[PhaseOutcome],
     records: &mut Records,
 ) -> Result<Section, RunError> {
+    let dir = cx.dir;
     // Stage records are ordered as the phases ran.
     let order = |key: &str| outcomes.iter().position(|p| p.phase.key == key).unwrap_or(0);
     for key in [VERIFY_BEFORE, VERIFY_AFTER] {
@@ -354,7 +355,7 @@ pub(crate) fn assemble(
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let warnings = warnings(&serial, &parallel, &all);
-    let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured));
+    let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured, cx.cores));
     Ok(Section {
         counts,
         serial,

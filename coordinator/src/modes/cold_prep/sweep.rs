@@ -18,6 +18,10 @@ pub(crate) struct Sweep {
     /// One point per count, increasing.
     pub(crate) points: Vec<Point>,
     pub(crate) amdahl: Amdahl,
+    /// The machine's logical cores: counts above it share cores (the plot
+    /// marks them). Absent in reports written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) cores: Option<u32>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -74,8 +78,8 @@ pub(crate) struct Measured {
     pub(crate) walls: Vec<(f64, f64)>,
 }
 
-/// The sweep over `measured` (increasing counts).
-pub(crate) fn sweep(measured: &[Measured]) -> Sweep {
+/// The sweep over `measured` (increasing counts) on a machine of `cores`.
+pub(crate) fn sweep(measured: &[Measured], cores: u32) -> Sweep {
     let points: Vec<Point> = measured
         .iter()
         .map(|m| {
@@ -99,7 +103,7 @@ pub(crate) fn sweep(measured: &[Measured]) -> Sweep {
         })
         .collect();
     let amdahl = fit(&points);
-    Sweep { points, amdahl }
+    Sweep { points, amdahl, cores: Some(cores) }
 }
 
 /// Least squares of `1/S − 1/p = f (1 − 1/p)` over the points with p > 1.
@@ -134,7 +138,7 @@ mod tests {
     /// Karp–Flatt fraction of 0.1, and the limit 10.
     #[test]
     fn amdahl_speedups_fit_back_to_their_serial_fraction() {
-        let s = sweep(&measured(0.1, &[1, 2, 4, 8]));
+        let s = sweep(&measured(0.1, &[1, 2, 4, 8]), 8);
         let f = s.amdahl.serial_fraction.unwrap();
         assert!((f - 0.1).abs() < 1e-12, "{f}");
         assert!((s.amdahl.speedup_limit.unwrap() - 10.0).abs() < 1e-9);
@@ -149,7 +153,7 @@ mod tests {
     /// Perfect scaling: no serial fraction, no limit.
     #[test]
     fn perfect_scaling_has_no_serial_fraction_and_no_limit() {
-        let s = sweep(&measured(0.0, &[2, 4]));
+        let s = sweep(&measured(0.0, &[2, 4]), 8);
         assert!(s.amdahl.serial_fraction.unwrap().abs() < 1e-12);
         assert_eq!(s.amdahl.speedup_limit, None);
     }
@@ -158,7 +162,7 @@ mod tests {
     #[test]
     fn rounds_give_a_median_and_an_interval() {
         let m = [Measured { workers: 2, walls: vec![(4.0, 2.0), (4.0, 2.5), (4.0, 2.2)] }];
-        let s = sweep(&m);
+        let s = sweep(&m, 8);
         let pt = &s.points[0];
         assert!((pt.speedup - 4.0 / 2.2).abs() < 1e-12);
         assert_eq!(pt.wall_s, 2.2);
