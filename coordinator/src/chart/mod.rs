@@ -192,7 +192,20 @@ impl ValueAxis {
         steps: Steps,
         most: usize,
     ) -> ValueAxis {
-        let ticks = round_ticks(ticks_within.start, ticks_within.end, steps, most);
+        ValueAxis::around(range, ticks_within, 0.0, steps, most)
+    }
+
+    /// The same, with ticks round as distances from `origin` (a ratio's
+    /// axis read as percent change ticks at 1 ± round amounts).
+    pub(crate) fn around(
+        range: std::ops::Range<f64>,
+        ticks_within: std::ops::Range<f64>,
+        origin: f64,
+        steps: Steps,
+        most: usize,
+    ) -> ValueAxis {
+        let (lo, hi) = (ticks_within.start - origin, ticks_within.end - origin);
+        let ticks = round_ticks(lo, hi, steps, most).into_iter().map(|t| t + origin).collect();
         ValueAxis { range, ticks }
     }
 }
@@ -352,14 +365,15 @@ pub(crate) type RowChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<ValueAxis, R
 
 /// A chart of one row per label (top to bottom) over the x range, with the
 /// axes, grid and labels every row plot shares.
+/// Its x ticks fall at round distances from `origin` (0, or 1 for a ratio).
 pub(crate) fn row_chart<'a, DB: DrawingBackend>(
     body: &'a DrawingArea<DB, Shift>,
     labels: &[String],
-    x: std::ops::Range<f64>,
+    (x, origin): (std::ops::Range<f64>, f64),
     x_desc: &str,
     x_fmt: &dyn Fn(&f64) -> String,
 ) -> Result<RowChart<'a, DB>, RenderError> {
-    let axis = ValueAxis::new(x.clone(), x, Steps::Decimal, 8);
+    let axis = ValueAxis::around(x.clone(), x, origin, Steps::Decimal, 8);
     let mut chart = ChartBuilder::on(body)
         .margin(8)
         .margin_right(24)
@@ -371,7 +385,7 @@ pub(crate) fn row_chart<'a, DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .x_desc(x_desc)
-        .x_label_formatter(&|x| if *x == 0.0 { "0".to_string() } else { x_fmt(x) })
+        .x_label_formatter(x_fmt)
         .y_label_formatter(&|y| row_label(labels, *y))
         .label_style((SANS, 14))
         .axis_desc_style((SANS, 12))

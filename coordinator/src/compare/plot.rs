@@ -40,7 +40,7 @@ fn draw(root: &Area<'_>, rows: &[Row], threshold_pct: f64, mark: &str) -> Result
     let desc =
         "median B / median A   (green: faster, red: slower, grey: no significant difference)";
     let mut chart =
-        row_chart(&body, &labels, (lo - pad)..(hi + pad), desc, &|x| format!("{x:.2}"))?;
+        row_chart(&body, &labels, ((lo - pad)..(hi + pad), 1.0), desc, &|x| format!("{x:.2}"))?;
     let top = n.max(1) as f64 - 0.4;
     chart
         .draw_series([

@@ -198,7 +198,7 @@ fn trials<DB: DrawingBackend>(
     let mut chart = row_chart(
         &body,
         &labels,
-        (lo - pad)..(hi + pad),
+        ((lo - pad)..(hi + pad), 1.0),
         "trial wall time / median   (filled: counted, hollow grey: warm-up; bar: the median's interval, 95% CI from 6 trials, else the range)",
         &|x| format!("{:.0}%", 100.0 * (x - 1.0)),
     )?;
@@ -292,9 +292,9 @@ fn cold_prep<DB: DrawingBackend>(
     let mut chart = row_chart(
         &body,
         &labels,
-        0.0..upper(longest),
+        (0.0..upper(longest), 0.0),
         "time since the phase's first spawn (a block per series, alternating shades; outline: the phase's wall time)",
-        &|x| duration(*x),
+        &|x| if *x == 0.0 { "0".to_string() } else { duration(*x) },
     )?;
     for (i, (spans, wall, color)) in rows.iter().enumerate() {
         let y = row_y(i, n);
