@@ -197,3 +197,81 @@ fn a_run_with_both_endings_is_neither_ok_nor_verified() {
     let row = table.lines().find(|l| l.starts_with("| good")).expect(&table);
     assert!(row.contains("**incomplete**") && !row.contains("| ok |"), "{row}");
 }
+
+/// A campaign on a full disk: its directory ends with report.json or with
+/// failure.json (beside its declaration, environment, runs and state), never
+/// both, and every run under runs/ has one ending of its own.
+#[test]
+fn a_campaign_on_a_full_disk_has_exactly_one_ending_at_every_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let file = tmp.path().join("c.toml");
+    let stage =
+        r#"echo '{\"name\": \"a\", \"seconds\": 0.01}' >> \"$STAGEBENCH_SPANS\"; echo 1 > done_a"#;
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"full\"\ntrials = 2\nscratch = \"{}\"\n\n[[pipeline]]\nname = \"a\"\nargv = [\"sh\", \"-c\", \"{stage}\"]\ncwd = \"{}\"\nmarker = \"{}\"\nreset = [\"{}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+            tmp.path().join("work").display(),
+            tmp.path().join("work").display(),
+            tmp.path().join("work/done_a").display(),
+            tmp.path().join("work/done_a").display(),
+        ),
+    )
+    .unwrap();
+    let mut endings = std::collections::BTreeSet::new();
+    for kib in [16, 64, 128, 256, 384, 512, 768, 1024, 4096] {
+        let Some(fs) = tmpfs(kib) else { return };
+        let out = fs.at.join("campaign");
+        let mut c = coordinator();
+        c.arg("campaign").arg(&file).arg("--output").arg(&out);
+        let f = run(c);
+        let files = names(&out);
+        let has = |n: &str| files.iter().any(|f| f == n);
+        let at = format!("{kib} KiB: exit {:?}, files {files:?}, stderr:\n{}", f.code(), f.stderr);
+        assert!(!(has("report.json") && has("failure.json")), "both endings at {at}");
+        assert!(!f.stderr.contains("ERROR"), "a second report of the failure at {at}");
+        match f.code() {
+            Some(0) => {
+                assert_eq!(verify(&out).code(), Some(0), "{at}");
+                endings.insert("completed");
+            }
+            Some(1) => {
+                assert!(!has("report.json"), "{at}");
+                let errors = f.stderr.lines().filter(|l| l.starts_with("error:")).count();
+                assert_eq!(errors, 1, "{at}");
+                if has("failure.json") {
+                    for name in &files {
+                        assert!(
+                            [
+                                "declaration.json",
+                                "environment.json",
+                                "failure.json",
+                                "runs",
+                                "state"
+                            ]
+                            .contains(&name.as_str()),
+                            "{name} left beside the campaign's failure.json at {at}"
+                        );
+                    }
+                    endings.insert("failed");
+                } else {
+                    assert!(f.stderr.contains("no failure.json"), "{at}");
+                    endings.insert("unrecorded");
+                }
+                // Every run the campaign started has one ending of its own.
+                for step in names(&out.join("runs")) {
+                    for trial in names(&out.join("runs").join(&step)) {
+                        let run = names(&out.join("runs").join(&step).join(&trial));
+                        let both = run.iter().any(|n| n == "report.json")
+                            && run.iter().any(|n| n == "failure.json");
+                        assert!(!both, "runs/{step}/{trial} has both endings at {at}");
+                    }
+                }
+            }
+            other => panic!("exit {other:?} at {at}"),
+        }
+    }
+    eprintln!("campaign endings seen across the sizes: {endings:?}");
+    assert!(endings.contains("completed") && endings.contains("failed"), "{endings:?}");
+}
