@@ -130,6 +130,11 @@ fn stages<DB: DrawingBackend>(
     let what = match (r.trials().is_some(), r.isolation.as_str()) {
         (true, _) => "median of counted trials",
         (false, "run") => "one process for the whole run",
+        // A preparation phase is many processes: its record sums their CPU
+        // and keeps the largest one's peak.
+        _ if r.cold_prep().is_some() => {
+            "a preparation phase: its wall, its processes' CPU summed, its largest process's peak RSS"
+        }
         _ => "one process per stage",
     };
     let mut title =
