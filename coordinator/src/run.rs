@@ -104,22 +104,15 @@ fn record_failure(
     bound: &Bound,
     e: &RunError,
 ) -> Result<PathBuf, String> {
-    dir.clear_outputs(&[]).map_err(|e| e.to_string())?;
-    let (stage, worker, reason) = e.recorded_as();
-    let f = Failure {
-        schema: rundir::failure::SCHEMA.into(),
-        schema_version: rundir::failure::SCHEMA_VERSION,
-        mode: plan.mode.name().into(),
-        stage,
-        worker,
-        reason: reason.into(),
-        message: e.to_string(),
-        declaration_sha256: bound.declaration_sha256.clone(),
-        environment_sha256: bound.environment_sha256.clone(),
-    };
+    let f = Failure::new(
+        plan.mode.name(),
+        e.recorded_as(),
+        e.to_string(),
+        bound.declaration_sha256.clone(),
+        bound.environment_sha256.clone(),
+    );
     // Sealed like a report: a killed run's failure.json is its evidence.
-    dir.write_evidence(rundir::FAILURE, &rundir::report::seal(&f)).map_err(|w| w.to_string())?;
-    Ok(dir.path().join(rundir::FAILURE))
+    dir.end_in_failure(&f, &[]).map_err(|w| w.to_string())
 }
 
 fn run_in(

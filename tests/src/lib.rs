@@ -121,6 +121,13 @@ pub fn run(mut cmd: Command) -> Finished {
     }
 }
 
+/// `coordinator campaign FILE --output OUT`, run to its end (see [`run`]).
+pub fn run_campaign(file: &Path, out: &Path) -> Finished {
+    let mut c = coordinator();
+    c.arg("campaign").arg(file).arg("--output").arg(out);
+    run(c)
+}
+
 /// A coordinator still running, with its stderr lines arriving on a channel.
 pub struct Running {
     child: Option<Child>,

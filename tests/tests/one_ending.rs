@@ -5,7 +5,7 @@
 //! where root can mount one. `STAGEBENCH_TMPFS_REQUIRED` (`.ci/run` sets it
 //! where it mounted a probe) turns "cannot mount here" into a failure.
 
-use harness::{coordinator, run};
+use harness::{coordinator, run, run_campaign};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -223,9 +223,7 @@ fn a_campaign_on_a_full_disk_has_exactly_one_ending_at_every_size() {
     for kib in [16, 64, 128, 256, 384, 512, 768, 1024, 4096] {
         let Some(fs) = tmpfs(kib) else { return };
         let out = fs.at.join("campaign");
-        let mut c = coordinator();
-        c.arg("campaign").arg(&file).arg("--output").arg(&out);
-        let f = run(c);
+        let f = run_campaign(&file, &out);
         let files = names(&out);
         let has = |n: &str| files.iter().any(|f| f == n);
         let at = format!("{kib} KiB: exit {:?}, files {files:?}, stderr:\n{}", f.code(), f.stderr);

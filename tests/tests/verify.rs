@@ -158,6 +158,23 @@ fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
+/// An edit of a run directory: what it is, the edit, and what verify's
+/// error must contain.
+type Edit = (&'static str, Box<dyn Fn(&Path)>, String);
+
+/// Applies each edit to a fresh copy of `run` (under `tmp`) that verifies,
+/// and expects verify to fail naming what the edit says.
+fn each_edit_is_named(tmp: &Path, run: &Path, edits: Vec<Edit>) {
+    for (i, (what, edit, needle)) in edits.into_iter().enumerate() {
+        let copy = tmp.join(format!("copy-{i}"));
+        copy_dir(run, &copy);
+        verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
+        edit(&copy);
+        let err = verify(&copy).expect_err(what).to_string();
+        assert!(err.contains(&needle), "{what}: {err}");
+    }
+}
+
 /// Edits that change a file's length or the set of files, each caught with
 /// a line that names the file.
 #[test]
@@ -181,8 +198,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
         .to_string_lossy()
         .into_owned();
     let values = format!("{cache}/{series}/values.npy");
-    type Edit = Box<dyn Fn(&Path)>;
-    let cases: Vec<(&str, Edit, String)> = vec![
+    let cases: Vec<Edit> = vec![
         (
             "a file added beside the cache",
             Box::new(|d: &Path| {
@@ -263,14 +279,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                 .into(),
         ),
     ];
-    for (i, (what, edit, needle)) in cases.into_iter().enumerate() {
-        let copy = tmp.path().join(format!("copy-{i}"));
-        copy_dir(&run_dir, &copy);
-        verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
-        edit(&copy);
-        let err = verify(&copy).expect_err(what).to_string();
-        assert!(err.contains(&needle), "{what}: {err}");
-    }
+    each_edit_is_named(tmp.path(), &run_dir, cases);
 }
 
 /// A killed run's failure.json is sealed: a changed reason or message,
@@ -310,8 +319,7 @@ fn verify_names_every_entry_no_binding_accounts_for() {
         .into_owned();
     let outside = tmp.path().join("outside.bin");
     std::fs::copy(out.join("artifacts").join(&artifact), &outside).unwrap();
-    type Edit = Box<dyn Fn(&Path)>;
-    let cases: Vec<(&str, Edit, String)> = vec![
+    let cases: Vec<Edit> = vec![
         (
             "a stray file in the run root",
             Box::new(|d: &Path| std::fs::write(d.join("notes.txt"), b"").unwrap()),
@@ -357,14 +365,7 @@ fn verify_names_every_entry_no_binding_accounts_for() {
             "both report.json and failure.json".into(),
         ),
     ];
-    for (i, (what, edit, needle)) in cases.into_iter().enumerate() {
-        let copy = tmp.path().join(format!("copy-{i}"));
-        copy_dir(&out, &copy);
-        verify(&copy).unwrap_or_else(|e| panic!("{what}: the copy does not verify: {e}"));
-        edit(&copy);
-        let err = verify(&copy).expect_err(what).to_string();
-        assert!(err.contains(&needle), "{what}: {err}");
-    }
+    each_edit_is_named(tmp.path(), &out, cases);
 }
 
 /// A killed run keeps only its declaration, environment and failure.json.

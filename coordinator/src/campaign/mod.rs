@@ -192,20 +192,14 @@ fn record_failure(
         CampaignError::Failed(m) => ("campaign_failed", m.clone()),
         CampaignError::Interrupted(s) => ("interrupted", format!("interrupted by signal {s}")),
     };
-    let f = crate::rundir::failure::Failure {
-        schema: crate::rundir::failure::SCHEMA.into(),
-        schema_version: crate::rundir::failure::SCHEMA_VERSION,
-        mode: "campaign".into(),
-        stage: None,
-        worker: None,
-        reason: reason.into(),
+    let f = crate::rundir::failure::Failure::new(
+        "campaign",
+        (None, None, reason),
         message,
-        declaration_sha256: Some(declaration.into()),
-        environment_sha256: Some(environment.into()),
-    };
-    let written = dir
-        .clear_outputs(&KEPT_ON_FAILURE)
-        .and_then(|()| dir.write_evidence(rundir::FAILURE, &crate::rundir::report::seal(&f)));
+        Some(declaration.into()),
+        Some(environment.into()),
+    );
+    let written = dir.end_in_failure(&f, &KEPT_ON_FAILURE);
     match written {
         Ok(_) => e,
         Err(w) => CampaignError::Failed(format!("{} (and no failure.json: {w})", f.message)),

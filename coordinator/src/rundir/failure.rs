@@ -25,3 +25,27 @@ pub(crate) struct Failure {
     pub(crate) declaration_sha256: Option<String>,
     pub(crate) environment_sha256: Option<String>,
 }
+
+impl Failure {
+    /// A failure of a `mode` run (or a campaign), bound to the declaration
+    /// and environment written so far.
+    pub(crate) fn new(
+        mode: &str,
+        (stage, worker, reason): (Option<String>, Option<u32>, &str),
+        message: String,
+        declaration_sha256: Option<String>,
+        environment_sha256: Option<String>,
+    ) -> Failure {
+        Failure {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            mode: mode.into(),
+            stage,
+            worker,
+            reason: reason.into(),
+            message,
+            declaration_sha256,
+            environment_sha256,
+        }
+    }
+}

@@ -97,7 +97,7 @@ impl RunDir {
     /// beside failure.json. The directory is this run's own (it did not
     /// exist before), so nothing here is the user's; a partial cache is
     /// removed to free a full disk.
-    pub(crate) fn clear_outputs(&self, keep: &[&str]) -> Result<(), RunDirError> {
+    fn clear_outputs(&self, keep: &[&str]) -> Result<(), RunDirError> {
         let clear = || -> io::Result<()> {
             for e in fs::read_dir(&self.path)? {
                 let e = e?;
@@ -113,6 +113,19 @@ impl RunDir {
             Ok(())
         };
         clear().map_err(|source| RunDirError::Clear { source })
+    }
+
+    /// The one ending of a run that failed: what it wrote is cleared (but
+    /// the entries in `keep`), then `failure` is written, sealed like a
+    /// report. Returns where failure.json is.
+    pub(crate) fn end_in_failure(
+        &self,
+        failure: &failure::Failure,
+        keep: &[&str],
+    ) -> Result<PathBuf, RunDirError> {
+        self.clear_outputs(keep)?;
+        self.write_evidence(FAILURE, &report::seal(failure))?;
+        Ok(self.path.join(FAILURE))
     }
 }
 

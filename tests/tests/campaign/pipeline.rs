@@ -2,7 +2,7 @@
 //! is not idempotent, a stage that fails, and an interrupted campaign.
 
 use crate::pipeline;
-use harness::{coordinator, json, run};
+use harness::{coordinator, json, run, run_campaign};
 
 #[test]
 fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
@@ -11,9 +11,7 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     // Something of the user's inside scratch but not declared for reset stays.
     std::fs::write(tmp.path().join("work/keep.txt"), b"mine").unwrap();
     let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
     let r = json(&out.join("report.json"));
@@ -75,9 +73,7 @@ fn a_resume_that_writes_a_different_byte_is_not_identical_to_cold() {
     let tally = "[[pipeline]]\nname = \"tally\"\nargv = [\"sh\", \"-c\", \"echo ran >> work/tally.txt\"]\nreset = [\"work/tally.txt\"]\n";
     let file = pipeline(tmp.path(), tally);
     let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     let r = json(&out.join("report.json"));
     let steps = r["steps"].as_array().unwrap();
@@ -105,9 +101,7 @@ fn a_pipeline_stage_that_fails_fails_the_campaign_with_no_report() {
     let tmp = tempfile::tempdir().unwrap();
     let file = pipeline(tmp.path(), "[[pipeline]]\nname = \"broken\"\nargv = [\"false\"]\n");
     let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(
         f.stderr.contains("step 'cold' trial 1") && f.stderr.contains("broken"),

@@ -2,16 +2,14 @@
 //! and a resume that trains differently judged not identical.
 
 use crate::{CAMPAIGN, campaign_file};
-use harness::{coordinator, json, run};
+use harness::{coordinator, json, run, run_campaign};
 
 #[test]
 fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     let tmp = tempfile::tempdir().unwrap();
     let file = campaign_file(tmp.path(), CAMPAIGN);
     let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     let r = json(&out.join("report.json"));
     assert_eq!(r["schema"], "stagebench.campaign");

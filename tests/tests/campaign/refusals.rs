@@ -3,7 +3,7 @@
 //! that holds the user's files or is in use.
 
 use crate::{CAMPAIGN, campaign_file, pipeline};
-use harness::{coordinator, run};
+use harness::{coordinator, run, run_campaign};
 
 #[test]
 fn a_campaign_file_with_a_mistake_is_refused_before_anything_runs() {
@@ -28,9 +28,7 @@ fn a_campaign_file_with_a_mistake_is_refused_before_anything_runs() {
     ] {
         let file = campaign_file(tmp.path(), mistake);
         let out = tmp.path().join("out");
-        let mut c = coordinator();
-        c.arg("campaign").arg(&file).arg("--output").arg(&out);
-        let f = run(c);
+        let f = run_campaign(&file, &out);
         assert_eq!(f.code(), Some(2), "{needle}: {}", f.stderr);
         let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error")).collect();
         assert_eq!(errors.len(), 1, "{}", f.stderr);
@@ -43,9 +41,7 @@ fn a_campaign_file_with_a_mistake_is_refused_before_anything_runs() {
     let out = tmp.path().join("taken");
     std::fs::create_dir(&out).unwrap();
     std::fs::write(out.join("mine.txt"), b"keep").unwrap();
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("already exists"), "{}", f.stderr);
     assert_eq!(harness::files_below(&out), ["mine.txt"]);
@@ -81,9 +77,7 @@ fn a_pipeline_with_a_reset_outside_scratch_or_a_missing_command_is_refused_befor
     ] {
         let file = pipeline(tmp.path(), extra);
         let out = tmp.path().join("out");
-        let mut c = coordinator();
-        c.arg("campaign").arg(&file).arg("--output").arg(&out);
-        let f = run(c);
+        let f = run_campaign(&file, &out);
         assert_eq!(f.code(), Some(2), "{needle}: {}", f.stderr);
         assert!(f.stderr.contains(needle), "{needle}: {}", f.stderr);
         assert_eq!(f.stderr.lines().filter(|l| l.starts_with("error")).count(), 1, "{}", f.stderr);
@@ -133,9 +127,7 @@ fn a_scratch_directory_that_holds_the_users_files_is_refused_untouched() {
         let file = tmp.path().join(name);
         std::fs::write(&file, text).unwrap();
         let out = tmp.path().join(format!("out-{name}"));
-        let mut c = coordinator();
-        c.arg("campaign").arg(&file).arg("--output").arg(&out);
-        let f = run(c);
+        let f = run_campaign(&file, &out);
         assert_eq!(f.code(), Some(2), "{name}: {}", f.stderr);
         let line = f.stderr.trim();
         assert_eq!(line.lines().count(), 1, "{line}");
@@ -160,9 +152,7 @@ fn a_scratch_directory_in_use_is_refused_before_anything_is_written() {
     assert_eq!(unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) }, 0);
     write!(lock, "{}", std::process::id()).unwrap();
     let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     let line = f.stderr.trim();
     assert_eq!(line.lines().count(), 1, "{line}");
