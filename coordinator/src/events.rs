@@ -9,8 +9,9 @@ use protocol::{Measurement, WorkerId};
 pub(crate) enum Style {
     /// A line per finished job: few, long jobs.
     LinePerJob,
-    /// A `done/total` counter: many short jobs (series).
-    Counter,
+    /// A `done/total` counter of many short jobs, each one `unit` ("series",
+    /// "items").
+    Counter { unit: &'static str },
     /// Trials: a live line on a terminal, silent otherwise.
     Trials { warmup: u32, trials: u32 },
     /// A trials run's prerequisites: a live `done/total` counter on a

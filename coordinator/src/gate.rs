@@ -246,6 +246,7 @@ pub(crate) fn kind(msg: &FromWorker) -> &'static str {
         FromWorker::Measurement { .. } => "Measurement",
         FromWorker::StageFailed { .. } => "StageFailed",
         FromWorker::KilledAtPoint { .. } => "KilledAtPoint",
+        FromWorker::Finished { .. } => "Finished",
     }
 }
 

@@ -77,7 +77,10 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                         mib(m.peak_rss_bytes),
                     );
                 } else if terminal {
-                    let what = if p.style == Style::Counter { "series" } else { "jobs" };
+                    let what = match p.style {
+                        Style::Counter { unit } => unit,
+                        _ => "jobs",
+                    };
                     eprint!(
                         "{clear}  {}: {}/{} {what}, {:.1} s",
                         p.key,
@@ -85,9 +88,11 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                         p.jobs,
                         p.started.elapsed().as_secs_f64()
                     );
-                } else if p.style == Style::Counter && p.done * 10 >= p.next_tenth * p.jobs {
+                } else if let (Style::Counter { unit }, true) =
+                    (p.style, p.done * 10 >= p.next_tenth * p.jobs)
+                {
                     eprintln!(
-                        "  {}: {}/{} series, {:.1} s",
+                        "  {}: {}/{} {unit}, {:.1} s",
                         p.key,
                         p.done,
                         p.jobs,
@@ -122,9 +127,9 @@ fn trial_line(key: &str, walls: &[f64], warmup: u32, trials: u32) -> String {
 fn finish(p: &Phase, clear: &str) {
     if matches!(p.style, Style::Trials { .. } | Style::Prerequisite) {
         eprint!("{clear}");
-    } else if p.style == Style::Counter && !clear.is_empty() {
+    } else if let (Style::Counter { unit }, false) = (p.style, clear.is_empty()) {
         eprintln!(
-            "{clear}  {}: {}/{} series, {:.1} s",
+            "{clear}  {}: {}/{} {unit}, {:.1} s",
             p.key,
             p.done,
             p.jobs,

@@ -36,3 +36,9 @@ pub const SPANS: &str = "STAGEBENCH_SPANS";
 pub const SLURM_PROCID: &str = "SLURM_PROCID";
 /// Set by Slurm in every task: how many tasks the job step has.
 pub const SLURM_NTASKS: &str = "SLURM_NTASKS";
+/// Given to a preparation program (`--prepare`): the descriptor it reads
+/// items from, one JSON object per line (see docs/item-protocol.md).
+pub const ITEMS_FD: &str = "STAGEBENCH_ITEMS_FD";
+/// Given to a preparation program: the descriptor it writes its answers
+/// to (`{"ready": true}`, then `{"done": ID}` or `{"error": MESSAGE}`).
+pub const ANSWERS_FD: &str = "STAGEBENCH_ANSWERS_FD";

@@ -58,6 +58,10 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
         },
         FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
         FromWorker::KilledAtPoint { job: JobId(2), at: "after 1.0 s".into() },
+        FromWorker::Finished {
+            measurement: Measurement { wall_ns: 9, ..Measurement::default() },
+            error: Some("exited with status 3".into()),
+        },
     ];
     let to = vec![
         ToWorker::Welcome { run_dir: "/tmp/run".into() },
@@ -75,6 +79,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
             kill: Some(KillPoint::Progress(0.5)),
         },
         ToWorker::Shutdown,
+        ToWorker::Finish,
     ];
     (from, to)
 }

@@ -43,6 +43,12 @@ fn more_assignments() -> Vec<ToWorker> {
             sha256: "h".into(),
             cache: "c".into(),
         },
+        Stage::PrepareItem {
+            command: "python3 prep.py".into(),
+            id: "s1".into(),
+            out: "private-output".into(),
+            ready_timeout_ms: 5000,
+        },
         Stage::Exec {
             name: "n".into(),
             argv: vec!["a".into(), "b".into()],

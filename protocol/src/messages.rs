@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 12;
+pub const PROTOCOL_VERSION: u32 = 13;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -98,6 +98,11 @@ pub enum ToWorker {
     Assign { job: JobId, stage: Stage, kill: Option<KillPoint> },
     /// No more work: exit cleanly.
     Shutdown,
+    /// No more items: close the preparation program this worker started
+    /// for its items (its input closes, it must exit 0), contain its tree,
+    /// and answer [`FromWorker::Finished`]. Sent only to a worker that was
+    /// assigned a `PrepareItem`.
+    Finish,
 }
 
 /// Worker → coordinator.
@@ -133,6 +138,13 @@ pub enum FromWorker {
     KilledAtPoint {
         job: JobId,
         at: String,
+    },
+    /// The answer to [`ToWorker::Finish`]: the program's close measured
+    /// (its wall from closing its input to its exit, its tree's lifetime
+    /// peak, what it leaked), and why the close failed, if it did.
+    Finished {
+        measurement: Measurement,
+        error: Option<String>,
     },
 }
 

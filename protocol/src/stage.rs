@@ -120,6 +120,11 @@ pub enum Stage {
     /// A step of the resumable recipe, over a state directory that keeps
     /// its artifacts across runs (`--state`).
     Resumable(StateStep, StateInput),
+    /// Hands one item to a user's long-lived preparation program (started
+    /// as `sh -c COMMAND` on the worker's first item, once per worker
+    /// process) and waits for its answer; the program writes into `out`
+    /// (relative to the run directory). See docs/item-protocol.md.
+    PrepareItem { command: String, id: String, out: String, ready_timeout_ms: u64 },
 }
 
 /// What a resumable step works on: a dataset, a state directory (absolute),
@@ -262,6 +267,7 @@ impl Stage {
             Stage::Crash => "crash",
             Stage::VerifySources { .. } => "verify_sources",
             Stage::PrepareSeries { .. } => "prepare_series",
+            Stage::PrepareItem { .. } => "prepare_item",
             Stage::Command { .. } | Stage::Exec { .. } => "command",
             Stage::FitNormalizer { .. } => "warm_fit_normalizer",
             Stage::CountContexts { .. } => "count_eligible_contexts",

@@ -7,6 +7,11 @@ line ``{"progress": 0.4}``; stagebench turns the spans into the stage's
 ``span:NAME_s`` and ``span:NAME_n`` figures and can kill the stage at a
 declared span or progress (a campaign's ``kill_at``).
 
+``serve(fn)`` makes a per-item preparation program of your function for
+``coordinator --mode cold-prep --prepare 'python3 prep.py' --items FILE``:
+stagebench starts the program once per worker process and hands it items
+one at a time (docs/item-protocol.md).
+
 Every line is one ``write`` on a descriptor opened with ``O_APPEND``, so
 lines from threads and forked processes never interleave. Outside
 stagebench (no ``STAGEBENCH_SPANS``) every call is a silent no-op. Names
@@ -20,7 +25,7 @@ import os
 import re
 import time
 
-__all__ = ["span", "spanned", "progress", "active"]
+__all__ = ["span", "spanned", "progress", "active", "serve"]
 __version__ = "0.1.0"
 
 _ENV = "STAGEBENCH_SPANS"
@@ -102,3 +107,73 @@ def progress(fraction):
     if math.isnan(f) or not 0.0 <= f <= 1.0:
         raise ValueError("stagebench progress %r is not between 0 and 1" % (fraction,))
     _append({"progress": f})
+
+
+_ITEMS_FD = "STAGEBENCH_ITEMS_FD"
+_ANSWERS_FD = "STAGEBENCH_ANSWERS_FD"
+
+
+def serve(fn):
+    """Serves items to ``fn(item_id, out_dir)`` until stagebench closes the
+    input, then returns (exit 0 after it)::
+
+        def prepare(item_id, out_dir):
+            ...  # write this item's files below out_dir
+
+        if __name__ == "__main__":
+            stagebench.serve(prepare)
+
+    Call it once your imports are done: the time until it says ready is the
+    program's start-up, measured apart from the items. A function that
+    raises answers ``error`` for its item (the traceback goes to stderr),
+    and stagebench fails the run. Spans inside ``fn`` are the item's.
+    Outside stagebench it raises ``RuntimeError``.
+    """
+    import sys
+    import traceback
+
+    try:
+        items_fd = int(os.environ[_ITEMS_FD])
+        answers_fd = int(os.environ[_ANSWERS_FD])
+    except (KeyError, ValueError):
+        raise RuntimeError(
+            "stagebench.serve: %s and %s are not set; this program is started by "
+            "coordinator --mode cold-prep --prepare" % (_ITEMS_FD, _ANSWERS_FD)
+        ) from None
+
+    def answer(record):
+        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        view = memoryview(line)
+        while view:
+            view = view[os.write(answers_fd, view):]
+
+    answer({"ready": True})
+    with os.fdopen(items_fd, "rb", buffering=0) as raw:
+        for line in _lines(raw):
+            request = json.loads(line)
+            item_id, out_dir = request["item"], request["out"]
+            try:
+                fn(item_id, out_dir)
+            except BaseException as e:  # noqa: BLE001 - every failure is answered
+                traceback.print_exc(file=sys.stderr)
+                answer({"error": "%s: %s" % (type(e).__name__, e)})
+                if not isinstance(e, Exception):
+                    raise
+                continue
+            answer({"done": item_id})
+    os.close(answers_fd)
+
+
+def _lines(raw):
+    """Complete lines of an unbuffered pipe, as each arrives (a buffered
+    reader would wait to fill its buffer before handing over an item)."""
+    pending = b""
+    while True:
+        chunk = raw.read(65536)
+        if not chunk:
+            return
+        pending += chunk
+        *done, pending = pending.split(b"\n")
+        for line in done:
+            if line.strip():
+                yield line

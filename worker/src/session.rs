@@ -190,6 +190,9 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
         other => return Err(WorkerError::Unexpected(format!("{other:?} before Welcome"))),
     };
     let sample_ms = crate::tree::sample_interval_ms();
+    // A preparation program started for this worker's items, kept across
+    // them until `Finish` (see `stages::item`).
+    let mut items: Option<stages::item::Server> = None;
     loop {
         match wire.recv()? {
             ToWorker::Assign { job, stage, kill } => {
@@ -206,14 +209,19 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
                     reporter: &mut reporter,
                     kill,
+                    items: &mut items,
                 };
                 let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
                 let result = stages::run(&stage, &mut ctx);
                 let end = Mark::instant_now();
                 // Wall time ends with the stage; CPU is read once every
-                // descendant is reaped, so orphans' CPU counts too.
-                let contained = crate::tree::contain(sampler);
+                // descendant is reaped, so orphans' CPU counts too. A
+                // preparation program lives on to its next item.
+                let contained = match items {
+                    Some(_) => crate::tree::settle(sampler),
+                    None => crate::tree::contain(sampler),
+                };
                 let end = end.with_usage_now();
                 if let Some(e) = reporter.error.take() {
                     return Err(e.into());
@@ -257,6 +265,19 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
                 };
                 wire.send(&reply)?;
+            }
+            ToWorker::Finish => {
+                // The program's close, measured like a stage: its tree is
+                // contained (leaks named and killed), and its CPU lands in
+                // this worker's once it is reaped.
+                let sampler = crate::tree::Sampler::start(sample_ms);
+                let start = Mark::now();
+                let error = items.take().and_then(|s| s.close().err());
+                let end = Mark::instant_now();
+                let contained = crate::tree::contain(sampler);
+                let mut measurement = start.until(&end.with_usage_now());
+                measurement.tree = contained.tree;
+                wire.send(&FromWorker::Finished { measurement, error })?;
             }
             ToWorker::Shutdown => {
                 let _ = wire.writer.flush();

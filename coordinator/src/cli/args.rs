@@ -187,6 +187,20 @@ pub(super) struct RunArgs {
     /// over rounds with a bootstrap interval (1 to 1000). [default: 3]
     #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub(super) rounds: Option<u32>,
+    /// Cold-prep mode: your own per-item preparation program, instead of
+    /// the recipe's: started with `sh -c` once per worker process, it is
+    /// handed the items of --items one at a time (see docs/item-protocol.md;
+    /// in Python, `stagebench.serve`).
+    #[arg(long, value_name = "CMD ARGS")]
+    pub(super) prepare: Option<String>,
+    /// Cold-prep mode with --prepare: the items, one per line, `ID` or
+    /// `ID<TAB>WEIGHT` (largest weight first). Ids never enter the evidence.
+    #[arg(long, value_name = "FILE")]
+    pub(super) items: Option<PathBuf>,
+    /// Cold-prep mode with --prepare: a directory the program reads, digested
+    /// before the first phase and after the last; a change fails the run.
+    #[arg(long, value_name = "DIR")]
+    pub(super) inputs: Option<PathBuf>,
     /// Trials mode: warm-up trials of every stage, recorded but not counted.
     /// [default: 1]
     #[arg(long)]

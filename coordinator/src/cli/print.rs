@@ -43,21 +43,20 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         );
     }
     if let Some(prep) = r.cold_prep() {
-        let (c, parallel) = (&prep.counts, &prep.parallel);
+        let parallel = &prep.parallel;
         if (parallel.workers.len() as u32) < requested_workers {
             println!(
-                "  note: {} processes asked for, {} started: there are only {} training series",
+                "  note: {} processes asked for, {} started: there are only {} {}",
                 requested_workers,
                 parallel.workers.len(),
-                c.train_series
+                prep.prepared(),
+                if prep.items.is_some() { "items" } else { "training series" }
             );
         }
         let (serial_wall, parallel_wall) = prep.walls();
         println!(
-            "  training series {}, frames {} ({} valid); serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; caches identical: {}",
-            c.train_series,
-            c.frames,
-            c.valid_frames,
+            "  {}; serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
+            prep.prepared_phrase(),
             serial_wall,
             match parallel.workers.len() {
                 1 => "1 process".to_string(),
@@ -68,7 +67,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             prep.speedup_phrase(),
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
-            prep.caches_identical
+            prep.identical_phrase()
         );
         for w in &prep.warnings {
             println!("  warning: {w}");

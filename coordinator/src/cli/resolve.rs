@@ -42,6 +42,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
             .into());
         }
     }
+    let items = resolve_items(&args)?;
     let sweep = args.workers.0.clone();
     if sweep.len() > 1 && args.mode != Mode::ColdPrep {
         return Err(format!(
@@ -198,6 +199,7 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
         Mode::ColdPrep => ModePlan::ColdPrep(crate::modes::cold_prep::Plan {
             rounds: args.rounds.unwrap_or(crate::modes::cold_prep::DEFAULT_ROUNDS),
             counts: sweep,
+            items,
         }),
         Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
             stages,
@@ -239,6 +241,60 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
         },
         mode,
     })
+}
+
+/// `--prepare CMD --items FILE [--inputs DIR]`: read and checked now,
+/// before anything is created.
+fn resolve_items(args: &RunArgs) -> Result<Option<crate::modes::cold_prep::items::Items>, Refusal> {
+    use crate::modes::cold_prep::items;
+    let given = [
+        ("--prepare", args.prepare.is_some()),
+        ("--items", args.items.is_some()),
+        ("--inputs", args.inputs.is_some()),
+    ];
+    if args.mode != Mode::ColdPrep {
+        if let Some((flag, _)) = given.iter().find(|(_, g)| *g) {
+            return Err(format!(
+                "{flag} applies to --mode cold-prep; --mode {} does not use it",
+                args.mode.as_str()
+            )
+            .into());
+        }
+        return Ok(None);
+    }
+    let (command, path) = match (&args.prepare, &args.items) {
+        (None, None) if args.inputs.is_some() => {
+            return Err("--inputs applies to --prepare (your own preparation)".into());
+        }
+        (None, None) => return Ok(None),
+        (Some(_), None) => return Err("--prepare needs --items FILE (one item per line)".into()),
+        (None, Some(_)) => {
+            return Err(
+                "--items needs --prepare 'CMD ARGS' (the program that prepares an item)".into()
+            );
+        }
+        (Some(c), Some(p)) => (c, p),
+    };
+    if command.trim().is_empty() {
+        return Err("--prepare needs a command line".into());
+    }
+    if args.data.is_some() {
+        return Err("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into());
+    }
+    let (list, sha256) = items::read(path).map_err(|e| Refusal(e.to_string()))?;
+    let inputs = match &args.inputs {
+        None => None,
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!("--inputs {}: not a directory", dir.display()).into());
+        }
+        Some(dir) => {
+            let before = items::digest_inputs(dir).map_err(|why| {
+                Refusal(format!("--inputs {}: cannot be digested: {why}", dir.display()))
+            })?;
+            Some((dir.clone(), before))
+        }
+    };
+    Ok(Some(items::Items { command: command.clone(), list, sha256, inputs }))
 }
 
 /// `worker` next to the running coordinator binary.

@@ -89,7 +89,7 @@ impl Report {
     /// The counts of the data the run read, for the modes that read a dataset.
     pub(crate) fn counts(&self) -> Option<&Counts> {
         match &self.section {
-            Section::ColdPrep(c) => Some(&c.counts),
+            Section::ColdPrep(c) => c.counts.as_ref(),
             Section::Trials(t) => t.counts.as_ref(),
             Section::Profile(p) => Some(&p.counts),
             Section::Diagnostic | Section::Recipe(_) => None,

@@ -89,12 +89,15 @@ struct StageRow<'a> {
 /// its first; a phase that exists once per process count carries its count
 /// (`_w4`), the largest included, whatever its key in report.json.
 fn stage_rows(r: &Report) -> Vec<StageRow<'_>> {
-    use crate::modes::cold_prep::{PARALLEL, rounds::later_round};
+    use crate::modes::cold_prep::rounds::later_round;
     let mut keyed: Vec<_> = r.stages.iter().collect();
     keyed.sort_by_key(|(_, st)| st.order);
-    let main_count = r.cold_prep().map(|c| match &c.sweep {
-        Some(s) => s.points.iter().map(|p| p.workers).max().unwrap_or(1),
-        None => c.parallel.workers.len() as u32,
+    let main_count = r.cold_prep().map(|c| {
+        let count = match &c.sweep {
+            Some(s) => s.points.iter().map(|p| p.workers).max().unwrap_or(1),
+            None => c.parallel.workers.len() as u32,
+        };
+        (c.names().parallel, count)
     });
     let mut rows: Vec<(String, StageRow)> = Vec::new();
     for (key, st) in keyed {
@@ -103,7 +106,7 @@ fn stage_rows(r: &Report) -> Vec<StageRow<'_>> {
             Some((_, row)) => row.records.push(st),
             None => {
                 let label = match main_count {
-                    Some(n) if base == PARALLEL => format!("{PARALLEL}_w{n}"),
+                    Some((parallel, n)) if base == parallel => format!("{parallel}_w{n}"),
                     _ => base.to_string(),
                 };
                 rows.push((base.to_string(), StageRow { label, records: vec![st] }));
@@ -260,7 +263,7 @@ fn cold_prep<DB: DrawingBackend>(
         let mut workers: Vec<_> = side.workers.iter().collect();
         workers.sort_by_key(|w| w.rank);
         for w in workers {
-            labels.push(format!("{name} rank {} ({} series)", w.rank, w.series));
+            labels.push(format!("{name} rank {} ({} {})", w.rank, w.series, c.unit()));
             let mut spans: Vec<(f64, f64)> = side
                 .timeline
                 .iter()
@@ -278,8 +281,9 @@ fn cold_prep<DB: DrawingBackend>(
     let body = caption(
         root,
         &format!(
-            "Cold preparation{}: which worker prepared a series when; {} processes: {}{}, efficiency {:.0}%",
+            "Cold preparation{}: which worker prepared {} when; {} processes: {}{}, efficiency {:.0}%",
             if c.rounds.is_empty() { "" } else { " (round 1)" },
+            if c.items.is_some() { "an item" } else { "a series" },
             parallel.workers.len(),
             c.speedup_phrase(),
             if c.rounds.is_empty() {
@@ -294,13 +298,13 @@ fn cold_prep<DB: DrawingBackend>(
     )?;
     let longest =
         rows.iter().flat_map(|r| r.0.iter().map(|s| s.1).chain([r.1])).fold(0.0, f64::max);
-    let mut chart = row_chart(
-        &body,
-        &labels,
-        (0.0..upper(longest), 0.0),
-        "time since the phase's first spawn (a block per series, alternating shades; outline: the phase's wall time)",
-        &|x| if *x == 0.0 { "0".to_string() } else { duration(*x) },
-    )?;
+    let axis = format!(
+        "time since the phase's first spawn (a block per {}, alternating shades; outline: the phase's wall time)",
+        if c.items.is_some() { "item" } else { "series" }
+    );
+    let mut chart = row_chart(&body, &labels, (0.0..upper(longest), 0.0), &axis, &|x| {
+        if *x == 0.0 { "0".to_string() } else { duration(*x) }
+    })?;
     for (i, (spans, wall, color)) in rows.iter().enumerate() {
         let y = row_y(i, n);
         if *wall > 0.0 {

@@ -178,16 +178,23 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
     }
     process_trees(&mut s, r);
     if let Some(prep) = r.cold_prep() {
-        let (c, serial, parallel) = (&prep.counts, &prep.serial, &prep.parallel);
+        let (serial, parallel) = (&prep.serial, &prep.parallel);
         let _ = writeln!(s, "\n## Cold preparation\n");
+        match (&prep.counts, &prep.items) {
+            (Some(c), _) => {
+                let _ = writeln!(
+                    s,
+                    "{} training series, {} samples, {} frames ({} valid).\n",
+                    c.train_series, c.samples, c.frames, c.valid_frames
+                );
+            }
+            (None, Some(i)) => items_paragraph(&mut s, prep, i),
+            (None, None) => {}
+        }
         let _ = writeln!(
             s,
-            "{} training series, {} samples, {} frames ({} valid).\n",
-            c.train_series, c.samples, c.frames, c.valid_frames
-        );
-        let _ = writeln!(
-            s,
-            "| preparation | processes | wall | CPU | peak RSS MiB | per-series median | p95 |"
+            "| preparation | processes | wall | CPU | peak RSS MiB | per-{} median | p95 |",
+            if prep.items.is_some() { "item" } else { "series" }
         );
         let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
         for (name, side) in [("serial", serial), ("parallel", parallel)] {
@@ -202,11 +209,14 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
                 duration(side.per_series_s.p95)
             );
         }
+        let outputs = if prep.items.is_some() { "output directories" } else { "caches" };
         if !prep.rounds.is_empty() {
             let _ = writeln!(
                 s,
-                "\n{} rounds, each into new caches, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's caches were checked byte-identical to round 1's, then removed.\n",
-                prep.rounds.len()
+                "\n{} rounds, each into new {}, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's {} were checked byte-identical to round 1's, then removed.\n",
+                prep.rounds.len(),
+                outputs,
+                outputs
             );
             let _ = writeln!(
                 s,
@@ -233,12 +243,12 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         let phrase = prep.speedup_phrase();
         let _ = writeln!(
             s,
-            "\n{}{}, parallel efficiency {:.0}%, load imbalance {:.2}, caches identical: {}.",
+            "\n{}{}, parallel efficiency {:.0}%, load imbalance {:.2}, {}.",
             phrase[..1].to_uppercase(),
             &phrase[1..],
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
-            prep.caches_identical
+            prep.identical_phrase()
         );
         if let Some(sw) = &prep.sweep {
             let _ = writeln!(s, "\n### Workers sweep\n");
@@ -391,4 +401,43 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         "\nOne report is one observation on one machine; repeat in fresh processes on an idle machine before claiming a difference."
     );
     s
+}
+
+/// A user's own preparation (`--prepare`): what it ran over, said without
+/// naming an item or a path.
+fn items_paragraph(
+    s: &mut String,
+    prep: &crate::modes::cold_prep::Section,
+    i: &crate::modes::cold_prep::items::Summary,
+) {
+    let _ = write!(
+        s,
+        "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once. ",
+        i.count,
+        &i.items_sha256[..12.min(i.items_sha256.len())],
+        if i.weighted { "largest weight first" } else { "in file order" }
+    );
+    let startups: Vec<f64> = prep
+        .serial
+        .workers
+        .iter()
+        .chain(&prep.parallel.workers)
+        .filter_map(|w| w.startup_s)
+        .collect();
+    if !startups.is_empty() {
+        let _ = write!(
+            s,
+            "Start-up (spawn to ready) median {}, per process; per-item times run from handing an item over to its answer. ",
+            crate::fmt::duration(crate::stats::median(&startups))
+        );
+    }
+    if let Some(inputs) = &i.inputs {
+        let _ = write!(
+            s,
+            "The inputs ({} files, {}) were unchanged after the last phase. ",
+            inputs.files,
+            crate::fmt::mib(inputs.bytes)
+        );
+    }
+    let _ = writeln!(s, "\n");
 }

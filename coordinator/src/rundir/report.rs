@@ -105,6 +105,10 @@ pub(crate) struct PrepWorker {
     /// measured nothing (wait4's peak would be the coordinator's, carried
     /// across exec).
     pub(crate) peak_rss_bytes: Option<u64>,
+    /// A user's preparation (`--prepare`): seconds from starting the
+    /// program to its `{"ready": true}` (for Python, its imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) startup_s: Option<f64>,
 }
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).

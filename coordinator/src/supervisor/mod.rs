@@ -96,6 +96,7 @@ pub(crate) async fn supervise(
         host_sha256: None,
         launched,
         connected: None,
+        finished: None,
     };
 
     // spawned → connected
@@ -153,6 +154,17 @@ pub(crate) async fn supervise(
         }
     }
 
+    // A preparation program that served items is closed and measured.
+    let mut finished = None;
+    let served = jobs.iter().rev().find(|j| matches!(j.job.stage, Stage::PrepareItem { .. }));
+    if let (None, Some(last)) = (&failure, served) {
+        let key = last.job.key.clone();
+        match finish(&proc, &mut writer, &mut incoming, shared, key).await {
+            Ok(m) => finished = Some(m),
+            Err(end) => failure = Some(end),
+        }
+    }
+
     // idle → shutdown → completed, or any failure → terminated
     let (end, exit) = match failure {
         Some(end) => (end, proc.terminate(shared.grace).await),
@@ -162,7 +174,48 @@ pub(crate) async fn supervise(
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
     reader_task.abort();
-    WorkerOutcome { host_sha256: Some(hello.host_sha256), connected, ..outcome(jobs, end, exit) }
+    WorkerOutcome {
+        host_sha256: Some(hello.host_sha256),
+        connected,
+        finished,
+        ..outcome(jobs, end, exit)
+    }
+}
+
+/// Asks a worker to close its preparation program, and waits for the
+/// measured close (the worker gives the program the connect timeout to exit).
+async fn finish(
+    proc: &WorkerProcess,
+    writer: &mut gate::WriteHalf,
+    incoming: &mut Incoming,
+    shared: &Shared,
+    key: String,
+) -> Result<protocol::Measurement, WorkerEnd> {
+    if frame::nonblocking::write(writer, &ToWorker::Finish).await.is_err() {
+        let detail = "connection lost while closing the preparation program".to_string();
+        return Err(died_or_violated(proc, Some(key), detail, shared).await);
+    }
+    let patience = shared.connect_timeout + shared.grace + Duration::from_secs(5);
+    let msg = tokio::select! {
+        biased;
+        _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled),
+        m = tokio::time::timeout(patience, incoming.recv()) => m,
+    };
+    let violation =
+        |detail: String| WorkerEnd::ProtocolViolation { key: Some(key.clone()), detail };
+    match msg {
+        Err(_) => Err(violation("did not report its preparation program's close".into())),
+        Ok(Some(Ok(FromWorker::Finished { measurement, error: None }))) => Ok(measurement),
+        Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
+            Err(WorkerEnd::StageFailed { key, error })
+        }
+        Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", gate::kind(&other)))),
+        Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
+            Err(violation(e.to_string()))
+        }
+        Ok(Some(Err(e))) => Err(died_or_violated(proc, Some(key), e.to_string(), shared).await),
+        Ok(None) => Err(died_or_violated(proc, Some(key), "connection lost".into(), shared).await),
+    }
 }
 
 async fn read_frames(

@@ -159,4 +159,8 @@ pub(crate) struct WorkerOutcome {
     /// (None if it never was): the coordinator's monotonic clock.
     pub(crate) launched: std::time::Instant,
     pub(crate) connected: Option<std::time::Instant>,
+    /// The close of the preparation program this worker ran items with
+    /// (`--prepare`), as its worker measured it: its tree's lifetime peak
+    /// and its leaks. None for a worker that ran no item.
+    pub(crate) finished: Option<Measurement>,
 }

@@ -4,6 +4,7 @@
 mod artifact;
 mod command;
 mod diagnostic;
+pub mod item;
 mod model;
 mod prepare;
 mod resumable;
@@ -24,6 +25,8 @@ pub struct StageContext<'a> {
     pub reporter: &'a mut dyn Reporter,
     /// Where a command stage is killed on purpose (see `command`).
     pub kill: Option<protocol::KillPoint>,
+    /// This worker's preparation program, kept across its items (see `item`).
+    pub items: &'a mut Option<item::Server>,
 }
 
 /// How a stage tells the outside what it is doing and what it wrote.
@@ -72,6 +75,9 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
         }
         Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch(_) => {
             warm::run(stage, ctx)
+        }
+        Stage::PrepareItem { command, id, out, ready_timeout_ms } => {
+            item::run(command, id, out, *ready_timeout_ms, ctx)
         }
         Stage::Model(step, input) => model::run(*step, input, ctx),
         Stage::Resumable(step, input) => resumable::run(*step, input, ctx),

@@ -235,6 +235,25 @@ impl SpansFile {
     }
 }
 
+/// Reports spans that gave their start as slices of the stage, placed on
+/// the worker's clock by reading the machine's monotonic clock beside it.
+pub fn place(timed: Vec<Timed>, reporter: &mut dyn super::Reporter) {
+    let (now, mono) = (std::time::Instant::now(), monotonic_now());
+    for (name, start, seconds) in timed {
+        let ago = std::time::Duration::from_secs_f64((mono - start).max(0.0));
+        let at = now.checked_sub(ago).unwrap_or(now);
+        reporter.slice(&name, at, seconds);
+    }
+}
+
+/// `CLOCK_MONOTONIC` in seconds: the clock the Python helper's
+/// `time.monotonic()` reads.
+fn monotonic_now() -> f64 {
+    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
+        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
+        .unwrap_or(0.0)
+}
+
 impl Drop for SpansFile {
     fn drop(&mut self) {
         let _ = std::fs::remove_file(&self.path);

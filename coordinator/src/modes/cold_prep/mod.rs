@@ -8,7 +8,13 @@
 //! report binds the two manifests rather than listing per-series files, so
 //! it names no series. With `--rounds R` the comparison runs R times in
 //! alternating order ([`rounds`]).
+//!
+//! With `--prepare CMD --items FILE` ([`items`]) the phases hand a team's
+//! own items to its own program instead, with the same dispatcher, rounds,
+//! sweep and figures; their output directories are sealed by manifests
+//! the coordinator makes by walking them, and must be identical.
 
+pub(crate) mod items;
 pub(crate) mod rounds;
 pub(crate) mod side;
 pub(crate) mod sweep;
@@ -33,6 +39,46 @@ pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
 pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
 pub(crate) const MANIFEST: &str = "manifest.json";
 pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
+/// The names of one kind of preparation: its phases' keys and their
+/// output directories.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Names {
+    pub(crate) serial: &'static str,
+    pub(crate) parallel: &'static str,
+    pub(crate) serial_out: &'static str,
+    pub(crate) parallel_out: &'static str,
+    /// A user's items (`--prepare`), not the recipe's series.
+    pub(crate) items: bool,
+}
+
+/// The recipe's feature-cache preparation.
+pub(crate) const RECIPE: Names = Names {
+    serial: SERIAL,
+    parallel: PARALLEL,
+    serial_out: SERIAL_CACHE,
+    parallel_out: PARALLEL_CACHE,
+    items: false,
+};
+
+/// A user's own preparation (`--prepare`).
+pub(crate) const ITEMS: Names = Names {
+    serial: "cold_prepare",
+    parallel: "cold_prepare_parallel",
+    serial_out: "private-output",
+    parallel_out: "private-output-parallel",
+    items: true,
+};
+
+impl Names {
+    /// The names of the preparation a phase runs.
+    pub(crate) fn of(phase: &Phase) -> Names {
+        match phase.jobs.first().map(|j| &j.stage) {
+            Some(Stage::PrepareItem { .. }) => ITEMS,
+            _ => RECIPE,
+        }
+    }
+}
+
 /// Rounds when `--rounds` is not given: enough for a median and an
 /// interval, and both orders, in a few seconds on the built-in cohort.
 pub(crate) const DEFAULT_ROUNDS: u32 = 3;
@@ -42,8 +88,12 @@ const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "wri
 /// What cold-prep adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub(crate) struct Section {
-    /// Aggregate counts of the training partition.
-    pub(crate) counts: Counts,
+    /// Aggregate counts of the training partition (the recipe's preparation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) counts: Option<Counts>,
+    /// A user's own preparation (`--prepare`): its items and inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) items: Option<items::Summary>,
     /// The one-process preparation (round 1's, with rounds).
     pub(crate) serial: PrepSide,
     /// The N-process preparation.
@@ -70,14 +120,62 @@ pub(crate) struct Section {
     pub(crate) parallel_efficiency: f64,
     /// The busiest parallel worker's busy time over the mean.
     pub(crate) load_imbalance: f64,
-    /// Whether the serial and parallel cache manifests are byte-identical.
-    pub(crate) caches_identical: bool,
+    /// The recipe's preparation: whether the serial and parallel cache
+    /// manifests are byte-identical (always true in a report: a difference
+    /// fails the run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) caches_identical: Option<bool>,
+    /// A user's preparation: whether the serial and parallel output
+    /// manifests are byte-identical (likewise always true in a report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) outputs_identical: Option<bool>,
     /// Reasons to read `speedup` with care, for a person (see [`warnings`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) warnings: Vec<String>,
 }
 
 impl Section {
+    /// The names of this report's preparation.
+    pub(crate) fn names(&self) -> Names {
+        if self.items.is_some() { ITEMS } else { RECIPE }
+    }
+
+    /// "caches identical: true" or "outputs identical: true".
+    pub(crate) fn identical_phrase(&self) -> String {
+        match (self.caches_identical, self.outputs_identical) {
+            (_, Some(o)) => format!("outputs identical: {o}"),
+            (c, None) => format!("caches identical: {}", c.unwrap_or(false)),
+        }
+    }
+
+    /// What one job prepared: "series" or "items".
+    pub(crate) fn unit(&self) -> &'static str {
+        if self.items.is_some() { "items" } else { "series" }
+    }
+
+    /// How many series or items each phase prepared.
+    pub(crate) fn prepared(&self) -> u64 {
+        match (&self.items, &self.counts) {
+            (Some(i), _) => i.count,
+            (None, Some(c)) => c.train_series,
+            (None, None) => 0,
+        }
+    }
+
+    /// What each phase prepared, as the console's line starts:
+    /// "training series 25, frames 1000 (900 valid)" or "items 40".
+    pub(crate) fn prepared_phrase(&self) -> String {
+        match (&self.items, &self.counts) {
+            (None, Some(c)) => {
+                format!(
+                    "training series {}, frames {} ({} valid)",
+                    c.train_series, c.frames, c.valid_frames
+                )
+            }
+            _ => format!("items {}", self.prepared()),
+        }
+    }
+
     /// The serial and parallel walls the speedup stands for: round 1's, or
     /// with rounds each one's median over rounds.
     pub(crate) fn walls(&self) -> (f64, f64) {
@@ -116,7 +214,12 @@ const CPU_RATIO_WARNING: f64 = 2.0;
 ///   pages the kernel had to zero, with fault counts unchanged);
 /// - start-up dominating: most parallel workers spent more than a quarter of
 ///   their life before their first series.
-fn warnings(serial: &PrepSide, parallel: &PrepSide, rounds: &[rounds::Round]) -> Vec<String> {
+fn warnings(
+    serial: &PrepSide,
+    parallel: &PrepSide,
+    rounds: &[rounds::Round],
+    unit: &str,
+) -> Vec<String> {
     let mut out = Vec::new();
     let ratio = rounds
         .iter()
@@ -141,7 +244,7 @@ fn warnings(serial: &PrepSide, parallel: &PrepSide, rounds: &[rounds::Round]) ->
         .count();
     if slow_starts * 2 > parallel.workers.len() {
         out.push(format!(
-            "start-up dominated the parallel phase: {slow_starts} of {} workers spent more than a quarter of their life before their first series",
+            "start-up dominated the parallel phase: {slow_starts} of {} workers spent more than a quarter of their life before their first {unit}",
             parallel.workers.len()
         ));
     }
@@ -156,43 +259,132 @@ pub(crate) struct Plan {
     /// The parallel preparation's process counts, increasing: one, or a
     /// workers sweep. The largest is the run's `--workers`.
     pub(crate) counts: Vec<u32>,
+    /// `--prepare`: a user's program and items instead of the recipe.
+    pub(crate) items: Option<items::Items>,
+}
+
+impl Plan {
+    fn names(&self) -> Names {
+        if self.items.is_some() { ITEMS } else { RECIPE }
+    }
 }
 
 pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunError> {
+    if let Some(items) = &plan.items {
+        return prepare_items(settings, plan, items);
+    }
     let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
     let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];
-    let main = settings.workers;
-    for round in 1..=plan.rounds {
-        let (serial_key, _) = rounds::keys(round);
-        let (serial_cache, _) = rounds::caches(round);
-        let serial = prepare_phase(&mut numbers, &serial_key, &serial_cache, 1, dataset, &frozen);
-        let parallel = plan
-            .counts
-            .iter()
-            .map(|&count| {
-                let key = rounds::parallel_key(count, main, round);
-                let cache = rounds::parallel_cache(count, main, round);
-                prepare_phase(&mut numbers, &key, &cache, count, dataset, &frozen)
-            })
-            .collect();
-        phases.extend(rounds::in_order(round, serial, parallel, round == plan.rounds));
-    }
+    phases.extend(round_phases(plan, settings.workers, |key, cache, count| {
+        prepare_phase(&mut numbers, key, cache, count, dataset, &frozen)
+    }));
     phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
-    let mut parameters = BTreeMap::new();
-    parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
-    if plan.counts.len() > 1 {
-        parameters.insert("workers_sweep".to_string(), serde_json::json!(plan.counts));
-    }
     Ok(Prepared {
         // A cache preparation is one entry, however many series it has.
         stages: super::declared(&phases, false),
         phases,
         dataset_fingerprint: Some(frozen.fingerprint),
+        parameters: parameters(plan),
+        locks: Vec::new(),
+    })
+}
+
+/// Every round's phases in order, each made by `phase(key, output, count)`.
+fn round_phases(
+    plan: &Plan,
+    main: u32,
+    mut phase: impl FnMut(&str, &str, u32) -> Phase,
+) -> Vec<Phase> {
+    let n = plan.names();
+    let mut phases = Vec::new();
+    for round in 1..=plan.rounds {
+        let (serial_key, _) = rounds::keys(&n, round);
+        let (serial_out, _) = rounds::caches(&n, round);
+        let serial = phase(&serial_key, &serial_out, 1);
+        let parallel = plan
+            .counts
+            .iter()
+            .map(|&count| {
+                let key = rounds::parallel_key(&n, count, main, round);
+                phase(&key, &rounds::parallel_cache(&n, count, main, round), count)
+            })
+            .collect();
+        phases.extend(rounds::in_order(round, serial, parallel, round == plan.rounds));
+    }
+    phases
+}
+
+fn parameters(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
+    let mut parameters = BTreeMap::new();
+    parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
+    if plan.counts.len() > 1 {
+        parameters.insert("workers_sweep".to_string(), serde_json::json!(plan.counts));
+    }
+    parameters
+}
+
+/// `--prepare`: the items file's digest and the inputs' digest are declared
+/// before anything runs; no dataset is read.
+fn prepare_items(
+    settings: &Settings,
+    plan: &Plan,
+    items: &items::Items,
+) -> Result<Prepared, RunError> {
+    let mut parameters = parameters(plan);
+    parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
+    parameters.insert("items".into(), serde_json::json!(items.list.len()));
+    if let Some((_, before)) = &items.inputs {
+        parameters.insert("inputs_sha256".into(), serde_json::json!(before.sha256));
+        parameters.insert("inputs_files".into(), serde_json::json!(before.files));
+    }
+    let mut numbers = JobNumbers::default();
+    let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
+    let phases = round_phases(plan, settings.workers, |key, out, count| {
+        item_phase(&mut numbers, key, out, count, items, ready_timeout_ms)
+    });
+    Ok(Prepared {
+        stages: super::declared(&phases, false),
+        phases,
+        dataset_fingerprint: None,
         parameters,
         locks: Vec::new(),
     })
+}
+
+/// Every item handed to `workers` processes running the user's program,
+/// writing into `out` (no more processes than items).
+fn item_phase(
+    numbers: &mut JobNumbers,
+    key: &str,
+    out: &str,
+    workers: u32,
+    items: &items::Items,
+    ready_timeout_ms: u64,
+) -> Phase {
+    let count = items.list.len();
+    Phase {
+        key: key.into(),
+        jobs: items::dispatch_order(&items.list)
+            .into_iter()
+            .map(|(line, item)| {
+                let stage = Stage::PrepareItem {
+                    command: items.command.clone(),
+                    id: item.id.clone(),
+                    out: out.into(),
+                    ready_timeout_ms,
+                };
+                numbers.job(key.into(), stage).item(format!("item {} of {count}", line + 1))
+            })
+            .collect(),
+        workers: workers.min(count.max(1) as u32),
+        jobs_per_process: usize::MAX,
+        cache: Some(out.into()),
+        progress: crate::events::Style::Counter { unit: "items" },
+        after: None,
+        after_job: None,
+    }
 }
 
 /// One worker re-hashing every source file against frozen.json.
@@ -240,7 +432,7 @@ pub(crate) fn prepare_phase(
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),
-        progress: crate::events::Style::Counter,
+        progress: crate::events::Style::Counter { unit: "series" },
         after: None,
         after_job: None,
     }
@@ -263,14 +455,17 @@ pub(crate) fn assemble(
     records: &mut Records,
 ) -> Result<Section, RunError> {
     let dir = cx.dir;
+    let n = plan.names();
     // Stage records are ordered as the phases ran.
     let order = |key: &str| outcomes.iter().position(|p| p.phase.key == key).unwrap_or(0);
-    for key in [VERIFY_BEFORE, VERIFY_AFTER] {
-        let p = find(outcomes, key)?;
-        let r = p.results().next().ok_or_else(|| {
-            fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
-        })?;
-        records.stages.insert(key.into(), stage_from_job(r, order(key)));
+    if plan.items.is_none() {
+        for key in [VERIFY_BEFORE, VERIFY_AFTER] {
+            let p = find(outcomes, key)?;
+            let r = p.results().next().ok_or_else(|| {
+                fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
+            })?;
+            records.stages.insert(key.into(), stage_from_job(r, order(key)));
+        }
     }
     // Round 1's caches were sealed as their phases ended.
     let sealed = |key: &str| -> Result<(Vec<u8>, crate::rundir::report::ArtifactRecord), RunError> {
@@ -282,32 +477,45 @@ pub(crate) fn assemble(
         let artifact = side::manifest_artifact(p, &bytes);
         Ok((bytes, artifact))
     };
-    let (serial_manifest, serial_art) = sealed(SERIAL)?;
-    let (par_manifest, par_art) = sealed(PARALLEL)?;
+    let (serial_manifest, serial_art) = sealed(n.serial)?;
+    let (par_manifest, par_art) = sealed(n.parallel)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
-        let workers = find(outcomes, PARALLEL)?.phase.workers;
+        let workers = find(outcomes, n.parallel)?.phase.workers;
+        let (serial_out, parallel_out) = (n.serial_out, n.parallel_out);
+        if n.items {
+            let what = format!(
+                "the 1-process and {workers}-process outputs differ ({serial_out} and {parallel_out})"
+            );
+            return Err(items::outputs_differ(n.parallel, what, &serial_manifest, &par_manifest));
+        }
         return Err(fail(
-            Some(PARALLEL.into()),
+            Some(n.parallel.into()),
             None,
             "caches_differ",
             format!(
-                "the 1-process and {workers}-process caches differ: {SERIAL_CACHE}/{MANIFEST} and {PARALLEL_CACHE}/{MANIFEST} are not byte-identical"
+                "the 1-process and {workers}-process caches differ: {serial_out}/{MANIFEST} and {parallel_out}/{MANIFEST} are not byte-identical"
             ),
         ));
     }
+    let inputs = match &plan.items {
+        Some(items::Items { inputs: Some((path, before)), .. }) => {
+            Some(items::inputs_unchanged(path, before, n.parallel)?)
+        }
+        _ => None,
+    };
     let main = plan.counts.iter().copied().max().unwrap_or(1);
     let mut sides = Vec::new();
     let mut all = Vec::new();
     let mut measured: Vec<sweep::Measured> = Vec::new();
     for round in 1..=plan.rounds {
-        let (serial_key, parallel_key) = rounds::keys(round);
+        let (serial_key, parallel_key) = rounds::keys(&n, round);
         let (serial_stage, serial, counts) =
             side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
         records.stages.insert(serial_key, serial_stage);
         let mut main_side = None;
         for (i, &count) in plan.counts.iter().enumerate() {
-            let key = rounds::parallel_key(count, main, round);
+            let key = rounds::parallel_key(&n, count, main, round);
             let p = find(outcomes, &key)?;
             let (stage, side, _) = side::summarise(p, order(&key));
             records.stages.insert(key, stage);
@@ -341,7 +549,7 @@ pub(crate) fn assemble(
         }
     }
     let (serial, parallel, counts) = sides.pop().ok_or_else(|| {
-        fail(Some(SERIAL.into()), None, "internal", "no round of cold-prep ran".to_string())
+        fail(Some(n.serial.into()), None, "internal", "no round of cold-prep ran".to_string())
     })?;
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
@@ -351,13 +559,21 @@ pub(crate) fn assemble(
     } else {
         (serial.wall_s / parallel.wall_s, None, Vec::new())
     };
-    let workers = find(outcomes, PARALLEL)?.phase.workers.max(1) as f64;
+    let workers = find(outcomes, n.parallel)?.phase.workers.max(1) as f64;
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
-    let warnings = warnings(&serial, &parallel, &all);
+    let unit = if n.items { "item" } else { "series" };
+    let warnings = warnings(&serial, &parallel, &all, unit);
     let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured, cx.cores));
+    let items = plan.items.as_ref().map(|i| items::Summary {
+        count: i.list.len() as u64,
+        items_sha256: i.sha256.clone(),
+        weighted: i.list.iter().any(|i| i.weight.is_some()),
+        inputs,
+    });
     Ok(Section {
-        counts,
+        counts: items.is_none().then_some(counts),
+        items,
         serial,
         parallel,
         speedup,
@@ -367,7 +583,8 @@ pub(crate) fn assemble(
         sweep,
         parallel_efficiency: speedup / workers,
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
-        caches_identical: identical,
+        caches_identical: (!n.items).then_some(identical),
+        outputs_identical: n.items.then_some(identical),
         warnings,
     })
 }
@@ -411,9 +628,12 @@ mod tests {
     #[test]
     fn a_parallel_phase_that_paid_for_more_than_the_work_is_flagged() {
         let (serial, mut parallel) = sides();
-        assert!(warnings(&serial, &parallel, &[]).is_empty(), "the fixture is a plain run");
+        assert!(
+            warnings(&serial, &parallel, &[], "series").is_empty(),
+            "the fixture is a plain run"
+        );
         parallel.cpu_s = 2.5 * serial.cpu_s;
-        let w = warnings(&serial, &parallel, &[]);
+        let w = warnings(&serial, &parallel, &[], "series");
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(w[0].contains("used 2.5x the serial preparation's CPU"), "{}", w[0]);
         // Any round's ratio counts: round 1 plain, a later round at 3x.
@@ -427,9 +647,12 @@ mod tests {
             parallel_cpu_s,
             speedup: 1.0,
         };
-        assert!(warnings(&serial, &parallel, &[round(2.0, 3.0)]).is_empty());
-        assert!(warnings(&serial, &parallel, &[round(2.0, 4.0)]).is_empty(), "2x is the edge");
-        let w = warnings(&serial, &parallel, &[round(2.0, 6.0)]);
+        assert!(warnings(&serial, &parallel, &[round(2.0, 3.0)], "series").is_empty());
+        assert!(
+            warnings(&serial, &parallel, &[round(2.0, 4.0)], "series").is_empty(),
+            "2x is the edge"
+        );
+        let w = warnings(&serial, &parallel, &[round(2.0, 6.0)], "series");
         assert!(w[0].contains("used 3.0x the serial preparation's CPU"), "{w:?}");
     }
 
@@ -439,7 +662,7 @@ mod tests {
         for t in &mut parallel.timeline {
             t.start_s += 10.0;
         }
-        let w = warnings(&serial, &parallel, &[]);
+        let w = warnings(&serial, &parallel, &[], "series");
         assert!(w.iter().any(|w| w.starts_with("start-up dominated the parallel phase")), "{w:?}");
         // At the edge: a first series at a quarter of the worker's life is
         // not slow, at half of it is.
@@ -450,7 +673,9 @@ mod tests {
             for t in &mut parallel.timeline {
                 t.start_s = fraction * walls[&t.rank];
             }
-            warnings(&serial, &parallel, &[]).iter().any(|w| w.starts_with("start-up dominated"))
+            warnings(&serial, &parallel, &[], "series")
+                .iter()
+                .any(|w| w.starts_with("start-up dominated"))
         };
         assert!(!at(0.25) && at(0.5));
         // Two of the fixture's four workers slow is half, not most.
@@ -460,10 +685,10 @@ mod tests {
         for t in &mut parallel.timeline {
             t.start_s = if slow.contains(&t.rank) { 1e3 } else { 0.0 };
         }
-        assert!(warnings(&serial, &parallel, &[]).is_empty(), "2 of 4 slow is not most");
+        assert!(warnings(&serial, &parallel, &[], "series").is_empty(), "2 of 4 slow is not most");
         // And one of two: half again.
         parallel.workers.drain(1..3);
         assert_eq!(parallel.workers.len(), 2);
-        assert!(warnings(&serial, &parallel, &[]).is_empty(), "1 of 2 slow is not most");
+        assert!(warnings(&serial, &parallel, &[], "series").is_empty(), "1 of 2 slow is not most");
     }
 }

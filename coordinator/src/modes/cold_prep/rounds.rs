@@ -19,7 +19,7 @@
 //! that phase would pay for the method. So R rounds hold R caches per
 //! count until the preparation ends.
 
-use super::{PARALLEL, PARALLEL_CACHE, SERIAL, SERIAL_CACHE, side};
+use super::{Names, side};
 use crate::error::{RunError, fail};
 use crate::modes::{Phase, PhaseOutcome};
 use serde::{Deserialize, Serialize};
@@ -72,28 +72,32 @@ pub(crate) fn cache(base: &str, round: u32) -> String {
 }
 
 /// The keys of round `round`'s serial and parallel phases.
-pub(crate) fn keys(round: u32) -> (String, String) {
-    (key(SERIAL, round), key(PARALLEL, round))
+pub(crate) fn keys(n: &Names, round: u32) -> (String, String) {
+    (key(n.serial, round), key(n.parallel, round))
 }
 
 /// The two caches of round `round`.
-pub(crate) fn caches(round: u32) -> (String, String) {
-    (cache(SERIAL_CACHE, round), cache(PARALLEL_CACHE, round))
+pub(crate) fn caches(n: &Names, round: u32) -> (String, String) {
+    (cache(n.serial_out, round), cache(n.parallel_out, round))
 }
 
 /// The key of the parallel phase with `count` workers in round `round` of
 /// a run whose largest count is `main`: the largest keeps the plain name,
 /// another count of a sweep is `<stage>_w<count>`.
-pub(crate) fn parallel_key(count: u32, main: u32, round: u32) -> String {
-    if count == main { key(PARALLEL, round) } else { key(&format!("{PARALLEL}_w{count}"), round) }
+pub(crate) fn parallel_key(n: &Names, count: u32, main: u32, round: u32) -> String {
+    if count == main {
+        key(n.parallel, round)
+    } else {
+        key(&format!("{}_w{count}", n.parallel), round)
+    }
 }
 
 /// The cache of that phase (`<cache>-w<count>` for another count).
-pub(crate) fn parallel_cache(count: u32, main: u32, round: u32) -> String {
+pub(crate) fn parallel_cache(n: &Names, count: u32, main: u32, round: u32) -> String {
     if count == main {
-        cache(PARALLEL_CACHE, round)
+        cache(n.parallel_out, round)
     } else {
-        cache(&format!("{PARALLEL_CACHE}-w{count}"), round)
+        cache(&format!("{}-w{count}", n.parallel_out), round)
     }
 }
 
@@ -138,24 +142,24 @@ fn seal(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
 
 fn seal_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
     seal(dir, p, rest)?;
-    clear(dir, &p.phase.key)
+    clear(dir, &Names::of(&p.phase), &p.phase.key)
 }
 
 fn check_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
     check(dir, p, rest)?;
-    clear(dir, &p.phase.key)
+    clear(dir, &Names::of(&p.phase), &p.phase.key)
 }
 
 /// Removes every checked cache: every cache of the run but the two sealed
 /// ones (`<serial cache>-…` directories other than the parallel cache).
-fn clear(dir: &Path, key: &str) -> Result<(), RunError> {
+fn clear(dir: &Path, n: &Names, key: &str) -> Result<(), RunError> {
     let failed = |e: std::io::Error| {
         fail(Some(key.to_string()), None, "internal", format!("removing checked caches: {e}"))
     };
     for entry in std::fs::read_dir(dir).map_err(failed)? {
         let entry = entry.map_err(failed)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let checked = name.starts_with(&format!("{SERIAL_CACHE}-")) && name != PARALLEL_CACHE;
+        let checked = name.starts_with(&format!("{}-", n.serial_out)) && name != n.parallel_out;
         if checked && entry.file_type().map_err(failed)?.is_dir() {
             std::fs::remove_dir_all(entry.path()).map_err(failed)?;
         }
@@ -166,21 +170,29 @@ fn clear(dir: &Path, key: &str) -> Result<(), RunError> {
 /// A later round's cache must be byte-for-byte round 1's (the manifest over
 /// every file's SHA-256).
 fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
+    let n = Names::of(&p.phase);
     let manifest = side::manifest(dir, p)?;
-    let first = format!("{SERIAL_CACHE}/{}", super::MANIFEST);
+    let first = format!("{}/{}", n.serial_out, super::MANIFEST);
     let sealed = std::fs::read(dir.join(&first)).map_err(|e| {
         fail(Some(p.phase.key.clone()), None, "internal", format!("reading {first}: {e}"))
     })?;
     let cache = p.phase.cache.as_deref().expect("preparation phases have a cache");
+    let round = later_round(&p.phase.key).map_or(1, |(_, r)| r);
+    if manifest != sealed && n.items {
+        let what = format!(
+            "{cache} ({}-process, round {round}) differs from {} (1-process, round 1)",
+            p.phase.workers, n.serial_out
+        );
+        return Err(super::items::outputs_differ(&p.phase.key, what, &sealed, &manifest));
+    }
     if manifest != sealed {
         return Err(fail(
             Some(p.phase.key.clone()),
             None,
             "caches_differ",
             format!(
-                "{cache} ({}-process, round {}) differs from {SERIAL_CACHE} (1-process, round 1): the same series prepared twice gave different files",
-                p.phase.workers,
-                later_round(&p.phase.key).map_or(1, |(_, r)| r),
+                "{cache} ({}-process, round {round}) differs from {} (1-process, round 1): the same series prepared twice gave different files",
+                p.phase.workers, n.serial_out,
             ),
         ));
     }
@@ -190,19 +202,23 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modes::cold_prep::{PARALLEL, PARALLEL_CACHE, RECIPE, SERIAL, SERIAL_CACHE};
 
     #[test]
     fn rounds_alternate_and_round_one_keeps_the_plain_names() {
         assert_eq!(First::of(1), First::Serial);
         assert_eq!(First::of(2), First::Parallel);
         assert_eq!(First::of(3), First::Serial);
-        assert_eq!(keys(1), (SERIAL.to_string(), PARALLEL.to_string()));
-        assert_eq!(keys(2).1, format!("{PARALLEL}#2"));
-        assert_eq!(caches(1), (SERIAL_CACHE.to_string(), PARALLEL_CACHE.to_string()));
-        assert_eq!(caches(3).0, format!("{SERIAL_CACHE}-round3"));
-        assert_eq!(parallel_key(8, 8, 1), PARALLEL);
-        assert_eq!(parallel_key(2, 8, 3), format!("{PARALLEL}_w2#3"));
-        assert_eq!(parallel_cache(2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
+        let n = &RECIPE;
+        assert_eq!(keys(n, 1), (SERIAL.to_string(), PARALLEL.to_string()));
+        assert_eq!(keys(n, 2).1, format!("{PARALLEL}#2"));
+        assert_eq!(caches(n, 1), (SERIAL_CACHE.to_string(), PARALLEL_CACHE.to_string()));
+        assert_eq!(caches(n, 3).0, format!("{SERIAL_CACHE}-round3"));
+        assert_eq!(parallel_key(n, 8, 8, 1), PARALLEL);
+        assert_eq!(parallel_key(n, 2, 8, 3), format!("{PARALLEL}_w2#3"));
+        assert_eq!(parallel_cache(n, 2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
+        let items = &crate::modes::cold_prep::ITEMS;
+        assert_eq!(caches(items, 1), ("private-output".into(), "private-output-parallel".into()));
     }
 
     #[test]
@@ -231,7 +247,7 @@ mod tests {
         }
         // A file with a cache's prefix is not a cache.
         std::fs::write(dir.path().join(format!("{SERIAL_CACHE}-note")), b"x").unwrap();
-        clear(dir.path(), "k").unwrap();
+        clear(dir.path(), &RECIPE, "k").unwrap();
         for d in kept {
             assert!(dir.path().join(d).join("manifest.json").exists(), "{d} was removed");
         }

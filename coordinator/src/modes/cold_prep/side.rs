@@ -35,6 +35,10 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
             format!("{} of {} series reported", results.len(), p.phase.jobs.len()),
         ));
     }
+    // A user's program reports no files: its output directory is walked.
+    if super::Names::of(&p.phase).items {
+        return super::items::manifest(dir, cache, &p.phase.key);
+    }
     let checked: Vec<ArtifactRecord> = results
         .par_iter()
         .flat_map_iter(|r| {
@@ -87,6 +91,7 @@ pub(crate) fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> ArtifactRe
 /// read).
 pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSide, Counts) {
     let results: Vec<_> = p.results().collect();
+    let items = super::Names::of(&p.phase).items;
     let fig = |r: &crate::supervisor::JobResult, name: &str| {
         r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
     };
@@ -109,35 +114,72 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
             cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
             // The worker's own lifetime peak (VmHWM) after its last series;
             // wait4's figure carries the coordinator's RSS across exec.
-            peak_rss_bytes: o.jobs.iter().map(|j| j.measurement.peak_rss_bytes).max(),
+            peak_rss_bytes: o
+                .jobs
+                .iter()
+                .map(|j| j.measurement.peak_rss_bytes)
+                .chain(o.finished.iter().map(|m| m.peak_rss_bytes))
+                .max(),
+            // A preparation program's start-up is its first item's setup.
+            startup_s: o.finished.as_ref().and(o.jobs.first()).map(|j| fig(j, "setup_s")),
         })
         .collect();
     let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
     let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
     let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
     let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
-    let components: BTreeMap<String, f64> =
-        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect();
+    // Where per-series time went: the recipe's components, or the sums of
+    // a user's own spans (`span:NAME_s`) over its items.
+    let components: BTreeMap<String, f64> = if items {
+        let mut spans = BTreeMap::new();
+        for f in results.iter().flat_map(|r| &r.measurement.figures) {
+            if f.name.starts_with("span:") && f.name.ends_with("_s") {
+                *spans.entry(f.name.clone()).or_insert(0.0) += f.value;
+            }
+        }
+        spans
+    } else {
+        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect()
+    };
     let mut figures = components.clone();
-    for name in ["samples", "frames", "valid_frames"] {
-        figures.insert(name.into(), sum(name));
+    if items {
+        figures.insert("items".into(), results.len() as f64);
+    } else {
+        for name in ["samples", "frames", "valid_frames"] {
+            figures.insert(name.into(), sum(name));
+        }
+        figures.insert("series".into(), results.len() as f64);
     }
-    figures.insert("series".into(), results.len() as f64);
     let wall_s = p.dispatch.wall.as_secs_f64();
     let trees: Vec<Vec<(u64, u64)>> = p
         .dispatch
         .outcomes
         .iter()
         .map(|o| {
-            let tree = |j: &crate::supervisor::JobResult| {
-                (j.measurement.tree.peak_bytes, j.measurement.tree.sum_of_peaks_bytes)
-            };
-            o.jobs.iter().map(tree).collect()
+            // A preparation program's close holds its tree's lifetime peak.
+            let tree = |m: &protocol::Measurement| (m.tree.peak_bytes, m.tree.sum_of_peaks_bytes);
+            o.jobs.iter().map(|j| &j.measurement).chain(&o.finished).map(tree).collect()
         })
         .collect();
     let (tree_peak_bytes, sum_of_peaks_bytes) = tree_bounds(&trees);
+    // The kernel's peak only when every process's tree had a cgroup (a
+    // preparation program's); the recipe's workers start no process.
+    let mut methods = p.dispatch.outcomes.iter().flat_map(|o| {
+        o.jobs.iter().map(|j| &j.measurement).chain(&o.finished).map(|m| m.tree.method.as_str())
+    });
+    let method = match methods.all(|m| m == "cgroup") && !results.is_empty() {
+        true => "cgroup",
+        false => "sampled",
+    };
+    let finished = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
+    let leaked = results
+        .iter()
+        .map(|r| &r.measurement)
+        .chain(finished)
+        .flat_map(|m| m.tree.leaked.iter().cloned())
+        .collect();
     let stage = StageRecord {
-        stage: "prepare_series".into(),
+        stage: results.first().map_or("prepare_series", |r| r.job.stage.name()).into(),
         order,
         worker: None,
         processes: workers.len() as u32,
@@ -148,13 +190,11 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         peak_rss_bytes: peak,
         figures,
         tree_peak_bytes,
-        tree_peak_method: "sampled".into(),
+        tree_peak_method: method.into(),
         tree_peak_anon_bytes: None,
         tree_peak_file_bytes: None,
         sum_of_peaks_bytes,
-        leaked_processes: Leaked::from_names(
-            results.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
-        ),
+        leaked_processes: Leaked::from_names(leaked),
         minor_faults: Some(results.iter().map(|r| r.measurement.faults.minor).sum()),
         major_faults: Some(results.iter().map(|r| r.measurement.faults.major).sum()),
         voluntary_switches: Some(

@@ -124,7 +124,7 @@ fn not_reached(kill: &KillPoint, tally: &Tally, ran: Duration) -> String {
 }
 
 /// Whether the child `pid` has exited, without reaping it.
-fn exited(pid: i32) -> bool {
+pub(in crate::stages) fn exited(pid: i32) -> bool {
     // SAFETY: waitid writes only into the siginfo it is given.
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
     let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
@@ -133,14 +133,14 @@ fn exited(pid: i32) -> bool {
     r != 0 || unsafe { info.si_pid() } != 0
 }
 
-fn pidfd_open(pid: i32) -> Option<OwnedFd> {
+pub(in crate::stages) fn pidfd_open(pid: i32) -> Option<OwnedFd> {
     // SAFETY: a plain syscall with integer arguments; the fd is ours if >= 0.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd as i32) })
 }
 
 /// Sleeps until `fd` is readable or `wait` passes.
-fn sleep_on(fd: &OwnedFd, wait: Duration) {
+pub(in crate::stages) fn sleep_on(fd: &OwnedFd, wait: Duration) {
     let mut polled = libc::pollfd { fd: fd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // Rounded up, so a deadline is never missed by a millisecond.
     let ms = (wait.as_micros().div_ceil(1000)).min(i32::MAX as u128) as i32;

@@ -17,6 +17,8 @@
 
 mod follow;
 
+pub(super) use follow::{exited, pidfd_open, sleep_on};
+
 use super::spans::SpansFile;
 use super::{StageContext, StageError, figure};
 use protocol::Figure;
@@ -67,14 +69,7 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
             let mut figures = vec![figure("exit_code", 0.0)];
             let (span_figures, timed) = spans.finish()?;
             figures.extend(span_figures);
-            // The machine's monotonic clock read beside this process's, to
-            // place the spans the command timed on it.
-            let (now, mono) = (std::time::Instant::now(), monotonic_now());
-            for (name, start, seconds) in timed {
-                let ago = std::time::Duration::from_secs_f64((mono - start).max(0.0));
-                let at = now.checked_sub(ago).unwrap_or(now);
-                ctx.reporter.slice(&name, at, seconds);
-            }
+            super::spans::place(timed, ctx.reporter);
             match unreached {
                 Some(why) => Err(StageError::Failed(why)),
                 None => Ok(figures),
@@ -88,12 +83,4 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         }
         _ => Err(StageError::Failed("the command ended abnormally".into())),
     }
-}
-
-/// `CLOCK_MONOTONIC` in seconds: the clock the Python helper's
-/// `time.monotonic()` reads.
-fn monotonic_now() -> f64 {
-    nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
-        .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
-        .unwrap_or(0.0)
 }

@@ -1,0 +1,378 @@
+//! A team's own preparation in the main job: `--prepare 'CMD ARGS' --items
+//! FILE` runs the user's per-item program, serial against N processes, in
+//! place of the recipe's cache preparation.
+//!
+//! - The items file holds one item per line, `ID` or `ID<TAB>WEIGHT`
+//!   (every line weighted, or none). Items are handed out largest weight
+//!   first, or in file order, to whichever process is free. Ids never
+//!   reach evidence: the declaration holds the file's SHA-256, a failure
+//!   names an item by its line ("item 7 of 40").
+//! - Each phase writes into an output directory of its own. When it ends,
+//!   the coordinator walks that directory and seals it with a manifest
+//!   (relative path, size and SHA-256 of every file) inside it; the
+//!   serial and parallel manifests must be byte-identical
+//!   (`outputs_identical`). The paths of files that differ go to stderr
+//!   only.
+//! - `--inputs DIR` is digested the same way before the first phase and
+//!   after the last; a change fails the run.
+
+use crate::error::{RunError, fail};
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The schema of an output manifest (a cache manifest's shape, without the
+/// recipe's contract version).
+pub(crate) const OUTPUT_MANIFEST_SCHEMA: &str = "stagebench.output-manifest";
+
+/// What `--prepare` runs over.
+#[derive(Clone, Debug)]
+pub(crate) struct Items {
+    /// The program, run as `sh -c COMMAND` once per worker process.
+    pub(crate) command: String,
+    /// In the items file's order.
+    pub(crate) list: Vec<Item>,
+    /// SHA-256 of the items file's bytes.
+    pub(crate) sha256: String,
+    /// `--inputs`: a directory that must be the same after the phases, as
+    /// digested before anything ran.
+    pub(crate) inputs: Option<(PathBuf, Inputs)>,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Item {
+    pub(crate) id: String,
+    pub(crate) weight: Option<f64>,
+}
+
+/// Why an items file is refused (each names a line, never an id).
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub(crate) enum ItemsError {
+    #[error("--items {0}: cannot be read: {1}")]
+    Read(String, String),
+    #[error("--items: the file is not UTF-8")]
+    NotUtf8,
+    #[error("--items: the file lists no item")]
+    Empty,
+    #[error("--items line {0}: the id is empty")]
+    EmptyId(usize),
+    #[error("--items line {0}: a third field; a line is ID or ID<TAB>WEIGHT")]
+    ThirdField(usize),
+    #[error("--items line {0}: the weight is not a positive number")]
+    BadWeight(usize),
+    #[error("--items line {0}: the same id as line {1}")]
+    Duplicate(usize, usize),
+    #[error(
+        "--items line {0} has no weight but line {1} has one: give every item a weight, or none"
+    )]
+    MixedWeights(usize, usize),
+}
+
+/// Reads and checks an items file.
+pub(crate) fn read(path: &Path) -> Result<(Vec<Item>, String), ItemsError> {
+    let bytes = std::fs::read(path)
+        .map_err(|e| ItemsError::Read(path.display().to_string(), e.to_string()))?;
+    let items = parse(&bytes)?;
+    Ok((items, evidence::sha256_hex(&bytes)))
+}
+
+/// The items of a file's bytes, checked.
+pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Item>, ItemsError> {
+    let text = std::str::from_utf8(bytes).map_err(|_| ItemsError::NotUtf8)?;
+    let mut items = Vec::new();
+    let mut seen: std::collections::HashMap<&str, usize> = Default::default();
+    let (mut weighted, mut unweighted) = (None, None);
+    for (i, line) in text.lines().enumerate() {
+        let n = i + 1;
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        let mut fields = line.split('\t');
+        let id = fields.next().unwrap_or_default();
+        let weight = fields.next();
+        if fields.next().is_some() {
+            return Err(ItemsError::ThirdField(n));
+        }
+        if id.trim().is_empty() {
+            return Err(ItemsError::EmptyId(n));
+        }
+        let weight = match weight {
+            None => {
+                unweighted.get_or_insert(n);
+                None
+            }
+            Some(w) => match w.trim().parse::<f64>() {
+                Ok(w) if w.is_finite() && w > 0.0 => {
+                    weighted.get_or_insert(n);
+                    Some(w)
+                }
+                _ => return Err(ItemsError::BadWeight(n)),
+            },
+        };
+        if let Some(first) = seen.insert(id, n) {
+            return Err(ItemsError::Duplicate(n, first));
+        }
+        items.push(Item { id: id.to_string(), weight });
+    }
+    if let (Some(w), Some(u)) = (weighted, unweighted) {
+        return Err(ItemsError::MixedWeights(u, w));
+    }
+    if items.is_empty() {
+        return Err(ItemsError::Empty);
+    }
+    Ok(items)
+}
+
+/// The order items are handed out in: largest weight first (ties in file
+/// order), or file order without weights; with each item's 0-based line.
+pub(crate) fn dispatch_order(items: &[Item]) -> Vec<(usize, &Item)> {
+    let mut order: Vec<(usize, &Item)> = items.iter().enumerate().collect();
+    order.sort_by(|(i, a), (j, b)| {
+        b.weight.unwrap_or(0.0).total_cmp(&a.weight.unwrap_or(0.0)).then(i.cmp(j))
+    });
+    order
+}
+
+/// A directory's files: relative path → (SHA-256, bytes), hashed in
+/// parallel. `keep` is a top-level name left out (the manifest itself).
+/// Anything but files and directories is refused, by count only.
+pub(crate) fn files(
+    root: &Path,
+    keep: Option<&str>,
+) -> Result<BTreeMap<String, (String, u64)>, String> {
+    let mut found = Vec::new();
+    let mut dirs = vec![PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        let entries = std::fs::read_dir(root.join(&rel)).map_err(|e| e.to_string())?;
+        for entry in entries {
+            let entry = entry.map_err(|e| e.to_string())?;
+            let name = entry.file_name();
+            let Some(name) = name.to_str() else {
+                return Err("a file name is not UTF-8".into());
+            };
+            let path = rel.join(name);
+            if rel.as_os_str().is_empty() && Some(name) == keep {
+                continue;
+            }
+            let kind = entry.file_type().map_err(|e| e.to_string())?;
+            if kind.is_dir() {
+                dirs.push(path);
+            } else if kind.is_file() {
+                found.push(path.to_string_lossy().into_owned());
+            } else {
+                return Err(
+                    "it holds something that is neither a file nor a directory (a symlink?)".into(),
+                );
+            }
+        }
+    }
+    found
+        .into_par_iter()
+        .map(|rel| {
+            let (sha, bytes) =
+                evidence::file_sha256(&root.join(&rel)).map_err(|e| e.to_string())?;
+            Ok((rel, (sha, bytes)))
+        })
+        .collect()
+}
+
+/// A phase's output directory sealed as a manifest: canonical bytes.
+pub(crate) fn manifest(dir: &Path, out: &str, key: &str) -> Result<Vec<u8>, RunError> {
+    if dir.join(out).join(super::MANIFEST).exists() {
+        return Err(fail(
+            Some(key.into()),
+            None,
+            "output_refused",
+            format!(
+                "the preparation program wrote {out}/{}, a name stagebench keeps for its manifest",
+                super::MANIFEST
+            ),
+        ));
+    }
+    let files = files(&dir.join(out), Some(super::MANIFEST)).map_err(|why| {
+        fail(Some(key.into()), None, "output_refused", format!("reading {out}: {why}"))
+    })?;
+    Ok(manifest_bytes(&files))
+}
+
+fn manifest_bytes(files: &BTreeMap<String, (String, u64)>) -> Vec<u8> {
+    let files: BTreeMap<&String, serde_json::Value> = files
+        .iter()
+        .map(|(rel, (sha, bytes))| (rel, serde_json::json!({ "sha256": sha, "bytes": bytes })))
+        .collect();
+    evidence::to_bytes(&serde_json::json!({
+        "schema": OUTPUT_MANIFEST_SCHEMA,
+        "schema_version": 1,
+        "files": files,
+    }))
+}
+
+/// How two manifests' files differ: (differing, missing from `b`, extra
+/// in `b`), and the paths of each, for stderr only.
+pub(crate) fn differences(a: &[u8], b: &[u8]) -> ((usize, usize, usize), Vec<String>) {
+    let files = |m: &[u8]| -> BTreeMap<String, serde_json::Value> {
+        serde_json::from_slice::<serde_json::Value>(m)
+            .ok()
+            .and_then(|v| v.get("files").and_then(|f| f.as_object()).cloned())
+            .map(|o| o.into_iter().collect())
+            .unwrap_or_default()
+    };
+    let (a, b) = (files(a), files(b));
+    let mut paths = Vec::new();
+    let (mut differ, mut missing, mut extra) = (0, 0, 0);
+    for (rel, v) in &a {
+        match b.get(rel) {
+            Some(w) if w == v => {}
+            Some(_) => {
+                differ += 1;
+                paths.push(format!("differs: {rel}"));
+            }
+            None => {
+                missing += 1;
+                paths.push(format!("missing: {rel}"));
+            }
+        }
+    }
+    for rel in b.keys().filter(|rel| !a.contains_key(*rel)) {
+        extra += 1;
+        paths.push(format!("extra: {rel}"));
+    }
+    ((differ, missing, extra), paths)
+}
+
+/// The refusal of two outputs that differ: counts in the message, paths on
+/// stderr.
+pub(crate) fn outputs_differ(key: &str, what: String, serial: &[u8], other: &[u8]) -> RunError {
+    let ((differ, missing, extra), paths) = differences(serial, other);
+    for p in &paths {
+        eprintln!("  {p}");
+    }
+    fail(
+        Some(key.into()),
+        None,
+        "outputs_differ",
+        format!(
+            "{what}: {differ} file(s) differ, {missing} missing, {extra} extra (their paths are on stderr above, never in the evidence)"
+        ),
+    )
+}
+
+/// What the report says about the items and the inputs.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Summary {
+    /// How many items each phase prepared.
+    pub(crate) count: u64,
+    /// SHA-256 of the items file.
+    pub(crate) items_sha256: String,
+    /// Whether items carried weights (handed out largest first).
+    pub(crate) weighted: bool,
+    /// `--inputs`, digested before the first phase and after the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) inputs: Option<Inputs>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub(crate) struct Inputs {
+    pub(crate) files: u64,
+    pub(crate) bytes: u64,
+    /// SHA-256 of the inputs' manifest (paths, sizes, file digests).
+    pub(crate) sha256: String,
+    /// Always true in a report: a change fails the run.
+    pub(crate) unchanged: bool,
+}
+
+/// `--inputs` digested: its manifest's SHA-256, file count and bytes.
+pub(crate) fn digest_inputs(dir: &Path) -> Result<Inputs, String> {
+    let files = files(dir, None)?;
+    Ok(Inputs {
+        files: files.len() as u64,
+        bytes: files.values().map(|(_, b)| *b).sum(),
+        sha256: evidence::sha256_hex(&manifest_bytes(&files)),
+        unchanged: true,
+    })
+}
+
+/// `--inputs` digested again after the last phase: it must be what was
+/// digested before the first.
+pub(crate) fn inputs_unchanged(dir: &Path, before: &Inputs, key: &str) -> Result<Inputs, RunError> {
+    let changed =
+        |why: String| fail(Some(key.into()), None, "inputs_changed", format!("--inputs {why}"));
+    let after =
+        digest_inputs(dir).map_err(|why| changed(format!("cannot be digested again: {why}")))?;
+    if after.sha256 != before.sha256 {
+        return Err(changed(format!(
+            "changed while the run prepared: {} file(s), {} bytes before; {} file(s), {} bytes after",
+            before.files, before.bytes, after.files, after.bytes
+        )));
+    }
+    Ok(after)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_items_file_is_ids_or_ids_with_positive_weights() {
+        let items = parse(b"a\nb\r\nc\n").unwrap();
+        assert_eq!(items.iter().map(|i| i.id.as_str()).collect::<Vec<_>>(), ["a", "b", "c"]);
+        assert!(items.iter().all(|i| i.weight.is_none()));
+        let items = parse(b"a\t2\nb\t10.5\nc\t2\n").unwrap();
+        let order: Vec<&str> = dispatch_order(&items).iter().map(|(_, i)| i.id.as_str()).collect();
+        assert_eq!(order, ["b", "a", "c"], "largest first, ties in file order");
+        let plain = parse(b"z\ny\nx\n").unwrap();
+        let order: Vec<usize> = dispatch_order(&plain).iter().map(|(n, _)| *n).collect();
+        assert_eq!(order, [0, 1, 2], "file order without weights");
+    }
+
+    #[test]
+    fn a_bad_items_file_is_refused_naming_the_line_never_the_id() {
+        use ItemsError::*;
+        for (text, want) in [
+            (&b""[..], Empty),
+            (b"\n", EmptyId(1)),
+            (b"a\nsecret\nsecret\n", Duplicate(3, 2)),
+            (b"a\t0\n", BadWeight(1)),
+            (b"a\t-1\n", BadWeight(1)),
+            (b"a\tNaN\n", BadWeight(1)),
+            (b"a\tinf\n", BadWeight(1)),
+            (b"a\tx\n", BadWeight(1)),
+            (b"a\t1\tb\n", ThirdField(1)),
+            (b"a\t1\nb\n", MixedWeights(2, 1)),
+            (b"a\n\nb\n", EmptyId(2)),
+            (b"\xff\n", NotUtf8),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert_eq!(e, want, "{:?}", String::from_utf8_lossy(text));
+            assert!(!e.to_string().contains("secret"), "{e}");
+        }
+    }
+
+    #[test]
+    fn manifests_are_compared_file_by_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for d in [&a, &b] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+            std::fs::write(d.join("same"), b"1").unwrap();
+            std::fs::write(d.join("sub/deep"), b"2").unwrap();
+        }
+        std::fs::write(a.join("changed"), b"x").unwrap();
+        std::fs::write(b.join("changed"), b"y").unwrap();
+        std::fs::write(a.join("only_a"), b"").unwrap();
+        std::fs::write(b.join("only_b1"), b"").unwrap();
+        std::fs::write(b.join("only_b2"), b"").unwrap();
+        let ma = manifest(dir.path(), "a", "k").unwrap();
+        let mb = manifest(dir.path(), "b", "k").unwrap();
+        let (counts, paths) = differences(&ma, &mb);
+        assert_eq!(counts, (1, 1, 2), "{paths:?}");
+        assert_eq!(differences(&ma, &ma).0, (0, 0, 0));
+        let text = String::from_utf8(ma).unwrap();
+        assert!(text.contains("\"sub/deep\""), "{text}");
+        // A manifest.json of the program's own is refused; a symlink too.
+        std::fs::write(a.join(super::super::MANIFEST), b"{}").unwrap();
+        assert!(manifest(dir.path(), "a", "k").is_err());
+        std::os::unix::fs::symlink("same", b.join("link")).unwrap();
+        let e = manifest(dir.path(), "b", "k").unwrap_err().to_string();
+        assert!(e.contains("neither a file nor a directory"), "{e}");
+    }
+}

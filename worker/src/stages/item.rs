@@ -1,0 +1,365 @@
+//! A user's own per-item preparation (`--prepare`): one long-lived program
+//! per worker process, handed one item at a time over two pipes (see
+//! docs/item-protocol.md).
+//!
+//! On the worker's first `PrepareItem` the program starts as `sh -c
+//! COMMAND`, a child of the worker in its process tree (its cgroup, its
+//! parent-death signal), with `STAGEBENCH_ITEMS_FD` (it reads items there)
+//! and `STAGEBENCH_ANSWERS_FD` (it writes answers there) in its
+//! environment, and `STAGEBENCH_SPANS` as a command gets. The time until it
+//! writes `{"ready": true}` is its start-up: the worker's untimed setup of
+//! that first item (`setup_s`), so an item's wall runs from handing it over
+//! to its answer. Each item is one line `{"item": ID, "out": DIR}`; the
+//! answer is `{"done": ID}` or `{"error": MESSAGE}`. The spans the program
+//! wrote while it worked on an item become that item's figures and slices.
+//!
+//! The program outlives its items: the session keeps the [`Server`] across
+//! assignments and measures each item's tree without killing it. On
+//! `Finish` the worker closes the program's input; it must exit 0, and the
+//! tree is then contained like a stage's (leaks named and killed).
+//!
+//! Nothing the program writes enters a message but what is checked here:
+//! an `error`'s text goes to the worker's stderr (the user's terminal),
+//! never to the coordinator, since it may name the item or a path.
+
+use super::spans::SpansFile;
+use super::{StageContext, StageError, figure};
+use protocol::Figure;
+use std::io::Write;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Longest answer line the worker reads (a program writing without a
+/// newline cannot make it hold more).
+pub const MAX_ANSWER: usize = 64 * 1024;
+
+/// A running preparation program.
+pub struct Server {
+    pid: i32,
+    /// Our end of the items pipe; dropped to close the program's input.
+    items: Option<std::fs::File>,
+    answers: Answers,
+    pidfd: Option<OwnedFd>,
+    spans: SpansFile,
+    /// How long it may take to say ready, and to exit once its input closed.
+    patience: Duration,
+}
+
+/// What a program may write on its answers pipe.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Answer {
+    ready: Option<bool>,
+    done: Option<String>,
+    error: Option<String>,
+}
+
+enum Said {
+    Ready,
+    Done(String),
+    Error(String),
+}
+
+/// Runs one item, starting the program first if this worker has none.
+pub(super) fn run(
+    command: &str,
+    id: &str,
+    out: &str,
+    ready_timeout_ms: u64,
+    ctx: &mut StageContext<'_>,
+) -> Result<Vec<Figure>, StageError> {
+    if ctx.items.is_none() {
+        let server = Server::start(command, ctx, Duration::from_millis(ready_timeout_ms))?;
+        *ctx.items = Some(server);
+        // The start-up is this item's untimed setup (`setup_s`).
+        ctx.reporter.setup_done();
+    }
+    let server = ctx.items.as_mut().expect("started above");
+    let out_dir = ctx.run_dir.join(out);
+    let result = server.item(id, &out_dir.to_string_lossy(), &mut *ctx.reporter);
+    if result.is_err() {
+        // A program that failed an item, crashed or broke the protocol is
+        // not trusted with another: its tree is ended with the stage.
+        if let Some(s) = ctx.items.take() {
+            s.kill();
+        }
+    }
+    result
+}
+
+impl Server {
+    fn start(
+        command: &str,
+        ctx: &mut StageContext<'_>,
+        patience: Duration,
+    ) -> Result<Server, StageError> {
+        let spans = SpansFile::create(&ctx.run_dir, &format!("items-{}", ctx.job_tag))?;
+        let pipe = || {
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
+                .map_err(|e| StageError::Failed(format!("cannot make a pipe: {e}")))
+        };
+        let (items_read, items_write) = pipe()?;
+        let (answers_read, answers_write) = pipe()?;
+        let (child_in, child_out) = (items_read.as_raw_fd(), answers_write.as_raw_fd());
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c").arg(command).stdin(Stdio::null()).stdout(Stdio::null());
+        for var in protocol::env::LAUNCH {
+            cmd.env_remove(var);
+        }
+        cmd.env(protocol::env::SPANS, spans.path())
+            .env(protocol::env::ITEMS_FD, child_in.to_string())
+            .env(protocol::env::ANSWERS_FD, child_out.to_string());
+        // SAFETY: fcntl and prctl are async-signal-safe; nothing else runs
+        // between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                crate::tree::enter_stage_cgroup();
+                for fd in [child_in, child_out] {
+                    if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                    .map_err(std::io::Error::from)
+            });
+        }
+        crate::tree::will_start_processes();
+        let child = cmd.spawn().map_err(|e| {
+            StageError::Failed(format!("cannot start the preparation program: {e}"))
+        })?;
+        // The program's ends are the program's alone now.
+        drop((items_read, answers_write));
+        let pid = child.id() as i32;
+        let mut server = Server {
+            pid,
+            items: Some(std::fs::File::from(items_write)),
+            answers: Answers { fd: answers_read, buf: Vec::new() },
+            pidfd: super::command::pidfd_open(pid),
+            spans,
+            patience,
+        };
+        let deadline = Instant::now() + patience;
+        match server.next_answer(Some(deadline)) {
+            Ok(Said::Ready) => Ok(server),
+            Ok(_) => Err(server.fail("its first line was not {\"ready\": true}".into())),
+            Err(why) => Err(server.fail(format!("before it said ready: {why}"))),
+        }
+    }
+
+    /// Hands over one item and waits for its answer; the spans the program
+    /// wrote meanwhile become the item's figures and slices.
+    fn item(
+        &mut self,
+        id: &str,
+        out: &str,
+        reporter: &mut dyn super::Reporter,
+    ) -> Result<Vec<Figure>, StageError> {
+        let mut line = serde_json::to_vec(&serde_json::json!({ "item": id, "out": out }))
+            .expect("a JSON object");
+        line.push(b'\n');
+        let written = self.items.as_mut().map(|f| f.write_all(&line));
+        if !matches!(written, Some(Ok(()))) {
+            return Err(StageError::Failed(
+                "the preparation program closed its input before the item was handed over".into(),
+            ));
+        }
+        let before = self.spans.tally.spans.clone();
+        match self.next_answer(None) {
+            Ok(Said::Done(done)) if done == id => {}
+            Ok(Said::Done(_)) => {
+                return Err(StageError::Failed(
+                    "the preparation program answered done for an item it was not given".into(),
+                ));
+            }
+            Ok(Said::Error(message)) => {
+                // Its text may name the item or a path: the terminal only.
+                let _ = writeln!(std::io::stderr(), "preparation program: {message}");
+                return Err(StageError::Failed(
+                    "the preparation program answered error (its message is on stderr)".into(),
+                ));
+            }
+            Ok(Said::Ready) => {
+                return Err(StageError::Failed(
+                    "the preparation program said ready again instead of answering".into(),
+                ));
+            }
+            Err(why) => return Err(StageError::Failed(format!("the preparation program {why}"))),
+        }
+        self.spans.follow(false, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
+        let timed = std::mem::take(&mut self.spans.tally.timed);
+        super::spans::place(timed, reporter);
+        // This item's share of every span name: the tally now, less before.
+        let mut figures = Vec::new();
+        for (name, seconds, n) in &self.spans.tally.spans {
+            let (s0, n0) = before.iter().find(|b| b.0 == *name).map_or((0.0, 0), |b| (b.1, b.2));
+            if *n > n0 {
+                figures.push(figure(&format!("span:{name}_s"), seconds - s0));
+                figures.push(figure(&format!("span:{name}_n"), (n - n0) as f64));
+            }
+        }
+        Ok(figures)
+    }
+
+    /// The next answer, waiting until `deadline` (or for ever: a stage
+    /// timeout ends the worker's tree); the program's exit ends the wait.
+    fn next_answer(&mut self, deadline: Option<Instant>) -> Result<Said, String> {
+        let line = self.answers.line(self.pidfd.as_ref(), deadline)?;
+        let a: Answer = serde_json::from_slice(&line)
+            .map_err(|e| format!("wrote a malformed answer line: {e}"))?;
+        match a {
+            Answer { ready: Some(true), done: None, error: None } => Ok(Said::Ready),
+            Answer { ready: None, done: Some(id), error: None } => Ok(Said::Done(id)),
+            Answer { ready: None, done: None, error: Some(m) } => Ok(Said::Error(m)),
+            _ => Err("wrote an answer line that is not one of {\"ready\": true}, {\"done\": ID}, {\"error\": MESSAGE}".into()),
+        }
+    }
+
+    /// Ends the program's tree after it broke the protocol at start, and
+    /// says why, with its exit status when it had already exited.
+    fn fail(self, why: String) -> StageError {
+        let exited = super::command::exited(self.pid);
+        let status = self.kill_and_reap();
+        let how = match status.filter(|_| exited).map(|s| (s.code(), s.signal())) {
+            Some((Some(code), _)) => format!(" (it exited with status {code})"),
+            Some((_, Some(sig))) => format!(" (it was killed by signal {sig})"),
+            _ => String::new(),
+        };
+        StageError::Failed(format!("the preparation program {why}{how}"))
+    }
+
+    /// SIGKILLs the program's whole tree and reaps the program.
+    fn kill_and_reap(self) -> Option<std::process::ExitStatus> {
+        drop(self.items);
+        crate::tree::kill_tree();
+        crate::tree::wait_child(self.pid).ok().map(std::process::ExitStatus::from_raw)
+    }
+
+    /// Ends the program's tree without asking.
+    pub fn kill(self) {
+        self.kill_and_reap();
+    }
+
+    /// Closes the program's input and waits for it to exit 0 (up to the
+    /// start-up's patience); reaps it. Its descendants still alive are the
+    /// caller's to contain (they are leaks).
+    pub fn close(mut self) -> Result<(), String> {
+        drop(self.items.take());
+        let deadline = Instant::now() + self.patience;
+        while !super::command::exited(self.pid) {
+            let now = Instant::now();
+            if now >= deadline {
+                let after = self.patience.as_secs_f64();
+                self.kill_and_reap();
+                return Err(format!(
+                    "the preparation program did not exit within {after:.1} s after its input closed"
+                ));
+            }
+            match &self.pidfd {
+                Some(fd) => super::command::sleep_on(fd, deadline - now),
+                None => std::thread::sleep(Duration::from_millis(5).min(deadline - now)),
+            }
+        }
+        let status = crate::tree::wait_child(self.pid)
+            .map(std::process::ExitStatus::from_raw)
+            .map_err(|e| format!("waiting for the preparation program: {e}"))?;
+        match (status.code(), status.signal()) {
+            (Some(0), _) => Ok(()),
+            (Some(code), _) => Err(format!(
+                "the preparation program exited with status {code} after its input closed"
+            )),
+            (_, Some(sig)) => Err(format!(
+                "the preparation program was killed by signal {sig} after its input closed"
+            )),
+            _ => Err("the preparation program ended abnormally after its input closed".into()),
+        }
+    }
+}
+
+/// The read end of the answers pipe, split into lines.
+struct Answers {
+    fd: OwnedFd,
+    buf: Vec<u8>,
+}
+
+impl Answers {
+    /// The next complete line, waiting on the pipe and the program's exit.
+    fn line(
+        &mut self,
+        pidfd: Option<&OwnedFd>,
+        deadline: Option<Instant>,
+    ) -> Result<Vec<u8>, String> {
+        loop {
+            if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
+                let mut line: Vec<u8> = self.buf.drain(..=i).collect();
+                line.pop();
+                return Ok(line);
+            }
+            if self.buf.len() > MAX_ANSWER {
+                return Err(format!("wrote an answer line longer than {MAX_ANSWER} bytes"));
+            }
+            let wait = match deadline {
+                Some(d) => {
+                    let now = Instant::now();
+                    if now >= d {
+                        return Err("did not say it in time (--connect-timeout)".into());
+                    }
+                    (d - now).as_millis().min(i32::MAX as u128) as i32 + 1
+                }
+                None => -1,
+            };
+            let mut fds =
+                vec![libc::pollfd { fd: self.fd.as_raw_fd(), events: libc::POLLIN, revents: 0 }];
+            if let Some(p) = pidfd {
+                fds.push(libc::pollfd { fd: p.as_raw_fd(), events: libc::POLLIN, revents: 0 });
+            }
+            // SAFETY: poll reads and writes only the entries it is given.
+            let n = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait) };
+            if n < 0 {
+                let e = std::io::Error::last_os_error();
+                if e.kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(format!("could not be waited for: {e}"));
+            }
+            if fds[0].revents != 0 {
+                let mut chunk = [0u8; 4096];
+                // SAFETY: read into a local buffer of the given length.
+                let r = unsafe {
+                    libc::read(self.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len())
+                };
+                if r > 0 {
+                    self.buf.extend_from_slice(&chunk[..r as usize]);
+                    continue;
+                }
+                if r == 0 {
+                    return Err(
+                        "closed its answers before answering (it exited, or closed the descriptor)"
+                            .into(),
+                    );
+                }
+                let e = std::io::Error::last_os_error();
+                if e.kind() != std::io::ErrorKind::Interrupted {
+                    return Err(format!("could not be read from: {e}"));
+                }
+                continue;
+            }
+            if fds.get(1).is_some_and(|p| p.revents != 0) {
+                // Exited: whatever it wrote before is still in the pipe.
+                let mut chunk = [0u8; 4096];
+                // SAFETY: as above; the pipe may be empty, then read sees
+                // the end only once every writer is gone.
+                let r = unsafe {
+                    libc::fcntl(self.fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK);
+                    libc::read(self.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len())
+                };
+                if r > 0 {
+                    self.buf.extend_from_slice(&chunk[..r as usize]);
+                    continue;
+                }
+                return Err("exited before answering".into());
+            }
+        }
+    }
+}
