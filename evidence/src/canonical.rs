@@ -8,31 +8,24 @@
 //! one that changes a value is caught by the digest.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-/// Canonical bytes of any serialisable value.
+/// Canonical bytes of any serialisable value (a [`Value`] already in
+/// hand goes to [`value_bytes`], which does not copy it).
 pub fn to_bytes<T: Serialize>(value: &T) -> Vec<u8> {
-    let v = serde_json::to_value(value).expect("evidence types serialise to JSON");
-    let mut out = serde_json::to_vec_pretty(&sorted(v)).expect("a JSON value serialises");
-    out.push(b'\n');
-    out
+    value_bytes(&serde_json::to_value(value).expect("evidence types serialise to JSON"))
 }
 
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut entries: Vec<(String, Value)> = m.into_iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            let mut out = Map::new();
-            for (k, v) in entries {
-                out.insert(k, sorted(v));
-            }
-            Value::Object(out)
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        other => other,
-    }
+/// Canonical bytes of a JSON value. Its objects are serde_json's `Map`,
+/// a `BTreeMap` in this workspace (the `preserve_order` feature is off, and
+/// `maps_keep_their_keys_sorted` fails if anything turns it on): keys come
+/// out sorted at every depth with no sorting pass and no copy, which
+/// matters for a report of 100,000 items.
+pub fn value_bytes(value: &Value) -> Vec<u8> {
+    let mut out = serde_json::to_vec_pretty(value).expect("a JSON value serialises");
+    out.push(b'\n');
+    out
 }
 
 /// Lowercase hex SHA-256 of some bytes.
@@ -111,6 +104,17 @@ mod tests {
             to_bytes(&serde_json::from_slice::<Value>(&to_bytes(&v)).unwrap()),
             to_bytes(&v)
         );
+    }
+
+    /// What `value_bytes` relies on: a serde_json object iterates in key
+    /// order, however it was filled (no `preserve_order` feature).
+    #[test]
+    fn maps_keep_their_keys_sorted() {
+        let mut m = serde_json::Map::new();
+        for k in ["b", "c", "a"] {
+            m.insert(k.into(), Value::Null);
+        }
+        assert_eq!(m.keys().map(String::as_str).collect::<Vec<_>>(), ["a", "b", "c"]);
     }
 
     #[test]

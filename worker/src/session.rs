@@ -5,7 +5,7 @@ use crate::stages::{self, Reporter, StageContext, StageError};
 use protocol::exit::worker as code;
 use protocol::frame::{self, FrameError};
 use protocol::stream::{Endpoint, Stream};
-use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, ToWorker, Token, WorkerId};
+use protocol::{FromWorker, Hello, JobId, PROTOCOL_VERSION, Stage, ToWorker, Token, WorkerId};
 use std::io::{BufReader, BufWriter, Write};
 use std::path::PathBuf;
 
@@ -192,18 +192,53 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     let sample_ms = crate::tree::sample_interval_ms();
     // A preparation program started for this worker's items, kept across
     // them until `Finish` (see `stages::item`).
-    let mut items: Option<stages::item::Server> = None;
+    let mut items = stages::item::Items::new(sample_ms);
     loop {
         match wire.recv()? {
-            ToWorker::Assign { job, stage, kill } => {
-                let mut reporter = WireReporter {
-                    wire: &mut wire,
-                    job,
-                    error: None,
-                    setup_done: None,
-                    slices: Vec::new(),
-                    slices_dropped: 0,
+            ToWorker::Assign { job, stage: stage @ Stage::PrepareItem { .. }, kill } => {
+                // An item is timed by the clock alone: its program's tree is
+                // sampled for the program's whole life and measured at
+                // `Finish`; its CPU is the worker's once it is reaped.
+                let mut reporter = WireReporter::new(&mut wire, job);
+                let mut ctx = StageContext {
+                    run_dir: run_dir.clone(),
+                    job_tag: format!("job-{}-{}", job.0, stage.name()),
+                    reporter: &mut reporter,
+                    kill,
+                    items: &mut items,
                 };
+                let start = std::time::Instant::now();
+                let result = stages::run(&stage, &mut ctx);
+                let end = std::time::Instant::now();
+                let reply = match result {
+                    Ok(mut figures) => {
+                        let from = match reporter.setup_done {
+                            Some(mark) => {
+                                figures.push(protocol::Figure {
+                                    name: "setup_s".into(),
+                                    value: (mark.instant() - start).as_secs_f64(),
+                                });
+                                mark.instant()
+                            }
+                            None => start,
+                        };
+                        let measurement = protocol::Measurement {
+                            wall_ns: (end - from).as_nanos() as u64,
+                            figures,
+                            slices: reporter.take_slices(from),
+                            ..Default::default()
+                        };
+                        FromWorker::Measurement { job, measurement }
+                    }
+                    Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
+                };
+                if let Some(e) = reporter.error.take() {
+                    return Err(e.into());
+                }
+                wire.send(&reply)?;
+            }
+            ToWorker::Assign { job, stage, kill } => {
+                let mut reporter = WireReporter::new(&mut wire, job);
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
                     job_tag: format!("job-{}-{}", job.0, stage.name()),
@@ -218,10 +253,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 // Wall time ends with the stage; CPU is read once every
                 // descendant is reaped, so orphans' CPU counts too. A
                 // preparation program lives on to its next item.
-                let contained = match items {
-                    Some(_) => crate::tree::settle(sampler),
-                    None => crate::tree::contain(sampler),
-                };
+                let contained = crate::tree::contain(sampler);
                 let end = end.with_usage_now();
                 if let Some(e) = reporter.error.take() {
                     return Err(e.into());
@@ -240,17 +272,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                             None => start,
                         };
                         let mut measurement = from.until(&end);
-                        // Slices from the measured start (one that began
-                        // in the untimed setup starts at 0).
-                        measurement.slices = std::mem::take(&mut reporter.slices)
-                            .into_iter()
-                            .map(|(name, at, seconds)| protocol::Slice {
-                                name,
-                                start_ns: at.saturating_duration_since(from.instant()).as_nanos()
-                                    as u64,
-                                dur_ns: (seconds.max(0.0) * 1e9) as u64,
-                            })
-                            .collect();
+                        measurement.slices = reporter.take_slices(from.instant());
                         if reporter.slices_dropped > 0 {
                             figures.push(protocol::Figure {
                                 name: "slices_dropped".into(),
@@ -270,13 +292,15 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 // The program's close, measured like a stage: its tree is
                 // contained (leaks named and killed), and its CPU lands in
                 // this worker's once it is reaped.
-                let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
-                let error = items.take().and_then(|s| s.close().err());
-                let end = Mark::instant_now();
-                let contained = crate::tree::contain(sampler);
-                let mut measurement = start.until(&end.with_usage_now());
-                measurement.tree = contained.tree;
+                let (measurement, error) = match items.finish() {
+                    Some((closed, contained)) => {
+                        let mut m = start.until(&Mark::now());
+                        m.tree = contained.tree;
+                        (m, closed.err())
+                    }
+                    None => (start.until(&Mark::now()), None),
+                };
                 wire.send(&FromWorker::Finished { measurement, error })?;
             }
             ToWorker::Shutdown => {
@@ -305,7 +329,31 @@ struct WireReporter<'a> {
     slices_dropped: u64,
 }
 
-impl WireReporter<'_> {
+impl<'a> WireReporter<'a> {
+    fn new(wire: &'a mut Wire, job: JobId) -> WireReporter<'a> {
+        WireReporter {
+            wire,
+            job,
+            error: None,
+            setup_done: None,
+            slices: Vec::new(),
+            slices_dropped: 0,
+        }
+    }
+
+    /// The slices so far, from the measured start `from` (one that began
+    /// in the untimed setup starts at 0).
+    fn take_slices(&mut self, from: std::time::Instant) -> Vec<protocol::Slice> {
+        std::mem::take(&mut self.slices)
+            .into_iter()
+            .map(|(name, at, seconds)| protocol::Slice {
+                name,
+                start_ns: at.saturating_duration_since(from).as_nanos() as u64,
+                dur_ns: (seconds.max(0.0) * 1e9) as u64,
+            })
+            .collect()
+    }
+
     fn send(&mut self, msg: FromWorker) {
         if self.error.is_none() {
             if let Err(e) = self.wire.send(&msg) {

@@ -305,8 +305,19 @@ fn cold_prep<DB: DrawingBackend>(
     let mut chart = row_chart(&body, &labels, (0.0..upper(longest), 0.0), &axis, &|x| {
         if *x == 0.0 { "0".to_string() } else { duration(*x) }
     })?;
+    // Blocks narrower than a pixel are drawn merged with their neighbours
+    // (a run of 100,000 items would otherwise draw 100,000 rectangles).
+    let pixel = upper(longest) / 2000.0;
     for (i, (spans, wall, color)) in rows.iter().enumerate() {
         let y = row_y(i, n);
+        let merged;
+        let spans = match spans.len() > 500 {
+            true => {
+                merged = coalesce(spans, pixel);
+                &merged
+            }
+            false => spans,
+        };
         if *wall > 0.0 {
             chart
                 .draw_series(std::iter::once(Rectangle::new(
@@ -323,6 +334,19 @@ fn cold_prep<DB: DrawingBackend>(
             .map_err(err)?;
     }
     Ok(())
+}
+
+/// Spans in start order with every gap under `gap` closed: one block each
+/// for a run of blocks too narrow to see apart.
+fn coalesce(spans: &[(f64, f64)], gap: f64) -> Vec<(f64, f64)> {
+    let mut out: Vec<(f64, f64)> = Vec::new();
+    for &(start, end) in spans {
+        match out.last_mut() {
+            Some(last) if start - last.1 < gap => last.1 = last.1.max(end),
+            _ => out.push((start, end)),
+        }
+    }
+    out
 }
 
 fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Result<(), RenderError> {
@@ -446,4 +470,15 @@ fn sweep<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Resul
         .draw()
         .map_err(err)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn blocks_closer_than_the_gap_merge_and_others_stay_apart() {
+        let spans = [(0.0, 1.0), (1.0005, 2.0), (2.5, 3.0), (3.0001, 3.5)];
+        assert_eq!(super::coalesce(&spans, 0.001), vec![(0.0, 2.0), (2.5, 3.5)]);
+        assert_eq!(super::coalesce(&spans, 0.0).len(), 4);
+        assert!(super::coalesce(&[], 1.0).is_empty());
+    }
 }

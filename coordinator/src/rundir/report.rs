@@ -272,19 +272,26 @@ pub(crate) struct ArtifactRecord {
 
 /// SHA-256 of the canonical bytes of `value` without its body digest.
 pub(crate) fn body_digest(value: &Value) -> String {
-    let mut body = value.clone();
-    if let Value::Object(m) = &mut body {
-        m.remove(BODY_DIGEST_KEY);
+    match value {
+        Value::Object(m) if m.contains_key(BODY_DIGEST_KEY) => {
+            let mut body = m.clone();
+            body.remove(BODY_DIGEST_KEY);
+            canonical::sha256_hex(&canonical::value_bytes(&Value::Object(body)))
+        }
+        body => canonical::sha256_hex(&canonical::value_bytes(body)),
     }
-    canonical::sha256_hex(&canonical::to_bytes(&body))
 }
 
-/// The final bytes of report.json: the body plus the digest of the body.
+/// The final bytes of report.json: the body plus the digest of the body
+/// (one copy of the report as a value, however large).
 pub(crate) fn seal(report: &impl Serialize) -> Vec<u8> {
     let mut value = serde_json::to_value(report).expect("report serialises");
-    let digest = body_digest(&value);
+    if let Value::Object(m) = &mut value {
+        m.remove(BODY_DIGEST_KEY);
+    }
+    let digest = canonical::sha256_hex(&canonical::value_bytes(&value));
     if let Value::Object(m) = &mut value {
         m.insert(BODY_DIGEST_KEY.into(), Value::String(digest));
     }
-    canonical::to_bytes(&value)
+    canonical::value_bytes(&value)
 }

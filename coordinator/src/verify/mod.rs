@@ -122,7 +122,7 @@ fn verify_killed(dir: &Path) -> Result<Verified, Mismatch> {
         )
         .into());
     }
-    if canonical::to_bytes(&value) != bytes {
+    if canonical::value_bytes(&value) != bytes {
         return Err(format!(
             "{FAILURE} is not in canonical form: it was edited after it was written"
         )
@@ -234,7 +234,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
     };
     let value: Value =
         serde_json::from_slice(&bytes).map_err(|e| format!("{REPORT} is not valid JSON: {e}"))?;
-    if canonical::to_bytes(&value) != bytes {
+    if canonical::value_bytes(&value) != bytes {
         return Err(format!(
             "{REPORT} is not in canonical form: it was edited after it was written"
         )

@@ -62,6 +62,45 @@ enum Said {
     Error(String),
 }
 
+/// A worker's preparation program, if it started one, and the sampling of
+/// its tree from its start to its close: an item is measured by the clock
+/// alone (a few microseconds), the tree once for the program's life.
+pub struct Items {
+    server: Option<Server>,
+    sampler: Option<crate::tree::Sampler>,
+    sample_ms: u32,
+}
+
+impl Items {
+    pub fn new(sample_ms: u32) -> Items {
+        Items { server: None, sampler: None, sample_ms }
+    }
+
+    /// Whether a program is running.
+    pub fn running(&self) -> bool {
+        self.server.is_some()
+    }
+
+    /// Closes the program (it must exit 0 once its input closes) and ends
+    /// its tree: what is still alive leaked. None when no program ran.
+    pub fn finish(&mut self) -> Option<(Result<(), String>, crate::tree::Contained)> {
+        let server = self.server.take()?;
+        let closed = server.close();
+        let sampler = self.sampler.take()?;
+        Some((closed, crate::tree::contain(sampler)))
+    }
+
+    /// Kills the program's tree and stops sampling it (after a failure).
+    fn abort(&mut self) {
+        if let Some(s) = self.server.take() {
+            s.kill_and_reap();
+        }
+        if let Some(sampler) = self.sampler.take() {
+            crate::tree::contain(sampler);
+        }
+    }
+}
+
 /// Runs one item, starting the program first if this worker has none.
 pub(super) fn run(
     command: &str,
@@ -70,21 +109,25 @@ pub(super) fn run(
     ready_timeout_ms: u64,
     ctx: &mut StageContext<'_>,
 ) -> Result<Vec<Figure>, StageError> {
-    if ctx.items.is_none() {
-        let server = Server::start(command, ctx, Duration::from_millis(ready_timeout_ms))?;
-        *ctx.items = Some(server);
+    if ctx.items.server.is_none() {
+        ctx.items.sampler = Some(crate::tree::Sampler::start(ctx.items.sample_ms));
+        match Server::start(command, ctx, Duration::from_millis(ready_timeout_ms)) {
+            Ok(server) => ctx.items.server = Some(server),
+            Err(e) => {
+                ctx.items.abort();
+                return Err(e);
+            }
+        }
         // The start-up is this item's untimed setup (`setup_s`).
         ctx.reporter.setup_done();
     }
-    let server = ctx.items.as_mut().expect("started above");
+    let server = ctx.items.server.as_mut().expect("started above");
     let out_dir = ctx.run_dir.join(out);
     let result = server.item(id, &out_dir.to_string_lossy(), &mut *ctx.reporter);
     if result.is_err() {
         // A program that failed an item, crashed or broke the protocol is
         // not trusted with another: its tree is ended with the stage.
-        if let Some(s) = ctx.items.take() {
-            s.kill();
-        }
+        ctx.items.abort();
     }
     result
 }
@@ -236,15 +279,10 @@ impl Server {
         crate::tree::wait_child(self.pid).ok().map(std::process::ExitStatus::from_raw)
     }
 
-    /// Ends the program's tree without asking.
-    pub fn kill(self) {
-        self.kill_and_reap();
-    }
-
     /// Closes the program's input and waits for it to exit 0 (up to the
     /// start-up's patience); reaps it. Its descendants still alive are the
     /// caller's to contain (they are leaks).
-    pub fn close(mut self) -> Result<(), String> {
+    fn close(mut self) -> Result<(), String> {
         drop(self.items.take());
         let deadline = Instant::now() + self.patience;
         while !super::command::exited(self.pid) {

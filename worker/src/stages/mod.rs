@@ -26,7 +26,7 @@ pub struct StageContext<'a> {
     /// Where a command stage is killed on purpose (see `command`).
     pub kill: Option<protocol::KillPoint>,
     /// This worker's preparation program, kept across its items (see `item`).
-    pub items: &'a mut Option<item::Server>,
+    pub items: &'a mut item::Items,
 }
 
 /// How a stage tells the outside what it is doing and what it wrote.

@@ -204,19 +204,6 @@ impl Sampler {
     }
 }
 
-impl Sampler {
-    /// Stops sampling after one last sample, leaving the stage's cgroup in
-    /// place (its processes live on: a preparation program between items).
-    fn pause(self) -> Seen {
-        let mut guard = lock(&SEEN);
-        ACTIVE.store(false, Ordering::Release);
-        let mut seen = std::mem::replace(&mut *guard, Seen::new());
-        drop(guard);
-        seen.sample(true);
-        seen
-    }
-}
-
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
@@ -326,39 +313,6 @@ pub fn contain(sampler: Sampler) -> Contained {
             sample_ms: interval_ms,
             sum_of_peaks_bytes: own_hwm + peaks.values().sum::<u64>(),
             leaked,
-            anon_bytes: split.map(|s| s.0),
-            file_bytes: split.map(|s| s.1),
-        },
-    }
-}
-
-/// Measures a tree that lives on past this stage (a preparation program
-/// between two items): stops the sampler, reaps what already exited, and
-/// sums up without killing anything. With a cgroup the peak is the
-/// kernel's peak of the program so far (its cgroup lives until the
-/// program's close), plus the worker's own.
-pub fn settle(sampler: Sampler) -> Contained {
-    let interval_ms = sampler.interval_ms;
-    let seen = sampler.pause();
-    reap_exited();
-    let own_hwm = rss_and_hwm(None).map(|(_, hwm)| hwm).unwrap_or(0);
-    let mut peaks = seen.hwm;
-    for (pid, maxrss) in lock(&REAPED).iter() {
-        let e = peaks.entry(*pid).or_default();
-        *e = (*e).max(*maxrss);
-    }
-    let charged = cgroup::with_current(Cgroup::peak).flatten().filter(|p| *p > 0);
-    let (peak_bytes, method, split) = match charged {
-        Some(p) => (p + own_hwm, "cgroup", seen.split),
-        None => (seen.peak_sum.max(own_hwm), "sampled", None),
-    };
-    Contained {
-        tree: protocol::TreeUsage {
-            peak_bytes,
-            method: method.into(),
-            sample_ms: interval_ms,
-            sum_of_peaks_bytes: own_hwm + peaks.values().sum::<u64>(),
-            leaked: Vec::new(),
             anon_bytes: split.map(|s| s.0),
             file_bytes: split.map(|s| s.1),
         },

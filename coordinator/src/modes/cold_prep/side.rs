@@ -8,6 +8,7 @@ use crate::rundir::report::{
     ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, Span, StageRecord,
 };
 use crate::stats::distribution;
+use protocol::Faults;
 use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -164,8 +165,9 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     let (tree_peak_bytes, sum_of_peaks_bytes) = tree_bounds(&trees);
     // The kernel's peak only when every process's tree had a cgroup (a
     // preparation program's); the recipe's workers start no process.
-    let mut methods = p.dispatch.outcomes.iter().flat_map(|o| {
-        o.jobs.iter().map(|j| &j.measurement).chain(&o.finished).map(|m| m.tree.method.as_str())
+    let mut methods = p.dispatch.outcomes.iter().flat_map(|o| match &o.finished {
+        Some(closed) => vec![closed.tree.method.as_str()],
+        None => o.jobs.iter().map(|j| j.measurement.tree.method.as_str()).collect(),
     });
     let method = match methods.all(|m| m == "cgroup") && !results.is_empty() {
         true => "cgroup",
@@ -178,6 +180,14 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         .chain(finished)
         .flat_map(|m| m.tree.leaked.iter().cloned())
         .collect();
+    // Per job for the recipe's series; a preparation program's items are
+    // timed by the clock alone, so its processes' faults come from wait4.
+    let faults = match items {
+        false => results.iter().map(|r| r.measurement.faults).fold(Faults::default(), add),
+        true => {
+            p.dispatch.outcomes.iter().filter_map(|o| o.exit.faults).fold(Faults::default(), add)
+        }
+    };
     let stage = StageRecord {
         stage: results.first().map_or("prepare_series", |r| r.job.stage.name()).into(),
         order,
@@ -195,14 +205,10 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         tree_peak_file_bytes: None,
         sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(leaked),
-        minor_faults: Some(results.iter().map(|r| r.measurement.faults.minor).sum()),
-        major_faults: Some(results.iter().map(|r| r.measurement.faults.major).sum()),
-        voluntary_switches: Some(
-            results.iter().map(|r| r.measurement.faults.voluntary_switches).sum(),
-        ),
-        involuntary_switches: Some(
-            results.iter().map(|r| r.measurement.faults.involuntary_switches).sum(),
-        ),
+        minor_faults: Some(faults.minor),
+        major_faults: Some(faults.major),
+        voluntary_switches: Some(faults.voluntary_switches),
+        involuntary_switches: Some(faults.involuntary_switches),
     };
     let counts = Counts {
         train_series: results.len() as u64,
@@ -225,6 +231,15 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         timeline: timeline(p),
     };
     (stage, side, counts)
+}
+
+fn add(a: Faults, b: Faults) -> Faults {
+    Faults {
+        minor: a.minor + b.minor,
+        major: a.major + b.major,
+        voluntary_switches: a.voluntary_switches + b.voluntary_switches,
+        involuntary_switches: a.involuntary_switches + b.involuntary_switches,
+    }
 }
 
 /// A phase's tree peak and sum of peaks from each worker's jobs' (tree
