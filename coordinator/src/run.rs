@@ -345,23 +345,31 @@ async fn supervise_run(
 /// Processes a stage left behind were killed by its worker; `--leaks fail`
 /// fails the run for them, `warn` says so on stderr (summary.md says it
 /// too, from the report).
+/// A preparation program's leaks are its close's, on the phase's key.
 fn check_leaks(outcomes: &[PhaseOutcome], policy: LeakPolicy) -> Result<(), RunError> {
-    for r in outcomes.iter().flat_map(|p| p.results()) {
-        let leaked = &r.measurement.tree.leaked;
+    let jobs =
+        outcomes.iter().flat_map(|p| p.results()).map(|r| (&r.job.key, r.worker.0, &r.measurement));
+    let closes = outcomes.iter().flat_map(|p| {
+        p.dispatch
+            .outcomes
+            .iter()
+            .filter_map(|o| o.finished.as_ref().map(|m| (&p.phase.key, o.rank.0, m)))
+    });
+    for (key, rank, m) in jobs.chain(closes) {
+        let leaked = &m.tree.leaked;
         if leaked.is_empty() {
             continue;
         }
         let what = format!(
-            "stage {} left {} process(es) running when it ended ({}); the worker killed them",
-            r.job.key,
+            "stage {key} left {} process(es) running when it ended ({}); the worker killed them",
             leaked.len(),
             leaked.join(", ")
         );
         match policy {
             LeakPolicy::Fail => {
                 return Err(fail(
-                    Some(r.job.key.clone()),
-                    Some(r.worker.0),
+                    Some(key.clone()),
+                    Some(rank),
                     "leaked_processes",
                     format!("{what} (--leaks fail)"),
                 ));

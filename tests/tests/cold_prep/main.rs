@@ -4,4 +4,5 @@
 
 mod agreement;
 mod caches;
+mod items;
 mod workers;

@@ -228,7 +228,13 @@ impl Server {
                     "the preparation program said ready again instead of answering".into(),
                 ));
             }
-            Err(why) => return Err(StageError::Failed(format!("the preparation program {why}"))),
+            Err(why) => {
+                let why = match ended(self.pid) {
+                    Some(how) => format!("exited before answering ({how})"),
+                    None => why,
+                };
+                return Err(StageError::Failed(format!("the preparation program {why}")));
+            }
         }
         self.spans.follow(false, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
         let timed = std::mem::take(&mut self.spans.tally.timed);
@@ -262,13 +268,8 @@ impl Server {
     /// Ends the program's tree after it broke the protocol at start, and
     /// says why, with its exit status when it had already exited.
     fn fail(self, why: String) -> StageError {
-        let exited = super::command::exited(self.pid);
-        let status = self.kill_and_reap();
-        let how = match status.filter(|_| exited).map(|s| (s.code(), s.signal())) {
-            Some((Some(code), _)) => format!(" (it exited with status {code})"),
-            Some((_, Some(sig))) => format!(" (it was killed by signal {sig})"),
-            _ => String::new(),
-        };
+        let how = ended(self.pid).map(|how| format!(" ({how})")).unwrap_or_default();
+        self.kill_and_reap();
         StageError::Failed(format!("the preparation program {why}{how}"))
     }
 
@@ -313,6 +314,28 @@ impl Server {
             _ => Err("the preparation program ended abnormally after its input closed".into()),
         }
     }
+}
+
+/// How the child `pid` ended, if it has (without reaping it): "it exited
+/// with status 3", "it was killed by signal 9". A program whose answers
+/// pipe closed may still be exiting: it gets a moment.
+fn ended(pid: i32) -> Option<String> {
+    for _ in 0..50 {
+        // SAFETY: waitid writes only into the siginfo it is given.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        let flags = libc::WEXITED | libc::WNOHANG | libc::WNOWAIT;
+        let r = unsafe { libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, flags) };
+        // SAFETY: si_pid and si_status are valid for a waitid result.
+        if r == 0 && unsafe { info.si_pid() } == pid {
+            let status = unsafe { info.si_status() };
+            return Some(match info.si_code {
+                libc::CLD_EXITED => format!("it exited with status {status}"),
+                _ => format!("it was killed by signal {status}"),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    None
 }
 
 /// The read end of the answers pipe, split into lines.

@@ -1,0 +1,76 @@
+"""A preparation program for `--prepare` that behaves as ITEM_MODE says
+(tests/tests/cold_prep/items.rs). Every mode writes its pid into
+ITEM_PIDS/ so the test can check that none outlived the run.
+
+  ok              writes OUT/ID.txt (the id three times), with a span "work"
+  clock           as ok, and for item ITEM_SPECIAL a file time.txt holding
+                  the current time
+  error           answers error for item ITEM_SPECIAL
+  crash           exits 3 in the middle of its second item
+  before_ready    exits 4 before it says ready
+  never_ready     sleeps without saying ready
+  wrong_id        answers done for another id
+  malformed       answers a line that is not JSON
+  leak            as ok, and starts `sleep 60` on its first item, left running
+  touch_inputs    as ok, and writes a file into ITEM_INPUTS on its first item
+  stubborn        as ok, but does not exit when its input closes
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+
+import stagebench
+
+MODE = os.environ["ITEM_MODE"]
+pids = os.environ.get("ITEM_PIDS")
+if pids:
+    open(os.path.join(pids, str(os.getpid())), "w").close()
+
+answers = int(os.environ["STAGEBENCH_ANSWERS_FD"])
+
+
+def say(line):
+    os.write(answers, (line + "\n").encode())
+
+
+if MODE == "before_ready":
+    sys.exit(4)
+if MODE == "never_ready":
+    time.sleep(60)
+    sys.exit(0)
+
+seen = []
+
+
+def prepare(item, out):
+    seen.append(item)
+    with stagebench.span("work"):
+        with open(os.path.join(out, item + ".txt"), "w") as f:
+            f.write(item * 3)
+    if MODE == "clock" and item == os.environ["ITEM_SPECIAL"]:
+        with open(os.path.join(out, "time.txt"), "w") as f:
+            f.write(repr(time.time_ns()))
+    if MODE == "error" and item == os.environ["ITEM_SPECIAL"]:
+        raise ValueError("cannot prepare %s" % item)
+    if MODE == "crash" and len(seen) == 2:
+        os._exit(3)
+    if MODE == "leak" and len(seen) == 1:
+        subprocess.Popen(["sleep", "60"], start_new_session=False)
+    if MODE == "touch_inputs" and len(seen) == 1:
+        with open(os.path.join(os.environ["ITEM_INPUTS"], "touched"), "w") as f:
+            f.write("x")
+
+
+if MODE in ("wrong_id", "malformed"):
+    say('{"ready": true}')
+    items = os.fdopen(int(os.environ["STAGEBENCH_ITEMS_FD"]), "rb", buffering=0)
+    items.read(1)
+    say('{"done": "not-an-item-it-was-given"}' if MODE == "wrong_id" else "{not json")
+    time.sleep(60)
+    sys.exit(0)
+
+stagebench.serve(prepare)
+if MODE == "stubborn":
+    time.sleep(60)

@@ -1,0 +1,268 @@
+//! `--prepare CMD --items FILE`: a team's own per-item program in the main
+//! job, through real processes (tests/scripts/item_program.py, which
+//! misbehaves as `ITEM_MODE` says). Every ending is checked for processes
+//! left behind: the workers, and every program process (each writes its pid
+//! into a directory of the test's).
+
+use harness::{alive, coordinator_with_output, json, run};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The Python that runs the helper (as in pipelines.rs): `STAGEBENCH_PYTHON`,
+/// else python3 with the checkout's package on its path.
+fn python(c: &mut Command) -> String {
+    match std::env::var("STAGEBENCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            c.env("PYTHONPATH", repo().join("python"));
+            "python3".into()
+        }
+    }
+}
+
+/// Ids that must never reach evidence.
+const IDS: [&str; 6] = ["secret-a", "secret-b", "secret-c", "secret-d", "secret-e", "secret-f"];
+
+struct Prepared {
+    _tmp: tempfile::TempDir,
+    out: PathBuf,
+    pids: PathBuf,
+    f: harness::Finished,
+}
+
+impl Prepared {
+    /// No worker and no program process outlived the run.
+    fn assert_nothing_left(&self) {
+        self.f.assert_no_worker_left();
+        let pids: Vec<i32> = std::fs::read_dir(&self.pids)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().parse().unwrap())
+            .collect();
+        for pid in pids {
+            assert!(!alive(pid), "program pid {pid} outlived the run\n{}", self.f.stderr);
+        }
+    }
+
+    /// The run failed with `reason`, left no report, and said `says`.
+    fn assert_failed(&self, reason: &str, says: &str) -> serde_json::Value {
+        assert_eq!(self.f.code(), Some(1), "{}", self.f.stderr);
+        assert!(!self.out.join("report.json").exists(), "a failed run has no report");
+        let failure = json(&self.out.join("failure.json"));
+        assert_eq!(failure["reason"], reason, "{failure}");
+        let message = failure["message"].as_str().unwrap();
+        assert!(message.contains(says), "failure.json says {message:?}, not {says:?}");
+        for id in IDS {
+            assert!(!failure.to_string().contains(id), "failure.json names an item: {failure}");
+        }
+        // The outputs of a failed run are never trusted: none is left.
+        for dir in ["private-output", "private-output-parallel"] {
+            assert!(!self.out.join(dir).exists(), "{dir} was left beside failure.json");
+        }
+        self.assert_nothing_left();
+        failure
+    }
+}
+
+/// `--mode cold-prep --prepare 'PY item_program.py' --items FILE` with
+/// `ITEM_MODE=mode`, weighted items, and `args`.
+fn prepare(mode: &str, args: &[&str], env: &[(&str, &str)]) -> Prepared {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let items = tmp.path().join("items.tsv");
+    let lines: Vec<String> =
+        IDS.iter().enumerate().map(|(i, id)| format!("{id}\t{}", 10 + i % 3)).collect();
+    std::fs::write(&items, lines.join("\n") + "\n").unwrap();
+    let pids = tmp.path().join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let py = python(&mut c);
+    let program = repo().join("tests/scripts/item_program.py");
+    c.env("ITEM_MODE", mode).env("ITEM_PIDS", &pids);
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    c.args(["--mode", "cold-prep", "--prepare"])
+        .arg(format!("{py} {}", program.display()))
+        .arg("--items")
+        .arg(&items)
+        .args(args);
+    let f = run(c);
+    Prepared { _tmp: tmp, out, pids, f }
+}
+
+#[test]
+fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
+    let p = prepare("ok", &["--workers", "2", "--rounds", "2"], &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    p.assert_nothing_left();
+    let r = json(&p.out.join("report.json"));
+    assert_eq!(r["outputs_identical"], true);
+    assert!(r.get("caches_identical").is_none(), "the recipe's caches are not this run's");
+    assert_eq!(r["items"]["count"], 6);
+    assert_eq!(r["items"]["weighted"], true);
+    let file = std::fs::read(p.out.parent().unwrap().join("items.tsv")).unwrap();
+    assert_eq!(r["items"]["items_sha256"], evidence::sha256_hex(&file));
+    // Each process started the program once, and its start-up is its own.
+    for side in ["serial", "parallel"] {
+        let workers = r[side]["workers"].as_array().unwrap();
+        assert_eq!(workers.len(), if side == "serial" { 1 } else { 2 });
+        for w in workers {
+            assert!(w["startup_s"].as_f64().unwrap() > 0.0, "{w}");
+        }
+        assert_eq!(r[side]["per_series_s"]["n"], 6, "one time per item");
+        assert!(r[side]["components_s"]["span:work_s"].as_f64().unwrap() > 0.0);
+    }
+    let stage = &r["stages"]["cold_prepare_parallel"];
+    assert_eq!(stage["stage"], "prepare_item");
+    assert_eq!(stage["figures"]["items"], 6.0);
+    // Both phases wrote every item's file; the manifests bind them.
+    for dir in ["private-output", "private-output-parallel"] {
+        for id in IDS {
+            let text = std::fs::read_to_string(p.out.join(dir).join(format!("{id}.txt"))).unwrap();
+            assert_eq!(text, id.repeat(3));
+        }
+        let m = json(&p.out.join(dir).join("manifest.json"));
+        assert_eq!(m["schema"], "stagebench.output-manifest");
+        assert_eq!(m["files"].as_object().unwrap().len(), 6);
+    }
+    // No id in any evidence file, summary or plot.
+    for f in harness::files_below(&p.out) {
+        if f.starts_with("private-output") {
+            continue;
+        }
+        let text = String::from_utf8_lossy(&std::fs::read(p.out.join(&f)).unwrap()).into_owned();
+        for id in IDS {
+            assert!(!text.contains(id), "{f} names item {id}");
+        }
+    }
+    let mut v = harness::coordinator();
+    v.arg("verify").arg(&p.out);
+    let verified = run(v);
+    assert_eq!(verified.code(), Some(0), "{}", verified.stderr);
+    // What the console says.
+    assert!(p.f.stdout.contains("items 6; serial "), "{}", p.f.stdout);
+    assert!(p.f.stdout.contains("outputs identical: true"), "{}", p.f.stdout);
+}
+
+#[test]
+fn a_nondeterministic_program_fails_the_run_with_the_count_of_differing_files() {
+    let p = prepare("clock", &["--workers", "2", "--rounds", "1"], &[("ITEM_SPECIAL", "secret-c")]);
+    let failure = p.assert_failed(
+        "outputs_differ",
+        "the 1-process and 2-process outputs differ (private-output and private-output-parallel): 1 file(s) differ, 0 missing, 0 extra",
+    );
+    assert_eq!(failure["stage"], "cold_prepare_parallel");
+    // The path goes to the person, on stderr only.
+    assert!(p.f.stderr.contains("differs: time.txt"), "{}", p.f.stderr);
+    // The control: the same program without the clock file is identical.
+    let p = prepare("clock", &["--workers", "2", "--rounds", "1"], &[("ITEM_SPECIAL", "none")]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    assert_eq!(json(&p.out.join("report.json"))["outputs_identical"], true);
+}
+
+#[test]
+fn a_program_that_breaks_the_protocol_fails_the_run_and_leaves_nothing() {
+    let one = ["--workers", "1", "--rounds", "1"];
+    let p = prepare("before_ready", &one, &[]);
+    p.assert_failed("stage_failed", "before it said ready: ");
+    assert!(p.f.stderr.contains("(it exited with status 4)"), "{}", p.f.stderr);
+    let p =
+        prepare("never_ready", &["--workers", "1", "--rounds", "1", "--connect-timeout", "1"], &[]);
+    p.assert_failed("stage_failed", "did not say it in time (--connect-timeout)");
+    let p = prepare("wrong_id", &one, &[]);
+    p.assert_failed("stage_failed", "answered done for an item it was not given");
+    let p = prepare("malformed", &one, &[]);
+    p.assert_failed("stage_failed", "wrote a malformed answer line");
+    let p = prepare("crash", &one, &[]);
+    // Weights 10, 11, 12, 10, 11, 12: the second item handed over is line 6.
+    let says =
+        "item 6 of 6: the preparation program exited before answering (it exited with status 3)";
+    p.assert_failed("stage_failed", says);
+    let p =
+        prepare("stubborn", &["--workers", "1", "--rounds", "1", "--connect-timeout", "1"], &[]);
+    p.assert_failed("stage_failed", "did not exit within 1.0 s after its input closed");
+}
+
+#[test]
+fn an_item_that_fails_is_named_by_its_line_never_its_id() {
+    // secret-e is line 5 of 6.
+    let p = prepare("error", &["--workers", "2", "--rounds", "1"], &[("ITEM_SPECIAL", "secret-e")]);
+    p.assert_failed("stage_failed", "item 5 of 6: the preparation program answered error");
+    // Its own message reaches the person on stderr.
+    assert!(p.f.stderr.contains("ValueError: cannot prepare secret-e"), "{}", p.f.stderr);
+}
+
+#[test]
+fn inputs_that_change_during_the_run_fail_it() {
+    let inputs = tempfile::tempdir().unwrap();
+    std::fs::write(inputs.path().join("data.bin"), b"input").unwrap();
+    let dir = inputs.path().to_str().unwrap();
+    let args = ["--workers", "2", "--rounds", "1", "--inputs", dir];
+    let p = prepare("touch_inputs", &args, &[("ITEM_INPUTS", dir)]);
+    p.assert_failed("inputs_changed", "--inputs changed while the run prepared: 1 file(s), 5 bytes before; 2 file(s), 6 bytes after");
+    // The control: inputs left alone are declared and reported unchanged.
+    std::fs::remove_file(inputs.path().join("touched")).unwrap();
+    let p = prepare("ok", &args, &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    let r = json(&p.out.join("report.json"));
+    assert_eq!(r["items"]["inputs"]["files"], 1);
+    assert_eq!(r["items"]["inputs"]["unchanged"], true);
+    let d = json(&p.out.join("declaration.json"));
+    assert_eq!(d["parameters"]["inputs_sha256"], r["items"]["inputs"]["sha256"]);
+}
+
+#[test]
+fn a_process_the_program_left_running_is_a_leak_and_is_killed() {
+    let p = prepare("leak", &["--workers", "1", "--rounds", "1"], &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    let r = json(&p.out.join("report.json"));
+    let leaked = &r["stages"]["cold_prepare"]["leaked_processes"];
+    assert_eq!(leaked["count"], 1, "{leaked}");
+    assert_eq!(leaked["names"][0], "sleep");
+    p.assert_nothing_left();
+    let no_sleep = Command::new("pgrep").args(["-f", "^sleep 60$"]).output().unwrap();
+    assert!(no_sleep.stdout.is_empty(), "the leaked sleep is still running");
+    // With --leaks fail the same program fails the run.
+    let p = prepare("leak", &["--workers", "1", "--rounds", "1", "--leaks", "fail"], &[]);
+    p.assert_failed("leaked_processes", "sleep");
+}
+
+#[test]
+fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let refused = |items: &[u8], extra: &[&str], says: &str| {
+        let file = tmp.path().join("items");
+        std::fs::write(&file, items).unwrap();
+        let mut c = harness::coordinator();
+        c.args(["--mode", "cold-prep", "--prepare", "true", "--items"])
+            .arg(&file)
+            .arg("--output")
+            .arg(&out)
+            .args(extra);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{says}: {}", f.stderr);
+        let lines: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{}", f.stderr);
+        assert!(lines[0].contains(says), "{} does not say {says:?}", lines[0]);
+        assert!(!lines[0].contains("secret"), "{}", lines[0]);
+        assert!(!out.exists(), "a refused command line created {}", out.display());
+    };
+    refused(b"", &[], "--items: the file lists no item");
+    refused(b"a\nsecret\nb\nsecret\n", &[], "--items line 4: the same id as line 2");
+    refused(b"a\t-3\n", &[], "--items line 1: the weight is not a positive number");
+    refused(b"a\t1\tx\n", &[], "--items line 1: a third field");
+    refused(b"a\n", &["--data", "/nonexistent"], "--data is the recipe's dataset");
+    let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--prepare", "true"]).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(f.stderr.contains("--prepare needs --items FILE"), "{}", f.stderr);
+    let mut c = harness::coordinator();
+    c.args(["--mode", "profile", "--items", "x"]).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(f.stderr.contains("--items applies to --mode cold-prep"), "{}", f.stderr);
+}
