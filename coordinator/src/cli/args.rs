@@ -134,6 +134,9 @@ pub(super) enum DatasetCommand {
         #[arg(long, value_name = "DIR")]
         out: PathBuf,
     },
+    /// Print where the built-in cohort is (made once, into $STAGEBENCH_CACHE
+    /// or ~/.cache/stagebench), checked: for your own program to read it.
+    Path,
     /// Read and decode every training series of a frozen dataset in this one
     /// process, with no checks, extraction or writes: the floor under cold
     /// preparation. Prints the times.

@@ -53,6 +53,9 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 DatasetCommand::Freeze { series, events, out } => {
                     crate::dataset::freeze_cmd(&series, &events, &out)
                 }
+                DatasetCommand::Path => {
+                    crate::dataset::resolve(None, false).map(|(dir, _)| dir.display().to_string())
+                }
                 DatasetCommand::Scan { data } => crate::dataset::scan_cmd(data.as_deref()),
             }?;
             println!("{line}");

@@ -169,7 +169,8 @@ pub(crate) async fn supervise(
     let (end, exit) = match failure {
         Some(end) => (end, proc.terminate(shared.grace).await),
         None if task_of_step => {
-            task_shut_down(&proc, &mut writer, &mut incoming, &jobs, shared.grace).await
+            let close = finished.as_ref();
+            task_shut_down(&proc, &mut writer, &mut incoming, &jobs, close, shared.grace).await
         }
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
@@ -371,6 +372,7 @@ async fn task_shut_down(
     writer: &mut gate::WriteHalf,
     incoming: &mut Incoming,
     jobs: &[JobResult],
+    close: Option<&protocol::Measurement>,
     grace: Duration,
 ) -> (WorkerEnd, ProcessExit) {
     let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
@@ -384,15 +386,13 @@ async fn task_shut_down(
     };
     match tokio::time::timeout(grace + Duration::from_secs(5), closed).await {
         Ok(()) => {
+            // A preparation program's CPU is its close's (reaped then).
+            let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
             let exit = ProcessExit {
                 kind: ExitKind::Exited(0),
-                user_ns: jobs.iter().map(|j| j.measurement.user_ns).sum(),
-                sys_ns: jobs.iter().map(|j| j.measurement.sys_ns).sum(),
-                peak_rss_bytes: jobs
-                    .iter()
-                    .map(|j| j.measurement.peak_rss_bytes)
-                    .max()
-                    .unwrap_or(0),
+                user_ns: measured().map(|m| m.user_ns).sum(),
+                sys_ns: measured().map(|m| m.sys_ns).sum(),
+                peak_rss_bytes: measured().map(|m| m.peak_rss_bytes).max().unwrap_or(0),
                 wall: proc.launched.elapsed(),
                 faults: None,
             };

@@ -266,3 +266,76 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
     assert_eq!(f.code(), Some(2));
     assert!(f.stderr.contains("--items applies to --mode cold-prep"), "{}", f.stderr);
 }
+
+/// The worked example (examples/prepare/): the recipe's features in numpy,
+/// served per series, identical serial and parallel, and equal to the
+/// built-in cache within the contract's float tolerance. It needs numpy and
+/// pyarrow: CI's `STAGEBENCH_PYTHON` has them (the test is then required);
+/// elsewhere, without them, it says SKIPPED.
+#[test]
+fn the_worked_example_prepares_what_the_recipe_prepares() {
+    let mut probe = Command::new("true");
+    let py = python(&mut probe);
+    let has = Command::new(&py)
+        .args(["-c", "import numpy, pyarrow"])
+        .envs(probe.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !has {
+        assert!(
+            std::env::var("STAGEBENCH_PYTHON").is_err(),
+            "STAGEBENCH_PYTHON ({py}) lacks numpy or pyarrow: the example cannot run"
+        );
+        eprintln!(
+            "SKIPPED the_worked_example_prepares_what_the_recipe_prepares: {py} has no numpy or pyarrow"
+        );
+        return;
+    }
+    let data = &harness::data::tiny().frozen;
+    let example = repo().join("examples/prepare");
+    let (tmp, out, mut c) = coordinator_with_output();
+    python(&mut c);
+    let list = Command::new(&py)
+        .arg(example.join("prepare.py"))
+        .arg("--list")
+        .arg(data)
+        .envs(c.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .unwrap();
+    assert!(list.status.success(), "{}", String::from_utf8_lossy(&list.stderr));
+    let items = tmp.path().join("items.tsv");
+    std::fs::write(&items, &list.stdout).unwrap();
+    c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "1", "--prepare"])
+        .arg(format!("{py} {} --data {}", example.join("prepare.py").display(), data.display()))
+        .arg("--items")
+        .arg(&items)
+        .arg("--inputs")
+        .arg(data);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["outputs_identical"], true);
+    assert_eq!(r["items"]["inputs"]["unchanged"], true);
+    let spans = r["serial"]["components_s"].as_object().unwrap();
+    for name in ["read", "hash", "decode", "extract", "write"] {
+        assert!(spans.contains_key(&format!("span:{name}_s")), "{spans:?}");
+    }
+    // The built-in preparation of the same data, and the comparison.
+    let builtin = tmp.path().join("builtin");
+    let mut b = harness::coordinator();
+    b.args(["--mode", "cold-prep", "--workers", "1", "--rounds", "1", "--data"])
+        .arg(data)
+        .arg("--output")
+        .arg(&builtin);
+    let fb = run(b);
+    assert_eq!(fb.code(), Some(0), "{}", fb.stderr);
+    let mut compare = Command::new(&py);
+    compare
+        .arg(example.join("compare.py"))
+        .arg(out.join("private-output"))
+        .arg(builtin.join("private-feature-cache"));
+    let cmp = compare.output().unwrap();
+    let said = String::from_utf8_lossy(&cmp.stdout);
+    assert!(cmp.status.success(), "{said}{}", String::from_utf8_lossy(&cmp.stderr));
+    assert!(said.contains("largest difference"), "{said}");
+}
