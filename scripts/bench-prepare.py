@@ -12,8 +12,10 @@ Each round runs, in alternating order:
 and prints medians over rounds and the ratios: stagebench serial / loop and
 stagebench N-process / pool. Then no-op items (a program whose function does
 nothing), for stagebench's own per-item round trip (coordinator to worker to
-program and back), with N processes and with one; and --big no-op items
-through 8 processes. Needs numpy and pyarrow in --python. Run by hand on an
+program and back), with N processes and with one, beside its floor on this
+machine: two processes passing a byte back and forth over two pipes, twice
+(an item crosses two such round trips: coordinator and worker, worker and
+program); and --big no-op items through 8 processes. Needs numpy and pyarrow in --python. Run by hand on an
 idle machine; not in CI.
 
 usage: scripts/bench-prepare.py [--data DIR] [--rounds R] [--workers N]
@@ -61,6 +63,22 @@ if __name__ == "__main__":
             pass
 """
 
+PINGPONG = """
+import os, time
+n = {n}
+r1, w1 = os.pipe(); r2, w2 = os.pipe()
+pid = os.fork()
+if pid == 0:
+    for _ in range(n):
+        os.read(r1, 64); os.write(w2, b"x")
+    os._exit(0)
+t = time.perf_counter()
+for _ in range(n):
+    os.write(w1, b"x"); os.read(r2, 64)
+print(time.perf_counter() - t)
+os.waitpid(pid, 0)
+"""
+
 NOOP = """
 import stagebench
 stagebench.serve(lambda item, out: None)
@@ -101,6 +119,7 @@ def main():
     ap.add_argument("--python", default=sys.executable)
     ap.add_argument("--noop", type=int, default=20000, help="no-op items for the round trip")
     ap.add_argument("--big", type=int, default=100000, help="no-op items through 8 processes")
+    ap.add_argument("--noop-only", action="store_true", help="skip the loop and Pool rounds")
     a = ap.parse_args()
     data = a.data or subprocess.run(
         [COORDINATOR, "dataset", "path"], check=True, capture_output=True, text=True
@@ -120,7 +139,7 @@ def main():
         program = f"{os.path.join(EXAMPLE, 'prepare.py')} --data {data}"
         got = {"loop": [], "pool": [], "serial": [], "parallel": []}
         print(f"{n} items from {data}; {a.rounds} rounds, {a.workers} processes")
-        for r in range(a.rounds):
+        for r in range(0 if a.noop_only else a.rounds):
             order = ["loop", "pool", "stagebench"]
             if r % 2:
                 order.reverse()
@@ -134,17 +153,21 @@ def main():
                     got["serial"].append(rep["serial"]["wall_s"])
                     got["parallel"].append(rep["parallel"]["wall_s"])
             print(f"round {r + 1}: " + ", ".join(f"{k} {v[-1]:.3f} s" for k, v in got.items()))
-        med = {k: statistics.median(v) for k, v in got.items()}
-        print("medians: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items()))
-        print(f"stagebench serial / plain loop: {med['serial'] / med['loop']:.3f}")
-        print(f"stagebench {a.workers}-process / Pool({a.workers}): {med['parallel'] / med['pool']:.3f}")
+        if not a.noop_only:
+            med = {k: statistics.median(v) for k, v in got.items()}
+            print("medians: " + ", ".join(f"{k} {v:.3f} s" for k, v in med.items()))
+            print(f"stagebench serial / plain loop: {med['serial'] / med['loop']:.3f}")
+            print(f"stagebench {a.workers}-process / Pool({a.workers}): {med['parallel'] / med['pool']:.3f}")
 
         noop = os.path.join(scratch, "noop.py")
         open(noop, "w").write(NOOP)
         noop_items = os.path.join(scratch, "noop.tsv")
         open(noop_items, "w").write("".join(f"n{i}\n" for i in range(a.noop)))
-        trips = {"parallel": [], "serial": [], "item": []}
+        trips = {"parallel": [], "serial": [], "item": [], "floor": []}
         for _ in range(3):
+            pp = subprocess.run([a.python, "-c", PINGPONG.format(n=a.noop)], check=True,
+                                capture_output=True, text=True)
+            trips["floor"].append(2 * float(pp.stdout) / a.noop)
             rep = stagebench(scratch, a.python, noop, noop_items, a.workers)
             trips["parallel"].append(round_trip(rep["parallel"], a.noop))
             trips["serial"].append(round_trip(rep["serial"], a.noop))
@@ -153,6 +176,11 @@ def main():
             f"no-op items ({a.noop}, median of 3 runs): round trip {statistics.median(trips['parallel']) * 1e6:.0f} us "
             f"per item per process with {a.workers} processes, {statistics.median(trips['serial']) * 1e6:.0f} us with 1; "
             f"worker to program and back {statistics.median(trips['item']) * 1e6:.0f} us (median item)"
+        )
+        floor = statistics.median(trips["floor"])
+        print(
+            f"floor: two bare pipe round trips {floor * 1e6:.0f} us; stagebench's serial round trip "
+            f"is {statistics.median(trips['serial']) / floor:.2f}x it"
         )
         big_items = os.path.join(scratch, "big.tsv")
         open(big_items, "w").write("".join(f"n{i}\n" for i in range(a.big)))

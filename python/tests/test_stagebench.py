@@ -92,3 +92,61 @@ class Helper(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class Serve(unittest.TestCase):
+    """`serve` as a worker sees it: a child process speaking the item
+    protocol over two pipes (docs/item-protocol.md)."""
+
+    PROGRAM = (
+        "import os, stagebench\n"
+        "def prepare(item, out):\n"
+        "    if item == 'bad':\n"
+        "        raise ValueError('no good')\n"
+        "    with open(os.path.join(out, item), 'w') as f:\n"
+        "        f.write(item)\n"
+        "stagebench.serve(prepare)\n"
+    )
+
+    def start(self):
+        import subprocess
+        import sys
+
+        items_r, self.items_w = os.pipe()
+        self.answers_r, answers_w = os.pipe()
+        env = dict(os.environ, STAGEBENCH_ITEMS_FD=str(items_r), STAGEBENCH_ANSWERS_FD=str(answers_w))
+        env.pop("STAGEBENCH_SPANS", None)
+        self.child = subprocess.Popen(
+            [sys.executable, "-c", self.PROGRAM], env=env, pass_fds=(items_r, answers_w),
+            stderr=subprocess.PIPE,
+        )
+        os.close(items_r)
+        os.close(answers_w)
+        self.answers = os.fdopen(self.answers_r, "rb")
+
+    def answer(self):
+        return json.loads(self.answers.readline())
+
+    def test_items_are_answered_in_turn_and_the_end_of_input_ends_the_program(self):
+        self.start()
+        out = tempfile.mkdtemp()
+        self.assertEqual(self.answer(), {"ready": True})
+        for item in ["a", "bad", "c"]:
+            os.write(self.items_w, (json.dumps({"item": item, "out": out}) + "\n").encode())
+            got = self.answer()
+            if item == "bad":
+                self.assertEqual(got, {"error": "ValueError: no good"})
+            else:
+                self.assertEqual(got, {"done": item})
+        os.close(self.items_w)
+        _, err = self.child.communicate(timeout=30)
+        self.assertEqual(self.child.returncode, 0)
+        self.assertIn(b"ValueError: no good", err, "the traceback goes to stderr")
+        self.assertEqual(sorted(os.listdir(out)), ["a", "c"])
+        self.assertEqual(self.answers.read(), b"", "nothing after the last answer")
+
+    def test_outside_stagebench_serve_says_so(self):
+        os.environ.pop("STAGEBENCH_ITEMS_FD", None)
+        with self.assertRaises(RuntimeError) as e:
+            stagebench.serve(lambda item, out: None)
+        self.assertIn("--prepare", str(e.exception))

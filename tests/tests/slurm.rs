@@ -26,6 +26,54 @@ fn manifest(run: &Path, cache: &str) -> Vec<u8> {
     std::fs::read(run.join(cache).join("manifest.json")).unwrap()
 }
 
+/// `--prepare` through srun: each task starts the team's program, which
+/// its worker keeps for the task's items and closes before the task ends;
+/// the outputs are identical, and no program outlives its task.
+#[test]
+fn a_teams_preparation_through_slurm() {
+    let conf = match cluster() {
+        Ok(c) => c,
+        Err(reason) => return skip("a_teams_preparation_through_slurm", &reason),
+    };
+    let tag = new_tag();
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
+    let py = match std::env::var("STAGEBENCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            c.env("PYTHONPATH", repo.join("python"));
+            "python3".into()
+        }
+    };
+    let items = tmp.path().join("items");
+    std::fs::write(&items, (0..12).map(|i| format!("s{i}\n")).collect::<String>()).unwrap();
+    let program = repo.join("tests/scripts/item_program.py");
+    c.env("SLURM_CONF", &conf).env(TAG, &tag).env("ITEM_MODE", "ok");
+    c.args(["--launcher", "slurm", "--mode", "cold-prep", "--workers", "2", "--rounds", "1"])
+        .arg("--prepare")
+        .arg(format!("{py} {}", program.display()))
+        .arg("--items")
+        .arg(&items);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert!(f.stderr.contains("srun started"), "not through srun: {}", f.stderr);
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["launcher"], "slurm");
+    assert_eq!(r["outputs_identical"], true);
+    let tasks = r["parallel"]["workers"].as_array().unwrap();
+    assert_eq!(tasks.len(), 2);
+    for t in tasks {
+        assert!(t["startup_s"].as_f64().unwrap() > 0.0, "{t}");
+        // A task's CPU is its own figures', its program's close included.
+        assert!(t["cpu_s"].as_f64().unwrap() > 0.0, "{t}");
+    }
+    let mut v = coordinator();
+    v.arg("verify").arg(&out);
+    assert_eq!(run(v).code(), Some(0));
+    f.assert_no_worker_left();
+    assert_nothing_left(&tag);
+}
+
 #[test]
 fn cold_prep_through_slurm_matches_a_local_run() {
     let conf = match cluster() {

@@ -130,13 +130,34 @@ fn broken_links(doc: &Path, text: &str) -> Vec<String> {
 
 /// A shell line as words, split into its commands at unquoted `&&`, `||`,
 /// `;` and `|`, with a trailing `# comment` dropped. Quotes group and are
-/// removed; `\` escapes inside double quotes and outside quotes.
+/// removed; `\` escapes inside double quotes and outside quotes. A command
+/// substitution `$(…)` outside single quotes is a word (`SUBST`), and the
+/// commands inside it come first.
 fn shell_commands(line: &str) -> Vec<Vec<String>> {
+    let mut inner = Vec::new();
     let mut commands = vec![Vec::new()];
     let mut word: Option<String> = None;
     let mut chars = line.chars().peekable();
     let mut quote: Option<char> = None;
     while let Some(c) = chars.next() {
+        if c == '$' && quote != Some('\'') && chars.peek() == Some(&'(') {
+            chars.next();
+            let (mut depth, mut text) = (1, String::new());
+            for c in chars.by_ref() {
+                depth += match c {
+                    '(' => 1,
+                    ')' => -1,
+                    _ => 0,
+                };
+                if depth == 0 {
+                    break;
+                }
+                text.push(c);
+            }
+            inner.extend(shell_commands(&text));
+            word.get_or_insert_default().push_str("SUBST");
+            continue;
+        }
         match (quote, c) {
             (Some(q), c) if c == q => quote = None,
             (Some('"'), '\\') => word.get_or_insert_default().extend(chars.next()),
@@ -160,7 +181,8 @@ fn shell_commands(line: &str) -> Vec<Vec<String>> {
     }
     commands.last_mut().unwrap().extend(word);
     commands.retain(|c| !c.is_empty());
-    commands
+    inner.extend(commands);
+    inner
 }
 
 /// Why clap refuses `words` (a `coordinator` command line) with `--help`
@@ -183,7 +205,21 @@ fn coordinator_commands(text: &str) -> Vec<Vec<String>> {
         if !matches!(lang, "sh" | "bash" | "shell" | "console") {
             continue;
         }
+        // A line ending in `\` continues on the next.
+        let mut joined: Vec<String> = Vec::new();
+        let mut open = false;
         for line in lines {
+            match (open, joined.last_mut()) {
+                (true, Some(last)) => last.push_str(line),
+                _ => joined.push(line.to_string()),
+            }
+            open = line.trim_end().ends_with('\\');
+            if open {
+                let last = joined.last_mut().expect("just pushed");
+                last.truncate(last.trim_end().len() - 1);
+            }
+        }
+        for line in &joined {
             for command in shell_commands(line) {
                 if Path::new(&command[0]).file_name().is_some_and(|n| n == "coordinator") {
                     out.push(command);
@@ -271,6 +307,25 @@ fn shell_lines_split_into_commands_with_quotes_kept_whole() {
         shell_commands("coordinator --figure 'span:*' # x#y"),
         vec![words(&["coordinator", "--figure", "span:*"])]
     );
+    // A substitution's commands come first; it is one word where it stands.
+    assert_eq!(
+        shell_commands(
+            r#"D=$(coordinator dataset path) && coordinator --prepare "p --data $D" '$(x)'"#
+        ),
+        vec![
+            words(&["coordinator", "dataset", "path"]),
+            words(&["D=SUBST"]),
+            words(&["coordinator", "--prepare", "p --data $D", "$(x)"])
+        ]
+    );
+}
+
+#[test]
+fn a_line_ending_in_a_backslash_continues() {
+    let text = "```sh\ncoordinator --mode cold-prep \\\n    --workers 2\ncoordinator doctor\n```\n";
+    let got = coordinator_commands(text);
+    assert_eq!(got.len(), 2, "{got:?}");
+    assert_eq!(got[0], ["coordinator", "--mode", "cold-prep", "--workers", "2"]);
 }
 
 #[test]

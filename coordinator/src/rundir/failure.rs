@@ -17,7 +17,7 @@ pub(crate) struct Failure {
     /// A stable machine-readable kind: `stage_failed`, `worker_crashed`,
     /// `worker_exited`, `connect_timeout`, `stage_timeout`,
     /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`, `caches_differ`,
-    /// `leaked_processes`,
+    /// `outputs_differ`, `inputs_changed`, `output_refused`, `leaked_processes`,
     /// `interrupted`, `internal`.
     pub(crate) reason: String,
     /// One line for a person.
