@@ -40,6 +40,6 @@ pub(crate) enum Event {
     StageFinished {
         rank: WorkerId,
         key: String,
-        measurement: Measurement,
+        measurement: Box<Measurement>,
     },
 }

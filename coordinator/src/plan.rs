@@ -16,6 +16,58 @@ pub(crate) fn is_label(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// Presets `--span preset:NAME` knows.
+pub(crate) const SPAN_PRESETS: [&str; 1] = ["torch"];
+
+/// `--span MODULE:QUALNAME[=NAME]` or `--span preset:NAME`, checked: a
+/// module and a qualname of dotted Python identifiers, a NAME by the span
+/// name rule (1 to 64 of `A-Z a-z 0-9 _ . -`), defaulting to the
+/// qualname's last part; a known preset.
+pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, String> {
+    let Some((module, rest)) = spec.split_once(':') else {
+        return Err(format!(
+            "'{spec}' has no colon: spell it MODULE:QUALNAME[=NAME] or preset:NAME"
+        ));
+    };
+    if module == "preset" {
+        return match SPAN_PRESETS.contains(&rest) {
+            true => Ok(protocol::SpanTarget::Preset(rest.into())),
+            false => Err(format!("unknown preset '{rest}' (known: {})", SPAN_PRESETS.join(", "))),
+        };
+    }
+    let (qualname, name) = match rest.split_once('=') {
+        Some((q, n)) => (q, Some(n)),
+        None => (rest, None),
+    };
+    let dotted = |s: &str| {
+        !s.is_empty()
+            && s.split('.').all(|part| {
+                part.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                    && part.chars().all(|c| c.is_alphanumeric() || c == '_')
+            })
+    };
+    if !dotted(module) {
+        return Err(format!("'{spec}': the module '{module}' is not a dotted Python name"));
+    }
+    if !dotted(qualname) {
+        return Err(format!("'{spec}': the qualname '{qualname}' is not a dotted Python name"));
+    }
+    let name = name.unwrap_or_else(|| qualname.rsplit('.').next().unwrap_or(qualname));
+    let ok_name = !name.is_empty()
+        && name.len() <= 64
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    if !ok_name {
+        return Err(format!(
+            "'{spec}': the span name '{name}' must be 1 to 64 of A-Z a-z 0-9 _ . -"
+        ));
+    }
+    Ok(protocol::SpanTarget::Function {
+        module: module.into(),
+        qualname: qualname.into(),
+        name: name.into(),
+    })
+}
+
 /// The kind of run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Mode {
@@ -114,6 +166,11 @@ pub(crate) struct Settings {
     pub(crate) leaks: LeakPolicy,
     /// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
     pub(crate) sample_ms: u32,
+    /// `--span`: functions every command stage's (and preparation
+    /// program's) Python wraps as spans.
+    pub(crate) spans: Vec<protocol::SpanTarget>,
+    /// A campaign's spans for one pipeline stage, by stage key, on top.
+    pub(crate) stage_spans: BTreeMap<String, Vec<protocol::SpanTarget>>,
 }
 
 /// What a stage's leftover processes (killed by its worker) do to the run.
@@ -151,7 +208,30 @@ impl Settings {
         if let Some(k) = &self.kill_at {
             p.insert("kill_at".into(), k.to_string().into());
         }
+        let spelled = |t: &[protocol::SpanTarget]| -> Vec<String> {
+            t.iter().map(|t| t.to_string()).collect()
+        };
+        if !self.spans.is_empty() {
+            p.insert("spans".into(), spelled(&self.spans).into());
+        }
+        if !self.stage_spans.is_empty() {
+            let per: BTreeMap<&String, Vec<String>> =
+                self.stage_spans.iter().map(|(k, t)| (k, spelled(t))).collect();
+            p.insert("stage_spans".into(), serde_json::json!(per));
+        }
         p
+    }
+
+    /// The span targets of a job: none for a built-in stage; for a command
+    /// stage or a preparation program, `--span`'s and its own stage's.
+    pub(crate) fn spans_of(&self, key: &str, stage: &Stage) -> Vec<protocol::SpanTarget> {
+        match stage {
+            Stage::Command { .. } | Stage::Exec { .. } | Stage::PrepareItem { .. } => {
+                let own = self.stage_spans.get(key).into_iter().flatten();
+                self.spans.iter().chain(own).cloned().collect()
+            }
+            _ => Vec::new(),
+        }
     }
 }
 
@@ -173,6 +253,36 @@ pub(crate) fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn span_targets_are_checked_and_named() {
+        let f = |m: &str, q: &str, n: &str| protocol::SpanTarget::Function {
+            module: m.into(),
+            qualname: q.into(),
+            name: n.into(),
+        };
+        assert_eq!(parse_span("json:loads"), Ok(f("json", "loads", "loads")));
+        assert_eq!(
+            parse_span("json.decoder:JSONDecoder.decode=decode_json"),
+            Ok(f("json.decoder", "JSONDecoder.decode", "decode_json"))
+        );
+        assert_eq!(parse_span("a:B.c").unwrap().to_string(), "a:B.c");
+        assert_eq!(parse_span("a:B.c=x").unwrap().to_string(), "a:B.c=x");
+        assert_eq!(parse_span("preset:torch"), Ok(protocol::SpanTarget::Preset("torch".into())));
+        for (bad, says) in [
+            ("json.loads", "has no colon"),
+            (":loads", "the module '' is not"),
+            ("json:", "the qualname '' is not"),
+            ("json:loads=", "the span name '' must be"),
+            ("json:loads=a/b", "the span name 'a/b' must be"),
+            ("json:1x", "the qualname '1x' is not"),
+            ("/tmp/x:f", "the module '/tmp/x' is not"),
+            ("preset:keras", "unknown preset 'keras' (known: torch)"),
+        ] {
+            let e = parse_span(bad).unwrap_err();
+            assert!(e.contains(says), "{bad}: {e}");
+        }
+    }
 
     #[test]
     fn repeated_stages_get_distinct_keys() {

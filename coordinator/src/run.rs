@@ -59,7 +59,10 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let (worker_sha, _) = evidence::file_sha256(worker_bin)
         .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", worker_bin.display())))?;
     // Everything about the input is checked before the run directory exists.
-    let prepared = plan.mode.prepare(&plan.settings)?;
+    let mut prepared = plan.mode.prepare(&plan.settings)?;
+    for job in prepared.phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+        job.spans = plan.settings.spans_of(&job.key, &job.stage);
+    }
     // Held until this function returns: the run's whole life.
     let _locks = prepared.locks;
     let settings = &plan.settings;

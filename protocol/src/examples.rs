@@ -4,7 +4,7 @@
 
 use crate::{
     Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Slice,
-    Stage, ToWorker, Token, TreeUsage, WorkerId,
+    SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
 };
 
 /// The token and build the fuzzed handshakes are checked against.
@@ -54,6 +54,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     involuntary_switches: 1,
                 },
                 slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9 }],
+                spans_not_found: vec!["json:nope".into()],
             },
         },
         FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
@@ -66,17 +67,36 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
     let to = vec![
         ToWorker::Welcome { run_dir: "/tmp/run".into() },
         ToWorker::Refused { reason: "token mismatch".into() },
-        ToWorker::Assign { job: JobId(5), stage: Stage::Sleep { ms: 200 }, kill: None },
+        ToWorker::Assign {
+            job: JobId(5),
+            stage: Stage::Sleep { ms: 200 },
+            kill: None,
+            spans: vec![],
+        },
         ToWorker::Assign {
             job: JobId(6),
             stage: Stage::Noop,
             kill: Some(KillPoint::Span { name: "fit".into(), n: 2 }),
+            spans: vec![
+                SpanTarget::Function {
+                    module: "json".into(),
+                    qualname: "JSONDecoder.decode".into(),
+                    name: "decode".into(),
+                },
+                SpanTarget::Preset("torch".into()),
+            ],
         },
-        ToWorker::Assign { job: JobId(7), stage: Stage::Noop, kill: Some(KillPoint::After(1.5)) },
+        ToWorker::Assign {
+            job: JobId(7),
+            stage: Stage::Noop,
+            kill: Some(KillPoint::After(1.5)),
+            spans: vec![],
+        },
         ToWorker::Assign {
             job: JobId(8),
             stage: Stage::Noop,
             kill: Some(KillPoint::Progress(0.5)),
+            spans: vec![],
         },
         ToWorker::Shutdown,
         ToWorker::Finish,

@@ -195,11 +195,12 @@ mod tests {
             job: JobId(5),
             stage: Stage::Sleep { ms: 200 },
             kill: None,
+            spans: vec![],
         })
         .unwrap();
         // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a
-        // one-byte varint, no kill point.
-        assert_eq!(hex(&assign), "00000005020501c800");
+        // one-byte varint, no kill point, no spans.
+        assert_eq!(hex(&assign), "00000006020501c80000");
         let progress = encode(&FromWorker::Progress { job: JobId(1), done: 3, total: 9 }).unwrap();
         assert_eq!(hex(&progress), "0000000401010309");
         let shutdown = encode(&ToWorker::Shutdown).unwrap();
@@ -231,9 +232,14 @@ mod tests {
                 involuntary_switches: 12,
             },
             slices: vec![Slice { name: "a".into(), start_ns: 13, dur_ns: 14 }],
+            spans_not_found: vec!["m:f".into()],
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        assert_eq!(hex(&m), "0000001b030102030405000601730a07010178010800090a0b0c0101610d0e");
+        // … then one span not found, "m:f".
+        assert_eq!(
+            hex(&m),
+            "00000020030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a66"
+        );
     }
 
     fn hex(b: &[u8]) -> String {

@@ -60,7 +60,12 @@ fn more_assignments() -> Vec<ToWorker> {
     ]
     .into_iter()
     .enumerate()
-    .map(|(i, stage)| ToWorker::Assign { job: JobId(10 + i as u32), stage, kill: None })
+    .map(|(i, stage)| ToWorker::Assign {
+        job: JobId(10 + i as u32),
+        stage,
+        kill: None,
+        spans: vec![],
+    })
     .collect()
 }
 

@@ -27,7 +27,7 @@ pub mod stream;
 
 pub use messages::{
     Faults, Figure, FromWorker, Hello, JobId, KillPoint, MAX_SLICES, Measurement, PROTOCOL_VERSION,
-    Slice, ToWorker, Token, TreeUsage, WorkerId, host_sha256,
+    Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId, host_sha256,
 };
 pub use stage::{
     EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,

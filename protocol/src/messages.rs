@@ -94,8 +94,10 @@ pub enum ToWorker {
     /// The handshake was refused; the connection closes after this frame.
     Refused { reason: String },
     /// Run one stage and report on it; a command stage with a `kill` point
-    /// is killed there by the worker (see [`KillPoint`]).
-    Assign { job: JobId, stage: Stage, kill: Option<KillPoint> },
+    /// is killed there by the worker (see [`KillPoint`]). `spans`: functions
+    /// a command's (or a preparation program's) Python wraps as spans
+    /// without its code being edited (`--span`); empty for everything else.
+    Assign { job: JobId, stage: Stage, kill: Option<KillPoint>, spans: Vec<SpanTarget> },
     /// No more work: exit cleanly.
     Shutdown,
     /// No more items: close the preparation program this worker started
@@ -148,6 +150,31 @@ pub enum FromWorker {
     },
 }
 
+/// What `--span` asks a Python command to time without editing it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum SpanTarget {
+    /// `MODULE:QUALNAME[=NAME]`: the function, method, classmethod or
+    /// staticmethod QUALNAME of MODULE, as a span called NAME.
+    Function { module: String, qualname: String, name: String },
+    /// `preset:NAME`: a set of spans the helper knows (`torch`).
+    Preset(String),
+}
+
+impl std::fmt::Display for SpanTarget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SpanTarget::Function { module, qualname, name } => {
+                let last = qualname.rsplit('.').next().unwrap_or(qualname);
+                match name == last {
+                    true => write!(f, "{module}:{qualname}"),
+                    false => write!(f, "{module}:{qualname}={name}"),
+                }
+            }
+            SpanTarget::Preset(p) => write!(f, "preset:{p}"),
+        }
+    }
+}
+
 /// Where a worker kills a command stage's process tree on purpose, so a
 /// resume can be measured from a known point. The command reports what it
 /// has done through its spans file (`STAGEBENCH_SPANS`).
@@ -182,6 +209,9 @@ pub struct Measurement {
     /// Timed parts of the stage (a command's spans with a start, the fit
     /// epoch's loader waits), at most [`MAX_SLICES`], in the order ended.
     pub slices: Vec<Slice>,
+    /// `--span` targets (as spelled, `MODULE:QUALNAME`) that never matched:
+    /// their module was never imported, or it has no such attribute.
+    pub spans_not_found: Vec<String>,
 }
 
 /// Most slices one measurement carries (the rest are counted in the

@@ -116,6 +116,7 @@ impl Mark {
             figures: Vec::new(),
             tree: protocol::TreeUsage::default(),
             slices: Vec::new(),
+            spans_not_found: Vec::new(),
             faults: {
                 let (a, b) = (&self.usage.faults, &end.usage.faults);
                 Faults {

@@ -195,7 +195,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     let mut items = stages::item::Items::new(sample_ms);
     loop {
         match wire.recv()? {
-            ToWorker::Assign { job, stage: stage @ Stage::PrepareItem { .. }, kill } => {
+            ToWorker::Assign { job, stage: stage @ Stage::PrepareItem { .. }, kill, spans } => {
                 // An item is timed by the clock alone: its program's tree is
                 // sampled for the program's whole life and measured at
                 // `Finish`; its CPU is the worker's once it is reaped.
@@ -206,6 +206,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     reporter: &mut reporter,
                     kill,
                     items: &mut items,
+                    spans: &spans,
                 };
                 let start = std::time::Instant::now();
                 let result = stages::run(&stage, &mut ctx);
@@ -237,7 +238,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 }
                 wire.send(&reply)?;
             }
-            ToWorker::Assign { job, stage, kill } => {
+            ToWorker::Assign { job, stage, kill, spans } => {
                 let mut reporter = WireReporter::new(&mut wire, job);
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
@@ -245,6 +246,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     reporter: &mut reporter,
                     kill,
                     items: &mut items,
+                    spans: &spans,
                 };
                 let sampler = crate::tree::Sampler::start(sample_ms);
                 let start = Mark::now();
@@ -281,6 +283,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         }
                         measurement.figures = figures;
                         measurement.tree = contained.tree;
+                        measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
                         FromWorker::Measurement { job, measurement }
                     }
                     Err(StageError::KilledAtPoint(at)) => FromWorker::KilledAtPoint { job, at },
@@ -294,9 +297,10 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 // this worker's once it is reaped.
                 let start = Mark::now();
                 let (measurement, error) = match items.finish() {
-                    Some((closed, contained)) => {
+                    Some((closed, contained, not_found)) => {
                         let mut m = start.until(&Mark::now());
                         m.tree = contained.tree;
+                        m.spans_not_found = not_found;
                         (m, closed.err())
                     }
                     None => (start.until(&Mark::now()), None),
@@ -327,6 +331,8 @@ struct WireReporter<'a> {
     /// Slices the stage reported, the first `MAX_SLICES`, and how many more.
     slices: Vec<(String, std::time::Instant, f64)>,
     slices_dropped: u64,
+    /// `--span` targets the stage's command never matched.
+    spans_not_found: Vec<String>,
 }
 
 impl<'a> WireReporter<'a> {
@@ -338,6 +344,7 @@ impl<'a> WireReporter<'a> {
             setup_done: None,
             slices: Vec::new(),
             slices_dropped: 0,
+            spans_not_found: Vec::new(),
         }
     }
 
@@ -372,6 +379,9 @@ impl Reporter for WireReporter<'_> {
     }
     fn setup_done(&mut self) {
         self.setup_done = Some(Mark::now());
+    }
+    fn spans_not_found(&mut self, targets: Vec<String>) {
+        self.spans_not_found = targets;
     }
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
         if self.slices.len() < protocol::MAX_SLICES {

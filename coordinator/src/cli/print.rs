@@ -42,6 +42,13 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             mib(st.peak_rss_bytes)
         );
     }
+    let mut ordered: Vec<_> = r.stages.iter().collect();
+    ordered.sort_by_key(|(_, st)| st.order);
+    for (key, st) in ordered {
+        if let Some(w) = st.spans_not_found_warning(key) {
+            println!("  warning: {w}");
+        }
+    }
     if let Some(prep) = r.cold_prep() {
         let parallel = &prep.parallel;
         if (parallel.workers.len() as u32) < requested_workers {

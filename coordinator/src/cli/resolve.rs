@@ -190,6 +190,15 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
             );
         }
     }
+    let spans = args.spans.clone();
+    let commands = stages.iter().any(|s| matches!(s.stage, Stage::Command { .. }));
+    if !spans.is_empty() && !commands && args.prepare.is_none() {
+        return Err(format!(
+            "--span {} applies to --command stages and --prepare programs, and this run has neither (built-in stages are not Python)",
+            spans[0]
+        )
+        .into());
+    }
     let worker_bin = match args.worker_bin {
         Some(p) => p,
         None => default_worker_bin()?,
@@ -238,6 +247,8 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
             kill_at: args.kill_at,
             leaks: args.leaks,
             sample_ms: args.sample_ms,
+            spans,
+            stage_spans: Default::default(),
         },
         mode,
     })

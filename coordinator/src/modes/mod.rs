@@ -221,7 +221,7 @@ impl JobNumbers {
     pub(crate) fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
         let id = JobId(self.0);
         self.0 += 1;
-        Job { id, order: id.0 as usize, key, stage, item: None }
+        Job { id, order: id.0 as usize, key, stage, item: None, spans: Vec::new() }
     }
 }
 
@@ -287,6 +287,7 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         tree_peak_file_bytes: m.tree.file_bytes,
         sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
+        spans_not_found: m.spans_not_found.clone(),
         minor_faults: Some(m.faults.minor),
         major_faults: Some(m.faults.major),
         voluntary_switches: Some(m.faults.voluntary_switches),

@@ -164,6 +164,12 @@ impl Plan {
             record.leaked_processes = Leaked::from_names(
                 trials.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
             );
+            // A target any trial missed.
+            let mut missed: Vec<String> =
+                trials.iter().flat_map(|r| r.measurement.spans_not_found.clone()).collect();
+            missed.sort();
+            missed.dedup();
+            record.spans_not_found = missed;
             record.worker = None;
             record.processes = trials.len() as u32;
             record.figures = summary

@@ -49,6 +49,17 @@ fn process_trees(s: &mut String, r: &Report) {
     }
 }
 
+/// Every stage's `--span` targets that never matched, as warnings.
+fn spans_not_found(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        if let Some(w) = st.spans_not_found_warning(key) {
+            let _ = writeln!(s, "\nWarning: {w}.");
+        }
+    }
+}
+
 /// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
 /// in how many trials, how many per trial, the median seconds with its
 /// interval (95% from 6 trials, else the range with its coverage), and the
@@ -177,6 +188,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         );
     }
     process_trees(&mut s, r);
+    spans_not_found(&mut s, r);
     if let Some(prep) = r.cold_prep() {
         let (serial, parallel) = (&prep.serial, &prep.parallel);
         let _ = writeln!(s, "\n## Cold preparation\n");

@@ -152,6 +152,12 @@ pub(crate) struct StageRecord {
     /// Descendants still alive when the stage ended, which the worker killed.
     #[serde(default)]
     pub(crate) leaked_processes: Leaked,
+    /// `--span` targets that never matched in this stage (their module was
+    /// never imported, or has no such attribute), as spelled: a typo must
+    /// never read as zero time. Absent when every one matched, or none was
+    /// given.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) spans_not_found: Vec<String>,
     /// The stage's own page faults and context switches (getrusage deltas
     /// around it, the worker's and its waited-for children's; for a phase,
     /// summed over its jobs). Absent in reports from before they were kept.
@@ -163,6 +169,19 @@ pub(crate) struct StageRecord {
     pub(crate) voluntary_switches: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) involuntary_switches: Option<u64>,
+}
+
+impl StageRecord {
+    /// What a person is told of `--span` targets that never matched in
+    /// stage `key`, if any: console and summary.md say the same.
+    pub(crate) fn spans_not_found_warning(&self, key: &str) -> Option<String> {
+        (!self.spans_not_found.is_empty()).then(|| {
+            format!(
+                "--span {} matched nothing in stage {key}: the module was never imported, or it has no such function; its time is not zero, it is unmeasured",
+                self.spans_not_found.join(", ")
+            )
+        })
+    }
 }
 
 /// Processes a stage left behind: how many, and their short command names

@@ -140,7 +140,7 @@ pub(crate) async fn supervise(
                 let _ = shared.events.send(Event::StageFinished {
                     rank,
                     key: job.key.clone(),
-                    measurement: result.measurement.clone(),
+                    measurement: Box::new(result.measurement.clone()),
                 });
                 if shared.report_done {
                     let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
@@ -247,7 +247,8 @@ async fn run_job(
     let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
     let kill = point.filter(|_| is_command).map(|k| k.point.clone());
     let killed_by_worker = kill.is_some();
-    let assign = ToWorker::Assign { job: job.id, stage: job.stage.clone(), kill };
+    let assign =
+        ToWorker::Assign { job: job.id, stage: job.stage.clone(), kill, spans: job.spans.clone() };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
         return Err(
             died_or_violated(proc, key, "connection lost while assigning".into(), shared).await

@@ -18,6 +18,9 @@ pub(crate) struct Job {
     /// Which item of its phase this job is, in words a failure may print
     /// ("training series 7 of 40"): a number, never an id.
     pub(crate) item: Option<String>,
+    /// Functions its command's Python wraps as spans (`--span`); set by
+    /// the run for command stages and preparation programs only.
+    pub(crate) spans: Vec<protocol::SpanTarget>,
 }
 
 impl Job {

@@ -38,6 +38,8 @@ pub const MAX_ANSWER: usize = 64 * 1024;
 /// A running preparation program.
 pub struct Server {
     pid: i32,
+    /// The `--span` bootstrap the program was started with, if any.
+    bootstrap: Option<super::autospan::Bootstrap>,
     /// Our end of the items pipe; dropped to close the program's input.
     items: Option<std::fs::File>,
     answers: Answers,
@@ -82,12 +84,19 @@ impl Items {
     }
 
     /// Closes the program (it must exit 0 once its input closes) and ends
-    /// its tree: what is still alive leaked. None when no program ran.
-    pub fn finish(&mut self) -> Option<(Result<(), String>, crate::tree::Contained)> {
-        let server = self.server.take()?;
+    /// its tree: what is still alive leaked. Also the `--span` targets it
+    /// never matched. None when no program ran.
+    #[allow(clippy::type_complexity)]
+    pub fn finish(&mut self) -> Option<(Result<(), String>, crate::tree::Contained, Vec<String>)> {
+        let mut server = self.server.take()?;
+        let _ = server.spans.follow(true, |_, _| {});
+        let not_found = match &server.bootstrap {
+            Some(b) => b.not_found(&server.spans.tally.wrapped),
+            None => Vec::new(),
+        };
         let closed = server.close();
         let sampler = self.sampler.take()?;
-        Some((closed, crate::tree::contain(sampler)))
+        Some((closed, crate::tree::contain(sampler), not_found))
     }
 
     /// Kills the program's tree and stops sampling it (after a failure).
@@ -154,6 +163,10 @@ impl Server {
         cmd.env(protocol::env::SPANS, spans.path())
             .env(protocol::env::ITEMS_FD, child_in.to_string())
             .env(protocol::env::ANSWERS_FD, child_out.to_string());
+        let bootstrap = super::autospan::Bootstrap::create(&ctx.run_dir, &ctx.job_tag, ctx.spans)?;
+        if let Some(b) = &bootstrap {
+            b.apply(&mut cmd);
+        }
         // SAFETY: fcntl and prctl are async-signal-safe; nothing else runs
         // between fork and exec.
         unsafe {
@@ -177,6 +190,7 @@ impl Server {
         let pid = child.id() as i32;
         let mut server = Server {
             pid,
+            bootstrap,
             items: Some(std::fs::File::from(items_write)),
             answers: Answers { fd: answers_read, buf: Vec::new() },
             pidfd: super::command::pidfd_open(pid),

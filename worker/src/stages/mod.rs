@@ -2,6 +2,7 @@
 //! they see a [`StageContext`] and report through a [`Reporter`].
 
 mod artifact;
+mod autospan;
 mod command;
 mod diagnostic;
 pub mod item;
@@ -27,6 +28,8 @@ pub struct StageContext<'a> {
     pub kill: Option<protocol::KillPoint>,
     /// This worker's preparation program, kept across its items (see `item`).
     pub items: &'a mut item::Items,
+    /// Functions a command's Python wraps as spans (`--span`, see `autospan`).
+    pub spans: &'a [protocol::SpanTarget],
 }
 
 /// How a stage tells the outside what it is doing and what it wrote.
@@ -42,6 +45,8 @@ pub trait Reporter {
     /// A timed part of the stage, `name`, from `start` for `seconds`: it
     /// lands in the measurement (and a trace) as a slice.
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64);
+    /// `--span` targets that never matched (see `autospan`).
+    fn spans_not_found(&mut self, targets: Vec<String>);
 }
 
 /// Why a stage did not complete.

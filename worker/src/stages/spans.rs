@@ -31,8 +31,15 @@ pub const MAX_NAME: usize = 64;
 /// One line of the file.
 #[derive(Debug, PartialEq)]
 pub enum Line {
-    Span { name: String, seconds: f64, start: Option<f64> },
+    Span {
+        name: String,
+        seconds: f64,
+        start: Option<f64>,
+    },
     Progress(f64),
+    /// The `--span` bootstrap wrapped this target (`MODULE:QUALNAME`, or
+    /// `preset:NAME`): it is not among the targets that never matched.
+    Wrapped(String),
 }
 
 #[derive(serde::Deserialize)]
@@ -42,6 +49,7 @@ struct Raw {
     seconds: Option<f64>,
     start: Option<f64>,
     progress: Option<f64>,
+    wrapped: Option<String>,
 }
 
 /// Why one line of a spans file is refused.
@@ -76,7 +84,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
     let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
     match raw {
-        Raw { name: Some(name), seconds: Some(seconds), start, progress: None } => {
+        Raw { name: Some(name), seconds: Some(seconds), start, progress: None, wrapped: None } => {
             let ok_name = !name.is_empty()
                 && name.len() <= MAX_NAME
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
@@ -95,7 +103,10 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
             }
             Ok(Some(Line::Span { name, seconds, start }))
         }
-        Raw { name: None, seconds: None, start: None, progress: Some(p) } => {
+        Raw { name: None, seconds: None, start: None, progress: None, wrapped: Some(w) } => {
+            Ok(Some(Line::Wrapped(w.chars().take(256).collect())))
+        }
+        Raw { name: None, seconds: None, start: None, progress: Some(p), wrapped: None } => {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("progress {p} is not between 0 and 1").into());
             }
@@ -117,6 +128,8 @@ pub struct Tally {
     pub progress: Option<f64>,
     /// Spans with a start, in the order they ended (the first `MAX_SLICES`).
     pub timed: Vec<Timed>,
+    /// `--span` targets the bootstrap wrapped (see [`Line::Wrapped`]).
+    pub wrapped: std::collections::BTreeSet<String>,
     lines: usize,
 }
 
@@ -143,6 +156,9 @@ impl Tally {
                     }
                 }
                 Line::Progress(p) => self.progress = Some(*p),
+                Line::Wrapped(w) => {
+                    self.wrapped.insert(w.clone());
+                }
             }
             each(&parsed, self);
         }
@@ -226,12 +242,17 @@ impl SpansFile {
         self.tally.add(&text, each)
     }
 
-    /// The figures of every span the command wrote, and the spans that
-    /// gave a start (name, start on the monotonic clock, seconds).
-    pub fn finish(mut self) -> Result<(Vec<Figure>, Vec<Timed>), StageError> {
+    /// The figures of every span the command wrote, the spans that gave a
+    /// start (name, start on the monotonic clock, seconds), and the `--span`
+    /// targets wrapped.
+    #[allow(clippy::type_complexity)]
+    pub fn finish(
+        mut self,
+    ) -> Result<(Vec<Figure>, Vec<Timed>, std::collections::BTreeSet<String>), StageError> {
         self.follow(true, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
         let timed = std::mem::take(&mut self.tally.timed);
-        Ok((self.tally.figures(), timed))
+        let wrapped = std::mem::take(&mut self.tally.wrapped);
+        Ok((self.tally.figures(), timed, wrapped))
     }
 }
 
@@ -329,7 +350,7 @@ mod tests {
         w.write_all(b"onds\": 2}\n{\"name\": \"fit\", \"seconds\": 1, \"start\": 7.5}").unwrap();
         f.follow(false, |_, t| seen.push(format!("fit x{}", t.count("fit")))).unwrap();
         assert_eq!(seen, ["Progress(0.25)", "fit x1"]);
-        let (figures, timed) = f.finish().unwrap();
+        let (figures, timed, _) = f.finish().unwrap();
         assert_eq!(figures[0].value, 3.0);
         assert_eq!(figures[1].value, 2.0);
         assert_eq!(timed, [("fit".to_string(), 7.5, 1.0)], "only the span with a start is timed");

@@ -205,6 +205,14 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         tree_peak_file_bytes: None,
         sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(leaked),
+        spans_not_found: {
+            let closes = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
+            let all = results.iter().map(|r| &r.measurement).chain(closes);
+            let mut names: Vec<String> = all.flat_map(|m| m.spans_not_found.clone()).collect();
+            names.sort();
+            names.dedup();
+            names
+        },
         minor_faults: Some(faults.minor),
         major_faults: Some(faults.major),
         voluntary_switches: Some(faults.voluntary_switches),

@@ -32,6 +32,10 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         cmd.env_remove(var);
     }
     cmd.env(protocol::env::SPANS, spans.path());
+    let bootstrap = super::autospan::Bootstrap::create(&ctx.run_dir, &ctx.job_tag, ctx.spans)?;
+    if let Some(b) = &bootstrap {
+        b.apply(&mut cmd);
+    }
     // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
@@ -67,7 +71,10 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
                 return Err(StageError::Failed(e));
             }
             let mut figures = vec![figure("exit_code", 0.0)];
-            let (span_figures, timed) = spans.finish()?;
+            let (span_figures, timed, wrapped) = spans.finish()?;
+            if let Some(b) = &bootstrap {
+                ctx.reporter.spans_not_found(b.not_found(&wrapped));
+            }
             figures.extend(span_figures);
             super::spans::place(timed, ctx.reporter);
             match unreached {

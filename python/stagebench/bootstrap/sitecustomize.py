@@ -1,0 +1,22 @@
+"""Put on PYTHONPATH by a stagebench worker for a command with ``--span``:
+wraps the named functions as spans (``stagebench.autospan``), then runs the
+``sitecustomize`` the user would have had without it, if any."""
+
+import os
+import sys
+
+_here = os.path.dirname(os.path.abspath(__file__))
+
+try:
+    from stagebench import autospan
+
+    autospan.install()
+finally:
+    import importlib.machinery
+    import importlib.util
+
+    _rest = [p for p in sys.path if os.path.abspath(p or os.curdir) != _here]
+    _spec = importlib.machinery.PathFinder.find_spec("sitecustomize", _rest)
+    if _spec is not None and _spec.loader is not None:
+        _theirs = importlib.util.module_from_spec(_spec)
+        _spec.loader.exec_module(_theirs)
