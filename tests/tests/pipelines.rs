@@ -335,3 +335,150 @@ fn a_campaign_traces_its_steps_trials_and_runs() {
     );
     assert!(!tmp.path().join("again").exists(), "the campaign ran");
 }
+
+/// `--span` on an unmodified program (tests/scripts/autospan_user.py, which
+/// never imports stagebench): a function, a method, a classmethod, a
+/// staticmethod, a module imported late and a forked child are timed;
+/// recursion is one span, nesting two; names that never match are named.
+#[test]
+fn spans_named_on_the_command_line_time_an_unmodified_program() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let py = python(&mut c);
+    let user = repo().join("tests/scripts/autospan_user.py");
+    c.args(["--quiet", "--name", "user", "--command"]).arg(format!("'{py}' '{}'", user.display()));
+    for s in [
+        "autospan_lib:plain",
+        "autospan_lib:Shape.area",
+        "autospan_lib:Shape.make=make_shape",
+        "autospan_lib:Shape.unit",
+        "autospan_lib:recurse",
+        "autospan_lib:outer",
+        "autospan_lib:inner",
+        "autospan_late:work",
+        "autospan_lib:missing",
+        "never_imported:f",
+    ] {
+        c.args(["--span", s]);
+    }
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let stage = &r["stages"]["user"];
+    let figures = &stage["figures"];
+    for (name, n) in [
+        ("plain", 2.0), // the parent's call and the forked child's
+        ("area", 1.0),
+        ("make_shape", 1.0),
+        ("unit", 1.0),
+        ("recurse", 1.0), // recursion: the outermost call only
+        ("outer", 1.0),
+        ("inner", 2.0), // nested in outer, recorded as its own name
+        ("work", 1.0),  // a module imported inside a function
+    ] {
+        assert_eq!(figures[format!("span:{name}_n")], n, "{name}: {figures}");
+    }
+    let plain = figures["span:plain_s"].as_f64().unwrap();
+    assert!(plain >= 0.004, "3 ms and 1 ms of sleep, timed: {plain}");
+    let outer = figures["span:outer_s"].as_f64().unwrap();
+    let inner = figures["span:inner_s"].as_f64().unwrap();
+    assert!(inner <= outer && inner >= 0.002, "inner {inner} inside outer {outer}");
+    assert_eq!(
+        stage["spans_not_found"],
+        serde_json::json!(["autospan_lib:missing", "never_imported:f"])
+    );
+    assert!(
+        f.stdout.contains(
+            "warning: --span autospan_lib:missing, never_imported:f matched nothing in stage user"
+        ),
+        "{}",
+        f.stdout
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Warning: --span autospan_lib:missing"), "{summary}");
+    let d = json(&out.join("declaration.json"));
+    assert_eq!(d["parameters"]["spans"][2], "autospan_lib:Shape.make=make_shape");
+    // The bootstrap is gone with the stage.
+    let left: Vec<String> =
+        harness::files_below(&out).into_iter().filter(|f| f.contains("bootstrap")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Without `--span` a command runs exactly as before: no bootstrap and no
+/// PYTHONPATH change. With one, the user's own sitecustomize still runs.
+#[test]
+fn no_span_means_no_bootstrap_and_a_users_sitecustomize_still_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let marker = tmp.path().join("marker");
+    std::fs::write(
+        theirs.join("sitecustomize.py"),
+        format!("open({:?}, 'a').write('theirs ran\\n')\n", marker.display().to_string()),
+    )
+    .unwrap();
+    let seen = tmp.path().join("seen");
+    let probe = tmp.path().join("probe.py");
+    std::fs::write(
+        &probe,
+        format!(
+            "import os, sys\nopen({:?}, 'w').write(repr((os.environ.get('PYTHONPATH'), 'STAGEBENCH_SPAN_TARGETS' in os.environ, 'stagebench.autospan' in sys.modules)))\n",
+            seen.display().to_string()
+        ),
+    )
+    .unwrap();
+    let each = |spans: &[&str]| {
+        let (_t, _out, mut c) = coordinator_with_output();
+        let py = python(&mut c);
+        let path = match c.get_envs().find(|(k, _)| *k == "PYTHONPATH").and_then(|(_, v)| v) {
+            Some(v) => format!("{}:{}", theirs.display(), v.to_string_lossy()),
+            None => theirs.display().to_string(),
+        };
+        c.env("PYTHONPATH", &path)
+            .arg("--quiet")
+            .arg("--command")
+            .arg(format!("'{py}' '{}'", probe.display()));
+        for s in spans {
+            c.args(["--span", s]);
+        }
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        (path, std::fs::read_to_string(&seen).unwrap())
+    };
+    let (path, got) = each(&[]);
+    assert_eq!(got, format!("({path:?}, False, False)").replace('"', "'"), "no --span: untouched");
+    let (_, got) = each(&["json:loads"]);
+    assert!(got.contains(".spans-bootstrap-") && got.contains(", True, True)"), "{got}");
+    let ran = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(ran, "theirs ran\ntheirs ran\n", "the user's sitecustomize ran both times");
+}
+
+#[test]
+fn bad_span_targets_are_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    for (args, says) in [
+        (&["--command", "true", "--span", "json.loads"][..], "has no colon"),
+        (&["--command", "true", "--span", ":loads"], "the module '' is not a dotted Python name"),
+        (&["--command", "true", "--span", "json:"], "the qualname '' is not"),
+        (&["--command", "true", "--span", "json:loads=a/b"], "the span name 'a/b' must be"),
+        (&["--command", "true", "--span", "preset:keras"], "unknown preset 'keras'"),
+        (
+            &["--stage", "noop", "--span", "json:loads"],
+            "applies to --command stages and --prepare programs",
+        ),
+        (
+            &["--mode", "profile", "--span", "json:loads"],
+            "applies to --command stages and --prepare programs",
+        ),
+    ] {
+        let mut c = coordinator();
+        c.args(args).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        let lines: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{}", f.stderr);
+        assert!(lines[0].contains(says), "{args:?}: {}", lines[0]);
+        assert!(!out.exists());
+    }
+}
