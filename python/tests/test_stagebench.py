@@ -123,6 +123,8 @@ class Serve(unittest.TestCase):
         os.close(items_r)
         os.close(answers_w)
         self.answers = os.fdopen(self.answers_r, "rb")
+        self.addCleanup(self.answers.close)
+        self.addCleanup(self.child.stderr.close)
 
     def answer(self):
         return json.loads(self.answers.readline())

@@ -157,7 +157,9 @@ fn kill_points_a_run_cannot_honour_are_refused_before_anything_runs() {
 fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     let tmp = tempfile::tempdir().unwrap();
     let example = repo().join("examples/pipeline");
-    std::fs::copy(example.join("chain.py"), tmp.path().join("chain.py")).unwrap();
+    for f in ["chain.py", "fitting.py"] {
+        std::fs::copy(example.join(f), tmp.path().join(f)).unwrap();
+    }
     std::fs::create_dir(tmp.path().join("scratch")).unwrap();
     let toml = std::fs::read_to_string(example.join("campaign.toml")).unwrap();
     assert!(toml.contains("trials = 3\n"));
@@ -481,4 +483,75 @@ fn bad_span_targets_are_refused_before_anything_runs() {
         assert!(lines[0].contains(says), "{args:?}: {}", lines[0]);
         assert!(!out.exists());
     }
+}
+
+/// The worked example's campaign run twice with one trial each: over
+/// chain.py, which calls the helper, and over plain.py, which calls nothing
+/// and whose spans the campaign file names. Their judgments say the same
+/// sentences: each sentence's opening words and the set of span and stage
+/// names it gives (times, their units and the order of near-equal spans
+/// differ from run to run).
+#[test]
+fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
+    let example = repo().join("examples/pipeline");
+    let judge = |file: &str, steps: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in ["chain.py", "plain.py", "fitting.py"] {
+            std::fs::copy(example.join(f), tmp.path().join(f)).unwrap();
+        }
+        std::fs::create_dir(tmp.path().join("scratch")).unwrap();
+        let toml = std::fs::read_to_string(example.join(file)).unwrap();
+        // One trial, and the steps both campaigns share.
+        let head = toml.split("[[step]]").next().unwrap().replace("trials = 3\n", "trials = 1\n");
+        let path = tmp.path().join("c.toml");
+        std::fs::write(&path, format!("{head}{steps}")).unwrap();
+        let out = tmp.path().join("campaign");
+        let mut c = coordinator();
+        let py = python(&mut c);
+        if py != "python3" {
+            let bin = Path::new(&py).parent().unwrap().display().to_string();
+            c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
+        }
+        c.arg("campaign").arg(&path).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{file}: {}\n{}", f.stdout, f.stderr);
+        f.assert_no_worker_left();
+        let r = json(&out.join("report.json"));
+        let said: Vec<(String, std::collections::BTreeSet<String>)> = r["judgment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let l = l.as_str().unwrap();
+                let opening: String = l
+                    .split_whitespace()
+                    .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let names = l
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '/'))
+                    .filter(|w| w.contains('_') || w.contains('/'))
+                    .map(str::to_string)
+                    .collect();
+                (opening, names)
+            })
+            .collect();
+        said
+    };
+    let steps = "[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"killed_after_recompute\"\nkind = \"interrupted\"\nkill_at = \"mass:span:max_lh_fit_recompute:1\"\n";
+    let helper = judge("campaign.toml", steps);
+    let named = judge("campaign-plain.toml", steps);
+    assert!(
+        helper.iter().any(|(o, n)| o == "It skipped" && n.contains("light/search_fit")),
+        "{helper:?}"
+    );
+    assert!(
+        helper
+            .iter()
+            .any(|(o, n)| o.starts_with("The largest repeated")
+                && n.contains("max_lh_fit_recompute")),
+        "{helper:?}"
+    );
+    assert_eq!(named, helper, "the same judgment, spans named or called");
 }

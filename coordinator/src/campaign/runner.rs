@@ -312,11 +312,18 @@ impl Runner<'_> {
         let s = &self.campaign.campaign;
         let timeout =
             pipeline.iter().filter_map(|st| st.timeout_s).chain(s.stage_timeout_s).reduce(f64::max);
+        let stage_spans = pipeline
+            .iter()
+            .map(|st| (st.name.clone(), st.span_targets()))
+            .filter(|(_, t)| !t.is_empty())
+            .collect();
         let plan = RunPlan {
             settings: Settings {
                 stage_timeout: timeout.map(Duration::from_secs_f64),
                 data: None,
                 kill_at: kill,
+                spans: s.span_targets(),
+                stage_spans,
                 ..self.settings(run_rel)
             },
             mode: ModePlan::Diagnostic(diagnostic::Plan { stages: crate::plan::keyed(stages) }),

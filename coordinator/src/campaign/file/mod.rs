@@ -54,6 +54,9 @@ pub(crate) struct PipelineStage {
     /// What this stage's spans are, by span name (over the campaign's `roles`).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) roles: BTreeMap<String, Role>,
+    /// Functions this stage's Python wraps as spans, beside the campaign's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) spans: Vec<String>,
 }
 
 /// What a pipeline's span is, in the vocabulary of the recipe's components:
@@ -111,6 +114,11 @@ pub(crate) struct Settings {
     /// Pipelines: what each span name is, for every stage.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) roles: BTreeMap<String, Role>,
+    /// Pipelines: functions every stage's Python wraps as spans without its
+    /// code being edited (`MODULE:QUALNAME[=NAME]` or `preset:NAME`, as
+    /// `--span` spells them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) spans: Vec<String>,
 }
 
 fn three() -> u32 {
@@ -151,6 +159,20 @@ pub(crate) enum StepKind {
 pub(crate) enum PolicyName {
     Load,
     Recompute,
+}
+
+impl Settings {
+    /// The campaign-wide span targets (checked when the file was parsed).
+    pub(crate) fn span_targets(&self) -> Vec<protocol::SpanTarget> {
+        self.spans.iter().filter_map(|t| crate::plan::parse_span(t).ok()).collect()
+    }
+}
+
+impl PipelineStage {
+    /// This stage's own span targets (checked when the file was parsed).
+    pub(crate) fn span_targets(&self) -> Vec<protocol::SpanTarget> {
+        self.spans.iter().filter_map(|t| crate::plan::parse_span(t).ok()).collect()
+    }
 }
 
 impl StepSpec {
@@ -263,6 +285,15 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     }
     if f.pipeline.is_empty() && !s.roles.is_empty() {
         return Err("roles apply to a pipeline's spans ([[pipeline]])".into());
+    }
+    if f.pipeline.is_empty() && !s.spans.is_empty() {
+        return Err("spans apply to a pipeline's Python stages ([[pipeline]])".into());
+    }
+    let spans = s.spans.iter().map(|t| ("[campaign] spans", t));
+    let stage_spans =
+        f.pipeline.iter().flat_map(|st| st.spans.iter().map(move |t| (st.name.as_str(), t)));
+    for (whose, target) in spans.chain(stage_spans) {
+        crate::plan::parse_span(target).map_err(|e| format!("{whose}: {e}"))?;
     }
     if !f.pipeline.is_empty() {
         for step in &f.steps {
