@@ -21,6 +21,11 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              pidfd this script holds on it becomes readable).
   floor    - the control for `kill`: this script SIGKILLs a spinning process
              itself and waits on its pidfd the same way.
+  wrapped  - what `--span` adds to a call: a function called CALLS times
+             bare and the same function wrapped as `--span` wraps it
+             (stagebench.autospan, writing each span to a spans file), in
+             one process, alternating; the difference per call, in µs.
+             `--wrapped-only` measures just this.
 
 Run by hand on an idle machine; not part of CI. Never run two benchmarks at once.
 
@@ -107,6 +112,35 @@ def floor_latency():
     return dead - t
 
 
+WRAPPED = """
+import os, sys, tempfile, time
+sys.path.insert(0, {helper!r})
+fd, path = tempfile.mkstemp(); os.close(fd)
+os.environ["STAGEBENCH_SPANS"] = path
+from stagebench import autospan
+def work(x):
+    return x + 1
+wrapped = autospan._timed(work, "work")
+def loop(f, n):
+    t = time.perf_counter()
+    for i in range(n):
+        f(i)
+    return time.perf_counter() - t
+n = {calls}
+bare = loop(work, n)
+timed = loop(wrapped, n)
+os.unlink(path)
+print(bare / n, timed / n)
+"""
+
+
+def wrapped_cost(calls):
+    """Seconds a call costs bare and wrapped, in one fresh process."""
+    out = subprocess.run([sys.executable, "-c", WRAPPED.format(helper=HELPER, calls=calls)],
+                         check=True, capture_output=True, text=True).stdout.split()
+    return float(out[0]), float(out[1])
+
+
 def ms(x):
     return f"{1000 * x:8.3f} ms"
 
@@ -116,7 +150,16 @@ def main():
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--spans", type=int, default=20000)
     ap.add_argument("--baseline", help="target/release of a build that read spans only at the end")
+    ap.add_argument("--calls", type=int, default=200000, help="calls per wrapped measurement")
+    ap.add_argument("--wrapped-only", action="store_true")
     a = ap.parse_args()
+    costs = [wrapped_cost(a.calls) for _ in range(a.rounds)]
+    bare = statistics.median(c[0] for c in costs)
+    extra = statistics.median(c[1] - c[0] for c in costs)
+    print(f"wrapped: a bare call {bare * 1e6:.3f} us; --span adds {extra * 1e6:.3f} us a call "
+          f"(median of {a.rounds} processes, {a.calls} calls each)")
+    if a.wrapped_only:
+        return
     builds = {"this": os.path.join(ROOT, "target", "release")}
     if a.baseline:
         builds["baseline"] = a.baseline

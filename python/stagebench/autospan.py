@@ -31,7 +31,7 @@ _open = threading.local()
 
 
 def _timed(func, name):
-    from stagebench import _append
+    from stagebench import _ONE_CLOCK, _span
 
     @functools.wraps(func)
     def span(*args, **kwargs):
@@ -43,14 +43,14 @@ def _timed(func, name):
             finally:
                 setattr(_open, name, depth)
         setattr(_open, name, 1)
-        at = time.monotonic()
         start = time.perf_counter()
+        at = start if _ONE_CLOCK else time.monotonic()
         try:
             return func(*args, **kwargs)
         finally:
             seconds = time.perf_counter() - start
             setattr(_open, name, 0)
-            _append({"name": name, "seconds": max(seconds, 0.0), "start": at})
+            _span(name, max(seconds, 0.0), at)
 
     span.__stagebench_span__ = True
     return span
@@ -112,10 +112,39 @@ def _torch_steps(module):
     module.register_optimizer_step_post_hook(post)
 
 
+def _torch_loader(module):
+    """Each ``next()`` on a DataLoader iterator is a span ``loader_wait``;
+    the time from one batch's arrival to the next ``next()`` on the same
+    thread (what the loop did with the batch) is a span ``step``. Their
+    sums give the input-wait fraction, loader_wait / (loader_wait + step)."""
+    from stagebench import _append
+
+    cls = module._BaseDataLoaderIter
+    original = cls.__next__
+    local = threading.local()
+
+    @functools.wraps(original)
+    def __next__(self):
+        now_at, now = time.monotonic(), time.perf_counter()
+        last = getattr(local, "last", None)
+        if last is not None:
+            _append({"name": "step", "seconds": max(now - last[1], 0.0), "start": last[0]})
+        local.last = None
+        # The call that ends an epoch (StopIteration) is no batch: only
+        # waits that returned one are counted.
+        batch = original(self)
+        done = time.perf_counter()
+        _append({"name": "loader_wait", "seconds": max(done - now, 0.0), "start": now_at})
+        local.last = (time.monotonic(), done)
+        return batch
+
+    cls.__next__ = __next__
+
+
 # preset -> (module, qualname or preset name, span name or installer)
 _PRESETS = {
     "torch": [
-        ("torch.utils.data.dataloader", "_BaseDataLoaderIter.__next__", "loader_wait"),
+        ("torch.utils.data.dataloader", "torch", _torch_loader),
         ("torch._tensor", "Tensor.backward", "backward"),
         ("torch.optim.optimizer", "torch", _torch_steps),
     ],

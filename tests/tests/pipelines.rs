@@ -555,3 +555,41 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
     );
     assert_eq!(named, helper, "the same judgment, spans named or called");
 }
+
+/// `--span preset:torch` on examples/torch/train.py, which has no
+/// stagebench in it, for real: with `STAGEBENCH_TORCH_PYTHON` naming a
+/// Python with torch; SKIPPED otherwise. The loader waits, steps, optimizer
+/// steps and backward passes counted equal the batches the script ran, and
+/// the stage gets an input-wait fraction and its grade.
+#[test]
+fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
+    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            eprintln!(
+                "SKIPPED the_torch_preset_counts_every_batch_of_an_unmodified_training_script: STAGEBENCH_TORCH_PYTHON names no Python with torch"
+            );
+            return;
+        }
+    };
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let script = repo().join("examples/torch/train.py");
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "train"])
+        .arg("--command")
+        .arg(format!("'{py}' '{}' --batches 12 --work 200", script.display()))
+        .args(["--span", "preset:torch"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let trials = &r["trials"]["train"]["samples"];
+    for name in ["loader_wait", "step", "optimizer_step", "backward"] {
+        let counts = trials[format!("span:{name}_n")].as_array().unwrap();
+        assert!(counts.iter().all(|n| n.as_f64() == Some(12.0)), "{name}: {counts:?}");
+    }
+    let fraction = r["stages"]["train"]["figures"]["input_wait_fraction"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&fraction), "{fraction}");
+    assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
+    assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
+    assert!(f.stdout.contains("input-bound"), "{}", f.stdout);
+}

@@ -48,6 +48,9 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         if let Some(w) = st.spans_not_found_warning(key) {
             println!("  warning: {w}");
         }
+        if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
+            println!("  input: {key} {}", crate::modes::profile::input_phrase(*f));
+        }
     }
     if let Some(prep) = r.cold_prep() {
         let parallel = &prep.parallel;

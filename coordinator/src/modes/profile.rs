@@ -58,6 +58,17 @@ pub(crate) fn input_bound(fraction: f64) -> &'static str {
     }
 }
 
+/// "waited for its loader 12.3% of its step time, so it is moderately
+/// input-bound": how the profile's fit epoch and a `--span preset:torch`
+/// stage state their input-wait fraction.
+pub(crate) fn input_phrase(fraction: f64) -> String {
+    format!(
+        "waited for its loader {:.1}% of its step time, so it is {}",
+        100.0 * fraction,
+        input_bound(fraction)
+    )
+}
+
 impl Plan {
     pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;

@@ -49,13 +49,21 @@ fn process_trees(s: &mut String, r: &Report) {
     }
 }
 
-/// Every stage's `--span` targets that never matched, as warnings.
+/// Every stage's `--span` targets that never matched, as warnings; and
+/// the input-wait verdict of a command stage timed with `preset:torch`.
 fn spans_not_found(s: &mut String, r: &Report) {
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     for (key, st) in rows {
         if let Some(w) = st.spans_not_found_warning(key) {
             let _ = writeln!(s, "\nWarning: {w}.");
+        }
+        if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
+            let _ = writeln!(
+                s,
+                "\nInput: `{key}` {} (its DataLoader's waits against the time between batches; the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
+                crate::modes::profile::input_phrase(*f)
+            );
         }
     }
 }
@@ -342,9 +350,8 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         if let Some(f) = fig("end_to_end_fit_epoch", "input_wait_fraction") {
             let _ = writeln!(
                 s,
-                "\nInput: the fit epoch waited for its loader {:.1}% of its step time, so it is {} (the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
-                100.0 * f,
-                crate::modes::profile::input_bound(f)
+                "\nInput: the fit epoch {} (the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
+                crate::modes::profile::input_phrase(f)
             );
         }
         if let Some(rate) = fig("end_to_end_fit_epoch", "contexts_per_s") {

@@ -172,6 +172,15 @@ pub(crate) struct StageRecord {
 }
 
 impl StageRecord {
+    /// "command" for a user's command or pipeline stage (its spans are its
+    /// own), else the built-in stage's name.
+    pub(crate) fn stage_kind(&self) -> &str {
+        match self.figures.contains_key("exit_code") {
+            true => "command",
+            false => &self.stage,
+        }
+    }
+
     /// What a person is told of `--span` targets that never matched in
     /// stage `key`, if any: console and summary.md say the same.
     pub(crate) fn spans_not_found_warning(&self, key: &str) -> Option<String> {

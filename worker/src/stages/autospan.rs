@@ -81,6 +81,20 @@ impl Bootstrap {
     }
 }
 
+/// Figures a preset's spans make: with `preset:torch`, the input-wait
+/// fraction, `span:loader_wait_s / (span:loader_wait_s + span:step_s)`
+/// (waiting over waiting plus computing, as the recipe's fit epoch has it).
+pub fn derived(targets: &[SpanTarget], figures: &[protocol::Figure]) -> Vec<protocol::Figure> {
+    let torch = targets.iter().any(|t| matches!(t, SpanTarget::Preset(p) if p == "torch"));
+    let get = |name: &str| figures.iter().find(|f| f.name == name).map(|f| f.value);
+    match (torch, get("span:loader_wait_s"), get("span:step_s")) {
+        (true, Some(wait), Some(step)) if wait + step > 0.0 => {
+            vec![super::figure("input_wait_fraction", wait / (wait + step))]
+        }
+        _ => Vec::new(),
+    }
+}
+
 /// What the bootstrap writes when it wraps `t`.
 fn key(t: &SpanTarget) -> String {
     match t {
@@ -92,5 +106,23 @@ fn key(t: &SpanTarget) -> String {
 impl Drop for Bootstrap {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_torch_preset_gives_the_input_wait_fraction_from_its_spans() {
+        let f = |n: &str, v: f64| protocol::Figure { name: n.into(), value: v };
+        let torch = [SpanTarget::Preset("torch".into())];
+        let figures = [f("span:loader_wait_s", 1.0), f("span:step_s", 3.0)];
+        let got = derived(&torch, &figures);
+        assert_eq!(got.len(), 1);
+        assert_eq!((got[0].name.as_str(), got[0].value), ("input_wait_fraction", 0.25));
+        // Not without the preset, nor without both spans.
+        assert!(derived(&[], &figures).is_empty());
+        assert!(derived(&torch, &figures[..1]).is_empty());
     }
 }

@@ -75,7 +75,9 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
             if let Some(b) = &bootstrap {
                 ctx.reporter.spans_not_found(b.not_found(&wrapped));
             }
+            let presets = super::autospan::derived(ctx.spans, &span_figures);
             figures.extend(span_figures);
+            figures.extend(presets);
             super::spans::place(timed, ctx.reporter);
             match unreached {
                 Some(why) => Err(StageError::Failed(why)),

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+"""A small PyTorch training script with no stagebench in it: a 1-D
+convolutional network over synthetic sequences, a DataLoader with
+num_workers=2 whose dataset does real per-item work, SGD with momentum.
+
+  coordinator --mode trials --trials 3 --command 'python3 examples/torch/train.py' --span preset:torch
+
+times each DataLoader wait (`loader_wait`), each optimizer step
+(`optimizer_step`), each backward pass (`backward`) and the time between
+batches (`step`), and grades the input-wait fraction as the TensorFlow
+profiler does. `--batches N` (default 40) and `--work N` (per-item work,
+default 2000) set the size; a larger --work makes it input-bound.
+"""
+import argparse
+import math
+
+import torch
+from torch import nn
+from torch.utils.data import DataLoader, Dataset
+
+
+class Sequences(Dataset):
+    """Synthetic sequences made on demand: each item costs `work` sine
+    evaluations in the loader's worker processes."""
+
+    def __init__(self, n, work):
+        self.n, self.work = n, work
+
+    def __len__(self):
+        return self.n
+
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        x = torch.randn(5, 240, generator=g)
+        acc = 0.0
+        for k in range(self.work):
+            acc += math.sin(i * 0.001 + k)
+        y = (x.mean() + acc * 1e-6 > 0).long()
+        return x, y
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--batches", type=int, default=40)
+    p.add_argument("--work", type=int, default=2000)
+    a = p.parse_args()
+    torch.manual_seed(0)
+    torch.set_num_threads(1)
+    data = Sequences(32 * a.batches, a.work)
+    loader = DataLoader(data, batch_size=32, shuffle=True, num_workers=2)
+    model = nn.Sequential(
+        nn.Conv1d(5, 32, 5, padding=2), nn.ReLU(),
+        nn.Conv1d(32, 32, 5, padding=2), nn.ReLU(),
+        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, 2),
+    )
+    opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+    loss_fn = nn.CrossEntropyLoss()
+    batches = 0
+    for x, y in loader:
+        opt.zero_grad()
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        opt.step()
+        batches += 1
+    print("trained %d batches, last loss %.4f" % (batches, loss.item()))
+
+
+if __name__ == "__main__":
+    main()
