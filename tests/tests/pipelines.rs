@@ -591,5 +591,5 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     assert!((0.0..1.0).contains(&fraction), "{fraction}");
     assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
     assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
-    assert!(f.stdout.contains("input-bound"), "{}", f.stdout);
+    assert!(f.stdout.contains("input-bound (12 loader waits"), "{}", f.stdout);
 }

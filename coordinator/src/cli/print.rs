@@ -49,7 +49,19 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             println!("  warning: {w}");
         }
         if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
-            println!("  input: {key} {}", crate::modes::profile::input_phrase(*f));
+            let count = |n: &str| st.figures.get(&format!("span:{n}_n")).copied().unwrap_or(0.0);
+            let secs = |n: &str| st.figures.get(&format!("span:{n}_s")).copied().unwrap_or(0.0);
+            println!(
+                "  input: {key} {} ({} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes{})",
+                crate::modes::profile::input_phrase(*f),
+                count("loader_wait"),
+                crate::fmt::duration(secs("loader_wait")),
+                count("step"),
+                crate::fmt::duration(secs("step")),
+                count("optimizer_step"),
+                count("backward"),
+                if r.trials().is_some() { "; medians over trials" } else { "" }
+            );
         }
     }
     if let Some(prep) = r.cold_prep() {

@@ -146,6 +146,25 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     assert!(p.f.stdout.contains("outputs identical: true"), "{}", p.f.stdout);
 }
 
+/// `--span` reaches a preparation program too: a function it calls per
+/// item is timed per item, and a target it never imports is named.
+#[test]
+fn spans_named_on_the_command_line_time_a_preparation_program() {
+    let args =
+        ["--workers", "2", "--rounds", "1", "--span", "posixpath:join", "--span", "nowhere:f"];
+    let p = prepare("ok", &args, &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    p.assert_nothing_left();
+    let r = json(&p.out.join("report.json"));
+    for side in ["serial", "parallel"] {
+        let s = r[side]["components_s"]["span:join_s"].as_f64();
+        assert!(s.is_some_and(|s| s > 0.0), "{side}: {}", r[side]["components_s"]);
+    }
+    let stage = &r["stages"]["cold_prepare_parallel"];
+    assert_eq!(stage["spans_not_found"], serde_json::json!(["nowhere:f"]), "{stage}");
+    assert!(stage["figures"]["span:join_s"].as_f64().is_some(), "{stage}");
+}
+
 #[test]
 fn a_nondeterministic_program_fails_the_run_with_the_count_of_differing_files() {
     let p = prepare("clock", &["--workers", "2", "--rounds", "1"], &[("ITEM_SPECIAL", "secret-c")]);
