@@ -8,8 +8,10 @@ num_workers=2 whose dataset does real per-item work, SGD with momentum.
 times each DataLoader wait (`loader_wait`), each optimizer step
 (`optimizer_step`), each backward pass (`backward`) and the time between
 batches (`step`), and grades the input-wait fraction as the TensorFlow
-profiler does. `--batches N` (default 40) and `--work N` (per-item work,
-default 2000) set the size; a larger --work makes it input-bound.
+profiler does. `--batches N` (default 40), `--work N` (per-item work in the
+loader, default 2000) and `--width N` (the network's channels, default 32)
+set the sizes: a larger --work makes it more input-bound, a larger --width
+less.
 """
 import argparse
 import math
@@ -43,15 +45,17 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--batches", type=int, default=40)
     p.add_argument("--work", type=int, default=2000)
+    p.add_argument("--width", type=int, default=32)
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
     data = Sequences(32 * a.batches, a.work)
     loader = DataLoader(data, batch_size=32, shuffle=True, num_workers=2)
+    w = a.width
     model = nn.Sequential(
-        nn.Conv1d(5, 32, 5, padding=2), nn.ReLU(),
-        nn.Conv1d(32, 32, 5, padding=2), nn.ReLU(),
-        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, 2),
+        nn.Conv1d(5, w, 5, padding=2), nn.ReLU(),
+        nn.Conv1d(w, w, 5, padding=2), nn.ReLU(),
+        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(w, 2),
     )
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()

@@ -583,13 +583,38 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     f.assert_no_worker_left();
     let r = json(&out.join("report.json"));
     let trials = &r["trials"]["train"]["samples"];
-    for name in ["loader_wait", "step", "optimizer_step", "backward"] {
-        let counts = trials[format!("span:{name}_n")].as_array().unwrap();
-        assert!(counts.iter().all(|n| n.as_f64() == Some(12.0)), "{name}: {counts:?}");
+    let counts = |name: &str| -> Vec<f64> {
+        let c = trials[format!("span:{name}_n")].as_array().unwrap();
+        c.iter().map(|n| n.as_f64().unwrap()).collect()
+    };
+    for name in ["step", "optimizer_step", "backward"] {
+        assert_eq!(counts(name), [12.0, 12.0], "{name}");
     }
+    // The first batch of the epoch also starts the loader's workers.
+    assert_eq!(counts("loader_start"), [1.0, 1.0]);
+    assert_eq!(counts("loader_wait"), [11.0, 11.0]);
     let fraction = r["stages"]["train"]["figures"]["input_wait_fraction"].as_f64().unwrap();
     assert!((0.0..1.0).contains(&fraction), "{fraction}");
     assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
     assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
-    assert!(f.stdout.contains("input-bound (12 loader waits"), "{}", f.stdout);
+    assert!(f.stdout.contains("input-bound (11 loader waits"), "{}", f.stdout);
+    // The verdict both ways: a loader that does 100x the work per item
+    // under a narrow network is highly input-bound; no loader work under a
+    // wide one is not.
+    let verdict = |args: &str| {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "train"])
+            .arg("--command")
+            .arg(format!("'{py}' '{}' --batches 12 {args}", script.display()))
+            .args(["--span", "preset:torch"]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        json(&out.join("report.json"))["stages"]["train"]["figures"]["input_wait_fraction"]
+            .as_f64()
+            .unwrap()
+    };
+    let starved = verdict("--work 20000 --width 8");
+    let fed = verdict("--work 0 --width 256");
+    assert!(starved >= 0.20, "a starved loop is highly input-bound: {starved}");
+    assert!(fed < 0.05, "a fed loop is not input-bound: {fed}");
 }

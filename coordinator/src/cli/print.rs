@@ -52,7 +52,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             let count = |n: &str| st.figures.get(&format!("span:{n}_n")).copied().unwrap_or(0.0);
             let secs = |n: &str| st.figures.get(&format!("span:{n}_s")).copied().unwrap_or(0.0);
             println!(
-                "  input: {key} {} ({} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes{})",
+                "  input: {key} {} ({} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes; the loader's start-up {} apart{})",
                 crate::modes::profile::input_phrase(*f),
                 count("loader_wait"),
                 crate::fmt::duration(secs("loader_wait")),
@@ -60,6 +60,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
                 crate::fmt::duration(secs("step")),
                 count("optimizer_step"),
                 count("backward"),
+                crate::fmt::duration(secs("loader_start")),
                 if r.trials().is_some() { "; medians over trials" } else { "" }
             );
         }
