@@ -51,6 +51,35 @@ pub fn bins() -> &'static Bins {
     })
 }
 
+/// The repository's root.
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
+}
+
+/// The Python that runs the `stagebench` helper in `c`'s commands:
+/// `STAGEBENCH_PYTHON` (CI points it at a virtualenv with `pip install
+/// ./python` done, so the installed package is what runs), else python3
+/// with the checkout's package put on `c`'s `PYTHONPATH`.
+pub fn python(c: &mut Command) -> String {
+    match std::env::var("STAGEBENCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            c.env("PYTHONPATH", repo().join("python"));
+            "python3".into()
+        }
+    }
+}
+
+/// [`python`], and that Python first on `c`'s `PATH`, for a command whose
+/// argv says `python3` (a campaign file's, say).
+pub fn python_on_path(c: &mut Command) {
+    let py = python(c);
+    if py != "python3" {
+        let bin = Path::new(&py).parent().unwrap().display().to_string();
+        c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
+    }
+}
+
 /// A coordinator command with debug events on stderr (the tests read them).
 pub fn coordinator() -> Command {
     let mut c = Command::new(&bins().coordinator);

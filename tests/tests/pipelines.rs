@@ -3,26 +3,9 @@
 //! outside stagebench), kill points a command's own reports mark (its whole
 //! tree killed there), and the worked example's campaign judged by its spans.
 
-use harness::{coordinator, coordinator_with_output, json, run};
+use harness::{coordinator, coordinator_with_output, json, python, python_on_path, repo, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The Python that runs the helper: `STAGEBENCH_PYTHON` (CI points it at a
-/// virtualenv with `pip install ./python` done, so the installed package is
-/// what runs), else python3 with the checkout's package on its path.
-fn python(c: &mut Command) -> String {
-    match std::env::var("STAGEBENCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            c.env("PYTHONPATH", repo().join("python"));
-            "python3".into()
-        }
-    }
-}
 
 /// Writes `text` as a campaign file in `dir` and runs it into `dir/campaign`.
 fn campaign(dir: &Path, text: &str) -> (PathBuf, harness::Finished) {
@@ -167,12 +150,8 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     std::fs::write(&file, toml.replace("trials = 3\n", "trials = 1\n")).unwrap();
     let out = tmp.path().join("campaign");
     let mut c = coordinator();
-    let py = python(&mut c);
-    if py != "python3" {
-        // The example's argv says python3: put the chosen one first on PATH.
-        let bin = Path::new(&py).parent().unwrap().display().to_string();
-        c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
-    }
+    // The example's argv says python3.
+    python_on_path(&mut c);
     c.arg("campaign").arg(&file).arg("--output").arg(&out);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
@@ -507,11 +486,7 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
         std::fs::write(&path, format!("{head}{steps}")).unwrap();
         let out = tmp.path().join("campaign");
         let mut c = coordinator();
-        let py = python(&mut c);
-        if py != "python3" {
-            let bin = Path::new(&py).parent().unwrap().display().to_string();
-            c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
-        }
+        python_on_path(&mut c);
         c.arg("campaign").arg(&path).arg("--output").arg(&out);
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{file}: {}\n{}", f.stdout, f.stderr);

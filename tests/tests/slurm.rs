@@ -37,14 +37,8 @@ fn a_teams_preparation_through_slurm() {
     };
     let tag = new_tag();
     let (tmp, out, mut c) = harness::coordinator_with_output();
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf();
-    let py = match std::env::var("STAGEBENCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            c.env("PYTHONPATH", repo.join("python"));
-            "python3".into()
-        }
-    };
+    let repo = harness::repo();
+    let py = harness::python(&mut c);
     let items = tmp.path().join("items");
     std::fs::write(&items, (0..12).map(|i| format!("s{i}\n")).collect::<String>()).unwrap();
     let program = repo.join("tests/scripts/item_program.py");

@@ -4,7 +4,6 @@
 use harness::data::tiny;
 use harness::{json, run};
 use std::collections::BTreeSet;
-use std::path::Path;
 
 /// Checks the trace's structure against its run's report.
 fn check(trace: &serde_json::Value, report: &serde_json::Value) {
@@ -79,24 +78,16 @@ fn trials_trace_one_process_per_trial() {
     assert_eq!(report["workers"].as_array().unwrap().len(), 4, "a process per trial");
 }
 
-fn repo() -> std::path::PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
 /// A command's spans through the Python helper: nested spans nest inside
 /// the stage on the worker's track; spans from a thread and a forked child
 /// that overlap go to lanes of their own.
 #[test]
 fn a_commands_spans_nest_inside_its_stage() {
-    let python = std::env::var("STAGEBENCH_PYTHON").ok().filter(|p| !p.is_empty());
-    let helper = repo().join("tests/scripts/helper_user.py");
+    let helper = harness::repo().join("tests/scripts/helper_user.py");
     let tmp = tempfile::tempdir().unwrap();
     let trace_path = tmp.path().join("t.json");
     let (_t, out, mut c) = harness::coordinator_with_output();
-    if python.is_none() {
-        c.env("PYTHONPATH", repo().join("python"));
-    }
-    let py = python.unwrap_or_else(|| "python3".into());
+    let py = harness::python(&mut c);
     c.args(["--quiet", "--isolation", "run", "--name", "nest"])
         .arg("--command")
         .arg(format!("'{py}' '{}' nest", helper.display()))

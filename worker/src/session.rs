@@ -195,50 +195,8 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     let mut items = stages::item::Items::new(sample_ms);
     loop {
         match wire.recv()? {
-            ToWorker::Assign { job, stage: stage @ Stage::PrepareItem { .. }, kill, spans } => {
-                // An item is timed by the clock alone: its program's tree is
-                // sampled for the program's whole life and measured at
-                // `Finish`; its CPU is the worker's once it is reaped.
-                let mut reporter = WireReporter::new(&mut wire, job);
-                let mut ctx = StageContext {
-                    run_dir: run_dir.clone(),
-                    job_tag: format!("job-{}-{}", job.0, stage.name()),
-                    reporter: &mut reporter,
-                    kill,
-                    items: &mut items,
-                    spans: &spans,
-                };
-                let start = std::time::Instant::now();
-                let result = stages::run(&stage, &mut ctx);
-                let end = std::time::Instant::now();
-                let reply = match result {
-                    Ok(mut figures) => {
-                        let from = match reporter.setup_done {
-                            Some(mark) => {
-                                figures.push(protocol::Figure {
-                                    name: "setup_s".into(),
-                                    value: (mark.instant() - start).as_secs_f64(),
-                                });
-                                mark.instant()
-                            }
-                            None => start,
-                        };
-                        let measurement = protocol::Measurement {
-                            wall_ns: (end - from).as_nanos() as u64,
-                            figures,
-                            slices: reporter.take_slices(from),
-                            ..Default::default()
-                        };
-                        FromWorker::Measurement { job, measurement }
-                    }
-                    Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
-                };
-                if let Some(e) = reporter.error.take() {
-                    return Err(e.into());
-                }
-                wire.send(&reply)?;
-            }
             ToWorker::Assign { job, stage, kill, spans } => {
+                let item = matches!(stage, Stage::PrepareItem { .. });
                 let mut reporter = WireReporter::new(&mut wire, job);
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
@@ -248,20 +206,30 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     items: &mut items,
                     spans: &spans,
                 };
-                let sampler = crate::tree::Sampler::start(sample_ms);
-                let start = Mark::now();
-                let result = stages::run(&stage, &mut ctx);
-                let end = Mark::instant_now();
-                // Wall time ends with the stage; CPU is read once every
-                // descendant is reaped, so orphans' CPU counts too. A
-                // preparation program lives on to its next item.
-                let contained = crate::tree::contain(sampler);
-                let end = end.with_usage_now();
+                let measured = if item {
+                    // An item is timed by the clock alone: its program's tree
+                    // is sampled for the program's whole life and measured
+                    // at `Finish`; its CPU is the worker's once it is reaped.
+                    let start = Mark::instant_now();
+                    let result = stages::run(&stage, &mut ctx);
+                    let end = Mark::instant_now();
+                    result.map(|figures| (start, end, figures, protocol::TreeUsage::default()))
+                } else {
+                    let sampler = crate::tree::Sampler::start(sample_ms);
+                    let start = Mark::now();
+                    let result = stages::run(&stage, &mut ctx);
+                    let end = Mark::instant_now();
+                    // Wall time ends with the stage; CPU is read once every
+                    // descendant is reaped, so orphans' CPU counts too.
+                    let contained = crate::tree::contain(sampler);
+                    let end = end.with_usage_now();
+                    result.map(|figures| (start, end, figures, contained.tree))
+                };
                 if let Some(e) = reporter.error.take() {
                     return Err(e.into());
                 }
-                let reply = match result {
-                    Ok(mut figures) => {
+                let reply = match measured {
+                    Ok((start, end, mut figures, tree)) => {
                         // A stage that did untimed setup is measured from its end.
                         let from = match reporter.setup_done {
                             Some(mark) => {
@@ -273,7 +241,14 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                             }
                             None => start,
                         };
-                        let mut measurement = from.until(&end);
+                        let mut measurement = match item {
+                            true => protocol::Measurement {
+                                wall_ns: end.instant().duration_since(from.instant()).as_nanos()
+                                    as u64,
+                                ..Default::default()
+                            },
+                            false => from.until(&end),
+                        };
                         measurement.slices = reporter.take_slices(from.instant());
                         if reporter.slices_dropped > 0 {
                             figures.push(protocol::Figure {
@@ -282,7 +257,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                             });
                         }
                         measurement.figures = figures;
-                        measurement.tree = contained.tree;
+                        measurement.tree = tree;
                         measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
                         FromWorker::Measurement { job, measurement }
                     }

@@ -4,25 +4,9 @@
 //! left behind: the workers, and every program process (each writes its pid
 //! into a directory of the test's).
 
-use harness::{alive, coordinator_with_output, json, run};
-use std::path::{Path, PathBuf};
+use harness::{alive, coordinator_with_output, json, python, repo, run};
+use std::path::PathBuf;
 use std::process::Command;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()
-}
-
-/// The Python that runs the helper (as in pipelines.rs): `STAGEBENCH_PYTHON`,
-/// else python3 with the checkout's package on its path.
-fn python(c: &mut Command) -> String {
-    match std::env::var("STAGEBENCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            c.env("PYTHONPATH", repo().join("python"));
-            "python3".into()
-        }
-    }
-}
 
 /// Ids that must never reach evidence.
 const IDS: [&str; 6] = ["secret-a", "secret-b", "secret-c", "secret-d", "secret-e", "secret-f"];
