@@ -51,6 +51,13 @@ pub fn bins() -> &'static Bins {
     })
 }
 
+/// Says on the real stderr (past the test harness's capture, so CI's log
+/// shows it) that `test` was skipped, and why.
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

@@ -4,7 +4,6 @@
 //! skipped with the reason written straight to stderr, which the test
 //! harness does not capture, so a skip is never silent.
 
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::Command;
 
@@ -54,10 +53,7 @@ fn find_cluster() -> Result<PathBuf, String> {
     Ok(conf)
 }
 
-/// Says on the real stderr that `test` was skipped, and why.
-pub fn skip(test: &str, reason: &str) {
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
-}
+pub use crate::skip;
 
 /// Pids of live processes whose environment holds `TAG=tag`.
 pub fn tagged(tag: &str) -> Vec<i32> {

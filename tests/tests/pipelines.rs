@@ -541,8 +541,9 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
         Ok(p) if !p.is_empty() => p,
         _ => {
-            eprintln!(
-                "SKIPPED the_torch_preset_counts_every_batch_of_an_unmodified_training_script: STAGEBENCH_TORCH_PYTHON names no Python with torch"
+            harness::skip(
+                "the_torch_preset_counts_every_batch_of_an_unmodified_training_script",
+                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
             );
             return;
         }

@@ -289,9 +289,8 @@ fn the_worked_example_prepares_what_the_recipe_prepares() {
             std::env::var("STAGEBENCH_PYTHON").is_err(),
             "STAGEBENCH_PYTHON ({py}) lacks numpy or pyarrow: the example cannot run"
         );
-        eprintln!(
-            "SKIPPED the_worked_example_prepares_what_the_recipe_prepares: {py} has no numpy or pyarrow"
-        );
+        let why = format!("{py} has no numpy or pyarrow");
+        harness::skip("the_worked_example_prepares_what_the_recipe_prepares", &why);
         return;
     }
     let data = &harness::data::tiny().frozen;
