@@ -23,6 +23,7 @@ import json
 import math
 import os
 import re
+import threading
 import time
 
 __all__ = ["span", "spanned", "progress", "active", "serve"]
@@ -45,21 +46,32 @@ def _check_name(name):
     return name
 
 
-# The spans file, opened once per path (O_APPEND: a forked child's lines,
-# through the descriptor it inherits, never interleave with its parent's).
-_open_file = [None, -1]
+# The spans file's descriptor, opened once per path and never closed (a
+# forked child inherits it; O_APPEND keeps every line whole). A lock makes
+# threads that write their first span at once share one descriptor.
+_fds = {}
+_fds_lock = threading.Lock()
+
+
+def _spans_fd():
+    """The descriptor of the spans file ``STAGEBENCH_SPANS`` names, or None."""
+    path = os.environ.get(_ENV)
+    if not path:
+        return None
+    fd = _fds.get(path)
+    if fd is None:
+        with _fds_lock:
+            fd = _fds.get(path)
+            if fd is None:
+                flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0)
+                fd = _fds[path] = os.open(path, flags)
+    return fd
 
 
 def _write(line):
-    path = os.environ.get(_ENV)
-    if not path:
-        return
-    if _open_file[0] != path:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
-        if _open_file[1] >= 0:
-            os.close(_open_file[1])
-        _open_file[0], _open_file[1] = path, fd
-    os.write(_open_file[1], line)
+    fd = _spans_fd()
+    if fd is not None:
+        os.write(fd, line)
 
 
 def _append(record):

@@ -32,12 +32,14 @@ _open = threading.local()
 
 def _writer():
     """Writes a line to the spans file named when the bootstrap ran (fixed
-    for the process's life: no environment lookup per span), through one
-    descriptor a forked child inherits; a no-op without one."""
-    path = os.environ.get("STAGEBENCH_SPANS")
-    if not path:
+    for the process's life: no environment lookup per span), through the
+    helper's one descriptor, which a forked child inherits; a no-op
+    without one."""
+    from stagebench import _spans_fd
+
+    fd = _spans_fd()
+    if fd is None:
         return lambda line: None
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_CLOEXEC", 0))
     return functools.partial(os.write, fd)
 
 
