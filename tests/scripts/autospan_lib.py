@@ -1,4 +1,4 @@
-"""Functions `--span` names in tests/tests/pipelines.rs: none of this file
+"""Functions `--span` names in tests/tests/pipelines/spans.rs: none of this file
 calls stagebench."""
 import time
 

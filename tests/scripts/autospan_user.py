@@ -1,5 +1,5 @@
 """An unmodified program whose functions tests time with `--span`
-(tests/tests/pipelines.rs): a function, a method, a classmethod, a
+(tests/tests/pipelines/spans.rs): a function, a method, a classmethod, a
 staticmethod, recursion, nesting, a forked child, a module imported late.
 It never imports stagebench."""
 import os

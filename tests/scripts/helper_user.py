@@ -1,5 +1,5 @@
 """A command that reports through the `stagebench` Python helper
-(tests/tests/pipelines.rs).
+(tests/tests/pipelines/main.rs).
 
 Usage:
   helper_user.py tree            a span from a thread, one from a forked child,

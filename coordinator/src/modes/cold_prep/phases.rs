@@ -1,0 +1,199 @@
+//! What a cold-prep run plans before anything runs: its phases, in rounds
+//! and counts, over the recipe's series or a user's items, and the
+//! declaration's parameters.
+
+use super::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, items, rounds};
+use crate::error::RunError;
+use crate::modes::{JobNumbers, Phase, Prepared};
+use crate::plan::Settings;
+use protocol::Stage;
+use recipe::frozen::Frozen;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// `--mode cold-prep`'s own settings.
+#[derive(Clone, Debug)]
+pub(crate) struct Plan {
+    /// Serial-against-parallel comparisons, in alternating order.
+    pub(crate) rounds: u32,
+    /// The parallel preparation's process counts, increasing: one, or a
+    /// workers sweep. The largest is the run's `--workers`.
+    pub(crate) counts: Vec<u32>,
+    /// `--prepare`: a user's program and items instead of the recipe.
+    pub(crate) items: Option<items::Items>,
+}
+
+impl Plan {
+    pub(super) fn names(&self) -> Names {
+        if self.items.is_some() { ITEMS } else { RECIPE }
+    }
+}
+
+pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunError> {
+    if let Some(items) = &plan.items {
+        return prepare_items(settings, plan, items);
+    }
+    let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+    let dataset = dataset.as_path();
+    let mut numbers = JobNumbers::default();
+    let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];
+    phases.extend(round_phases(plan, settings.workers, |key, cache, count| {
+        prepare_phase(&mut numbers, key, cache, count, dataset, &frozen)
+    }));
+    phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
+    Ok(Prepared {
+        // A cache preparation is one entry, however many series it has.
+        stages: crate::modes::declared(&phases, false),
+        phases,
+        dataset_fingerprint: Some(frozen.fingerprint),
+        parameters: parameters(plan),
+        locks: Vec::new(),
+    })
+}
+
+/// Every round's phases in order, each made by `phase(key, output, count)`.
+fn round_phases(
+    plan: &Plan,
+    main: u32,
+    mut phase: impl FnMut(&str, &str, u32) -> Phase,
+) -> Vec<Phase> {
+    let n = plan.names();
+    let mut phases = Vec::new();
+    for round in 1..=plan.rounds {
+        let (serial_key, _) = rounds::keys(&n, round);
+        let (serial_out, _) = rounds::caches(&n, round);
+        let serial = phase(&serial_key, &serial_out, 1);
+        let parallel = plan
+            .counts
+            .iter()
+            .map(|&count| {
+                let key = rounds::parallel_key(&n, count, main, round);
+                phase(&key, &rounds::parallel_cache(&n, count, main, round), count)
+            })
+            .collect();
+        phases.extend(rounds::in_order(round, serial, parallel, round == plan.rounds));
+    }
+    phases
+}
+
+fn parameters(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
+    let mut parameters = BTreeMap::new();
+    parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
+    if plan.counts.len() > 1 {
+        parameters.insert("workers_sweep".to_string(), serde_json::json!(plan.counts));
+    }
+    parameters
+}
+
+/// `--prepare`: the items file's digest and the inputs' digest are declared
+/// before anything runs; no dataset is read.
+fn prepare_items(
+    settings: &Settings,
+    plan: &Plan,
+    items: &items::Items,
+) -> Result<Prepared, RunError> {
+    let mut parameters = parameters(plan);
+    parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
+    parameters.insert("items".into(), serde_json::json!(items.list.len()));
+    if let Some((_, before)) = &items.inputs {
+        parameters.insert("inputs_sha256".into(), serde_json::json!(before.sha256));
+        parameters.insert("inputs_files".into(), serde_json::json!(before.files));
+    }
+    let mut numbers = JobNumbers::default();
+    let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
+    let phases = round_phases(plan, settings.workers, |key, out, count| {
+        item_phase(&mut numbers, key, out, count, items, ready_timeout_ms)
+    });
+    Ok(Prepared {
+        stages: crate::modes::declared(&phases, false),
+        phases,
+        dataset_fingerprint: None,
+        parameters,
+        locks: Vec::new(),
+    })
+}
+
+/// Every item handed to `workers` processes running the user's program,
+/// writing into `out` (no more processes than items).
+fn item_phase(
+    numbers: &mut JobNumbers,
+    key: &str,
+    out: &str,
+    workers: u32,
+    items: &items::Items,
+    ready_timeout_ms: u64,
+) -> Phase {
+    let count = items.list.len();
+    Phase {
+        key: key.into(),
+        jobs: items::dispatch_order(&items.list)
+            .into_iter()
+            .map(|(line, item)| {
+                let stage = Stage::PrepareItem {
+                    command: items.command.clone(),
+                    id: item.id.clone(),
+                    out: out.into(),
+                    ready_timeout_ms,
+                };
+                numbers.job(key.into(), stage).item(format!("item {} of {count}", line + 1))
+            })
+            .collect(),
+        workers: workers.min(count.max(1) as u32),
+        jobs_per_process: usize::MAX,
+        cache: Some(out.into()),
+        progress: crate::events::Style::Counter { unit: "items" },
+        after: None,
+        after_job: None,
+    }
+}
+
+/// One worker re-hashing every source file against frozen.json.
+pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
+    let data = dataset.to_string_lossy().into_owned().into();
+    Phase::in_turn(
+        key.into(),
+        vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
+        1,
+    )
+}
+
+/// Every training series prepared into `cache` by `workers` processes (no
+/// more processes than series: one without a series would only start and
+/// stop), the largest series first, so the last to start is a short one.
+pub(crate) fn prepare_phase(
+    numbers: &mut JobNumbers,
+    key: &str,
+    cache: &str,
+    workers: u32,
+    dataset: &Path,
+    frozen: &Frozen,
+) -> Phase {
+    let data = protocol::LocalPath::from(dataset.to_string_lossy().into_owned());
+    // Numbered in the cohort's order: a failure names a series by its
+    // number, never its id.
+    let mut train: Vec<_> = frozen.train().enumerate().collect();
+    let count = train.len();
+    train.sort_by(|(_, a), (_, b)| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
+    Phase {
+        key: key.into(),
+        jobs: train
+            .iter()
+            .map(|(n, s)| {
+                let stage = Stage::PrepareSeries {
+                    dataset: data.clone(),
+                    id: s.id.clone(),
+                    file: s.file.clone(),
+                    sha256: s.sha256.clone(),
+                    cache: cache.into(),
+                };
+                numbers.job(key.into(), stage).item(format!("training series {} of {count}", n + 1))
+            })
+            .collect(),
+        workers: workers.min(count.max(1) as u32),
+        jobs_per_process: usize::MAX,
+        cache: Some(cache.into()),
+        progress: crate::events::Style::Counter { unit: "series" },
+        after: None,
+        after_job: None,
+    }
+}

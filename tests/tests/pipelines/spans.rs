@@ -1,0 +1,283 @@
+//! Spans without editing code (`--span`): an unmodified program's
+//! functions timed, misses named, no bootstrap when none is asked for,
+//! refusals, a campaign that names its spans, and the torch preset.
+
+use harness::{coordinator, coordinator_with_output, json, python, python_on_path, repo, run};
+
+/// `--span` on an unmodified program (tests/scripts/autospan_user.py, which
+/// never imports stagebench): a function, a method, a classmethod, a
+/// staticmethod, a module imported late and a forked child are timed;
+/// recursion is one span, nesting two; names that never match are named.
+#[test]
+fn spans_named_on_the_command_line_time_an_unmodified_program() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let py = python(&mut c);
+    let user = repo().join("tests/scripts/autospan_user.py");
+    c.args(["--quiet", "--name", "user", "--command"]).arg(format!("'{py}' '{}'", user.display()));
+    for s in [
+        "autospan_lib:plain",
+        "autospan_lib:Shape.area",
+        "autospan_lib:Shape.make=make_shape",
+        "autospan_lib:Shape.unit",
+        "autospan_lib:recurse",
+        "autospan_lib:outer",
+        "autospan_lib:inner",
+        "autospan_late:work",
+        "autospan_lib:missing",
+        "never_imported:f",
+    ] {
+        c.args(["--span", s]);
+    }
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let stage = &r["stages"]["user"];
+    let figures = &stage["figures"];
+    for (name, n) in [
+        ("plain", 2.0), // the parent's call and the forked child's
+        ("area", 1.0),
+        ("make_shape", 1.0),
+        ("unit", 1.0),
+        ("recurse", 1.0), // recursion: the outermost call only
+        ("outer", 1.0),
+        ("inner", 2.0), // nested in outer, recorded as its own name
+        ("work", 1.0),  // a module imported inside a function
+    ] {
+        assert_eq!(figures[format!("span:{name}_n")], n, "{name}: {figures}");
+    }
+    let plain = figures["span:plain_s"].as_f64().unwrap();
+    assert!(plain >= 0.004, "3 ms and 1 ms of sleep, timed: {plain}");
+    let outer = figures["span:outer_s"].as_f64().unwrap();
+    let inner = figures["span:inner_s"].as_f64().unwrap();
+    assert!(inner <= outer && inner >= 0.002, "inner {inner} inside outer {outer}");
+    assert_eq!(
+        stage["spans_not_found"],
+        serde_json::json!(["autospan_lib:missing", "never_imported:f"])
+    );
+    assert!(
+        f.stdout.contains(
+            "warning: --span autospan_lib:missing, never_imported:f matched nothing in stage user"
+        ),
+        "{}",
+        f.stdout
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Warning: --span autospan_lib:missing"), "{summary}");
+    let d = json(&out.join("declaration.json"));
+    assert_eq!(d["parameters"]["spans"][2], "autospan_lib:Shape.make=make_shape");
+    // The bootstrap is gone with the stage.
+    let left: Vec<String> =
+        harness::files_below(&out).into_iter().filter(|f| f.contains("bootstrap")).collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+/// Without `--span` a command runs exactly as before: no bootstrap and no
+/// PYTHONPATH change. With one, the user's own sitecustomize still runs.
+#[test]
+fn no_span_means_no_bootstrap_and_a_users_sitecustomize_still_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let theirs = tmp.path().join("theirs");
+    std::fs::create_dir(&theirs).unwrap();
+    let marker = tmp.path().join("marker");
+    std::fs::write(
+        theirs.join("sitecustomize.py"),
+        format!("open({:?}, 'a').write('theirs ran\\n')\n", marker.display().to_string()),
+    )
+    .unwrap();
+    let seen = tmp.path().join("seen");
+    let probe = tmp.path().join("probe.py");
+    std::fs::write(
+        &probe,
+        format!(
+            "import os, sys\nopen({:?}, 'w').write(repr((os.environ.get('PYTHONPATH'), 'STAGEBENCH_SPAN_TARGETS' in os.environ, 'stagebench.autospan' in sys.modules)))\n",
+            seen.display().to_string()
+        ),
+    )
+    .unwrap();
+    let each = |spans: &[&str]| {
+        let (_t, _out, mut c) = coordinator_with_output();
+        let py = python(&mut c);
+        let path = match c.get_envs().find(|(k, _)| *k == "PYTHONPATH").and_then(|(_, v)| v) {
+            Some(v) => format!("{}:{}", theirs.display(), v.to_string_lossy()),
+            None => theirs.display().to_string(),
+        };
+        c.env("PYTHONPATH", &path)
+            .arg("--quiet")
+            .arg("--command")
+            .arg(format!("'{py}' '{}'", probe.display()));
+        for s in spans {
+            c.args(["--span", s]);
+        }
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        (path, std::fs::read_to_string(&seen).unwrap())
+    };
+    let (path, got) = each(&[]);
+    assert_eq!(got, format!("({path:?}, False, False)").replace('"', "'"), "no --span: untouched");
+    let (_, got) = each(&["json:loads"]);
+    assert!(got.contains(".spans-bootstrap-") && got.contains(", True, True)"), "{got}");
+    let ran = std::fs::read_to_string(&marker).unwrap();
+    assert_eq!(ran, "theirs ran\ntheirs ran\n", "the user's sitecustomize ran both times");
+}
+
+#[test]
+fn bad_span_targets_are_refused_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    for (args, says) in [
+        (&["--command", "true", "--span", "json.loads"][..], "has no colon"),
+        (&["--command", "true", "--span", ":loads"], "the module '' is not a dotted Python name"),
+        (&["--command", "true", "--span", "json:"], "the qualname '' is not"),
+        (&["--command", "true", "--span", "json:loads=a/b"], "the span name 'a/b' must be"),
+        (&["--command", "true", "--span", "preset:keras"], "unknown preset 'keras'"),
+        (
+            &["--stage", "noop", "--span", "json:loads"],
+            "applies to --command stages and --prepare programs",
+        ),
+        (
+            &["--mode", "profile", "--span", "json:loads"],
+            "applies to --command stages and --prepare programs",
+        ),
+    ] {
+        let mut c = coordinator();
+        c.args(args).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        let lines: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{}", f.stderr);
+        assert!(lines[0].contains(says), "{args:?}: {}", lines[0]);
+        assert!(!out.exists());
+    }
+}
+
+/// The worked example's campaign run twice with one trial each: over
+/// chain.py, which calls the helper, and over plain.py, which calls nothing
+/// and whose spans the campaign file names. Their judgments say the same
+/// sentences: each sentence's opening words and the set of span and stage
+/// names it gives (times, their units and the order of near-equal spans
+/// differ from run to run).
+#[test]
+fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
+    let example = repo().join("examples/pipeline");
+    let judge = |file: &str, steps: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        for f in ["chain.py", "plain.py", "fitting.py"] {
+            std::fs::copy(example.join(f), tmp.path().join(f)).unwrap();
+        }
+        std::fs::create_dir(tmp.path().join("scratch")).unwrap();
+        let toml = std::fs::read_to_string(example.join(file)).unwrap();
+        // One trial, and the steps both campaigns share.
+        let head = toml.split("[[step]]").next().unwrap().replace("trials = 3\n", "trials = 1\n");
+        let path = tmp.path().join("c.toml");
+        std::fs::write(&path, format!("{head}{steps}")).unwrap();
+        let out = tmp.path().join("campaign");
+        let mut c = coordinator();
+        python_on_path(&mut c);
+        c.arg("campaign").arg(&path).arg("--output").arg(&out);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{file}: {}\n{}", f.stdout, f.stderr);
+        f.assert_no_worker_left();
+        let r = json(&out.join("report.json"));
+        let said: Vec<(String, std::collections::BTreeSet<String>)> = r["judgment"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| {
+                let l = l.as_str().unwrap();
+                let opening: String = l
+                    .split_whitespace()
+                    .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
+                    .take(3)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let names = l
+                    .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '/'))
+                    .filter(|w| w.contains('_') || w.contains('/'))
+                    .map(str::to_string)
+                    .collect();
+                (opening, names)
+            })
+            .collect();
+        said
+    };
+    let steps = "[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"killed_after_recompute\"\nkind = \"interrupted\"\nkill_at = \"mass:span:max_lh_fit_recompute:1\"\n";
+    let helper = judge("campaign.toml", steps);
+    let named = judge("campaign-plain.toml", steps);
+    assert!(
+        helper.iter().any(|(o, n)| o == "It skipped" && n.contains("light/search_fit")),
+        "{helper:?}"
+    );
+    assert!(
+        helper
+            .iter()
+            .any(|(o, n)| o.starts_with("The largest repeated")
+                && n.contains("max_lh_fit_recompute")),
+        "{helper:?}"
+    );
+    assert_eq!(named, helper, "the same judgment, spans named or called");
+}
+
+/// `--span preset:torch` on examples/torch/train.py, which has no
+/// stagebench in it, for real: with `STAGEBENCH_TORCH_PYTHON` naming a
+/// Python with torch; SKIPPED otherwise. The loader waits, steps, optimizer
+/// steps and backward passes counted equal the batches the script ran, and
+/// the stage gets an input-wait fraction and its grade.
+#[test]
+fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
+    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            harness::skip(
+                "the_torch_preset_counts_every_batch_of_an_unmodified_training_script",
+                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
+            );
+            return;
+        }
+    };
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let script = repo().join("examples/torch/train.py");
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "train"])
+        .arg("--command")
+        .arg(format!("'{py}' '{}' --batches 12 --work 200", script.display()))
+        .args(["--span", "preset:torch"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let trials = &r["trials"]["train"]["samples"];
+    let counts = |name: &str| -> Vec<f64> {
+        let c = trials[format!("span:{name}_n")].as_array().unwrap();
+        c.iter().map(|n| n.as_f64().unwrap()).collect()
+    };
+    for name in ["step", "optimizer_step", "backward"] {
+        assert_eq!(counts(name), [12.0, 12.0], "{name}");
+    }
+    // The first batch of the epoch also starts the loader's workers.
+    assert_eq!(counts("loader_start"), [1.0, 1.0]);
+    assert_eq!(counts("loader_wait"), [11.0, 11.0]);
+    let fraction = r["stages"]["train"]["figures"]["input_wait_fraction"].as_f64().unwrap();
+    assert!((0.0..1.0).contains(&fraction), "{fraction}");
+    assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
+    assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
+    assert!(f.stdout.contains("input-bound (11 loader waits"), "{}", f.stdout);
+    // The verdict both ways: a loader that does 100x the work per item
+    // under a narrow network is highly input-bound; no loader work under a
+    // wide one is not.
+    let verdict = |args: &str| {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "train"])
+            .arg("--command")
+            .arg(format!("'{py}' '{}' --batches 12 {args}", script.display()))
+            .args(["--span", "preset:torch"]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        json(&out.join("report.json"))["stages"]["train"]["figures"]["input_wait_fraction"]
+            .as_f64()
+            .unwrap()
+    };
+    let starved = verdict("--work 20000 --width 8");
+    let fed = verdict("--work 0 --width 256");
+    assert!(starved >= 0.20, "a starved loop is highly input-bound: {starved}");
+    assert!(fed < 0.05, "a fed loop is not input-bound: {fed}");
+}
