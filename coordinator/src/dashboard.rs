@@ -12,6 +12,7 @@
 //! so rerunning with nothing new rewrites nothing. A README.md that this
 //! command did not write is refused and left alone.
 
+use crate::modes::Report;
 use crate::rundir::{DECLARATION, FAILURE, REPORT, report};
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -175,7 +176,10 @@ fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
             if let Some(w) = rep["run_wall_s"].as_f64() {
                 r.wall = crate::fmt::duration(w);
             }
-            r.headline = headline(&rep);
+            r.headline = match serde_json::from_value::<Report>(rep) {
+                Ok(typed) => headline(&typed),
+                Err(_) => "**unreadable report**".into(),
+            };
         }
         None if dir.join(REPORT).exists() => r.status = "**unreadable report**".into(),
         None => match read_json(&dir.join(FAILURE)) {
@@ -213,32 +217,17 @@ fn campaign_headline(rep: &Value) -> String {
     )
 }
 
-/// One phrase about what the run found.
-fn headline(rep: &Value) -> String {
-    if let Some(s) = rep["speedup"].as_f64() {
-        let n = rep["parallel"]["workers"].as_array().map_or(0, |w| w.len());
-        let same = rep["caches_identical"].as_bool().unwrap_or(false);
-        return format!(
-            "speedup {s:.2}x on {n} processes; caches {}",
-            if same { "identical" } else { "DIFFER" }
-        );
+/// One phrase about what the run found: its mode's, or its slowest stage.
+fn headline(rep: &Report) -> String {
+    if let Some(h) = rep.section.headline() {
+        return h;
     }
-    if let Some(t) = rep["trials"].as_object() {
-        let n = t.values().filter_map(|s| s["n"].as_u64()).max().unwrap_or(0);
-        let warnings: usize =
-            t.values().map(|s| s["warnings"].as_array().map_or(0, |w| w.len())).sum();
-        return format!("{n} trials per stage; {warnings} warning(s)");
-    }
-    let mut stages: Vec<(&String, &Value)> =
-        rep["stages"].as_object().map(|m| m.iter().collect()).unwrap_or_default();
-    stages.sort_by(|a, b| {
-        b.1["wall_s"].as_f64().unwrap_or(0.0).total_cmp(&a.1["wall_s"].as_f64().unwrap_or(0.0))
-    });
-    match stages.first() {
+    let slowest = rep.stages.iter().min_by(|a, b| b.1.wall_s.total_cmp(&a.1.wall_s));
+    match slowest {
         Some((k, s)) => format!(
             "slowest stage `{}` ({})",
             k.replace('|', "\\|"),
-            crate::fmt::duration(s["wall_s"].as_f64().unwrap_or(f64::NAN))
+            crate::fmt::duration(s.wall_s)
         ),
         None => String::new(),
     }
@@ -283,4 +272,42 @@ fn markdown(rows: &[Row]) -> String {
         );
     }
     s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headline;
+    use crate::modes::Report;
+
+    /// A cold-prep row says whether its caches, or a team's outputs, were
+    /// identical, and says DIFFER when they were not; a report of a mode
+    /// with no headline of its own names its slowest stage.
+    #[test]
+    fn the_headline_is_the_sections_and_can_say_differ() {
+        let text = include_str!("render/fixtures/cold-prep-report.json");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; caches identical"), "{}", headline(&r));
+        v["caches_identical"] = false.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; caches DIFFER"), "{}", headline(&r));
+        // A team's own preparation: outputs, not caches.
+        v.as_object_mut().unwrap().remove("caches_identical");
+        v["items"] = serde_json::json!({"count": 3, "items_sha256": "ab", "weighted": false});
+        v["outputs_identical"] = true.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; outputs identical"), "{}", headline(&r));
+        v["outputs_identical"] = false.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; outputs DIFFER"), "{}", headline(&r));
+        // The same stages as a diagnostic run: the slowest one.
+        v["mode"] = "diagnostic".into();
+        let r: Report = serde_json::from_value(v).unwrap();
+        let (key, slowest) =
+            r.stages.iter().max_by(|a, b| a.1.wall_s.total_cmp(&b.1.wall_s)).unwrap();
+        assert_eq!(
+            headline(&r),
+            format!("slowest stage `{key}` ({})", crate::fmt::duration(slowest.wall_s))
+        );
+    }
 }

@@ -208,7 +208,7 @@ fn run_in(
             settings.workers,
             environment::load_average(),
             // Trials warn about load per stage already.
-            !matches!(plan.mode, modes::ModePlan::Trials(_)),
+            !plan.mode.warns_of_load_per_stage(),
         ),
         section,
     };

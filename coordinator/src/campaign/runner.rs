@@ -6,7 +6,7 @@ use super::CampaignError;
 use super::file::{CampaignFile, StepKind, StepSpec};
 use super::report::{self, Killed, StepReport, TrialReport};
 use crate::error::RunError;
-use crate::modes::{ModePlan, RunPlan, diagnostic, recipe as recipe_mode};
+use crate::modes::{RunPlan, diagnostic, recipe as recipe_mode};
 use crate::plan::{Isolation, Settings};
 use crate::run;
 use crate::rundir;
@@ -74,7 +74,7 @@ impl Runner<'_> {
                 kill_at: if kill { step.kill_point() } else { None },
                 ..self.settings(run)
             },
-            mode: ModePlan::Recipe(recipe_mode::Plan {
+            mode: Box::new(recipe_mode::Plan {
                 state: state.to_path_buf(),
                 policy: step.policy(),
                 epochs: s.epochs,
@@ -176,7 +176,12 @@ impl Runner<'_> {
         let plan = self.plan(&state, step, run_rel, false);
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
-        let digest = summary.report.state().map(|d| d.sha256.clone()).unwrap_or_default();
+        let digest = summary
+            .report
+            .section
+            .get::<recipe_mode::Section>()
+            .map(|r| r.state.sha256.clone())
+            .unwrap_or_default();
         if reference.is_none() {
             *reference = Some((digest.clone(), state.clone()));
         }
@@ -326,7 +331,7 @@ impl Runner<'_> {
                 stage_spans,
                 ..self.settings(run_rel)
             },
-            mode: ModePlan::Diagnostic(diagnostic::Plan { stages: crate::plan::keyed(stages) }),
+            mode: Box::new(diagnostic::Plan { stages: crate::plan::keyed(stages) }),
         };
         (plan, skipped)
     }

@@ -52,6 +52,20 @@ fn register_font() {
 /// The drawing area every plot draws on: an SVG, later rasterised.
 pub(crate) type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
 
+/// A plot: its file stem under `plots/`, its rows, and how it draws them.
+/// Its owner (a mode, `render`) decides what it shows; this floor draws it.
+pub(crate) trait Figure {
+    /// The file stem under `plots/`.
+    fn name(&self) -> &'static str;
+    /// The rows it draws (the canvas grows with them).
+    fn rows(&self) -> usize;
+    fn draw(&self, root: &Area<'_>) -> Result<(), RenderError>;
+    /// The plot as SVG and PNG bytes.
+    fn svg_and_png(&self) -> Result<(Vec<u8>, Vec<u8>), RenderError> {
+        svg_and_png(self.rows(), |root| self.draw(root))
+    }
+}
+
 /// Draws a plot of `rows` rows as SVG (via `draw`, on a white background),
 /// and rasterises that SVG to PNG with the same font.
 pub(crate) fn svg_and_png(

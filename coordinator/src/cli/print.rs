@@ -2,12 +2,8 @@
 //! cold-prep and trials lines, and where the evidence is.
 
 use crate::fmt::mib;
-use crate::modes::{Report, Section};
-use crate::render::trial_cells;
 use crate::run::RunSummary;
-use crate::rundir::report::{TrialSet, shared_warnings};
 use protocol::exit::coordinator as code;
-use std::collections::BTreeMap;
 
 /// `requested_workers`: what `--workers` asked for (cold-prep starts no more
 /// processes than series).
@@ -65,40 +61,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             );
         }
     }
-    if let Some(prep) = r.cold_prep() {
-        let parallel = &prep.parallel;
-        if (parallel.workers.len() as u32) < requested_workers {
-            println!(
-                "  note: {} processes asked for, {} started: there are only {} {}",
-                requested_workers,
-                parallel.workers.len(),
-                prep.prepared(),
-                if prep.items.is_some() { "items" } else { "training series" }
-            );
-        }
-        let (serial_wall, parallel_wall) = prep.walls();
-        println!(
-            "  {}; serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
-            prep.prepared_phrase(),
-            serial_wall,
-            match parallel.workers.len() {
-                1 => "1 process".to_string(),
-                n => format!("{n} processes"),
-            },
-            parallel_wall,
-            if prep.rounds.is_empty() { "" } else { " (medians)" },
-            prep.speedup_phrase(),
-            100.0 * prep.parallel_efficiency,
-            prep.load_imbalance,
-            prep.identical_phrase()
-        );
-        for w in &prep.warnings {
-            println!("  warning: {w}");
-        }
-    }
-    if let Some(trials) = r.trials() {
-        print_trials(r, trials);
-    }
+    r.section.console(r, requested_workers);
     for w in &r.machine_warnings {
         eprintln!("warning: {w}");
     }
@@ -106,43 +69,6 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         "evidence: {}/ (declaration.json, environment.json, report.json; summary.md and plots/ derived from it)",
         s.dir.display()
     );
-}
-
-/// Per stage: the median wall time with its interval, the spread, the
-/// outliers, how many trials would resolve a 1% difference, and warnings.
-fn print_trials(r: &Report, trials: &BTreeMap<String, TrialSet>) {
-    let mut keys: Vec<&String> = trials.keys().collect();
-    keys.sort_by_key(|k| r.stages.get(*k).map(|s| s.order).unwrap_or(usize::MAX));
-    // Warnings every stage shares (machine load) are printed once, below.
-    let shared = shared_warnings(trials);
-    println!(
-        "  {:<24} {:>4} {:>11} {:>36} {:>10} {:>10} {:>8} {:>10}",
-        "trials (wall)",
-        "n",
-        "median",
-        "interval of median",
-        "stdev",
-        "MAD",
-        "outliers",
-        "n for 1%"
-    );
-    for k in keys {
-        let t = &trials[k];
-        let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "-");
-        println!(
-            "  {k:<24} {:>4} {median:>11} {interval:>36} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
-            t.n
-        );
-        for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
-            println!("    warning: {warning}");
-        }
-    }
-    for warning in shared {
-        println!("  warning: {warning}");
-    }
-    if let Section::Trials(t) = &r.section {
-        println!("  outliers: {}; warm-up trials are recorded, not counted", t.outlier_rule);
-    }
 }
 
 /// `coordinator doctor`: the machine's state and its warnings; the exit code.

@@ -3,7 +3,7 @@
 
 use super::args::{LauncherArg, PolicyArg, RunArgs};
 use crate::error::Refusal;
-use crate::modes::{ModePlan, RunPlan};
+use crate::modes::{Planned, RunPlan};
 use crate::plan::{self, Mode, Settings};
 use protocol::Stage;
 use std::path::PathBuf;
@@ -203,24 +203,24 @@ pub(super) fn resolve(args: RunArgs) -> Result<RunPlan, Refusal> {
         Some(p) => p,
         None => default_worker_bin()?,
     };
-    let mode = match args.mode {
-        Mode::Diagnostic => ModePlan::Diagnostic(crate::modes::diagnostic::Plan { stages }),
-        Mode::ColdPrep => ModePlan::ColdPrep(crate::modes::cold_prep::Plan {
+    let mode: Box<dyn Planned> = match args.mode {
+        Mode::Diagnostic => Box::new(crate::modes::diagnostic::Plan { stages }),
+        Mode::ColdPrep => Box::new(crate::modes::cold_prep::Plan {
             rounds: args.rounds.unwrap_or(crate::modes::cold_prep::DEFAULT_ROUNDS),
             counts: sweep,
             items,
         }),
-        Mode::Trials => ModePlan::Trials(crate::modes::trials::Plan {
+        Mode::Trials => Box::new(crate::modes::trials::Plan {
             stages,
             trials: args.trials.unwrap_or(10),
             warmup: args.warmup.unwrap_or(1),
             seed,
         }),
-        Mode::Profile => ModePlan::Profile(crate::modes::profile::Plan { seed }),
+        Mode::Profile => Box::new(crate::modes::profile::Plan { seed }),
         Mode::Recipe => {
             // Claimed (created, marked) last: a refused command line leaves nothing.
             let dir = args.state.as_deref().expect("checked above: recipe has --state");
-            ModePlan::Recipe(crate::modes::recipe::Plan {
+            Box::new(crate::modes::recipe::Plan {
                 state: recipe::state::claim(dir).map_err(|e| Refusal(e.to_string()))?,
                 policy: match args.resume_policy.unwrap_or(PolicyArg::Load) {
                     PolicyArg::Load => protocol::ResumePolicy::Load,

@@ -18,7 +18,6 @@ mod text;
 pub(crate) use files::{OUTPUT_FILES, write_output};
 pub(crate) use text::render;
 
-use crate::modes::cold_prep::rounds;
 use crate::stats::{self, Verdict};
 use crate::verify::verify;
 use serde_json::Value;
@@ -109,17 +108,18 @@ fn samples(report: &Value, stage: &str, later: &[String], figure: &str) -> Vec<f
 /// in order): a cold-prep round's phase (a fresh process on new caches;
 /// its definition differs only by the cache it writes), or the same stage
 /// planned again with the same definition.
-fn later_keys(declaration: &Value, stage: &str) -> Vec<String> {
+/// `rounds`: whether the run's mode runs phases in rounds (see
+/// [`has_rounds`]).
+fn later_keys(declaration: &Value, stage: &str, rounds: bool) -> Vec<String> {
     let planned = declaration["stages"].as_array().map(Vec::as_slice).unwrap_or_default();
     let definition = |key: &str| {
         planned.iter().find(|s| s["key"] == key).map(|s| s["definition_sha256"].clone())
     };
-    let rounds = declaration["mode"] == "cold-prep";
     let mut later: Vec<(u32, String)> = planned
         .iter()
         .filter_map(|s| {
             let key = s["key"].as_str()?;
-            match rounds::later_round(key) {
+            match crate::plan::repeat_of(key) {
                 Some((base, round))
                     if base == stage && (rounds || definition(key) == definition(stage)) =>
                 {
@@ -182,7 +182,8 @@ pub(crate) fn compare(
         }
     }
     // A later round's stage is compared as samples of its phase, not alone.
-    let pooled: BTreeSet<String> = common.iter().flat_map(|k| later_keys(&da, k)).collect();
+    let pooled: BTreeSet<String> =
+        common.iter().flat_map(|k| later_keys(&da, k, has_rounds(&ra))).collect();
     let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
     if common.is_empty() {
         incomparable.push("no stage in common".into());
@@ -204,6 +205,14 @@ pub(crate) fn compare(
     Ok(Comparison { incomparable, rows })
 }
 
+/// Whether a run's `BASE#R` stages are later rounds of `BASE`, as its
+/// report's section says (a cold-prep round's phase is defined with its own
+/// cache, so its definition differs from round 1's).
+fn has_rounds(report: &Value) -> bool {
+    serde_json::from_value::<crate::modes::Report>(report.clone())
+        .is_ok_and(|r| r.section.has_rounds())
+}
+
 /// Every figure of every stage in `common` that both runs recorded,
 /// compared; `runs`: A's and B's declaration and report. A figure only one
 /// run has is no row.
@@ -212,7 +221,8 @@ fn rows(common: &[String], figures: &[String], runs: [(&Value, &Value); 2], pct:
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
         let stage_figures = expand(figures, ra, rb, stage);
-        let (later_a, later_b) = (later_keys(da, stage), later_keys(db, stage));
+        let (later_a, later_b) =
+            (later_keys(da, stage, has_rounds(ra)), later_keys(db, stage, has_rounds(rb)));
         for (j, figure) in stage_figures.iter().enumerate() {
             let (xa, xb) =
                 (samples(ra, stage, &later_a, figure), samples(rb, stage, &later_b, figure));
@@ -393,21 +403,20 @@ mod tests {
             stage("alloc", "a1"),
             stage("alloc#2", "a2"),
         ]);
-        let cold = json!({"mode": "cold-prep", "stages": planned});
-        assert_eq!(later_keys(&cold, "prep"), ["prep#2", "prep#3"]);
-        assert_eq!(later_keys(&cold, "prep_parallel"), ["prep_parallel#2"]);
-        // Outside cold-prep, only the same definition planned again.
-        let diagnostic = json!({"mode": "diagnostic", "stages": planned});
-        assert!(later_keys(&diagnostic, "prep").is_empty());
-        assert_eq!(later_keys(&diagnostic, "noop"), ["noop#2"]);
-        assert!(later_keys(&diagnostic, "alloc").is_empty());
+        let decl = json!({"stages": planned});
+        assert_eq!(later_keys(&decl, "prep", true), ["prep#2", "prep#3"]);
+        assert_eq!(later_keys(&decl, "prep_parallel", true), ["prep_parallel#2"]);
+        // Without rounds, only the same definition planned again.
+        assert!(later_keys(&decl, "prep", false).is_empty());
+        assert_eq!(later_keys(&decl, "noop", false), ["noop#2"]);
+        assert!(later_keys(&decl, "alloc", false).is_empty());
 
         let r = json!({"stages": {
             "prep#3": {"wall_s": 3.0},
             "prep": {"wall_s": 1.0, "figures": {"frames": 7.0}},
             "prep#2": {"wall_s": 2.0, "figures": {"frames": 7.0}},
         }});
-        let later = later_keys(&cold, "prep");
+        let later = later_keys(&decl, "prep", true);
         assert_eq!(samples(&r, "prep", &later, "wall_s"), [1.0, 2.0, 3.0]);
         assert_eq!(samples(&r, "prep", &later, "frames"), [7.0, 7.0]);
         assert_eq!(samples(&r, "prep", &[], "wall_s"), [1.0]);

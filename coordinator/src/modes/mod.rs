@@ -1,22 +1,17 @@
-//! What each mode runs and what it adds to the report. A mode is a type:
-//! its variant of [`ModePlan`] carries what only it needs, and its variant
-//! of [`Section`] what only its report holds. A mode turns its plan into
-//! [`Phase`]s (each one dispatch of jobs over worker processes) and the
-//! declaration's stages and parameters ([`Prepared`]), and afterwards
-//! assembles its stage records and its section from the phases' outcomes.
-//! Modes never measure: workers do, and `wait4` does.
-//!
-//! Adding a mode: its own module, a variant here in [`ModePlan`] and
-//! [`Section`] with their four `match` arms, and its name on the command line.
+//! What each mode runs and what it adds to the report. A mode is a folder
+//! of its own and one name in [`modes!`] below: its plan (a [`Planned`]),
+//! which turns into [`Phase`]s (each one dispatch of jobs over worker
+//! processes) and the declaration's stages and parameters ([`Prepared`]),
+//! and afterwards assembles its stage records and its report section (a
+//! [`ModeSection`]) from the phases' outcomes; the section shows itself in
+//! summary.md, the plots and on the console. Modes never measure: workers
+//! do, and `wait4` does.
 
-pub(crate) mod cold_prep;
-pub(crate) mod diagnostic;
-pub(crate) mod profile;
-pub(crate) mod recipe;
 pub(crate) mod report;
-pub(crate) mod trials;
+pub(crate) mod section;
 
-pub(crate) use report::{Report, Section};
+pub(crate) use report::Report;
+pub(crate) use section::{ModeSection, Section};
 
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
@@ -30,26 +25,67 @@ use protocol::JobId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// A mode as the registry knows it: its name, and how its section is read
+/// back from a report.
+pub(crate) trait Mode: Sync {
+    /// The mode's name, as `--mode` spells it and reports record it.
+    fn name(&self) -> &'static str;
+    /// Its section, from the fields report.json holds beside the common part.
+    fn section(&self, fields: serde_json::Value)
+    -> Result<Box<dyn ModeSection>, serde_json::Error>;
+}
+
+/// Declares every mode's folder and lists it in [`MODES`], in order.
+macro_rules! modes {
+    ($($m:ident),* $(,)?) => {
+        $(pub(crate) mod $m;)*
+        /// Every mode, in the order `--mode` lists them.
+        pub(crate) const MODES: &[&dyn Mode] = &[$(&$m::MODE),*];
+    };
+}
+
+// The registration: adding a mode is its folder and its name here.
+modes!(diagnostic, cold_prep, trials, profile, recipe);
+
+/// The mode called `name`.
+pub(crate) fn by_name(name: &str) -> Option<&'static dyn Mode> {
+    MODES.iter().copied().find(|m| m.name() == name)
+}
+
 /// A run's plan: what every mode shares, and the mode's own.
 #[derive(Clone, Debug)]
 pub(crate) struct RunPlan {
     pub(crate) settings: Settings,
-    pub(crate) mode: ModePlan,
+    pub(crate) mode: Box<dyn Planned>,
 }
 
-/// The mode of a run, with what only that mode needs.
-#[derive(Clone, Debug)]
-pub(crate) enum ModePlan {
-    /// Stages with known costs, or a user's commands, each measured once.
-    Diagnostic(diagnostic::Plan),
-    /// Cold feature-cache preparation, serial and N-process side by side.
-    ColdPrep(cold_prep::Plan),
-    /// Repeated fresh-process trials of each stage, with statistics.
-    Trials(trials::Plan),
-    /// The recipe stage by stage.
-    Profile(profile::Plan),
-    /// The recipe against a state directory that keeps its artifacts.
-    Recipe(recipe::Plan),
+/// A mode's plan: what only that mode needs, and what it does with it.
+pub(crate) trait Planned: std::fmt::Debug + Send + Sync {
+    /// The mode's name.
+    fn name(&self) -> &'static str;
+    /// Resolves the mode's inputs (a dataset, where it reads one) and plans
+    /// its phases; an error is bad usage or input, found before the run
+    /// directory exists.
+    fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError>;
+    /// Fills in the stage records and artifacts, and returns the mode's section.
+    fn assemble(
+        &self,
+        cx: &Context<'_>,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<Section, RunError>;
+    fn clone_box(&self) -> Box<dyn Planned>;
+    /// Whether the mode warns of machine load per stage itself (so the
+    /// report's machine warnings leave load out).
+    fn warns_of_load_per_stage(&self) -> bool {
+        false
+    }
+}
+
+impl Clone for Box<dyn Planned> {
+    fn clone(&self) -> Self {
+        self.clone_box()
+    }
 }
 
 /// What a mode decided before the run directory exists.
@@ -71,53 +107,6 @@ pub(crate) struct Prepared {
 pub(crate) struct Records {
     pub(crate) stages: BTreeMap<String, StageRecord>,
     pub(crate) artifacts: Vec<ArtifactRecord>,
-}
-
-impl ModePlan {
-    /// The mode's name, as `--mode` spells it and reports record it.
-    pub(crate) fn name(&self) -> &'static str {
-        match self {
-            ModePlan::Diagnostic(_) => "diagnostic",
-            ModePlan::ColdPrep(_) => "cold-prep",
-            ModePlan::Trials(_) => "trials",
-            ModePlan::Profile(_) => "profile",
-            ModePlan::Recipe(_) => "recipe",
-        }
-    }
-
-    /// Resolves the mode's inputs (a dataset, where it reads one) and plans
-    /// its phases; an error is bad usage or input, found before the run
-    /// directory exists.
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
-        match self {
-            ModePlan::Diagnostic(p) => Ok(p.prepare(settings)),
-            ModePlan::ColdPrep(p) => cold_prep::prepare(settings, p),
-            ModePlan::Trials(p) => p.prepare(settings),
-            ModePlan::Profile(p) => p.prepare(settings),
-            ModePlan::Recipe(p) => p.prepare(settings),
-        }
-    }
-
-    /// Fills in the stage records and artifacts, and returns the mode's section.
-    pub(crate) fn assemble(
-        &self,
-        cx: &Context<'_>,
-        outcomes: &[PhaseOutcome],
-        records: &mut Records,
-    ) -> Result<Section, RunError> {
-        match self {
-            ModePlan::Diagnostic(_) => {
-                diagnostic::assemble(cx.dir, outcomes, records).map(|()| Section::Diagnostic)
-            }
-            ModePlan::ColdPrep(p) => cold_prep::assemble(cx, p, outcomes, records)
-                .map(|s| Section::ColdPrep(Box::new(s))),
-            ModePlan::Trials(p) => p.assemble(cx, outcomes, records).map(Section::Trials),
-            ModePlan::Profile(_) => {
-                profile::assemble(cx.dir, outcomes, records).map(Section::Profile)
-            }
-            ModePlan::Recipe(p) => p.assemble(outcomes, records).map(Section::Recipe),
-        }
-    }
 }
 
 /// One dispatch: these jobs, over this many worker processes at once.

@@ -3,8 +3,8 @@
 //! common part is the same for every mode; what a mode adds is its
 //! [`Section`], flattened into the same JSON object and tagged by `mode`.
 
-use super::{cold_prep, profile, recipe, trials};
-use crate::rundir::report::{ArtifactRecord, Counts, ProcessRecord, StageRecord, TrialSet};
+use super::Section;
+use crate::rundir::report::{ArtifactRecord, ProcessRecord, StageRecord, TrialSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -42,65 +42,14 @@ fn local() -> String {
     "local".into()
 }
 
-/// What a mode adds to the report; its tag is the report's `mode`.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-#[serde(tag = "mode")]
-pub(crate) enum Section {
-    #[serde(rename = "diagnostic")]
-    Diagnostic,
-    #[serde(rename = "cold-prep")]
-    ColdPrep(Box<cold_prep::Section>),
-    #[serde(rename = "trials")]
-    Trials(trials::Section),
-    #[serde(rename = "profile")]
-    Profile(profile::Section),
-    #[serde(rename = "recipe")]
-    Recipe(recipe::Section),
-}
-
 impl Report {
     /// The mode, as the report records it.
     pub(crate) fn mode(&self) -> &'static str {
-        match &self.section {
-            Section::Diagnostic => "diagnostic",
-            Section::ColdPrep(_) => "cold-prep",
-            Section::Trials(_) => "trials",
-            Section::Profile(_) => "profile",
-            Section::Recipe(_) => "recipe",
-        }
-    }
-
-    /// Cold-prep's comparison of the serial and N-process preparations.
-    pub(crate) fn cold_prep(&self) -> Option<&cold_prep::Section> {
-        match &self.section {
-            Section::ColdPrep(c) => Some(c),
-            _ => None,
-        }
+        self.section.mode()
     }
 
     /// Trials: every trial of every stage, keyed like `stages`.
     pub(crate) fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
-        match &self.section {
-            Section::Trials(t) => Some(&t.trials),
-            _ => None,
-        }
-    }
-
-    /// The counts of the data the run read, for the modes that read a dataset.
-    pub(crate) fn counts(&self) -> Option<&Counts> {
-        match &self.section {
-            Section::ColdPrep(c) => c.counts.as_ref(),
-            Section::Trials(t) => t.counts.as_ref(),
-            Section::Profile(p) => Some(&p.counts),
-            Section::Diagnostic | Section::Recipe(_) => None,
-        }
-    }
-
-    /// Recipe: the state directory as the run left it.
-    pub(crate) fn state(&self) -> Option<&::recipe::state::Digest> {
-        match &self.section {
-            Section::Recipe(r) => Some(&r.state),
-            _ => None,
-        }
+        self.section.trials()
     }
 }

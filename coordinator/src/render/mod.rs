@@ -11,7 +11,7 @@ pub(crate) mod trace;
 
 use crate::chart::RenderError;
 use crate::modes::Report;
-pub(crate) use summary::{summary_markdown, trial_cells};
+pub(crate) use summary::summary_markdown;
 
 pub(crate) const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.
@@ -166,7 +166,7 @@ mod tests {
             assert!(has(&trials, &label), "no row {label}");
         }
         let r = fixture("cold-prep");
-        let c = r.cold_prep().unwrap();
+        let c = r.section.get::<crate::modes::cold_prep::Section>().unwrap();
         let cold = svg(&r, "cold-prep");
         let phrase = c.speedup_phrase();
         assert!(phrase.starts_with(&format!("speedup {:.2}x", c.speedup)));
@@ -179,9 +179,8 @@ mod tests {
     fn a_changed_figure_changes_its_plot() {
         let r = fixture("trials");
         let mut changed = r.clone();
-        let crate::modes::Section::Trials(t) = &mut changed.section else {
-            panic!("a trials report")
-        };
+        let t =
+            changed.section.get_mut::<crate::modes::trials::Section>().expect("a trials report");
         let set = t.trials.get_mut("spin:30").unwrap();
         set.samples.get_mut("wall_s").unwrap()[0] *= 1.5;
         let (a, b) = (derived(&r).unwrap(), derived(&changed).unwrap());

@@ -16,6 +16,8 @@
 
 pub(crate) mod items;
 mod phases;
+mod plots;
+mod render;
 pub(crate) mod rounds;
 pub(crate) mod side;
 pub(crate) mod sweep;
@@ -23,11 +25,53 @@ pub(crate) mod sweep;
 pub(crate) use phases::{Plan, prepare, prepare_phase, verify_phase};
 pub(crate) use side::side;
 
-use super::{Phase, PhaseOutcome, Records, stage_from_job};
+use super::{Context, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{RunError, fail};
 use crate::rundir::report::{Counts, PrepSide};
 use protocol::Stage;
 use serde::{Deserialize, Serialize};
+
+/// The mode's name.
+pub(crate) const NAME: &str = "cold-prep";
+
+/// The mode, as the registry lists it.
+pub(crate) struct ColdPrep;
+pub(crate) const MODE: ColdPrep = ColdPrep;
+
+impl super::Mode for ColdPrep {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn section(
+        &self,
+        fields: serde_json::Value,
+    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
+        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
+    }
+}
+
+impl Planned for Plan {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn clone_box(&self) -> Box<dyn Planned> {
+        Box::new(self.clone())
+    }
+
+    fn prepare(&self, settings: &crate::plan::Settings) -> Result<Prepared, RunError> {
+        prepare(settings, self)
+    }
+
+    fn assemble(
+        &self,
+        cx: &Context<'_>,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<super::Section, RunError> {
+        assemble(cx, self, outcomes, records).map(super::Section::new)
+    }
+}
 
 pub(crate) const VERIFY_BEFORE: &str = "verify_before";
 pub(crate) const SERIAL: &str = "cold_feature_cache_prepare";
@@ -132,76 +176,6 @@ pub(crate) struct Section {
     pub(crate) warnings: Vec<String>,
 }
 
-impl Section {
-    /// The names of this report's preparation.
-    pub(crate) fn names(&self) -> Names {
-        if self.items.is_some() { ITEMS } else { RECIPE }
-    }
-
-    /// "caches identical: true" or "outputs identical: true".
-    pub(crate) fn identical_phrase(&self) -> String {
-        match (self.caches_identical, self.outputs_identical) {
-            (_, Some(o)) => format!("outputs identical: {o}"),
-            (c, None) => format!("caches identical: {}", c.unwrap_or(false)),
-        }
-    }
-
-    /// What one job prepared: "series" or "items".
-    pub(crate) fn unit(&self) -> &'static str {
-        if self.items.is_some() { "items" } else { "series" }
-    }
-
-    /// How many series or items each phase prepared.
-    pub(crate) fn prepared(&self) -> u64 {
-        match (&self.items, &self.counts) {
-            (Some(i), _) => i.count,
-            (None, Some(c)) => c.train_series,
-            (None, None) => 0,
-        }
-    }
-
-    /// What each phase prepared, as the console's line starts:
-    /// "training series 25, frames 1000 (900 valid)" or "items 40".
-    pub(crate) fn prepared_phrase(&self) -> String {
-        match (&self.items, &self.counts) {
-            (None, Some(c)) => {
-                format!(
-                    "training series {}, frames {} ({} valid)",
-                    c.train_series, c.frames, c.valid_frames
-                )
-            }
-            _ => format!("items {}", self.prepared()),
-        }
-    }
-
-    /// The serial and parallel walls the speedup stands for: round 1's, or
-    /// with rounds each one's median over rounds.
-    pub(crate) fn walls(&self) -> (f64, f64) {
-        if self.rounds.is_empty() {
-            return (self.serial.wall_s, self.parallel.wall_s);
-        }
-        let median = |f: fn(&rounds::Round) -> f64| {
-            crate::stats::median(&self.rounds.iter().map(f).collect::<Vec<_>>())
-        };
-        (median(|r| r.serial_wall_s), median(|r| r.parallel_wall_s))
-    }
-
-    /// "speedup 1.47x", with rounds "speedup 1.47x (median of 3 rounds,
-    /// range 1.44-1.50, 75% coverage)", from 6 rounds "… 95% CI …": how
-    /// every view states the speedup.
-    pub(crate) fn speedup_phrase(&self) -> String {
-        match self.speedup_interval {
-            Some(i) if !self.rounds.is_empty() => format!(
-                "speedup {:.2}x (median of {} rounds, {})",
-                self.speedup,
-                self.rounds.len(),
-                i.phrase(|x| format!("{x:.2}"))
-            ),
-            _ => format!("speedup {:.2}x", self.speedup),
-        }
-    }
-}
-
 /// When the N-process preparation needs more than this many times the
 /// serial CPU for the same series, its processes paid for more than the work.
 const CPU_RATIO_WARNING: f64 = 2.0;
@@ -259,8 +233,8 @@ pub(crate) fn find<'a>(
         .ok_or_else(|| fail(None, None, "internal", format!("phase {key} did not run")))
 }
 
-pub(crate) fn assemble(
-    cx: &super::Context<'_>,
+fn assemble(
+    cx: &Context<'_>,
     plan: &Plan,
     outcomes: &[PhaseOutcome],
     records: &mut Records,

@@ -53,18 +53,9 @@ pub(crate) struct Round {
     pub(crate) speedup: f64,
 }
 
-/// A phase's key in round `round` (round 1 keeps the plain name).
-pub(crate) fn key(base: &str, round: u32) -> String {
-    if round == 1 { base.to_string() } else { format!("{base}#{round}") }
-}
-
-/// The phase and round of a later round's key (`BASE#R`, R ≥ 2): the
-/// inverse of [`key`]. Stage names never hold `#`.
-pub(crate) fn later_round(key: &str) -> Option<(&str, u32)> {
-    let (base, round) = key.rsplit_once('#')?;
-    let round: u32 = round.parse().ok()?;
-    (round >= 2 && !base.is_empty() && key == self::key(base, round)).then_some((base, round))
-}
+/// A phase's key in round `round` (round 1 keeps the plain name), and
+/// the inverse: the stage keys' repeat rule.
+pub(crate) use crate::plan::{repeat_key as key, repeat_of as later_round};
 
 /// A phase's cache in round `round` (round 1 keeps the plain name).
 pub(crate) fn cache(base: &str, round: u32) -> String {

@@ -3,7 +3,12 @@
 //! over all stages; warm-up trials are recorded but not counted; each figure
 //! gets statistics and the warnings a careful engineer wants.
 
-use super::{Context, JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_from_job};
+mod render;
+
+use super::{
+    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    stage_from_job,
+};
 use crate::error::{RunError, fail};
 use crate::plan::{PlannedStage, Settings};
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
@@ -14,6 +19,25 @@ use recipe::frozen::Frozen;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The mode's name.
+pub(crate) const NAME: &str = "trials";
+
+/// The mode, as the registry lists it.
+pub(crate) struct Trials;
+pub(crate) const MODE: Trials = Trials;
+
+impl super::Mode for Trials {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn section(
+        &self,
+        fields: serde_json::Value,
+    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
+        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
+    }
+}
 
 /// Coefficient of variation above which a stage's wall time is called unstable.
 pub(crate) const MAX_CV: f64 = 0.05;
@@ -45,10 +69,22 @@ pub(crate) struct Section {
     pub(crate) outlier_rule: String,
 }
 
-impl Plan {
+impl Planned for Plan {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn clone_box(&self) -> Box<dyn Planned> {
+        Box::new(self.clone())
+    }
+
+    fn warns_of_load_per_stage(&self) -> bool {
+        true
+    }
+
     /// Recipe stages read a dataset: it is resolved here, filled into them,
     /// and their prerequisites are prepared once before the trials.
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
+    fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let filled;
         let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
             let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
@@ -75,35 +111,13 @@ impl Plan {
         })
     }
 
-    /// The trials phase: rounds of (warm-up + counted) trials, each round
-    /// running every stage once in plan order, each trial in a fresh process.
-    /// Recipe stages get their prerequisites first, once and untimed (`data`
-    /// is then the frozen dataset): the cache, and for the loader the
-    /// normalizer and the context index, whose hashes every loader trial checks.
-    fn phases(&self, settings: &Settings, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
-        let mut numbers = JobNumbers::default();
-        let mut phases = match data {
-            Some((dir, frozen)) => prerequisites(self, settings.workers, &mut numbers, dir, frozen),
-            None => Vec::new(),
-        };
-        let rounds = self.warmup + self.trials;
-        let jobs = (0..rounds)
-            .flat_map(|_| self.stages.iter())
-            .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
-            .collect();
-        phases.push(Phase {
-            progress: crate::events::Style::Trials { warmup: self.warmup, trials: self.trials },
-            ..Phase::in_turn("trials".into(), jobs, 1)
-        });
-        phases
-    }
 
-    pub(crate) fn assemble(
+    fn assemble(
         &self,
         cx: &Context<'_>,
         outcomes: &[PhaseOutcome],
         records: &mut Records,
-    ) -> Result<Section, RunError> {
+    ) -> Result<super::Section, RunError> {
         let load_end = crate::rundir::environment::load_average();
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
@@ -203,7 +217,11 @@ impl Plan {
             );
         }
         let counts = bind_prerequisites(cx.dir, outcomes, self.stages.len(), records)?;
-        Ok(Section { counts, trials: sets, outlier_rule: stats::OUTLIER_RULE.into() })
+        Ok(super::Section::new(Section {
+            counts,
+            trials: sets,
+            outlier_rule: stats::OUTLIER_RULE.into(),
+        }))
     }
 }
 
@@ -313,4 +331,29 @@ fn figures_of(trials: &[&JobResult]) -> BTreeMap<String, Vec<f64>> {
         }
     }
     m
+}
+
+impl Plan {
+    /// The trials phase: rounds of (warm-up + counted) trials, each round
+    /// running every stage once in plan order, each trial in a fresh process.
+    /// Recipe stages get their prerequisites first, once and untimed (`data`
+    /// is then the frozen dataset): the cache, and for the loader the
+    /// normalizer and the context index, whose hashes every loader trial checks.
+    fn phases(&self, settings: &Settings, data: Option<(&Path, &Frozen)>) -> Vec<Phase> {
+        let mut numbers = JobNumbers::default();
+        let mut phases = match data {
+            Some((dir, frozen)) => prerequisites(self, settings.workers, &mut numbers, dir, frozen),
+            None => Vec::new(),
+        };
+        let rounds = self.warmup + self.trials;
+        let jobs = (0..rounds)
+            .flat_map(|_| self.stages.iter())
+            .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
+            .collect();
+        phases.push(Phase {
+            progress: crate::events::Style::Trials { warmup: self.warmup, trials: self.trials },
+            ..Phase::in_turn(NAME.into(), jobs, 1)
+        });
+        phases
+    }
 }

@@ -9,13 +9,37 @@
 //! artifacts.
 
 use super::cold_prep::{self, VERIFY_BEFORE};
-use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, stage_from_job};
+mod render;
+
+use super::{
+    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    stage_from_job,
+};
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
 use protocol::{ResumePolicy, Stage, StateInput, StateStep};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
+
+/// The mode's name.
+pub(crate) const NAME: &str = "recipe";
+
+/// The mode, as the registry lists it.
+pub(crate) struct Recipe;
+pub(crate) const MODE: Recipe = Recipe;
+
+impl super::Mode for Recipe {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn section(
+        &self,
+        fields: serde_json::Value,
+    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
+        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
+    }
+}
 
 /// What a recipe run needs of its own: the state directory (claimed), how
 /// it resumes, the epochs and the loader's seed.
@@ -42,8 +66,16 @@ pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
     std::iter::once(VERIFY_BEFORE).chain(StateStep::ALL.iter().map(|s| s.name()))
 }
 
-impl Plan {
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
+impl Planned for Plan {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn clone_box(&self) -> Box<dyn Planned> {
+        Box::new(self.clone())
+    }
+
+    fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         // Two runs never share a state: the second is refused here, before
         // it has a run directory.
         let lock = crate::dirlock::lock(&self.state, "--state")?;
@@ -82,11 +114,12 @@ impl Plan {
         })
     }
 
-    pub(crate) fn assemble(
+    fn assemble(
         &self,
+        _: &Context<'_>,
         outcomes: &[PhaseOutcome],
         records: &mut Records,
-    ) -> Result<Section, RunError> {
+    ) -> Result<super::Section, RunError> {
         for (order, key) in keys().enumerate() {
             let r =
                 outcomes.iter().flat_map(|p| p.results()).find(|r| r.job.key == key).ok_or_else(
@@ -97,7 +130,7 @@ impl Plan {
         let state = ::recipe::state::digest(&self.state).map_err(|e| {
             fail(None, None, "internal", format!("digesting the state directory: {e}"))
         })?;
-        Ok(Section { state })
+        Ok(super::Section::new(Section { state }))
     }
 }
 

@@ -14,7 +14,12 @@
 //! one altered between stages fails the run.
 
 use super::cold_prep::{self, SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
-use super::{JobNumbers, Phase, PhaseOutcome, Prepared, Records, checked_artifact, stage_from_job};
+mod render;
+
+use super::{
+    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    checked_artifact, stage_from_job,
+};
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
 use crate::rundir::report::Counts;
@@ -23,6 +28,25 @@ use recipe::frozen::Frozen;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
+
+/// The mode's name.
+pub(crate) const NAME: &str = "profile";
+
+/// The mode, as the registry lists it.
+pub(crate) struct Profile;
+pub(crate) const MODE: Profile = Profile;
+
+impl super::Mode for Profile {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn section(
+        &self,
+        fields: serde_json::Value,
+    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
+        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
+    }
+}
 
 pub(crate) const PREPARE: &str = "cold_feature_cache_prepare";
 pub(crate) const FIT: &str = "warm_fit_normalizer";
@@ -69,8 +93,25 @@ pub(crate) fn input_phrase(fraction: f64) -> String {
     )
 }
 
-impl Plan {
-    pub(crate) fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
+impl Planned for Plan {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn clone_box(&self) -> Box<dyn Planned> {
+        Box::new(self.clone())
+    }
+
+    fn assemble(
+        &self,
+        cx: &Context<'_>,
+        outcomes: &[PhaseOutcome],
+        records: &mut Records,
+    ) -> Result<super::Section, RunError> {
+        assemble(cx.dir, outcomes, records).map(super::Section::new)
+    }
+
+    fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let phases = self.phases(settings, &dataset, &frozen);
         let mut parameters = BTreeMap::new();
@@ -87,7 +128,9 @@ impl Plan {
             locks: Vec::new(),
         })
     }
+}
 
+impl Plan {
     fn phases(&self, settings: &Settings, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         let mut numbers = JobNumbers::default();
         let mut prepare = cold_prep::prepare_phase(
@@ -199,7 +242,7 @@ pub(crate) fn epoch_input(dataset: LocalPath, seed: u64) -> EpochInput {
     }
 }
 
-pub(crate) fn assemble(
+fn assemble(
     dir: &Path,
     outcomes: &[PhaseOutcome],
     records: &mut Records,
