@@ -68,37 +68,6 @@ pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, String> {
     })
 }
 
-/// The kind of run.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(crate) enum Mode {
-    /// Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash).
-    Diagnostic,
-    /// Cold feature-cache preparation, serial and N-process side by side.
-    ColdPrep,
-    /// Repeated trials of each stage, every trial in a fresh worker process,
-    /// interleaved across stages, with statistics.
-    Trials,
-    /// The recipe stage by stage: verify, cold cache preparation, normalizer
-    /// fit, context counting, a loader epoch, the model stages, verify.
-    Profile,
-    /// The recipe against a state directory (`--state`) that keeps its
-    /// artifacts across runs: verify, cache preparation, normalizer,
-    /// contexts, training for `--epochs`, each resuming from what is complete.
-    Recipe,
-}
-
-impl Mode {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            Mode::Diagnostic => "diagnostic",
-            Mode::ColdPrep => "cold-prep",
-            Mode::Trials => "trials",
-            Mode::Profile => "profile",
-            Mode::Recipe => "recipe",
-        }
-    }
-}
-
 /// How stages map to processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Isolation {
@@ -135,7 +104,8 @@ pub(crate) struct PlannedStage {
 /// The tree sampler's interval when `--sample-ms` is not given.
 pub(crate) const DEFAULT_SAMPLE_MS: u32 = protocol::env::DEFAULT_SAMPLE_MS;
 
-/// Stages run when `--mode diagnostic` is given no `--stage`.
+/// Stages run when a mode that runs a list of stages is given no `--stage`
+/// and no `--command`.
 pub(crate) const DEFAULT_DIAGNOSTIC_STAGES: &[&str] =
     &["noop", "sleep:200", "spin:300", "alloc:256", "write:64"];
 

@@ -353,7 +353,28 @@ fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken
         (vec!["--seed", "1"], "--seed applies to --mode trials, --mode profile, --mode recipe"),
         (vec!["--mode", "trials", "--isolation", "run"], "--mode trials does not use it"),
         (vec!["--mode", "cold-prep", "--isolation", "run"], "--mode cold-prep does not use it"),
-        (vec!["--data", "/nonexistent"], "--mode diagnostic reads no dataset"),
+        (
+            vec!["--data", "/nonexistent"],
+            "--data applies to --mode cold-prep, --mode trials, --mode profile, --mode recipe; --mode diagnostic does not use it",
+        ),
+        // Every mode's own flag, with another mode: named by the registry.
+        (
+            vec!["--mode", "trials", "--prepare", "true"],
+            "--prepare applies to --mode cold-prep; --mode trials does not use it",
+        ),
+        (
+            vec!["--mode", "profile", "--state", "x"],
+            "--state applies to --mode recipe; --mode profile does not use it",
+        ),
+        (
+            vec!["--mode", "cold-prep", "--kill-at", "x:0.5"],
+            "--kill-at applies to --mode diagnostic, --mode recipe; --mode cold-prep does not use it",
+        ),
+        (
+            vec!["--mode", "profile", "--command", "true"],
+            "--command applies to --mode diagnostic, --mode trials; --mode profile does not use it",
+        ),
+        (vec!["--mode", "bench"], "invalid value 'bench' for '--mode <MODE>'"),
         (
             vec!["--mode", "profile", "--rounds", "2"],
             "--rounds applies to --mode cold-prep; --mode profile does not use it",

@@ -3,7 +3,7 @@
 
 use crate::error::Refusal;
 use crate::interrupt::KillAt;
-use crate::plan::{Isolation, LeakPolicy, Mode};
+use crate::plan::{Isolation, LeakPolicy};
 use crate::render::export::Exports;
 use clap::{Args, Parser, Subcommand};
 use recipe::generate::Scale;
@@ -25,6 +25,9 @@ pub struct Cli {
     pub(super) command: Option<Command>,
     #[command(flatten)]
     pub(super) run: RunArgs,
+    /// Everything given, for the chosen mode to read its own flags from.
+    #[arg(skip)]
+    pub(super) matches: clap::ArgMatches,
 }
 
 #[derive(Subcommand, Debug)]
@@ -173,57 +176,20 @@ impl ExportArgs {
 
 #[derive(Args, Debug)]
 pub(super) struct RunArgs {
+    // The modes, their help and the default are the registry's
+    // (`modes::MODES`), set in `super::grammar`.
     /// What to run.
-    #[arg(long, value_enum, default_value = "diagnostic")]
-    pub(super) mode: Mode,
+    #[arg(long)]
+    pub(super) mode: String,
     /// A stage to run, in order; repeatable. Diagnostic stages: noop, sleep:MS,
     /// spin:MS, alloc:MIB, write:KIB, fail, crash.
     /// [default: noop sleep:200 spin:300 alloc:256 write:64]
     #[arg(long = "stage", value_name = "NAME[:ARG]")]
     pub(super) stages: Vec<String>,
-    /// Trials mode: counted trials of every stage, each in a fresh process
-    /// (2 to 100000). [default: 10]
-    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=100_000))]
-    pub(super) trials: Option<u32>,
-    /// Cold-prep mode: serial-against-parallel comparisons, serial first in
-    /// odd rounds and parallel first in even ones; the speedup is the median
-    /// over rounds with a bootstrap interval (1 to 1000). [default: 3]
-    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=1000))]
-    pub(super) rounds: Option<u32>,
-    /// Cold-prep mode: your own per-item preparation program, instead of
-    /// the recipe's: started with `sh -c` once per worker process, it is
-    /// handed the items of --items one at a time (see docs/item-protocol.md;
-    /// in Python, `stagebench.serve`).
-    #[arg(long, value_name = "CMD ARGS")]
-    pub(super) prepare: Option<String>,
-    /// Cold-prep mode with --prepare: the items, one per line, `ID` or
-    /// `ID<TAB>WEIGHT` (largest weight first). Ids never enter the evidence.
-    #[arg(long, value_name = "FILE")]
-    pub(super) items: Option<PathBuf>,
-    /// Cold-prep mode with --prepare: a directory the program reads, digested
-    /// before the first phase and after the last; a change fails the run.
-    #[arg(long, value_name = "DIR")]
-    pub(super) inputs: Option<PathBuf>,
-    /// Trials mode: warm-up trials of every stage, recorded but not counted.
-    /// [default: 1]
-    #[arg(long)]
-    pub(super) warmup: Option<u32>,
-    /// Profile and recipe modes, and recipe stages in trials: the loader's
-    /// shuffle seed. [default: 0]
+    /// The loader's shuffle seed, for the recipe's stages (see `--mode`'s
+    /// modes that read it). [default: 0]
     #[arg(long)]
     pub(super) seed: Option<u64>,
-    /// Recipe mode: the state directory that keeps the recipe's artifacts
-    /// (cache, normalizer, context index, checkpoints) across runs. Created
-    /// if missing; an existing one must be empty or a state directory.
-    #[arg(long, value_name = "DIR")]
-    pub(super) state: Option<PathBuf>,
-    /// Recipe mode: on resume, `load` a complete normalizer and context
-    /// index, or `recompute` them from their inputs.
-    #[arg(long, value_enum, value_name = "POLICY")]
-    pub(super) resume_policy: Option<PolicyArg>,
-    /// Recipe mode: epochs to train (a checkpoint after each). [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
-    pub(super) epochs: Option<u32>,
     /// Kill the worker of STAGE with SIGKILL as soon as it reports FRACTION
     /// (0 to 1) of its progress, e.g. cache_prepare:0.5 or train:0.75: a
     /// declared interruption (the run then fails, leaving what it left).
@@ -256,14 +222,14 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = crate::plan::DEFAULT_SAMPLE_MS,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(super) sample_ms: u32,
-    /// How many worker processes run at once (1 to 1024). Cold-prep also
-    /// takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
+    /// How many worker processes run at once (1 to 1024). A preparation
+    /// also takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
     /// parallel preparation once per count.
     #[arg(long, value_name = "N[,N...]", default_value = "1", value_parser = worker_counts)]
     pub(super) workers: WorkerCounts,
-    /// Diagnostic, profile and recipe modes: `stage`, a fresh worker process
-    /// per stage; `run`, one process runs every stage (trials and cold-prep
-    /// choose their own processes). [default: stage]
+    /// `stage`, a fresh worker process per stage; `run`, one process runs
+    /// every stage (for the modes that read it; the others choose their own
+    /// processes). [default: stage]
     #[arg(long, value_enum)]
     pub(super) isolation: Option<Isolation>,
     /// Run directory to create; it must not exist. [default: runs/<UTC time>-<mode>/]
@@ -307,12 +273,6 @@ pub(super) struct RunArgs {
     pub(super) quiet: bool,
     #[command(flatten)]
     pub(super) export: ExportArgs,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub(super) enum PolicyArg {
-    Load,
-    Recompute,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -5,8 +5,6 @@
 //! with `--help` appended, so nothing runs: what is checked is that every
 //! flag, subcommand and value it spells exists.
 
-use super::args::Cli;
-use clap::Parser;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -190,7 +188,7 @@ fn shell_commands(line: &str) -> Vec<Vec<String>> {
 fn refused(words: &[String]) -> Option<String> {
     let mut argv: Vec<String> = words.to_vec();
     argv.push("--help".into());
-    match Cli::try_parse_from(&argv) {
+    match super::grammar().try_get_matches_from(&argv) {
         Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => None,
         Err(e) => Some(e.to_string().lines().next().unwrap_or_default().to_string()),
         Ok(_) => Some("parsed without reaching --help".into()),

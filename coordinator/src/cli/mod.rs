@@ -16,7 +16,7 @@ pub use args::Cli;
 use crate::error::Error;
 use crate::render::export::Exports;
 use args::{Command, DatasetCommand};
-use clap::Parser;
+use clap::FromArgMatches;
 use protocol::exit::coordinator as code;
 use std::path::Path;
 use std::process::ExitCode;
@@ -29,7 +29,29 @@ const QUIET_LIBRARIES: &str = "warn,usvg=error,resvg=error,tiny_skia=error";
 /// logging set up for what follows.
 pub fn parse() -> Cli {
     init_logging();
-    Cli::parse()
+    let matches = grammar().get_matches();
+    let mut cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    cli.matches = matches;
+    cli
+}
+
+/// The command line's grammar: the flags every run shares, then each mode's
+/// own (from the registry), and `--mode` naming the registry's modes.
+pub(crate) fn grammar() -> clap::Command {
+    use clap::CommandFactory;
+    use clap::builder::{PossibleValue, PossibleValuesParser};
+    let modes = crate::modes::MODES;
+    let mut cmd = Cli::command().mut_arg("mode", |a| {
+        a.value_parser(PossibleValuesParser::new(
+            modes.iter().map(|m| PossibleValue::new(m.name()).help(m.about())),
+        ))
+        .default_value(modes[0].name())
+        .required(false)
+    });
+    for m in modes {
+        cmd = m.args(cmd);
+    }
+    cmd
 }
 
 /// Runs the command; its exit code.
@@ -138,7 +160,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             let mut run = cli.run;
             let exports = std::mem::take(&mut run.export).exports();
             exports.check(run.output.as_deref())?;
-            let plan = resolve::resolve(run)?;
+            let plan = resolve::resolve(run, &cli.matches)?;
             let summary = crate::run::execute(&plan).map_err(|f| {
                 // A failed run on the built-in cohort whose sources no longer
                 // match their frozen hashes: say how to remake it (here, not

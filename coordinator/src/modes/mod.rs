@@ -25,14 +25,80 @@ use protocol::JobId;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// A mode as the registry knows it: its name, and how its section is read
-/// back from a report.
+/// A mode as the registry knows it: its name, what it is, the flags it
+/// owns and the shared ones it reads, how it turns them into a plan, and
+/// how its section is read back from a report.
 pub(crate) trait Mode: Sync {
     /// The mode's name, as `--mode` spells it and reports record it.
     fn name(&self) -> &'static str;
+    /// One line for `--mode`'s help.
+    fn about(&self) -> &'static str;
+    /// The flags every mode may read that this one does: any other given
+    /// is refused, naming the modes that read it.
+    fn uses(&self) -> &'static [Shared] {
+        &[]
+    }
+    /// Adds the mode's own flags to the command line (a `clap::Args`
+    /// group); any of them given with another mode is refused.
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        cmd
+    }
+    /// The mode's plan from its own flags (in `own`) and the shared ones;
+    /// a refusal is bad usage, found before anything exists.
+    fn resolve(
+        &self,
+        own: &clap::ArgMatches,
+        shared: &SharedArgs,
+    ) -> Result<Box<dyn Planned>, crate::error::Refusal>;
     /// Its section, from the fields report.json holds beside the common part.
     fn section(&self, fields: serde_json::Value)
     -> Result<Box<dyn ModeSection>, serde_json::Error>;
+}
+
+/// A flag more than one mode reads (the command line's, not a mode's own).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Shared {
+    /// `--stage`, `--command` and `--name`.
+    Stages,
+    /// `--seed`.
+    Seed,
+    /// `--isolation`.
+    Isolation,
+    /// `--data`.
+    Data,
+    /// `--kill-at`.
+    KillAt,
+    /// `--workers` as a list of counts (a sweep).
+    Sweep,
+    /// A `--stage` that names one of the recipe's stages.
+    RecipeStage,
+    /// `--span` (a command stage's or a preparation program's Python).
+    Spans,
+}
+
+impl Shared {
+    /// "--mode a, --mode b": the modes that read this flag.
+    pub(crate) fn readers(self) -> String {
+        let names: Vec<String> = MODES
+            .iter()
+            .filter(|m| m.uses().contains(&self))
+            .map(|m| format!("--mode {}", m.name()))
+            .collect();
+        names.join(", ")
+    }
+}
+
+/// The shared flags' values, as given.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SharedArgs {
+    pub(crate) stages: Vec<String>,
+    pub(crate) commands: Vec<String>,
+    pub(crate) names: Vec<String>,
+    pub(crate) seed: Option<u64>,
+    pub(crate) data: Option<std::path::PathBuf>,
+    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
+    /// `--workers`: one count, or a sweep's.
+    pub(crate) workers: Vec<u32>,
 }
 
 /// Declares every mode's folder and lists it in [`MODES`], in order.
@@ -44,8 +110,11 @@ macro_rules! modes {
     };
 }
 
-// The registration: adding a mode is its folder and its name here.
+// The registration: adding a mode is its folder and its name here. The
+// first is `--mode`'s default.
 modes!(diagnostic, cold_prep, trials, profile, recipe);
+
+pub(crate) mod stages;
 
 /// The mode called `name`.
 pub(crate) fn by_name(name: &str) -> Option<&'static dyn Mode> {
@@ -75,6 +144,11 @@ pub(crate) trait Planned: std::fmt::Debug + Send + Sync {
         records: &mut Records,
     ) -> Result<Section, RunError>;
     fn clone_box(&self) -> Box<dyn Planned>;
+    /// Whether `--span` reaches anything of this plan (a command stage's
+    /// or a preparation program's Python).
+    fn takes_spans(&self) -> bool {
+        false
+    }
     /// Whether the mode warns of machine load per stage itself (so the
     /// report's machine warnings leave load out).
     fn warns_of_load_per_stage(&self) -> bool {
@@ -382,4 +456,124 @@ pub(crate) struct Context<'a> {
     pub(crate) load_at_start: Option<[f64; 3]>,
     /// The machine's logical cores (from environment.json).
     pub(crate) cores: u32,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::MODES;
+    use std::path::Path;
+
+    /// Literals outside a mode's folder that spell a mode's name for
+    /// something else, each with its reason.
+    const NOT_A_MODE: [(&str, &str, &str); 3] = [
+        ("render/export.rs", "trials", "the export's per-stage key for trial samples"),
+        ("dashboard.rs", "trials", "a campaign report's trials per step"),
+        ("compare/mod.rs", "trials", "the trials section's samples, still read as JSON"),
+    ];
+
+    /// The string literals of `text`'s code before its tests (`//`
+    /// comments, doc comments included, are not code).
+    fn literals(text: &str) -> Vec<String> {
+        let code = text.split("#[cfg(test)]").next().unwrap_or_default();
+        let mut out = Vec::new();
+        for line in code.lines() {
+            let mut chars = line.chars().peekable();
+            let (mut inside, mut lit) = (false, String::new());
+            while let Some(c) = chars.next() {
+                match (inside, c) {
+                    (false, '/') if chars.peek() == Some(&'/') => break,
+                    // A character literal ('"' and '\'' too), not a lifetime.
+                    (false, '\'') => {
+                        let ahead: Vec<char> = chars.clone().take(3).collect();
+                        let skip = match ahead.as_slice() {
+                            [_, '\'', ..] => 2,
+                            ['\\', _, '\''] => 3,
+                            _ => 0,
+                        };
+                        for _ in 0..skip {
+                            chars.next();
+                        }
+                    }
+                    (false, '"') => inside = true,
+                    (true, '\\') => {
+                        chars.next();
+                    }
+                    (true, '"') => {
+                        inside = false;
+                        out.push(std::mem::take(&mut lit));
+                    }
+                    (true, c) => lit.push(c),
+                    _ => {}
+                }
+            }
+        }
+        out
+    }
+
+    /// The modes whose name a file's code spells outside their own folder:
+    /// a literal that is the name, or holds `--mode NAME`.
+    fn spelled(rel: &str, text: &str) -> Vec<(String, &'static str)> {
+        let mut found = Vec::new();
+        for lit in literals(text) {
+            for m in MODES {
+                let own = format!("modes/{}/", m.name().replace('-', "_"));
+                let says = lit == m.name() || {
+                    let flag = format!("--mode {}", m.name());
+                    lit.match_indices(&flag).any(|(i, _)| {
+                        !lit[i + flag.len()..]
+                            .starts_with(|c: char| c.is_alphanumeric() || c == '-')
+                    })
+                };
+                let excused = NOT_A_MODE.iter().any(|(f, l, _)| *f == rel && *l == lit);
+                if says && !rel.starts_with(&own) && !excused {
+                    found.push((lit.clone(), m.name()));
+                }
+            }
+        }
+        found
+    }
+
+    fn sources(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            match p.is_dir() {
+                true => sources(&p, out),
+                false if p.extension().is_some_and(|x| x == "rs") => out.push(p),
+                false => {}
+            }
+        }
+    }
+
+    /// A mode's name is spelled in its own folder only: anything else
+    /// reaches a mode through the registry (`MODES`, `Shared::readers`,
+    /// the section). A file whose tests need a name keeps it in its tests.
+    #[test]
+    fn a_modes_name_is_spelled_only_in_its_folder() {
+        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let mut files = Vec::new();
+        sources(&src, &mut files);
+        assert!(files.len() > 50, "{} files under {}", files.len(), src.display());
+        let mut found = Vec::new();
+        for f in &files {
+            let rel = f.strip_prefix(&src).unwrap().to_string_lossy().into_owned();
+            if rel.ends_with("tests.rs") || rel.ends_with("docs_tests.rs") {
+                continue;
+            }
+            for (lit, mode) in spelled(&rel, &std::fs::read_to_string(f).unwrap()) {
+                found.push(format!("{rel}: {lit:?} spells --mode {mode}"));
+            }
+        }
+        assert!(found.is_empty(), "{}", found.join("\n"));
+        // The check can fail: a planted spelling outside the folder is
+        // found, in the folder it is not, and comments and tests are not code.
+        let planted = "let e = format!(\"{x} applies to --mode trials\"); // --mode recipe\n";
+        assert_eq!(
+            spelled("cli/resolve.rs", planted),
+            [("{x} applies to --mode trials".into(), "trials")]
+        );
+        assert!(spelled("modes/trials/mod.rs", planted).is_empty());
+        assert_eq!(spelled("plan.rs", "let m = \"cold-prep\";").len(), 1);
+        assert!(spelled("plan.rs", "let m = \"--mode trialsx\";").is_empty());
+        assert!(spelled("plan.rs", "fn f() {}\n#[cfg(test)]\nlet m = \"recipe\";").is_empty());
+    }
 }

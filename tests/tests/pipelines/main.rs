@@ -116,14 +116,17 @@ fn kill_points_a_run_cannot_honour_are_refused_before_anything_runs() {
         (vec!["--command", "true", "--name", "c", "--kill-at", "ghost:0.5"], "no stage"),
         (vec!["--stage", "noop", "--kill-at", "noop:after:1"], "can be killed at a point"),
         (vec!["--stage", "crash", "--kill-at", "crash:0.5"], "can be killed at a point"),
-        (vec!["--mode", "profile", "--kill-at", "verify_before:0.5"], "not --mode profile"),
+        (
+            vec!["--mode", "profile", "--kill-at", "verify_before:0.5"],
+            "--mode profile does not use it",
+        ),
         (
             vec!["--mode", "cold-prep", "--kill-at", "cold_feature_cache_prepare:0.5"],
-            "not --mode cold-prep",
+            "--kill-at applies to --mode diagnostic, --mode recipe; --mode cold-prep does not use it",
         ),
         (
             vec!["--mode", "trials", "--command", "true", "--kill-at", "command:0.5"],
-            "not --mode trials",
+            "--mode trials does not use it",
         ),
         (vec!["--command", "true", "--name", "c", "--kill-at", "c:after:-1"], "positive"),
     ] {

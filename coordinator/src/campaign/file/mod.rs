@@ -351,7 +351,7 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
                     return Err(format!(
                         "step '{name}': kill_at names stage '{}', which the {} does not have ({})",
                         point.stage,
-                        if pipeline { "pipeline" } else { "recipe" },
+                        if pipeline { "pipeline" } else { "built-in recipe" },
                         stages.join(", ")
                     )
                     .into());

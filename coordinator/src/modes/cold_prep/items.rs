@@ -307,6 +307,48 @@ pub(crate) fn inputs_unchanged(dir: &Path, before: &Inputs, key: &str) -> Result
     Ok(after)
 }
 
+/// `--prepare CMD --items FILE [--inputs DIR]`: read and checked now,
+/// before anything is created.
+pub(super) fn resolve(
+    own: &super::Args,
+    shared: &crate::modes::SharedArgs,
+) -> Result<Option<Items>, crate::error::Refusal> {
+    use crate::error::Refusal;
+    let (command, path) = match (&own.prepare, &own.items) {
+        (None, None) if own.inputs.is_some() => {
+            return Err("--inputs applies to --prepare (your own preparation)".into());
+        }
+        (None, None) => return Ok(None),
+        (Some(_), None) => return Err("--prepare needs --items FILE (one item per line)".into()),
+        (None, Some(_)) => {
+            return Err(
+                "--items needs --prepare 'CMD ARGS' (the program that prepares an item)".into()
+            );
+        }
+        (Some(c), Some(p)) => (c, p),
+    };
+    if command.trim().is_empty() {
+        return Err("--prepare needs a command line".into());
+    }
+    if shared.data.is_some() {
+        return Err("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into());
+    }
+    let (list, sha256) = read(path).map_err(|e| Refusal(e.to_string()))?;
+    let inputs = match &own.inputs {
+        None => None,
+        Some(dir) if !dir.is_dir() => {
+            return Err(format!("--inputs {}: not a directory", dir.display()).into());
+        }
+        Some(dir) => {
+            let before = digest_inputs(dir).map_err(|why| {
+                Refusal(format!("--inputs {}: cannot be digested: {why}", dir.display()))
+            })?;
+            Some((dir.clone(), before))
+        }
+    };
+    Ok(Some(Items { command: command.clone(), list, sha256, inputs }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

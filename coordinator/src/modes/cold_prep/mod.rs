@@ -38,9 +38,58 @@ pub(crate) const NAME: &str = "cold-prep";
 pub(crate) struct ColdPrep;
 pub(crate) const MODE: ColdPrep = ColdPrep;
 
+// The flags only cold-prep reads. (A doc comment here would be the
+// whole command's about: clap takes a flattened group's.)
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "Cold-prep mode")]
+pub(crate) struct Args {
+    /// Serial-against-parallel comparisons, serial first in odd rounds and
+    /// parallel first in even ones; the speedup is the median over rounds
+    /// with its interval (1 to 1000). [default: 3]
+    #[arg(long, value_name = "R", value_parser = clap::value_parser!(u32).range(1..=1000))]
+    rounds: Option<u32>,
+    /// Your own per-item preparation program, instead of the recipe's:
+    /// started with `sh -c` once per worker process, it is handed the items
+    /// of --items one at a time (see docs/item-protocol.md; in Python,
+    /// `stagebench.serve`).
+    #[arg(long, value_name = "CMD ARGS")]
+    prepare: Option<String>,
+    /// With --prepare: the items, one per line, `ID` or `ID<TAB>WEIGHT`
+    /// (largest weight first). Ids never enter the evidence.
+    #[arg(long, value_name = "FILE")]
+    items: Option<std::path::PathBuf>,
+    /// With --prepare: a directory the program reads, digested before the
+    /// first phase and after the last; a change fails the run.
+    #[arg(long, value_name = "DIR")]
+    inputs: Option<std::path::PathBuf>,
+}
+
 impl super::Mode for ColdPrep {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn about(&self) -> &'static str {
+        "Cold feature-cache preparation (or your own, with --prepare), serial and N-process side by side"
+    }
+    fn uses(&self) -> &'static [super::Shared] {
+        &[super::Shared::Data, super::Shared::Sweep, super::Shared::Spans]
+    }
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        <Args as clap::Args>::augment_args(cmd)
+    }
+    fn resolve(
+        &self,
+        own: &clap::ArgMatches,
+        shared: &super::SharedArgs,
+    ) -> Result<Box<dyn Planned>, crate::error::Refusal> {
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
+            .map_err(|e| crate::error::Refusal(e.to_string()))?;
+        Ok(Box::new(Plan {
+            rounds: own.rounds.unwrap_or(DEFAULT_ROUNDS),
+            counts: shared.workers.clone(),
+            items: items::resolve(&own, shared)?,
+        }))
     }
     fn section(
         &self,
@@ -57,6 +106,10 @@ impl Planned for Plan {
 
     fn clone_box(&self) -> Box<dyn Planned> {
         Box::new(self.clone())
+    }
+
+    fn takes_spans(&self) -> bool {
+        self.items.is_some()
     }
 
     fn prepare(&self, settings: &crate::plan::Settings) -> Result<Prepared, RunError> {
@@ -199,7 +252,7 @@ fn warnings(
         .fold(parallel.cpu_s / serial.cpu_s.max(1e-9), f64::max);
     if ratio > CPU_RATIO_WARNING {
         out.push(format!(
-            "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same series: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again, or compare runs with --mode trials",
+            "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same series: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again with more --rounds, or compare two runs with `coordinator compare`",
             parallel.workers.len()
         ));
     }

@@ -6,7 +6,9 @@ use super::{
     Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
     checked_artifact, stage_from_job,
 };
-use crate::error::RunError;
+use super::stages::{self, Other};
+use super::{Shared, SharedArgs};
+use crate::error::{Refusal, RunError};
 use crate::plan::{PlannedStage, Settings};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -21,6 +23,44 @@ pub(crate) const MODE: Diagnostic = Diagnostic;
 impl super::Mode for Diagnostic {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn about(&self) -> &'static str {
+        "Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash), or your --command stages, each measured once"
+    }
+    fn uses(&self) -> &'static [Shared] {
+        &[Shared::Stages, Shared::Isolation, Shared::KillAt, Shared::Spans]
+    }
+    fn resolve(
+        &self,
+        _: &clap::ArgMatches,
+        shared: &SharedArgs,
+    ) -> Result<Box<dyn Planned>, Refusal> {
+        let stages = stages::planned(shared, 0, |other| match other {
+            Other::Recipe(s, _) => Err(format!(
+                "--stage {s}: recipe stages repeat in {} (the recipe's own modes run them all once)",
+                Shared::RecipeStage.readers()
+            )),
+            Other::Unknown(s, e) => Err(format!(
+                "--stage {s}: {e}; the recipe's stages ({}) repeat in {}",
+                stages::recipe_names(),
+                Shared::RecipeStage.readers()
+            )),
+        })?;
+        if let Some(k) = &shared.kill_at {
+            let known: Vec<String> = stages
+                .iter()
+                .filter(|s| stages::is_command(&s.stage))
+                .map(|s| s.key.clone())
+                .collect();
+            if known.is_empty() {
+                return Err(format!(
+                    "--kill-at {k}: no stage of this run can be killed at a point (--mode {NAME} kills --command stages only)"
+                )
+                .into());
+            }
+            stages::kill_point(k, &known, &stages)?;
+        }
+        Ok(Box::new(Plan { stages }))
     }
     fn section(
         &self,
@@ -51,6 +91,10 @@ impl Planned for Plan {
 
     fn clone_box(&self) -> Box<dyn Planned> {
         Box::new(self.clone())
+    }
+
+    fn takes_spans(&self) -> bool {
+        self.stages.iter().any(|s| matches!(s.stage, protocol::Stage::Command { .. }))
     }
 
     fn assemble(

@@ -40,6 +40,20 @@ impl super::Mode for Profile {
     fn name(&self) -> &'static str {
         NAME
     }
+    fn about(&self) -> &'static str {
+        "The recipe stage by stage: verify, cold cache preparation, normalizer fit, context counting, a loader epoch, the model stages, verify"
+    }
+    fn uses(&self) -> &'static [super::Shared] {
+        use super::Shared::*;
+        &[Seed, Isolation, Data]
+    }
+    fn resolve(
+        &self,
+        _: &clap::ArgMatches,
+        shared: &super::SharedArgs,
+    ) -> Result<Box<dyn Planned>, crate::error::Refusal> {
+        Ok(Box::new(Plan { seed: shared.seed.unwrap_or(0) }))
+    }
     fn section(
         &self,
         fields: serde_json::Value,

@@ -15,7 +15,7 @@ use super::{
     Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
     stage_from_job,
 };
-use crate::error::{RunError, fail};
+use crate::error::{Refusal, RunError, fail};
 use crate::plan::{Isolation, Settings};
 use protocol::{ResumePolicy, Stage, StateInput, StateStep};
 use serde::{Deserialize, Serialize};
@@ -29,9 +29,70 @@ pub(crate) const NAME: &str = "recipe";
 pub(crate) struct Recipe;
 pub(crate) const MODE: Recipe = Recipe;
 
+// The flags only a recipe run reads. (A doc comment here would be the
+// whole command's about: clap takes a flattened group's.)
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "Recipe mode")]
+pub(crate) struct Args {
+    /// The state directory that keeps the recipe's artifacts (cache,
+    /// normalizer, context index, checkpoints) across runs. Created if
+    /// missing; an existing one must be empty or a state directory.
+    #[arg(long, value_name = "DIR")]
+    state: Option<PathBuf>,
+    /// On resume, `load` a complete normalizer and context index, or
+    /// `recompute` them from their inputs.
+    #[arg(long, value_enum, value_name = "POLICY")]
+    resume_policy: Option<PolicyArg>,
+    /// Epochs to train (a checkpoint after each). [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    epochs: Option<u32>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum PolicyArg {
+    Load,
+    Recompute,
+}
+
 impl super::Mode for Recipe {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn about(&self) -> &'static str {
+        "The recipe against a state directory (--state) that keeps its artifacts across runs: verify, cache preparation, normalizer, contexts, training for --epochs, each resuming from what is complete"
+    }
+    fn uses(&self) -> &'static [super::Shared] {
+        use super::Shared::*;
+        &[Seed, Isolation, Data, KillAt]
+    }
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        <Args as clap::Args>::augment_args(cmd)
+    }
+    fn resolve(
+        &self,
+        own: &clap::ArgMatches,
+        shared: &super::SharedArgs,
+    ) -> Result<Box<dyn Planned>, Refusal> {
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
+            .map_err(|e| Refusal(e.to_string()))?;
+        let Some(dir) = own.state else {
+            return Err(format!("--mode {NAME} needs --state DIR").into());
+        };
+        if let Some(k) = &shared.kill_at {
+            let known: Vec<String> = keys().map(str::to_string).collect();
+            super::stages::kill_point(k, &known, &[])?;
+        }
+        // Claimed (created, marked) last: a refused command line leaves nothing.
+        Ok(Box::new(Plan {
+            state: ::recipe::state::claim(&dir).map_err(|e| Refusal(e.to_string()))?,
+            policy: match own.resume_policy.unwrap_or(PolicyArg::Load) {
+                PolicyArg::Load => ResumePolicy::Load,
+                PolicyArg::Recompute => ResumePolicy::Recompute,
+            },
+            epochs: own.epochs.unwrap_or(1),
+            seed: shared.seed.unwrap_or(0),
+        }))
     }
     fn section(
         &self,

@@ -9,7 +9,9 @@ use super::{
     Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
     stage_from_job,
 };
-use crate::error::{RunError, fail};
+use super::stages::{self, Other};
+use super::{Shared, SharedArgs};
+use crate::error::{Refusal, RunError, fail};
 use crate::plan::{PlannedStage, Settings};
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
 use crate::rundir::report::{Counts, Leaked, TrialSet};
@@ -27,9 +29,64 @@ pub(crate) const NAME: &str = "trials";
 pub(crate) struct Trials;
 pub(crate) const MODE: Trials = Trials;
 
+// The flags only trials read. (A doc comment here would be the
+// whole command's about: clap takes a flattened group's.)
+#[derive(clap::Args, Debug)]
+#[group(skip)]
+#[command(next_help_heading = "Trials mode")]
+pub(crate) struct Args {
+    /// Counted trials of every stage, each in a fresh process (2 to
+    /// 100000). [default: 10]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(2..=100_000))]
+    trials: Option<u32>,
+    /// Warm-up trials of every stage, recorded but not counted. [default: 1]
+    #[arg(long)]
+    warmup: Option<u32>,
+}
+
 impl super::Mode for Trials {
     fn name(&self) -> &'static str {
         NAME
+    }
+    fn about(&self) -> &'static str {
+        "Repeated trials of each stage, every trial in a fresh worker process, interleaved across stages, with statistics"
+    }
+    fn uses(&self) -> &'static [Shared] {
+        &[Shared::Stages, Shared::Seed, Shared::Data, Shared::RecipeStage, Shared::Spans]
+    }
+    fn args(&self, cmd: clap::Command) -> clap::Command {
+        <Args as clap::Args>::augment_args(cmd)
+    }
+    fn resolve(
+        &self,
+        own: &clap::ArgMatches,
+        shared: &SharedArgs,
+    ) -> Result<Box<dyn Planned>, Refusal> {
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
+            .map_err(|e| Refusal(e.to_string()))?;
+        let seed = shared.seed.unwrap_or(0);
+        let stages = stages::planned(shared, seed, |other| match other {
+            Other::Recipe(_, stage) => Ok(stage),
+            Other::Unknown(s, e) => {
+                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names()))
+            }
+        })?;
+        if !stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
+            for (flag, given) in [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())] {
+                if given {
+                    return Err(format!(
+                        "{flag} applies to the recipe's stages in --mode {NAME}, and none of these stages is one"
+                    )
+                    .into());
+                }
+            }
+        }
+        Ok(Box::new(Plan {
+            stages,
+            trials: own.trials.unwrap_or(10),
+            warmup: own.warmup.unwrap_or(1),
+            seed,
+        }))
     }
     fn section(
         &self,
@@ -80,6 +137,10 @@ impl Planned for Plan {
 
     fn warns_of_load_per_stage(&self) -> bool {
         true
+    }
+
+    fn takes_spans(&self) -> bool {
+        self.stages.iter().any(|s| matches!(s.stage, protocol::Stage::Command { .. }))
     }
 
     /// Recipe stages read a dataset: it is resolved here, filled into them,
