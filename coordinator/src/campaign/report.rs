@@ -175,7 +175,7 @@ pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
                     Some((name.to_string(), *v))
                 })
                 .collect();
-            if key == crate::modes::cold_prep::VERIFY_BEFORE {
+            if key == crate::modes::preparation::VERIFY_BEFORE {
                 components.insert("integrity".into(), st.wall_s);
             } else if components.is_empty() {
                 // Anyone's command: all of it is the stage's own work.

@@ -49,7 +49,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             let secs = |n: &str| st.figures.get(&format!("span:{n}_s")).copied().unwrap_or(0.0);
             println!(
                 "  input: {key} {} ({} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes; the loader's start-up {} apart{})",
-                crate::modes::profile::input_phrase(*f),
+                crate::modes::stages::input_phrase(*f),
                 count("loader_wait"),
                 crate::fmt::duration(secs("loader_wait")),
                 count("step"),

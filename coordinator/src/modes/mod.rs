@@ -114,6 +114,7 @@ macro_rules! modes {
 // first is `--mode`'s default.
 modes!(diagnostic, cold_prep, trials, profile, recipe);
 
+pub(crate) mod preparation;
 pub(crate) mod stages;
 
 /// The mode called `name`.
@@ -542,6 +543,35 @@ mod tests {
                 false => {}
             }
         }
+    }
+
+    /// No mode uses another: what two share is on a floor below them
+    /// (`preparation`, `stages`, `section`).
+    #[test]
+    fn no_mode_uses_another() {
+        let modes = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/modes");
+        let folders: Vec<String> = MODES.iter().map(|m| m.name().replace('-', "_")).collect();
+        let mut found = Vec::new();
+        for own in &folders {
+            let mut files = Vec::new();
+            sources(&modes.join(own), &mut files);
+            assert!(!files.is_empty(), "no folder modes/{own}");
+            for f in files {
+                let text = std::fs::read_to_string(&f).unwrap();
+                for other in folders.iter().filter(|o| *o != own) {
+                    for path in [format!("super::{other}"), format!("modes::{other}")] {
+                        let uses = text.match_indices(&path).any(|(i, _)| {
+                            !text[i + path.len()..]
+                                .starts_with(|c: char| c.is_alphanumeric() || c == '_')
+                        });
+                        if uses {
+                            found.push(format!("{}: {path}", f.display()));
+                        }
+                    }
+                }
+            }
+        }
+        assert!(found.is_empty(), "{}", found.join("\n"));
     }
 
     /// A mode's name is spelled in its own folder only: anything else

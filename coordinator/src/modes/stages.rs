@@ -1,11 +1,14 @@
-//! `--stage`, `--command` and `--name` as planned stages: what the modes
-//! that run a list of stages (diagnostic, trials) share. Each says itself
+//! `--stage`, `--command` and `--name` as planned stages, and the recipe's
+//! stages by name: what the modes that run stages share (diagnostic and
+//! trials take a list; trials and profile run the recipe's). Each says itself
 //! what it makes of a recipe stage and how it names an unknown one.
 
 use super::SharedArgs;
+use super::preparation::SERIAL_CACHE;
 use crate::error::Refusal;
 use crate::plan::{self, PlannedStage};
-use protocol::{Stage, StageParseError};
+use protocol::{EpochInput, LocalPath, ModelStep, Stage, StageParseError};
+use std::path::Path;
 
 /// A `--stage` that is not a diagnostic stage: a recipe stage (its
 /// spelling), or a spelling nothing knows.
@@ -38,7 +41,7 @@ pub(crate) fn planned(
     };
     let mut stages = spellings
         .iter()
-        .map(|s| match super::profile::recipe_stage(s, seed) {
+        .map(|s| match recipe_stage(s, seed) {
             Some(stage) => other(Other::Recipe(s, stage)),
             None => s.parse().or_else(|e: StageParseError| match e {
                 StageParseError::Unknown(_) => other(Other::Unknown(s, e)),
@@ -64,7 +67,7 @@ pub(crate) fn planned(
 
 /// The recipe's stages a `--stage` may name, for a refusal's text.
 pub(crate) fn recipe_names() -> String {
-    super::profile::trial_stage_names().collect::<Vec<_>>().join(", ")
+    trial_stage_names().collect::<Vec<_>>().join(", ")
 }
 
 /// Whether a stage's worker can be killed at a point: a command's follows
@@ -95,4 +98,102 @@ pub(crate) fn kill_point(
         );
     }
     Ok(())
+}
+
+// The recipe's stages, as the modes that run them name them.
+
+/// The recipe's cache preparation, by its profile name.
+pub(crate) const PREPARE: &str = super::preparation::SERIAL;
+pub(crate) const FIT: &str = "warm_fit_normalizer";
+pub(crate) const COUNT: &str = "count_eligible_contexts";
+pub(crate) const LOADER: &str = "warm_loader_epoch";
+
+/// The recipe stages a mode can repeat, by their profile names;
+/// their dataset is filled in once it is resolved ([`with_dataset`]).
+pub(crate) fn trial_stage_names() -> impl Iterator<Item = &'static str> {
+    [FIT, COUNT, LOADER].into_iter().chain(ModelStep::ALL.iter().map(|s| s.name()))
+}
+
+/// The stage a recipe stage name stands for, with no dataset yet.
+pub(crate) fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
+    let cache = SERIAL_CACHE.to_string();
+    match name {
+        FIT => Some(Stage::FitNormalizer { dataset: LocalPath::default(), cache }),
+        COUNT => Some(Stage::CountContexts { dataset: LocalPath::default(), cache }),
+        LOADER => Some(Stage::LoaderEpoch(epoch_input(LocalPath::default(), seed))),
+        _ => ModelStep::ALL
+            .into_iter()
+            .find(|s| s.name() == name)
+            .map(|step| Stage::Model(step, epoch_input(LocalPath::default(), seed))),
+    }
+}
+
+/// The recipe stage `name` over `dataset`'s serial cache.
+///
+/// # Panics
+/// When `name` is not a recipe stage (see [`trial_stage_names`]).
+pub(crate) fn recipe_stage_over(name: &str, dataset: &Path, seed: u64) -> Stage {
+    let mut stage = recipe_stage(name, seed).expect("a recipe stage name");
+    with_dataset(&mut stage, dataset);
+    stage
+}
+
+/// Whether `stage` is one of the recipe's warm or model stages.
+pub(crate) fn recipe_name(stage: &Stage) -> bool {
+    matches!(
+        stage,
+        Stage::FitNormalizer { .. }
+            | Stage::CountContexts { .. }
+            | Stage::LoaderEpoch(_)
+            | Stage::Model(..)
+    )
+}
+
+/// Whether `stage` reads the loader's inputs (the normalizer and the
+/// context index as well as the cache).
+pub(crate) fn reads_loader(stage: &Stage) -> bool {
+    matches!(stage, Stage::LoaderEpoch(_) | Stage::Model(..))
+}
+
+/// Sets the dataset of a recipe stage; other stages are left alone.
+pub(crate) fn with_dataset(stage: &mut Stage, dir: &Path) {
+    let dir = LocalPath::from(dir.to_string_lossy().into_owned());
+    if let Stage::FitNormalizer { dataset, .. } | Stage::CountContexts { dataset, .. } = stage {
+        *dataset = dir;
+    } else if let Some(input) = stage.epoch_input_mut() {
+        input.dataset = dir;
+    }
+}
+
+/// A loader epoch's input over the serial cache; the artifact hashes are
+/// filled in by [`super::hand_on_artifacts`] once fitting and counting have run.
+pub(crate) fn epoch_input(dataset: LocalPath, seed: u64) -> EpochInput {
+    EpochInput {
+        dataset,
+        cache: SERIAL_CACHE.into(),
+        seed,
+        normalizer_sha256: String::new(),
+        contexts_sha256: String::new(),
+    }
+}
+
+/// The TensorFlow profiler's grading of an input-wait fraction: under 5%
+/// not input-bound, 5 to 20% moderately, 20% or more highly.
+pub(crate) fn input_bound(fraction: f64) -> &'static str {
+    match fraction {
+        f if f < 0.05 => "not input-bound",
+        f if f < 0.20 => "moderately input-bound",
+        _ => "highly input-bound",
+    }
+}
+
+/// "waited for its loader 12.3% of its step time, so it is moderately
+/// input-bound": how the profile's fit epoch and a `--span preset:torch`
+/// stage state their input-wait fraction.
+pub(crate) fn input_phrase(fraction: f64) -> String {
+    format!(
+        "waited for its loader {:.1}% of its step time, so it is {}",
+        100.0 * fraction,
+        input_bound(fraction)
+    )
 }

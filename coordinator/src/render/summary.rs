@@ -61,7 +61,7 @@ fn spans_not_found(s: &mut String, r: &Report) {
             let _ = writeln!(
                 s,
                 "\nInput: `{key}` {} (its DataLoader's waits against the time between batches; the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
-                crate::modes::profile::input_phrase(*f)
+                crate::modes::stages::input_phrase(*f)
             );
         }
     }

@@ -19,16 +19,16 @@ mod phases;
 mod plots;
 mod render;
 pub(crate) mod rounds;
-pub(crate) mod side;
 pub(crate) mod sweep;
 
-pub(crate) use phases::{Plan, prepare, prepare_phase, verify_phase};
-pub(crate) use side::side;
+pub(crate) use phases::{Plan, prepare};
 
-use super::{Context, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
+use super::preparation::{
+    ITEMS, MANIFEST, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side,
+};
+use super::{Context, ModeSection, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{RunError, fail};
 use crate::rundir::report::{Counts, PrepSide};
-use protocol::Stage;
 use serde::{Deserialize, Serialize};
 
 /// The mode's name.
@@ -126,59 +126,9 @@ impl Planned for Plan {
     }
 }
 
-pub(crate) const VERIFY_BEFORE: &str = "verify_before";
-pub(crate) const SERIAL: &str = "cold_feature_cache_prepare";
-pub(crate) const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
-pub(crate) const VERIFY_AFTER: &str = "verify_after";
-pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
-pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
-pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
-/// The names of one kind of preparation: its phases' keys and their
-/// output directories.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Names {
-    pub(crate) serial: &'static str,
-    pub(crate) parallel: &'static str,
-    pub(crate) serial_out: &'static str,
-    pub(crate) parallel_out: &'static str,
-    /// A user's items (`--prepare`), not the recipe's series.
-    pub(crate) items: bool,
-}
-
-/// The recipe's feature-cache preparation.
-pub(crate) const RECIPE: Names = Names {
-    serial: SERIAL,
-    parallel: PARALLEL,
-    serial_out: SERIAL_CACHE,
-    parallel_out: PARALLEL_CACHE,
-    items: false,
-};
-
-/// A user's own preparation (`--prepare`).
-pub(crate) const ITEMS: Names = Names {
-    serial: "cold_prepare",
-    parallel: "cold_prepare_parallel",
-    serial_out: "private-output",
-    parallel_out: "private-output-parallel",
-    items: true,
-};
-
-impl Names {
-    /// The names of the preparation a phase runs.
-    pub(crate) fn of(phase: &Phase) -> Names {
-        match phase.jobs.first().map(|j| &j.stage) {
-            Some(Stage::PrepareItem { .. }) => ITEMS,
-            _ => RECIPE,
-        }
-    }
-}
-
 /// Rounds when `--rounds` is not given: enough for a median and an
 /// interval, and both orders, in a few seconds on the built-in cohort.
 pub(crate) const DEFAULT_ROUNDS: u32 = 3;
-/// Per-series time components the workers report.
-const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
 
 /// What cold-prep adds to the report.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -275,17 +225,6 @@ fn warnings(
     }
     out
 }
-
-pub(crate) fn find<'a>(
-    outcomes: &'a [PhaseOutcome],
-    key: &str,
-) -> Result<&'a PhaseOutcome, RunError> {
-    outcomes
-        .iter()
-        .find(|p| p.phase.key == key)
-        .ok_or_else(|| fail(None, None, "internal", format!("phase {key} did not run")))
-}
-
 fn assemble(
     cx: &Context<'_>,
     plan: &Plan,
@@ -325,7 +264,7 @@ fn assemble(
             let what = format!(
                 "the 1-process and {workers}-process outputs differ ({serial_out} and {parallel_out})"
             );
-            return Err(items::outputs_differ(n.parallel, what, &serial_manifest, &par_manifest));
+            return Err(outputs::outputs_differ(n.parallel, what, &serial_manifest, &par_manifest));
         }
         return Err(fail(
             Some(n.parallel.into()),

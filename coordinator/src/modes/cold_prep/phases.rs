@@ -2,14 +2,15 @@
 //! and counts, over the recipe's series or a user's items, and the
 //! declaration's parameters.
 
-use super::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, items, rounds};
+use super::{items, rounds};
+use crate::modes::preparation::{
+    ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, prepare_phase, verify_phase,
+};
 use crate::error::RunError;
 use crate::modes::{JobNumbers, Phase, Prepared};
 use crate::plan::Settings;
 use protocol::Stage;
-use recipe::frozen::Frozen;
 use std::collections::BTreeMap;
-use std::path::Path;
 
 /// `--mode cold-prep`'s own settings.
 #[derive(Clone, Debug)]
@@ -142,57 +143,6 @@ fn item_phase(
         jobs_per_process: usize::MAX,
         cache: Some(out.into()),
         progress: crate::events::Style::Counter { unit: "items" },
-        after: None,
-        after_job: None,
-    }
-}
-
-/// One worker re-hashing every source file against frozen.json.
-pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
-    let data = dataset.to_string_lossy().into_owned().into();
-    Phase::in_turn(
-        key.into(),
-        vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
-        1,
-    )
-}
-
-/// Every training series prepared into `cache` by `workers` processes (no
-/// more processes than series: one without a series would only start and
-/// stop), the largest series first, so the last to start is a short one.
-pub(crate) fn prepare_phase(
-    numbers: &mut JobNumbers,
-    key: &str,
-    cache: &str,
-    workers: u32,
-    dataset: &Path,
-    frozen: &Frozen,
-) -> Phase {
-    let data = protocol::LocalPath::from(dataset.to_string_lossy().into_owned());
-    // Numbered in the cohort's order: a failure names a series by its
-    // number, never its id.
-    let mut train: Vec<_> = frozen.train().enumerate().collect();
-    let count = train.len();
-    train.sort_by(|(_, a), (_, b)| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
-    Phase {
-        key: key.into(),
-        jobs: train
-            .iter()
-            .map(|(n, s)| {
-                let stage = Stage::PrepareSeries {
-                    dataset: data.clone(),
-                    id: s.id.clone(),
-                    file: s.file.clone(),
-                    sha256: s.sha256.clone(),
-                    cache: cache.into(),
-                };
-                numbers.job(key.into(), stage).item(format!("training series {} of {count}", n + 1))
-            })
-            .collect(),
-        workers: workers.min(count.max(1) as u32),
-        jobs_per_process: usize::MAX,
-        cache: Some(cache.into()),
-        progress: crate::events::Style::Counter { unit: "series" },
         after: None,
         after_job: None,
     }

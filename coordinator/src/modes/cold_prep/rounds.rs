@@ -174,7 +174,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
             "{cache} ({}-process, round {round}) differs from {} (1-process, round 1)",
             p.phase.workers, n.serial_out
         );
-        return Err(super::items::outputs_differ(&p.phase.key, what, &sealed, &manifest));
+        return Err(crate::modes::preparation::outputs::outputs_differ(&p.phase.key, what, &sealed, &manifest));
     }
     if manifest != sealed {
         return Err(fail(
@@ -193,7 +193,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::cold_prep::{PARALLEL, PARALLEL_CACHE, RECIPE, SERIAL, SERIAL_CACHE};
+    use crate::modes::preparation::{PARALLEL, PARALLEL_CACHE, RECIPE, SERIAL, SERIAL_CACHE};
 
     #[test]
     fn rounds_alternate_and_round_one_keeps_the_plain_names() {
@@ -208,7 +208,7 @@ mod tests {
         assert_eq!(parallel_key(n, 8, 8, 1), PARALLEL);
         assert_eq!(parallel_key(n, 2, 8, 3), format!("{PARALLEL}_w2#3"));
         assert_eq!(parallel_cache(n, 2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
-        let items = &crate::modes::cold_prep::ITEMS;
+        let items = &crate::modes::preparation::ITEMS;
         assert_eq!(caches(items, 1), ("private-output".into(), "private-output-parallel".into()));
     }
 

@@ -13,7 +13,8 @@
 //! digest. Every artifact is re-hashed against what its stage reported, so
 //! one altered between stages fails the run.
 
-use super::cold_prep::{self, SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
+use super::preparation::{self, VERIFY_AFTER, VERIFY_BEFORE};
+use super::stages::{COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over, trial_stage_names};
 mod render;
 
 use super::{
@@ -23,7 +24,7 @@ use super::{
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
 use crate::rundir::report::Counts;
-use protocol::{EpochInput, LocalPath, ModelStep, Stage};
+use protocol::ModelStep;
 use recipe::frozen::Frozen;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -62,11 +63,6 @@ impl super::Mode for Profile {
     }
 }
 
-pub(crate) const PREPARE: &str = "cold_feature_cache_prepare";
-pub(crate) const FIT: &str = "warm_fit_normalizer";
-pub(crate) const COUNT: &str = "count_eligible_contexts";
-pub(crate) const LOADER: &str = "warm_loader_epoch";
-
 /// What a profile needs of its own: the loader's shuffle seed.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
@@ -84,27 +80,6 @@ pub(crate) struct Section {
     pub(crate) input_wait_fraction: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) input_bound: Option<String>,
-}
-
-/// The TensorFlow profiler's grading of an input-wait fraction: under 5%
-/// not input-bound, 5 to 20% moderately, 20% or more highly.
-pub(crate) fn input_bound(fraction: f64) -> &'static str {
-    match fraction {
-        f if f < 0.05 => "not input-bound",
-        f if f < 0.20 => "moderately input-bound",
-        _ => "highly input-bound",
-    }
-}
-
-/// "waited for its loader 12.3% of its step time, so it is moderately
-/// input-bound": how the profile's fit epoch and a `--span preset:torch`
-/// stage state their input-wait fraction.
-pub(crate) fn input_phrase(fraction: f64) -> String {
-    format!(
-        "waited for its loader {:.1}% of its step time, so it is {}",
-        100.0 * fraction,
-        input_bound(fraction)
-    )
 }
 
 impl Planned for Plan {
@@ -147,22 +122,22 @@ impl Planned for Plan {
 impl Plan {
     fn phases(&self, settings: &Settings, dataset: &Path, frozen: &Frozen) -> Vec<Phase> {
         let mut numbers = JobNumbers::default();
-        let mut prepare = cold_prep::prepare_phase(
+        let mut prepare = preparation::prepare_phase(
             &mut numbers,
             PREPARE,
-            SERIAL_CACHE,
+            preparation::SERIAL_CACHE,
             settings.workers,
             dataset,
             frozen,
         );
         // Later stages check every cache read against this manifest.
-        prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 1).map(|_| ()));
-        let verify_before = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
+        prepare.after = Some(|dir, p, _| preparation::side(dir, p, 1).map(|_| ()));
+        let verify_before = preparation::verify_phase(&mut numbers, VERIFY_BEFORE, dataset);
         // The stages after the cache, in the seed's order.
         let mut jobs: Vec<_> = trial_stage_names()
             .map(|key| numbers.job(key.into(), recipe_stage_over(key, dataset, self.seed)))
             .collect();
-        jobs.extend(cold_prep::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
+        jobs.extend(preparation::verify_phase(&mut numbers, VERIFY_AFTER, dataset).jobs);
         let phase = |key: String, jobs: Vec<_>, jobs_per_process| Phase {
             // Loader and model stages check what fitting and counting wrote
             // against the hashes the coordinator hands on.
@@ -187,74 +162,6 @@ impl Plan {
 /// the cache preparation.
 pub(crate) const SHARED_PROCESS: &str = "after_cache_preparation";
 
-/// The recipe stages `--mode trials` can repeat, by their profile names;
-/// their dataset is filled in once it is resolved ([`with_dataset`]).
-pub(crate) fn trial_stage_names() -> impl Iterator<Item = &'static str> {
-    [FIT, COUNT, LOADER].into_iter().chain(ModelStep::ALL.iter().map(|s| s.name()))
-}
-
-/// The stage a recipe stage name stands for, with no dataset yet.
-pub(crate) fn recipe_stage(name: &str, seed: u64) -> Option<Stage> {
-    let cache = SERIAL_CACHE.to_string();
-    match name {
-        FIT => Some(Stage::FitNormalizer { dataset: LocalPath::default(), cache }),
-        COUNT => Some(Stage::CountContexts { dataset: LocalPath::default(), cache }),
-        LOADER => Some(Stage::LoaderEpoch(epoch_input(LocalPath::default(), seed))),
-        _ => ModelStep::ALL
-            .into_iter()
-            .find(|s| s.name() == name)
-            .map(|step| Stage::Model(step, epoch_input(LocalPath::default(), seed))),
-    }
-}
-
-/// The recipe stage `name` over `dataset`'s serial cache.
-///
-/// # Panics
-/// When `name` is not a recipe stage (see [`trial_stage_names`]).
-pub(crate) fn recipe_stage_over(name: &str, dataset: &Path, seed: u64) -> Stage {
-    let mut stage = recipe_stage(name, seed).expect("a recipe stage name");
-    with_dataset(&mut stage, dataset);
-    stage
-}
-
-/// Whether `stage` is one of the recipe's warm or model stages.
-pub(crate) fn recipe_name(stage: &Stage) -> bool {
-    matches!(
-        stage,
-        Stage::FitNormalizer { .. }
-            | Stage::CountContexts { .. }
-            | Stage::LoaderEpoch(_)
-            | Stage::Model(..)
-    )
-}
-
-/// Whether `stage` reads the loader's inputs (the normalizer and the
-/// context index as well as the cache).
-pub(crate) fn reads_loader(stage: &Stage) -> bool {
-    matches!(stage, Stage::LoaderEpoch(_) | Stage::Model(..))
-}
-
-/// Sets the dataset of a recipe stage; other stages are left alone.
-pub(crate) fn with_dataset(stage: &mut Stage, dir: &Path) {
-    let dir = LocalPath::from(dir.to_string_lossy().into_owned());
-    if let Stage::FitNormalizer { dataset, .. } | Stage::CountContexts { dataset, .. } = stage {
-        *dataset = dir;
-    } else if let Some(input) = stage.epoch_input_mut() {
-        input.dataset = dir;
-    }
-}
-
-/// A loader epoch's input over the serial cache; the artifact hashes are
-/// filled in by [`super::hand_on_artifacts`] once fitting and counting have run.
-pub(crate) fn epoch_input(dataset: LocalPath, seed: u64) -> EpochInput {
-    EpochInput {
-        dataset,
-        cache: SERIAL_CACHE.into(),
-        seed,
-        normalizer_sha256: String::new(),
-        contexts_sha256: String::new(),
-    }
-}
 
 fn assemble(
     dir: &Path,
@@ -262,7 +169,7 @@ fn assemble(
     records: &mut Records,
 ) -> Result<Section, RunError> {
     let (prep_stage, _, _, manifest, mut counts) =
-        cold_prep::side(dir, cold_prep::find(outcomes, PREPARE)?, 1)?;
+        preparation::side(dir, preparation::find(outcomes, PREPARE)?, 1)?;
     records.stages.insert(PREPARE.into(), prep_stage);
     records.artifacts.push(manifest);
     let keys = [VERIFY_BEFORE, PREPARE, FIT, COUNT, LOADER]
@@ -323,7 +230,7 @@ fn assemble(
 
 #[cfg(test)]
 mod tests {
-    use super::input_bound;
+    use crate::modes::stages::input_bound;
 
     #[test]
     fn input_wait_is_graded_as_the_tensorflow_profiler_grades_it() {

@@ -1,7 +1,8 @@
 //! How a profile shows itself: the recipe's counts, its loader epoch, the
 //! model's steps and the input-bound verdict in summary.md.
 
-use super::{NAME, Section, input_phrase};
+use super::{NAME, Section};
+use crate::modes::stages::input_phrase;
 use crate::fmt::duration;
 use crate::modes::Report;
 use crate::modes::section::{ModeSection, section_basics};

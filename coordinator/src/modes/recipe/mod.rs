@@ -8,7 +8,7 @@
 //! left it, naming no file, so two runs can be shown to have left the same
 //! artifacts.
 
-use super::cold_prep::{self, VERIFY_BEFORE};
+use super::preparation::{self, VERIFY_BEFORE};
 mod render;
 
 use super::{
@@ -142,7 +142,7 @@ impl Planned for Plan {
         let lock = crate::dirlock::lock(&self.state, "--state")?;
         let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let mut numbers = JobNumbers::default();
-        let verify = cold_prep::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
+        let verify = preparation::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
         let input = StateInput {
             dataset: dataset.to_string_lossy().into_owned().into(),
             state: self.state.to_string_lossy().into_owned().into(),

@@ -71,7 +71,7 @@ impl super::Mode for Trials {
                 Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names()))
             }
         })?;
-        if !stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
+        if !stages.iter().any(|s| stages::recipe_name(&s.stage)) {
             for (flag, given) in [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())] {
                 if given {
                     return Err(format!(
@@ -147,11 +147,11 @@ impl Planned for Plan {
     /// and their prerequisites are prepared once before the trials.
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let filled;
-        let (plan, data) = if self.stages.iter().any(|s| super::profile::recipe_name(&s.stage)) {
+        let (plan, data) = if self.stages.iter().any(|s| stages::recipe_name(&s.stage)) {
             let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
             let mut with_data = self.clone();
             for s in &mut with_data.stages {
-                super::profile::with_dataset(&mut s.stage, &dir);
+                stages::with_dataset(&mut s.stage, &dir);
             }
             filled = with_data;
             (&filled, Some((dir, frozen)))
@@ -298,16 +298,16 @@ fn prerequisites(
     dir: &Path,
     frozen: &Frozen,
 ) -> Vec<Phase> {
-    use super::{cold_prep, profile};
-    let mut prepare = cold_prep::prepare_phase(
+    use super::{preparation, stages as profile};
+    let mut prepare = preparation::prepare_phase(
         numbers,
         &prerequisite(profile::PREPARE),
-        cold_prep::SERIAL_CACHE,
+        preparation::SERIAL_CACHE,
         workers,
         dir,
         frozen,
     );
-    prepare.after = Some(|dir, p, _| cold_prep::side(dir, p, 0).map(|_| ()));
+    prepare.after = Some(|dir, p, _| preparation::side(dir, p, 0).map(|_| ()));
     // Prerequisites are not what a trials run reports on: silent unless on a terminal.
     prepare.progress = crate::events::Style::Prerequisite;
     let mut out = vec![prepare];
@@ -352,13 +352,13 @@ fn bind_prerequisites(
     first_order: usize,
     records: &mut Records,
 ) -> Result<Option<Counts>, RunError> {
-    use super::{cold_prep, profile};
+    use super::{preparation, stages as profile};
     let before = outcomes.iter().filter(|p| p.phase.key.starts_with("prerequisite:"));
     let mut prepared = None;
     for (i, p) in before.enumerate() {
         let order = first_order + i;
         if p.phase.key == prerequisite(profile::PREPARE) {
-            let (stage, _, _, manifest, counts) = cold_prep::side(dir, p, order)?;
+            let (stage, _, _, manifest, counts) = preparation::side(dir, p, order)?;
             records.stages.insert(p.phase.key.clone(), stage);
             records.artifacts.push(manifest);
             prepared = Some(counts);

@@ -38,7 +38,7 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
     }
     // A user's program reports no files: its output directory is walked.
     if super::Names::of(&p.phase).items {
-        return super::items::manifest(dir, cache, &p.phase.key);
+        return super::outputs::manifest(dir, cache, &p.phase.key);
     }
     let checked: Vec<ArtifactRecord> = results
         .par_iter()

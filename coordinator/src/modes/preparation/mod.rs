@@ -1,0 +1,130 @@
+//! The preparation phases the modes share, on a floor below them: the
+//! recipe's feature-cache preparation (every training series into a cache,
+//! by one or N worker processes, sealed by a manifest the coordinator
+//! writes as the phase ends) or a user's items into an output directory
+//! ([`outputs`]), the dataset's verification, and a phase summed up
+//! ([`side`]). Cold-prep compares two of them; profile, recipe and trials
+//! prepare or verify what their later stages read.
+
+pub(crate) mod outputs;
+pub(crate) mod side;
+
+pub(crate) use side::side;
+
+use super::{JobNumbers, Phase, PhaseOutcome};
+use crate::error::{RunError, fail};
+use protocol::Stage;
+use recipe::frozen::Frozen;
+use std::path::Path;
+
+pub(crate) const VERIFY_BEFORE: &str = "verify_before";
+pub(crate) const SERIAL: &str = "cold_feature_cache_prepare";
+pub(crate) const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
+pub(crate) const VERIFY_AFTER: &str = "verify_after";
+pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
+pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
+pub(crate) const MANIFEST: &str = "manifest.json";
+pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
+/// Per-series time components the workers report.
+pub(crate) const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
+
+/// The names of one kind of preparation: its phases' keys and their
+/// output directories.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Names {
+    pub(crate) serial: &'static str,
+    pub(crate) parallel: &'static str,
+    pub(crate) serial_out: &'static str,
+    pub(crate) parallel_out: &'static str,
+    /// A user's items (`--prepare`), not the recipe's series.
+    pub(crate) items: bool,
+}
+
+/// The recipe's feature-cache preparation.
+pub(crate) const RECIPE: Names = Names {
+    serial: SERIAL,
+    parallel: PARALLEL,
+    serial_out: SERIAL_CACHE,
+    parallel_out: PARALLEL_CACHE,
+    items: false,
+};
+
+/// A user's own preparation (`--prepare`).
+pub(crate) const ITEMS: Names = Names {
+    serial: "cold_prepare",
+    parallel: "cold_prepare_parallel",
+    serial_out: "private-output",
+    parallel_out: "private-output-parallel",
+    items: true,
+};
+
+impl Names {
+    /// The names of the preparation a phase runs.
+    pub(crate) fn of(phase: &Phase) -> Names {
+        match phase.jobs.first().map(|j| &j.stage) {
+            Some(Stage::PrepareItem { .. }) => ITEMS,
+            _ => RECIPE,
+        }
+    }
+}
+
+pub(crate) fn find<'a>(
+    outcomes: &'a [PhaseOutcome],
+    key: &str,
+) -> Result<&'a PhaseOutcome, RunError> {
+    outcomes
+        .iter()
+        .find(|p| p.phase.key == key)
+        .ok_or_else(|| fail(None, None, "internal", format!("phase {key} did not run")))
+}
+
+/// One worker re-hashing every source file against frozen.json.
+pub(crate) fn verify_phase(numbers: &mut JobNumbers, key: &str, dataset: &Path) -> Phase {
+    let data = dataset.to_string_lossy().into_owned().into();
+    Phase::in_turn(
+        key.into(),
+        vec![numbers.job(key.into(), Stage::VerifySources { dataset: data })],
+        1,
+    )
+}
+
+/// Every training series prepared into `cache` by `workers` processes (no
+/// more processes than series: one without a series would only start and
+/// stop), the largest series first, so the last to start is a short one.
+pub(crate) fn prepare_phase(
+    numbers: &mut JobNumbers,
+    key: &str,
+    cache: &str,
+    workers: u32,
+    dataset: &Path,
+    frozen: &Frozen,
+) -> Phase {
+    let data = protocol::LocalPath::from(dataset.to_string_lossy().into_owned());
+    // Numbered in the cohort's order: a failure names a series by its
+    // number, never its id.
+    let mut train: Vec<_> = frozen.train().enumerate().collect();
+    let count = train.len();
+    train.sort_by(|(_, a), (_, b)| b.samples.cmp(&a.samples).then(a.id.cmp(&b.id)));
+    Phase {
+        key: key.into(),
+        jobs: train
+            .iter()
+            .map(|(n, s)| {
+                let stage = Stage::PrepareSeries {
+                    dataset: data.clone(),
+                    id: s.id.clone(),
+                    file: s.file.clone(),
+                    sha256: s.sha256.clone(),
+                    cache: cache.into(),
+                };
+                numbers.job(key.into(), stage).item(format!("training series {} of {count}", n + 1))
+            })
+            .collect(),
+        workers: workers.min(count.max(1) as u32),
+        jobs_per_process: usize::MAX,
+        cache: Some(cache.into()),
+        progress: crate::events::Style::Counter { unit: "series" },
+        after: None,
+        after_job: None,
+    }
+}
