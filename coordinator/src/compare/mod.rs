@@ -21,7 +21,7 @@ pub(crate) use text::render;
 use crate::stats::{self, Verdict};
 use crate::verify::verify;
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// Figures compared for every stage (lower is better for each).
@@ -91,14 +91,42 @@ fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
         .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))
 }
 
+/// Each stage's figures, each with its samples.
+type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+
+/// What compare reads of one run: its declaration, its report, and what
+/// its report's section says: the samples of every stage it repeated
+/// (trials), and whether its `BASE#R` stages are rounds of `BASE` (a
+/// cold-prep round's phase is defined with its own cache, so its
+/// definition differs from round 1's).
+struct Run {
+    declaration: Value,
+    report: Value,
+    repeated: Samples,
+    rounds: bool,
+}
+
+impl Run {
+    fn new(declaration: Value, report: Value) -> Run {
+        let typed = serde_json::from_value::<crate::modes::Report>(report.clone()).ok();
+        let repeated = typed
+            .as_ref()
+            .and_then(|r| r.trials())
+            .map(|t| t.iter().map(|(k, set)| (k.clone(), set.samples.clone())).collect())
+            .unwrap_or_default();
+        let rounds = typed.is_some_and(|r| r.section.has_rounds());
+        Run { declaration, report, repeated, rounds }
+    }
+}
+
 /// Values of a figure for a stage: every counted trial, or the stage's
 /// record followed by those of `later` (see [`later_keys`]).
-fn samples(report: &Value, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
-    if let Some(xs) = report["trials"][stage]["samples"][figure].as_array() {
-        return xs.iter().filter_map(Value::as_f64).collect();
+fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
+    if let Some(xs) = run.repeated.get(stage).and_then(|s| s.get(figure)) {
+        return xs.clone();
     }
     let value = |key: &str| {
-        let record = &report["stages"][key];
+        let record = &run.report["stages"][key];
         record[figure].as_f64().or_else(|| record["figures"][figure].as_f64())
     };
     std::iter::once(stage).chain(later.iter().map(String::as_str)).filter_map(value).collect()
@@ -182,8 +210,9 @@ pub(crate) fn compare(
         }
     }
     // A later round's stage is compared as samples of its phase, not alone.
+    let (a, b) = (Run::new(da, ra), Run::new(db, rb));
     let pooled: BTreeSet<String> =
-        common.iter().flat_map(|k| later_keys(&da, k, has_rounds(&ra))).collect();
+        common.iter().flat_map(|k| later_keys(&a.declaration, k, a.rounds)).collect();
     let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
     if common.is_empty() {
         incomparable.push("no stage in common".into());
@@ -191,7 +220,7 @@ pub(crate) fn compare(
     if !incomparable.is_empty() && !allow_incomparable {
         return Err(CompareError::Incomparable(incomparable));
     }
-    let rows = rows(&common, figures, [(&da, &ra), (&db, &rb)], threshold_pct);
+    let rows = rows(&common, figures, [&a, &b], threshold_pct);
     let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
     if let (Some(f), false) = (missing, common.is_empty()) {
         return Err(CompareError::NoFigure(f.clone()));
@@ -205,24 +234,15 @@ pub(crate) fn compare(
     Ok(Comparison { incomparable, rows })
 }
 
-/// Whether a run's `BASE#R` stages are later rounds of `BASE`, as its
-/// report's section says (a cold-prep round's phase is defined with its own
-/// cache, so its definition differs from round 1's).
-fn has_rounds(report: &Value) -> bool {
-    serde_json::from_value::<crate::modes::Report>(report.clone())
-        .is_ok_and(|r| r.section.has_rounds())
-}
-
 /// Every figure of every stage in `common` that both runs recorded,
-/// compared; `runs`: A's and B's declaration and report. A figure only one
-/// run has is no row.
-fn rows(common: &[String], figures: &[String], runs: [(&Value, &Value); 2], pct: f64) -> Vec<Row> {
-    let [(da, ra), (db, rb)] = runs;
+/// compared; `runs`: A and B. A figure only one run has is no row.
+fn rows(common: &[String], figures: &[String], runs: [&Run; 2], pct: f64) -> Vec<Row> {
+    let [ra, rb] = runs;
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
         let stage_figures = expand(figures, ra, rb, stage);
-        let (later_a, later_b) =
-            (later_keys(da, stage, has_rounds(ra)), later_keys(db, stage, has_rounds(rb)));
+        let later = |r: &Run| later_keys(&r.declaration, stage, r.rounds);
+        let (later_a, later_b) = (later(ra), later(rb));
         for (j, figure) in stage_figures.iter().enumerate() {
             let (xa, xb) =
                 (samples(ra, stage, &later_a, figure), samples(rb, stage, &later_b, figure));
@@ -274,11 +294,15 @@ fn matches(pattern: &str, figure: &str) -> bool {
 /// The figures of `stage` to compare: each name as given, and for a
 /// pattern (`span:*`) every figure both reports record for the stage that
 /// starts with its prefix (a span pattern: its seconds, `span:NAME_s`).
-fn expand(figures: &[String], ra: &Value, rb: &Value, stage: &str) -> Vec<String> {
-    let names = |r: &Value| -> BTreeSet<String> {
-        let from_trials = r["trials"][stage]["samples"].as_object();
-        let from_record = r["stages"][stage]["figures"].as_object();
-        from_trials.or(from_record).map(|o| o.keys().cloned().collect()).unwrap_or_default()
+fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
+    let names = |r: &Run| -> BTreeSet<String> {
+        match r.repeated.get(stage) {
+            Some(s) => s.keys().cloned().collect(),
+            None => r.report["stages"][stage]["figures"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
     };
     let (na, nb) = (names(ra), names(rb));
     let mut out = Vec::new();
@@ -302,7 +326,19 @@ fn expand(figures: &[String], ra: &Value, rb: &Value, stage: &str) -> Vec<String
 #[cfg(test)]
 mod tests {
     use super::text::in_units;
-    use super::{expand, later_keys, matches, regressed, row, rows, samples};
+    use super::{Run, Samples, expand, later_keys, matches, regressed, row, rows, samples};
+
+    /// A run from a declaration and a report that need not be whole (no
+    /// section read from it).
+    fn run(declaration: serde_json::Value, report: serde_json::Value) -> Run {
+        Run { declaration, report, repeated: Samples::new(), rounds: false }
+    }
+
+    /// One stage's trial samples.
+    fn repeated(stage: &str, figures: &[(&str, &[f64])]) -> Samples {
+        let figures = figures.iter().map(|(f, xs)| (f.to_string(), xs.to_vec())).collect();
+        Samples::from([(stage.to_string(), figures)])
+    }
     use crate::stats::Verdict;
     use serde_json::json;
 
@@ -384,7 +420,8 @@ mod tests {
         let a = json!({"stages": {"s": {"wall_s": 1.0, "figures": {"frames": 3.0}}}});
         let b = json!({"stages": {"s": {"wall_s": 2.0, "figures": {}}}});
         let figures = ["wall_s".to_string(), "frames".to_string()];
-        let r = rows(&["s".to_string()], &figures, [(&decl, &a), (&decl, &b)], 5.0);
+        let (a, b) = (run(decl.clone(), a), run(decl, b));
+        let r = rows(&["s".to_string()], &figures, [&a, &b], 5.0);
         assert_eq!(r.len(), 1, "{r:?}");
         assert_eq!((r[0].figure.as_str(), r[0].median_a, r[0].median_b), ("wall_s", 1.0, 2.0));
     }
@@ -417,24 +454,35 @@ mod tests {
             "prep#2": {"wall_s": 2.0, "figures": {"frames": 7.0}},
         }});
         let later = later_keys(&decl, "prep", true);
+        let r = run(decl.clone(), r);
         assert_eq!(samples(&r, "prep", &later, "wall_s"), [1.0, 2.0, 3.0]);
         assert_eq!(samples(&r, "prep", &later, "frames"), [7.0, 7.0]);
         assert_eq!(samples(&r, "prep", &[], "wall_s"), [1.0]);
         // Trials keep their own samples.
-        let t =
-            json!({"trials": {"prep": {"samples": {"wall_s": [4.0, 5.0]}}}, "stages": r["stages"]});
+        let mut t = run(decl, r.report.clone());
+        t.repeated = repeated("prep", &[("wall_s", &[4.0, 5.0])]);
         assert_eq!(samples(&t, "prep", &later, "wall_s"), [4.0, 5.0]);
     }
 
     #[test]
     fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
-        let a = json!({"trials": {"s": {"samples": {
-            "wall_s": [1.0], "span:load_s": [1.0], "span:load_n": [2.0], "span:fit_s": [1.0],
-            "span:only_a_s": [1.0]
-        }}}});
-        let b = json!({"stages": {"s": {"figures": {
-            "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0
-        }}}});
+        let mut a = run(json!({}), json!({}));
+        a.repeated = repeated(
+            "s",
+            &[
+                ("wall_s", &[1.0]),
+                ("span:load_s", &[1.0]),
+                ("span:load_n", &[2.0]),
+                ("span:fit_s", &[1.0]),
+                ("span:only_a_s", &[1.0]),
+            ],
+        );
+        let b = run(
+            json!({}),
+            json!({"stages": {"s": {"figures": {
+                "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0
+            }}}}),
+        );
         let figures = vec!["wall_s".to_string(), "span:*".to_string()];
         assert_eq!(expand(&figures, &a, &b, "s"), ["wall_s", "span:fit_s", "span:load_s"]);
         assert_eq!(expand(&["span:load_*".into()], &a, &b, "s"), ["span:load_s"]);
