@@ -1,5 +1,6 @@
 //! What a run will do, resolved from the command line before anything runs.
 
+use crate::error::Refusal;
 use crate::interrupt::KillAt;
 use protocol::Stage;
 use std::collections::BTreeMap;
@@ -23,16 +24,19 @@ pub(crate) const SPAN_PRESETS: [&str; 1] = ["torch"];
 /// module and a qualname of dotted Python identifiers, a NAME by the span
 /// name rule (1 to 64 of `A-Z a-z 0-9 _ . -`), defaulting to the
 /// qualname's last part; a known preset.
-pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, String> {
+pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, Refusal> {
     let Some((module, rest)) = spec.split_once(':') else {
-        return Err(format!(
+        return Err(Refusal(format!(
             "'{spec}' has no colon: spell it MODULE:QUALNAME[=NAME] or preset:NAME"
-        ));
+        )));
     };
     if module == "preset" {
         return match SPAN_PRESETS.contains(&rest) {
             true => Ok(protocol::SpanTarget::Preset(rest.into())),
-            false => Err(format!("unknown preset '{rest}' (known: {})", SPAN_PRESETS.join(", "))),
+            false => Err(Refusal(format!(
+                "unknown preset '{rest}' (known: {})",
+                SPAN_PRESETS.join(", ")
+            ))),
         };
     }
     let (qualname, name) = match rest.split_once('=') {
@@ -47,19 +51,23 @@ pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, String> {
             })
     };
     if !dotted(module) {
-        return Err(format!("'{spec}': the module '{module}' is not a dotted Python name"));
+        return Err(Refusal(format!(
+            "'{spec}': the module '{module}' is not a dotted Python name"
+        )));
     }
     if !dotted(qualname) {
-        return Err(format!("'{spec}': the qualname '{qualname}' is not a dotted Python name"));
+        return Err(Refusal(format!(
+            "'{spec}': the qualname '{qualname}' is not a dotted Python name"
+        )));
     }
     let name = name.unwrap_or_else(|| qualname.rsplit('.').next().unwrap_or(qualname));
     let ok_name = !name.is_empty()
         && name.len() <= 64
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
     if !ok_name {
-        return Err(format!(
+        return Err(Refusal(format!(
             "'{spec}': the span name '{name}' must be 1 to 64 of A-Z a-z 0-9 _ . -"
-        ));
+        )));
     }
     Ok(protocol::SpanTarget::Function {
         module: module.into(),
@@ -245,14 +253,17 @@ mod tests {
             qualname: q.into(),
             name: n.into(),
         };
-        assert_eq!(parse_span("json:loads"), Ok(f("json", "loads", "loads")));
+        assert_eq!(parse_span("json:loads").unwrap(), f("json", "loads", "loads"));
         assert_eq!(
-            parse_span("json.decoder:JSONDecoder.decode=decode_json"),
-            Ok(f("json.decoder", "JSONDecoder.decode", "decode_json"))
+            parse_span("json.decoder:JSONDecoder.decode=decode_json").unwrap(),
+            f("json.decoder", "JSONDecoder.decode", "decode_json")
         );
         assert_eq!(parse_span("a:B.c").unwrap().to_string(), "a:B.c");
         assert_eq!(parse_span("a:B.c=x").unwrap().to_string(), "a:B.c=x");
-        assert_eq!(parse_span("preset:torch"), Ok(protocol::SpanTarget::Preset("torch".into())));
+        assert_eq!(
+            parse_span("preset:torch").unwrap(),
+            protocol::SpanTarget::Preset("torch".into())
+        );
         for (bad, says) in [
             ("json.loads", "has no colon"),
             (":loads", "the module '' is not"),
@@ -263,7 +274,7 @@ mod tests {
             ("/tmp/x:f", "the module '/tmp/x' is not"),
             ("preset:keras", "unknown preset 'keras' (known: torch)"),
         ] {
-            let e = parse_span(bad).unwrap_err();
+            let e = parse_span(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");
         }
     }

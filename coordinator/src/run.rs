@@ -90,7 +90,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         Err(error) => {
             let (failure_file, error) = match record_failure(&dir, plan, &bound, &error) {
                 Ok(path) => (Some(path), error),
-                Err(why) => (None, error.unrecorded(&why)),
+                Err(why) => (None, error.unrecorded(&why.to_string())),
             };
             Err(RunFailure { error, failure_file, processes_wall_s: bound.processes_wall_s })
         }
@@ -106,7 +106,7 @@ fn record_failure(
     plan: &RunPlan,
     bound: &Bound,
     e: &RunError,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, crate::rundir::RunDirError> {
     let f = Failure::new(
         plan.mode.name(),
         e.recorded_as(),
@@ -115,7 +115,7 @@ fn record_failure(
         bound.environment_sha256.clone(),
     );
     // Sealed like a report: a killed run's failure.json is its evidence.
-    dir.end_in_failure(&f, &[]).map_err(|w| w.to_string())
+    dir.end_in_failure(&f, &[])
 }
 
 fn run_in(

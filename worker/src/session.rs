@@ -276,7 +276,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         let mut m = start.until(&Mark::now());
                         m.tree = contained.tree;
                         m.spans_not_found = not_found;
-                        (m, closed.err())
+                        (m, closed.err().map(|e| e.to_string()))
                     }
                     None => (start.until(&Mark::now()), None),
                 };

@@ -24,7 +24,7 @@ pub(crate) enum Other<'a> {
 pub(crate) fn planned(
     shared: &SharedArgs,
     seed: u64,
-    other: impl Fn(Other<'_>) -> Result<Stage, String>,
+    other: impl Fn(Other<'_>) -> Result<Stage, Refusal>,
 ) -> Result<Vec<PlannedStage>, Refusal> {
     if shared.names.len() > shared.commands.len() {
         return Err(format!(
@@ -45,7 +45,7 @@ pub(crate) fn planned(
             Some(stage) => other(Other::Recipe(s, stage)),
             None => s.parse().or_else(|e: StageParseError| match e {
                 StageParseError::Unknown(_) => other(Other::Unknown(s, e)),
-                _ => Err(format!("--stage {s}: {e}")),
+                _ => Err(format!("--stage {s}: {e}").into()),
             }),
         })
         .collect::<Result<Vec<_>, _>>()?;

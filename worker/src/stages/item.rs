@@ -87,7 +87,9 @@ impl Items {
     /// its tree: what is still alive leaked. Also the `--span` targets it
     /// never matched. None when no program ran.
     #[allow(clippy::type_complexity)]
-    pub fn finish(&mut self) -> Option<(Result<(), String>, crate::tree::Contained, Vec<String>)> {
+    pub fn finish(
+        &mut self,
+    ) -> Option<(Result<(), ProgramError>, crate::tree::Contained, Vec<String>)> {
         let mut server = self.server.take()?;
         let _ = server.spans.follow(true, |_, _| {});
         let not_found = match &server.bootstrap {
@@ -245,7 +247,7 @@ impl Server {
             Err(why) => {
                 let why = match ended(self.pid) {
                     Some(how) => format!("exited before answering ({how})"),
-                    None => why,
+                    None => why.to_string(),
                 };
                 return Err(StageError::Failed(format!("the preparation program {why}")));
             }
@@ -267,15 +269,15 @@ impl Server {
 
     /// The next answer, waiting until `deadline` (or for ever: a stage
     /// timeout ends the worker's tree); the program's exit ends the wait.
-    fn next_answer(&mut self, deadline: Option<Instant>) -> Result<Said, String> {
+    fn next_answer(&mut self, deadline: Option<Instant>) -> Result<Said, ProgramError> {
         let line = self.answers.line(self.pidfd.as_ref(), deadline)?;
         let a: Answer = serde_json::from_slice(&line)
-            .map_err(|e| format!("wrote a malformed answer line: {e}"))?;
+            .map_err(|e| ProgramError(format!("wrote a malformed answer line: {e}")))?;
         match a {
             Answer { ready: Some(true), done: None, error: None } => Ok(Said::Ready),
             Answer { ready: None, done: Some(id), error: None } => Ok(Said::Done(id)),
             Answer { ready: None, done: None, error: Some(m) } => Ok(Said::Error(m)),
-            _ => Err("wrote an answer line that is not one of {\"ready\": true}, {\"done\": ID}, {\"error\": MESSAGE}".into()),
+            _ => Err(ProgramError("wrote an answer line that is not one of {\"ready\": true}, {\"done\": ID}, {\"error\": MESSAGE}".into())),
         }
     }
 
@@ -297,7 +299,7 @@ impl Server {
     /// Closes the program's input and waits for it to exit 0 (up to the
     /// start-up's patience); reaps it. Its descendants still alive are the
     /// caller's to contain (they are leaks).
-    fn close(mut self) -> Result<(), String> {
+    fn close(mut self) -> Result<(), ProgramError> {
         drop(self.items.take());
         let deadline = Instant::now() + self.patience;
         while !super::command::exited(self.pid) {
@@ -305,9 +307,9 @@ impl Server {
             if now >= deadline {
                 let after = self.patience.as_secs_f64();
                 self.kill_and_reap();
-                return Err(format!(
+                return Err(ProgramError(format!(
                     "the preparation program did not exit within {after:.1} s after its input closed"
-                ));
+                )));
             }
             match &self.pidfd {
                 Some(fd) => super::command::sleep_on(fd, deadline - now),
@@ -316,16 +318,18 @@ impl Server {
         }
         let status = crate::tree::wait_child(self.pid)
             .map(std::process::ExitStatus::from_raw)
-            .map_err(|e| format!("waiting for the preparation program: {e}"))?;
+            .map_err(|e| ProgramError(format!("waiting for the preparation program: {e}")))?;
         match (status.code(), status.signal()) {
             (Some(0), _) => Ok(()),
-            (Some(code), _) => Err(format!(
+            (Some(code), _) => Err(ProgramError(format!(
                 "the preparation program exited with status {code} after its input closed"
-            )),
-            (_, Some(sig)) => Err(format!(
+            ))),
+            (_, Some(sig)) => Err(ProgramError(format!(
                 "the preparation program was killed by signal {sig} after its input closed"
+            ))),
+            _ => Err(ProgramError(
+                "the preparation program ended abnormally after its input closed".into(),
             )),
-            _ => Err("the preparation program ended abnormally after its input closed".into()),
         }
     }
 }
@@ -358,13 +362,19 @@ struct Answers {
     buf: Vec<u8>,
 }
 
+/// What went wrong with a preparation program, in a person's words (the
+/// caller says whose: "the preparation program …").
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct ProgramError(String);
+
 impl Answers {
     /// The next complete line, waiting on the pipe and the program's exit.
     fn line(
         &mut self,
         pidfd: Option<&OwnedFd>,
         deadline: Option<Instant>,
-    ) -> Result<Vec<u8>, String> {
+    ) -> Result<Vec<u8>, ProgramError> {
         loop {
             if let Some(i) = self.buf.iter().position(|b| *b == b'\n') {
                 let mut line: Vec<u8> = self.buf.drain(..=i).collect();
@@ -372,13 +382,17 @@ impl Answers {
                 return Ok(line);
             }
             if self.buf.len() > MAX_ANSWER {
-                return Err(format!("wrote an answer line longer than {MAX_ANSWER} bytes"));
+                return Err(ProgramError(format!(
+                    "wrote an answer line longer than {MAX_ANSWER} bytes"
+                )));
             }
             let wait = match deadline {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Err("did not say it in time (--connect-timeout)".into());
+                        return Err(ProgramError(
+                            "did not say it in time (--connect-timeout)".into(),
+                        ));
                     }
                     (d - now).as_millis().min(i32::MAX as u128) as i32 + 1
                 }
@@ -396,7 +410,7 @@ impl Answers {
                 if e.kind() == std::io::ErrorKind::Interrupted {
                     continue;
                 }
-                return Err(format!("could not be waited for: {e}"));
+                return Err(ProgramError(format!("could not be waited for: {e}")));
             }
             if fds[0].revents != 0 {
                 let mut chunk = [0u8; 4096];
@@ -409,14 +423,14 @@ impl Answers {
                     continue;
                 }
                 if r == 0 {
-                    return Err(
+                    return Err(ProgramError(
                         "closed its answers before answering (it exited, or closed the descriptor)"
                             .into(),
-                    );
+                    ));
                 }
                 let e = std::io::Error::last_os_error();
                 if e.kind() != std::io::ErrorKind::Interrupted {
-                    return Err(format!("could not be read from: {e}"));
+                    return Err(ProgramError(format!("could not be read from: {e}")));
                 }
                 continue;
             }
@@ -433,7 +447,7 @@ impl Answers {
                     self.buf.extend_from_slice(&chunk[..r as usize]);
                     continue;
                 }
-                return Err("exited before answering".into());
+                return Err(ProgramError("exited before answering".into()));
             }
         }
     }

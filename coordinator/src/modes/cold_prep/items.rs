@@ -152,7 +152,7 @@ pub(crate) struct Inputs {
 }
 
 /// `--inputs` digested: its manifest's SHA-256, file count and bytes.
-pub(crate) fn digest_inputs(dir: &Path) -> Result<Inputs, String> {
+pub(crate) fn digest_inputs(dir: &Path) -> Result<Inputs, outputs::Unwalkable> {
     let files = outputs::files(dir, None)?;
     Ok(Inputs {
         files: files.len() as u64,

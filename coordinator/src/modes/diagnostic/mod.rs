@@ -39,12 +39,14 @@ impl super::Mode for Diagnostic {
             Other::Recipe(s, _) => Err(format!(
                 "--stage {s}: recipe stages repeat in {} (the recipe's own modes run them all once)",
                 Shared::RecipeStage.readers()
-            )),
+            )
+            .into()),
             Other::Unknown(s, e) => Err(format!(
                 "--stage {s}: {e}; the recipe's stages ({}) repeat in {}",
                 stages::recipe_names(),
                 Shared::RecipeStage.readers()
-            )),
+            )
+            .into()),
         })?;
         if let Some(k) = &shared.kill_at {
             let known: Vec<String> = stages

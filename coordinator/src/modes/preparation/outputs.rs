@@ -8,6 +8,18 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
+/// Why a directory could not be walked into a manifest (a person's words;
+/// it names no path).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Unwalkable(String);
+
+impl From<std::io::Error> for Unwalkable {
+    fn from(e: std::io::Error) -> Self {
+        Unwalkable(e.to_string())
+    }
+}
+
 /// The schema of an output manifest (a cache manifest's shape, without the
 /// recipe's contract version).
 pub(crate) const OUTPUT_MANIFEST_SCHEMA: &str = "stagebench.output-manifest";
@@ -18,38 +30,37 @@ pub(crate) const OUTPUT_MANIFEST_SCHEMA: &str = "stagebench.output-manifest";
 pub(crate) fn files(
     root: &Path,
     keep: Option<&str>,
-) -> Result<BTreeMap<String, (String, u64)>, String> {
+) -> Result<BTreeMap<String, (String, u64)>, Unwalkable> {
     let mut found = Vec::new();
     let mut dirs = vec![PathBuf::new()];
     while let Some(rel) = dirs.pop() {
-        let entries = std::fs::read_dir(root.join(&rel)).map_err(|e| e.to_string())?;
+        let entries = std::fs::read_dir(root.join(&rel))?;
         for entry in entries {
-            let entry = entry.map_err(|e| e.to_string())?;
+            let entry = entry?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
-                return Err("a file name is not UTF-8".into());
+                return Err(Unwalkable("a file name is not UTF-8".into()));
             };
             let path = rel.join(name);
             if rel.as_os_str().is_empty() && Some(name) == keep {
                 continue;
             }
-            let kind = entry.file_type().map_err(|e| e.to_string())?;
+            let kind = entry.file_type()?;
             if kind.is_dir() {
                 dirs.push(path);
             } else if kind.is_file() {
                 found.push(path.to_string_lossy().into_owned());
             } else {
-                return Err(
+                return Err(Unwalkable(
                     "it holds something that is neither a file nor a directory (a symlink?)".into(),
-                );
+                ));
             }
         }
     }
     found
         .into_par_iter()
         .map(|rel| {
-            let (sha, bytes) =
-                evidence::file_sha256(&root.join(&rel)).map_err(|e| e.to_string())?;
+            let (sha, bytes) = evidence::file_sha256(&root.join(&rel))?;
             Ok((rel, (sha, bytes)))
         })
         .collect()

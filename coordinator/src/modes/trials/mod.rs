@@ -68,7 +68,7 @@ impl super::Mode for Trials {
         let stages = stages::planned(shared, seed, |other| match other {
             Other::Recipe(_, stage) => Ok(stage),
             Other::Unknown(s, e) => {
-                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names()))
+                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names()).into())
             }
         })?;
         if !stages.iter().any(|s| stages::recipe_name(&s.stage)) {
