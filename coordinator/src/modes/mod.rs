@@ -101,6 +101,34 @@ pub(crate) struct SharedArgs {
     pub(crate) workers: Vec<u32>,
 }
 
+/// A mode's `name` and `section` (its section type, read from the fields
+/// report.json holds), in its `impl Mode`.
+macro_rules! mode_basics {
+    ($name:expr, $section:ty) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn section(
+            &self,
+            fields: serde_json::Value,
+        ) -> Result<Box<dyn $crate::modes::ModeSection>, serde_json::Error> {
+            Ok(Box::new(serde_json::from_value::<$section>(fields)?))
+        }
+    };
+}
+
+/// A plan's `name` and `clone_box`, in its `impl Planned`.
+macro_rules! plan_basics {
+    ($name:expr) => {
+        fn name(&self) -> &'static str {
+            $name
+        }
+        fn clone_box(&self) -> Box<dyn $crate::modes::Planned> {
+            Box::new(self.clone())
+        }
+    };
+}
+
 /// Declares every mode's folder and lists it in [`MODES`], in order.
 macro_rules! modes {
     ($($m:ident),* $(,)?) => {

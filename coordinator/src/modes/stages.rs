@@ -70,6 +70,11 @@ pub(crate) fn recipe_names() -> String {
     trial_stage_names().collect::<Vec<_>>().join(", ")
 }
 
+/// Whether any of `stages` is a `--command` (whose Python `--span` reaches).
+pub(crate) fn any_command(stages: &[PlannedStage]) -> bool {
+    stages.iter().any(|s| matches!(s.stage, Stage::Command { .. }))
+}
+
 /// Whether a stage's worker can be killed at a point: a command's follows
 /// its spans file and its clock.
 pub(crate) fn is_command(stage: &Stage) -> bool {

@@ -26,7 +26,7 @@ pub(crate) use phases::{Plan, prepare};
 use super::preparation::{
     ITEMS, MANIFEST, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side,
 };
-use super::{Context, ModeSection, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
+use super::{Context, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{RunError, fail};
 use crate::rundir::report::{Counts, PrepSide};
 use serde::{Deserialize, Serialize};
@@ -66,9 +66,7 @@ pub(crate) struct Args {
 }
 
 impl super::Mode for ColdPrep {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    mode_basics!(NAME, Section);
     fn about(&self) -> &'static str {
         "Cold feature-cache preparation (or your own, with --prepare), serial and N-process side by side"
     }
@@ -91,22 +89,10 @@ impl super::Mode for ColdPrep {
             items: items::resolve(&own, shared)?,
         }))
     }
-    fn section(
-        &self,
-        fields: serde_json::Value,
-    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
-        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
-    }
 }
 
 impl Planned for Plan {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn clone_box(&self) -> Box<dyn Planned> {
-        Box::new(self.clone())
-    }
+    plan_basics!(NAME);
 
     fn takes_spans(&self) -> bool {
         self.items.is_some()

@@ -21,9 +21,7 @@ pub(crate) struct Diagnostic;
 pub(crate) const MODE: Diagnostic = Diagnostic;
 
 impl super::Mode for Diagnostic {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    mode_basics!(NAME, Section);
     fn about(&self) -> &'static str {
         "Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash), or your --command stages, each measured once"
     }
@@ -64,12 +62,6 @@ impl super::Mode for Diagnostic {
         }
         Ok(Box::new(Plan { stages }))
     }
-    fn section(
-        &self,
-        fields: serde_json::Value,
-    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
-        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
-    }
 }
 
 /// A diagnostic run adds nothing to the report.
@@ -87,16 +79,10 @@ pub(crate) struct Plan {
 }
 
 impl Planned for Plan {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn clone_box(&self) -> Box<dyn Planned> {
-        Box::new(self.clone())
-    }
+    plan_basics!(NAME);
 
     fn takes_spans(&self) -> bool {
-        self.stages.iter().any(|s| matches!(s.stage, protocol::Stage::Command { .. }))
+        stages::any_command(&self.stages)
     }
 
     fn assemble(

@@ -18,7 +18,7 @@ use super::stages::{COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over,
 mod render;
 
 use super::{
-    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
     checked_artifact, stage_from_job,
 };
 use crate::error::{RunError, fail};
@@ -38,9 +38,7 @@ pub(crate) struct Profile;
 pub(crate) const MODE: Profile = Profile;
 
 impl super::Mode for Profile {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    mode_basics!(NAME, Section);
     fn about(&self) -> &'static str {
         "The recipe stage by stage: verify, cold cache preparation, normalizer fit, context counting, a loader epoch, the model stages, verify"
     }
@@ -54,12 +52,6 @@ impl super::Mode for Profile {
         shared: &super::SharedArgs,
     ) -> Result<Box<dyn Planned>, crate::error::Refusal> {
         Ok(Box::new(Plan { seed: shared.seed.unwrap_or(0) }))
-    }
-    fn section(
-        &self,
-        fields: serde_json::Value,
-    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
-        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
     }
 }
 
@@ -83,13 +75,7 @@ pub(crate) struct Section {
 }
 
 impl Planned for Plan {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn clone_box(&self) -> Box<dyn Planned> {
-        Box::new(self.clone())
-    }
+    plan_basics!(NAME);
 
     fn assemble(
         &self,

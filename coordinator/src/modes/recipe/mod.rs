@@ -12,7 +12,7 @@ use super::preparation::{self, VERIFY_BEFORE};
 mod render;
 
 use super::{
-    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
     stage_from_job,
 };
 use crate::error::{Refusal, RunError, fail};
@@ -56,9 +56,7 @@ enum PolicyArg {
 }
 
 impl super::Mode for Recipe {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    mode_basics!(NAME, Section);
     fn about(&self) -> &'static str {
         "The recipe against a state directory (--state) that keeps its artifacts across runs: verify, cache preparation, normalizer, contexts, training for --epochs, each resuming from what is complete"
     }
@@ -94,12 +92,6 @@ impl super::Mode for Recipe {
             seed: shared.seed.unwrap_or(0),
         }))
     }
-    fn section(
-        &self,
-        fields: serde_json::Value,
-    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
-        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
-    }
 }
 
 /// What a recipe run needs of its own: the state directory (claimed), how
@@ -128,13 +120,7 @@ pub(crate) fn keys() -> impl Iterator<Item = &'static str> {
 }
 
 impl Planned for Plan {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn clone_box(&self) -> Box<dyn Planned> {
-        Box::new(self.clone())
-    }
+    plan_basics!(NAME);
 
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         // Two runs never share a state: the second is refused here, before

@@ -6,7 +6,7 @@
 mod render;
 
 use super::{
-    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
+    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
     stage_from_job,
 };
 use super::stages::{self, Other};
@@ -45,9 +45,7 @@ pub(crate) struct Args {
 }
 
 impl super::Mode for Trials {
-    fn name(&self) -> &'static str {
-        NAME
-    }
+    mode_basics!(NAME, Section);
     fn about(&self) -> &'static str {
         "Repeated trials of each stage, every trial in a fresh worker process, interleaved across stages, with statistics"
     }
@@ -88,12 +86,6 @@ impl super::Mode for Trials {
             seed,
         }))
     }
-    fn section(
-        &self,
-        fields: serde_json::Value,
-    ) -> Result<Box<dyn ModeSection>, serde_json::Error> {
-        Ok(Box::new(serde_json::from_value::<Section>(fields)?))
-    }
 }
 
 /// Coefficient of variation above which a stage's wall time is called unstable.
@@ -127,20 +119,14 @@ pub(crate) struct Section {
 }
 
 impl Planned for Plan {
-    fn name(&self) -> &'static str {
-        NAME
-    }
-
-    fn clone_box(&self) -> Box<dyn Planned> {
-        Box::new(self.clone())
-    }
+    plan_basics!(NAME);
 
     fn warns_of_load_per_stage(&self) -> bool {
         true
     }
 
     fn takes_spans(&self) -> bool {
-        self.stages.iter().any(|s| matches!(s.stage, protocol::Stage::Command { .. }))
+        stages::any_command(&self.stages)
     }
 
     /// Recipe stages read a dataset: it is resolved here, filled into them,
