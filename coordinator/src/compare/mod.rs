@@ -108,7 +108,8 @@ struct Run {
 
 impl Run {
     fn new(declaration: Value, report: Value) -> Run {
-        let typed = serde_json::from_value::<crate::modes::Report>(report.clone()).ok();
+        // Read from the value in place: a large run's report is not copied.
+        let typed = <crate::modes::Report as serde::Deserialize>::deserialize(&report).ok();
         let repeated = typed
             .as_ref()
             .and_then(|r| r.trials())
@@ -424,6 +425,28 @@ mod tests {
         let r = rows(&["s".to_string()], &figures, [&a, &b], 5.0);
         assert_eq!(r.len(), 1, "{r:?}");
         assert_eq!((r[0].figure.as_str(), r[0].median_a, r[0].median_b), ("wall_s", 1.0, 2.0));
+    }
+
+    /// A run's section says whether its `#R` stages are rounds and which
+    /// stages it repeated: a cold-prep report has rounds and no trials, a
+    /// trials report trials and no rounds.
+    #[test]
+    fn a_runs_rounds_and_trials_come_from_its_section() {
+        let fixture = |text: &str| Run::new(json!({}), serde_json::from_str(text).unwrap());
+        let cold = fixture(include_str!("../render/fixtures/cold-prep-report.json"));
+        assert!(cold.rounds);
+        assert!(cold.repeated.is_empty());
+        let trials = fixture(include_str!("../render/fixtures/trials-report.json"));
+        assert!(!trials.rounds);
+        let walls = &trials.repeated["spin:30"]["wall_s"];
+        assert_eq!(
+            walls,
+            trials.report["trials"]["spin:30"]["samples"]["wall_s"]
+                .as_array()
+                .map(|a| a.iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>())
+                .as_ref()
+                .unwrap()
+        );
     }
 
     #[test]
