@@ -11,8 +11,10 @@ mod fmt;
 mod interrupt;
 mod stats;
 mod timestamp;
-// Floor 1: the run directory and its evidence records; locks on directories runs share.
+// Floor 1: the run directory and its evidence records; locks on directories runs share;
+// inputs dropped from the page cache.
 mod dirlock;
+mod pagecache;
 mod rundir;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;

@@ -289,6 +289,11 @@ async fn supervise_run(
         if let Some(cache) = &phase.cache {
             std::fs::DirBuilder::new().mode(0o700).create(run_dir.join(cache))?;
         }
+        // Outside every measured wall, right before the phase's first worker.
+        let eviction = match phase.inputs.as_deref() {
+            Some(inputs) if inputs.evict => Some(crate::pagecache::evict(&inputs.files)),
+            _ => None,
+        };
         tracing::debug!(key = %phase.key, jobs = phase.jobs.len(), workers = phase.workers, "phase started");
         let _ = events_tx.send(Event::PhaseStarted {
             key: phase.key.clone(),
@@ -320,7 +325,7 @@ async fn supervise_run(
             // any measured wall, so no phase pays for another's writeback.
             flush_filesystem(run_dir);
         }
-        let mut outcome = PhaseOutcome { phase, dispatch: d, after_error: None };
+        let mut outcome = PhaseOutcome { phase, dispatch: d, after_error: None, eviction };
         if let (false, Some(after)) = (failed, outcome.phase.after) {
             outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
         }

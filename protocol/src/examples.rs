@@ -3,8 +3,8 @@
 //! crate's own tests).
 
 use crate::{
-    Faults, Figure, FromWorker, Hello, JobId, KillPoint, Measurement, PROTOCOL_VERSION, Slice,
-    SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
+    Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, Measurement, PROTOCOL_VERSION,
+    Runtime, Slice, SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
 };
 
 /// The token and build the fuzzed handshakes are checked against.
@@ -55,6 +55,22 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                 },
                 slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9 }],
                 spans_not_found: vec!["json:nope".into()],
+                io: Some(Io {
+                    method: "procfs".into(),
+                    read_bytes: 4096,
+                    write_bytes: 0,
+                    rchar: 5000,
+                    wchar: 12,
+                    syscr: 3,
+                    syscw: 1,
+                }),
+                runtime: Runtime {
+                    threads: vec![("OMP_NUM_THREADS".into(), "4".into())],
+                    git_commit: Some("0123abcd".into()),
+                    git_dirty: Some(true),
+                    python: Some("3.11.2".into()),
+                    distributions: vec![("numpy".into(), "1.26.4".into())],
+                },
             },
         },
         FromWorker::StageFailed { job: JobId(2), error: "boom".into() },

@@ -233,12 +233,15 @@ mod tests {
             },
             slices: vec![Slice { name: "a".into(), start_ns: 13, dur_ns: 14 }],
             spans_not_found: vec!["m:f".into()],
+            io: None,
+            runtime: crate::Runtime::default(),
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        // … then one span not found, "m:f".
+        // … then one span not found, "m:f", no I/O, and an empty runtime
+        // (no thread settings, commit, dirty flag, Python or distributions).
         assert_eq!(
             hex(&m),
-            "00000020030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a66"
+            "00000026030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a66000000000000"
         );
     }
 

@@ -26,8 +26,9 @@ mod stage;
 pub mod stream;
 
 pub use messages::{
-    Faults, Figure, FromWorker, Hello, JobId, KillPoint, MAX_SLICES, Measurement, PROTOCOL_VERSION,
-    Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId, host_sha256,
+    Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, MAX_SLICES, Measurement,
+    PROTOCOL_VERSION, Runtime, Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId,
+    host_sha256,
 };
 pub use stage::{
     EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,

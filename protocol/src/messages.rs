@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 13;
+pub const PROTOCOL_VERSION: u32 = 14;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -212,6 +212,53 @@ pub struct Measurement {
     /// `--span` targets (as spelled, `MODULE:QUALNAME`) that never matched:
     /// their module was never imported, or it has no such attribute.
     pub spans_not_found: Vec<String>,
+    /// Storage and system-call I/O of the stage's whole tree, where the
+    /// kernel keeps task I/O accounting (`/proc/PID/io`).
+    pub io: Option<Io>,
+    /// What the stage ran on: thread settings, the command's commit, and
+    /// what the Python helper said of its interpreter and libraries.
+    pub runtime: Runtime,
+}
+
+/// I/O of a stage's process tree, from Linux's task I/O accounting: the
+/// worker's own `/proc/self/io` read before the stage and again after every
+/// descendant was reaped (the kernel adds a reaped child's counters, and
+/// those of the children it reaped, to its parent's), less the worker's
+/// tree thread's own reads of /proc.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Io {
+    /// How the counters were read: `procfs`.
+    pub method: String,
+    /// Bytes the tree caused to be fetched from storage (page-cache hits
+    /// are not counted).
+    pub read_bytes: u64,
+    /// Bytes the tree caused to be sent to storage (counted when pages
+    /// are dirtied).
+    pub write_bytes: u64,
+    /// Bytes passed to read-like and write-like system calls, storage,
+    /// page cache, pipes and sockets alike.
+    pub rchar: u64,
+    pub wchar: u64,
+    /// Read-like and write-like system calls.
+    pub syscr: u64,
+    pub syscw: u64,
+}
+
+/// What a stage ran on, beyond the machine.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Runtime {
+    /// Thread settings from the stage's environment (`OMP_NUM_THREADS`,
+    /// `MKL_NUM_THREADS`, `TF_NUM_*`, …), only those set, sorted by name.
+    pub threads: Vec<(String, String)>,
+    /// The commit checked out where a command ran, and whether tracked
+    /// files differed from it; None outside a git work tree.
+    pub git_commit: Option<String>,
+    pub git_dirty: Option<bool>,
+    /// From the Python helper at the command's exit: the interpreter's
+    /// version, and the name and version of every distribution whose
+    /// modules were imported, sorted by name.
+    pub python: Option<String>,
+    pub distributions: Vec<(String, String)>,
 }
 
 /// Most slices one measurement carries (the rest are counted in the

@@ -63,3 +63,38 @@ fn trials_are_fresh_interleaved_and_summarised() {
     assert!(f.stdout.contains("(range, 87.5%)") && !f.stdout.contains("95% CI"), "{}", f.stdout);
     coordinator::verify::verify(&out).expect("a trials run verifies");
 }
+
+/// Storage and system-call I/O per trial, for the whole tree: a command
+/// whose grandchild writes 2 MiB and syncs it shows at least that written
+/// (`write_bytes`, `wchar`), with statistics; the control, `true`, writes
+/// nothing to storage.
+#[test]
+fn a_trees_writes_are_counted_per_trial_with_statistics() {
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let file = dir.path().join("written.bin");
+    let line = format!(
+        "sh -c 'dd if=/dev/zero of={} bs=64k count=32 conv=fsync status=none'",
+        file.display()
+    );
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--mode", "trials", "--trials", "3", "--warmup", "0"]);
+    c.args(["--command", &line, "--name", "writes", "--command", "true", "--name", "control"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let mib2 = 2u64 << 20;
+    let writes = &r["trials"]["writes"];
+    for name in ["write_bytes", "wchar"] {
+        let samples = writes["samples"][name].as_array().unwrap();
+        assert_eq!(samples.len(), 3, "{name}: {writes}");
+        assert!(samples.iter().all(|v| v.as_f64().unwrap() >= mib2 as f64), "{name}: {samples:?}");
+        assert!(writes["summary"][name]["median"].as_f64().unwrap() >= mib2 as f64);
+    }
+    let record = &r["stages"]["writes"];
+    assert_eq!(record["io_method"], "procfs");
+    assert!(record["write_bytes"].as_u64().unwrap() >= mib2, "{record}");
+    assert!(record["figures"].get("write_bytes").is_none(), "counters are not figures");
+    let control = &r["stages"]["control"];
+    assert_eq!(control["write_bytes"], 0, "{control}");
+    assert!(control["wchar"].as_u64().unwrap() < 64 << 10, "{control}");
+}

@@ -16,6 +16,8 @@ pub struct Usage {
     pub sys_ns: u64,
     pub peak_rss_bytes: u64,
     pub faults: Faults,
+    /// The tree's I/O counters so far (see `tree::io`).
+    pub io: Option<crate::tree::io::Counters>,
 }
 
 /// Reads the resource usage of this process together with every child it
@@ -43,6 +45,7 @@ pub fn self_usage() -> Usage {
     let (user, sys, maxrss, own) = read(UsageWho::RUSAGE_SELF);
     let (c_user, c_sys, c_maxrss, children) = read(UsageWho::RUSAGE_CHILDREN);
     Usage {
+        io: crate::tree::io::now(),
         user_ns: user + c_user,
         sys_ns: sys + c_sys,
         peak_rss_bytes: own_peak_rss().unwrap_or(maxrss).max(c_maxrss),
@@ -86,7 +89,13 @@ impl Mark {
     pub fn instant_now() -> Mark {
         Mark {
             at: Instant::now(),
-            usage: Usage { user_ns: 0, sys_ns: 0, peak_rss_bytes: 0, faults: Faults::default() },
+            usage: Usage {
+                user_ns: 0,
+                sys_ns: 0,
+                peak_rss_bytes: 0,
+                faults: Faults::default(),
+                io: None,
+            },
         }
     }
 
@@ -117,6 +126,8 @@ impl Mark {
             tree: protocol::TreeUsage::default(),
             slices: Vec::new(),
             spans_not_found: Vec::new(),
+            io: crate::tree::io::between(self.usage.io, end.usage.io),
+            runtime: protocol::Runtime::default(),
             faults: {
                 let (a, b) = (&self.usage.faults, &end.usage.faults);
                 Faults {

@@ -272,11 +272,12 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 // this worker's once it is reaped.
                 let start = Mark::now();
                 let (measurement, error) = match items.finish() {
-                    Some((closed, contained, not_found)) => {
+                    Some(closed) => {
                         let mut m = start.until(&Mark::now());
-                        m.tree = contained.tree;
-                        m.spans_not_found = not_found;
-                        (m, closed.err().map(|e| e.to_string()))
+                        m.tree = closed.contained.tree;
+                        m.spans_not_found = closed.spans_not_found;
+                        m.io = closed.io;
+                        (m, closed.result.err().map(|e| e.to_string()))
                     }
                     None => (start.until(&Mark::now()), None),
                 };

@@ -18,7 +18,8 @@ use crate::error::RunError;
 use crate::plan::Settings;
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
 use crate::rundir::report::{
-    ArtifactRecord, JobSlice, Leaked, ProcessRecord, StageRecord, TimedSlice,
+    ArtifactRecord, JobSlice, Leaked, ProcessRecord, RuntimeRecord, StageIo, StageRecord,
+    TimedSlice,
 };
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
@@ -231,6 +232,10 @@ pub(crate) struct Phase {
     /// Run after each job of the phase that succeeded, before its worker
     /// takes the next (see [`crate::dispatch::AfterJob`]).
     pub(crate) after_job: Option<crate::dispatch::AfterJob>,
+    /// The files the phase reads, where a mode declares them; with `evict`
+    /// (`--os-cache cold`) the coordinator drops them from the page cache
+    /// just before the phase starts.
+    pub(crate) inputs: Option<std::sync::Arc<crate::pagecache::Inputs>>,
 }
 
 impl Phase {
@@ -246,6 +251,7 @@ impl Phase {
             progress: crate::events::Style::LinePerJob,
             after: None,
             after_job: None,
+            inputs: None,
         }
     }
 }
@@ -297,6 +303,8 @@ pub(crate) struct PhaseOutcome {
     pub(crate) dispatch: DispatchOutcome,
     /// What the phase's `after` step refused, if anything.
     pub(crate) after_error: Option<RunError>,
+    /// What dropping its inputs from the page cache did, if asked.
+    pub(crate) eviction: Option<crate::pagecache::Eviction>,
 }
 
 impl PhaseOutcome {
@@ -384,6 +392,8 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         major_faults: Some(m.faults.major),
         voluntary_switches: Some(m.faults.voluntary_switches),
         involuntary_switches: Some(m.faults.involuntary_switches),
+        io: m.io.as_ref().map(StageIo::measured),
+        runtime: RuntimeRecord::measured(&m.runtime),
     }
 }
 

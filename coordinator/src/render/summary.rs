@@ -81,20 +81,31 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
         &r.environment_sha256[..12.min(r.environment_sha256.len())]
     );
-    let _ = writeln!(s, "| stage | processes | wall | CPU | peak RSS MiB |");
-    let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+    let _ = writeln!(
+        s,
+        "| stage | processes | wall | CPU | peak RSS MiB | storage read MiB | storage written MiB |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     for (key, st) in rows {
+        let (read, written) = match &st.io {
+            Some(io) => (mib(io.read_bytes), mib(io.write_bytes)),
+            None => ("–".into(), "–".into()),
+        };
         let _ = writeln!(
             s,
-            "| `{key}` | {} | {} | {} | {} |",
+            "| `{key}` | {} | {} | {} | {} | {read} | {written} |",
             st.processes,
             duration(st.wall_s),
             duration(st.cpu_s),
             mib(st.peak_rss_bytes)
         );
     }
+    let _ = writeln!(
+        s,
+        "\nStorage read and written: what the stage's whole process tree fetched from and sent to storage (the kernel's task I/O accounting); a read served by the page cache is not one."
+    );
     process_trees(&mut s, r);
     spans_not_found(&mut s, r);
     r.section.summary(r, &mut s);

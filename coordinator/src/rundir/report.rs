@@ -169,6 +169,111 @@ pub(crate) struct StageRecord {
     pub(crate) voluntary_switches: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) involuntary_switches: Option<u64>,
+    /// Storage and system-call I/O of the stage's whole tree (for a phase,
+    /// summed over its processes): `io_method`, `read_bytes`, … at the
+    /// record's top level. Absent where the kernel keeps no task I/O
+    /// accounting, and in reports from before it was kept.
+    #[serde(flatten, default, skip_serializing_if = "Option::is_none")]
+    pub(crate) io: Option<StageIo>,
+    /// What the stage ran on (thread settings, the command's commit, the
+    /// helper's Python and libraries); absent when nothing was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) runtime: Option<RuntimeRecord>,
+}
+
+/// The I/O counters of a stage record (see `protocol::Io`, whose fields
+/// these are, with the method named `io_method` beside the memory's
+/// `tree_peak_method`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct StageIo {
+    pub(crate) io_method: String,
+    pub(crate) read_bytes: u64,
+    pub(crate) write_bytes: u64,
+    pub(crate) rchar: u64,
+    pub(crate) wchar: u64,
+    pub(crate) syscr: u64,
+    pub(crate) syscw: u64,
+}
+
+/// The names of [`StageIo`]'s counters, as trials sample them.
+pub(crate) const IO_COUNTERS: [&str; 6] =
+    ["read_bytes", "write_bytes", "rchar", "wchar", "syscr", "syscw"];
+
+impl StageIo {
+    pub(crate) fn measured(io: &protocol::Io) -> StageIo {
+        StageIo {
+            io_method: io.method.clone(),
+            read_bytes: io.read_bytes,
+            write_bytes: io.write_bytes,
+            rchar: io.rchar,
+            wchar: io.wchar,
+            syscr: io.syscr,
+            syscw: io.syscw,
+        }
+    }
+
+    /// The counters in [`IO_COUNTERS`]' order.
+    pub(crate) fn counters(&self) -> [u64; 6] {
+        [self.read_bytes, self.write_bytes, self.rchar, self.wchar, self.syscr, self.syscw]
+    }
+
+    /// From counters in [`IO_COUNTERS`]' order.
+    pub(crate) fn from_counters(io_method: String, c: [u64; 6]) -> StageIo {
+        let [read_bytes, write_bytes, rchar, wchar, syscr, syscw] = c;
+        StageIo { io_method, read_bytes, write_bytes, rchar, wchar, syscr, syscw }
+    }
+
+    /// The sum of several processes' I/O; None when any of them has none
+    /// (a total that misses a process is not the phase's), or there are none.
+    pub(crate) fn sum<'a>(
+        each: impl IntoIterator<Item = Option<&'a protocol::Io>>,
+    ) -> Option<StageIo> {
+        let mut total: Option<StageIo> = None;
+        for io in each {
+            let io = StageIo::measured(io?);
+            total = Some(match total {
+                None => io,
+                Some(t) => {
+                    let (a, b) = (t.counters(), io.counters());
+                    StageIo::from_counters(t.io_method, std::array::from_fn(|i| a[i] + b[i]))
+                }
+            });
+        }
+        total
+    }
+}
+
+/// What a stage ran on: `protocol::Runtime` as the report keeps it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct RuntimeRecord {
+    /// Thread settings from the stage's environment, only those set.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) thread_settings: BTreeMap<String, String>,
+    /// The commit where a command ran, and whether tracked files differed
+    /// (never the repository's path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) git_commit: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) git_dirty: Option<bool>,
+    /// The Python helper's report at the command's exit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) python: Option<String>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) distributions: BTreeMap<String, String>,
+}
+
+impl RuntimeRecord {
+    /// None when the worker found nothing to say.
+    pub(crate) fn measured(r: &protocol::Runtime) -> Option<RuntimeRecord> {
+        let record = RuntimeRecord {
+            thread_settings: r.threads.iter().cloned().collect(),
+            git_commit: r.git_commit.clone(),
+            git_dirty: r.git_dirty,
+            python: r.python.clone(),
+            distributions: r.distributions.iter().cloned().collect(),
+        };
+        (record != RuntimeRecord::default()).then_some(record)
+    }
 }
 
 impl StageRecord {

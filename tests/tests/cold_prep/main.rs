@@ -5,4 +5,5 @@
 mod agreement;
 mod caches;
 mod items;
+mod storage;
 mod workers;

@@ -49,6 +49,15 @@ pub struct Server {
     patience: Duration,
 }
 
+/// A program's close: how it ended, its tree contained, the `--span`
+/// targets it never matched, and its tree's I/O over its whole life.
+pub struct Closed {
+    pub result: Result<(), ProgramError>,
+    pub contained: crate::tree::Contained,
+    pub spans_not_found: Vec<String>,
+    pub io: Option<protocol::Io>,
+}
+
 /// What a program may write on its answers pipe.
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -70,12 +79,14 @@ enum Said {
 pub struct Items {
     server: Option<Server>,
     sampler: Option<crate::tree::Sampler>,
+    /// The tree's I/O counters when the program was about to start.
+    io_start: Option<crate::tree::io::Counters>,
     sample_ms: u32,
 }
 
 impl Items {
     pub fn new(sample_ms: u32) -> Items {
-        Items { server: None, sampler: None, sample_ms }
+        Items { server: None, sampler: None, io_start: None, sample_ms }
     }
 
     /// Whether a program is running.
@@ -84,21 +95,19 @@ impl Items {
     }
 
     /// Closes the program (it must exit 0 once its input closes) and ends
-    /// its tree: what is still alive leaked. Also the `--span` targets it
-    /// never matched. None when no program ran.
-    #[allow(clippy::type_complexity)]
-    pub fn finish(
-        &mut self,
-    ) -> Option<(Result<(), ProgramError>, crate::tree::Contained, Vec<String>)> {
+    /// its tree: what is still alive leaked. None when no program ran.
+    pub fn finish(&mut self) -> Option<Closed> {
         let mut server = self.server.take()?;
         let _ = server.spans.follow(true, |_, _| {});
-        let not_found = match &server.bootstrap {
+        let spans_not_found = match &server.bootstrap {
             Some(b) => b.not_found(&server.spans.tally.wrapped),
             None => Vec::new(),
         };
-        let closed = server.close();
+        let result = server.close();
         let sampler = self.sampler.take()?;
-        Some((closed, crate::tree::contain(sampler), not_found))
+        let contained = crate::tree::contain(sampler);
+        let io = crate::tree::io::between(self.io_start.take(), crate::tree::io::now());
+        Some(Closed { result, contained, spans_not_found, io })
     }
 
     /// Kills the program's tree and stops sampling it (after a failure).
@@ -122,6 +131,7 @@ pub(super) fn run(
 ) -> Result<Vec<Figure>, StageError> {
     if ctx.items.server.is_none() {
         ctx.items.sampler = Some(crate::tree::Sampler::start(ctx.items.sample_ms));
+        ctx.items.io_start = crate::tree::io::now();
         match Server::start(command, ctx, Duration::from_millis(ready_timeout_ms)) {
             Ok(server) => ctx.items.server = Some(server),
             Err(e) => {

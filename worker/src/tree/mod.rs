@@ -23,6 +23,7 @@
 //! `cgroup` the stage's memory cgroup.
 
 mod cgroup;
+pub mod io;
 mod procfs;
 mod watcher;
 

@@ -40,7 +40,7 @@ pub fn start_watcher() {
 }
 
 /// The tree thread's id, for [`will_start_processes`] to wake it.
-static WATCHER_TID: AtomicI32 = AtomicI32::new(0);
+pub(super) static WATCHER_TID: AtomicI32 = AtomicI32::new(0);
 
 /// The tree thread: waits for SIGTERM, one interval at a time while a stage
 /// that started processes is sampled, and samples when the wait times out.

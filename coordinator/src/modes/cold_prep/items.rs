@@ -33,6 +33,8 @@ pub(crate) struct Items {
     /// `--inputs`: a directory that must be the same after the phases, as
     /// digested before anything ran.
     pub(crate) inputs: Option<(PathBuf, Inputs)>,
+    /// Every file under `--inputs`, for `--os-cache cold` to evict.
+    pub(crate) input_files: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -153,13 +155,19 @@ pub(crate) struct Inputs {
 
 /// `--inputs` digested: its manifest's SHA-256, file count and bytes.
 pub(crate) fn digest_inputs(dir: &Path) -> Result<Inputs, outputs::Unwalkable> {
+    walk_inputs(dir).map(|(inputs, _)| inputs)
+}
+
+/// [`digest_inputs`], and the path of every file it digested.
+fn walk_inputs(dir: &Path) -> Result<(Inputs, Vec<PathBuf>), outputs::Unwalkable> {
     let files = outputs::files(dir, None)?;
-    Ok(Inputs {
+    let inputs = Inputs {
         files: files.len() as u64,
         bytes: files.values().map(|(_, b)| *b).sum(),
         sha256: evidence::sha256_hex(&outputs::manifest_bytes(&files)),
         unchanged: true,
-    })
+    };
+    Ok((inputs, files.keys().map(|rel| dir.join(rel)).collect()))
 }
 
 /// `--inputs` digested again after the last phase: it must be what was
@@ -205,19 +213,22 @@ pub(super) fn resolve(
         return Err("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into());
     }
     let (list, sha256) = read(path).map_err(|e| Refusal(e.to_string()))?;
-    let inputs = match &own.inputs {
-        None => None,
+    let (inputs, input_files) = match &own.inputs {
+        None if own.os_cache == Some(super::storage::OsCache::Cold) => {
+            return Err("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into());
+        }
+        None => (None, Vec::new()),
         Some(dir) if !dir.is_dir() => {
             return Err(format!("--inputs {}: not a directory", dir.display()).into());
         }
         Some(dir) => {
-            let before = digest_inputs(dir).map_err(|why| {
+            let (before, files) = walk_inputs(dir).map_err(|why| {
                 Refusal(format!("--inputs {}: cannot be digested: {why}", dir.display()))
             })?;
-            Some((dir.clone(), before))
+            (Some((dir.clone(), before)), files)
         }
     };
-    Ok(Some(Items { command: command.clone(), list, sha256, inputs }))
+    Ok(Some(Items { command: command.clone(), list, sha256, inputs, input_files }))
 }
 
 #[cfg(test)]

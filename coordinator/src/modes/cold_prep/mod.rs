@@ -19,6 +19,7 @@ mod phases;
 mod plots;
 mod render;
 pub(crate) mod rounds;
+pub(crate) mod storage;
 pub(crate) mod sweep;
 
 pub(crate) use phases::{Plan, prepare};
@@ -63,6 +64,13 @@ pub(crate) struct Args {
     /// first phase and after the last; a change fails the run.
     #[arg(long, value_name = "DIR")]
     inputs: Option<std::path::PathBuf>,
+    /// `cold` drops the preparation's inputs (the training series' files,
+    /// or --inputs) from the page cache before each preparation phase and
+    /// round (posix_fadvise, no root needed) and warns when a phase was
+    /// still served from it; `as-is` leaves the page cache alone.
+    /// [default: as-is]
+    #[arg(long, value_name = "MODE", value_enum)]
+    os_cache: Option<storage::OsCache>,
 }
 
 impl super::Mode for ColdPrep {
@@ -84,6 +92,7 @@ impl super::Mode for ColdPrep {
         let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
             .map_err(|e| crate::error::Refusal(e.to_string()))?;
         Ok(Box::new(Plan {
+            os_cache: own.os_cache.unwrap_or_default(),
             rounds: own.rounds.unwrap_or(DEFAULT_ROUNDS),
             counts: shared.workers.clone(),
             items: items::resolve(&own, shared)?,
@@ -160,6 +169,9 @@ pub(crate) struct Section {
     /// manifests are byte-identical (likewise always true in a report).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) outputs_identical: Option<bool>,
+    /// What the preparation phases read from storage, and `--os-cache`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) storage: Option<storage::Storage>,
     /// Reasons to read `speedup` with care, for a person (see [`warnings`]).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) warnings: Vec<String>,
@@ -326,7 +338,10 @@ fn assemble(
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let unit = if n.items { "item" } else { "series" };
-    let warnings = warnings(&serial, &parallel, &all, unit);
+    let mut warnings = warnings(&serial, &parallel, &all, unit);
+    let inputs_bytes = outcomes.iter().find_map(|p| p.phase.inputs.as_ref()).map(|i| i.bytes());
+    let storage = storage::storage(plan.os_cache, inputs_bytes, outcomes, &records.stages);
+    warnings.extend(storage.iter().flat_map(|s| s.warnings()));
     let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured, cx.cores));
     let items = plan.items.as_ref().map(|i| items::Summary {
         count: i.list.len() as u64,
@@ -348,6 +363,7 @@ fn assemble(
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
         caches_identical: (!n.items).then_some(identical),
         outputs_identical: n.items.then_some(identical),
+        storage,
         warnings,
     })
 }

@@ -2,7 +2,10 @@
 //! and counts, over the recipe's series or a user's items, and the
 //! declaration's parameters.
 
+use super::storage::OsCache;
 use super::{items, rounds};
+use crate::pagecache::Inputs;
+use std::sync::Arc;
 use crate::modes::preparation::{
     ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, prepare_phase, verify_phase,
 };
@@ -22,11 +25,19 @@ pub(crate) struct Plan {
     pub(crate) counts: Vec<u32>,
     /// `--prepare`: a user's program and items instead of the recipe.
     pub(crate) items: Option<items::Items>,
+    /// `--os-cache`: whether each preparation phase's inputs are dropped
+    /// from the page cache before it starts.
+    pub(crate) os_cache: OsCache,
 }
 
 impl Plan {
     pub(super) fn names(&self) -> Names {
         if self.items.is_some() { ITEMS } else { RECIPE }
+    }
+
+    /// A preparation phase's declared inputs.
+    fn inputs(&self, files: Vec<std::path::PathBuf>) -> Arc<Inputs> {
+        Arc::new(Inputs { files, evict: self.os_cache == OsCache::Cold })
     }
 }
 
@@ -38,8 +49,11 @@ pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunE
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
     let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];
+    // What the preparation reads: the training series' files.
+    let inputs = plan.inputs(frozen.train().map(|s| dataset.join(&s.file)).collect());
     phases.extend(round_phases(plan, settings.workers, |key, cache, count| {
-        prepare_phase(&mut numbers, key, cache, count, dataset, &frozen)
+        let phase = prepare_phase(&mut numbers, key, cache, count, dataset, &frozen);
+        Phase { inputs: Some(inputs.clone()), ..phase }
     }));
     phases.push(verify_phase(&mut numbers, VERIFY_AFTER, dataset));
     Ok(Prepared {
@@ -80,6 +94,7 @@ fn round_phases(
 fn parameters(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
     let mut parameters = BTreeMap::new();
     parameters.insert("rounds".to_string(), serde_json::json!(plan.rounds));
+    parameters.insert("os_cache".to_string(), serde_json::json!(plan.os_cache.as_str()));
     if plan.counts.len() > 1 {
         parameters.insert("workers_sweep".to_string(), serde_json::json!(plan.counts));
     }
@@ -102,8 +117,11 @@ fn prepare_items(
     }
     let mut numbers = JobNumbers::default();
     let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
+    // What the program reads, where --inputs says.
+    let inputs = items.inputs.is_some().then(|| plan.inputs(items.input_files.clone()));
     let phases = round_phases(plan, settings.workers, |key, out, count| {
-        item_phase(&mut numbers, key, out, count, items, ready_timeout_ms)
+        let phase = item_phase(&mut numbers, key, out, count, items, ready_timeout_ms);
+        Phase { inputs: inputs.clone(), ..phase }
     });
     Ok(Prepared {
         stages: crate::modes::declared(&phases, false),
@@ -145,5 +163,6 @@ fn item_phase(
         progress: crate::events::Style::Counter { unit: "items" },
         after: None,
         after_job: None,
+        inputs: None,
     }
 }

@@ -190,6 +190,9 @@ impl ModeSection for Section {
                 _ => writeln!(s, "\nNo Amdahl fit: no count above 1."),
             };
         }
+        if let Some(storage) = &prep.storage {
+            storage.summary(&prep.names(), parallel.workers.len(), s);
+        }
         for w in &prep.warnings {
             let _ = writeln!(s, "\nWarning: {w}.");
         }
@@ -225,6 +228,9 @@ impl ModeSection for Section {
             prep.load_imbalance,
             prep.identical_phrase()
         );
+        if let Some(storage) = &prep.storage {
+            println!("  {}", storage.line(&prep.names(), parallel.workers.len()));
+        }
         for w in &prep.warnings {
             println!("  warning: {w}");
         }

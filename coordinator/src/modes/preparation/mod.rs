@@ -126,5 +126,6 @@ pub(crate) fn prepare_phase(
         progress: crate::events::Style::Counter { unit: "series" },
         after: None,
         after_job: None,
+        inputs: None,
     }
 }

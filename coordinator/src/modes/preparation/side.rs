@@ -5,7 +5,7 @@ use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
 use crate::modes::{PhaseOutcome, checked_artifact};
 use crate::rundir::report::{
-    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, Span, StageRecord,
+    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, Span, StageIo, StageRecord,
 };
 use crate::stats::distribution;
 use protocol::Faults;
@@ -188,6 +188,19 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
             p.dispatch.outcomes.iter().filter_map(|o| o.exit.faults).fold(Faults::default(), add)
         }
     };
+    // Each process's tree, whole: a preparation program's over its life
+    // (its items are timed by the clock alone), else every series'.
+    let trees_measured: Vec<&protocol::Measurement> = p
+        .dispatch
+        .outcomes
+        .iter()
+        .flat_map(|o| match &o.finished {
+            Some(closed) => vec![closed],
+            None => o.jobs.iter().map(|j| &j.measurement).collect(),
+        })
+        .collect();
+    let io = StageIo::sum(trees_measured.iter().map(|m| m.io.as_ref()));
+    let runtime = trees_measured.iter().find_map(|m| RuntimeRecord::measured(&m.runtime));
     let stage = StageRecord {
         stage: results.first().map_or("prepare_series", |r| r.job.stage.name()).into(),
         order,
@@ -217,6 +230,8 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         major_faults: Some(faults.major),
         voluntary_switches: Some(faults.voluntary_switches),
         involuntary_switches: Some(faults.involuntary_switches),
+        io,
+        runtime,
     };
     let counts = Counts {
         train_series: results.len() as u64,

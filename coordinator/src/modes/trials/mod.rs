@@ -14,7 +14,7 @@ use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{PlannedStage, Settings};
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{Counts, Leaked, TrialSet};
+use crate::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
@@ -221,6 +221,10 @@ impl Planned for Plan {
             record.peak_rss_bytes = summary["peak_rss_bytes"].median as u64;
             record.tree_peak_bytes = summary["tree_peak_bytes"].median as u64;
             record.sum_of_peaks_bytes = summary["sum_of_peaks_bytes"].median as u64;
+            record.io = record.io.take().map(|io| {
+                let median = |name: &str| summary.get(name).map_or(0, |s| s.median as u64);
+                StageIo::from_counters(io.io_method, IO_COUNTERS.map(median))
+            });
             // What every trial, warm-ups too, left behind.
             record.leaked_processes = Leaked::from_names(
                 trials.iter().flat_map(|r| r.measurement.tree.leaked.iter().cloned()).collect(),
@@ -245,7 +249,7 @@ impl Planned for Plan {
                             | "peak_rss_bytes"
                             | "tree_peak_bytes"
                             | "sum_of_peaks_bytes"
-                    )
+                    ) && !IO_COUNTERS.contains(&k.as_str())
                 })
                 .map(|(k, s)| (k.clone(), s.median))
                 .collect();
@@ -310,6 +314,7 @@ fn prerequisites(
                 progress: crate::events::Style::Prerequisite,
                 after: Some(super::hand_on_artifacts),
                 after_job: None,
+                inputs: None,
             });
         }
     }
@@ -373,6 +378,11 @@ fn figures_of(trials: &[&JobResult]) -> BTreeMap<String, Vec<f64>> {
         m.entry("peak_rss_bytes".into()).or_default().push(me.peak_rss_bytes as f64);
         m.entry("tree_peak_bytes".into()).or_default().push(me.tree.peak_bytes as f64);
         m.entry("sum_of_peaks_bytes".into()).or_default().push(me.tree.sum_of_peaks_bytes as f64);
+        if let Some(io) = &me.io {
+            for (name, value) in IO_COUNTERS.iter().zip(StageIo::measured(io).counters()) {
+                m.entry((*name).into()).or_default().push(value as f64);
+            }
+        }
         for f in &me.figures {
             m.entry(f.name.clone()).or_default().push(f.value);
         }

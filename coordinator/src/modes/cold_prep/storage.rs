@@ -1,0 +1,219 @@
+//! What cold-prep's preparation phases read from storage, and `--os-cache`:
+//! whether their declared inputs (the training series' files of the frozen
+//! dataset, or a user's `--inputs`) were dropped from the page cache before
+//! each of them ([`crate::pagecache`]).
+//!
+//! A cold phase that read less than [`NOT_COLD_BELOW`] of its inputs' bytes
+//! from storage was served from the page cache, and is said to be not cold.
+
+use super::{Names, PhaseOutcome};
+use crate::fmt::mib;
+use crate::pagecache::Eviction;
+use crate::rundir::report::StageRecord;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+/// `--os-cache`.
+#[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub(crate) enum OsCache {
+    /// Drop the inputs from the page cache before each preparation phase.
+    Cold,
+    /// Leave the page cache as it is.
+    #[default]
+    AsIs,
+}
+
+impl OsCache {
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            OsCache::Cold => "cold",
+            OsCache::AsIs => "as-is",
+        }
+    }
+}
+
+/// A phase that read less than this share of its inputs' bytes from
+/// storage was served from the page cache.
+pub(crate) const NOT_COLD_BELOW: f64 = 0.10;
+
+/// What the report says of storage.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Storage {
+    /// `cold` or `as-is`, as declared.
+    pub(crate) os_cache: String,
+    /// The declared inputs' bytes, where the run knows its inputs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) inputs_bytes: Option<u64>,
+    /// Every preparation phase, in the order run.
+    pub(crate) phases: Vec<PhaseStorage>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct PhaseStorage {
+    pub(crate) key: String,
+    pub(crate) processes: u32,
+    /// What the phase's processes fetched from storage (their `read_bytes`).
+    pub(crate) read_bytes: u64,
+    /// With `cold`: what dropping the inputs did just before the phase.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) eviction: Option<Eviction>,
+}
+
+/// The storage part of a cold-prep report, from the preparation phases'
+/// records and evictions; None where the kernel kept no I/O accounting.
+pub(crate) fn storage(
+    os_cache: OsCache,
+    inputs_bytes: Option<u64>,
+    outcomes: &[PhaseOutcome],
+    stages: &BTreeMap<String, StageRecord>,
+) -> Option<Storage> {
+    let mut phases = Vec::new();
+    // The preparation phases are those with an output directory.
+    for p in outcomes.iter().filter(|p| p.phase.cache.is_some()) {
+        let record = stages.get(&p.phase.key)?;
+        phases.push(PhaseStorage {
+            key: p.phase.key.clone(),
+            processes: record.processes,
+            read_bytes: record.io.as_ref()?.read_bytes,
+            eviction: p.eviction.clone(),
+        });
+    }
+    let inputs_bytes = phases.iter().find_map(|p| p.eviction.as_ref().map(|e| e.bytes)).or(inputs_bytes);
+    Some(Storage { os_cache: os_cache.as_str().into(), inputs_bytes, phases })
+}
+
+impl Storage {
+    /// Why a phase meant to be cold was not: one line for a failed
+    /// eviction, one for phases served from the page cache all the same.
+    pub(crate) fn warnings(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.os_cache != OsCache::Cold.as_str() {
+            return out;
+        }
+        if let Some(line) = self.phases.iter().find_map(|p| p.eviction.as_ref()?.failure()) {
+            out.push(line);
+        }
+        let Some(inputs) = self.inputs_bytes.filter(|b| *b > 0) else { return out };
+        let warm: Vec<&PhaseStorage> = self
+            .phases
+            .iter()
+            .filter(|p| (p.read_bytes as f64) < NOT_COLD_BELOW * inputs as f64)
+            .collect();
+        if let Some(least) = warm.iter().min_by_key(|p| p.read_bytes) {
+            out.push(format!(
+                "served from the page cache: not cold: {} of {} preparation phases read under {:.0}% of the inputs' {} from storage (the least, {}, read {})",
+                warm.len(),
+                self.phases.len(),
+                100.0 * NOT_COLD_BELOW,
+                mib(inputs),
+                least.key,
+                mib(least.read_bytes)
+            ));
+        }
+        out
+    }
+
+    /// The median read of the serial phases and of the main parallel ones
+    /// (`serial_key`, `parallel_key` are round 1's; later rounds' keys
+    /// extend them with `#R`).
+    fn medians(&self, serial_key: &str, parallel_key: &str) -> (f64, f64) {
+        let of = |key: &str| {
+            let reads: Vec<f64> = self
+                .phases
+                .iter()
+                .filter(|p| crate::plan::repeat_of(&p.key).map_or(p.key.as_str(), |(base, _)| base) == key)
+                .map(|p| p.read_bytes as f64)
+                .collect();
+            crate::stats::distribution(&reads).median
+        };
+        (of(serial_key), of(parallel_key))
+    }
+
+    /// One line for the console and summary.md.
+    pub(crate) fn line(&self, n: &Names, processes: usize) -> String {
+        let (serial, parallel) = self.medians(n.serial, n.parallel);
+        let inputs = match self.inputs_bytes {
+            Some(b) => format!(" of the inputs' {}", mib(b)),
+            None => String::new(),
+        };
+        let how = match self.os_cache.as_str() {
+            "cold" => "--os-cache cold: the inputs were dropped from the page cache before each phase",
+            _ => "--os-cache as-is: the page cache was left as it was; --os-cache cold drops the inputs from it before each phase",
+        };
+        format!(
+            "storage read: serial {}, {processes} processes {}{inputs} (medians; {how})",
+            mib(serial as u64),
+            mib(parallel as u64)
+        )
+    }
+
+    /// summary.md's part: every phase's read, and the evictions.
+    pub(crate) fn summary(&self, n: &Names, processes: usize, s: &mut String) {
+        let _ = writeln!(s, "\n### Storage\n");
+        let _ = writeln!(s, "{}.\n", capitalised(&self.line(n, processes)));
+        let _ = writeln!(s, "| phase | processes | storage read MiB | resident before | resident after |");
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+        for p in &self.phases {
+            let (before, after) = match &p.eviction {
+                Some(e) => (mib(e.resident_before_bytes), mib(e.resident_after_bytes)),
+                None => ("–".into(), "–".into()),
+            };
+            let _ = writeln!(
+                s,
+                "| `{}` | {} | {} | {before} | {after} |",
+                p.key,
+                p.processes,
+                crate::fmt::mib_number(p.read_bytes)
+            );
+        }
+    }
+}
+
+fn capitalised(s: &str) -> String {
+    let mut c = s.chars();
+    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn phase(key: &str, read_bytes: u64, resident_after_bytes: u64) -> PhaseStorage {
+        PhaseStorage {
+            key: key.into(),
+            processes: 1,
+            read_bytes,
+            eviction: Some(Eviction {
+                files: 3,
+                bytes: 1000,
+                resident_before_bytes: 1000,
+                resident_after_bytes,
+                ..Eviction::default()
+            }),
+        }
+    }
+
+    /// Both ways: phases that read their inputs from storage are cold; one
+    /// that read under 10% is named as served from the page cache; an
+    /// eviction that left the inputs resident says so; `as-is` never warns.
+    #[test]
+    fn a_cold_phase_that_read_from_the_page_cache_is_said_to_be_not_cold() {
+        let cold = |phases| Storage { os_cache: "cold".into(), inputs_bytes: Some(1000), phases };
+        let s = cold(vec![phase("a", 990, 0), phase("b", 1000, 0)]);
+        assert!(s.warnings().is_empty(), "{:?}", s.warnings());
+        let s = cold(vec![phase("a", 990, 0), phase("b", 99, 0), phase("c", 50, 0)]);
+        let w = s.warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(w[0].starts_with("served from the page cache: not cold: 2 of 3"), "{}", w[0]);
+        assert!(w[0].contains("the least, c,"), "{}", w[0]);
+        // 100 of 1000 bytes is 10%: not under it.
+        assert!(cold(vec![phase("a", 100, 0)]).warnings().is_empty());
+        let s = cold(vec![phase("a", 0, 1000)]);
+        let w = s.warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(w[0].contains("could not evict") && w[0].contains("100%"), "{}", w[0]);
+        let as_is = Storage { os_cache: "as-is".into(), ..cold(vec![phase("a", 0, 1000)]) };
+        assert!(as_is.warnings().is_empty());
+    }
+}

@@ -1,0 +1,207 @@
+//! `--os-cache cold`: a phase's declared inputs dropped from the page cache
+//! before it starts, and proof of how much left.
+//!
+//! Each input file is opened read-only and given
+//! `posix_fadvise(POSIX_FADV_DONTNEED)` over its whole length, which needs
+//! no privilege: the kernel drops the file's clean pages that no process
+//! has mapped. What stays resident is then counted with `mincore` over a
+//! read-only mapping of the file (which faults nothing in), so an eviction
+//! that could not work says so instead of passing for cold: tmpfs and
+//! ramfs keep every page (they have no storage behind them), dirty pages
+//! stay until written back, and a page another process maps stays.
+//!
+//! What the phase then read from storage is the workers' `read_bytes`
+//! (see `protocol::Io`), set against the inputs' size by the mode.
+
+use serde::{Deserialize, Serialize};
+use std::os::fd::AsRawFd;
+use std::path::Path;
+
+/// A phase's declared inputs: the files it reads, and whether they are
+/// dropped from the page cache before it starts.
+#[derive(Clone, Debug)]
+pub(crate) struct Inputs {
+    pub(crate) files: Vec<std::path::PathBuf>,
+    pub(crate) evict: bool,
+}
+
+impl Inputs {
+    /// Their bytes now (a file that cannot be read counts none).
+    pub(crate) fn bytes(&self) -> u64 {
+        self.files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum()
+    }
+}
+
+/// What one eviction did, over all of a phase's inputs.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Eviction {
+    /// Input files, and their bytes.
+    pub(crate) files: u64,
+    pub(crate) bytes: u64,
+    /// Bytes of the inputs in the page cache before and after the advice.
+    pub(crate) resident_before_bytes: u64,
+    pub(crate) resident_after_bytes: u64,
+    /// Files that could not be opened or advised (never named: paths stay
+    /// out of the evidence); their bytes count as resident.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) failed_files: u64,
+    /// Why pages could not be dropped where the file system says so
+    /// (`tmpfs`, `ramfs`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) memory_file_system: Option<String>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+/// Share of the inputs still resident after an eviction above which it
+/// did not work.
+pub(crate) const RESIDENT_AFTER_LIMIT: f64 = 0.05;
+
+impl Eviction {
+    /// One line on why the phase cannot be cold, when it cannot.
+    pub(crate) fn failure(&self) -> Option<String> {
+        let left = self.resident_after_bytes as f64 / self.bytes.max(1) as f64;
+        if left <= RESIDENT_AFTER_LIMIT && self.failed_files == 0 {
+            return None;
+        }
+        let why = match &self.memory_file_system {
+            Some(fs) => format!("the inputs live on {fs}, which keeps every page in memory"),
+            None if self.failed_files > 0 => {
+                format!("{} input file(s) could not be opened", self.failed_files)
+            }
+            None => {
+                "dirty pages stay until written back, and pages a running process maps stay".into()
+            }
+        };
+        Some(format!(
+            "--os-cache cold could not evict the inputs: {:.0}% of their {} stayed in the page cache ({why})",
+            100.0 * left,
+            crate::fmt::mib(self.bytes)
+        ))
+    }
+}
+
+/// Drops `files` from the page cache, as far as the kernel allows, and
+/// counts what stayed.
+pub(crate) fn evict(files: &[impl AsRef<Path>]) -> Eviction {
+    let mut e = Eviction::default();
+    for path in files {
+        e.files += 1;
+        let file = match std::fs::File::open(path.as_ref()) {
+            Ok(f) => f,
+            Err(_) => {
+                e.failed_files += 1;
+                continue;
+            }
+        };
+        let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+        e.bytes += len;
+        if e.memory_file_system.is_none() {
+            e.memory_file_system = memory_file_system(&file);
+        }
+        e.resident_before_bytes += resident_bytes(&file, len).unwrap_or(len);
+        // SAFETY: posix_fadvise on a descriptor we own; length 0 means to the end.
+        let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
+        if r != 0 {
+            e.failed_files += 1;
+        }
+        e.resident_after_bytes += resident_bytes(&file, len).unwrap_or(len);
+    }
+    e
+}
+
+/// Bytes of the file in the page cache now (`mincore` over a read-only
+/// shared mapping; mapping and asking fault nothing in).
+pub(crate) fn resident_bytes(file: &std::fs::File, len: u64) -> Option<u64> {
+    if len == 0 {
+        return Some(0);
+    }
+    // SAFETY: sysconf has no memory effects.
+    let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
+    let pages = len.div_ceil(page) as usize;
+    // SAFETY: a fresh read-only shared mapping of a file we hold open,
+    // unmapped below; nothing reads through it.
+    let addr = unsafe {
+        libc::mmap(
+            std::ptr::null_mut(),
+            len as usize,
+            libc::PROT_READ,
+            libc::MAP_SHARED,
+            file.as_raw_fd(),
+            0,
+        )
+    };
+    if addr == libc::MAP_FAILED {
+        return None;
+    }
+    let mut vec = vec![0u8; pages];
+    // SAFETY: `vec` holds one byte per page of the mapping, as mincore writes.
+    let r = unsafe { libc::mincore(addr, len as usize, vec.as_mut_ptr()) };
+    // SAFETY: the mapping made above, of this length.
+    unsafe { libc::munmap(addr, len as usize) };
+    if r != 0 {
+        return None;
+    }
+    let resident = vec.iter().filter(|b| *b & 1 == 1).count() as u64;
+    Some((resident * page).min(len))
+}
+
+/// `tmpfs` or `ramfs` when the file lives on one.
+fn memory_file_system(file: &std::fs::File) -> Option<String> {
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    const RAMFS_MAGIC: i64 = 0x8584_58f6;
+    // SAFETY: fstatfs writes into the zeroed struct it is given.
+    let mut s: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstatfs(file.as_raw_fd(), &mut s) } != 0 {
+        return None;
+    }
+    match s.f_type as i64 {
+        TMPFS_MAGIC => Some("tmpfs".into()),
+        RAMFS_MAGIC => Some("ramfs".into()),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+
+    /// A file just written and synced is resident; advised away, it is not
+    /// (where /tmp has storage behind it).
+    /// On /dev/shm (tmpfs) the advice cannot work, and the failure says so.
+    #[test]
+    fn a_synced_file_is_evicted_and_a_tmpfs_file_is_said_to_stay() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.bin");
+        let mut f = std::fs::File::create(&path).unwrap();
+        f.write_all(&vec![7u8; 4 << 20]).unwrap();
+        f.sync_all().unwrap();
+        drop(f);
+        let file = std::fs::File::open(&path).unwrap();
+        assert!(resident_bytes(&file, 4 << 20).unwrap() > 0, "a file just written is resident");
+        let e = evict(&[&path]);
+        assert_eq!((e.files, e.bytes), (1, 4 << 20));
+        assert!(e.resident_before_bytes > 0);
+        if memory_file_system(&file).is_none() {
+            assert_eq!(e.resident_after_bytes, 0, "{e:?}");
+            assert_eq!(e.failure(), None);
+        }
+        let shm = Path::new("/dev/shm");
+        if shm.is_dir() {
+            let dir = tempfile::tempdir_in(shm).unwrap();
+            let path = dir.path().join("input.bin");
+            std::fs::write(&path, vec![1u8; 1 << 20]).unwrap();
+            let e = evict(&[&path]);
+            assert_eq!(e.memory_file_system.as_deref(), Some("tmpfs"));
+            assert_eq!(e.resident_after_bytes, 1 << 20);
+            let line = e.failure().expect("a tmpfs input cannot be evicted");
+            assert!(line.contains("100%") && line.contains("tmpfs"), "{line}");
+        }
+        let missing = evict(&[dir.path().join("gone")]);
+        assert_eq!(missing.failed_files, 1);
+        assert!(missing.failure().unwrap().contains("could not be opened"));
+    }
+}
