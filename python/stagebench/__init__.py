@@ -7,6 +7,11 @@ line ``{"progress": 0.4}``; stagebench turns the spans into the stage's
 ``span:NAME_s`` and ``span:NAME_n`` figures and can kill the stage at a
 declared span or progress (a campaign's ``kill_at``).
 
+At exit, a process that imported the helper under stagebench adds one line,
+``{"runtime": {"python": "3.11.7", "distributions": {"numpy": "2.4.6"}}}``:
+the interpreter's version and every installed distribution whose modules
+it imported (``importlib.metadata``), which the report keeps per stage.
+
 ``serve(fn)`` makes a per-item preparation program of your function for
 ``coordinator --mode cold-prep --prepare 'python3 prep.py' --items FILE``:
 stagebench starts the program once per worker process and hands it items
@@ -143,6 +148,76 @@ def progress(fraction):
     if math.isnan(f) or not 0.0 <= f <= 1.0:
         raise ValueError("stagebench progress %r is not between 0 and 1" % (fraction,))
     _append({"progress": f})
+
+
+# Distribution names and versions reported at exit: what a wheel's metadata
+# may hold that the worker accepts (never a path).
+_SAFE = re.compile(r"[A-Za-z0-9_.+!\-]{1,100}\Z")
+
+
+def _runtime():
+    """The interpreter's version, and the name and version of every installed
+    distribution whose modules were imported, through ``importlib.metadata``.
+
+    A distribution provides the top-level names of its ``top_level.txt`` and
+    its own name, normalised; only a module imported from site-packages that
+    neither names has the distributions' file lists (``RECORD``, costlier)
+    searched for it."""
+    import sys
+    from importlib import metadata
+
+    stdlib = set(getattr(sys, "stdlib_module_names", ())) | set(sys.builtin_module_names)
+    tops = {}
+    for name, module in list(sys.modules.items()):
+        if "." in name or name in stdlib or name == "__main__" or module is None:
+            continue
+        tops[name] = getattr(module, "__file__", None) or ""
+    found = {}
+    unmatched = set(tops)
+    rest = []
+    for dist in metadata.distributions():
+        name = dist.metadata["Name"]
+        if not name:
+            continue
+        provides = set((dist.read_text("top_level.txt") or "").split())
+        provides.add(name.lower().replace("-", "_").replace(".", "_"))
+        hit = provides & tops.keys()
+        if hit:
+            found[name] = dist.version
+            unmatched -= hit
+        else:
+            rest.append(dist)
+    unmatched = {
+        n for n in unmatched if "site-packages" in tops[n] or "dist-packages" in tops[n]
+    }
+    for dist in rest:
+        if not unmatched:
+            break
+        provides = {str(f).split("/")[0].rsplit(".py", 1)[0] for f in dist.files or ()}
+        if provides & unmatched:
+            found[dist.metadata["Name"]] = dist.version
+            unmatched -= provides
+    safe = {k: v for k, v in found.items() if _SAFE.match(k) and _SAFE.match(str(v))}
+    return {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "distributions": safe}
+
+
+_PID = os.getpid()
+
+
+def _report_runtime():
+    """At exit, under stagebench, in the process that imported the helper:
+    one ``{"runtime": {...}}`` line. Never raises (the program is ending)."""
+    if os.getpid() != _PID or not active():
+        return
+    try:
+        _append({"runtime": _runtime()})
+    except Exception:  # noqa: BLE001 - an exit handler must not fail the program
+        pass
+
+
+import atexit  # noqa: E402 - registered once the functions it needs exist
+
+atexit.register(_report_runtime)
 
 
 _ITEMS_FD = "STAGEBENCH_ITEMS_FD"

@@ -43,6 +43,29 @@ class Helper(unittest.TestCase):
         # Each span says when it began on the monotonic clock, in order.
         self.assertTrue(got[0]["start"] <= got[1]["start"] <= time.monotonic())
 
+    def test_at_exit_one_runtime_line_names_the_interpreter_and_imported_libraries(self):
+        import subprocess
+        import sys
+
+        # A process that imports the helper and json (standard library: no
+        # distribution), under stagebench, and one outside it.
+        code = "import json, stagebench"
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        got = self.lines()
+        self.assertEqual(len(got), 1, got)
+        runtime = got[0]["runtime"]
+        self.assertEqual(runtime["python"], "%d.%d.%d" % sys.version_info[:3])
+        self.assertNotIn("json", runtime["distributions"])
+        installed = stagebench.__file__ and "site-packages" in stagebench.__file__
+        if installed:
+            self.assertEqual(runtime["distributions"].get("stagebench"), stagebench.__version__)
+        for name, version in runtime["distributions"].items():
+            self.assertRegex(name + version, r"\A[A-Za-z0-9_.+!-]+\Z")
+        del env["STAGEBENCH_SPANS"]
+        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        self.assertEqual(len(self.lines()), 1, "outside stagebench, nothing at exit")
+
     def test_a_span_that_raises_is_still_reported(self):
         with self.assertRaises(KeyError):
             with stagebench.span("boom"):

@@ -173,3 +173,58 @@ fn names_without_commands_are_refused() {
     assert!(f.stderr.contains("1 --name given for 0 --command"), "{}", f.stderr);
     assert!(!out.exists());
 }
+
+/// What a command ran on: the commit of the work tree it ran in and
+/// whether a tracked file differed (the repository's path recorded
+/// nowhere), and the thread settings of its environment; outside a work
+/// tree and with none set, nothing. Both ways.
+#[test]
+fn a_commands_commit_dirty_tree_and_thread_settings_are_recorded() {
+    let repo = tempfile::tempdir().unwrap();
+    let git = |args: &[&str]| {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(repo.path())
+            .args(args)
+            .env("GIT_AUTHOR_NAME", "t")
+            .env("GIT_AUTHOR_EMAIL", "t@t")
+            .env("GIT_COMMITTER_NAME", "t")
+            .env("GIT_COMMITTER_EMAIL", "t@t")
+            .output()
+            .unwrap();
+        assert!(ok.status.success(), "git {args:?}");
+        String::from_utf8(ok.stdout).unwrap().trim().to_string()
+    };
+    git(&["init", "-q"]);
+    std::fs::write(repo.path().join("train.py"), "pass\n").unwrap();
+    git(&["add", "train.py"]);
+    git(&["commit", "-qm", "one"]);
+    let head = git(&["rev-parse", "HEAD"]);
+    let runtime_of = |dir: &std::path::Path, env: &[(&str, &str)]| {
+        let (_tmp, out, mut c) = coordinator_with_output();
+        c.current_dir(dir).args(["--quiet", "--command", "true", "--name", "train"]);
+        for var in ["OMP_NUM_THREADS", "MKL_NUM_THREADS", "TF_NUM_INTRAOP_THREADS"] {
+            c.env_remove(var);
+        }
+        c.envs(env.iter().copied());
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+        assert!(!text.contains(dir.to_str().unwrap()), "the work tree's path is in the report");
+        json(&out.join("report.json"))["stages"]["train"]["runtime"].clone()
+    };
+    let threads = [("OMP_NUM_THREADS", "3"), ("TF_NUM_INTRAOP_THREADS", "2")];
+    let clean = runtime_of(repo.path(), &threads);
+    assert_eq!(clean["git_commit"], head.as_str(), "{clean}");
+    assert_eq!(clean["git_dirty"], false, "{clean}");
+    assert_eq!(clean["thread_settings"]["OMP_NUM_THREADS"], "3", "{clean}");
+    assert_eq!(clean["thread_settings"]["TF_NUM_INTRAOP_THREADS"], "2", "{clean}");
+    assert!(clean["thread_settings"].get("MKL_NUM_THREADS").is_none(), "{clean}");
+    std::fs::write(repo.path().join("train.py"), "pass  # edited\n").unwrap();
+    let dirty = runtime_of(repo.path(), &[]);
+    assert_eq!((&dirty["git_commit"], &dirty["git_dirty"]), (&clean["git_commit"], &true.into()));
+    assert!(dirty.get("thread_settings").is_none(), "{dirty}");
+    // Outside a work tree, with no thread setting: nothing to say.
+    let plain = tempfile::tempdir().unwrap();
+    assert!(runtime_of(plain.path(), &[]).is_null());
+}

@@ -109,3 +109,63 @@ fn a_tampered_run_is_refused() {
     assert_eq!(f.code(), Some(3), "{}", f.stderr);
     assert!(f.stderr.contains("body does not match"), "{}", f.stderr);
 }
+
+/// A trials run of `sleep 0.05` with `OMP_NUM_THREADS` as given (or unset).
+fn threads_run(omp: Option<&str>, keep: &mut Vec<tempfile::TempDir>) -> PathBuf {
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.env_remove("OMP_NUM_THREADS");
+    if let Some(n) = omp {
+        c.env("OMP_NUM_THREADS", n);
+    }
+    c.args(["--quiet", "--mode", "trials", "--trials", "3", "--warmup", "0"]);
+    c.args(["--command", "sleep 0.05", "--name", "nap"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    keep.push(tmp);
+    out
+}
+
+/// The comparability block, both ways: runs with the same thread settings
+/// are the same on every line, unmarked, and pass `--strict`; a run whose
+/// stage had other thread settings is marked on its rows, still compared,
+/// and refused by `--strict` with one line naming the difference.
+#[test]
+fn runs_on_other_thread_settings_are_marked_and_refused_when_strict() {
+    let mut keep = Vec::new();
+    let a = threads_run(Some("1"), &mut keep);
+    let same = threads_run(Some("1"), &mut keep);
+    let other = threads_run(Some("4"), &mut keep);
+    // A threshold no noise reaches: the exit code is the comparability's.
+    let lenient = ["--threshold", "1000"];
+
+    let f = compare(&a, &same, &lenient);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.starts_with("comparability (A | B):"), "{}", f.stdout);
+    assert!(f.stdout.contains("CPU model"), "{}", f.stdout);
+    assert!(!f.stdout.contains("DIFFERS") && !f.stdout.contains("[ran on"), "{}", f.stdout);
+    let f = compare(&a, &same, &["--threshold", "1000", "--strict"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+
+    let f = compare(&a, &other, &lenient);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    let line = f.stdout.lines().find(|l| l.contains("stage nap: thread settings")).unwrap();
+    assert!(
+        line.contains("OMP_NUM_THREADS=1 | OMP_NUM_THREADS=4") && line.ends_with("DIFFERS"),
+        "{line}"
+    );
+    let rows: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("nap ")).collect();
+    assert_eq!(rows.len(), 3, "{}", f.stdout);
+    assert!(
+        rows.iter().all(|r| r.ends_with("[ran on a different machine or runtime]")),
+        "{rows:?}"
+    );
+    let f = compare(&a, &other, &["--threshold", "1000", "--strict"]);
+    assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.is_empty(), "no table when refused: {}", f.stdout);
+    let err = f.stderr.lines().find(|l| l.contains("--strict")).unwrap_or_default();
+    assert!(
+        err.contains("stage nap: thread settings differs (OMP_NUM_THREADS=1 vs OMP_NUM_THREADS=4)"),
+        "{}",
+        f.stderr
+    );
+}

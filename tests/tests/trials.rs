@@ -77,11 +77,14 @@ fn a_trees_writes_are_counted_per_trial_with_statistics() {
         file.display()
     );
     let (_tmp, out, mut c) = coordinator_with_output();
+    let tsv = dir.path().join("benchmark.tsv");
     c.args(["--mode", "trials", "--trials", "3", "--warmup", "0"]);
     c.args(["--command", &line, "--name", "writes", "--command", "true", "--name", "control"]);
+    c.arg("--export-benchmark-tsv").arg(&tsv);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let r = json(&out.join("report.json"));
+    snakemake_table(&std::fs::read_to_string(&tsv).unwrap(), &r);
     let mib2 = 2u64 << 20;
     let writes = &r["trials"]["writes"];
     for name in ["write_bytes", "wchar"] {
@@ -97,4 +100,57 @@ fn a_trees_writes_are_counted_per_trial_with_statistics() {
     let control = &r["stages"]["control"];
     assert_eq!(control["write_bytes"], 0, "{control}");
     assert!(control["wchar"].as_u64().unwrap() < 64 << 10, "{control}");
+}
+
+/// The benchmark table read as Snakemake's documentation lists its columns
+/// (`s`, `h:m:s`, `max_rss`, `max_vms`, `max_uss`, `max_pss`, `io_in`,
+/// `io_out`, `mean_load`, `cpu_time`; the extended format's `jobid` and
+/// `rule` after them): a row per stage and trial, in its units, each value
+/// the report's own trial sample.
+fn snakemake_table(text: &str, r: &serde_json::Value) {
+    const DOCUMENTED: [&str; 10] = [
+        "s",
+        "h:m:s",
+        "max_rss",
+        "max_vms",
+        "max_uss",
+        "max_pss",
+        "io_in",
+        "io_out",
+        "mean_load",
+        "cpu_time",
+    ];
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    assert_eq!(header[..10], DOCUMENTED, "{header:?}");
+    assert_eq!(header[10..12], ["jobid", "rule"], "{header:?}");
+    let rows: Vec<std::collections::HashMap<&str, &str>> = lines
+        .map(|l| {
+            let cols: Vec<&str> = l.split('\t').collect();
+            assert_eq!(cols.len(), header.len(), "{l}");
+            header.iter().copied().zip(cols).collect()
+        })
+        .collect();
+    assert_eq!(rows.len(), 6, "two stages, three trials each: {text}");
+    let mb = |v: &serde_json::Value| format!("{:.2}", v.as_f64().unwrap() / (1024.0 * 1024.0));
+    for (i, row) in rows.iter().enumerate() {
+        let stage = if i < 3 { "writes" } else { "control" };
+        let trial = i % 3;
+        assert_eq!((row["rule"], row["jobid"]), (stage, (trial + 1).to_string().as_str()));
+        let samples = &r["trials"][stage]["samples"];
+        let wall = samples["wall_s"][trial].as_f64().unwrap();
+        assert_eq!(row["s"], format!("{wall:.4}"));
+        assert_eq!(row["h:m:s"], "0:00:00");
+        assert_eq!(row["io_out"], mb(&samples["write_bytes"][trial]), "{row:?}");
+        assert_eq!(row["io_in"], mb(&samples["read_bytes"][trial]), "{row:?}");
+        assert_eq!(row["max_rss"], mb(&samples["tree_peak_bytes"][trial]), "{row:?}");
+        let cpu = samples["cpu_s"][trial].as_f64().unwrap();
+        assert_eq!(row["cpu_time"], format!("{cpu:.2}"));
+        assert_eq!(row["mean_load"], format!("{:.2}", 100.0 * cpu / wall));
+        for unmeasured in ["max_vms", "max_uss", "max_pss", "threads", "resources"] {
+            assert_eq!(row[unmeasured], "NA", "{unmeasured}: {row:?}");
+        }
+    }
+    let written: f64 = rows[0]["io_out"].parse().unwrap();
+    assert!(written >= 2.0, "the writing stage's io_out is in MB: {written}");
 }

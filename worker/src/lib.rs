@@ -12,6 +12,7 @@
 pub mod alloc;
 pub mod measure;
 pub mod planted;
+pub mod runtime;
 pub mod session;
 pub mod stages;
 pub mod threads;

@@ -197,6 +197,16 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
         match wire.recv()? {
             ToWorker::Assign { job, stage, kill, spans } => {
                 let item = matches!(stage, Stage::PrepareItem { .. });
+                // Read before the measurement starts: its `git` is no part of the stage.
+                // An item's program is measured at `Finish`, where its runtime goes.
+                let mut runtime = match item {
+                    true if items.running() => protocol::Runtime::default(),
+                    true => {
+                        items.runtime = crate::runtime::before(&stage);
+                        protocol::Runtime::default()
+                    }
+                    false => crate::runtime::before(&stage),
+                };
                 let mut reporter = WireReporter::new(&mut wire, job);
                 let mut ctx = StageContext {
                     run_dir: run_dir.clone(),
@@ -259,6 +269,11 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.figures = figures;
                         measurement.tree = tree;
                         measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
+                        if let Some(python) = reporter.python.take() {
+                            runtime.python = Some(python.python);
+                            runtime.distributions = python.distributions.into_iter().collect();
+                        }
+                        measurement.runtime = runtime;
                         FromWorker::Measurement { job, measurement }
                     }
                     Err(StageError::KilledAtPoint(at)) => FromWorker::KilledAtPoint { job, at },
@@ -277,6 +292,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         m.tree = closed.contained.tree;
                         m.spans_not_found = closed.spans_not_found;
                         m.io = closed.io;
+                        m.runtime = closed.runtime;
                         (m, closed.result.err().map(|e| e.to_string()))
                     }
                     None => (start.until(&Mark::now()), None),
@@ -309,6 +325,8 @@ struct WireReporter<'a> {
     slices_dropped: u64,
     /// `--span` targets the stage's command never matched.
     spans_not_found: Vec<String>,
+    /// What the Python helper said, if it said anything.
+    python: Option<crate::stages::PythonRuntime>,
 }
 
 impl<'a> WireReporter<'a> {
@@ -321,6 +339,7 @@ impl<'a> WireReporter<'a> {
             slices: Vec::new(),
             slices_dropped: 0,
             spans_not_found: Vec::new(),
+            python: None,
         }
     }
 
@@ -358,6 +377,9 @@ impl Reporter for WireReporter<'_> {
     }
     fn spans_not_found(&mut self, targets: Vec<String>) {
         self.spans_not_found = targets;
+    }
+    fn python_runtime(&mut self, runtime: crate::stages::PythonRuntime) {
+        self.python = Some(runtime);
     }
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
         if self.slices.len() < protocol::MAX_SLICES {

@@ -150,6 +150,11 @@ pub(crate) struct StagePart {
     /// Inner spans the stage reported (`STAGEBENCH_SPANS`), seconds by name.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) spans: BTreeMap<String, f64>,
+    /// What the stage ran on (its record's `runtime`: thread settings, the
+    /// commit, the Python helper's interpreter and libraries); in the
+    /// medians, the first trial's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) runtime: Option<crate::rundir::report::RuntimeRecord>,
 }
 
 impl StagePart {
@@ -193,8 +198,14 @@ pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
             let alone = report.workers.iter().find(|w| w.stages == [key.clone()]);
             let startup = alone.map(|w| (w.wall_s - st.wall_s).max(0.0)).unwrap_or(0.0);
             components.insert("startup".into(), startup);
-            let part =
-                StagePart { order: st.order, wall_s: st.wall_s, components, skipped: false, spans };
+            let part = StagePart {
+                order: st.order,
+                wall_s: st.wall_s,
+                components,
+                skipped: false,
+                spans,
+                runtime: st.runtime.clone(),
+            };
             (key.clone(), part)
         })
         .collect()
@@ -205,7 +216,8 @@ pub(crate) fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
     let mut out = BTreeMap::new();
     let Some(first) = trials.first() else { return out };
     for (key, part) in &first.stages {
-        let mut m = StagePart { order: part.order, ..Default::default() };
+        let runtime = trials.iter().find_map(|t| t.stages.get(key)?.runtime.clone());
+        let mut m = StagePart { order: part.order, runtime, ..Default::default() };
         let walls: Vec<f64> =
             trials.iter().filter_map(|t| t.stages.get(key)).map(|p| p.wall_s).collect();
         m.wall_s = median(&walls);

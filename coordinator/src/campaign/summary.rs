@@ -88,6 +88,36 @@ impl Row<'_> {
     }
 }
 
+/// What each stage ran on, over every trial of every step: one line when
+/// they all agree, each distinct one counted when they do not.
+fn runtimes(s: &mut String, r: &CampaignReport, keys: &[String]) {
+    let mut lines = Vec::new();
+    for k in keys {
+        let mut seen: Vec<(String, usize)> = Vec::new();
+        let parts =
+            r.steps.iter().flat_map(|step| step.trials.iter()).filter_map(|t| t.stages.get(k));
+        for runtime in parts.filter_map(|p| p.runtime.as_ref()) {
+            let line = runtime.describe();
+            match seen.iter_mut().find(|(l, _)| *l == line) {
+                Some((_, n)) => *n += 1,
+                None => seen.push((line, 1)),
+            }
+        }
+        match seen.as_slice() {
+            [] => {}
+            [(line, _)] => lines.push(format!("- `{k}`: {line}")),
+            many => {
+                lines.push(format!("- `{k}`: differs between trials:"));
+                lines.extend(many.iter().map(|(l, n)| format!("  - {n} trial(s): {l}")));
+            }
+        }
+    }
+    if !lines.is_empty() {
+        let _ = writeln!(s, "\n## What it ran on\n");
+        let _ = writeln!(s, "{}", lines.join("\n"));
+    }
+}
+
 fn markdown(r: &CampaignReport) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "# stagebench campaign `{}`\n", r.name);
@@ -142,6 +172,7 @@ fn markdown(r: &CampaignReport) -> String {
         }
         let _ = writeln!(s);
     }
+    runtimes(&mut s, r, &keys);
     let _ = writeln!(s, "\n## Final state against the cold run's\n");
     let _ = writeln!(s, "| step | kind | kill point | trials identical to cold |");
     let _ = writeln!(s, "|---|---|---|---:|");

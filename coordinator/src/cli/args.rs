@@ -60,6 +60,11 @@ pub(super) enum Command {
         /// definition); the output is then marked as not comparable.
         #[arg(long)]
         allow_incomparable: bool,
+        /// Refuse runs that ran on a different CPU model or core count, or
+        /// whose stages ran with different thread settings or runtime
+        /// versions (without it they are compared and their rows marked).
+        #[arg(long)]
+        strict: bool,
         /// Also write the table (compare.txt) and a forest plot of the ratios
         /// (forest.svg, forest.png) into this new directory.
         #[arg(long, value_name = "DIR")]
@@ -166,11 +171,22 @@ pub(super) struct ExportArgs {
     /// chrome://tracing): a track per worker process, its start-up and jobs.
     #[arg(long, value_name = "FILE")]
     pub(super) export_trace: Option<PathBuf>,
+    /// Write the run as Snakemake's benchmark file (tab-separated, its
+    /// extended columns): one row per stage and counted trial, `NA` where
+    /// stagebench measures nothing.
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_benchmark_tsv: Option<PathBuf>,
 }
 
 impl ExportArgs {
     pub(super) fn exports(self) -> Exports {
-        Exports::new(self.export_json, self.export_csv, self.export_markdown, self.export_trace)
+        Exports::new(
+            self.export_json,
+            self.export_csv,
+            self.export_markdown,
+            self.export_trace,
+            self.export_benchmark_tsv,
+        )
     }
 }
 

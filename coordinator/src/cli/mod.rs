@@ -83,7 +83,15 @@ fn command(cli: Cli) -> Result<u8, Error> {
             println!("{line}");
             Ok(code::SUCCESS)
         }
-        Some(Command::Compare { run_a, run_b, threshold, figures, allow_incomparable, output }) => {
+        Some(Command::Compare {
+            run_a,
+            run_b,
+            threshold,
+            figures,
+            allow_incomparable,
+            strict,
+            output,
+        }) => {
             if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
                 return Err(Error::Usage(format!("output '{}' already exists", out.display())));
             }
@@ -91,8 +99,13 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 true => crate::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
                 false => figures,
             };
-            let c =
-                crate::compare::compare(&run_a, &run_b, threshold, allow_incomparable, &figures)?;
+            let asked = crate::compare::Asked {
+                threshold_pct: threshold,
+                allow_incomparable,
+                strict,
+                figures: &figures,
+            };
+            let c = crate::compare::compare(&run_a, &run_b, &asked)?;
             print!("{}", crate::compare::render(&c, threshold));
             if let Some(out) = &output {
                 crate::compare::write_output(out, &c, threshold)?;
@@ -124,7 +137,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 None => resolve::default_worker_bin()?,
             };
             // Refused before anything runs, as a run's exports are.
-            let exports = Exports::new(None, None, None, export_trace.clone());
+            let exports = Exports::new(None, None, None, export_trace.clone(), None);
             exports.check(output.as_deref())?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {

@@ -11,6 +11,7 @@
 //! Here the computing; `text` renders a comparison for a person, `files`
 //! writes `--output DIR`, `plot` draws the forest plot.
 
+mod comparable;
 mod files;
 mod plot;
 mod text;
@@ -43,12 +44,17 @@ pub(crate) struct Row {
     pub(crate) p: f64,
     pub(crate) verdict: Verdict,
     pub(crate) regressed: bool,
+    /// The runs differ in what this row's stage ran on (the machine, its
+    /// thread settings, its runtime): see the comparability block.
+    pub(crate) differs: bool,
 }
 
 #[derive(Debug)]
 pub(crate) struct Comparison {
     /// Empty when the runs are comparable.
     pub(crate) incomparable: Vec<String>,
+    /// What each run ran on, side by side (see [`comparable`]).
+    pub(crate) comparability: Vec<comparable::Line>,
     pub(crate) rows: Vec<Row>,
 }
 
@@ -58,6 +64,9 @@ pub(crate) enum CompareError {
     Unverified { dir: String, reason: String },
     #[error("the runs are not comparable: {}; pass --allow-incomparable to compare them anyway", .0.join("; "))]
     Incomparable(Vec<String>),
+    /// `--strict`, and the runs ran on different machines or runtimes.
+    #[error("--strict: the runs differ in what they ran on: {}; without --strict they are compared and the rows marked", .0.join("; "))]
+    Differs(Vec<String>),
     #[error("{0}")]
     Read(String),
     #[error("--figure {0}: no stage the runs share has this figure in both")]
@@ -162,13 +171,18 @@ fn later_keys(declaration: &Value, stage: &str, rounds: bool) -> Vec<String> {
     later.into_iter().map(|(_, key)| key).collect()
 }
 
-pub(crate) fn compare(
-    a: &Path,
-    b: &Path,
-    threshold_pct: f64,
-    allow_incomparable: bool,
-    figures: &[String],
-) -> Result<Comparison, CompareError> {
+/// How `compare` judges: the regression threshold, whether incomparable
+/// declarations are compared anyway, whether any difference in what the
+/// runs ran on refuses (`--strict`), and the figures.
+pub(crate) struct Asked<'a> {
+    pub(crate) threshold_pct: f64,
+    pub(crate) allow_incomparable: bool,
+    pub(crate) strict: bool,
+    pub(crate) figures: &'a [String],
+}
+
+pub(crate) fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, CompareError> {
+    let Asked { threshold_pct, allow_incomparable, strict, figures } = *asked;
     for dir in [a, b] {
         verify(dir).map_err(|reason| CompareError::Unverified {
             dir: dir.display().to_string(),
@@ -177,6 +191,7 @@ pub(crate) fn compare(
     }
     let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
     let (ra, rb) = (load(a, "report.json")?, load(b, "report.json")?);
+    let (ea, eb) = (load(a, "environment.json")?, load(b, "environment.json")?);
     let mut incomparable = Vec::new();
     if da["mode"] != db["mode"] {
         incomparable.push(format!("modes differ ({} vs {})", da["mode"], db["mode"]));
@@ -221,7 +236,16 @@ pub(crate) fn compare(
     if !incomparable.is_empty() && !allow_incomparable {
         return Err(CompareError::Incomparable(incomparable));
     }
-    let rows = rows(&common, figures, [&a, &b], threshold_pct);
+    let comparability =
+        comparable::block([&ea, &eb], [&a.report["stages"], &b.report["stages"]], &common);
+    let differences = comparable::differences(&comparability);
+    if strict && !differences.is_empty() {
+        return Err(CompareError::Differs(differences));
+    }
+    let mut rows = rows(&common, figures, [&a, &b], threshold_pct);
+    for r in &mut rows {
+        r.differs = comparability.iter().any(|l| l.marks(&r.stage));
+    }
     let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
     if let (Some(f), false) = (missing, common.is_empty()) {
         return Err(CompareError::NoFigure(f.clone()));
@@ -232,7 +256,7 @@ pub(crate) fn compare(
             false => "no figure is recorded by both runs".into(),
         }));
     }
-    Ok(Comparison { incomparable, rows })
+    Ok(Comparison { incomparable, comparability, rows })
 }
 
 /// Every figure of every stage in `common` that both runs recorded,
@@ -276,6 +300,7 @@ fn row(stage: &str, figure: &str, xa: &[f64], xb: &[f64], threshold_pct: f64, se
         p,
         verdict,
         regressed: regressed(verdict, ratio, threshold_pct),
+        differs: false,
     }
 }
 
@@ -383,7 +408,7 @@ mod tests {
             row("same", "wall_s", &a, &a, 5.0, 1),
             row("few", "wall_s", &a[..1], &a, 5.0, 1),
         ];
-        let c = super::Comparison { incomparable: Vec::new(), rows };
+        let c = super::Comparison { incomparable: Vec::new(), comparability: Vec::new(), rows };
         let table = super::render(&c, 5.0);
         let line = |stage: &str| table.lines().find(|l| l.starts_with(stage)).unwrap().to_string();
         assert!(line("regressed").ends_with("SLOWER (regressed)"), "{table}");

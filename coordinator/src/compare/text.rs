@@ -16,12 +16,32 @@ pub(super) fn in_units(figure: &str, x: f64) -> String {
     }
 }
 
+/// What the runs ran on, A against B: every line once, those that differ
+/// marked (a commit differing is information, nothing more).
+fn comparability(s: &mut String, c: &Comparison) {
+    let w = c.comparability.iter().map(|l| l.what.len()).max().unwrap_or(0);
+    s.push_str("comparability (A | B):\n");
+    for l in &c.comparability {
+        let mark = match (l.differs(), l.informational) {
+            (false, _) => "same",
+            (true, true) => "differs (information)",
+            (true, false) => "DIFFERS",
+        };
+        s.push_str(&format!("  {:<w$}  {} | {}  {mark}\n", l.what, l.a, l.b));
+    }
+    if c.rows.iter().any(|r| r.differs) {
+        s.push_str("rows marked [ran on a different machine or runtime] may differ for that reason; --strict refuses such runs\n");
+    }
+    s.push('\n');
+}
+
 /// The comparison as a table for a person.
 pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
     let mut s = String::new();
     if !c.incomparable.is_empty() {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
     }
+    comparability(&mut s, c);
     // Wide enough for the longest stage key and figure (a span's name can
     // be 64 bytes).
     let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
@@ -58,7 +78,10 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             r.ratio,
             r.ci.cell(|x| format!("{x:.3}")),
             r.p,
-            verdict
+            match r.differs {
+                true => format!("{verdict}  [ran on a different machine or runtime]"),
+                false => verdict.to_string(),
+            }
         ));
     }
     s.push_str(&format!(

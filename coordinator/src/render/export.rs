@@ -1,6 +1,7 @@
-//! `--export-json`, `--export-csv`, `--export-markdown`, `--export-trace`:
-//! a run's results in the forms other tools read, in hyperfine's spirit
-//! (the trace is [`super::trace`]). Derived from report.json
+//! `--export-json`, `--export-csv`, `--export-markdown`, `--export-trace`,
+//! `--export-benchmark-tsv`: a run's results in the forms other tools read,
+//! in hyperfine's spirit (the trace is [`super::trace`], Snakemake's
+//! benchmark table [`super::snakemake`]). Derived from report.json
 //! alone, one row per stage in plan order, and tied to the evidence by the
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
@@ -18,6 +19,7 @@ pub(crate) enum Format {
     Csv,
     Markdown,
     Trace,
+    BenchmarkTsv,
 }
 
 impl Format {
@@ -27,6 +29,7 @@ impl Format {
             Format::Csv => "--export-csv",
             Format::Markdown => "--export-markdown",
             Format::Trace => "--export-trace",
+            Format::BenchmarkTsv => "--export-benchmark-tsv",
         }
     }
 }
@@ -73,12 +76,14 @@ impl Exports {
         csv: Option<PathBuf>,
         markdown: Option<PathBuf>,
         trace: Option<PathBuf>,
+        benchmark_tsv: Option<PathBuf>,
     ) -> Exports {
         let all = [
             (Format::Json, json),
             (Format::Csv, csv),
             (Format::Markdown, markdown),
             (Format::Trace, trace),
+            (Format::BenchmarkTsv, benchmark_tsv),
         ];
         Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
@@ -131,10 +136,11 @@ pub(crate) fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, super::trace::Unti
         Format::Csv => csv(r).into_bytes(),
         Format::Markdown => super::summary_markdown(r).into_bytes(),
         Format::Trace => super::trace::chrome(r)?,
+        Format::BenchmarkTsv => super::snakemake::tsv(r).into_bytes(),
     })
 }
 
-fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {
+pub(super) fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {
     let mut rows: Vec<_> = r.stages.iter().collect();
     rows.sort_by_key(|(_, st)| st.order);
     rows

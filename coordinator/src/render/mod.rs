@@ -6,6 +6,7 @@
 
 pub(crate) mod export;
 pub(crate) mod plots;
+mod snakemake;
 mod summary;
 pub(crate) mod trace;
 

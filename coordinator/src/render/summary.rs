@@ -48,6 +48,26 @@ fn process_trees(s: &mut String, r: &Report) {
     }
 }
 
+/// What each stage that said anything ran on (thread settings, the
+/// commit, the Python helper's interpreter and libraries).
+fn runtimes(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> =
+        r.stages.iter().filter_map(|(k, st)| Some((k, st.order, st.runtime.as_ref()?))).collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, order, _)| *order);
+    let _ = writeln!(
+        s,
+        "
+## What it ran on
+"
+    );
+    for (key, _, runtime) in rows {
+        let _ = writeln!(s, "- `{key}`: {}", runtime.describe());
+    }
+}
+
 /// Every stage's `--span` targets that never matched, as warnings; and
 /// the input-wait verdict of a command stage timed with `preset:torch`.
 fn spans_not_found(s: &mut String, r: &Report) {
@@ -107,6 +127,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         "\nStorage read and written: what the stage's whole process tree fetched from and sent to storage (the kernel's task I/O accounting); a read served by the page cache is not one."
     );
     process_trees(&mut s, r);
+    runtimes(&mut s, r);
     spans_not_found(&mut s, r);
     r.section.summary(r, &mut s);
     if !r.machine_warnings.is_empty() {

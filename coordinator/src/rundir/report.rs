@@ -274,6 +274,34 @@ impl RuntimeRecord {
         };
         (record != RuntimeRecord::default()).then_some(record)
     }
+
+    /// One line for a person: `Python 3.11.7 (numpy 2.4.6, pyarrow 26.0.1);
+    /// commit 0123abcdef01, dirty; OMP_NUM_THREADS=4`.
+    pub(crate) fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(python) = &self.python {
+            let dists: Vec<String> =
+                self.distributions.iter().map(|(n, v)| format!("{n} {v}")).collect();
+            parts.push(match dists.is_empty() {
+                true => format!("Python {python}"),
+                false => format!("Python {python} ({})", dists.join(", ")),
+            });
+        }
+        if let Some(commit) = &self.git_commit {
+            let short = &commit[..12.min(commit.len())];
+            parts.push(match self.git_dirty {
+                Some(true) => format!("commit {short}, dirty"),
+                Some(false) => format!("commit {short}, clean"),
+                None => format!("commit {short}"),
+            });
+        }
+        let threads: Vec<String> =
+            self.thread_settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        if !threads.is_empty() {
+            parts.push(threads.join(" "));
+        }
+        parts.join("; ")
+    }
 }
 
 impl StageRecord {

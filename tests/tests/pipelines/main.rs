@@ -214,6 +214,30 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("## Spans per stage"), "{summary}");
     assert!(summary.contains("| `light` | `search_fit` |"), "{summary}");
+    // What the chain ran on, as the helper said at each stage's exit: the
+    // Python that ran it, and where the helper is installed (CI's
+    // virtualenv) its own distribution; the repository's path nowhere.
+    let mut probe = Command::new("true");
+    let py = python(&mut probe);
+    let version = Command::new(&py)
+        .args(["-c", "import sys; print('%d.%d.%d' % sys.version_info[:3])"])
+        .envs(probe.get_envs().filter_map(|(k, v)| Some((k, v?))))
+        .output()
+        .unwrap();
+    let version = String::from_utf8(version.stdout).unwrap().trim().to_string();
+    let cold = &r["steps"][0];
+    assert_eq!(cold["name"], "cold");
+    for stage in ["source", "light", "mass"] {
+        let runtime = &cold["trials"][0]["stages"][stage]["runtime"];
+        assert_eq!(runtime["python"], version.as_str(), "{stage}: {runtime}");
+        if py != "python3" {
+            assert_eq!(runtime["distributions"]["stagebench"], "0.1.0", "{stage}: {runtime}");
+        }
+        assert!(summary.contains(&format!("- `{stage}`: Python {version}")), "{summary}");
+    }
+    assert!(summary.contains("## What it ran on"), "{summary}");
+    let report_text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert!(!report_text.contains(tmp.path().to_str().unwrap()), "a path in the report");
     let mut v = coordinator();
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));

@@ -56,6 +56,7 @@ pub struct Closed {
     pub contained: crate::tree::Contained,
     pub spans_not_found: Vec<String>,
     pub io: Option<protocol::Io>,
+    pub runtime: protocol::Runtime,
 }
 
 /// What a program may write on its answers pipe.
@@ -81,12 +82,21 @@ pub struct Items {
     sampler: Option<crate::tree::Sampler>,
     /// The tree's I/O counters when the program was about to start.
     io_start: Option<crate::tree::io::Counters>,
+    /// What the program ran on: read before it started, completed by what
+    /// its Python helper said at exit.
+    pub runtime: protocol::Runtime,
     sample_ms: u32,
 }
 
 impl Items {
     pub fn new(sample_ms: u32) -> Items {
-        Items { server: None, sampler: None, io_start: None, sample_ms }
+        Items {
+            server: None,
+            sampler: None,
+            io_start: None,
+            runtime: protocol::Runtime::default(),
+            sample_ms,
+        }
     }
 
     /// Whether a program is running.
@@ -103,11 +113,17 @@ impl Items {
             Some(b) => b.not_found(&server.spans.tally.wrapped),
             None => Vec::new(),
         };
+        let python = server.spans.tally.runtime.take();
         let result = server.close();
         let sampler = self.sampler.take()?;
         let contained = crate::tree::contain(sampler);
         let io = crate::tree::io::between(self.io_start.take(), crate::tree::io::now());
-        Some(Closed { result, contained, spans_not_found, io })
+        let mut runtime = std::mem::take(&mut self.runtime);
+        if let Some(python) = python {
+            runtime.python = Some(python.python);
+            runtime.distributions = python.distributions.into_iter().collect();
+        }
+        Some(Closed { result, contained, spans_not_found, io, runtime })
     }
 
     /// Kills the program's tree and stops sampling it (after a failure).

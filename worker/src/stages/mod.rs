@@ -10,6 +10,8 @@ mod model;
 mod prepare;
 mod resumable;
 mod spans;
+
+pub use spans::PythonRuntime;
 mod warm;
 
 pub use artifact::write_artifact;
@@ -47,6 +49,8 @@ pub trait Reporter {
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64);
     /// `--span` targets that never matched (see `autospan`).
     fn spans_not_found(&mut self, targets: Vec<String>);
+    /// What the Python helper said of its interpreter and libraries.
+    fn python_runtime(&mut self, runtime: spans::PythonRuntime);
 }
 
 /// Why a stage did not complete.

@@ -40,6 +40,49 @@ pub enum Line {
     /// The `--span` bootstrap wrapped this target (`MODULE:QUALNAME`, or
     /// `preset:NAME`): it is not among the targets that never matched.
     Wrapped(String),
+    /// The Python helper at its process's exit: the interpreter's version
+    /// and the distributions whose modules were imported.
+    Runtime(PythonRuntime),
+}
+
+/// What one `{"runtime": …}` line says.
+#[derive(Debug, Default, PartialEq, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonRuntime {
+    pub python: String,
+    pub distributions: std::collections::BTreeMap<String, String>,
+}
+
+/// Most distributions one runtime line may name.
+pub const MAX_DISTRIBUTIONS: usize = 2000;
+
+impl PythonRuntime {
+    /// Versions and names of `A-Z a-z 0-9 _ . + ! -`, 1 to 100 of them: what
+    /// package metadata holds, never a path.
+    fn check(&self) -> Result<(), String> {
+        let safe = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 100
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.+!-".contains(c))
+        };
+        let shorten = |s: &str| s.chars().take(100).collect::<String>();
+        if !safe(&self.python) {
+            return Err(format!("runtime python '{}' is not a version", shorten(&self.python)));
+        }
+        if self.distributions.len() > MAX_DISTRIBUTIONS {
+            return Err(format!("runtime names more than {MAX_DISTRIBUTIONS} distributions"));
+        }
+        for (name, version) in &self.distributions {
+            if !safe(name) || !safe(version) {
+                return Err(format!(
+                    "runtime distribution '{}' '{}' must be 1 to 100 of A-Z a-z 0-9 _ . + ! -",
+                    shorten(name),
+                    shorten(version)
+                ));
+            }
+        }
+        Ok(())
+    }
 }
 
 #[derive(serde::Deserialize)]
@@ -50,6 +93,7 @@ struct Raw {
     start: Option<f64>,
     progress: Option<f64>,
     wrapped: Option<String>,
+    runtime: Option<PythonRuntime>,
 }
 
 /// Why one line of a spans file is refused.
@@ -83,8 +127,27 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     }
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
     let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
+    if let Some(runtime) = raw.runtime {
+        let alone = raw.name.is_none()
+            && raw.seconds.is_none()
+            && raw.start.is_none()
+            && raw.progress.is_none()
+            && raw.wrapped.is_none();
+        if !alone {
+            return Err(format!("not an object {shape}").into());
+        }
+        runtime.check()?;
+        return Ok(Some(Line::Runtime(runtime)));
+    }
     match raw {
-        Raw { name: Some(name), seconds: Some(seconds), start, progress: None, wrapped: None } => {
+        Raw {
+            name: Some(name),
+            seconds: Some(seconds),
+            start,
+            progress: None,
+            wrapped: None,
+            ..
+        } => {
             let ok_name = !name.is_empty()
                 && name.len() <= MAX_NAME
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
@@ -103,10 +166,12 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
             }
             Ok(Some(Line::Span { name, seconds, start }))
         }
-        Raw { name: None, seconds: None, start: None, progress: None, wrapped: Some(w) } => {
-            Ok(Some(Line::Wrapped(w.chars().take(256).collect())))
-        }
-        Raw { name: None, seconds: None, start: None, progress: Some(p), wrapped: None } => {
+        Raw {
+            name: None, seconds: None, start: None, progress: None, wrapped: Some(w), ..
+        } => Ok(Some(Line::Wrapped(w.chars().take(256).collect()))),
+        Raw {
+            name: None, seconds: None, start: None, progress: Some(p), wrapped: None, ..
+        } => {
             if !(0.0..=1.0).contains(&p) {
                 return Err(format!("progress {p} is not between 0 and 1").into());
             }
@@ -130,6 +195,9 @@ pub struct Tally {
     pub timed: Vec<Timed>,
     /// `--span` targets the bootstrap wrapped (see [`Line::Wrapped`]).
     pub wrapped: std::collections::BTreeSet<String>,
+    /// What the helper said at exit: the first process's interpreter, and
+    /// the distributions every process that said anything imported.
+    pub runtime: Option<PythonRuntime>,
     lines: usize,
 }
 
@@ -159,6 +227,10 @@ impl Tally {
                 Line::Wrapped(w) => {
                     self.wrapped.insert(w.clone());
                 }
+                Line::Runtime(r) => match &mut self.runtime {
+                    None => self.runtime = Some(r.clone()),
+                    Some(all) => all.distributions.extend(r.distributions.clone()),
+                },
             }
             each(&parsed, self);
         }
@@ -242,18 +314,28 @@ impl SpansFile {
         self.tally.add(&text, each)
     }
 
-    /// The figures of every span the command wrote, the spans that gave a
-    /// start (name, start on the monotonic clock, seconds), and the `--span`
-    /// targets wrapped.
-    #[allow(clippy::type_complexity)]
-    pub fn finish(
-        mut self,
-    ) -> Result<(Vec<Figure>, Vec<Timed>, std::collections::BTreeSet<String>), StageError> {
+    /// Everything the command said, once it ended.
+    pub fn finish(mut self) -> Result<Said, StageError> {
         self.follow(true, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
-        let timed = std::mem::take(&mut self.tally.timed);
-        let wrapped = std::mem::take(&mut self.tally.wrapped);
-        Ok((self.tally.figures(), timed, wrapped))
+        Ok(Said {
+            figures: self.tally.figures(),
+            timed: std::mem::take(&mut self.tally.timed),
+            wrapped: std::mem::take(&mut self.tally.wrapped),
+            runtime: self.tally.runtime.take(),
+        })
     }
+}
+
+/// What a command's spans file said, once it ended.
+pub struct Said {
+    /// The figures of every span.
+    pub figures: Vec<Figure>,
+    /// The spans that gave a start (name, start on the monotonic clock, seconds).
+    pub timed: Vec<Timed>,
+    /// The `--span` targets wrapped.
+    pub wrapped: std::collections::BTreeSet<String>,
+    /// What the Python helper said of its runtime.
+    pub runtime: Option<PythonRuntime>,
 }
 
 /// Reports spans that gave their start as slices of the stage, placed on
@@ -336,6 +418,42 @@ mod tests {
         }
     }
 
+    /// Runtime lines from two processes: the first's interpreter, every
+    /// distribution either imported; a path or a stray key is refused.
+    #[test]
+    fn runtime_lines_merge_and_a_path_is_refused() {
+        let mut tally = Tally::default();
+        let text = "{\"runtime\": {\"python\": \"3.11.7\", \"distributions\": {\"numpy\": \"2.4.6\"}}}\n\
+                    {\"runtime\": {\"python\": \"3.12.1\", \"distributions\": {\"torch\": \"2.5.1+cpu\"}}}\n";
+        tally.add(text, |_, _| {}).unwrap();
+        let r = tally.runtime.clone().unwrap();
+        assert_eq!(r.python, "3.11.7");
+        let names: Vec<&str> = r.distributions.keys().map(String::as_str).collect();
+        assert_eq!(names, ["numpy", "torch"]);
+        assert!(tally.figures().is_empty(), "a runtime line is no span");
+        for (line, needle) in [
+            (
+                "{\"runtime\": {\"python\": \"/usr/bin/python3\", \"distributions\": {}}}",
+                "is not a version",
+            ),
+            (
+                "{\"runtime\": {\"python\": \"3.11\", \"distributions\": {\"mine\": \"/home/me/x\"}}}",
+                "runtime distribution 'mine'",
+            ),
+            (
+                "{\"runtime\": {\"python\": \"3.11\", \"distributions\": {}, \"user\": \"me\"}}",
+                "unknown field",
+            ),
+            (
+                "{\"runtime\": {\"python\": \"3.11\", \"distributions\": {}}, \"progress\": 0.5}",
+                "not an object",
+            ),
+        ] {
+            let e = figures(&format!("{line}\n")).unwrap_err();
+            assert!(e.starts_with("spans line 1: ") && e.contains(needle), "{e}");
+        }
+    }
+
     #[test]
     fn a_followed_file_yields_complete_lines_only_until_the_end() {
         use std::io::Write;
@@ -350,9 +468,10 @@ mod tests {
         w.write_all(b"onds\": 2}\n{\"name\": \"fit\", \"seconds\": 1, \"start\": 7.5}").unwrap();
         f.follow(false, |_, t| seen.push(format!("fit x{}", t.count("fit")))).unwrap();
         assert_eq!(seen, ["Progress(0.25)", "fit x1"]);
-        let (figures, timed, _) = f.finish().unwrap();
-        assert_eq!(figures[0].value, 3.0);
-        assert_eq!(figures[1].value, 2.0);
+        let said = f.finish().unwrap();
+        assert_eq!(said.figures[0].value, 3.0);
+        assert_eq!(said.figures[1].value, 2.0);
+        let timed = said.timed;
         assert_eq!(timed, [("fit".to_string(), 7.5, 1.0)], "only the span with a start is timed");
         assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
         std::fs::remove_dir(&dir).unwrap();

@@ -71,14 +71,17 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
                 return Err(StageError::Failed(e));
             }
             let mut figures = vec![figure("exit_code", 0.0)];
-            let (span_figures, timed, wrapped) = spans.finish()?;
+            let said = spans.finish()?;
             if let Some(b) = &bootstrap {
-                ctx.reporter.spans_not_found(b.not_found(&wrapped));
+                ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
             }
-            let presets = super::autospan::derived(ctx.spans, &span_figures);
-            figures.extend(span_figures);
+            if let Some(runtime) = said.runtime {
+                ctx.reporter.python_runtime(runtime);
+            }
+            let presets = super::autospan::derived(ctx.spans, &said.figures);
+            figures.extend(said.figures);
             figures.extend(presets);
-            super::spans::place(timed, ctx.reporter);
+            super::spans::place(said.timed, ctx.reporter);
             match unreached {
                 Some(why) => Err(StageError::Failed(why)),
                 None => Ok(figures),

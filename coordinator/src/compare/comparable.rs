@@ -1,0 +1,164 @@
+//! What, beyond the code, may make two runs' figures differ: the machine
+//! (CPU model, logical cores) from environment.json, and per stage the
+//! thread settings and runtime versions its record keeps (`runtime`). A
+//! difference marks the rows it touches (every row for the machine, a
+//! stage's rows for its own); `--strict` refuses instead. Commits are shown
+//! but mark nothing: comparing two commits is what `compare` is for.
+
+use crate::rundir::report::RuntimeRecord;
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// One line of the comparability block.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Line {
+    /// What is compared: `CPU model`, `stage train: thread settings`, …
+    pub(crate) what: String,
+    pub(crate) a: String,
+    pub(crate) b: String,
+    /// Which rows it touches when A and B differ: None for every row, else
+    /// one stage's; `informational` lines mark none.
+    pub(crate) stage: Option<String>,
+    pub(crate) informational: bool,
+}
+
+impl Line {
+    pub(crate) fn differs(&self) -> bool {
+        self.a != self.b
+    }
+
+    /// Whether, differing, it marks a row of `stage`.
+    pub(crate) fn marks(&self, stage: &str) -> bool {
+        self.differs() && !self.informational && self.stage.as_deref().is_none_or(|s| s == stage)
+    }
+}
+
+/// The block for two runs: their environments, and their stage records.
+pub(crate) fn block(env: [&Value; 2], stages: [&Value; 2], common: &[String]) -> Vec<Line> {
+    let text = |v: &Value| match v {
+        Value::Null => "unknown".to_string(),
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let machine = |what: &str, pointer: &str| Line {
+        what: what.into(),
+        a: text(env[0].pointer(pointer).unwrap_or(&Value::Null)),
+        b: text(env[1].pointer(pointer).unwrap_or(&Value::Null)),
+        stage: None,
+        informational: false,
+    };
+    let mut lines = vec![
+        machine("CPU model", "/cpu/model"),
+        machine("logical cores", "/cpu/logical_cores"),
+        Line {
+            what: "thread settings of the coordinator".into(),
+            a: threads_of_environment(env[0]),
+            b: threads_of_environment(env[1]),
+            stage: None,
+            informational: false,
+        },
+    ];
+    for stage in common {
+        let runtime = |i: usize| -> RuntimeRecord {
+            serde_json::from_value(stages[i][stage]["runtime"].clone()).unwrap_or_default()
+        };
+        let (a, b) = (runtime(0), runtime(1));
+        let per_stage = |what: &str, a: String, b: String, informational: bool| Line {
+            what: format!("stage {stage}: {what}"),
+            a,
+            b,
+            stage: Some(stage.clone()),
+            informational,
+        };
+        let threads = |r: &RuntimeRecord| join(&r.thread_settings, "=");
+        lines.push(per_stage("thread settings", threads(&a), threads(&b), false));
+        if a.python.is_some() || b.python.is_some() {
+            let python = |r: &RuntimeRecord| r.python.clone().unwrap_or_else(|| "none".into());
+            lines.push(per_stage("Python", python(&a), python(&b), false));
+            let dists = |r: &RuntimeRecord| join(&r.distributions, " ");
+            lines.push(per_stage("libraries", dists(&a), dists(&b), false));
+        }
+        if a.git_commit.is_some() || b.git_commit.is_some() {
+            let commit = |r: &RuntimeRecord| match (&r.git_commit, r.git_dirty) {
+                (Some(c), Some(true)) => format!("{}, dirty", &c[..12.min(c.len())]),
+                (Some(c), _) => c[..12.min(c.len())].to_string(),
+                (None, _) => "none".into(),
+            };
+            lines.push(per_stage("commit", commit(&a), commit(&b), true));
+        }
+    }
+    lines
+}
+
+/// `K=V` pairs, or `none`.
+fn join(map: &BTreeMap<String, String>, sep: &str) -> String {
+    match map.is_empty() {
+        true => "none".into(),
+        false => map.iter().map(|(k, v)| format!("{k}{sep}{v}")).collect::<Vec<_>>().join(", "),
+    }
+}
+
+/// The thread settings environment.json recorded (those set).
+fn threads_of_environment(env: &Value) -> String {
+    let set: BTreeMap<String, String> = env["threads"]
+        .as_object()
+        .map(|o| o.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
+        .unwrap_or_default();
+    join(&set, "=")
+}
+
+/// The lines that differ and mark rows, as one sentence each.
+pub(crate) fn differences(lines: &[Line]) -> Vec<String> {
+    lines
+        .iter()
+        .filter(|l| l.differs() && !l.informational)
+        .map(|l| format!("{} differs ({} vs {})", l.what, l.a, l.b))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// Both ways: the same machine and runtime mark nothing; another CPU
+    /// marks every row, another library one stage's rows only, another
+    /// commit none.
+    #[test]
+    fn differences_mark_the_rows_they_touch_and_commits_mark_none() {
+        let env = |model: &str| json!({"cpu": {"model": model, "logical_cores": 2}, "threads": {"OMP_NUM_THREADS": null}});
+        let stages = |numpy: &str, commit: &str| {
+            json!({
+                "train": {"runtime": {"python": "3.11.7", "distributions": {"numpy": numpy}, "git_commit": commit, "git_dirty": false}},
+                "load": {}
+            })
+        };
+        let common = ["train".to_string(), "load".to_string()];
+        let same = block(
+            [&env("EPYC"), &env("EPYC")],
+            [&stages("2.4", "aa"), &stages("2.4", "aa")],
+            &common,
+        );
+        assert!(differences(&same).is_empty(), "{same:?}");
+        assert!(!same.iter().any(|l| l.marks("train") || l.marks("load")));
+
+        let cpu = block(
+            [&env("EPYC"), &env("Xeon")],
+            [&stages("2.4", "aa"), &stages("2.4", "bb")],
+            &common,
+        );
+        assert_eq!(differences(&cpu), ["CPU model differs (EPYC vs Xeon)"]);
+        assert!(cpu.iter().any(|l| l.marks("train")) && cpu.iter().any(|l| l.marks("load")));
+
+        let lib = block(
+            [&env("EPYC"), &env("EPYC")],
+            [&stages("2.4", "aa"), &stages("2.5", "bb")],
+            &common,
+        );
+        assert_eq!(differences(&lib), ["stage train: libraries differs (numpy 2.4 vs numpy 2.5)"]);
+        assert!(lib.iter().any(|l| l.marks("train")));
+        assert!(!lib.iter().any(|l| l.marks("load")), "another stage's library marks nothing here");
+        let commit = lib.iter().find(|l| l.what == "stage train: commit").unwrap();
+        assert!(commit.differs() && !commit.marks("train"), "a commit is information");
+    }
+}
