@@ -7,10 +7,13 @@
    share of one core. Stages: `sleep:3000` (the worker alone), and a
    command whose four children sleep 3 s (a tree of six processes to read),
    by the machine's method and with `STAGEBENCH_TREE_METHOD=sampled`.
-2. The per-stage overhead: with `--baseline DIR` (the target/release of a
-   build without tree measurement), N `noop` stages in fresh workers by each
-   build, the coordinator's spawn-to-reap wall per worker (report.json
-   workers[].wall_s), medians and their difference.
+2. The per-stage overhead: with `--baseline DIR` (the target/release of
+   another build: one without tree measurement, or without I/O counters),
+   N `noop` stages in fresh workers by each build, then N `--command true`
+   stages (run from this checkout, a git work tree: a command's commit and
+   dirty state are read before it runs), the coordinator's spawn-to-reap
+   wall per worker (report.json workers[].wall_s), medians and their
+   difference, and the range of the rounds' medians (the spread).
 
 Every pair alternates its order round by round. Medians over ROUNDS.
 Run by hand on an idle machine (release build); not part of CI.
@@ -18,7 +21,7 @@ Run by hand on an idle machine (release build); not part of CI.
 With --sampler-of DIR, part 1 also measures that build's sampler, each case's
 two builds one after the other in the same rounds.
 
-usage: scripts/bench-tree.py [--rounds R] [--stages N] [--baseline DIR] [--sampler-of DIR]
+usage: scripts/bench-tree.py [--rounds R] [--stages N] [--baseline DIR [--overhead-only]] [--sampler-of DIR]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile
 
@@ -49,8 +52,8 @@ def sampler_share(coordinator, stage_args, key, ms, tmp, tag, env):
     return s["cpu_s"] / s["wall_s"]
 
 
-def noop_overhead(coordinator, n, tmp, tag):
-    r = run(coordinator, ["--stage", "noop"] * n, os.path.join(tmp, tag))
+def noop_overhead(coordinator, n, tmp, tag, stage=("--stage", "noop")):
+    r = run(coordinator, list(stage) * n, os.path.join(tmp, tag))
     return statistics.median(w["wall_s"] for w in r["workers"])
 
 
@@ -59,6 +62,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--stages", type=int, default=40)
     ap.add_argument("--baseline", help="target/release of a build without tree measurement")
+    ap.add_argument("--overhead-only", action="store_true",
+                    help="part 2 only (needs --baseline)")
     ap.add_argument("--sampler-of", metavar="DIR",
                     help="target/release of another build whose sampler to measure beside this one's")
     a = ap.parse_args()
@@ -77,8 +82,9 @@ def main():
         builds = [("this build", new)]
         if a.sampler_of:
             builds.append(("other build", os.path.join(a.sampler_of, "coordinator")))
-        print(f"sampler CPU as a share of one core, median of {a.rounds} rounds:")
-        for name, args, key, env in cases:
+        if not a.overhead_only:
+            print(f"sampler CPU as a share of one core, median of {a.rounds} rounds:")
+        for name, args, key, env in [] if a.overhead_only else cases:
             for build, coordinator in builds:
                 shares = {10: [], 10000: []}
                 for i in range(a.rounds):
@@ -91,17 +97,22 @@ def main():
                       f"{100 * midle:6.3f}%  sampling costs {100 * (m10 - midle):6.3f}% of a core")
         if a.baseline:
             old = os.path.join(a.baseline, "coordinator")
-            per = {"baseline": [], "this build": []}
-            for i in range(a.rounds):
-                order = [("baseline", old), ("this build", new)]
-                if i % 2:
-                    order.reverse()
-                for name, coordinator in order:
-                    per[name].append(noop_overhead(coordinator, a.stages, tmp, f"o-{name[0]}-{i}"))
-            b, t = statistics.median(per["baseline"]), statistics.median(per["this build"])
-            print(f"per-stage spawn-to-reap of a noop worker, median of {a.rounds} rounds x {a.stages} stages:")
-            print(f"  baseline {1e3 * b:.3f} ms, this build {1e3 * t:.3f} ms: "
-                  f"{1e3 * (t - b):+.3f} ms ({t / b:.3f}x)")
+            for what, stage in [("a noop worker", ("--stage", "noop")),
+                                ("a `--command true` worker", ("--command", "true"))]:
+                per = {"baseline": [], "this build": []}
+                for i in range(a.rounds):
+                    order = [("baseline", old), ("this build", new)]
+                    if i % 2:
+                        order.reverse()
+                    for name, coordinator in order:
+                        tag = f"o-{name[0]}-{stage[0]}-{i}"
+                        per[name].append(noop_overhead(coordinator, a.stages, tmp, tag, stage))
+                b, t = statistics.median(per["baseline"]), statistics.median(per["this build"])
+                spread = lambda xs: f"{1e3 * min(xs):.3f}-{1e3 * max(xs):.3f} ms"
+                print(f"per-stage spawn-to-reap of {what}, median of {a.rounds} rounds x {a.stages} stages:")
+                print(f"  baseline {1e3 * b:.3f} ms (rounds {spread(per['baseline'])}), "
+                      f"this build {1e3 * t:.3f} ms (rounds {spread(per['this build'])}): "
+                      f"{1e3 * (t - b):+.3f} ms ({t / b:.3f}x)")
 
 
 if __name__ == "__main__":

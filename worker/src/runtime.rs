@@ -54,29 +54,29 @@ pub fn before(stage: &Stage) -> protocol::Runtime {
 
 /// The commit checked out in the work tree holding `dir`, and whether a
 /// tracked file differs from it (untracked files do not count, as for
-/// `git describe --dirty`); None outside a work tree or without git.
+/// `git describe --dirty`); None outside a work tree, without a commit, or
+/// without git. One `git status` gives both (its porcelain v2 header names
+/// the commit; every other line is a changed tracked file).
 fn commit_of(dir: &Path) -> Option<(String, Option<bool>)> {
-    let git = |args: &[&str]| {
-        Command::new("git")
-            .arg("-C")
-            .arg(dir)
-            .args(args)
-            // Never take the index lock, never write the index.
-            .env("GIT_OPTIONAL_LOCKS", "0")
-            .stdin(Stdio::null())
-            .stderr(Stdio::null())
-            .output()
-            .ok()
-            .filter(|o| o.status.success())
-    };
-    let head = git(&["rev-parse", "--verify", "HEAD"])?;
-    let commit = String::from_utf8(head.stdout).ok()?.trim().to_string();
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(dir)
+        .args(["status", "--porcelain=v2", "--branch", "--untracked-files=no"])
+        // Never take the index lock, never write the index.
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let commit = text.lines().find_map(|l| l.strip_prefix("# branch.oid "))?.trim().to_string();
     if commit.len() < 40 || !commit.chars().all(|c| c.is_ascii_hexdigit()) {
+        // "(initial)": a repository with no commit yet.
         return None;
     }
-    let dirty =
-        git(&["status", "--porcelain", "--untracked-files=no"]).map(|o| !o.stdout.is_empty());
-    Some((commit, dirty))
+    let dirty = text.lines().any(|l| !l.starts_with('#') && !l.trim().is_empty());
+    Some((commit, Some(dirty)))
 }
 
 #[cfg(test)]

@@ -102,10 +102,12 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
         [(&colds, BAR, (0.02, 0.36)), (&resumes, CPU, (-0.36, -0.02))]
     {
         chart
-            .draw_series(values.iter().enumerate().filter(|(_, v)| **v > 0.0).map(|(i, v)| {
-                let y = row_y(i, n);
-                Rectangle::new([(0.0, y + lo), (*v, y + top)], colour.filled())
-            }))
+            .draw_series(values.iter().enumerate().filter(|(_, v)| visible(**v, hi)).map(
+                |(i, v)| {
+                    let y = row_y(i, n);
+                    Rectangle::new([(0.0, y + lo), (*v, y + top)], colour.filled())
+                },
+            ))
             .map_err(err)?;
     }
     // Right: every step's median total, stacked by component.
@@ -130,10 +132,12 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
             })
             .collect();
         chart
-            .draw_series(bars.into_iter().filter(|(_, a, b)| b > a).map(|(i, a, b)| {
-                let y = row_y(i, m);
-                Rectangle::new([(a, y - 0.32), (b, y + 0.32)], colour.filled())
-            }))
+            .draw_series(bars.into_iter().filter(|(_, a, b)| visible(b - a, hi)).map(
+                |(i, a, b)| {
+                    let y = row_y(i, m);
+                    Rectangle::new([(a, y - 0.32), (b, y + 0.32)], colour.filled())
+                },
+            ))
             .map_err(err)?
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled()));
@@ -146,6 +150,12 @@ fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
         .label_font((SANS, 12))
         .draw()
         .map_err(err)
+}
+
+/// Whether a bar of length `v` on an axis to `hi` is at least a pixel wide
+/// (a narrower one is drawn 0 wide, which renderers reject with a warning).
+fn visible(v: f64, hi: f64) -> bool {
+    v > 0.0 && v >= hi / 500.0
 }
 
 #[cfg(test)]

@@ -102,6 +102,11 @@ pub(crate) struct StepReport {
     pub(crate) median: BTreeMap<String, StagePart>,
     /// Median over trials of the sum over stages (process start-up included).
     pub(crate) median_total_s: f64,
+    /// That median's interval with its coverage (a bootstrap 95% one from 6
+    /// trials, the trials' range with its exact coverage below); absent
+    /// with one trial, and in reports from before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) median_total_interval: Option<crate::stats::Interval>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]

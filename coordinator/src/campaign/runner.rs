@@ -142,6 +142,8 @@ impl Runner<'_> {
                 trials: done,
                 median,
                 median_total_s: crate::stats::median(&totals),
+                median_total_interval: (totals.len() >= 2)
+                    .then(|| crate::stats::summarize(&totals, steps.len() as u64).median_interval),
             });
         }
         let (reference, _) = reference.expect("checked: at least one cold step");

@@ -156,6 +156,11 @@ fn markdown(r: &CampaignReport) -> String {
     for step in &r.steps {
         let _ = write!(s, " **{}** |", duration(step.median_total_s));
     }
+    let _ = write!(s, "\n| interval of the total |");
+    for step in &r.steps {
+        let cell = step.median_total_interval.map(|i| i.cell(duration));
+        let _ = write!(s, " {} |", cell.as_deref().unwrap_or("one trial"));
+    }
     if r.pipeline {
         spans_table(&mut s, r, &keys);
     }

@@ -38,13 +38,14 @@ pub(super) enum Command {
         /// run's failure.json).
         dir: PathBuf,
     },
-    /// Compare two runs stage by stage: ratio of medians with a bootstrap
-    /// interval, a rank test, and a verdict per figure. Exits 4 when a figure
-    /// of B regressed beyond the threshold against A.
+    /// Compare two runs stage by stage, or two campaigns step, stage and span
+    /// by span: ratio of medians with its interval, a rank test, and a
+    /// verdict per figure. Exits 4 when a figure of B regressed beyond the
+    /// threshold against A.
     Compare {
-        /// The run to compare against (the baseline, A).
+        /// The run (or campaign) to compare against (the baseline, A).
         run_a: PathBuf,
-        /// The run compared (B): ratios are B / A.
+        /// The run (or campaign) compared (B): ratios are B / A.
         run_b: PathBuf,
         /// Percent by which B may be significantly slower before it counts as regressed.
         #[arg(long, default_value_t = 5.0)]

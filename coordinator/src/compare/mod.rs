@@ -11,6 +11,7 @@
 //! Here the computing; `text` renders a comparison for a person, `files`
 //! writes `--output DIR`, `plot` draws the forest plot.
 
+mod campaigns;
 mod comparable;
 mod files;
 mod plot;
@@ -56,6 +57,8 @@ pub(crate) struct Comparison {
     /// What each run ran on, side by side (see [`comparable`]).
     pub(crate) comparability: Vec<comparable::Line>,
     pub(crate) rows: Vec<Row>,
+    /// Two campaigns: per step, what B is against A and what changed most.
+    pub(crate) notes: Vec<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -192,6 +195,16 @@ pub(crate) fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Compariso
     let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
     let (ra, rb) = (load(a, "report.json")?, load(b, "report.json")?);
     let (ea, eb) = (load(a, "environment.json")?, load(b, "environment.json")?);
+    let campaign = |r: &Value| r["schema"] == crate::campaign::report::SCHEMA;
+    match (campaign(&ra), campaign(&rb)) {
+        (true, true) => return compare_campaigns([&ea, &eb], [ra, rb], asked),
+        (false, false) => {}
+        _ => {
+            return Err(CompareError::Incomparable(vec![
+                "one is a campaign and the other a run".into(),
+            ]));
+        }
+    }
     let mut incomparable = Vec::new();
     if da["mode"] != db["mode"] {
         incomparable.push(format!("modes differ ({} vs {})", da["mode"], db["mode"]));
@@ -256,7 +269,51 @@ pub(crate) fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Compariso
             false => "no figure is recorded by both runs".into(),
         }));
     }
-    Ok(Comparison { incomparable, comparability, rows })
+    Ok(Comparison { incomparable, comparability, rows, notes: Vec::new() })
+}
+
+/// Two verified campaigns (see [`campaigns`]).
+fn compare_campaigns(
+    env: [&Value; 2],
+    reports: [Value; 2],
+    asked: &Asked<'_>,
+) -> Result<Comparison, CompareError> {
+    let typed = |v: Value| {
+        serde_json::from_value::<crate::campaign::report::CampaignReport>(v)
+            .map_err(|e| CompareError::Read(format!("a campaign's report.json: {e}")))
+    };
+    let [ra, rb] = reports;
+    let (a, b) = (typed(ra)?, typed(rb)?);
+    let mut incomparable = Vec::new();
+    if a.pipeline != b.pipeline {
+        incomparable.push("one campaign ran a pipeline, the other the recipe".into());
+    }
+    if !a.steps.iter().any(|s| b.steps.iter().any(|o| o.name == s.name)) {
+        incomparable.push("no step in common".into());
+    }
+    if !incomparable.is_empty() && !asked.allow_incomparable {
+        return Err(CompareError::Incomparable(incomparable));
+    }
+    let stages = [campaigns::stages_with_runtime(&a), campaigns::stages_with_runtime(&b)];
+    let common = campaigns::common_stages(&a, &b);
+    let comparability = comparable::block(env, [&stages[0], &stages[1]], &common);
+    let differences = comparable::differences(&comparability);
+    if asked.strict && !differences.is_empty() {
+        return Err(CompareError::Differs(differences));
+    }
+    let (mut rows, notes) = campaigns::rows(&a, &b, asked.threshold_pct);
+    if !asked.figures.is_empty() && asked.figures != DEFAULT_FIGURES {
+        rows.retain(|r| asked.figures.iter().any(|f| matches(f, &r.figure)));
+    }
+    for r in &mut rows {
+        // A row of STEP/STAGE is the stage's; a step's total, the machine's.
+        let stage = r.stage.split_once('/').map_or("", |(_, s)| s);
+        r.differs = comparability.iter().any(|l| l.marks(stage));
+    }
+    if rows.is_empty() {
+        return Err(CompareError::Nothing("the campaigns share no step with a figure".into()));
+    }
+    Ok(Comparison { incomparable, comparability, rows, notes })
 }
 
 /// Every figure of every stage in `common` that both runs recorded,
@@ -408,7 +465,12 @@ mod tests {
             row("same", "wall_s", &a, &a, 5.0, 1),
             row("few", "wall_s", &a[..1], &a, 5.0, 1),
         ];
-        let c = super::Comparison { incomparable: Vec::new(), comparability: Vec::new(), rows };
+        let c = super::Comparison {
+            incomparable: Vec::new(),
+            comparability: Vec::new(),
+            rows,
+            notes: Vec::new(),
+        };
         let table = super::render(&c, 5.0);
         let line = |stage: &str| table.lines().find(|l| l.starts_with(stage)).unwrap().to_string();
         assert!(line("regressed").ends_with("SLOWER (regressed)"), "{table}");

@@ -84,6 +84,10 @@ pub(crate) fn render(c: &Comparison, threshold_pct: f64) -> String {
             }
         ));
     }
+    for note in &c.notes {
+        s.push_str(note);
+        s.push('\n');
+    }
     s.push_str(&format!(
         "verdicts: Mann–Whitney p < {} and the interval of B/A excluding 1 (a 95% bootstrap interval with 6 samples a side; with fewer, the ranges' far ends, whose coverage is at least the one shown); regressed: slower by more than {threshold_pct}%\n",
         stats::ALPHA

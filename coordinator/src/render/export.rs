@@ -6,8 +6,9 @@
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
 
+use super::ordered;
 use crate::modes::Report;
-use crate::rundir::report::{self, StageRecord, TrialSet};
+use crate::rundir::report::{self, TrialSet};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 
@@ -138,12 +139,6 @@ pub(crate) fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, super::trace::Unti
         Format::Trace => super::trace::chrome(r)?,
         Format::BenchmarkTsv => super::snakemake::tsv(r).into_bytes(),
     })
-}
-
-pub(super) fn ordered(r: &Report) -> Vec<(&String, &StageRecord)> {
-    let mut rows: Vec<_> = r.stages.iter().collect();
-    rows.sort_by_key(|(_, st)| st.order);
-    rows
 }
 
 fn trials_of<'a>(r: &'a Report, key: &str) -> Option<&'a TrialSet> {

@@ -65,6 +65,15 @@ pub(crate) fn write_files(
     Ok(files)
 }
 
+/// A report's stages in plan order (the exports' rows).
+pub(crate) fn ordered(
+    r: &crate::modes::Report,
+) -> Vec<(&String, &crate::rundir::report::StageRecord)> {
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,7 +11,7 @@
 //! stage measured without it, and the rule's wildcards, params, threads,
 //! resources and inputs, which a stage does not have.
 
-use super::export::ordered;
+use super::ordered;
 use crate::modes::Report;
 
 /// Snakemake's extended header, column for column.

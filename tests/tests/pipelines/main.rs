@@ -4,6 +4,7 @@
 //! tree killed there), and the worked example's campaign judged by its spans;
 //! and spans named on the command line or in a campaign file (`spans`).
 
+mod fix;
 mod spans;
 
 use harness::{coordinator, coordinator_with_output, json, python, python_on_path, repo, run};
