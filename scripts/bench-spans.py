@@ -26,6 +26,13 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              (stagebench.autospan, writing each span to a spans file), in
              one process, alternating; the difference per call, in µs.
              `--wrapped-only` measures just this.
+  exit     - what the helper's runtime line costs a program's exit: a
+             fresh `python -c "import json, stagebench"` under stagebench
+             (STAGEBENCH_SPANS set: at exit it writes the interpreter's
+             version and the imported distributions) and outside it (no
+             line), alternating; medians and their difference.
+             `--exit-only` measures just this, with --python PY (a Python
+             whose site-packages hold the libraries to report).
 
 Run by hand on an idle machine; not part of CI. Never run two benchmarks at once.
 
@@ -141,6 +148,24 @@ def wrapped_cost(calls):
     return float(out[0]), float(out[1])
 
 
+def exit_cost(python, rounds):
+    """Median wall of a fresh Python importing the helper, with and without
+    STAGEBENCH_SPANS set (the runtime line written at exit, or not)."""
+    env = dict(os.environ, PYTHONPATH=HELPER)
+    env.pop("STAGEBENCH_SPANS", None)
+    on, off = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        spans = os.path.join(tmp, "spans.jsonl")
+        for r in range(rounds):
+            for under in ([True, False] if r % 2 == 0 else [False, True]):
+                e = dict(env, STAGEBENCH_SPANS=spans) if under else env
+                open(spans, "w").close()
+                t = time.perf_counter()
+                subprocess.run([python, "-c", "import json, stagebench"], env=e, check=True)
+                (on if under else off).append(time.perf_counter() - t)
+    return statistics.median(on), statistics.median(off)
+
+
 def ms(x):
     return f"{1000 * x:8.3f} ms"
 
@@ -152,7 +177,15 @@ def main():
     ap.add_argument("--baseline", help="target/release of a build that read spans only at the end")
     ap.add_argument("--calls", type=int, default=200000, help="calls per wrapped measurement")
     ap.add_argument("--wrapped-only", action="store_true")
+    ap.add_argument("--exit-only", action="store_true")
+    ap.add_argument("--python", default=sys.executable, help="the Python for `exit`")
     a = ap.parse_args()
+    on, off = exit_cost(a.python, a.rounds)
+    print(f"exit: a Python importing the helper takes {on * 1e3:.1f} ms under stagebench "
+          f"(runtime line at exit), {off * 1e3:.1f} ms outside it: {(on - off) * 1e3:+.1f} ms "
+          f"(medians of {a.rounds} alternating processes)")
+    if a.exit_only:
+        return
     costs = [wrapped_cost(a.calls) for _ in range(a.rounds)]
     bare = statistics.median(c[0] for c in costs)
     extra = statistics.median(c[1] - c[0] for c in costs)

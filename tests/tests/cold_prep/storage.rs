@@ -98,3 +98,56 @@ fn os_cache_cold_without_inputs_or_outside_cold_prep_is_refused() {
     assert!(f.stderr.contains("--os-cache applies to --mode cold-prep"), "{}", f.stderr);
     assert!(!out.exists());
 }
+
+/// A team's own preparation with `--os-cache cold --inputs DIR`: its
+/// program's reads of the inputs, whole, come from storage in each phase
+/// (counted over the program's life, as its items are timed by the clock).
+#[test]
+fn a_teams_preparation_reads_its_evicted_inputs_from_storage() {
+    use std::io::Write;
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let inputs = tmp.path().join("inputs");
+    std::fs::create_dir(&inputs).unwrap();
+    let mut ids = String::new();
+    for i in 0..4 {
+        let mut f = std::fs::File::create(inputs.join(format!("part{i}.bin"))).unwrap();
+        let block: Vec<u8> = (0..1 << 20).map(|b| (b * 7 + i) as u8).collect();
+        f.write_all(&block).unwrap();
+        f.write_all(&block).unwrap();
+        f.sync_all().unwrap();
+        ids.push_str(&format!("part{i}.bin\n"));
+    }
+    let items = tmp.path().join("items.txt");
+    std::fs::write(&items, ids).unwrap();
+    let program = tmp.path().join("read.py");
+    std::fs::write(
+        &program,
+        "import os, sys, stagebench\n\
+         def prepare(item, out):\n\
+         \x20   with open(os.path.join(sys.argv[1], item), 'rb') as f:\n\
+         \x20       n = len(f.read())\n\
+         \x20   with open(os.path.join(out, item + '.len'), 'w') as f:\n\
+         \x20       f.write(str(n))\n\
+         stagebench.serve(prepare)\n",
+    )
+    .unwrap();
+    let py = harness::python(&mut c);
+    c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "1", "--os-cache", "cold"]);
+    c.arg("--prepare").arg(format!("{py} {} {}", program.display(), inputs.display()));
+    c.arg("--items").arg(&items).arg("--inputs").arg(&inputs);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let storage = &r["storage"];
+    assert_eq!(u(&storage["inputs_bytes"]), 8 << 20, "{storage}");
+    let phases = storage["phases"].as_array().unwrap();
+    assert_eq!(phases.len(), 2, "{storage}");
+    for p in phases {
+        if u(&p["eviction"]["resident_after_bytes"]) == 0 {
+            assert!(u(&p["read_bytes"]) >= (8 << 20) * 9 / 10, "{p}");
+        } else {
+            assert!(r["warnings"].to_string().contains("could not evict"), "{}", r["warnings"]);
+        }
+    }
+    assert_eq!(r["outputs_identical"], true);
+}
