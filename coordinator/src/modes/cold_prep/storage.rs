@@ -138,8 +138,8 @@ impl Storage {
             None => String::new(),
         };
         let how = match self.os_cache.as_str() {
-            "cold" => "--os-cache cold: the inputs were dropped from the page cache before each phase",
-            _ => "--os-cache as-is: the page cache was left as it was; --os-cache cold drops the inputs from it before each phase",
+            "cold" => "--os-cache cold: evicted from the page cache before each phase",
+            _ => "--os-cache as-is; --os-cache cold evicts them before each phase",
         };
         format!(
             "storage read: serial {}, {processes} processes {}{inputs} (medians; {how})",
