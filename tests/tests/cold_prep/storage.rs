@@ -6,10 +6,33 @@
 use harness::data::tiny;
 use harness::{json, run};
 
-fn cold_prep(os_cache: &str) -> serde_json::Value {
+/// A private copy of the tiny dataset, synced (clean pages can be
+/// evicted): the shared one is read by this binary's other tests at the
+/// same time, which would fill the page cache between an eviction and the
+/// phase that follows it.
+fn private_dataset(dir: &std::path::Path) -> std::path::PathBuf {
+    let copy = dir.join("frozen");
+    let mut dirs = vec![std::path::PathBuf::new()];
+    while let Some(rel) = dirs.pop() {
+        std::fs::create_dir(copy.join(&rel)).unwrap();
+        for e in std::fs::read_dir(tiny().frozen.join(&rel)).unwrap() {
+            let e = e.unwrap();
+            let rel = rel.join(e.file_name());
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(rel);
+            } else {
+                std::fs::copy(e.path(), copy.join(&rel)).unwrap();
+                std::fs::File::open(copy.join(&rel)).unwrap().sync_all().unwrap();
+            }
+        }
+    }
+    copy
+}
+
+fn cold_prep(os_cache: &str, data: &std::path::Path) -> serde_json::Value {
     let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "2", "--os-cache", os_cache]);
-    c.arg("--data").arg(&tiny().frozen);
+    c.arg("--data").arg(data);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     assert!(f.stdout.contains("storage read: serial"), "{}", f.stdout);
@@ -27,18 +50,20 @@ fn u(v: &serde_json::Value) -> u64 {
 
 #[test]
 fn os_cache_cold_reads_the_inputs_from_storage_and_as_is_reads_the_page_cache() {
-    let r = cold_prep("cold");
+    let tmp = tempfile::tempdir().unwrap();
+    let data = private_dataset(tmp.path());
+    let r = cold_prep("cold", &data);
     let storage = &r["storage"];
     assert_eq!(storage["os_cache"], "cold");
     let inputs = u(&storage["inputs_bytes"]);
     // The training series' files, as the dataset holds them.
-    let frozen = json(&tiny().frozen.join("frozen.json"));
+    let frozen = json(&data.join("frozen.json"));
     let on_disk: u64 = frozen["series"]
         .as_array()
         .unwrap()
         .iter()
         .filter(|s| s["partition"] == "train")
-        .map(|s| std::fs::metadata(tiny().frozen.join(s["file"].as_str().unwrap())).unwrap().len())
+        .map(|s| std::fs::metadata(data.join(s["file"].as_str().unwrap())).unwrap().len())
         .sum();
     assert_eq!(inputs, on_disk);
     let phases = storage["phases"].as_array().unwrap();
@@ -66,7 +91,7 @@ fn os_cache_cold_reads_the_inputs_from_storage_and_as_is_reads_the_page_cache() 
     // As it is: the dataset's verification has just read every file, so
     // the preparation is served from the page cache, and says nothing of
     // coldness (it was not asked for).
-    let r = cold_prep("as-is");
+    let r = cold_prep("as-is", &data);
     let storage = &r["storage"];
     assert_eq!(storage["os_cache"], "as-is");
     assert_eq!(u(&storage["inputs_bytes"]), inputs);
