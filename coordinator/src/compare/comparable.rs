@@ -161,4 +161,28 @@ mod tests {
         let commit = lib.iter().find(|l| l.what == "stage train: commit").unwrap();
         assert!(commit.differs() && !commit.marks("train"), "a commit is information");
     }
+
+    /// A line is there when either side has its fact: Python or a commit on
+    /// one side only differs from "none"; the coordinator's thread settings
+    /// are read from environment.json.
+    #[test]
+    fn a_fact_on_one_side_only_is_a_difference() {
+        let env = |omp: serde_json::Value| json!({"cpu": {}, "threads": {"OMP_NUM_THREADS": omp}});
+        let with = json!({"s": {"runtime": {"python": "3.12.1", "git_commit": "ab12"}}});
+        let without = json!({"s": {}});
+        let lines = block([&env(json!(null)), &env(json!("2"))], [&with, &without], &["s".into()]);
+        let line = |what: &str| lines.iter().find(|l| l.what == what).unwrap().clone();
+        let threads = line("thread settings of the coordinator");
+        assert_eq!((threads.a.as_str(), threads.b.as_str()), ("none", "OMP_NUM_THREADS=2"));
+        assert!(threads.marks("s"));
+        let python = line("stage s: Python");
+        assert_eq!((python.a.as_str(), python.b.as_str()), ("3.12.1", "none"));
+        assert!(python.marks("s"));
+        let commit = line("stage s: commit");
+        assert_eq!((commit.a.as_str(), commit.b.as_str()), ("ab12", "none"));
+        let reversed =
+            block([&env(json!(null)), &env(json!(null))], [&without, &with], &["s".into()]);
+        assert!(reversed.iter().any(|l| l.what == "stage s: Python" && l.differs()));
+        assert!(reversed.iter().any(|l| l.what == "stage s: commit" && l.differs()));
+    }
 }

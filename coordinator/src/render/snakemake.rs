@@ -143,7 +143,10 @@ mod tests {
 
     #[test]
     fn a_row_has_every_column_in_snakemakes_units_and_na_where_unmeasured() {
-        let x = Sample { wall_s: 2.0, cpu_s: 3.0, tree_peak_bytes: 10.0 * MB, io: Some((MB, 0.0)) };
+        // Snakemake's MB is 1024 * 1024 bytes.
+        let mib = 1_048_576.0;
+        let x =
+            Sample { wall_s: 2.0, cpu_s: 3.0, tree_peak_bytes: 10.0 * mib, io: Some((mib, 0.0)) };
         let cols: Vec<String> = row("train", 2, &x).split('\t').map(String::from).collect();
         assert_eq!(cols.len(), HEADER.len());
         let at = |name: &str| cols[HEADER.iter().position(|h| *h == name).unwrap()].as_str();
@@ -160,5 +163,26 @@ mod tests {
         let cols: Vec<&str> = none.split('\t').collect();
         assert_eq!(cols.len(), HEADER.len(), "a tab in a stage's key cannot add a column");
         assert_eq!((cols[6], cols[7], cols[8]), (NA, NA, NA));
+    }
+
+    /// A trials report (the recorded fixture, from before I/O was kept):
+    /// the header, then a row per stage in plan order and per trial, each
+    /// the trial's own wall time, I/O `NA`.
+    #[test]
+    fn a_trials_report_is_a_row_per_stage_and_trial_in_plan_order() {
+        let r: Report = serde_json::from_str(include_str!("fixtures/trials-report.json")).unwrap();
+        let text = tsv(&r);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], HEADER.join("\t"));
+        assert_eq!(lines.len(), 1 + 3 * 8, "{text}");
+        let trials = r.trials().unwrap();
+        for (i, line) in lines[1..].iter().enumerate() {
+            let cols: Vec<&str> = line.split('\t').collect();
+            let (stage, trial) = (["noop", "sleep:20", "spin:30"][i / 8], i % 8);
+            assert_eq!((cols[11], cols[10]), (stage, (trial + 1).to_string().as_str()));
+            let wall = trials[stage].samples["wall_s"][trial];
+            assert_eq!(cols[0], format!("{wall:.4}"));
+            assert_eq!((cols[6], cols[7]), (NA, NA), "no I/O in this report");
+        }
     }
 }
