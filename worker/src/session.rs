@@ -270,8 +270,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.tree = tree;
                         measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
                         if let Some(python) = reporter.python.take() {
-                            runtime.python = Some(python.python);
-                            runtime.distributions = python.distributions.into_iter().collect();
+                            python.fill(&mut runtime);
                         }
                         measurement.runtime = runtime;
                         FromWorker::Measurement { job, measurement }

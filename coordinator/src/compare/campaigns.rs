@@ -8,12 +8,56 @@
 //! the verdict, the threshold; then one sentence per step saying whether B
 //! is faster, slower or neither, and what changed most.
 
-use super::{Row, row};
+use super::{Asked, CompareError, Comparison, DEFAULT_FIGURES, Row, comparable, matches, row};
 use crate::campaign::report::{CampaignReport, StepReport};
 use crate::fmt::duration;
 use crate::stats::Verdict;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
+
+/// Two verified campaigns: their comparison, or why they are refused.
+pub(super) fn compare(
+    env: [&Value; 2],
+    reports: [Value; 2],
+    asked: &Asked<'_>,
+) -> Result<Comparison, CompareError> {
+    let typed = |v: Value| {
+        serde_json::from_value::<crate::campaign::report::CampaignReport>(v)
+            .map_err(|e| CompareError::Read(format!("a campaign's report.json: {e}")))
+    };
+    let [ra, rb] = reports;
+    let (a, b) = (typed(ra)?, typed(rb)?);
+    let mut incomparable = Vec::new();
+    if a.pipeline != b.pipeline {
+        incomparable.push("one campaign ran a pipeline, the other the recipe".into());
+    }
+    if !a.steps.iter().any(|s| b.steps.iter().any(|o| o.name == s.name)) {
+        incomparable.push("no step in common".into());
+    }
+    if !incomparable.is_empty() && !asked.allow_incomparable {
+        return Err(CompareError::Incomparable(incomparable));
+    }
+    let stages = [stages_with_runtime(&a), stages_with_runtime(&b)];
+    let common = common_stages(&a, &b);
+    let comparability = comparable::block(env, [&stages[0], &stages[1]], &common);
+    let differences = comparable::differences(&comparability);
+    if asked.strict && !differences.is_empty() {
+        return Err(CompareError::Differs(differences));
+    }
+    let (mut rows, notes) = rows(&a, &b, asked.threshold_pct);
+    if !asked.figures.is_empty() && asked.figures != DEFAULT_FIGURES {
+        rows.retain(|r| asked.figures.iter().any(|f| matches(f, &r.figure)));
+    }
+    for r in &mut rows {
+        // A row of STEP/STAGE is the stage's; a step's total, the machine's.
+        let stage = r.stage.split_once('/').map_or("", |(_, s)| s);
+        r.differs = comparability.iter().any(|l| l.marks(stage));
+    }
+    if rows.is_empty() {
+        return Err(CompareError::Nothing("the campaigns share no step with a figure".into()));
+    }
+    Ok(Comparison { incomparable, comparability, rows, notes })
+}
 
 /// Rows key: the step (`STEP`) or a stage of it (`STEP/STAGE`), and the
 /// figure (`total_s`, `span:NAME_s`).

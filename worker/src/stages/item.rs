@@ -120,8 +120,7 @@ impl Items {
         let io = crate::tree::io::between(self.io_start.take(), crate::tree::io::now());
         let mut runtime = std::mem::take(&mut self.runtime);
         if let Some(python) = python {
-            runtime.python = Some(python.python);
-            runtime.distributions = python.distributions.into_iter().collect();
+            python.fill(&mut runtime);
         }
         Some(Closed { result, contained, spans_not_found, io, runtime })
     }

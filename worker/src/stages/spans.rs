@@ -57,6 +57,13 @@ pub struct PythonRuntime {
 pub const MAX_DISTRIBUTIONS: usize = 2000;
 
 impl PythonRuntime {
+    /// Completes what the worker read before the stage (`runtime`) with
+    /// what the helper said.
+    pub fn fill(self, runtime: &mut protocol::Runtime) {
+        runtime.python = Some(self.python);
+        runtime.distributions = self.distributions.into_iter().collect();
+    }
+
     /// Versions and names of `A-Z a-z 0-9 _ . + ! -`, 1 to 100 of them: what
     /// package metadata holds, never a path.
     fn check(&self) -> Result<(), String> {

@@ -1,0 +1,137 @@
+//! What the phases returned, as the report's records: a job's stage
+//! record, every worker process's record (wait4's rusage, launch,
+//! handshake and jobs), and an artifact a worker reported, re-hashed.
+
+use super::PhaseOutcome;
+use crate::error::RunError;
+use crate::rundir::report::{
+    ArtifactRecord, JobSlice, Leaked, ProcessRecord, RuntimeRecord, StageIo, StageRecord,
+    TimedSlice,
+};
+use crate::supervisor::JobResult;
+use std::path::Path;
+
+fn secs(ns: u64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// A stage record from one job's own measurement.
+pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
+    let m = &r.measurement;
+    StageRecord {
+        stage: r.job.stage.to_string(),
+        order,
+        worker: Some(r.worker.0),
+        processes: 1,
+        wall_s: secs(m.wall_ns),
+        cpu_s: secs(m.user_ns + m.sys_ns),
+        user_s: secs(m.user_ns),
+        sys_s: secs(m.sys_ns),
+        peak_rss_bytes: m.peak_rss_bytes,
+        figures: m.figures.iter().map(|f| (f.name.clone(), f.value)).collect(),
+        tree_peak_bytes: m.tree.peak_bytes,
+        tree_peak_method: m.tree.method.clone(),
+        tree_peak_anon_bytes: m.tree.anon_bytes,
+        tree_peak_file_bytes: m.tree.file_bytes,
+        sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
+        leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
+        spans_not_found: m.spans_not_found.clone(),
+        minor_faults: Some(m.faults.minor),
+        major_faults: Some(m.faults.major),
+        voluntary_switches: Some(m.faults.voluntary_switches),
+        involuntary_switches: Some(m.faults.involuntary_switches),
+        io: m.io.as_ref().map(StageIo::measured),
+        runtime: RuntimeRecord::measured(&m.runtime),
+    }
+}
+
+/// Every worker process of every phase, as wait4 reported it, with its
+/// launch, handshake and jobs in seconds from `t0`, the run's start.
+pub(crate) fn process_records(
+    outcomes: &[PhaseOutcome],
+    t0: std::time::Instant,
+) -> Vec<ProcessRecord> {
+    let since = |t: std::time::Instant| t.saturating_duration_since(t0).as_secs_f64();
+    let mut out: Vec<ProcessRecord> = outcomes
+        .iter()
+        .flat_map(|p| {
+            p.dispatch.outcomes.iter().map(|o| ProcessRecord {
+                rank: o.rank.0,
+                phase: p.phase.key.clone(),
+                stages: {
+                    let mut keys: Vec<String> = o.jobs.iter().map(|j| j.job.key.clone()).collect();
+                    keys.dedup();
+                    keys
+                },
+                wall_s: o.exit.wall.as_secs_f64(),
+                cpu_s: secs(o.exit.user_ns + o.exit.sys_ns),
+                user_s: secs(o.exit.user_ns),
+                sys_s: secs(o.exit.sys_ns),
+                peak_rss_bytes: o.exit.peak_rss_bytes,
+                peak_rss_floor_bytes: o.rss_floor_bytes,
+                exit: o.exit.kind.to_string(),
+                task_of_step: o.task_of_step,
+                host_sha256: o.host_sha256.clone(),
+                minor_faults: o.exit.faults.map(|f| f.minor),
+                major_faults: o.exit.faults.map(|f| f.major),
+                voluntary_switches: o.exit.faults.map(|f| f.voluntary_switches),
+                involuntary_switches: o.exit.faults.map(|f| f.involuntary_switches),
+                start_s: Some(since(o.launched)),
+                connected_s: o.connected.map(since),
+                jobs: o
+                    .jobs
+                    .iter()
+                    .map(|j| {
+                        let (start_s, end_s) = j.interval_since(t0);
+                        let slices = j
+                            .measurement
+                            .slices
+                            .iter()
+                            .map(|s| {
+                                let from = start_s + secs(s.start_ns);
+                                TimedSlice {
+                                    name: s.name.clone(),
+                                    start_s: from,
+                                    end_s: from + secs(s.dur_ns),
+                                }
+                            })
+                            .collect();
+                        JobSlice { stage: j.job.key.clone(), start_s, end_s, slices }
+                    })
+                    .collect(),
+            })
+        })
+        .collect();
+    out.sort_by_key(|p| p.rank);
+    out
+}
+
+/// Re-hashes a file a worker reported and checks it against the claim.
+pub(crate) fn checked_artifact(
+    dir: &Path,
+    r: &JobResult,
+    path: &str,
+    claimed: &[u8; 32],
+    kind: &str,
+) -> Result<ArtifactRecord, RunError> {
+    let mismatch = |why: String| {
+        crate::error::fail(
+            Some(r.job.key.clone()),
+            Some(r.worker.0),
+            "artifact_mismatch",
+            format!("artifact {path} of stage {} from {}: {why}", r.job.key, r.worker),
+        )
+    };
+    let (sha, bytes) = evidence::file_sha256(&dir.join(path))
+        .map_err(|e| mismatch(format!("cannot be read: {e}")))?;
+    if sha != hex::encode(claimed) {
+        return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
+    }
+    Ok(ArtifactRecord {
+        path: path.into(),
+        sha256: sha,
+        bytes,
+        stage: r.job.key.clone(),
+        kind: kind.into(),
+    })
+}
