@@ -4,16 +4,16 @@
 
 use super::storage::OsCache;
 use super::{items, rounds};
-use crate::pagecache::Inputs;
-use std::sync::Arc;
+use crate::error::RunError;
 use crate::modes::preparation::{
     ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, prepare_phase, verify_phase,
 };
-use crate::error::RunError;
 use crate::modes::{JobNumbers, Phase, Prepared};
+use crate::pagecache::Inputs;
 use crate::plan::Settings;
 use protocol::Stage;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 /// `--mode cold-prep`'s own settings.
 #[derive(Clone, Debug)]

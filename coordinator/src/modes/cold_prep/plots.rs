@@ -146,7 +146,9 @@ impl Figure for SweepPlot<'_> {
             .map(|p| p.speedup_interval.map_or(p.speedup, |i| i.high))
             .fold(top, f64::max);
         let fit = match (s.amdahl.serial_fraction, s.amdahl.speedup_limit) {
-            (Some(f), Some(limit)) => format!("Amdahl fit: serial fraction {f:.3}, limit {limit:.2}x"),
+            (Some(f), Some(limit)) => {
+                format!("Amdahl fit: serial fraction {f:.3}, limit {limit:.2}x")
+            }
             (Some(f), None) => format!("Amdahl fit: serial fraction {f:.3}, no limit"),
             _ => "no Amdahl fit (no count above 1)".to_string(),
         };
@@ -200,7 +202,8 @@ impl Figure for SweepPlot<'_> {
             .label_style((SANS, 14))
             .draw()
             .map_err(err)?;
-        let ideal: Vec<(f64, f64)> = counts.iter().map(|c| (f64::from(*c), f64::from(*c))).collect();
+        let ideal: Vec<(f64, f64)> =
+            counts.iter().map(|c| (f64::from(*c), f64::from(*c))).collect();
         chart
             .draw_series(LineSeries::new(ideal, MUTED.stroke_width(2)))
             .map_err(err)?
@@ -237,7 +240,8 @@ impl Figure for SweepPlot<'_> {
             .map_err(err)?
             .label("measured (median; bar: 95% CI from 6 rounds, else the rounds' range)")
             .legend(|(x, y)| Circle::new((x + 10, y), 5, BAR.filled()));
-        let beside = TextStyle::from((SANS, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
+        let beside =
+            TextStyle::from((SANS, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         chart
             .draw_series(s.points.iter().map(|p| {
                 EmptyElement::at((f64::from(p.workers), p.speedup))

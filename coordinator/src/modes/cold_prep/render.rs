@@ -247,7 +247,9 @@ impl ModeSection for Section {
     // A preparation phase is many processes: its record sums their CPU
     // and keeps the largest one's peak.
     fn stages_plot_note(&self) -> Option<&'static str> {
-        Some("a preparation phase: its wall, its processes' CPU summed, its largest process's peak RSS")
+        Some(
+            "a preparation phase: its wall, its processes' CPU summed, its largest process's peak RSS",
+        )
     }
 
     /// The parallel phase carries its process count (`_w4`), the largest
@@ -279,11 +281,7 @@ impl ModeSection for Section {
 
 /// A user's own preparation (`--prepare`): what it ran over, said without
 /// naming an item or a path.
-fn items_paragraph(
-    s: &mut String,
-    prep: &Section,
-    i: &super::items::Summary,
-) {
+fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
     let _ = write!(
         s,
         "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once. ",

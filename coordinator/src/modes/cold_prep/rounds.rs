@@ -174,7 +174,12 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
             "{cache} ({}-process, round {round}) differs from {} (1-process, round 1)",
             p.phase.workers, n.serial_out
         );
-        return Err(crate::modes::preparation::outputs::outputs_differ(&p.phase.key, what, &sealed, &manifest));
+        return Err(crate::modes::preparation::outputs::outputs_differ(
+            &p.phase.key,
+            what,
+            &sealed,
+            &manifest,
+        ));
     }
     if manifest != sealed {
         return Err(fail(

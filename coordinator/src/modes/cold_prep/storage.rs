@@ -79,7 +79,8 @@ pub(crate) fn storage(
             eviction: p.eviction.clone(),
         });
     }
-    let inputs_bytes = phases.iter().find_map(|p| p.eviction.as_ref().map(|e| e.bytes)).or(inputs_bytes);
+    let inputs_bytes =
+        phases.iter().find_map(|p| p.eviction.as_ref().map(|e| e.bytes)).or(inputs_bytes);
     Some(Storage { os_cache: os_cache.as_str().into(), inputs_bytes, phases })
 }
 
@@ -122,7 +123,9 @@ impl Storage {
             let reads: Vec<f64> = self
                 .phases
                 .iter()
-                .filter(|p| crate::plan::repeat_of(&p.key).map_or(p.key.as_str(), |(base, _)| base) == key)
+                .filter(|p| {
+                    crate::plan::repeat_of(&p.key).map_or(p.key.as_str(), |(base, _)| base) == key
+                })
                 .map(|p| p.read_bytes as f64)
                 .collect();
             crate::stats::distribution(&reads).median
@@ -152,7 +155,10 @@ impl Storage {
     pub(crate) fn summary(&self, n: &Names, processes: usize, s: &mut String) {
         let _ = writeln!(s, "\n### Storage\n");
         let _ = writeln!(s, "{}.\n", capitalised(&self.line(n, processes)));
-        let _ = writeln!(s, "| phase | processes | storage read MiB | resident before | resident after |");
+        let _ = writeln!(
+            s,
+            "| phase | processes | storage read MiB | resident before | resident after |"
+        );
         let _ = writeln!(s, "|---|---:|---:|---:|---:|");
         for p in &self.phases {
             let (before, after) = match &p.eviction {

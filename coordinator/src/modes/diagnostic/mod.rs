@@ -2,11 +2,11 @@
 //! costs, or a user's commands) as jobs of one phase; one stage record per job.
 
 use super::section::section_basics;
+use super::stages::{self, Other};
 use super::{
     Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
     checked_artifact, stage_from_job,
 };
-use super::stages::{self, Other};
 use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError};
 use crate::plan::{PlannedStage, Settings};
@@ -33,7 +33,8 @@ impl super::Mode for Diagnostic {
         _: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, Refusal> {
-        let stages = stages::planned(shared, 0, |other| match other {
+        let stages = stages::planned(shared, 0, |other| {
+            match other {
             Other::Recipe(s, _) => Err(format!(
                 "--stage {s}: recipe stages repeat in {} (the recipe's own modes run them all once)",
                 Shared::RecipeStage.readers()
@@ -45,6 +46,7 @@ impl super::Mode for Diagnostic {
                 Shared::RecipeStage.readers()
             )
             .into()),
+        }
         })?;
         if let Some(k) = &shared.kill_at {
             let known: Vec<String> = stages

@@ -14,12 +14,14 @@
 //! one altered between stages fails the run.
 
 use super::preparation::{self, VERIFY_AFTER, VERIFY_BEFORE};
-use super::stages::{COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over, trial_stage_names};
+use super::stages::{
+    COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over, trial_stage_names,
+};
 mod render;
 
 use super::{
-    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
-    checked_artifact, stage_from_job,
+    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, checked_artifact,
+    stage_from_job,
 };
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
@@ -147,7 +149,6 @@ impl Plan {
 /// The phase of `--isolation run` whose one process runs every stage after
 /// the cache preparation.
 pub(crate) const SHARED_PROCESS: &str = "after_cache_preparation";
-
 
 fn assemble(
     dir: &Path,

@@ -2,10 +2,10 @@
 //! model's steps and the input-bound verdict in summary.md.
 
 use super::{NAME, Section};
-use crate::modes::stages::input_phrase;
 use crate::fmt::duration;
 use crate::modes::Report;
 use crate::modes::section::{ModeSection, section_basics};
+use crate::modes::stages::input_phrase;
 use std::fmt::Write as _;
 
 impl ModeSection for Section {

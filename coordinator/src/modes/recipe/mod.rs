@@ -11,10 +11,7 @@
 use super::preparation::{self, VERIFY_BEFORE};
 mod render;
 
-use super::{
-    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
-    stage_from_job,
-};
+use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{Isolation, Settings};
 use protocol::{ResumePolicy, Stage, StateInput, StateStep};

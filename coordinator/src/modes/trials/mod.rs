@@ -5,11 +5,8 @@
 
 mod render;
 
-use super::{
-    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records,
-    stage_from_job,
-};
 use super::stages::{self, Other};
+use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{PlannedStage, Settings};
@@ -66,11 +63,14 @@ impl super::Mode for Trials {
         let stages = stages::planned(shared, seed, |other| match other {
             Other::Recipe(_, stage) => Ok(stage),
             Other::Unknown(s, e) => {
-                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names()).into())
+                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names())
+                    .into())
             }
         })?;
         if !stages.iter().any(|s| stages::recipe_name(&s.stage)) {
-            for (flag, given) in [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())] {
+            for (flag, given) in
+                [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())]
+            {
                 if given {
                     return Err(format!(
                         "{flag} applies to the recipe's stages in --mode {NAME}, and none of these stages is one"
@@ -157,7 +157,6 @@ impl Planned for Plan {
             locks: Vec::new(),
         })
     }
-
 
     fn assemble(
         &self,

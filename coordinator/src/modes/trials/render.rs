@@ -204,8 +204,9 @@ impl Figure for TrialsPlot<'_> {
         for k in &keys {
             let t = &sets[*k];
             let m = t.summary["wall_s"].median;
-            let all =
-                t.samples["wall_s"].iter().chain(t.warmup_samples.get("wall_s").into_iter().flatten());
+            let all = t.samples["wall_s"]
+                .iter()
+                .chain(t.warmup_samples.get("wall_s").into_iter().flatten());
             for x in all.map(|x| x / m).filter(|x| x.is_finite()) {
                 lo = lo.min(x);
                 hi = hi.max(x);
@@ -246,11 +247,9 @@ impl Figure for TrialsPlot<'_> {
             let jitter = |j: usize| y + 0.3 * (((j as f64 * 0.618_034) % 1.0) - 0.5);
             let warm = t.warmup_samples.get("wall_s").map(Vec::as_slice).unwrap_or(&[]);
             chart
-                .draw_series(
-                    warm.iter().enumerate().map(|(j, x)| {
-                        Circle::new((x / s.median, jitter(j + 7)), 4, MUTED.stroke_width(1))
-                    }),
-                )
+                .draw_series(warm.iter().enumerate().map(|(j, x)| {
+                    Circle::new((x / s.median, jitter(j + 7)), 4, MUTED.stroke_width(1))
+                }))
                 .map_err(err)?;
             chart
                 .draw_series(t.samples["wall_s"].iter().enumerate().map(|(j, x)| {
