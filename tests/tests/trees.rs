@@ -60,6 +60,29 @@ if os.fork() == 0:
 time.sleep(0.2)
 "#;
 
+/// MIB MiB touched and freed at once, by the command's own process (`own`)
+/// or by a grandchild whose parent exited first (`orphan`): a peak that
+/// lasts a moment, between two samples.
+const SPIKE_PY: &str = r#"
+import os, sys, time
+mode, mib = sys.argv[1], int(sys.argv[2])
+def spike():
+    b = b"\x01" * (mib << 20)
+    del b
+if mode == "own":
+    spike()
+else:
+    pid = os.fork()
+    if pid == 0:
+        if os.fork() == 0:
+            time.sleep(0.05)
+            spike()
+            os._exit(0)
+        os._exit(0)
+    os.waitpid(pid, 0)
+    time.sleep(1.0)
+"#;
+
 struct Scripts {
     _dir: tempfile::TempDir,
     dir: PathBuf,
@@ -67,7 +90,12 @@ struct Scripts {
 
 fn scripts() -> Scripts {
     let dir = tempfile::tempdir().unwrap();
-    for (name, text) in [("tree.py", TREE_PY), ("orphan.py", ORPHAN_PY), ("daemon.py", DAEMON_PY)] {
+    for (name, text) in [
+        ("tree.py", TREE_PY),
+        ("orphan.py", ORPHAN_PY),
+        ("daemon.py", DAEMON_PY),
+        ("spike.py", SPIKE_PY),
+    ] {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
     Scripts { dir: dir.path().to_path_buf(), _dir: dir }
@@ -178,6 +206,29 @@ fn four_children_at_once_are_one_tree_and_in_turn_are_not_by_every_method() {
             "4 x 100 MiB in turn, {method}: tree peak {peak:.1} MiB, sum of peaks {:.1} MiB",
             mib(&in_turn, "sum_of_peaks_bytes")
         );
+    }
+}
+
+/// A peak between two samples (10 s apart, in a stage of about a second)
+/// is one sampling cannot see: the sampled tree peak stays small, which is
+/// the control. The sum of peaks still counts it, from the `ru_maxrss` the
+/// worker's own `wait4` gave, for the command's process and for an orphan
+/// the worker reaped; the kernel's cgroup peak, where there is one, sees it.
+#[test]
+fn a_peak_between_samples_is_kept_by_the_wait4_of_the_process_that_made_it() {
+    let s = scripts();
+    let slow = ["--sample-ms", "10000"];
+    for who in ["own", "orphan"] {
+        let st =
+            command_stage_by(&py(&s, "spike.py", &format!("{who} 256")), &slow, Some("sampled"));
+        assert_eq!(st["tree_peak_method"], "sampled", "{st}");
+        assert!(mib(&st, "tree_peak_bytes") < 128.0, "{who}: the samples saw the spike: {st}");
+        assert!(mib(&st, "sum_of_peaks_bytes") >= 256.0, "{who}: the spike's 256 MiB: {st}");
+        if cgroups_here() {
+            let st = command_stage_by(&py(&s, "spike.py", &format!("{who} 256")), &slow, None);
+            assert_eq!(st["tree_peak_method"], "cgroup", "{st}");
+            assert!(mib(&st, "tree_peak_bytes") >= 256.0, "{who}: the cgroup's peak: {st}");
+        }
     }
 }
 

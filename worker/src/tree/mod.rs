@@ -359,8 +359,13 @@ mod tests {
         child.kill().unwrap();
         child.wait().unwrap();
 
+        // A pid that is no child of this process: an error, not a wait
+        // that never ends.
+        assert!(wait_child(i32::MAX).is_err());
+
         become_subreaper().unwrap();
-        let sampler = Sampler::start(5);
+        let sampler = Sampler::start(7);
+        assert_eq!(interval_ms(), 7, "the tree thread samples at the stage's interval");
         // A child that outlives the "stage": it must be found, killed, named
         // (and reaped by `contain`, not by this handle).
         #[allow(clippy::zombie_processes)]
