@@ -83,6 +83,30 @@ else:
     time.sleep(1.0)
 "#;
 
+/// A daemon in a session of its own that outlives its stage. `polite`: on
+/// SIGTERM it takes 20 ms to shut down, writes "terminated" into FILE and
+/// exits; `deaf`: it ignores SIGTERM. The command returns once it is ready.
+const GRACE_PY: &str = r#"
+import os, signal, sys, time
+mode, file = sys.argv[1], sys.argv[2]
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        def polite(signo, frame):
+            time.sleep(0.02)
+            with open(file, "w") as f:
+                f.write("terminated")
+            os._exit(0)
+        signal.signal(signal.SIGTERM, polite if mode == "polite" else signal.SIG_IGN)
+        open(file + ".ready", "w").close()
+        while True:
+            time.sleep(1)
+    os._exit(0)
+deadline = time.time() + 20
+while not os.path.exists(file + ".ready") and time.time() < deadline:
+    time.sleep(0.005)
+"#;
+
 struct Scripts {
     _dir: tempfile::TempDir,
     dir: PathBuf,
@@ -95,6 +119,7 @@ fn scripts() -> Scripts {
         ("orphan.py", ORPHAN_PY),
         ("daemon.py", DAEMON_PY),
         ("spike.py", SPIKE_PY),
+        ("grace.py", GRACE_PY),
     ] {
         std::fs::write(dir.path().join(name), text).unwrap();
     }
@@ -224,6 +249,9 @@ fn a_peak_between_samples_is_kept_by_the_wait4_of_the_process_that_made_it() {
         assert_eq!(st["tree_peak_method"], "sampled", "{st}");
         assert!(mib(&st, "tree_peak_bytes") < 128.0, "{who}: the samples saw the spike: {st}");
         assert!(mib(&st, "sum_of_peaks_bytes") >= 256.0, "{who}: the spike's 256 MiB: {st}");
+        // Its processes' own peaks added: the spike, two Pythons, a shell
+        // and the worker, not more.
+        assert!(mib(&st, "sum_of_peaks_bytes") < 512.0, "{who}: {st}");
         if cgroups_here() {
             let st = command_stage_by(&py(&s, "spike.py", &format!("{who} 256")), &slow, None);
             assert_eq!(st["tree_peak_method"], "cgroup", "{st}");
@@ -268,6 +296,25 @@ fn daemons_are_killed_named_and_gone_when_their_stage_ends() {
         let left = processes_with(&format!("sleep {marker}"));
         assert!(left.is_empty(), "{line}: still running: {left:?}");
     }
+}
+
+/// Containment is SIGTERM, a grace, then SIGKILL: a daemon that handles
+/// SIGTERM has the time to shut down (it writes its file), and one that
+/// ignores it is killed all the same; both are named, and both are gone.
+#[test]
+fn a_leak_gets_sigterm_and_a_grace_and_one_deaf_to_it_is_killed() {
+    let s = scripts();
+    let (polite, deaf) = (s.dir.join("polite 78.625"), s.dir.join("deaf 78.625"));
+    let daemon =
+        |mode: &str, file: &Path| py(&s, "grace.py", &format!("{mode} '{}'", file.display()));
+    let st =
+        command_stage(&format!("{} && {}", daemon("polite", &polite), daemon("deaf", &deaf)), &[]);
+    assert_eq!(st["leaked_processes"]["count"], 2, "{st}");
+    assert_eq!(st["leaked_processes"]["names"], serde_json::json!(["python3", "python3"]), "{st}");
+    let said = std::fs::read_to_string(&polite).unwrap_or_default();
+    assert_eq!(said, "terminated", "the polite daemon was not given its grace");
+    assert!(!deaf.exists(), "the deaf daemon wrote its file");
+    assert!(processes_with("78.625").is_empty(), "a daemon outlived its stage");
 }
 
 /// Three daemons under three names (copies of `sleep`, so each has its own
