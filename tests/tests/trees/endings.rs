@@ -1,0 +1,101 @@
+//! Stages and coordinators that end abnormally (a timeout, a kill) leave no
+//! daemon, stage cgroup or socket directory behind.
+
+use super::*;
+
+#[test]
+fn a_stage_that_times_out_leaves_no_daemon_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("daemon.pid");
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--stage-timeout", "1", "--command"]).arg(format!(
+        "setsid sleep 79.25 >/dev/null 2>&1 </dev/null & echo $! > {}; sleep 30",
+        pid_file.display()
+    ));
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert_eq!(json(&out.join("failure.json"))["reason"], "stage_timeout");
+    let daemon = pid_written_to(&pid_file);
+    assert!(
+        harness::wait_gone(daemon, std::time::Duration::from_secs(5)),
+        "the daemon {daemon} of a timed-out stage is still running"
+    );
+    f.assert_no_worker_left();
+    for worker in f.worker_pids() {
+        assert!(stage_cgroups_of(worker).is_empty(), "worker {worker} left its stage cgroup");
+    }
+}
+
+#[test]
+fn a_coordinator_killed_mid_stage_leaves_no_daemon_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let pid_file = dir.path().join("daemon.pid");
+    let (_tmp, _out, mut c) = coordinator_with_output();
+    c.args(["--command"]).arg(format!(
+        "setsid sleep 79.75 >/dev/null 2>&1 </dev/null & echo $! > {}; sleep 30",
+        pid_file.display()
+    ));
+    let running = harness::Running::spawn(c);
+    let daemon = pid_written_to(&pid_file);
+    assert!(harness::alive(daemon), "the daemon never ran");
+    // SAFETY: kill(2) on the coordinator we spawned.
+    unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+    let (_, stderr) = running.finish();
+    assert!(
+        harness::wait_gone(daemon, std::time::Duration::from_secs(5)),
+        "the daemon {daemon} outlived its coordinator"
+    );
+    for pid in harness::worker_pids(&stderr) {
+        assert!(harness::wait_gone(pid, std::time::Duration::from_secs(5)), "worker {pid} left");
+    }
+}
+
+/// Socket directories in the temp directory, by name.
+fn socket_dirs(tmp: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(tmp)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("stagebench-"))
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn a_killed_coordinators_socket_directory_is_removed_by_the_next_and_nothing_else_is() {
+    let tmp = tempfile::tempdir().unwrap();
+    let t = tmp.path();
+    // Not ours to remove: a live pid's, a name we never give, one with a file of someone's.
+    let live = format!("stagebench-{}-live00", std::process::id());
+    for name in [live.as_str(), "stagebench-notours"] {
+        std::fs::create_dir(t.join(name)).unwrap();
+    }
+
+    let (_keep, _out, mut c) = coordinator_with_output();
+    c.env("TMPDIR", t).args(["--command", "sleep 30"]);
+    let mut killed = harness::Running::spawn(c);
+    killed.wait_for("phase started");
+    let pid = killed.pid();
+    let with_file = format!("stagebench-{pid}-planted");
+    std::fs::create_dir(t.join(&with_file)).unwrap();
+    std::fs::write(t.join(&with_file).join("notes.txt"), b"mine").unwrap();
+    // SAFETY: kill(2) on the coordinator this test spawned.
+    unsafe { libc::kill(pid, libc::SIGKILL) };
+    let _ = killed.finish();
+    let left: Vec<String> = socket_dirs(t)
+        .into_iter()
+        .filter(|n| n.starts_with(&format!("stagebench-{pid}-")) && *n != with_file)
+        .collect();
+    assert_eq!(left.len(), 1, "the killed coordinator's socket directory: {left:?}");
+
+    let (_keep2, _out2, mut c) = coordinator_with_output();
+    c.env("TMPDIR", t).args(["--quiet", "--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let now = socket_dirs(t);
+    assert!(!now.contains(&left[0]), "the stale directory is still there: {now:?}");
+    let mut expected = vec![live, "stagebench-notours".to_string(), with_file];
+    expected.sort();
+    assert_eq!(now, expected, "only the stale socket directory goes");
+}
