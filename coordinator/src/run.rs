@@ -171,12 +171,15 @@ fn run_in(
             return Err(fail(None, None, "internal", msg.clone()));
         }
         if let Some((rank, end)) = &p.dispatch.first_failure {
-            return Err(fail(
-                end.stage().map(str::to_string),
-                Some(rank.0),
-                end.reason(),
-                end.describe(*rank),
-            ));
+            let mut message = end.describe(*rank);
+            if let crate::supervisor::WorkerEnd::StageTimeout { .. } = end {
+                // A task of a job step is not our child: wait4 has no exit for it.
+                let own = p.dispatch.outcomes.iter().find(|o| o.rank == *rank && !o.task_of_step);
+                if let Some(o) = own {
+                    message.push_str(&crate::supervisor::after_timeout(o.exit.kind));
+                }
+            }
+            return Err(fail(end.stage().map(str::to_string), Some(rank.0), end.reason(), message));
         }
     }
     check_leaks(&outcomes, plan.settings.leaks)?;

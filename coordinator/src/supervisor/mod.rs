@@ -16,7 +16,7 @@
 
 mod outcome;
 
-pub(crate) use outcome::{Job, JobResult, WorkerEnd, WorkerOutcome};
+pub(crate) use outcome::{Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
 
 use crate::events::Event;
 use crate::gate::{self, Connection};

@@ -143,6 +143,24 @@ impl WorkerEnd {
     }
 }
 
+/// What a timed-out stage's worker did with the SIGTERM that ended it, for
+/// the end of the failure's line. The worker's tree thread ends the stage's
+/// processes, daemons that left the worker's process group included, and
+/// exits 128 + 15; any other ending (killed after the grace, a crash) may
+/// have left such daemons running.
+pub(crate) fn after_timeout(exit: ExitKind) -> String {
+    const MAYBE_LEFT: &str = "processes that left its process group may still run";
+    match exit {
+        ExitKind::Exited(143) => {
+            "; on SIGTERM the worker ended the stage's processes and exited 143".into()
+        }
+        ExitKind::Exited(code) => {
+            format!("; the worker then exited {code}, not 143 on SIGTERM: {MAYBE_LEFT}")
+        }
+        signaled => format!("; the worker was then {signaled}: {MAYBE_LEFT}"),
+    }
+}
+
 /// Everything known about one worker once it is gone.
 #[derive(Debug)]
 pub(crate) struct WorkerOutcome {
@@ -166,4 +184,24 @@ pub(crate) struct WorkerOutcome {
     /// (`--prepare`), as its worker measured it: its tree's lifetime peak
     /// and its leaks. None for a worker that ran no item.
     pub(crate) finished: Option<Measurement>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Only the tree thread's own ending (143) says the stage's processes
+    /// were ended; a worker killed after the grace, or one that exited any
+    /// other way, may have left daemons.
+    #[test]
+    fn a_timed_out_worker_not_ending_with_143_may_have_left_processes() {
+        let contained = after_timeout(ExitKind::Exited(143));
+        assert!(contained.contains("ended the stage's processes"), "{contained}");
+        assert!(!contained.contains("may still run"), "{contained}");
+        for other in [ExitKind::Exited(113), ExitKind::Signaled { signal: 9, core_dumped: false }] {
+            let said = after_timeout(other);
+            assert!(said.contains(&other.to_string()), "{said}");
+            assert!(said.contains("may still run"), "{said}");
+        }
+    }
 }

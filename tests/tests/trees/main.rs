@@ -73,23 +73,64 @@ fn cgroups_here() -> bool {
     made
 }
 
-/// The stage cgroups a worker left below this test's own memory cgroup.
-fn stage_cgroups_of(worker: i32) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return Vec::new() };
-    let Some(path) =
-        text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))
-    else {
-        return Vec::new();
-    };
-    let dir = Path::new("/sys/fs/cgroup/memory").join(path.trim_start_matches('/'));
-    let prefix = format!("stagebench-{worker}-");
-    std::fs::read_dir(dir)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(&prefix))
-        .collect()
+/// A memory cgroup of one test's own, below the test process's, for a
+/// coordinator to run in (None where none can be made). Its workers make
+/// their stage cgroups in it, and the workers of tests running beside this
+/// one, which sweep a dead worker's stage cgroups below their own, never
+/// see them: what is left in it is what this run left. Removed on drop.
+struct PrivateCgroup(PathBuf);
+
+impl PrivateCgroup {
+    fn new(test: &str) -> Option<PrivateCgroup> {
+        let text = std::fs::read_to_string("/proc/self/cgroup").ok()?;
+        let path =
+            text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()))?;
+        let dir = Path::new("/sys/fs/cgroup/memory")
+            .join(path.trim_start_matches('/'))
+            .join(format!("stagebench-test-{}-{test}", std::process::id()));
+        std::fs::create_dir(&dir).ok().map(|()| PrivateCgroup(dir))
+    }
+
+    /// Starts `c` in this cgroup (so do its workers).
+    fn enter(&self, c: &mut std::process::Command) {
+        use std::os::fd::AsRawFd;
+        use std::os::unix::process::CommandExt;
+        let procs = std::fs::OpenOptions::new().write(true).open(self.0.join("cgroup.procs"));
+        let procs = procs.expect("the private cgroup's cgroup.procs");
+        let fd = procs.as_raw_fd();
+        // SAFETY: one write(2) from a static buffer to a descriptor opened
+        // before the fork (async-signal-safe); `procs` outlives the spawn
+        // because the closure owns it.
+        unsafe {
+            c.pre_exec(move || {
+                let _keep = &procs;
+                match libc::write(fd, b"0".as_ptr().cast(), 1) {
+                    1 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                }
+            });
+        }
+    }
+
+    /// The stage cgroups left in it.
+    fn stage_cgroups(&self) -> Vec<String> {
+        std::fs::read_dir(&self.0)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.path().is_dir())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+}
+
+impl Drop for PrivateCgroup {
+    fn drop(&mut self) {
+        for name in self.stage_cgroups() {
+            let _ = std::fs::remove_dir(self.0.join(name));
+        }
+        let _ = std::fs::remove_dir(&self.0);
+    }
 }
 
 /// The pid a command wrote into `file`, once it is there (bounded wait on

@@ -56,21 +56,25 @@ fn watch(set: nix::sys::signal::SigSet) {
             }
             continue;
         }
-        // With a cgroup the kernel keeps the exact peak: the processes are
-        // read (for the sum of peaks and the anon/file split) every tenth
-        // interval only.
-        let every = if cgroup::with_current(|_| ()).is_some() { super::PROCESSES_EVERY } else { 1 };
-        let ms = u64::from(super::interval_ms()) * every;
-        let timeout = libc::timespec {
-            tv_sec: (ms / 1000) as libc::time_t,
-            tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
-        };
+        let timeout = tick(super::interval_ms(), cgroup::with_current(|_| ()).is_some());
         // SAFETY: sigtimedwait reads the set and the timeout, writes nothing (null info).
         let signo = unsafe { libc::sigtimedwait(set.as_ref(), std::ptr::null_mut(), &timeout) };
         if signo == libc::SIGTERM {
             end_on_sigterm();
         }
         super::sample_tick();
+    }
+}
+
+/// The wait between two samples of a stage's tree. With a cgroup the kernel
+/// keeps the exact peak, so the processes are read (for the sum of peaks and
+/// the anon/file split) every tenth interval only.
+fn tick(interval_ms: u32, with_cgroup: bool) -> libc::timespec {
+    let every = if with_cgroup { super::PROCESSES_EVERY } else { 1 };
+    let ms = u64::from(interval_ms) * every;
+    libc::timespec {
+        tv_sec: (ms / 1000) as libc::time_t,
+        tv_nsec: ((ms % 1000) * 1_000_000) as libc::c_long,
     }
 }
 
@@ -112,4 +116,24 @@ pub fn will_start_processes() {
         }
     }
     cgroup::prepare();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::tick;
+
+    /// The tree is sampled at the stage's declared interval, and every tenth
+    /// one where a cgroup keeps the peak; a wait over a second carries into
+    /// the seconds, the rest into nanoseconds.
+    #[test]
+    fn the_wait_between_samples_is_the_interval_or_ten_with_a_cgroup() {
+        let at = |ms, cg| {
+            let t = tick(ms, cg);
+            (t.tv_sec as u64, t.tv_nsec as u64)
+        };
+        assert_eq!(at(7, false), (0, 7_000_000));
+        assert_eq!(at(7, true), (0, 70_000_000));
+        assert_eq!(at(250, true), (2, 500_000_000));
+        assert_eq!(at(1500, false), (1, 500_000_000));
+    }
 }
