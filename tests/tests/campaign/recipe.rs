@@ -80,6 +80,22 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
         );
         assert!(comp(by_name(s), "work") > 0.0, "{s}: the resume had nothing left to do");
     }
+    // Each step's median total over its 2 trials gets the trials' range as its
+    // interval, with the range's true coverage of the median (1 - 2 * 2^-2).
+    for step in steps {
+        let totals: Vec<f64> = step["trials"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["total_s"].as_f64().unwrap())
+            .collect();
+        assert_eq!(totals.len(), 2, "{step}");
+        let i = &step["median_total_interval"];
+        assert_eq!(i["n"], 2, "{step}");
+        assert_eq!(i["low"].as_f64(), Some(totals[0].min(totals[1])), "{step}");
+        assert_eq!(i["high"].as_f64(), Some(totals[0].max(totals[1])), "{step}");
+        assert!((i["coverage"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{step}");
+    }
     // A run killed half-way through preparing the cache is measured as a
     // cold run is (its processes' walls), so it is shorter than a whole one.
     let cold_total = by_name("cold")["median_total_s"].as_f64().unwrap();
