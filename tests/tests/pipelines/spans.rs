@@ -151,22 +151,23 @@ fn bad_span_targets_are_refused_before_anything_runs() {
     }
 }
 
-/// The worked example's campaign run twice with one trial each: over
+/// The worked example's campaign run three times with one trial each: over
 /// chain.py, which calls the helper, and over plain.py, which calls nothing
-/// and whose spans the campaign file names. Their judgments say the same
+/// and whose spans the campaign file names, campaign-wide and then in each
+/// `[[pipeline]]` stage. Their judgments say the same
 /// sentences: each sentence's opening words and the set of span and stage
 /// names it gives (times, their units and the order of near-equal spans
 /// differ from run to run).
 #[test]
 fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
     let example = repo().join("examples/pipeline");
-    let judge = |file: &str, steps: &str| {
+    let read = |file: &str| std::fs::read_to_string(example.join(file)).unwrap();
+    let judge = |file: &str, toml: String, steps: &str| {
         let tmp = tempfile::tempdir().unwrap();
         for f in ["chain.py", "plain.py", "fitting.py"] {
             std::fs::copy(example.join(f), tmp.path().join(f)).unwrap();
         }
         std::fs::create_dir(tmp.path().join("scratch")).unwrap();
-        let toml = std::fs::read_to_string(example.join(file)).unwrap();
         // One trial, and the steps both campaigns share.
         let head = toml.split("[[step]]").next().unwrap().replace("trials = 3\n", "trials = 1\n");
         let path = tmp.path().join("c.toml");
@@ -202,8 +203,16 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
         said
     };
     let steps = "[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"killed_after_recompute\"\nkind = \"interrupted\"\nkill_at = \"mass:span:max_lh_fit_recompute:1\"\n";
-    let helper = judge("campaign.toml", steps);
-    let named = judge("campaign-plain.toml", steps);
+    let helper = judge("campaign.toml", read("campaign.toml"), steps);
+    let plain = read("campaign-plain.toml");
+    let named = judge("campaign-plain.toml", plain.clone(), steps);
+    // The same targets named by each [[pipeline]] stage instead of campaign-wide.
+    let from = plain.find("\nspans = [").unwrap() + 1;
+    let block = &plain[from..from + plain[from..].find("]\n").unwrap() + 2];
+    let per_stage =
+        plain.replacen(block, "", 1).replace("[[pipeline]]\n", &format!("[[pipeline]]\n{block}"));
+    assert_eq!(per_stage.matches("fitting:search_fit").count(), 3, "{per_stage}");
+    let staged = judge("per-stage spans", per_stage, steps);
     assert!(
         helper.iter().any(|(o, n)| o == "It skipped" && n.contains("light/search_fit")),
         "{helper:?}"
@@ -216,6 +225,7 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
         "{helper:?}"
     );
     assert_eq!(named, helper, "the same judgment, spans named or called");
+    assert_eq!(staged, helper, "the same judgment, spans named per stage or campaign-wide");
 }
 
 /// `--span preset:torch` on examples/torch/train.py, which has no
