@@ -276,6 +276,24 @@ fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
     assert!(!out.join("report.json").exists());
 }
 
+/// A pipeline stage's own `timeout_s` ends it: the trial fails naming the
+/// stage and the timeout, and no process or report is left.
+#[test]
+fn a_pipeline_stage_past_its_timeout_fails_the_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let (out, f) = campaign(
+        tmp.path(),
+        "[campaign]\nname = \"slow\"\ntrials = 1\nscratch = \"work\"\n\n[[pipeline]]\nname = \"quick\"\nargv = [\"true\"]\n\n[[pipeline]]\nname = \"hangs\"\nargv = [\"sleep\", \"30\"]\ntimeout_s = 0.5\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n",
+    );
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
+    assert!(line.contains("step 'cold' trial 1"), "{line}");
+    assert!(line.contains("stage hangs") && line.contains("stage timeout of 0.5 s"), "{line}");
+    assert!(!out.join("report.json").exists());
+}
+
 /// A resume whose every stage is complete still makes a real run (of no
 /// stage and no process) that verifies, and the judgment says it ran nothing.
 #[test]
