@@ -249,6 +249,13 @@ impl Runner<'_> {
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
         let mut parts = report::stage_parts(&summary.report);
+        // A run's stages are numbered in its own plan, which leaves out the
+        // skipped ones: each keeps its place in the pipeline instead.
+        for (name, part) in parts.iter_mut() {
+            if let Some(order) = self.campaign.pipeline.iter().position(|st| st.name == *name) {
+                part.order = order;
+            }
+        }
         let (run_wall_s, run) = (summary.report.run_wall_s, run_rel.to_string());
         for (name, part) in skipped {
             parts.insert(name, part);

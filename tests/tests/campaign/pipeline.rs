@@ -39,6 +39,17 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     for t in resume["trials"].as_array().unwrap() {
         assert_eq!(t["stages"]["adapt_images"]["skipped"], true);
         assert_eq!(t["stages"]["fit_likelihood"]["skipped"], true);
+        for (order, stage) in ["adapt_images", "fit_likelihood", "sample"].iter().enumerate() {
+            // Skipped or run, a stage keeps its place in the pipeline.
+            assert_eq!(t["stages"][stage]["order"], order, "{stage}: {t}");
+        }
+        for stage in ["adapt_images", "fit_likelihood"] {
+            // A skipped stage's wall is its marker check, all of it.
+            let part = &t["stages"][stage];
+            let check = part["components"]["record_check"].as_f64().unwrap();
+            assert!(check > 0.0 && check < 0.1, "{stage}: {part}");
+            assert_eq!(part["wall_s"].as_f64(), Some(check), "{stage}: {part}");
+        }
         assert_eq!(t["stages"]["sample"]["skipped"], serde_json::Value::Null);
         assert_eq!(t["identical_to_cold"], true, "a resume changed the outputs");
         let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
