@@ -24,8 +24,13 @@ fn verify_passes_on_an_untouched_run() {
     c.arg("verify").arg(&out);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    assert!(f.stdout.starts_with("verified "), "{}", f.stdout);
-    assert_eq!(f.stdout.lines().count(), 1);
+    assert_eq!(
+        f.stdout,
+        format!(
+            "verified {}: declaration, environment, report body and 1 artifact(s) match (diagnostic run, 2 stage or step record(s))\n",
+            out.display()
+        )
+    );
 }
 
 /// Changes every byte of `file` in turn, several ways, and expects verify to
@@ -294,6 +299,10 @@ fn an_edited_failure_json_of_a_killed_run_is_caught() {
     assert_eq!(run(c).code(), Some(1));
     let v = verify(&out).expect("a killed run verifies as killed");
     assert!(v.killed);
+    assert_eq!(
+        v.to_string(),
+        "declaration and environment match failure.json (diagnostic run killed at its declared point, so no report)"
+    );
     let path = out.join("failure.json");
     let mut j: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
     j["message"] = serde_json::json!("nothing to see");

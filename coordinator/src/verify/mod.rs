@@ -351,3 +351,23 @@ pub(crate) fn checked_report(dir: &Path) -> Result<Checked, Mismatch> {
         .map(|r| Checked::Run(Box::new(r)))
         .map_err(|e| Mismatch(format!("{REPORT} does not match its schema: {e}")))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::verify;
+
+    /// Where there is no report to check, the error says which case it is:
+    /// no directory, a directory with neither ending, a report that is there
+    /// but cannot be read.
+    #[test]
+    fn a_directory_without_a_readable_report_is_named_for_what_it_is() {
+        let tmp = tempfile::tempdir().unwrap();
+        let err = |p: &std::path::Path| verify(p).unwrap_err().0;
+        let missing = tmp.path().join("missing");
+        assert_eq!(err(&missing), format!("'{}' is not a directory", missing.display()));
+        assert_eq!(err(tmp.path()), format!("no report.json in '{}'", tmp.path().display()));
+        std::fs::create_dir(tmp.path().join("report.json")).unwrap();
+        let unreadable = err(tmp.path());
+        assert!(unreadable.starts_with("cannot read report.json: "), "{unreadable}");
+    }
+}
