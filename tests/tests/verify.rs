@@ -180,8 +180,8 @@ fn each_edit_is_named(tmp: &Path, run: &Path, edits: Vec<Edit>) {
     }
 }
 
-/// Edits that change a file's length or the set of files, each caught with
-/// a line that names the file.
+/// Edits that change a file's bytes, its length or the set of files, each
+/// caught with a line that names the file.
 #[test]
 fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits() {
     let tmp = tempfile::tempdir().unwrap();
@@ -245,6 +245,19 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                     let f = std::fs::OpenOptions::new().write(true).open(d.join(&v)).unwrap();
                     let len = f.metadata().unwrap().len();
                     f.set_len(len - 4).unwrap();
+                }
+            }),
+            format!("cache file {values} does not match"),
+        ),
+        (
+            "one byte of a cache file changed, its length kept",
+            Box::new({
+                let v = values.clone();
+                move |d: &Path| {
+                    let mut bytes = std::fs::read(d.join(&v)).unwrap();
+                    let last = bytes.len() - 1;
+                    bytes[last] ^= 1;
+                    std::fs::write(d.join(&v), &bytes).unwrap();
                 }
             }),
             format!("cache file {values} does not match"),

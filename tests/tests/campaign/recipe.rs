@@ -129,6 +129,11 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     };
     let v = verify();
     assert_eq!(v.code(), Some(0), "{}", v.stderr);
+    assert!(
+        v.stdout.ends_with("match (campaign run, 5 stage or step record(s))\n"),
+        "{}",
+        v.stdout
+    );
     let run_report = out.join("runs/resume_load/1/report.json");
     let original = std::fs::read(&run_report).unwrap();
     std::fs::write(
