@@ -143,4 +143,13 @@ mod tests {
         std::fs::write(d.join("owned/x/more"), b"").unwrap();
         acc.check(d).expect("owned subtree");
     }
+
+    /// A directory that cannot be listed (unreachable as root, who can list
+    /// every one) is named as the walk shows entries: the root by the word
+    /// given, any other with a trailing slash.
+    #[test]
+    fn a_directory_is_shown_as_the_walk_names_it() {
+        assert_eq!(shown(Path::new(""), "the directory"), "the directory");
+        assert_eq!(shown(Path::new("runs/cold"), "the directory"), "runs/cold/");
+    }
 }

@@ -166,6 +166,17 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     assert_eq!(v.code(), Some(3), "{}", v.stderr);
     assert!(v.stderr.contains("state directory state/cold-1 does not match"), "{}", v.stderr);
     std::fs::remove_file(&planted).unwrap();
+    // One byte of a state file changed in place: the same files and bytes,
+    // only the digest differs.
+    let state_file = first_nonempty_file(&out.join("state/cold-1"));
+    let kept = std::fs::read(&state_file).unwrap();
+    let mut edited = kept.clone();
+    *edited.last_mut().unwrap() ^= 1;
+    std::fs::write(&state_file, &edited).unwrap();
+    let v = verify();
+    assert_eq!(v.code(), Some(3), "{}", v.stderr);
+    assert!(v.stderr.contains("state directory state/cold-1 does not match"), "{}", v.stderr);
+    std::fs::write(&state_file, kept).unwrap();
     std::fs::create_dir(out.join("runs/empty")).unwrap();
     let v = verify();
     assert!(v.stderr.contains("runs/empty/ is an empty directory"), "{}", v.stderr);
@@ -204,4 +215,25 @@ fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
         judgment.contains("The state after resuming (resume_load) was identical to the cold run's in 1 of 1 trials"),
         "{judgment}"
     );
+}
+
+/// The first file, in name order, with a byte in it, below `dir`; hidden
+/// ones (the state's marker and lock), which its digest leaves out, skipped.
+fn first_nonempty_file(dir: &std::path::Path) -> std::path::PathBuf {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    entries.sort();
+    for p in &entries {
+        if p.is_file() && p.metadata().unwrap().len() > 0 {
+            return p.clone();
+        }
+    }
+    for p in entries.iter().filter(|p| p.is_dir()) {
+        return first_nonempty_file(p);
+    }
+    panic!("no file with a byte below {}", dir.display())
 }
