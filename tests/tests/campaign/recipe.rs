@@ -220,20 +220,16 @@ fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
 /// The first file, in name order, with a byte in it, below `dir`; hidden
 /// ones (the state's marker and lock), which its digest leaves out, skipped.
 fn first_nonempty_file(dir: &std::path::Path) -> std::path::PathBuf {
-    let mut entries: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .flatten()
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    entries.sort();
-    for p in &entries {
-        if p.is_file() && p.metadata().unwrap().len() > 0 {
-            return p.clone();
-        }
+    fn search(dir: &std::path::Path) -> Option<std::path::PathBuf> {
+        let mut entries: Vec<_> = std::fs::read_dir(dir)
+            .unwrap()
+            .flatten()
+            .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+            .map(|e| e.path())
+            .collect();
+        entries.sort();
+        let file = entries.iter().find(|p| p.is_file() && p.metadata().unwrap().len() > 0);
+        file.cloned().or_else(|| entries.iter().filter(|p| p.is_dir()).find_map(|p| search(p)))
     }
-    for p in entries.iter().filter(|p| p.is_dir()) {
-        return first_nonempty_file(p);
-    }
-    panic!("no file with a byte below {}", dir.display())
+    search(dir).unwrap_or_else(|| panic!("no file with a byte below {}", dir.display()))
 }
