@@ -222,4 +222,51 @@ mod tests {
         let as_is = Storage { os_cache: "as-is".into(), ..cold(vec![phase("a", 0, 1000)]) };
         assert!(as_is.warnings().is_empty());
     }
+
+    /// The console's line gives the median read of the serial phase's rounds
+    /// and of the main parallel phase's, each over its own rounds only (a
+    /// sweep's other phases are not in either).
+    #[test]
+    fn the_storage_line_gives_each_sides_median_over_its_rounds() {
+        const M: u64 = 1024 * 1024;
+        let at = |key: &str, mib: u64| PhaseStorage {
+            key: key.into(),
+            processes: 1,
+            read_bytes: mib * M,
+            eviction: None,
+        };
+        let s = Storage {
+            os_cache: "cold".into(),
+            inputs_bytes: Some(100 * M),
+            phases: vec![
+                at("serial", 10),
+                at("parallel", 5),
+                at("other", 90),
+                at("serial#2", 30),
+                at("parallel#2", 8),
+                at("serial#3", 20),
+                at("parallel#3", 7),
+            ],
+        };
+        let names = Names {
+            serial: "serial",
+            parallel: "parallel",
+            serial_out: "",
+            parallel_out: "",
+            items: false,
+        };
+        assert_eq!(
+            s.line(&names, 4),
+            "storage read: serial 20.0 MiB, 4 processes 7.0 MiB of the inputs' 100.0 MiB (medians; --os-cache cold: evicted from the page cache before each phase)"
+        );
+        // summary.md opens its section with the same line, as a sentence,
+        // then gives every phase's read.
+        let mut md = String::new();
+        s.summary(&names, 4, &mut md);
+        assert!(
+            md.starts_with("\n### Storage\n\nStorage read: serial 20.0 MiB, 4 processes"),
+            "{md}"
+        );
+        assert!(md.contains("| `serial#2` | 1 | 30.0 | – | – |"), "{md}");
+    }
 }
