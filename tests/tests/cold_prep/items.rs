@@ -258,6 +258,15 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
     refused(b"a\t-3\n", &[], "--items line 1: the weight is not a positive number");
     refused(b"a\t1\tx\n", &[], "--items line 1: a third field");
     refused(b"a\n", &["--data", "/nonexistent"], "--data is the recipe's dataset");
+    let missing = tmp.path().join("no-inputs");
+    let missing = missing.to_str().unwrap();
+    refused(b"a\n", &["--inputs", missing], &format!("--inputs {missing}: not a directory"));
+    let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--inputs"]).arg(tmp.path()).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(f.stderr.contains("--inputs applies to --prepare"), "{}", f.stderr);
+    assert!(!out.exists());
     let mut c = harness::coordinator();
     c.args(["--mode", "cold-prep", "--prepare", "true"]).arg("--output").arg(&out);
     let f = run(c);
