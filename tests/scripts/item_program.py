@@ -12,6 +12,7 @@ ITEM_PIDS/ so the test can check that none outlived the run.
   wrong_id        answers done for another id
   malformed       answers a line that is not JSON
   leak            as ok, and starts `sleep 60` on its first item, left running
+                  (its pid written to $ITEM_LEAK_PID_FILE, if set)
   touch_inputs    as ok, and writes a file into ITEM_INPUTS on its first item
   stubborn        as ok, but does not exit when its input closes
 """
@@ -57,7 +58,10 @@ def prepare(item, out):
     if MODE == "crash" and len(seen) == 2:
         os._exit(3)
     if MODE == "leak" and len(seen) == 1:
-        subprocess.Popen(["sleep", "60"], start_new_session=False)
+        sleeper = subprocess.Popen(["sleep", "60"], start_new_session=False)
+        if os.environ.get("ITEM_LEAK_PID_FILE"):
+            with open(os.environ["ITEM_LEAK_PID_FILE"], "w") as f:
+                f.write(str(sleeper.pid))
     if MODE == "touch_inputs" and len(seen) == 1:
         with open(os.path.join(os.environ["ITEM_INPUTS"], "touched"), "w") as f:
             f.write("x")

@@ -218,15 +218,23 @@ fn inputs_that_change_during_the_run_fail_it() {
 
 #[test]
 fn a_process_the_program_left_running_is_a_leak_and_is_killed() {
-    let p = prepare("leak", &["--workers", "1", "--rounds", "1"], &[]);
+    let pids = tempfile::tempdir().unwrap();
+    let pid_file = pids.path().join("sleep.pid");
+    let env = [("ITEM_LEAK_PID_FILE", pid_file.to_str().unwrap())];
+    let p = prepare("leak", &["--workers", "1", "--rounds", "1"], &env);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
     let r = json(&p.out.join("report.json"));
     let leaked = &r["stages"]["cold_prepare"]["leaked_processes"];
     assert_eq!(leaked["count"], 1, "{leaked}");
     assert_eq!(leaked["names"][0], "sleep");
     p.assert_nothing_left();
-    let no_sleep = Command::new("pgrep").args(["-f", "^sleep 60$"]).output().unwrap();
-    assert!(no_sleep.stdout.is_empty(), "the leaked sleep is still running");
+    // This run's own sleep, by its pid (another run's, on a shared machine,
+    // may be alive).
+    let sleeper: i32 = std::fs::read_to_string(&pid_file).unwrap().trim().parse().unwrap();
+    assert!(
+        harness::wait_gone(sleeper, std::time::Duration::from_secs(10)),
+        "the leaked sleep {sleeper} is still running"
+    );
     // With --leaks fail the same program fails the run.
     let p = prepare("leak", &["--workers", "1", "--rounds", "1", "--leaks", "fail"], &[]);
     p.assert_failed("leaked_processes", "sleep");
