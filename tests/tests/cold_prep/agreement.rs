@@ -145,6 +145,19 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         .sum();
     assert_eq!(series_done, train.len() as u64);
     assert_eq!(r["serial"]["per_series_s"]["n"], train.len() as u64);
+    // A series' time is in seconds, inside the busy time of the worker that
+    // prepared it (the sum of its series' times).
+    for side in ["serial", "parallel"] {
+        let per = &r[side]["per_series_s"];
+        let busiest = r[side]["workers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["busy_s"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        let (min, max) = (per["min"].as_f64().unwrap(), per["max"].as_f64().unwrap());
+        assert!(min > 0.0 && max <= busiest + 1e-9, "{side}: {per} against busy {busiest} s");
+    }
 
     // The timeline has every series once, on a worker of its side, inside
     // the phase, and a worker prepares one series at a time.
