@@ -273,6 +273,21 @@ fn stat(pid: i32) -> Option<(char, i32)> {
 }
 
 /// Reads and parses a JSON file.
+/// Whether workers here can make a memory cgroup per stage (as root with a
+/// writable v1 memory hierarchy), so a tree's default method is `cgroup`.
+pub fn cgroups_here() -> bool {
+    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return false };
+    let v1 = text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()));
+    let dir = match v1 {
+        Some(p) => Path::new("/sys/fs/cgroup/memory").join(p.trim_start_matches('/')),
+        None => return false,
+    };
+    let probe = dir.join(format!("stagebench-probe-{}", std::process::id()));
+    let made = std::fs::create_dir(&probe).is_ok();
+    let _ = std::fs::remove_dir(&probe);
+    made
+}
+
 pub fn json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))

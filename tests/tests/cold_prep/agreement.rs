@@ -145,6 +145,10 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         .sum();
     assert_eq!(series_done, train.len() as u64);
     assert_eq!(r["serial"]["per_series_s"]["n"], train.len() as u64);
+    // The recipe's workers start no process: their phases' peaks are sampled.
+    for key in ["cold_feature_cache_prepare", "cold_feature_cache_prepare_parallel"] {
+        assert_eq!(r["stages"][key]["tree_peak_method"], "sampled", "{key}");
+    }
     // A series' time is in seconds, inside the busy time of the worker that
     // prepared it (the sum of its series' times).
     for side in ["serial", "parallel"] {

@@ -101,6 +101,28 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     let stage = &r["stages"]["cold_prepare_parallel"];
     assert_eq!(stage["stage"], "prepare_item");
     assert_eq!(stage["figures"]["items"], 6.0);
+    // Where per-item time went is the program's own spans, nothing else it
+    // reported (its setup).
+    for side in ["serial", "parallel"] {
+        let parts = r[side]["components_s"].as_object().unwrap();
+        assert!(parts.keys().all(|k| k.starts_with("span:")), "{side}: {parts:?}");
+    }
+    // Each program's tree had a cgroup where one can be made: the phase's
+    // peak is then the kernel's.
+    let method = if harness::cgroups_here() { "cgroup" } else { "sampled" };
+    assert_eq!(stage["tree_peak_method"], method, "{stage}");
+    // The phase's page faults and switches are its processes' (wait4), added.
+    let processes: Vec<&serde_json::Value> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|w| w["phase"] == "cold_prepare_parallel")
+        .collect();
+    assert_eq!(processes.len(), 2);
+    for key in ["minor_faults", "major_faults", "voluntary_switches", "involuntary_switches"] {
+        let sum: u64 = processes.iter().map(|w| w[key].as_u64().unwrap()).sum();
+        assert_eq!(stage[key].as_u64(), Some(sum), "{key}: {stage}");
+    }
     // Both phases wrote every item's file; the manifests bind them.
     for dir in ["private-output", "private-output-parallel"] {
         for id in IDS {

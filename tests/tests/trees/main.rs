@@ -4,7 +4,7 @@
 //! what a tree used (`usage`), its cgroup (`cgroups`), leaks (`leaks`) and
 //! abnormal ends (`endings`); the programs they run are in `programs`.
 
-use harness::{coordinator, coordinator_with_output, json, run};
+use harness::{cgroups_here, coordinator, coordinator_with_output, json, run};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -56,21 +56,6 @@ fn processes_with(needle: &str) -> Vec<String> {
         }
     }
     out
-}
-
-/// Whether workers here can make a memory cgroup per stage (as root with a
-/// writable memory hierarchy), so the default method is `cgroup`.
-fn cgroups_here() -> bool {
-    let Ok(text) = std::fs::read_to_string("/proc/self/cgroup") else { return false };
-    let v1 = text.lines().find_map(|l| l.split_once(":memory:").map(|(_, p)| p.to_string()));
-    let dir = match v1 {
-        Some(p) => Path::new("/sys/fs/cgroup/memory").join(p.trim_start_matches('/')),
-        None => return false,
-    };
-    let probe = dir.join(format!("stagebench-probe-{}", std::process::id()));
-    let made = std::fs::create_dir(&probe).is_ok();
-    let _ = std::fs::remove_dir(&probe);
-    made
 }
 
 /// A memory cgroup of one test's own, below the test process's, for a
