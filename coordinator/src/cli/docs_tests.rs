@@ -237,6 +237,18 @@ fn every_relative_link_in_the_docs_resolves() {
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }
 
+/// docs/modes.md's table of modes says of each one what `--help` says.
+#[test]
+fn the_modes_reference_lists_every_mode_as_the_help_does() {
+    let text = std::fs::read_to_string(root().join("docs/modes.md")).unwrap();
+    let help = super::grammar().render_long_help().to_string();
+    for m in crate::modes::MODES {
+        let row = format!("| `{}` | {} |", m.name(), m.about());
+        assert_eq!(text.matches(&row).count(), 1, "docs/modes.md lacks {row}");
+        assert!(help.contains(m.about()), "--help does not say {:?}", m.about());
+    }
+}
+
 #[test]
 fn every_command_line_in_the_docs_parses() {
     let mut bad = Vec::new();

@@ -297,6 +297,19 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
     assert_eq!(f.code(), Some(2));
     assert!(f.stderr.contains("--inputs applies to --prepare"), "{}", f.stderr);
     assert!(!out.exists());
+    // The recipe's own preparation is not Python: no span can be named in it.
+    let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--span", "fitting:search_fit"]).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(
+        f.stderr.contains(
+            "--span fitting:search_fit applies to --command stages and --prepare programs"
+        ),
+        "{}",
+        f.stderr
+    );
+    assert!(!out.exists());
     let mut c = harness::coordinator();
     c.args(["--mode", "cold-prep", "--prepare", "true"]).arg("--output").arg(&out);
     let f = run(c);
