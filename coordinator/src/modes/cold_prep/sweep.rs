@@ -170,5 +170,9 @@ mod tests {
         let i = pt.speedup_interval.unwrap();
         assert_eq!((i.low, i.high, i.coverage), (4.0 / 2.5, 4.0 / 2.0, 0.75));
         assert!(pt.speedup_ci95.is_none());
+        // One round: its speedup, and no interval of one sample.
+        let one = sweep(&[Measured { workers: 2, walls: vec![(4.0, 2.0)] }], 8);
+        assert_eq!(one.points[0].speedup, 2.0);
+        assert!(one.points[0].speedup_interval.is_none());
     }
 }
