@@ -150,6 +150,21 @@ mod tests {
         assert!((s.amdahl.speedup(8.0).unwrap() - s.points[3].speedup).abs() < 1e-9);
     }
 
+    /// The fit takes only counts above one with a measured speedup: a count
+    /// with no round (its speedup NaN) changes nothing, and a sweep of one
+    /// process has nothing to fit.
+    #[test]
+    fn the_fit_leaves_out_unmeasured_counts_and_has_nothing_from_one_process() {
+        let mut m = measured(0.1, &[1, 2, 4]);
+        m.push(Measured { workers: 8, walls: Vec::new() });
+        let s = sweep(&m, 8);
+        assert!(s.points[3].speedup.is_nan());
+        assert!((s.amdahl.serial_fraction.unwrap() - 0.1).abs() < 1e-12, "{:?}", s.amdahl);
+        let one = sweep(&measured(0.1, &[1]), 8);
+        assert_eq!(one.amdahl.serial_fraction, None);
+        assert_eq!(one.amdahl.speedup_limit, None);
+    }
+
     /// Perfect scaling: no serial fraction, no limit.
     #[test]
     fn perfect_scaling_has_no_serial_fraction_and_no_limit() {
