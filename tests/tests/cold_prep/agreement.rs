@@ -24,6 +24,18 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     assert_eq!(r["counts"]["train_series"], train.len() as u64);
     assert_eq!(r["counts"]["frames"], frames);
     assert!(r["counts"]["valid_frames"].as_u64().unwrap() <= frames);
+    // The console's line opens with what each phase prepared, in the recipe's words.
+    let opening = format!(
+        "training series {}, frames {frames} ({} valid); serial ",
+        train.len(),
+        r["counts"]["valid_frames"]
+    );
+    assert!(f.stdout.contains(&opening), "{opening:?} not in {}", f.stdout);
+    // The plot names each worker's row with how many series it prepared.
+    let svg = std::fs::read_to_string(out.join("plots/cold-prep.svg")).unwrap();
+    let first = &r["serial"]["workers"][0];
+    let label = format!("serial rank {} ({} series)", first["rank"], first["series"]);
+    assert!(svg.contains(&label), "{label:?} not in the plot");
 
     for key in [
         "verify_before",
