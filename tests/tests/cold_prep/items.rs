@@ -147,6 +147,14 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     v.arg("verify").arg(&p.out);
     let verified = run(v);
     assert_eq!(verified.code(), Some(0), "{}", verified.stderr);
+    // summary.md says whose preparation it was and how items were handed out.
+    let summary = std::fs::read_to_string(p.out.join("summary.md")).unwrap();
+    let sha = r["items"]["items_sha256"].as_str().unwrap();
+    let said = format!(
+        "A team's own preparation program over 6 items (items file SHA-256 {}…), handed out largest weight first",
+        &sha[..12]
+    );
+    assert!(summary.contains(&said), "{said:?} not in {summary}");
     // What the console says.
     assert!(p.f.stdout.contains("items 6; serial "), "{}", p.f.stdout);
     assert!(p.f.stdout.contains("outputs identical: true"), "{}", p.f.stdout);
