@@ -155,6 +155,7 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
         &sha[..12]
     );
     assert!(summary.contains(&said), "{said:?} not in {summary}");
+    assert!(summary.contains("Start-up (spawn to ready) median "), "{summary}");
     // What the console says.
     assert!(p.f.stdout.contains("items 6; serial "), "{}", p.f.stdout);
     assert!(p.f.stdout.contains("outputs identical: true"), "{}", p.f.stdout);
