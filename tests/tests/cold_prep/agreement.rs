@@ -38,6 +38,11 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     let first = &r["serial"]["workers"][0];
     let label = format!("serial rank {} ({} series)", first["rank"], first["series"]);
     assert!(svg.contains(&label), "{label:?} not in the plot");
+    // The stages plot says what a preparation phase's bars are, and the
+    // parallel phase's row carries its process count and its rounds.
+    let stages = std::fs::read_to_string(out.join("plots/stages.svg")).unwrap();
+    assert!(stages.contains("(a preparation phase: its wall, its processes"), "stages plot");
+    assert!(stages.contains("cold_feature_cache_prepare_parallel_w2 (3 rounds)"), "stages plot");
 
     for key in [
         "verify_before",
