@@ -35,7 +35,10 @@ fn a_leak_gets_sigterm_and_a_grace_and_one_deaf_to_it_is_killed() {
     let said = std::fs::read_to_string(&polite).unwrap_or_default();
     assert_eq!(said, "terminated", "the polite daemon was not given its grace");
     assert!(!deaf.exists(), "the deaf daemon wrote its file");
-    assert!(processes_with("78.625").is_empty(), "a daemon outlived its stage");
+    // This test's daemons, by their files' directory (a daemon another run
+    // left on this machine is not one of them).
+    let ours = s.dir.display().to_string();
+    assert!(processes_with(&ours).is_empty(), "a daemon outlived its stage");
 }
 
 /// Three daemons under three names (copies of `sleep`, so each has its own
