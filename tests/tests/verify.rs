@@ -180,6 +180,13 @@ fn each_edit_is_named(tmp: &Path, run: &Path, edits: Vec<Edit>) {
     }
 }
 
+/// Flips one bit of `path`'s last byte, keeping its length.
+fn flip_last_byte(path: &Path) {
+    let mut bytes = std::fs::read(path).unwrap();
+    *bytes.last_mut().unwrap() ^= 1;
+    std::fs::write(path, &bytes).unwrap();
+}
+
 /// Edits that change a file's bytes, its length or the set of files, each
 /// caught with a line that names the file.
 #[test]
@@ -254,10 +261,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
             Box::new({
                 let v = values.clone();
                 move |d: &Path| {
-                    let mut bytes = std::fs::read(d.join(&v)).unwrap();
-                    let last = bytes.len() - 1;
-                    bytes[last] ^= 1;
-                    std::fs::write(d.join(&v), &bytes).unwrap();
+                    flip_last_byte(&d.join(&v));
                 }
             }),
             format!("cache file {values} does not match"),
@@ -280,10 +284,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                 let v = values.clone();
                 let s = series.clone();
                 move |d: &Path| {
-                    let mut bytes = std::fs::read(d.join(&v)).unwrap();
-                    let last = bytes.len() - 1;
-                    bytes[last] ^= 1;
-                    std::fs::write(d.join(&v), &bytes).unwrap();
+                    flip_last_byte(&d.join(&v));
                     let (sha, n) = evidence::file_sha256(&d.join(&v)).unwrap();
                     let m = d.join("private-feature-cache/manifest.json");
                     let mut j: serde_json::Value =
