@@ -1,7 +1,9 @@
 //! Reads a plot's SVG back as a reader's eye would, for the tests of every
 //! plot kind: no two tick labels on one axis alike, every text inside the
 //! canvas and clear of every other (its box estimated from the embedded
-//! font's advance widths), and no legend over a data mark drawn before it.
+//! font's advance widths), and no legend over a data mark drawn before it;
+//! and its rectangles with their colours, for tests that read a plot's
+//! geometry.
 
 use super::text_width;
 
@@ -15,11 +17,25 @@ struct Text {
     content: String,
 }
 
+/// A rectangle as drawn (white ones only when a legend's background).
+#[derive(Clone, Debug)]
+pub(crate) struct Rect {
+    pub(crate) x: f64,
+    pub(crate) y: f64,
+    pub(crate) w: f64,
+    pub(crate) h: f64,
+    /// The fill colour as written (`#RRGGBB`), or `none` for an outline.
+    pub(crate) fill: String,
+    /// The fill's opacity (1 when not written).
+    pub(crate) opacity: f64,
+    /// Whether it is a legend's background.
+    pub(crate) legend: bool,
+}
+
 /// A drawn element, in document order.
 enum Element {
     Text(Text),
-    /// x, y, width, height, and whether it is a legend's background.
-    Rect(f64, f64, f64, f64, bool),
+    Rect(Rect),
     Circle(f64, f64),
     /// A coloured line's vertices (axes and grid lines are black or grey).
     Line(Vec<(f64, f64)>),
@@ -68,8 +84,15 @@ fn parse(svg: &str) -> (f64, f64, Vec<Element>) {
                 && attr(tag, "fill").as_deref() == Some("#FFFFFF");
             let white = attr(tag, "fill").as_deref() == Some("#FFFFFF");
             if legend || !white {
-                let r = (num(tag, "x"), num(tag, "y"), num(tag, "width"), num(tag, "height"));
-                out.push(Element::Rect(r.0, r.1, r.2, r.3, legend));
+                out.push(Element::Rect(Rect {
+                    x: num(tag, "x"),
+                    y: num(tag, "y"),
+                    w: num(tag, "width"),
+                    h: num(tag, "height"),
+                    fill: attr(tag, "fill").unwrap_or_default(),
+                    opacity: attr(tag, "opacity").and_then(|v| v.parse().ok()).unwrap_or(1.0),
+                    legend,
+                }));
             }
         } else if tag.starts_with("<circle") {
             out.push(Element::Circle(num(tag, "cx"), num(tag, "cy")));
@@ -172,9 +195,11 @@ pub(crate) fn problems(svg: &str) -> Vec<String> {
         }
         i = j;
     }
-    let legend = elements.iter().position(|e| matches!(e, Element::Rect(.., true)));
+    let legend = elements.iter().position(|e| matches!(e, Element::Rect(r) if r.legend));
     if let Some(at) = legend {
-        let Element::Rect(lx, ly, lw, lh, _) = elements[at] else { unreachable!() };
+        let Element::Rect(Rect { x: lx, y: ly, w: lw, h: lh, .. }) = elements[at] else {
+            unreachable!()
+        };
         let inside = |(x, y): (f64, f64)| x > lx && x < lx + lw && y > ly && y < ly + lh;
         for e in &elements[..at] {
             let covered = match e {
@@ -185,8 +210,8 @@ pub(crate) fn problems(svg: &str) -> Vec<String> {
                         inside((s[0].0 + t * (s[1].0 - s[0].0), s[0].1 + t * (s[1].1 - s[0].1)))
                     })
                 }),
-                Element::Rect(x, y, rw, rh, false) => {
-                    x + rw > lx && *x < lx + lw && y + rh > ly && *y < ly + lh
+                Element::Rect(r) if !r.legend => {
+                    r.x + r.w > lx && r.x < lx + lw && r.y + r.h > ly && r.y < ly + lh
                 }
                 _ => false,
             };
@@ -197,6 +222,19 @@ pub(crate) fn problems(svg: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// Every rectangle a plot draws but its white background, in document
+/// order.
+pub(crate) fn rects(svg: &str) -> Vec<Rect> {
+    parse(svg)
+        .2
+        .into_iter()
+        .filter_map(|e| match e {
+            Element::Rect(r) => Some(r),
+            _ => None,
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -262,11 +262,150 @@ impl Figure for SweepPlot<'_> {
 
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use crate::chart::picture::{Rect, rects};
+
+    fn fixture() -> Section {
+        let r: serde_json::Value =
+            serde_json::from_str(include_str!("../../render/fixtures/cold-prep-report.json"))
+                .unwrap();
+        serde_json::from_value(r).unwrap()
+    }
+
+    /// The plot's rows read back from its SVG, top to bottom: each row's
+    /// outline (if drawn) and its blocks, left to right.
+    fn drawn_rows(c: &Section) -> Vec<(Option<Rect>, Vec<Rect>)> {
+        let svg = String::from_utf8(PreparationPlot(c).svg_and_png().unwrap().0).unwrap();
+        let mut rows: Vec<(f64, Option<Rect>, Vec<Rect>)> = Vec::new();
+        for r in rects(&svg) {
+            let mid = r.y + r.h / 2.0;
+            let at = match rows.iter().position(|row| (row.0 - mid).abs() < 3.0) {
+                Some(at) => at,
+                None => {
+                    rows.push((mid, None, Vec::new()));
+                    rows.len() - 1
+                }
+            };
+            match r.fill.as_str() {
+                "none" => assert!(rows[at].1.replace(r).is_none(), "two outlines on one row"),
+                _ => rows[at].2.push(r),
+            }
+        }
+        rows.sort_by(|a, b| a.0.total_cmp(&b.0));
+        let by_x = |mut b: Vec<Rect>| {
+            b.sort_by(|p, q| p.x.total_cmp(&q.x));
+            b
+        };
+        rows.into_iter().map(|(_, outline, blocks)| (outline, by_x(blocks))).collect()
+    }
+
+    fn hex(c: RGBColor) -> String {
+        format!("#{:02X}{:02X}{:02X}", c.0, c.1, c.2)
+    }
+
+    /// Read back from the SVG: a row per worker (serial first, by rank), its
+    /// phase's wall as the outline, and a block per job where that worker's
+    /// timeline puts it, in alternating shades of its side's colour.
+    #[test]
+    fn each_row_draws_its_own_workers_jobs_to_scale_within_its_phase_wall() {
+        let c = fixture();
+        let rows = drawn_rows(&c);
+        let workers = c.serial.workers.len() + c.parallel.workers.len();
+        assert_eq!(rows.len(), workers, "a row per worker");
+        assert_eq!(PreparationPlot(&c).rows(), workers, "the canvas sized for every row");
+        let first = rows[0].0.as_ref().expect("the serial row's outline");
+        // Pixels per second, from the serial outline; every other figure
+        // is read at this scale.
+        let (x0, scale) = (first.x, first.w / c.serial.wall_s);
+        let at = |px: f64| (px - x0) / scale;
+        let mut row = rows.iter();
+        for (side, color) in [(&c.serial, CPU), (&c.parallel, BAR)] {
+            let mut ranks: Vec<u32> = side.workers.iter().map(|w| w.rank).collect();
+            ranks.sort();
+            for rank in ranks {
+                let (outline, blocks) = row.next().unwrap();
+                let outline = outline.as_ref().expect("an outline");
+                assert!((at(outline.x)).abs() * scale < 1.5, "rank {rank}: outline from 0");
+                let wall = at(outline.x + outline.w);
+                assert!((wall - side.wall_s).abs() * scale < 1.5, "rank {rank}: wall {wall}");
+                let jobs: Vec<(f64, f64)> = side
+                    .timeline
+                    .iter()
+                    .filter(|s| s.rank == rank)
+                    .map(|s| (s.start_s, s.end_s))
+                    .collect();
+                assert!(jobs.windows(2).all(|w| w[0].0 <= w[1].0), "the fixture's jobs in order");
+                assert_eq!(blocks.len(), jobs.len(), "rank {rank}: a block per job");
+                for (j, (b, job)) in blocks.iter().zip(&jobs).enumerate() {
+                    let (start, end) = (at(b.x), at(b.x + b.w));
+                    assert!(
+                        (start - job.0).abs() * scale < 1.5 && (end - job.1).abs() * scale < 1.5,
+                        "rank {rank} job {j}: drawn {start}..{end}, ran {}..{}",
+                        job.0,
+                        job.1
+                    );
+                    assert_eq!(b.fill, hex(color), "rank {rank} job {j}");
+                    assert_eq!(b.opacity, if j % 2 == 0 { 0.9 } else { 0.55 }, "job {j}'s shade");
+                }
+            }
+        }
+    }
+
+    /// A worker of `n` jobs with gaps far under a pixel, and one wide gap
+    /// after the first half: drawn one block per job up to 500 jobs, and as
+    /// the two runs a reader can tell apart above that.
+    #[test]
+    fn a_row_of_more_than_500_jobs_draws_only_the_gaps_a_pixel_shows() {
+        let blocks = |n: usize| {
+            let mut c = fixture();
+            let rank = c.parallel.workers[0].rank;
+            let wide = 0.1 * c.parallel.wall_s;
+            let each = 0.5 * c.parallel.wall_s / n as f64;
+            let mut timeline: Vec<_> =
+                c.parallel.timeline.drain(..).filter(|s| s.rank != rank).collect();
+            let mut t = 0.0;
+            for i in 0..n {
+                if i == n / 2 {
+                    t += wide;
+                }
+                let mut s = c.serial.timeline[0].clone();
+                (s.rank, s.start_s, s.end_s) = (rank, t, t + each * 0.999);
+                timeline.push(s);
+                t += each;
+            }
+            c.parallel.timeline = timeline;
+            let rows = drawn_rows(&c);
+            let at = c.serial.workers.len();
+            rows[at].1.len()
+        };
+        assert_eq!(blocks(500), 500);
+        assert_eq!(blocks(501), 2);
+        assert_eq!(blocks(5000), 2);
+    }
+
+    /// A phase with no wall time draws no outline, and a job of no length
+    /// no block.
+    #[test]
+    fn nothing_is_drawn_for_no_time() {
+        let mut c = fixture();
+        c.serial.wall_s = 0.0;
+        let rank = c.parallel.workers[0].rank;
+        let mut empty = c.parallel.timeline[0].clone();
+        (empty.rank, empty.start_s, empty.end_s) = (rank, 0.05, 0.05);
+        c.parallel.timeline.push(empty);
+        let jobs = c.parallel.timeline.iter().filter(|s| s.rank == rank && s.end_s > s.start_s);
+        let jobs = jobs.count();
+        let rows = drawn_rows(&c);
+        assert!(rows[0].0.is_none(), "an outline for a wall of 0");
+        assert!(rows[1].0.is_some(), "the parallel rows keep theirs");
+        assert_eq!(rows[1].1.len(), jobs, "a block for the job of no length");
+    }
+
     #[test]
     fn blocks_closer_than_the_gap_merge_and_others_stay_apart() {
         let spans = [(0.0, 1.0), (1.0005, 2.0), (2.5, 3.0), (3.0001, 3.5)];
-        assert_eq!(super::coalesce(&spans, 0.001), vec![(0.0, 2.0), (2.5, 3.5)]);
-        assert_eq!(super::coalesce(&spans, 0.0).len(), 4);
-        assert!(super::coalesce(&[], 1.0).is_empty());
+        assert_eq!(coalesce(&spans, 0.001), vec![(0.0, 2.0), (2.5, 3.5)]);
+        assert_eq!(coalesce(&spans, 0.0).len(), 4);
+        assert!(coalesce(&[], 1.0).is_empty());
     }
 }

@@ -313,3 +313,36 @@ fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
     }
     let _ = writeln!(s, "\n");
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// summary.md's Amdahl sentence for each fit: a limit, no limit (a
+    /// serial fraction of 0 or below), or no fit (no count above one).
+    #[test]
+    fn the_amdahl_sentence_states_the_limit_or_that_there_is_none() {
+        let r: Report =
+            serde_json::from_str(include_str!("../../render/fixtures/sweep-report.json")).unwrap();
+        let fixture = r.section.get::<Section>().expect("a cold-prep report").clone();
+        let sentence = |serial_fraction: Option<f64>, speedup_limit: Option<f64>| {
+            let mut c = fixture.clone();
+            c.sweep.as_mut().expect("a sweep").amdahl =
+                super::super::sweep::Amdahl { serial_fraction, speedup_limit };
+            let mut s = String::new();
+            c.summary(&r, &mut s);
+            let lines: Vec<&str> = s.lines().filter(|l| l.contains("Amdahl")).collect();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            lines[0].to_string()
+        };
+        assert_eq!(
+            sentence(Some(0.25), Some(4.0)),
+            "Amdahl's law fitted over the counts: serial fraction 0.250, so no count of processes passes 4.00x."
+        );
+        assert_eq!(
+            sentence(Some(-0.01), None),
+            "Amdahl's law fitted over the counts: serial fraction -0.010, no limit in sight."
+        );
+        assert_eq!(sentence(None, None), "No Amdahl fit: no count above 1.");
+    }
+}
