@@ -37,7 +37,7 @@ stats|coordinator/src/stats/*.rs|$COORD|--lib
 compare|coordinator/src/compare/*.rs|$COORD $TESTS|--lib;--test=compare
 spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
 runner|coordinator/src/campaign/runner.rs|$TESTS|--test=campaign;--test=pipelines
-cold-prep|coordinator/src/modes/cold_prep/*.rs coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
+cold-prep|coordinator/src/modes/cold_prep/*.rs coordinator/src/modes/cold_prep/plots/mod.rs coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
 verify|coordinator/src/verify/*.rs|$COORD $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
 dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
 tree|worker/src/tree/*.rs|stagebench-worker $TESTS|--lib;--test=trees

@@ -2,19 +2,22 @@
 //! plot kind: no two tick labels on one axis alike, every text inside the
 //! canvas and clear of every other (its box estimated from the embedded
 //! font's advance widths), and no legend over a data mark drawn before it;
-//! and its rectangles with their colours, for tests that read a plot's
-//! geometry.
+//! and its elements with their places and colours, for the tests that read
+//! a plot's geometry.
 
 use super::text_width;
 
-struct Text {
-    x: f64,
-    y: f64,
+/// A text as written: its anchor point, and its content unescaped.
+#[derive(Clone, Debug)]
+pub(crate) struct Text {
+    pub(crate) x: f64,
+    pub(crate) y: f64,
     size: f64,
-    anchor: String,
+    /// `start`, `middle` or `end`.
+    pub(crate) anchor: String,
     dy: String,
     rotated: bool,
-    content: String,
+    pub(crate) content: String,
 }
 
 /// A rectangle as drawn (white ones only when a legend's background).
@@ -33,12 +36,15 @@ pub(crate) struct Rect {
 }
 
 /// A drawn element, in document order.
-enum Element {
+#[derive(Clone, Debug)]
+pub(crate) enum Element {
     Text(Text),
     Rect(Rect),
-    Circle(f64, f64),
-    /// A coloured line's vertices (axes and grid lines are black or grey).
-    Line(Vec<(f64, f64)>),
+    /// The centre and the fill colour.
+    Circle(f64, f64, String),
+    /// A coloured line's vertices and its colour (axes and grid lines,
+    /// black, are left out).
+    Line(Vec<(f64, f64)>, String),
 }
 
 fn attr(tag: &str, name: &str) -> Option<String> {
@@ -95,7 +101,8 @@ fn parse(svg: &str) -> (f64, f64, Vec<Element>) {
                 }));
             }
         } else if tag.starts_with("<circle") {
-            out.push(Element::Circle(num(tag, "cx"), num(tag, "cy")));
+            let fill = attr(tag, "fill").unwrap_or_default();
+            out.push(Element::Circle(num(tag, "cx"), num(tag, "cy"), fill));
         } else if tag.starts_with("<polyline") {
             let stroke = attr(tag, "stroke").unwrap_or_default();
             if !matches!(stroke.as_str(), "#000000" | "none" | "") {
@@ -105,7 +112,7 @@ fn parse(svg: &str) -> (f64, f64, Vec<Element>) {
                     .filter_map(|p| p.split_once(','))
                     .filter_map(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
                     .collect();
-                out.push(Element::Line(pts));
+                out.push(Element::Line(pts, stroke));
             }
         }
         rest = &rest[end.min(rest.len())..];
@@ -203,8 +210,8 @@ pub(crate) fn problems(svg: &str) -> Vec<String> {
         let inside = |(x, y): (f64, f64)| x > lx && x < lx + lw && y > ly && y < ly + lh;
         for e in &elements[..at] {
             let covered = match e {
-                Element::Circle(x, y) => inside((*x, *y)),
-                Element::Line(pts) => pts.windows(2).any(|s| {
+                Element::Circle(x, y, _) => inside((*x, *y)),
+                Element::Line(pts, _) => pts.windows(2).any(|s| {
                     (0..=20).any(|k| {
                         let t = k as f64 / 20.0;
                         inside((s[0].0 + t * (s[1].0 - s[0].0), s[0].1 + t * (s[1].1 - s[0].1)))
@@ -224,11 +231,16 @@ pub(crate) fn problems(svg: &str) -> Vec<String> {
     out
 }
 
+/// Every element a plot draws but its white background and its black
+/// axes, in document order.
+pub(crate) fn elements(svg: &str) -> Vec<Element> {
+    parse(svg).2
+}
+
 /// Every rectangle a plot draws but its white background, in document
 /// order.
 pub(crate) fn rects(svg: &str) -> Vec<Rect> {
-    parse(svg)
-        .2
+    elements(svg)
         .into_iter()
         .filter_map(|e| match e {
             Element::Rect(r) => Some(r),
