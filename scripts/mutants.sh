@@ -31,13 +31,18 @@ TESTS=stagebench-tests
 
 # group | files (space-separated globs) | test packages | cargo test args
 # (';'-separated). A group's cargo test args choose its test targets.
+# cold-prep's 482 mutants took about 80 minutes as one group (8 to 20 s each,
+# tests/tests/cold_prep/ being most of it), so they are three: the judging
+# (186), what the mode shows (189) and the preparation phases (107).
 groups() {
   cat <<EOF
 stats|coordinator/src/stats/*.rs|$COORD|--lib
 compare|coordinator/src/compare/*.rs|$COORD $TESTS|--lib;--test=compare
 spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
 runner|coordinator/src/campaign/runner.rs|$TESTS|--test=campaign;--test=pipelines
-cold-prep|coordinator/src/modes/cold_prep/*.rs coordinator/src/modes/cold_prep/plots/mod.rs coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
+cold-prep|coordinator/src/modes/cold_prep/mod.rs coordinator/src/modes/cold_prep/rounds.rs coordinator/src/modes/cold_prep/phases.rs coordinator/src/modes/cold_prep/sweep.rs|$COORD $TESTS|--lib;--test=cold_prep
+cold-prep-output|coordinator/src/modes/cold_prep/render.rs coordinator/src/modes/cold_prep/storage.rs coordinator/src/modes/cold_prep/items.rs coordinator/src/modes/cold_prep/plots/mod.rs|$COORD $TESTS|--lib;--test=cold_prep
+preparation|coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
 verify|coordinator/src/verify/*.rs|$COORD $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
 dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
 tree|worker/src/tree/*.rs|stagebench-worker $TESTS|--lib;--test=trees
