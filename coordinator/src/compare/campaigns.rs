@@ -208,3 +208,170 @@ pub(crate) fn common_stages(a: &CampaignReport, b: &CampaignReport) -> Vec<Strin
     };
     keys(a).intersection(&keys(b)).cloned().collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// The recorded campaign (steps cold, resume_load, interrupted_train;
+    /// the recipe's five stages) with `n` trials a step, trial k's figures
+    /// scaled by 1 + k/100, and in resume_load's `train` a span `fit` of
+    /// `fit_s` seconds (inside the stage's wall) when it is above 0.
+    fn campaign(n: usize, fit_s: f64) -> CampaignReport {
+        let mut r: CampaignReport =
+            serde_json::from_str(include_str!("../campaign/fixture-report.json")).unwrap();
+        for step in &mut r.steps {
+            let one = step.trials[0].clone();
+            step.trials = (0..n)
+                .map(|k| {
+                    let f = 1.0 + k as f64 / 100.0;
+                    let mut t = one.clone();
+                    t.total_s *= f;
+                    for (stage, part) in &mut t.stages {
+                        part.wall_s *= f;
+                        part.components.values_mut().for_each(|c| *c *= f);
+                        if step.name == "resume_load" && stage == "train" && fit_s > 0.0 {
+                            part.spans.insert("fit".into(), fit_s * f);
+                            part.wall_s += fit_s * f;
+                            t.total_s += fit_s * f;
+                        }
+                    }
+                    t
+                })
+                .collect();
+        }
+        r
+    }
+
+    fn asked(allow_incomparable: bool, strict: bool, figures: &[String]) -> Asked<'_> {
+        Asked { threshold_pct: 5.0, allow_incomparable, strict, figures }
+    }
+
+    fn compared(
+        a: &CampaignReport,
+        b: &CampaignReport,
+        asked: &Asked<'_>,
+    ) -> Result<Comparison, CompareError> {
+        let env = json!({});
+        let v = |r: &CampaignReport| serde_json::to_value(r).unwrap();
+        compare([&env, &env], [v(a), v(b)], asked)
+    }
+
+    /// A fix that removed resume_load's 0.5 s span: that step faster,
+    /// naming the span; the others no different; every row in its place
+    /// (a step's total, then its stages in the order they ran, each total
+    /// before its spans). The other way round, slower.
+    #[test]
+    fn a_removed_span_makes_its_step_faster_and_is_named_and_nothing_else_changed() {
+        let (a, b) = (campaign(6, 0.5), campaign(6, 0.0));
+        let c = compared(&a, &b, &asked(false, false, &[])).unwrap();
+        assert!(c.incomparable.is_empty(), "{:?}", c.incomparable);
+        assert_eq!(c.notes.len(), 3, "{:?}", c.notes);
+        let resume = &c.notes[1];
+        assert!(resume.starts_with("resume_load: B is faster than A, total "), "{resume}");
+        // The span's median over trials scaled 1.00 … 1.05: 0.5 × 1.025.
+        let median = duration(0.5 * 1.025);
+        let fit = format!("span fit in train, {median} → {} (faster).", duration(0.0));
+        assert!(resume.ends_with(&format!("; what changed most: {fit}")), "{resume}");
+        assert!(resume.contains("6 and 6 trials"), "{resume}");
+        for same in [&c.notes[0], &c.notes[2]] {
+            assert!(same.contains(": no significant difference between A and B, "), "{same}");
+            assert!(same.ends_with("; no stage or span changed significantly."), "{same}");
+        }
+        let keys: Vec<(&str, &str)> = c
+            .rows
+            .iter()
+            .filter(|r| r.stage.starts_with("resume_load"))
+            .map(|r| (r.stage.as_str(), r.figure.as_str()))
+            .collect();
+        let mut stages: Vec<(&String, usize)> =
+            a.steps[1].median.iter().map(|(s, p)| (s, p.order)).collect();
+        stages.sort_by_key(|s| s.1);
+        let mut want = vec![("resume_load".to_string(), "total_s")];
+        for (s, _) in stages {
+            want.push((format!("resume_load/{s}"), "total_s"));
+            if s == "train" {
+                want.push(("resume_load/train".into(), "span:fit_s"));
+            }
+        }
+        let want: Vec<(&str, &str)> = want.iter().map(|(s, f)| (s.as_str(), *f)).collect();
+        assert_eq!(keys, want);
+        assert_eq!(c.rows.len(), 6 + 7 + 6, "every stage's total in all three steps");
+        assert!(c.rows.iter().all(|r| !r.differs), "the same machine and runtime");
+
+        let c = compared(&b, &a, &asked(false, false, &[])).unwrap();
+        let resume = &c.notes[1];
+        assert!(resume.starts_with("resume_load: B is slower than A"), "{resume}");
+        assert!(resume.contains(&format!("{} → {median} (slower)", duration(0.0))), "{resume}");
+
+        let c = compared(&campaign(2, 0.5), &campaign(2, 0.0), &asked(false, false, &[])).unwrap();
+        assert!(c.notes[1].contains("too few trials to say whether B differs from A"));
+    }
+
+    /// Campaigns with no step in common, or a pipeline against the recipe,
+    /// are refused with the reason; with --allow-incomparable they are
+    /// compared (or, sharing no step, refused as nothing compared).
+    #[test]
+    fn incomparable_campaigns_are_refused_unless_asked() {
+        let a = campaign(4, 0.0);
+        let mut renamed = a.clone();
+        renamed.steps.iter_mut().for_each(|s| s.name = format!("other_{}", s.name));
+        match compared(&a, &renamed, &asked(false, false, &[])) {
+            Err(CompareError::Incomparable(why)) => assert_eq!(why, ["no step in common"]),
+            other => panic!("{:?}", other.map(|c| c.rows.len())),
+        }
+        let nothing = compared(&a, &renamed, &asked(true, false, &[]));
+        assert!(matches!(nothing, Err(CompareError::Nothing(_))), "{:?}", nothing.err());
+        // One step in common is enough.
+        let mut one = renamed.clone();
+        one.steps[1].name = "resume_load".into();
+        let c = compared(&a, &one, &asked(false, false, &[])).unwrap();
+        assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+
+        let mut pipeline = a.clone();
+        pipeline.pipeline = true;
+        let why = "one campaign ran a pipeline, the other the recipe";
+        match compared(&a, &pipeline, &asked(false, false, &[])) {
+            Err(CompareError::Incomparable(v)) => assert_eq!(v, [why]),
+            other => panic!("{:?}", other.map(|c| c.rows.len())),
+        }
+        let c = compared(&a, &pipeline, &asked(true, false, &[])).unwrap();
+        assert_eq!(c.incomparable, [why]);
+        assert_eq!(c.notes.len(), 3);
+    }
+
+    /// A stage whose thread settings differ: its rows are marked and no
+    /// others, and --strict refuses; --figure keeps the rows it names.
+    #[test]
+    fn a_stage_on_other_threads_is_marked_or_refused_and_figures_filter_rows() {
+        let a = campaign(4, 0.3);
+        let mut b = campaign(4, 0.3);
+        for step in &mut b.steps {
+            let train = step.median.get_mut("train").unwrap();
+            let runtime = json!({ "thread_settings": { "OMP_NUM_THREADS": "4" } });
+            train.runtime = Some(serde_json::from_value(runtime).unwrap());
+        }
+        let c = compared(&a, &b, &asked(false, false, &[])).unwrap();
+        let marked: BTreeSet<&str> =
+            c.rows.iter().filter(|r| r.differs).map(|r| r.stage.as_str()).collect();
+        let want = BTreeSet::from(["cold/train", "resume_load/train", "interrupted_train/train"]);
+        assert_eq!(marked, want);
+        match compared(&a, &b, &asked(false, true, &[])) {
+            Err(CompareError::Differs(d)) => {
+                assert!(d.iter().any(|l| l.contains("train")), "{d:?}")
+            }
+            other => panic!("{:?}", other.map(|c| c.rows.len())),
+        }
+        let spans = ["span:*".to_string()];
+        let c = compared(&a, &a, &asked(false, false, &spans)).unwrap();
+        assert_eq!(c.rows.len(), 1, "the one span row");
+        assert_eq!(c.rows[0].figure, "span:fit_s");
+        let defaults: Vec<String> = DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect();
+        let all = compared(&a, &a, &asked(false, false, &defaults)).unwrap().rows.len();
+        assert_eq!(all, compared(&a, &a, &asked(false, false, &[])).unwrap().rows.len());
+        let none = ["peak_rss_bytes".to_string()];
+        let refused = compared(&a, &a, &asked(false, false, &none));
+        assert!(matches!(refused, Err(CompareError::Nothing(_))), "{:?}", refused.err());
+    }
+}

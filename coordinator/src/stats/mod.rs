@@ -19,7 +19,10 @@ pub(crate) fn quantile_sorted(sorted: &[f64], q: f64) -> f64 {
         n => {
             let pos = q.clamp(0.0, 1.0) * (n - 1) as f64;
             let (lo, frac) = (pos.floor() as usize, pos.fract());
-            if lo + 1 < n { sorted[lo] + frac * (sorted[lo + 1] - sorted[lo]) } else { sorted[lo] }
+            let (a, b) = (sorted[lo], sorted[(lo + 1).min(n - 1)]);
+            // Between equal values, or on one, that value: an infinite one
+            // stays infinite (inf − inf would make it NaN).
+            if frac == 0.0 || a == b { a } else { a + frac * (b - a) }
         }
     }
 }
@@ -161,6 +164,20 @@ mod tests {
         assert_eq!(quantile_sorted(&v, 1.5), 4.0);
         assert_eq!(quantile_sorted(&v, -0.5), 1.0);
         assert_eq!(quantile_sorted(&v, 0.75), 3.0);
+    }
+
+    /// Infinite values (a ratio over a median of 0: a span B added) stay
+    /// infinite at and between them, and a finite quantile below them stays
+    /// finite; before, inf − inf made every such quantile NaN, and a
+    /// significant change read as none.
+    #[test]
+    fn quantiles_among_infinite_values_are_not_nan() {
+        let inf = f64::INFINITY;
+        assert_eq!(quantile_sorted(&[inf, inf, inf], 0.5), inf);
+        assert_eq!(quantile_sorted(&[inf, inf, inf], 0.025), inf);
+        assert_eq!(quantile_sorted(&[1.0, inf, inf], 0.0), 1.0);
+        assert_eq!(quantile_sorted(&[1.0, inf, inf], 0.25), inf);
+        assert_eq!(quantile_sorted(&[1.0, 2.0, inf], 0.5), 2.0);
     }
 
     /// Hand-computed: 2, 4, 4, 4, 5, 5, 7, 9 has mean 5, sample variance
