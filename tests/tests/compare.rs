@@ -183,3 +183,43 @@ fn runs_on_other_thread_settings_are_marked_and_refused_when_strict() {
         f.stderr
     );
 }
+
+/// A campaign of one `[[pipeline]]` stage, `sleep NAP`, four cold trials (a
+/// rank test needs four a side to say anything), keeping its directory.
+fn nap_campaign(nap: &str, keep: &mut Vec<tempfile::TempDir>) -> PathBuf {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let file = tmp.path().join("c.toml");
+    let text = format!(
+        "[campaign]\nname = \"naps\"\ntrials = 4\nscratch = \"work\"\n\n[[pipeline]]\nname = \"nap\"\nargv = [\"sleep\", \"{nap}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n"
+    );
+    std::fs::write(&file, text).unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    keep.push(tmp);
+    out
+}
+
+/// Two campaign directories are compared as campaigns, step by step: a
+/// stage 0.25 s slower is a regression (exit 4) that the step's sentence
+/// names; the other way round, faster (exit 0).
+#[test]
+fn campaigns_are_compared_step_by_step_and_a_slower_stage_is_named() {
+    let _one = alone();
+    let mut keep = Vec::new();
+    let fast = nap_campaign("0.05", &mut keep);
+    let slow = nap_campaign("0.3", &mut keep);
+    let f = compare(&fast, &slow, &[]);
+    assert_eq!(f.code(), Some(4), "{}\n{}", f.stdout, f.stderr);
+    let note = f.stdout.lines().find(|l| l.starts_with("cold: ")).expect(&f.stdout);
+    assert!(note.starts_with("cold: B is slower than A"), "{note}");
+    assert!(note.contains("4 and 4 trials); what changed most: stage nap, "), "{note}");
+    assert!(note.ends_with(" (slower)."), "{note}");
+    let f = compare(&slow, &fast, &[]);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let note = f.stdout.lines().find(|l| l.starts_with("cold: ")).expect(&f.stdout);
+    assert!(note.starts_with("cold: B is faster than A"), "{note}");
+}
