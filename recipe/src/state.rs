@@ -260,10 +260,24 @@ pub struct PartDigest {
     pub sha256: String,
 }
 
-/// Digests every regular file of a state directory (temp files excluded).
+/// Digests every regular file of a state directory (temp files excluded:
+/// the recipe writes through dot-named temporaries).
 pub fn digest(root: &Path) -> io::Result<Digest> {
+    digest_where(root, &|_, name| !name.starts_with('.'))
+}
+
+/// Digests every regular file under `root`, dot-files included, but the
+/// entries of `root` itself named in `left_out` (a team's scratch
+/// directory, whose state may well live in `.cache/`, beside the
+/// campaign's own lock file).
+pub fn digest_all_but(root: &Path, left_out: &[&str]) -> io::Result<Digest> {
+    digest_where(root, &|dir, name| dir != root || !left_out.contains(&name))
+}
+
+/// `keep(dir, name)`: whether the entry `name` of `dir` is part of it.
+fn digest_where(root: &Path, keep: &dyn Fn(&Path, &str) -> bool) -> io::Result<Digest> {
     let mut files = Vec::new();
-    walk(root, root, &mut files)?;
+    walk(root, root, keep, &mut files)?;
     files.sort();
     let mut parts: BTreeMap<String, Vec<&(String, String, u64)>> = BTreeMap::new();
     for f in &files {
@@ -289,16 +303,21 @@ pub fn digest(root: &Path) -> io::Result<Digest> {
     })
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String, u64)>) -> io::Result<()> {
+fn walk(
+    root: &Path,
+    dir: &Path,
+    keep: &dyn Fn(&Path, &str) -> bool,
+    out: &mut Vec<(String, String, u64)>,
+) -> io::Result<()> {
     for e in std::fs::read_dir(dir)? {
         let e = e?;
         let name = e.file_name().to_string_lossy().into_owned();
-        if name.starts_with('.') {
+        if !keep(dir, &name) {
             continue;
         }
         let t = e.file_type()?;
         if t.is_dir() {
-            walk(root, &e.path(), out)?;
+            walk(root, &e.path(), keep, out)?;
         } else if t.is_file() {
             let (sha, bytes) = evidence::file_sha256(&e.path())?;
             let rel =
@@ -313,6 +332,30 @@ fn walk(root: &Path, dir: &Path, out: &mut Vec<(String, String, u64)>) -> io::Re
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The recipe's digest leaves dot-files out; a scratch directory's
+    /// sees a change in one, at any depth, and leaves out only what it is
+    /// told to, at its top.
+    #[test]
+    fn a_scratch_digest_sees_dot_files_but_what_it_leaves_out() {
+        let tmp = tempfile::tempdir().unwrap();
+        let root = tmp.path();
+        std::fs::create_dir_all(root.join(".cache/inner")).unwrap();
+        std::fs::write(root.join("out.txt"), "a").unwrap();
+        std::fs::write(root.join(".cache/inner/fit"), "1").unwrap();
+        std::fs::write(root.join(".lock"), "123").unwrap();
+        let (recipe, scratch) = (digest(root).unwrap(), digest_all_but(root, &[".lock"]).unwrap());
+        assert_eq!((recipe.files, scratch.files), (1, 2));
+        std::fs::write(root.join(".cache/inner/fit"), "2").unwrap();
+        assert_eq!(digest(root).unwrap().sha256, recipe.sha256, "the recipe's leaves it out");
+        let changed = digest_all_but(root, &[".lock"]).unwrap();
+        assert_ne!(changed.sha256, scratch.sha256, "a dot-file's change is a change");
+        std::fs::write(root.join(".lock"), "456").unwrap();
+        assert_eq!(digest_all_but(root, &[".lock"]).unwrap().sha256, changed.sha256);
+        // Left out at the top only: a `.lock` deeper down is state.
+        std::fs::write(root.join(".cache/.lock"), "x").unwrap();
+        assert_eq!(digest_all_but(root, &[".lock"]).unwrap().files, 3);
+    }
 
     #[test]
     fn only_an_empty_or_marked_directory_is_claimed() {

@@ -26,7 +26,8 @@ pub(crate) struct CampaignReport {
     pub(crate) environment_sha256: String,
     pub(crate) trials: u32,
     pub(crate) epochs: u32,
-    /// Digest of the state the first cold trial left (see `recipe::state::digest`).
+    /// Digest of the state the first cold trial left (`recipe::state::digest`;
+    /// a pipeline's scratch directory: `digest_all_but`, dot-files included).
     pub(crate) reference_state_sha256: String,
     /// The steps ran an external pipeline (`[[pipeline]]`), not the recipe:
     /// its spans, not the recipe's components, carry its judgment.

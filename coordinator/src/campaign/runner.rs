@@ -262,7 +262,7 @@ impl Runner<'_> {
         }
         super::spans::apply_roles(&mut parts, self.campaign);
         let digest = match &self.campaign.campaign.scratch {
-            Some(dir) => recipe::state::digest(dir)
+            Some(dir) => recipe::state::digest_all_but(dir, &[crate::dirlock::LOCK_FILE])
                 .map(|d| d.sha256)
                 .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?,
             None => String::new(),

@@ -77,12 +77,22 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
 
 /// A stage that is not idempotent (it appends a line each time it runs and
 /// leaves no marker) makes every resume's scratch state differ from the
-/// cold run's, and the report and the judgment say so.
+/// cold run's, and the report and the judgment say so; in a dot-directory
+/// too (a team's cache in `.cache/`), which the recipe's state digest
+/// would leave out.
 #[test]
 fn a_resume_that_writes_a_different_byte_is_not_identical_to_cold() {
+    for tally in ["work/tally.txt", "work/.cache/tally"] {
+        not_identical_to_cold(tally);
+    }
+}
+
+fn not_identical_to_cold(tally: &str) {
     let tmp = tempfile::tempdir().unwrap();
-    let tally = "[[pipeline]]\nname = \"tally\"\nargv = [\"sh\", \"-c\", \"echo ran >> work/tally.txt\"]\nreset = [\"work/tally.txt\"]\n";
-    let file = pipeline(tmp.path(), tally);
+    let tally = format!(
+        "[[pipeline]]\nname = \"tally\"\nargv = [\"sh\", \"-c\", \"mkdir -p work/.cache && echo ran >> {tally}\"]\nreset = [\"{tally}\"]\n"
+    );
+    let file = pipeline(tmp.path(), &tally);
     let out = tmp.path().join("campaign");
     let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
