@@ -88,6 +88,7 @@ groups | while IFS='|' read -r name files packages test_args; do
   mkdir -p "$out"
   if [ "${MUTANTS_IN_PLACE:-}" = 1 ]; then args+=(--in-place); else args+=(--copy-target true); fi
   started=$(date +%s)
+  before=$(ps -eo pid= | tr -d ' ' | sort)
   echo "== $name: ${files} (tests: ${packages}; ${test_args})" >&2
   status=0
   # shellcheck disable=SC2086
@@ -108,4 +109,12 @@ groups | while IFS='|' read -r name files packages test_args; do
   score=$(python3 -c "print(f'{100*($caught+$timeout)/$viable:.1f}%' if $viable else '-')")
   printf '%-10s caught %4d  missed %4d  unviable %4d  timeout %4d  score %s  (%d s)\n' \
     "$name" "$caught" "$missed" "$unviable" "$timeout" "$score" $(($(date +%s) - started))
+  # A mutant that breaks containment can leave a test's daemons running
+  # (orphans, adopted by init), and a later baseline that looks for its own
+  # may find them. Name them; they are not this script's to kill.
+  comm -13 <(echo "$before") <(ps -eo pid= | tr -d ' ' | sort) | while read -r pid; do
+    if [ "$(ps -o ppid=,stat= -p "$pid" 2>/dev/null | awk '$2 !~ /^Z/ {print $1}')" = 1 ]; then
+      echo "$name: left running, started during the group: $(ps -o pid=,args= -p "$pid")" >&2
+    fi
+  done
 done
