@@ -33,7 +33,9 @@ TESTS=stagebench-tests
 # (';'-separated). A group's cargo test args choose its test targets.
 # cold-prep's 482 mutants took about 80 minutes as one group (8 to 20 s each,
 # tests/tests/cold_prep/ being most of it), so they are three: the judging
-# (186), what the mode shows (189) and the preparation phases (107).
+# (186), what the mode shows (189) and the preparation phases (107). The
+# tree's 260 were stopped at 86 minutes after 191 (27 s each, a broken
+# sampler often running into the timeout), so they are three as well.
 groups() {
   cat <<EOF
 stats|coordinator/src/stats/*.rs|$COORD|--lib
@@ -45,7 +47,9 @@ cold-prep-output|coordinator/src/modes/cold_prep/render.rs coordinator/src/modes
 preparation|coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
 verify|coordinator/src/verify/*.rs|$COORD $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
 dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
-tree|worker/src/tree/*.rs|stagebench-worker $TESTS|--lib;--test=trees
+tree|worker/src/tree/mod.rs worker/src/tree/watcher.rs|stagebench-worker $TESTS|--lib;--test=trees
+tree-cgroup|worker/src/tree/cgroup.rs worker/src/tree/io.rs|stagebench-worker $TESTS|--lib;--test=trees
+tree-procfs|worker/src/tree/procfs.rs|stagebench-worker $TESTS|--lib;--test=trees
 EOF
 }
 
