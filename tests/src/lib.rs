@@ -272,7 +272,6 @@ fn stat(pid: i32) -> Option<(char, i32)> {
     Some((state, pgrp))
 }
 
-/// Reads and parses a JSON file.
 /// Whether workers here can make a memory cgroup per stage (as root with a
 /// writable v1 memory hierarchy), so a tree's default method is `cgroup`.
 pub fn cgroups_here() -> bool {
@@ -288,6 +287,7 @@ pub fn cgroups_here() -> bool {
     made
 }
 
+/// Reads and parses a JSON file.
 pub fn json(path: &Path) -> serde_json::Value {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))

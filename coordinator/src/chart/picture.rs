@@ -237,18 +237,6 @@ pub(crate) fn elements(svg: &str) -> Vec<Element> {
     parse(svg).2
 }
 
-/// Every rectangle a plot draws but its white background, in document
-/// order.
-pub(crate) fn rects(svg: &str) -> Vec<Rect> {
-    elements(svg)
-        .into_iter()
-        .filter_map(|e| match e {
-            Element::Rect(r) => Some(r),
-            _ => None,
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,7 +1,7 @@
 //! The cold-prep and sweep plots read back from their SVG.
 
 use super::*;
-use crate::chart::picture::{Element, Rect, rects};
+use crate::chart::picture::{Element, Rect, elements};
 
 fn fixture() -> Section {
     let r: serde_json::Value =
@@ -15,7 +15,11 @@ fn fixture() -> Section {
 fn drawn_rows(c: &Section) -> Vec<(Option<Rect>, Vec<Rect>)> {
     let svg = String::from_utf8(PreparationPlot(c).svg_and_png().unwrap().0).unwrap();
     let mut rows: Vec<(f64, Option<Rect>, Vec<Rect>)> = Vec::new();
-    for r in rects(&svg) {
+    let rects = elements(&svg).into_iter().filter_map(|e| match e {
+        Element::Rect(r) => Some(r),
+        _ => None,
+    });
+    for r in rects {
         let mid = r.y + r.h / 2.0;
         let at = match rows.iter().position(|row| (row.0 - mid).abs() < 3.0) {
             Some(at) => at,
@@ -170,7 +174,7 @@ fn the_sweep_plot_draws_each_figure_where_its_value_is() {
             p.workers = c;
         }
         let svg = String::from_utf8(SweepPlot(&s).svg_and_png().unwrap().0).unwrap();
-        let elements = crate::chart::picture::elements(&svg);
+        let elements = elements(&svg);
         let lines = |color: RGBColor| -> Vec<Vec<(f64, f64)>> {
             elements
                 .iter()
@@ -297,7 +301,7 @@ fn the_sweep_caption_states_the_amdahl_fit() {
         let mut s = sweep_fixture();
         s.amdahl = super::super::sweep::Amdahl { serial_fraction, speedup_limit };
         let svg = String::from_utf8(SweepPlot(&s).svg_and_png().unwrap().0).unwrap();
-        let texts: Vec<String> = crate::chart::picture::elements(&svg)
+        let texts: Vec<String> = elements(&svg)
             .into_iter()
             .filter_map(|e| match e {
                 Element::Text(t) => Some(t.content),
