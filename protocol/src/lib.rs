@@ -22,6 +22,7 @@ pub mod fuzzing;
 pub mod handshake;
 mod messages;
 pub mod program;
+pub mod spans;
 mod stage;
 pub mod stream;
 
@@ -30,6 +31,7 @@ pub use messages::{
     PROTOCOL_VERSION, Runtime, Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId,
     host_sha256,
 };
+pub use spans::SpanSummary;
 pub use stage::{
     EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
     without_local_paths,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 14;
+pub const PROTOCOL_VERSION: u32 = 15;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -212,6 +212,12 @@ pub struct Measurement {
     /// `--span` targets (as spelled, `MODULE:QUALNAME`) that never matched:
     /// their module was never imported, or it has no such attribute.
     pub spans_not_found: Vec<String>,
+    /// Every span name's calls, in order of first appearance: count,
+    /// inclusive, self and concurrent time, and their distribution.
+    pub spans: Vec<crate::spans::SpanSummary>,
+    /// What a person must know to read the spans: targets refused or
+    /// wrapped but never called, slices left out of the trace.
+    pub span_warnings: Vec<String>,
     /// Storage and system-call I/O of the stage's whole tree, where the
     /// kernel keeps task I/O accounting (`/proc/PID/io`).
     pub io: Option<Io>,

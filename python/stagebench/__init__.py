@@ -1,11 +1,13 @@
 """Report spans and progress of your own pipeline to stagebench.
 
 Under stagebench, the worker running your command names a fresh file in
-``STAGEBENCH_SPANS``. Each finished span is one JSON line appended to it,
-``{"name": "adapt_images", "seconds": 54.7}``, and each progress report one
-line ``{"progress": 0.4}``; stagebench turns the spans into the stage's
-``span:NAME_s`` and ``span:NAME_n`` figures and can kill the stage at a
-declared span or progress (a campaign's ``kill_at``).
+``STAGEBENCH_SPANS``. Spans are tallied in the process (``_spans``: calls,
+inclusive and self time, first call, min, max and a histogram per name and
+thread) and each thread appends its tally as one ``{"agg": ...}`` line at
+most once a second and at exit; each progress report is one line
+``{"progress": 0.4}``. stagebench turns them into the stage's span figures
+(``span:NAME_s``, ``span:NAME_n``, ``span:NAME_median_s``, …) and can kill
+the stage at a declared span or progress (a campaign's ``kill_at``).
 
 At exit, a process that imported the helper under stagebench adds one line,
 ``{"runtime": {"python": "3.11.7", "distributions": {"numpy": "2.4.6"}}}``:
@@ -24,13 +26,14 @@ stagebench (no ``STAGEBENCH_SPANS``) every call is a silent no-op. Names
 are checked either way, so a bad one fails in your own tests first.
 """
 
-import functools
 import json
 import math
 import os
 import re
 import threading
 import time
+
+from stagebench import _spans  # noqa: E402
 
 __all__ = ["span", "spanned", "progress", "active", "serve"]
 __version__ = "0.1.0"
@@ -80,23 +83,14 @@ def _write(line):
         os.write(fd, line)
 
 
+# What the helper itself calls, taken before any ``--span`` target is
+# wrapped: its own lines and its exit never count as the program's calls.
+_encode = json.JSONEncoder(separators=(",", ":"), allow_nan=False).encode
+_join, _open, _scandir = os.path.join, open, os.scandir
+
+
 def _append(record):
-    _write((json.dumps(record, separators=(",", ":"), allow_nan=False) + "\n").encode())
-
-
-def _span(name, seconds, start):
-    """A span's line, written without json (the name is checked, the
-    numbers finite; nine significant digits of seconds, the start to the
-    microsecond): a wrapped call's cost is mostly this."""
-    _write(b'{"name":"%s","seconds":%.9g,"start":%.6f}\n' % (name.encode(), seconds, start))
-
-
-# Where perf_counter reads the monotonic clock (Linux: both are
-# CLOCK_MONOTONIC), one reading gives a span both its start and its length.
-_ONE_CLOCK = (
-    time.get_clock_info("perf_counter").implementation
-    == time.get_clock_info("monotonic").implementation
-)
+    _write((_encode(record) + "\n").encode())
 
 
 class span:
@@ -105,40 +99,40 @@ class span:
         with stagebench.span("adapt_images"):
             ...
 
-    It is reported when the block ends, also when it raises.
+    It is counted when the block ends, also when it raises. A span inside
+    another span of the same name on the same thread is not timed again.
     """
 
-    __slots__ = ("name", "_start", "_at")
+    __slots__ = ("name", "_t", "_frame", "_start")
 
     def __init__(self, name):
         self.name = _check_name(name)
-        self._start = None
-        self._at = None
+        self._frame = None
 
     def __enter__(self):
-        # When it began on the machine's monotonic clock (the one the
-        # worker reads), so a trace can place it; how long, on the finest.
-        self._start = time.perf_counter()
-        self._at = self._start if _ONE_CLOCK else time.monotonic()
+        self._t = t = _spans.thread()
+        self._frame = _spans.open_(t, self.name)
+        self._start = _spans.now()
         return self
 
     def __exit__(self, *exc):
-        seconds = time.perf_counter() - self._start
-        _span(self.name, max(seconds, 0.0), self._at)
+        ns = _spans.now() - self._start
+        if self._frame is not None:
+            _spans.close(self._t, self.name, self._frame, self._start, ns)
+            self._frame = None
         return False
 
 
 def spanned(name):
-    """A decorator: every call of the function is a span called ``name``."""
+    """A decorator: every call of the function is a span called ``name``
+    (a generator's from its first ``next`` to its end, a coroutine's until
+    its result)."""
     _check_name(name)
 
     def wrap(func):
-        @functools.wraps(func)
-        def inner(*args, **kwargs):
-            with span(name):
-                return func(*args, **kwargs)
+        from stagebench import autospan
 
-        return inner
+        return autospan.timed(func, name)
 
     return wrap
 
@@ -167,7 +161,7 @@ def _installed():
     seen = set()
     for entry in sys.path:
         try:
-            entries = sorted(os.scandir(entry or "."), key=lambda e: e.name)
+            entries = sorted(_scandir(entry or "."), key=lambda e: e.name)
         except OSError:
             continue
         for d in entries:
@@ -177,7 +171,7 @@ def _installed():
             headers = {}
             for file in ("METADATA", "PKG-INFO"):
                 try:
-                    with open(os.path.join(d.path, file), encoding="utf-8") as f:
+                    with _open(_join(d.path, file), encoding="utf-8") as f:
                         for line in f:
                             if not line.strip():
                                 break
@@ -214,7 +208,7 @@ def _runtime():
     rest = []
     for name, version, path in _installed():
         try:
-            with open(os.path.join(path, "top_level.txt"), encoding="utf-8") as f:
+            with _open(_join(path, "top_level.txt"), encoding="utf-8") as f:
                 provides = set(f.read().split())
         except OSError:
             provides = set()
@@ -232,7 +226,7 @@ def _runtime():
         if not unmatched:
             break
         try:
-            with open(os.path.join(path, "RECORD"), encoding="utf-8") as f:
+            with _open(_join(path, "RECORD"), encoding="utf-8") as f:
                 provides = {line.split("/")[0].split(",")[0].rsplit(".py", 1)[0] for line in f}
         except OSError:
             continue
@@ -295,7 +289,7 @@ def serve(fn):
         ) from None
 
     def answer(record):
-        line = (json.dumps(record, separators=(",", ":")) + "\n").encode()
+        line = (_encode(record) + "\n").encode()
         view = memoryview(line)
         while view:
             view = view[os.write(answers_fd, view):]
@@ -313,6 +307,8 @@ def serve(fn):
                 if not isinstance(e, Exception):
                     raise
                 continue
+            # The item's spans reach the file before its answer does.
+            _spans.flush_all()
             answer({"done": item_id})
     os.close(answers_fd)
 

@@ -6,11 +6,18 @@ The worker sets ``STAGEBENCH_SPAN_TARGETS`` to a JSON list of
 ``sitecustomize`` on ``PYTHONPATH``; that ``sitecustomize`` calls
 :func:`install`. A target whose module is already imported is wrapped at
 once; any other when its module finishes importing (a finder first on
-``sys.meta_path`` wraps the module's loader). A function, a method, a
-classmethod and a staticmethod are wrapped in place. Each wrap writes one
-line ``{"wrapped": "MODULE:QUALNAME"}`` to the spans file, so the worker can
-name the targets that never matched (``spans_not_found``): a typo must never
-look like zero time.
+``sys.meta_path`` wraps the module's loader); one in ``__main__`` (the
+script being run) as soon as the script has defined it. A function, a
+method, a classmethod, a staticmethod, a property's getter and a
+``functools.cached_property`` are wrapped in place, a generator, coroutine
+or async generator function as one of its own kind. Each wrap writes one
+line ``{"wrapped": "MODULE:QUALNAME", "span": NAME}`` to the spans file, so
+the worker can name the targets that never matched (``spans_not_found``)
+and those wrapped but never called: a typo must never look like zero time.
+What cannot be wrapped without changing the program (a class, an
+attribute of an immutable built-in type such as ``numpy.ndarray.sum`` or
+``dict.get``) is left as it is and reported, ``{"refused": ..., "why":
+...}``, each target on its own.
 
 A call of a wrapped function is a span called NAME. A call made while a
 span of the same NAME is open on the same thread (recursion, or a wrapped
@@ -20,70 +27,121 @@ different names is recorded as nesting, and no second is counted twice.
 
 import functools
 import importlib.abc
+import inspect
 import json
 import os
 import sys
 import threading
-import time
+
+from stagebench import _spans
 
 _TARGETS = "STAGEBENCH_SPAN_TARGETS"
-_open = threading.local()
 
 
-def _writer():
-    """Writes a line to the spans file named when the bootstrap ran (fixed
-    for the process's life: no environment lookup per span), through the
-    helper's one descriptor, which a forked child inherits; a no-op
-    without one."""
-    from stagebench import _spans_fd
-
-    fd = _spans_fd()
-    if fd is None:
-        return lambda line: None
-    return functools.partial(os.write, fd)
-
-
-# Spans open on each thread, by (thread id, name): a call inside an open
-# span of its own name (recursion) is not timed again.
-_open = set()
-
-
-def _timed(func, name):
-    from stagebench import _ONE_CLOCK
-
-    write = _writer()
-    head = b'{"name":"%s","seconds":' % name.encode()
-    # Integer nanoseconds, written as "1234e-9": exact, and cheaper to
-    # format than a float (a wrapped call's cost is mostly its line).
-    now, ident, monotonic = time.perf_counter_ns, threading.get_ident, time.monotonic_ns
+def timed(func, name):
+    """``func`` made a span called ``name``, of the same kind: a generator
+    function stays one (its span runs from the first ``next`` to its end),
+    a coroutine function too (until its result), and so does an async
+    generator function. A call made inside an open span of the same name
+    on the same thread (recursion) is not timed again."""
+    if inspect.isasyncgenfunction(func):
+        return _timed_asyncgen(func, name)
+    if inspect.iscoroutinefunction(func):
+        return _timed_coroutine(func, name)
+    if inspect.isgeneratorfunction(func):
+        return _timed_generator(func, name)
+    threads, new, now = _spans._threads, _spans.thread, _spans.now
+    close, ident = _spans.close, _spans.ident
 
     @functools.wraps(func)
     def span(*args, **kwargs):
-        key = (ident(), name)
-        if key in _open:
+        t = threads.get(ident()) or new()
+        names = t[1]
+        if name in names:
             return func(*args, **kwargs)
-        _open.add(key)
+        names.add(name)
+        frame = [0, name]
+        t[0].append(frame)
         start = now()
         try:
             return func(*args, **kwargs)
         finally:
-            ns = now() - start
-            _open.discard(key)
-            at = start if _ONE_CLOCK else monotonic() - ns
-            write(head + b'%de-9,"start":%de-9}\n' % (max(ns, 0), at))
+            close(t, name, frame, start, now() - start)
 
     span.__stagebench_span__ = True
     return span
 
 
-def _wrap(module, qualname, name):
-    """Wraps MODULE.QUALNAME in place; whether it was found."""
+def _timed_generator(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    def span(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        # This body runs from the first next(): the span starts there.
+        start = now()
+        try:
+            return (yield from gen)
+        finally:
+            beside(name, start, now() - start)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def _timed_coroutine(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    async def span(*args, **kwargs):
+        start = now()
+        try:
+            return await func(*args, **kwargs)
+        finally:
+            beside(name, start, now() - start)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def _timed_asyncgen(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    async def span(*args, **kwargs):
+        agen = func(*args, **kwargs)
+        start = now()
+        try:
+            sent = None
+            while True:
+                try:
+                    item = await agen.asend(sent)
+                except StopAsyncIteration:
+                    return
+                sent = yield item
+        finally:
+            beside(name, start, now() - start)
+            await agen.aclose()
+
+    span.__stagebench_span__ = True
+    return span
+
+
+class Refused(Exception):
+    """A target that cannot be wrapped, with the reason."""
+
+
+def _wrap(module, qualname, name, spelled=None):
+    """Wraps MODULE.QUALNAME in place; whether it was found. Raises
+    :class:`Refused` for what cannot be wrapped without changing what the
+    program does."""
     from stagebench import _append
 
+    spelled = spelled or "%s:%s" % (module.__name__, qualname)
     if callable(name):
         # A preset's own installer (see _PRESETS).
         name(module)
-        _append({"wrapped": "preset:%s" % qualname})
+        _append({"wrapped": spelled})
         return True
 
     owner = module
@@ -93,40 +151,78 @@ def _wrap(module, qualname, name):
         if owner is None:
             return False
     last = parts[-1]
-    raw = owner.__dict__.get(last) if isinstance(owner, type) else None
-    if isinstance(raw, staticmethod):
-        wrapped = staticmethod(_timed(raw.__func__, name))
-    elif isinstance(raw, classmethod):
-        wrapped = classmethod(_timed(raw.__func__, name))
-    else:
-        target = getattr(owner, last, None)
-        if target is None or not callable(target):
+    if isinstance(owner, type):
+        missing = object()
+        raw = missing
+        for klass in owner.__mro__:
+            if last in klass.__dict__:
+                raw = klass.__dict__[last]
+                break
+        if raw is missing:
             return False
-        if getattr(target, "__stagebench_span__", False):
-            return True
-        wrapped = _timed(target, name)
-    setattr(owner, last, wrapped)
-    _append({"wrapped": "%s:%s" % (module.__name__, qualname)})
+    else:
+        raw = getattr(owner, last, None)
+        if raw is None:
+            return False
+    if getattr(raw, "__stagebench_span__", False):
+        _append({"wrapped": spelled, "span": name})
+        return True
+    if isinstance(raw, staticmethod):
+        wrapped = staticmethod(timed(raw.__func__, name))
+    elif isinstance(raw, classmethod):
+        wrapped = classmethod(timed(raw.__func__, name))
+    elif isinstance(raw, property):
+        if raw.fget is None:
+            raise Refused("a property without a getter")
+        wrapped = property(timed(raw.fget, name), raw.fset, raw.fdel, raw.__doc__)
+    elif isinstance(raw, functools.cached_property):
+        wrapped = functools.cached_property(timed(raw.func, name))
+        wrapped.__set_name__(owner, last)
+    elif isinstance(raw, type):
+        raise Refused("a class: name one of its methods")
+    elif callable(raw):
+        wrapped = timed(raw, name)
+    else:
+        raise Refused("not callable (a %s)" % type(raw).__name__)
+    try:
+        setattr(owner, last, wrapped)
+    except (TypeError, AttributeError) as e:
+        if isinstance(owner, type):
+            raise Refused("an attribute of an immutable built-in type cannot be wrapped") from e
+        raise Refused("cannot be replaced: %s" % e) from e
+    _append({"wrapped": spelled, "span": name})
+    return True
+
+
+def _try(module, qualname, name, spelled):
+    """Wraps one target; a refusal is reported for it alone, and no error
+    of ours ever reaches the program."""
+    from stagebench import _append
+
+    try:
+        return _wrap(module, qualname, name, spelled)
+    except Refused as why:
+        _append({"refused": spelled, "why": str(why)})
+    except Exception as e:  # noqa: BLE001 - never break the program we measure
+        _append({"refused": spelled, "why": "%s: %s" % (type(e).__name__, e)})
     return True
 
 
 def _torch_steps(module):
     """PyTorch's global optimizer step hooks: every optimizer's step, a
     subclass's own ``step`` included, is a span ``optimizer_step``."""
-    from stagebench import _append
-
     local = threading.local()
 
     def pre(optimizer, args, kwargs):
-        local.at = time.monotonic()
-        local.start = time.perf_counter()
+        t = _spans.thread()
+        local.open = (t, _spans.open_(t, "optimizer_step"), _spans.now())
 
     def post(optimizer, args, kwargs):
-        start = getattr(local, "start", None)
-        if start is not None:
-            seconds = time.perf_counter() - start
-            _append({"name": "optimizer_step", "seconds": max(seconds, 0.0), "start": local.at})
-            local.start = None
+        opened = getattr(local, "open", None)
+        if opened is not None and opened[1] is not None:
+            t, frame, start = opened
+            _spans.close(t, "optimizer_step", frame, start, _spans.now() - start)
+        local.open = None
 
     module.register_optimizer_step_pre_hook(pre)
     module.register_optimizer_step_post_hook(post)
@@ -137,33 +233,58 @@ def _torch_loader(module):
     span ``loader_wait``, except an iterator's first, which also starts its
     worker processes: ``loader_start``. The time from one batch's arrival to
     the next ``next()`` on the same thread (what the loop did with the
-    batch) is a span ``step``. The input-wait fraction is loader_wait /
-    (loader_wait + step): the steady state, start-up apart."""
-    from stagebench import _append
-
+    batch) is a span ``step``, with the loop's own spans inside it. The
+    input-wait fraction is loader_wait / (loader_wait + step): the steady
+    state, start-up apart."""
     cls = module._BaseDataLoaderIter
     original = cls.__next__
     local = threading.local()
 
     @functools.wraps(original)
     def __next__(self):
-        now_at, now = time.monotonic(), time.perf_counter()
-        last = getattr(local, "last", None)
-        if last is not None:
-            _append({"name": "step", "seconds": max(now - last[1], 0.0), "start": last[0]})
-        local.last = None
-        # The call that ends an epoch (StopIteration) is no batch: only
-        # waits that returned one are counted.
-        batch = original(self)
-        done = time.perf_counter()
+        t = _spans.thread()
+        step = getattr(local, "step", None)
+        if step is not None:
+            frame, start = step
+            if frame is not None:
+                _spans.close(t, "step", frame, start, _spans.now() - start)
+            local.step = None
         first = not getattr(self, "_stagebench_started", False)
-        self._stagebench_started = True
         name = "loader_start" if first else "loader_wait"
-        _append({"name": name, "seconds": max(done - now, 0.0), "start": now_at})
-        local.last = (time.monotonic(), done)
+        frame = _spans.open_(t, name)
+        start = _spans.now()
+        try:
+            # The call that ends an epoch (StopIteration) is no batch: it
+            # is not counted.
+            batch = original(self)
+        except BaseException:
+            if frame is not None:
+                _spans.close(t, name, frame, start, 0)
+                # Uncount it: not a wait that returned a batch.
+                _uncount(t, name)
+            raise
+        done = _spans.now()
+        self._stagebench_started = True
+        if frame is not None:
+            _spans.close(t, name, frame, start, done - start)
+        local.step = (_spans.open_(t, "step"), done)
         return batch
 
     cls.__next__ = __next__
+
+
+def _uncount(t, name):
+    """Takes back the last call of ``name`` on thread state ``t`` (a
+    zero-length one just closed)."""
+    s = t[2].get(name)
+    if s is not None and s[0] > 0:
+        s[0] -= 1
+        h = s[7]
+        h[0] = h.get(0, 0) - 1
+        if not h[0]:
+            del h[0]
+        if not s[0]:
+            del t[2][name]
 
 
 # preset -> (module, qualname or preset name, span name or installer)
@@ -202,28 +323,88 @@ class _Finder(importlib.abc.MetaPathFinder):
 
         def exec_and_wrap(module):
             exec_module(module)
-            for qualname, name in targets:
-                _wrap(module, qualname, name)
+            for qualname, name, spelled in targets:
+                _try(module, qualname, name, spelled)
 
         loader.exec_module = exec_and_wrap
         return spec
 
 
+def _watch_main(targets):
+    """Targets in the script being run (``__main__``), which exist only
+    once its code has defined them: a profile hook on the main thread looks
+    for them at every call of a function of the script, wraps each as soon
+    as it exists, times by its own ``return`` a call that began before
+    (the target called first of all), and removes itself once all are
+    wrapped or the script's module code has returned."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        return
+    g = main.__dict__
+    pending = list(targets)
+    inflight = {}
+    previous = sys.getprofile()
+
+    def hook(frame, event, arg):
+        if frame.f_globals is not g:
+            return
+        if event == "return":
+            opened = inflight.pop(frame, None)
+            if opened is not None:
+                t, span_frame, name, start = opened
+                if span_frame is not None:
+                    _spans.close(t, name, span_frame, start, _spans.now() - start)
+            elif frame.f_code.co_name == "<module>":
+                pending.clear()
+            if not pending and not inflight:
+                sys.setprofile(previous)
+            return
+        if event != "call":
+            return
+        for item in list(pending):
+            qualname, name, spelled = item
+            target = g
+            for part in qualname.split("."):
+                target = target.get(part) if isinstance(target, dict) else getattr(target, part, None)
+                if target is None:
+                    break
+            if target is None:
+                continue
+            pending.remove(item)
+            code = getattr(inspect.unwrap(target), "__code__", None)
+            _try(main, qualname, name, spelled)
+            if code is not None and frame.f_code is code:
+                # This very call began unwrapped: timed until it returns.
+                t = _spans.thread()
+                inflight[frame] = (t, _spans.open_(t, name), name, _spans.now())
+        if not pending and not inflight:
+            sys.setprofile(previous)
+
+    sys.setprofile(hook)
+
+
 def install():
-    """Wraps every target named in ``STAGEBENCH_SPAN_TARGETS``."""
+    """Wraps every target named in ``STAGEBENCH_SPAN_TARGETS``, each on its
+    own: a target that cannot be wrapped is reported (``{"refused": ...}``)
+    and loses no other."""
     raw = os.environ.get(_TARGETS)
     if not raw:
         return
     by_module = {}
     for t in json.loads(raw):
         if "preset" in t:
-            for module, qualname, name in _PRESETS[t["preset"]]:
-                by_module.setdefault(module, []).append((qualname, name))
+            for module, qualname, name in _PRESETS.get(t["preset"], ()):
+                spelled = "preset:%s" % t["preset"]
+                by_module.setdefault(module, []).append((qualname, name, spelled))
         else:
-            by_module.setdefault(t["module"], []).append((t["qualname"], t["name"]))
+            spelled = "%s:%s" % (t["module"], t["qualname"])
+            by_module.setdefault(t["module"], []).append((t["qualname"], t["name"], spelled))
+    main = by_module.pop("__main__", None)
+    if main:
+        _watch_main(main)
     for module in list(by_module):
         if module in sys.modules:
-            for qualname, name in by_module.pop(module):
-                _wrap(sys.modules[module], qualname, name)
+            for qualname, name, spelled in by_module.pop(module):
+                _try(sys.modules[module], qualname, name, spelled)
     if by_module:
         sys.meta_path.insert(0, _Finder(by_module))

@@ -12,8 +12,41 @@ import unittest
 import stagebench
 
 
+HERE = os.path.dirname(os.path.abspath(__file__))
+BOOTSTRAP = os.path.join(HERE, "..", "stagebench", "bootstrap")
+
+
+def tally(lines):
+    """The agg lines merged per name, as the worker merges them: calls,
+    sum, self, beside and main-thread self (ns), min, max, first, and the
+    histogram's total."""
+    out = {}
+    for line in lines:
+        agg = line.get("agg")
+        if agg is None:
+            continue
+        for name, s in agg["spans"].items():
+            t = out.setdefault(name, {"n": 0, "sum": 0, "self": 0, "main": 0, "beside": 0,
+                                      "min": None, "max": 0, "first": None, "at": None, "h": 0})
+            t["n"] += s["n"]
+            t["sum"] += s["sum"]
+            t["self"] += s["self"]
+            t["beside"] += s["beside"]
+            if agg["main"] and not agg["forked"]:
+                t["main"] += s["self"] - s["beside"]
+            t["min"] = s["min"] if t["min"] is None else min(t["min"], s["min"])
+            t["max"] = max(t["max"], s["max"])
+            if t["at"] is None or s["at"] < t["at"]:
+                t["first"], t["at"] = s["first"], s["at"]
+            t["h"] += sum(s["h"][1::2])
+    return out
+
+
 class Helper(unittest.TestCase):
     def setUp(self):
+        # Whatever an earlier test left tallied goes nowhere.
+        os.environ.pop("STAGEBENCH_SPANS", None)
+        stagebench._spans.flush_all()
         fd, self.path = tempfile.mkstemp()
         os.close(fd)
         os.environ["STAGEBENCH_SPANS"] = self.path
@@ -22,11 +55,13 @@ class Helper(unittest.TestCase):
         os.environ.pop("STAGEBENCH_SPANS", None)
         os.unlink(self.path)
 
-    def lines(self):
+    def lines(self, flush=True):
+        if flush:
+            stagebench._spans.flush_all()
         with open(self.path) as f:
             return [json.loads(line) for line in f]
 
-    def test_a_span_a_decorated_call_and_progress_are_one_line_each(self):
+    def test_spans_are_tallied_not_written_per_call_and_progress_is_one_line(self):
         with stagebench.span("load"):
             pass
 
@@ -37,11 +72,13 @@ class Helper(unittest.TestCase):
         self.assertEqual(fit(21), 42)
         self.assertEqual(fit.__name__, "fit")
         stagebench.progress(0.5)
-        got = self.lines()
-        self.assertEqual([g.get("name", g.get("progress")) for g in got], ["load", "fit", 0.5])
-        self.assertTrue(all(g["seconds"] >= 0 for g in got[:2]))
-        # Each span says when it began on the monotonic clock, in order.
-        self.assertTrue(got[0]["start"] <= got[1]["start"] <= time.monotonic())
+        self.assertEqual(self.lines(flush=False), [{"progress": 0.5}], "no line per span")
+        got = tally(self.lines())
+        self.assertEqual({k: v["n"] for k, v in got.items()}, {"load": 1, "fit": 1})
+        # Each first call says when it began on the monotonic clock.
+        self.assertTrue(got["load"]["at"] <= got["fit"]["at"] <= time.monotonic_ns())
+        for v in got.values():
+            self.assertEqual(v["h"], v["n"], "the histogram holds every call")
 
     def test_at_exit_one_runtime_line_names_the_interpreter_and_imported_libraries(self):
         import subprocess
@@ -70,9 +107,9 @@ class Helper(unittest.TestCase):
         with self.assertRaises(KeyError):
             with stagebench.span("boom"):
                 raise KeyError("x")
-        self.assertEqual(self.lines()[0]["name"], "boom")
+        self.assertEqual(tally(self.lines())["boom"]["n"], 1)
 
-    def test_threads_and_a_forked_child_never_interleave(self):
+    def test_threads_and_a_forked_child_are_counted_exactly_and_apart(self):
         def many():
             for _ in range(200):
                 with stagebench.span("thread"):
@@ -86,14 +123,73 @@ class Helper(unittest.TestCase):
             for _ in range(200):
                 with stagebench.span("child"):
                     pass
+            # As multiprocessing leaves: no atexit, the helper still writes.
             os._exit(0)
         for t in threads:
             t.join()
         _, status = os.waitpid(pid, 0)
         self.assertEqual(status, 0)
-        names = [g["name"] for g in self.lines()]
-        self.assertEqual(names.count("thread"), 800)
-        self.assertEqual(names.count("child"), 200)
+        got = tally(self.lines())
+        self.assertEqual(got["thread"]["n"], 800)
+        self.assertEqual(got["child"]["n"], 200)
+        self.assertEqual(got["thread"]["main"], 0, "another thread's time is no share of the wall")
+        self.assertEqual(got["child"]["main"], 0, "a forked child's neither")
+
+    def test_nesting_and_threads_are_counted_once(self):
+        """run 0.20 s holds outer 0.10 s, which holds inner twice at 0.03 s;
+        two threads run worker 0.05 s at once."""
+
+        def worker():
+            with stagebench.span("worker"):
+                time.sleep(0.05)
+
+        with stagebench.span("run"):
+            with stagebench.span("outer"):
+                for _ in range(2):
+                    with stagebench.span("inner"):
+                        time.sleep(0.03)
+                time.sleep(0.04)
+            ts = [threading.Thread(target=worker) for _ in range(2)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+            time.sleep(0.05)
+        got = tally(self.lines())
+        ms = lambda ns: ns / 1e6  # noqa: E731
+        run, outer, inner = got["run"], got["outer"], got["inner"]
+        self.assertEqual(outer["self"], outer["sum"] - inner["sum"])
+        self.assertEqual(run["self"], run["sum"] - outer["sum"])
+        self.assertAlmostEqual(ms(inner["sum"]), 60, delta=10)
+        self.assertAlmostEqual(ms(outer["self"]), 40, delta=10)
+        main = sum(v["main"] for v in got.values())
+        self.assertEqual(main, run["sum"], "main-thread self times add up to the top level")
+        self.assertAlmostEqual(ms(got["worker"]["sum"]), 100, delta=15)
+        self.assertEqual(got["worker"]["main"], 0)
+
+    def test_a_million_calls_are_counted_exactly_in_a_few_lines(self):
+        @stagebench.spanned("tick")
+        def tick():
+            pass
+
+        for _ in range(1_000_000):
+            tick()
+        got = self.lines()
+        size = os.path.getsize(self.path)
+        self.assertEqual(tally(got)["tick"]["n"], 1_000_000)
+        # At most one line a second, each with at most 4,096 slices: a few
+        # hundred kilobytes, not the 60 MB of a line per call.
+        self.assertLess(size, 4 << 20, size)
+
+    def test_a_recursive_call_is_timed_once(self):
+        @stagebench.spanned("fact")
+        def fact(n):
+            return 1 if n <= 1 else n * fact(n - 1)
+
+        self.assertEqual(fact(10), 3628800)
+        got = tally(self.lines())["fact"]
+        self.assertEqual(got["n"], 1)
+        self.assertEqual(got["self"], got["sum"])
 
     def test_bad_names_and_progress_are_refused(self):
         for bad in ["", "x" * 65, "a/b", "with space", None]:
@@ -111,6 +207,144 @@ class Helper(unittest.TestCase):
             pass
         stagebench.progress(1.0)
         self.assertEqual(self.lines(), [])
+
+
+class Callables(unittest.TestCase):
+    """``--span`` on every kind of callable, through the bootstrap a worker
+    installs: the program's own output and exit code are the same as
+    without it, and each target is counted, or refused with its reason."""
+
+    PROGRAM = """
+import asyncio, functools, sys, time
+import json as j
+import thing
+
+def gen(n):
+    for i in range(n):
+        time.sleep(0.01)
+        yield i
+
+async def coro():
+    await asyncio.sleep(0.02)
+    return 7
+
+async def agen():
+    for i in range(2):
+        await asyncio.sleep(0.005)
+        yield i
+
+def mainfn(x):
+    return x + 1
+
+async def collect():
+    return [i async for i in thing.agen()]
+
+t = thing.Thing()
+print(mainfn(1), list(thing.gen(3)), asyncio.run(thing.coro()), asyncio.run(collect()))
+print(t.prop, t.cached, t.cached, thing.Thing.smeth(2), thing.Thing.cmeth(), t.meth())
+print(isinstance(t, thing.Thing), {"a": 1}.get("a"), j.dumps([1]))
+import inspect
+print(inspect.isgeneratorfunction(thing.gen), inspect.iscoroutinefunction(thing.coro))
+sys.exit(3)
+"""
+
+    THING = """
+import asyncio, functools, time
+
+def gen(n):
+    for i in range(n):
+        time.sleep(0.01)
+        yield i
+
+async def coro():
+    await asyncio.sleep(0.02)
+    return 7
+
+async def agen():
+    for i in range(2):
+        await asyncio.sleep(0.005)
+        yield i
+
+class Thing:
+    @property
+    def prop(self):
+        return "p"
+
+    @functools.cached_property
+    def cached(self):
+        return "c"
+
+    @staticmethod
+    def smeth(x):
+        return x * 2
+
+    @classmethod
+    def cmeth(cls):
+        return cls.__name__
+
+    def meth(self):
+        return "m"
+
+def never():
+    pass
+"""
+
+    TARGETS = [
+        ("thing", "gen"), ("thing", "coro"), ("thing", "agen"), ("thing", "Thing.prop"),
+        ("thing", "Thing.cached"), ("thing", "Thing.smeth"), ("thing", "Thing.cmeth"),
+        ("thing", "Thing.meth"), ("thing", "Thing"), ("builtins", "dict.get"),
+        ("thing", "never"), ("__main__", "mainfn"), ("os.path", "join"), ("json", "dumps"),
+    ]
+
+    def run_program(self, targets):
+        import subprocess
+        import sys
+
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "prog.py"), "w") as f:
+            f.write(self.PROGRAM)
+        with open(os.path.join(d, "thing.py"), "w") as f:
+            f.write(self.THING)
+        spans = os.path.join(d, "spans.jsonl")
+        open(spans, "w").close()
+        env = dict(os.environ, STAGEBENCH_SPANS=spans)
+        env.pop("PYTHONPATH", None)
+        if targets:
+            env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP, os.path.join(HERE, "..")])
+            env["STAGEBENCH_SPAN_TARGETS"] = json.dumps(
+                [{"module": m, "qualname": q, "name": q.replace(".", "_")} for m, q in targets]
+            )
+        p = subprocess.run([sys.executable, "prog.py"], cwd=d, env=env, capture_output=True, timeout=60)
+        with open(spans) as f:
+            lines = [json.loads(line) for line in f]
+        return p, lines
+
+    def test_every_kind_is_wrapped_or_refused_and_the_program_is_unchanged(self):
+        bare, _ = self.run_program([])
+        spanned, lines = self.run_program(self.TARGETS)
+        self.assertEqual(spanned.returncode, 3, spanned.stderr.decode())
+        self.assertEqual(spanned.stdout, bare.stdout)
+        self.assertEqual(bare.returncode, 3)
+        self.assertNotIn(b"sitecustomize", spanned.stderr, spanned.stderr.decode())
+        wrapped = {line["wrapped"]: line.get("span") for line in lines if "wrapped" in line}
+        refused = {line["refused"]: line["why"] for line in lines if "refused" in line}
+        self.assertEqual(refused.get("thing:Thing"), "a class: name one of its methods")
+        self.assertIn("immutable built-in type", refused.get("builtins:dict.get", ""))
+        for m, q in self.TARGETS:
+            if (m, q) not in [("thing", "Thing"), ("builtins", "dict.get")]:
+                self.assertIn("%s:%s" % (m, q), wrapped, (m, q, refused))
+        got = tally(lines)
+        calls = {k: v["n"] for k, v in got.items()}
+        for name in ["gen", "coro", "agen", "Thing_prop", "Thing_smeth", "Thing_cmeth",
+                     "Thing_meth", "mainfn", "dumps"]:
+            self.assertEqual(calls.get(name), 1, (name, calls))
+        self.assertEqual(calls.get("Thing_cached"), 1, "cached: computed once")
+        self.assertNotIn("never", calls)
+        # A generator's time runs from its first next() to its end (three
+        # sleeps of 10 ms), beside its consumer: concurrent, no share.
+        self.assertGreater(got["gen"]["sum"], 25e6)
+        self.assertEqual(got["gen"]["main"], 0)
+        self.assertGreater(got["coro"]["sum"], 15e6)
 
 
 if __name__ == "__main__":

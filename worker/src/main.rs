@@ -1,6 +1,8 @@
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
+    // Before anything changes them: what a user's program is started with.
+    worker::child_signals::record();
     worker::alloc::configure();
     // Both before any other thread exists (settle writes the environment;
     // the SIGTERM block must be inherited by every later thread).

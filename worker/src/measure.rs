@@ -126,6 +126,8 @@ impl Mark {
             tree: protocol::TreeUsage::default(),
             slices: Vec::new(),
             spans_not_found: Vec::new(),
+            spans: Vec::new(),
+            span_warnings: Vec::new(),
             io: crate::tree::io::between(self.usage.io, end.usage.io),
             runtime: protocol::Runtime::default(),
             faults: {

@@ -269,6 +269,8 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.figures = figures;
                         measurement.tree = tree;
                         measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
+                        measurement.spans = std::mem::take(&mut reporter.spans);
+                        measurement.span_warnings = std::mem::take(&mut reporter.span_warnings);
                         if let Some(python) = reporter.python.take() {
                             python.fill(&mut runtime);
                         }
@@ -290,6 +292,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         let mut m = start.until(&Mark::now());
                         m.tree = closed.contained.tree;
                         m.spans_not_found = closed.spans_not_found;
+                        m.span_warnings = closed.span_warnings;
                         m.io = closed.io;
                         m.runtime = closed.runtime;
                         (m, closed.result.err().map(|e| e.to_string()))
@@ -324,6 +327,9 @@ struct WireReporter<'a> {
     slices_dropped: u64,
     /// `--span` targets the stage's command never matched.
     spans_not_found: Vec<String>,
+    /// The stage's spans, and what to know to read them.
+    spans: Vec<protocol::SpanSummary>,
+    span_warnings: Vec<String>,
     /// What the Python helper said, if it said anything.
     python: Option<crate::stages::PythonRuntime>,
 }
@@ -338,6 +344,8 @@ impl<'a> WireReporter<'a> {
             slices: Vec::new(),
             slices_dropped: 0,
             spans_not_found: Vec::new(),
+            spans: Vec::new(),
+            span_warnings: Vec::new(),
             python: None,
         }
     }
@@ -376,6 +384,10 @@ impl Reporter for WireReporter<'_> {
     }
     fn spans_not_found(&mut self, targets: Vec<String>) {
         self.spans_not_found = targets;
+    }
+    fn spans(&mut self, spans: Vec<protocol::SpanSummary>, warnings: Vec<String>) {
+        self.spans = spans;
+        self.span_warnings = warnings;
     }
     fn python_runtime(&mut self, runtime: crate::stages::PythonRuntime) {
         self.python = Some(runtime);

@@ -153,14 +153,24 @@ pub(crate) struct StagePart {
     /// A pipeline stage a resume skipped (its completion marker existed).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub(crate) skipped: bool,
-    /// Inner spans the stage reported (`STAGEBENCH_SPANS`), seconds by name.
+    /// Inner spans the stage reported (`STAGEBENCH_SPANS`), by name: each
+    /// one's self seconds on the main thread, so they add up to the time
+    /// in spans and never count a second twice.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) spans: BTreeMap<String, f64>,
+    /// Seconds in spans beside the main thread (other threads, forked
+    /// children, generators): no part of the stage's wall.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) concurrent_s: f64,
     /// What the stage ran on (its record's `runtime`: thread settings, the
     /// commit, the Python helper's interpreter and libraries); in the
     /// medians, the first trial's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) runtime: Option<crate::rundir::report::RuntimeRecord>,
+}
+
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl StagePart {
@@ -193,12 +203,11 @@ pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
                 components.insert("work".into(), st.wall_s);
             }
             let spans = st
-                .figures
+                .spans
                 .iter()
-                .filter_map(|(k, v)| {
-                    Some((k.strip_prefix("span:")?.strip_suffix("_s")?.to_string(), *v))
-                })
+                .map(|(name, x)| (name.clone(), x.self_s - x.concurrent_s))
                 .collect();
+            let concurrent_s = st.span_totals.as_ref().map_or(0.0, |t| t.concurrent_s);
             let inside: f64 = components.values().sum();
             components.insert("other".into(), (st.wall_s - inside).max(0.0));
             let alone = report.workers.iter().find(|w| w.stages == [key.clone()]);
@@ -210,6 +219,7 @@ pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
                 components,
                 skipped: false,
                 spans,
+                concurrent_s,
                 runtime: st.runtime.clone(),
             };
             (key.clone(), part)
@@ -240,6 +250,11 @@ pub(crate) fn medians(trials: &[TrialReport]) -> BTreeMap<String, StagePart> {
             let v: Vec<f64> =
                 trials.iter().filter_map(|t| t.stages.get(key)?.spans.get(span).copied()).collect();
             m.spans.insert(span.clone(), median(&v));
+        }
+        {
+            let v: Vec<f64> =
+                trials.iter().filter_map(|t| t.stages.get(key)).map(|p| p.concurrent_s).collect();
+            m.concurrent_s = median(&v);
         }
         out.insert(key.clone(), m);
     }

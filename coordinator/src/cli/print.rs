@@ -44,6 +44,12 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         if let Some(w) = st.spans_not_found_warning(key) {
             println!("  warning: {w}");
         }
+        for w in &st.span_warnings {
+            println!("  warning: {key}: {w}");
+        }
+        for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
+            println!("  {line}");
+        }
         if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
             let count = |n: &str| st.figures.get(&format!("span:{n}_n")).copied().unwrap_or(0.0);
             let secs = |n: &str| st.figures.get(&format!("span:{n}_s")).copied().unwrap_or(0.0);

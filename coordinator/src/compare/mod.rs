@@ -332,7 +332,8 @@ fn matches(pattern: &str, figure: &str) -> bool {
 
 /// The figures of `stage` to compare: each name as given, and for a
 /// pattern (`span:*`) every figure both reports record for the stage that
-/// starts with its prefix (a span pattern: its seconds, `span:NAME_s`).
+/// starts with its prefix (a span pattern: its sums, `span:NAME_s`; a
+/// span's `span:NAME_median_s` and `span:NAME_p95_s` are named one by one).
 fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
     let names = |r: &Run| -> BTreeSet<String> {
         match r.repeated.get(stage) {
@@ -351,7 +352,10 @@ fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
                 let seconds_only = prefix.starts_with("span:");
                 out.extend(
                     na.intersection(&nb)
-                        .filter(|n| n.starts_with(prefix) && (!seconds_only || n.ends_with("_s")))
+                        .filter(|n| {
+                            let sum = crate::rundir::spans::sum_name(n, |k| na.contains(k));
+                            n.starts_with(prefix) && (!seconds_only || sum.is_some())
+                        })
                         .cloned(),
                 );
             }

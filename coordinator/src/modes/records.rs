@@ -18,6 +18,7 @@ fn secs(ns: u64) -> f64 {
 /// A stage record from one job's own measurement.
 pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
     let m = &r.measurement;
+    let spans = crate::rundir::spans::records([(secs(m.wall_ns), &m.spans[..])]);
     StageRecord {
         stage: r.job.stage.to_string(),
         order,
@@ -36,6 +37,9 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         sum_of_peaks_bytes: m.tree.sum_of_peaks_bytes,
         leaked_processes: Leaked::from_names(m.tree.leaked.clone()),
         spans_not_found: m.spans_not_found.clone(),
+        spans: spans.as_ref().map(|s| s.0.clone()).unwrap_or_default(),
+        span_totals: spans.map(|s| s.1),
+        span_warnings: m.span_warnings.clone(),
         minor_faults: Some(m.faults.minor),
         major_faults: Some(m.faults.major),
         voluntary_switches: Some(m.faults.voluntary_switches),

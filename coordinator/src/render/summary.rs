@@ -87,6 +87,55 @@ fn spans_not_found(s: &mut String, r: &Report) {
     }
 }
 
+/// Every stage's spans: per name the calls and their distribution, self
+/// and concurrent time and the share of the wall; the stage's time in
+/// spans, outside and beside them; and what to know to read them.
+fn spans(s: &mut String, r: &Report) {
+    use crate::rundir::spans::{by_self, totals_line};
+    let mut rows: Vec<_> = r.stages.iter().filter(|(_, st)| st.span_totals.is_some()).collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, st)| st.order);
+    let _ = writeln!(s, "\n## Spans (per call, each second counted once)\n");
+    let _ = writeln!(
+        s,
+        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| stage | span | calls | first | median | p95 | p99 | max | sum | self on the main thread | concurrent | share of the wall |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (key, st) in &rows {
+        for (name, x) in by_self(&st.spans) {
+            let _ = writeln!(
+                s,
+                "| `{key}` | `{name}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% |",
+                x.calls,
+                duration(x.first_s),
+                duration(x.median_s),
+                duration(x.p95_s),
+                duration(x.p99_s),
+                duration(x.max_s),
+                duration(x.sum_s),
+                duration(x.self_s - x.concurrent_s),
+                duration(x.concurrent_s),
+                100.0 * x.share
+            );
+        }
+    }
+    let _ = writeln!(s);
+    for (key, st) in &rows {
+        if let Some(t) = &st.span_totals {
+            let _ = writeln!(s, "- `{key}`: {}.", totals_line(t));
+        }
+        for w in &st.span_warnings {
+            let _ = writeln!(s, "- `{key}`: warning: {w}.");
+        }
+    }
+}
+
 /// The Markdown summary of a report.
 pub(crate) fn summary_markdown(r: &Report) -> String {
     let mut s = String::new();
@@ -129,6 +178,7 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
     process_trees(&mut s, r);
     runtimes(&mut s, r);
     spans_not_found(&mut s, r);
+    spans(&mut s, r);
     r.section.summary(r, &mut s);
     if !r.machine_warnings.is_empty() {
         let _ = writeln!(s, "\n## The machine\n");

@@ -17,6 +17,7 @@ pub(crate) mod declaration;
 pub(crate) mod environment;
 pub(crate) mod failure;
 pub(crate) mod report;
+pub(crate) mod spans;
 
 use std::fs::{self, DirBuilder};
 use std::io;

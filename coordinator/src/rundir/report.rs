@@ -158,6 +158,20 @@ pub(crate) struct StageRecord {
     /// given.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) spans_not_found: Vec<String>,
+    /// Each span name's calls: `calls`, `sum_s`, `first_s`, `median_s`,
+    /// `p95_s`, `p99_s`, `max_s`, `self_s`, `concurrent_s`, `share` (see
+    /// [`super::spans`]); for a phase or trials, pooled over their
+    /// measurements.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) spans: BTreeMap<String, super::spans::SpanRecord>,
+    /// The time in spans (the main thread's, each second once), outside
+    /// and beside them.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) span_totals: Option<super::spans::SpanTotals>,
+    /// `--span` targets refused or wrapped and never called, and a trace
+    /// that draws only some calls.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) span_warnings: Vec<String>,
     /// The stage's own page faults and context switches (getrusage deltas
     /// around it, the worker's and its waited-for children's; for a phase,
     /// summed over its jobs). Absent in reports from before they were kept.

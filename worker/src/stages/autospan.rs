@@ -14,10 +14,11 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 /// The files of the bootstrap directory, from the helper package.
-const FILES: [(&str, &str); 3] = [
+const FILES: [(&str, &str); 4] = [
     ("sitecustomize.py", include_str!("../../../python/stagebench/bootstrap/sitecustomize.py")),
     ("stagebench/__init__.py", include_str!("../../../python/stagebench/__init__.py")),
     ("stagebench/autospan.py", include_str!("../../../python/stagebench/autospan.py")),
+    ("stagebench/_spans.py", include_str!("../../../python/stagebench/_spans.py")),
 ];
 
 /// The variable naming the targets, as JSON.

@@ -23,7 +23,7 @@
 //! never to the coordinator, since it may name the item or a path.
 
 use super::spans::SpansFile;
-use super::{StageContext, StageError, figure};
+use super::{StageContext, StageError};
 use protocol::Figure;
 use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -55,6 +55,8 @@ pub struct Closed {
     pub result: Result<(), ProgramError>,
     pub contained: crate::tree::Contained,
     pub spans_not_found: Vec<String>,
+    /// Targets refused or never called, over the program's life.
+    pub span_warnings: Vec<String>,
     pub io: Option<protocol::Io>,
     pub runtime: protocol::Runtime,
 }
@@ -109,10 +111,14 @@ impl Items {
     pub fn finish(&mut self) -> Option<Closed> {
         let mut server = self.server.take()?;
         let _ = server.spans.follow(true, |_, _| {});
+        let wrapped: std::collections::BTreeSet<String> =
+            server.spans.tally.wrapped.keys().cloned().collect();
         let spans_not_found = match &server.bootstrap {
-            Some(b) => b.not_found(&server.spans.tally.wrapped),
+            Some(b) => b.not_found(&wrapped),
             None => Vec::new(),
         };
+        server.spans.tally.settle();
+        let span_warnings = server.spans.tally.warnings();
         let python = server.spans.tally.runtime.take();
         let result = server.close();
         let sampler = self.sampler.take()?;
@@ -122,7 +128,7 @@ impl Items {
         if let Some(python) = python {
             python.fill(&mut runtime);
         }
-        Some(Closed { result, contained, spans_not_found, io, runtime })
+        Some(Closed { result, contained, spans_not_found, span_warnings, io, runtime })
     }
 
     /// Kills the program's tree and stops sampling it (after a failure).
@@ -199,6 +205,7 @@ impl Server {
         unsafe {
             cmd.pre_exec(move || {
                 crate::tree::enter_stage_cgroup();
+                crate::child_signals::restore_in_child()?;
                 for fd in [child_in, child_out] {
                     if libc::fcntl(fd, libc::F_SETFD, 0) != 0 {
                         return Err(std::io::Error::last_os_error());
@@ -249,7 +256,8 @@ impl Server {
                 "the preparation program closed its input before the item was handed over".into(),
             ));
         }
-        let before = self.spans.tally.spans.clone();
+        // Spans tallied between items (start-up, the last item's late lines) are no item's.
+        let _ = self.spans.tally.take_recent();
         match self.next_answer(None) {
             Ok(Said::Done(done)) if done == id => {}
             Ok(Said::Done(_)) => {
@@ -280,15 +288,11 @@ impl Server {
         self.spans.follow(false, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
         let timed = std::mem::take(&mut self.spans.tally.timed);
         super::spans::place(timed, reporter);
-        // This item's share of every span name: the tally now, less before.
-        let mut figures = Vec::new();
-        for (name, seconds, n) in &self.spans.tally.spans {
-            let (s0, n0) = before.iter().find(|b| b.0 == *name).map_or((0.0, 0), |b| (b.1, b.2));
-            if *n > n0 {
-                figures.push(figure(&format!("span:{name}_s"), seconds - s0));
-                figures.push(figure(&format!("span:{name}_n"), (n - n0) as f64));
-            }
-        }
+        // This item's spans: what the program tallied since the last item
+        // (the helper writes its tally before it answers done).
+        let spans = self.spans.tally.take_recent();
+        let figures = super::spans::figures_of(&spans);
+        reporter.spans(spans, Vec::new());
         Ok(figures)
     }
 

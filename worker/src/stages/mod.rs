@@ -49,6 +49,8 @@ pub trait Reporter {
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64);
     /// `--span` targets that never matched (see `autospan`).
     fn spans_not_found(&mut self, targets: Vec<String>);
+    /// Every span name's summary, and what to know to read them.
+    fn spans(&mut self, spans: Vec<protocol::SpanSummary>, warnings: Vec<String>);
     /// What the Python helper said of its interpreter and libraries.
     fn python_runtime(&mut self, runtime: spans::PythonRuntime);
 }

@@ -1,30 +1,52 @@
 //! What a command reports about itself. The worker creates a fresh, private
 //! file and names it in `STAGEBENCH_SPANS`; the command appends one JSON
-//! object per line (the `stagebench` Python package does it for Python):
+//! object per line:
 //!
-//! - `{"name": "adapt_images", "seconds": 54.7}`: a span that ended;
-//!   optionally with `"start": 1234.5`, when it began on the machine's
-//!   monotonic clock (`CLOCK_MONOTONIC`, Python's `time.monotonic()`), which
-//!   places it in time: the worker reports it as a slice of the stage;
-//! - `{"progress": 0.4}`: the fraction of the stage done so far.
+//! - `{"agg": {...}}`: what one thread of a process tallied since its last
+//!   line (the `stagebench` Python helper writes these, at most once a
+//!   second, at exit, and at once after a span named in
+//!   `STAGEBENCH_SPANS_EAGER`): per span name the calls, inclusive, self
+//!   and beside nanoseconds, min, max, the first call and its start, and a
+//!   histogram ([`protocol::spans`]); the main thread's top-level time and
+//!   its window; up to 4,096 spans with their start, and how many more;
+//! - `{"name": "adapt_images", "seconds": 54.7}`: one span, written by a
+//!   program of its own (not the helper); optionally with `"start": 1234.5`,
+//!   when it began on the machine's monotonic clock. Such a span is taken
+//!   as a top-level span of the program's main thread;
+//! - `{"progress": 0.4}`: the fraction of the stage done so far;
+//! - `{"wrapped": T, "span": NAME}` and `{"refused": T, "why": ...}`: what
+//!   the `--span` bootstrap made of target T; `{"runtime": ...}`: the
+//!   helper's interpreter and libraries.
 //!
 //! The worker follows the file while the command runs (progress reaches the
 //! coordinator, and a kill point is checked against what the file says),
-//! then reads the rest, removes the file, and reports per span name
-//! `span:NAME_s` (the sum of its spans' seconds) and `span:NAME_n` (how many
-//! there were), in order of first appearance. Nothing else of the file
-//! enters the report. A line that is neither fails the stage with its line
-//! number: an unknown key, seconds or a start that are negative or not finite, a name
-//! that is empty, longer than 64 bytes or not of `A-Z a-z 0-9 _ . -`, a
-//! progress outside [0, 1].
+//! then reads the rest and removes the file. Nothing is kept per call, so no
+//! count of calls is too many: the file's lines are read as they come, and
+//! only a line longer than [`MAX_LINE`] fails the stage. Per span name the
+//! stage reports a [`SpanSummary`] and the figures `span:NAME_s` (the sum),
+//! `span:NAME_n` (calls), `span:NAME_median_s` and `span:NAME_p95_s`, in
+//! order of first appearance.
+//!
+//! Counted once: a span's self time is its time less the spans that ran
+//! inside it on its thread. What ran on the main thread of the stage's
+//! first process is its share of the wall; what ran on another thread, in
+//! a forked child, in a generator, or in a process whose spans overlapped
+//! an earlier one's, is `concurrent`. A line that breaks the format fails
+//! the stage with its line number.
 
 use super::{StageError, figure};
-use protocol::Figure;
+use protocol::{Figure, SpanSummary};
+use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-/// Most bytes a spans file may hold.
-pub const MAX_BYTES: u64 = 1 << 20;
+/// The variable naming the span names whose every end the helper writes
+/// at once (a kill point's), comma-separated.
+pub const EAGER: &str = "STAGEBENCH_SPANS_EAGER";
+/// Longest line a spans file may hold (an aggregate line of many names).
+pub const MAX_LINE: usize = 64 << 20;
+/// Most bytes read from the file at once.
+const CHUNK: u64 = 8 << 20;
 /// Longest span name.
 pub const MAX_NAME: usize = 64;
 
@@ -37,9 +59,14 @@ pub enum Line {
         start: Option<f64>,
     },
     Progress(f64),
+    /// A thread's tally since its last line.
+    Agg(Box<Agg>),
     /// The `--span` bootstrap wrapped this target (`MODULE:QUALNAME`, or
-    /// `preset:NAME`): it is not among the targets that never matched.
-    Wrapped(String),
+    /// `preset:NAME`): it is not among the targets that never matched; the
+    /// span name it records under, when it said.
+    Wrapped(String, Option<String>),
+    /// The bootstrap left this target as it was, and why.
+    Refused(String, String),
     /// The Python helper at its process's exit: the interpreter's version
     /// and the distributions whose modules were imported.
     Runtime(PythonRuntime),
@@ -100,7 +127,127 @@ struct Raw {
     start: Option<f64>,
     progress: Option<f64>,
     wrapped: Option<String>,
+    span: Option<String>,
+    refused: Option<String>,
+    why: Option<String>,
     runtime: Option<PythonRuntime>,
+    agg: Option<Box<Agg>>,
+}
+
+/// One `{"agg": …}` line: what one thread of a process tallied since its
+/// last line. Durations in nanoseconds, times on the monotonic clock.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agg {
+    pub pid: u32,
+    /// The process was forked from one that tallied spans.
+    pub forked: bool,
+    /// The line is the main thread's.
+    pub main: bool,
+    /// The main thread's top-level nanoseconds, its first top-level start
+    /// and its last top-level end (0 when it has none).
+    pub top: [u64; 3],
+    pub spans: BTreeMap<String, AggSpan>,
+    /// Spans with their start, `[name, start, nanoseconds]`.
+    pub slices: Vec<(String, u64, u64)>,
+    /// Spans not among `slices`.
+    pub unsliced: u64,
+}
+
+/// One span name's part of an [`Agg`] line.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AggSpan {
+    pub n: u64,
+    pub sum: u64,
+    #[serde(rename = "self")]
+    pub own: u64,
+    /// Of `self`, what ran beside the thread's own spans (a generator's).
+    pub beside: u64,
+    pub min: u64,
+    pub max: u64,
+    pub first: u64,
+    pub at: u64,
+    /// Bucket, count, bucket, count, …
+    pub h: Vec<u64>,
+}
+
+fn check_name(name: &str) -> Result<(), BadLine> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
+            name.chars().take(MAX_NAME).collect::<String>()
+        )
+        .into()),
+    }
+}
+
+impl Agg {
+    /// Every name valid, and every tally one that calls could make.
+    fn check(&self) -> Result<(), BadLine> {
+        for (name, s) in &self.spans {
+            check_name(name)?;
+            let fail = |why: &str| Err(BadLine(format!("agg span '{name}': {why}")));
+            if s.n == 0 {
+                return fail("no calls");
+            }
+            if s.own > s.sum || s.beside > s.own || s.min > s.max || s.max > s.sum {
+                return fail("self, beside, min, max and sum disagree");
+            }
+            if s.h.len() % 2 != 0 {
+                return fail("its histogram is not bucket, count pairs");
+            }
+            let mut total = 0u64;
+            for pair in s.h.chunks(2) {
+                if pair[0] > u64::from(protocol::spans::MAX_BUCKET) {
+                    return fail("a histogram bucket is out of range");
+                }
+                total = total.saturating_add(pair[1]);
+            }
+            if total != s.n {
+                return fail("its histogram does not hold its calls");
+            }
+        }
+        for (name, _, _) in &self.slices {
+            check_name(name)?;
+        }
+        Ok(())
+    }
+
+    /// A span's part as a summary (concurrent: all of its self time when
+    /// the line is not the main thread's, else what ran beside).
+    fn summary(&self, name: &str, s: &AggSpan) -> SpanSummary {
+        let sec = |ns: u64| ns as f64 * 1e-9;
+        let mut buckets: Vec<(u32, u64)> =
+            s.h.chunks(2).map(|p| (p[0] as u32, p[1])).filter(|p| p.1 > 0).collect();
+        buckets.sort_unstable();
+        buckets.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        SpanSummary {
+            name: name.into(),
+            calls: s.n,
+            sum_s: sec(s.sum),
+            self_s: sec(s.own),
+            concurrent_s: match self.main && !self.forked {
+                true => sec(s.beside),
+                false => sec(s.own),
+            },
+            min_s: sec(s.min),
+            max_s: sec(s.max),
+            first_s: sec(s.first),
+            first_at: sec(s.at),
+            buckets,
+        }
+    }
 }
 
 /// Why one line of a spans file is refused.
@@ -121,8 +268,10 @@ pub enum SpansError {
     Line(usize, BadLine),
     #[error("reading the spans file: {0}")]
     Read(std::io::Error),
-    #[error("the command's spans file holds more than {MAX_BYTES} bytes")]
+    #[error("the command's spans file has a line longer than {MAX_LINE} bytes")]
     TooLarge,
+    #[error("span '{0}': its seconds add up to more than the largest number")]
+    Overflow(String),
     #[error("the command's spans file is not UTF-8")]
     NotUtf8,
 }
@@ -139,32 +288,53 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
             && raw.seconds.is_none()
             && raw.start.is_none()
             && raw.progress.is_none()
-            && raw.wrapped.is_none();
+            && raw.wrapped.is_none()
+            && raw.span.is_none()
+            && raw.refused.is_none()
+            && raw.agg.is_none();
         if !alone {
             return Err(format!("not an object {shape}").into());
         }
         runtime.check()?;
         return Ok(Some(Line::Runtime(runtime)));
     }
+    let set = [
+        raw.name.is_some(),
+        raw.seconds.is_some() || raw.start.is_some(),
+        raw.progress.is_some(),
+        raw.wrapped.is_some() || raw.span.is_some(),
+        raw.refused.is_some() || raw.why.is_some(),
+        raw.agg.is_some(),
+    ];
+    let only =
+        |n: usize| set.iter().enumerate().all(|(i, on)| *on == (i == n || (n == 0 && i == 1)));
+    if only(5) {
+        let agg = raw.agg.expect("checked");
+        agg.check()?;
+        return Ok(Some(Line::Agg(agg)));
+    }
+    if raw.wrapped.is_some() && only(3) {
+        let w = raw.wrapped.expect("checked").chars().take(256).collect();
+        if let Some(name) = &raw.span {
+            check_name(name)?;
+        }
+        return Ok(Some(Line::Wrapped(w, raw.span)));
+    }
+    if let (Some(t), Some(why)) = (&raw.refused, &raw.why) {
+        if only(4) {
+            let t = t.chars().take(256).collect();
+            return Ok(Some(Line::Refused(t, why.chars().take(200).collect())));
+        }
+    }
+    if let (Some(p), true) = (raw.progress, only(2)) {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(format!("progress {p} is not between 0 and 1").into());
+        }
+        return Ok(Some(Line::Progress(p)));
+    }
     match raw {
-        Raw {
-            name: Some(name),
-            seconds: Some(seconds),
-            start,
-            progress: None,
-            wrapped: None,
-            ..
-        } => {
-            let ok_name = !name.is_empty()
-                && name.len() <= MAX_NAME
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
-            if !ok_name {
-                return Err(format!(
-                    "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
-                    name.chars().take(MAX_NAME).collect::<String>()
-                )
-                .into());
-            }
+        Raw { name: Some(name), seconds: Some(seconds), start, .. } if only(0) => {
+            check_name(&name)?;
             if !(seconds.is_finite() && seconds >= 0.0) {
                 return Err(format!("seconds {seconds} is not a finite non-negative number").into());
             }
@@ -173,17 +343,6 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
             }
             Ok(Some(Line::Span { name, seconds, start }))
         }
-        Raw {
-            name: None, seconds: None, start: None, progress: None, wrapped: Some(w), ..
-        } => Ok(Some(Line::Wrapped(w.chars().take(256).collect()))),
-        Raw {
-            name: None, seconds: None, start: None, progress: Some(p), wrapped: None, ..
-        } => {
-            if !(0.0..=1.0).contains(&p) {
-                return Err(format!("progress {p} is not between 0 and 1").into());
-            }
-            Ok(Some(Line::Progress(p)))
-        }
         _ => Err(format!("not an object {shape}").into()),
     }
 }
@@ -191,21 +350,51 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
 /// A span that gave its start: name, start on the monotonic clock, seconds.
 pub type Timed = (String, f64, f64);
 
+/// A process that tallied spans on its main thread: the window of its
+/// top-level spans (monotonic seconds) and each name's seconds there.
+#[derive(Default)]
+struct MainThread {
+    from: f64,
+    to: f64,
+    seconds: BTreeMap<String, f64>,
+}
+
 /// What the lines so far add up to.
 #[derive(Default)]
 pub struct Tally {
-    /// Per name in order of first appearance: seconds and count.
-    pub spans: Vec<(String, f64, u64)>,
+    /// Per name in order of first appearance; `concurrent_s` is final only
+    /// after [`Tally::settle`].
+    pub spans: Vec<SpanSummary>,
+    /// The same, since the last [`Tally::take_recent`] (an item's).
+    recent: Vec<SpanSummary>,
+    /// Main threads by process (0: lines a program wrote itself).
+    mains: BTreeMap<u32, MainThread>,
     /// The last progress reported.
     pub progress: Option<f64>,
-    /// Spans with a start, in the order they ended (the first `MAX_SLICES`).
+    /// Spans with a start, the first `MAX_SLICES`; and how many more.
     pub timed: Vec<Timed>,
-    /// `--span` targets the bootstrap wrapped (see [`Line::Wrapped`]).
-    pub wrapped: std::collections::BTreeSet<String>,
+    pub untimed: u64,
+    /// `--span` targets the bootstrap wrapped (see [`Line::Wrapped`]), with
+    /// the span each records under, where it said.
+    pub wrapped: BTreeMap<String, Option<String>>,
+    /// Targets it refused, and why.
+    pub refused: BTreeMap<String, String>,
     /// What the helper said at exit: the first process's interpreter, and
     /// the distributions every process that said anything imported.
     pub runtime: Option<PythonRuntime>,
     lines: usize,
+}
+
+/// Adds `s` to the summary of its name in `list` (appended when new).
+fn merge_into(list: &mut Vec<SpanSummary>, s: &SpanSummary) {
+    match list.iter_mut().find(|t| t.name == s.name) {
+        Some(t) => t.merge(s),
+        None => {
+            let mut fresh = SpanSummary::new(&s.name);
+            fresh.merge(s);
+            list.push(fresh);
+        }
+    }
 }
 
 impl Tally {
@@ -219,20 +408,55 @@ impl Tally {
             };
             match &parsed {
                 Line::Span { name, seconds, start } => {
-                    if let Some(start) = start.filter(|_| self.timed.len() < protocol::MAX_SLICES) {
-                        self.timed.push((name.clone(), start, *seconds));
-                    }
-                    match self.spans.iter_mut().find(|t| t.0 == *name) {
-                        Some(t) => {
-                            t.1 += seconds;
-                            t.2 += 1;
-                        }
-                        None => self.spans.push((name.clone(), *seconds, 1)),
+                    let mut one = SpanSummary::new(name);
+                    one.add_call(*seconds, start.unwrap_or(f64::INFINITY));
+                    self.add_summary(&one)?;
+                    let main = self.mains.entry(0).or_insert(MainThread {
+                        from: f64::INFINITY,
+                        to: f64::NEG_INFINITY,
+                        ..Default::default()
+                    });
+                    *main.seconds.entry(name.clone()).or_default() += seconds;
+                    if let Some(start) = start {
+                        main.from = main.from.min(*start);
+                        main.to = main.to.max(start + seconds);
+                        self.time(name.clone(), *start, *seconds);
                     }
                 }
+                Line::Agg(agg) => {
+                    for (name, s) in &agg.spans {
+                        self.add_summary(&agg.summary(name, s))?;
+                    }
+                    if agg.main && !agg.forked {
+                        let main = self.mains.entry(agg.pid).or_insert(MainThread {
+                            from: f64::INFINITY,
+                            to: f64::NEG_INFINITY,
+                            ..Default::default()
+                        });
+                        let [top, from, to] = agg.top;
+                        if top > 0 {
+                            main.from = main.from.min(from as f64 * 1e-9);
+                            main.to = main.to.max(to as f64 * 1e-9);
+                        }
+                        for (name, s) in &agg.spans {
+                            *main.seconds.entry(name.clone()).or_default() +=
+                                (s.own - s.beside) as f64 * 1e-9;
+                        }
+                    }
+                    for (name, start, ns) in &agg.slices {
+                        self.time(name.clone(), *start as f64 * 1e-9, *ns as f64 * 1e-9);
+                    }
+                    self.untimed += agg.unsliced;
+                }
                 Line::Progress(p) => self.progress = Some(*p),
-                Line::Wrapped(w) => {
-                    self.wrapped.insert(w.clone());
+                Line::Wrapped(w, span) => {
+                    let known = self.wrapped.entry(w.clone()).or_default();
+                    if span.is_some() {
+                        *known = span.clone();
+                    }
+                }
+                Line::Refused(w, why) => {
+                    self.refused.insert(w.clone(), why.clone());
                 }
                 Line::Runtime(r) => match &mut self.runtime {
                     None => self.runtime = Some(r.clone()),
@@ -244,23 +468,114 @@ impl Tally {
         Ok(())
     }
 
-    /// How many spans called `name` have ended.
-    pub fn count(&self, name: &str) -> u64 {
-        self.spans.iter().find(|t| t.0 == name).map(|t| t.2).unwrap_or(0)
+    fn add_summary(&mut self, s: &SpanSummary) -> Result<(), SpansError> {
+        merge_into(&mut self.spans, s);
+        merge_into(&mut self.recent, s);
+        let total = self.spans.iter().find(|t| t.name == s.name).map_or(0.0, |t| t.sum_s);
+        match total.is_finite() {
+            true => Ok(()),
+            false => Err(SpansError::Overflow(s.name.clone())),
+        }
     }
 
-    /// Per name, in order of first appearance: `span:NAME_s` and `span:NAME_n`.
-    pub fn figures(&self) -> Vec<Figure> {
-        self.spans
-            .iter()
-            .flat_map(|(name, s, n)| {
-                [
-                    figure(&format!("span:{name}_s"), *s),
-                    figure(&format!("span:{name}_n"), *n as f64),
-                ]
-            })
-            .collect()
+    fn time(&mut self, name: String, start: f64, seconds: f64) {
+        match self.timed.len() < protocol::MAX_SLICES {
+            true => self.timed.push((name, start, seconds)),
+            false => self.untimed += 1,
+        }
     }
+
+    /// The summaries added since the last call (an item's spans).
+    pub fn take_recent(&mut self) -> Vec<SpanSummary> {
+        std::mem::take(&mut self.recent)
+    }
+
+    /// How many spans called `name` have ended.
+    pub fn count(&self, name: &str) -> u64 {
+        self.spans.iter().find(|t| t.name == name).map_or(0, |t| t.calls)
+    }
+
+    /// Once the command has ended: processes whose main-thread spans
+    /// overlapped an earlier process's ran beside it, and their seconds
+    /// become concurrent; what stays is each second on the stage's time
+    /// line once.
+    pub fn settle(&mut self) {
+        let mut mains: Vec<&MainThread> = self.mains.values().collect();
+        mains.sort_by(|a, b| a.from.total_cmp(&b.from));
+        let mut until = f64::NEG_INFINITY;
+        for m in mains {
+            // A process with no top-level window (a program's lines
+            // without starts) overlaps nothing it can be placed against.
+            if m.from >= until || !m.from.is_finite() {
+                until = until.max(m.to);
+                continue;
+            }
+            for (name, secs) in &m.seconds {
+                if let Some(s) = self.spans.iter_mut().find(|s| s.name == *name) {
+                    s.concurrent_s = (s.concurrent_s + secs).min(s.self_s);
+                }
+            }
+        }
+    }
+
+    /// What a person must know to read the spans: targets refused or
+    /// wrapped and never called, and a trace that holds only some calls.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .refused
+            .iter()
+            .map(|(t, why)| format!("--span {t} was not wrapped: {why}"))
+            .collect();
+        for (t, span) in &self.wrapped {
+            if let Some(span) = span.as_ref().filter(|s| self.count(s) == 0) {
+                out.push(format!("--span {t} was wrapped but never called: span '{span}' 0 calls"));
+            }
+        }
+        if self.untimed > 0 {
+            let all = self.timed.len() as u64 + self.untimed;
+            out.push(format!(
+                "the trace draws {} of {} span calls (the first {}); every call is in the figures",
+                thousands(self.timed.len() as u64),
+                thousands(all),
+                protocol::MAX_SLICES
+            ));
+        }
+        out
+    }
+
+    /// Per name, in order of first appearance: `span:NAME_s` (the sum),
+    /// `span:NAME_n`, `span:NAME_median_s` and `span:NAME_p95_s`.
+    pub fn figures(&self) -> Vec<Figure> {
+        figures_of(&self.spans)
+    }
+}
+
+/// `19200` as `19,200`.
+fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The figures of span summaries (see [`Tally::figures`]).
+pub fn figures_of(spans: &[SpanSummary]) -> Vec<Figure> {
+    spans
+        .iter()
+        .flat_map(|s| {
+            [
+                figure(&format!("span:{}_s", s.name), s.sum_s),
+                figure(&format!("span:{}_n", s.name), s.calls as f64),
+                figure(&format!("span:{}_median_s", s.name), s.quantile(0.5)),
+                figure(&format!("span:{}_p95_s", s.name), s.quantile(0.95)),
+            ]
+        })
+        .collect()
 }
 
 /// The spans file of one command stage, followed as it grows; removed
@@ -300,34 +615,40 @@ impl SpansFile {
     pub fn follow(
         &mut self,
         last: bool,
-        each: impl FnMut(&Line, &Tally),
+        mut each: impl FnMut(&Line, &Tally),
     ) -> Result<(), SpansError> {
-        let mut buf = Vec::new();
-        (&self.reader)
-            .take(MAX_BYTES + 1 - self.read.min(MAX_BYTES))
-            .read_to_end(&mut buf)
-            .map_err(SpansError::Read)?;
-        self.read += buf.len() as u64;
-        if self.read > MAX_BYTES {
-            return Err(SpansError::TooLarge);
+        loop {
+            let mut buf = Vec::new();
+            (&self.reader).take(CHUNK).read_to_end(&mut buf).map_err(SpansError::Read)?;
+            let more = buf.len() as u64 == CHUNK;
+            self.read += buf.len() as u64;
+            self.partial.extend_from_slice(&buf);
+            let complete = match last && !more {
+                true => self.partial.len(),
+                false => self.partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1),
+            };
+            if self.partial.len() - complete > MAX_LINE {
+                return Err(SpansError::TooLarge);
+            }
+            let lines: Vec<u8> = self.partial.drain(..complete).collect();
+            let text = String::from_utf8(lines).map_err(|_| SpansError::NotUtf8)?;
+            self.tally.add(&text, &mut each)?;
+            if !more {
+                return Ok(());
+            }
         }
-        self.partial.extend_from_slice(&buf);
-        let complete = match last {
-            true => self.partial.len(),
-            false => self.partial.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1),
-        };
-        let lines: Vec<u8> = self.partial.drain(..complete).collect();
-        let text = String::from_utf8(lines).map_err(|_| SpansError::NotUtf8)?;
-        self.tally.add(&text, each)
     }
 
     /// Everything the command said, once it ended.
     pub fn finish(mut self) -> Result<Said, StageError> {
         self.follow(true, |_, _| {}).map_err(|e| StageError::Failed(e.to_string()))?;
+        self.tally.settle();
         Ok(Said {
             figures: self.tally.figures(),
+            warnings: self.tally.warnings(),
+            spans: std::mem::take(&mut self.tally.spans),
             timed: std::mem::take(&mut self.tally.timed),
-            wrapped: std::mem::take(&mut self.tally.wrapped),
+            wrapped: std::mem::take(&mut self.tally.wrapped).into_keys().collect(),
             runtime: self.tally.runtime.take(),
         })
     }
@@ -337,6 +658,10 @@ impl SpansFile {
 pub struct Said {
     /// The figures of every span.
     pub figures: Vec<Figure>,
+    /// Every span name's summary.
+    pub spans: Vec<SpanSummary>,
+    /// What to know to read them (see [`Tally::warnings`]).
+    pub warnings: Vec<String>,
     /// The spans that gave a start (name, start on the monotonic clock, seconds).
     pub timed: Vec<Timed>,
     /// The `--span` targets wrapped.

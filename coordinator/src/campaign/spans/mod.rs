@@ -32,7 +32,8 @@ pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &Ca
             }
         }
         part.components.insert("startup".into(), startup);
-        part.components.insert("other".into(), (part.wall_s - roled).max(0.0));
+        // Roled spans are main-thread self time: they never exceed the wall.
+        part.components.insert("other".into(), part.wall_s - roled);
     }
 }
 
@@ -114,12 +115,18 @@ fn listed(items: Vec<String>, rest: &[(String, f64)], n: usize) -> String {
     out.join(", ")
 }
 
-/// A stage's wall outside any of its spans.
+/// A stage's wall outside any of its spans: its wall less the main
+/// thread's self time in spans (which never overlaps itself), not clamped.
 pub(crate) fn outside(part: &StagePart) -> f64 {
     match part.skipped {
         true => 0.0,
-        false => (part.wall_s - part.spans.values().sum::<f64>()).max(0.0),
+        false => part.wall_s - part.spans.values().sum::<f64>(),
     }
+}
+
+/// A step's time in spans beside the main thread, over its stages.
+fn concurrent_total(step: &StepReport) -> f64 {
+    step.median.values().filter(|p| !p.skipped).map(|p| p.concurrent_s).sum()
 }
 
 /// A step's time outside any span, over its stages.
@@ -135,12 +142,19 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
     let c = cold.median_total_s;
     let cold_spans = span_totals(cold, true);
     out.push(format!(
-        "A cold run (reset scratch) took {} (median of {} fresh-process runs): {} in spans, {} outside any span, {} process start-up.",
+        "A cold run (reset scratch) took {} (median of {} fresh-process runs): {} in spans, {} outside any span, {} process start-up{}.",
         duration(c),
         cold.trials.len(),
         duration(cold_spans.iter().map(|s| s.1).sum()),
         duration(outside_total(cold)),
         duration(component_total(cold, "startup")),
+        match concurrent_total(cold) > 0.0 {
+            true => format!(
+                "; {} more in spans beside the main thread (threads, child processes), no part of the wall",
+                duration(concurrent_total(cold))
+            ),
+            false => String::new(),
+        }
     ));
     let has_roles = !campaign.campaign.roles.is_empty()
         || campaign.pipeline.iter().any(|p| !p.roles.is_empty());

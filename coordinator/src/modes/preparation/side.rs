@@ -133,9 +133,9 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     // a user's own spans (`span:NAME_s`) over its items.
     let components: BTreeMap<String, f64> = if items {
         let mut spans = BTreeMap::new();
-        for f in results.iter().flat_map(|r| &r.measurement.figures) {
-            if f.name.starts_with("span:") && f.name.ends_with("_s") {
-                *spans.entry(f.name.clone()).or_insert(0.0) += f.value;
+        for m in results.iter().map(|r| &r.measurement) {
+            for s in &m.spans {
+                *spans.entry(format!("span:{}_s", s.name)).or_insert(0.0) += s.sum_s;
             }
         }
         spans
@@ -201,6 +201,10 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         .collect();
     let io = StageIo::sum(trees_measured.iter().map(|m| m.io.as_ref()));
     let runtime = trees_measured.iter().find_map(|m| RuntimeRecord::measured(&m.runtime));
+    // Every item's spans pooled, against the items' own wall times.
+    let spans = crate::rundir::spans::records(
+        results.iter().map(|r| (r.measurement.wall_ns as f64 / 1e9, &r.measurement.spans[..])),
+    );
     let stage = StageRecord {
         stage: results.first().map_or("prepare_series", |r| r.job.stage.name()).into(),
         order,
@@ -225,6 +229,15 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
             names.sort();
             names.dedup();
             names
+        },
+        spans: spans.as_ref().map(|s| s.0.clone()).unwrap_or_default(),
+        span_totals: spans.map(|s| s.1),
+        span_warnings: {
+            let closes = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
+            let mut all: Vec<String> = closes.flat_map(|m| m.span_warnings.clone()).collect();
+            all.sort();
+            all.dedup();
+            all
         },
         minor_faults: Some(faults.minor),
         major_faults: Some(faults.major),

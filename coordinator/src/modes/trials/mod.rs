@@ -234,6 +234,19 @@ impl Planned for Plan {
             missed.sort();
             missed.dedup();
             record.spans_not_found = missed;
+            // The counted trials' spans pooled, against their walls.
+            let pooled = crate::rundir::spans::records(
+                counted
+                    .iter()
+                    .map(|r| (r.measurement.wall_ns as f64 / 1e9, &r.measurement.spans[..])),
+            );
+            record.spans = pooled.as_ref().map(|s| s.0.clone()).unwrap_or_default();
+            record.span_totals = pooled.map(|s| s.1);
+            let mut notes: Vec<String> =
+                counted.iter().flat_map(|r| r.measurement.span_warnings.clone()).collect();
+            notes.sort();
+            notes.dedup();
+            record.span_warnings = notes;
             record.worker = None;
             record.processes = trials.len() as u32;
             record.figures = summary

@@ -37,7 +37,7 @@ impl ModeSection for Section {
                 t.n, t.warmup,
             );
         }
-        trial_spans(s, trials, &keys);
+        trial_spans(s, r, trials, &keys);
         let shared = shared_warnings(trials);
         let mut warnings: Vec<String> = keys
             .iter()
@@ -135,14 +135,17 @@ fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
 
 /// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
 /// in how many trials, how many per trial, the median seconds with its
-/// interval (95% from 6 trials, else the range with its coverage), and the
-/// median's share of the stage's median wall.
-fn trial_spans(s: &mut String, trials: &BTreeMap<String, TrialSet>, keys: &[&String]) {
+/// interval (95% from 6 trials, else the range with its coverage), and its
+/// share of the wall: its self time on the main thread over all counted
+/// trials against their walls, so a stage's shares add up to at most 100%.
+fn trial_spans(s: &mut String, r: &Report, trials: &BTreeMap<String, TrialSet>, keys: &[&String]) {
     let rows: Vec<(&String, &str, &crate::stats::Summary)> = keys
         .iter()
         .flat_map(|k| {
-            trials[*k].summary.iter().filter_map(move |(fig, sum)| {
-                Some((*k, fig.strip_prefix("span:")?.strip_suffix("_s")?, sum))
+            let summary = &trials[*k].summary;
+            summary.iter().filter_map(move |(fig, sum)| {
+                let name = crate::rundir::spans::sum_name(fig, |n| summary.contains_key(n))?;
+                Some((*k, name, sum))
             })
         })
         .collect();
@@ -158,10 +161,9 @@ fn trial_spans(s: &mut String, trials: &BTreeMap<String, TrialSet>, keys: &[&Str
     for (k, name, sum) in rows {
         let t = &trials[k];
         let per_trial = t.summary.get(&format!("span:{name}_n")).map_or(0.0, |c| c.median);
-        let wall = t.summary["wall_s"].median;
-        let share = match wall > 0.0 {
-            true => format!("{:.0}%", 100.0 * sum.median / wall),
-            false => "–".into(),
+        let share = match r.stages.get(k).and_then(|st| st.spans.get(name)) {
+            Some(x) => format!("{:.0}%", 100.0 * x.share),
+            None => "–".into(),
         };
         let _ = writeln!(
             s,

@@ -101,6 +101,11 @@ fn reached(kill: &KillPoint, line: &Line, tally: &Tally) -> Option<String> {
         {
             Some(format!("span '{name}' #{n} ended"))
         }
+        (KillPoint::Span { name, n }, Line::Agg(agg))
+            if agg.spans.contains_key(name) && tally.count(name) >= u64::from(*n) =>
+        {
+            Some(format!("span '{name}' #{n} ended"))
+        }
         _ => None,
     }
 }

@@ -32,16 +32,22 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         cmd.env_remove(var);
     }
     cmd.env(protocol::env::SPANS, spans.path());
+    // A kill point's span is written at its every end, not once a second.
+    if let Some(protocol::KillPoint::Span { name, .. }) = ctx.kill.as_ref() {
+        cmd.env(super::spans::EAGER, name);
+    }
     let bootstrap = super::autospan::Bootstrap::create(&ctx.run_dir, &ctx.job_tag, ctx.spans)?;
     if let Some(b) = &bootstrap {
         b.apply(&mut cmd);
     }
-    // SAFETY: prctl is async-signal-safe; nothing else runs between fork and exec.
+    // SAFETY: prctl and the raw signal calls are async-signal-safe; nothing else runs between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
             // Into the stage's cgroup, if it has one (see `tree`), so the
             // kernel charges the whole tree there.
             crate::tree::enter_stage_cgroup();
+            // The signal state the worker was started with, not its own.
+            crate::child_signals::restore_in_child()?;
             nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
                 .map_err(std::io::Error::from)
         });
@@ -75,6 +81,7 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
             if let Some(b) = &bootstrap {
                 ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
             }
+            ctx.reporter.spans(said.spans, said.warnings);
             if let Some(runtime) = said.runtime {
                 ctx.reporter.python_runtime(runtime);
             }
