@@ -108,6 +108,7 @@ impl Launcher {
         };
         cmd.env(env::TOKEN, self.token.to_hex()).env_remove(env::TOKEN_FILE);
         cmd.env(env::SAMPLE_MS, self.sample_ms.to_string());
+        cmd.env(env::SIGNALS, users_signals());
     }
 }
 
@@ -240,4 +241,23 @@ pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
             })
         }
     }
+}
+
+/// The signal state the user gave this process (`env::SIGNALS`): its
+/// blocked and ignored signals as the kernel shows them, read once, less
+/// the SIGPIPE Rust's runtime ignores before `main`.
+fn users_signals() -> &'static str {
+    static STATE: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    STATE.get_or_init(|| {
+        let status = std::fs::read_to_string("/proc/thread-self/status").unwrap_or_default();
+        let field = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| u64::from_str_radix(v.trim(), 16).ok())
+                .unwrap_or(0)
+        };
+        let sigpipe = 1u64 << (13 - 1);
+        format!("{:x}:{:x}", field("SigBlk:"), field("SigIgn:") & !sigpipe)
+    })
 }

@@ -25,10 +25,14 @@ pub const DEFAULT_SAMPLE_MS: u32 = 10;
 /// `sampled` makes workers measure a tree's peak by sampling even where
 /// they could create a memory cgroup for each stage.
 pub const TREE_METHOD: &str = "STAGEBENCH_TREE_METHOD";
+/// The signal state the user started the coordinator with, which a
+/// command a worker runs starts with too: `BLOCKED:IGNORED`, each a hex
+/// bit set (`1 << (signo - 1)`), less the SIGPIPE Rust's runtime ignores.
+pub const SIGNALS: &str = "STAGEBENCH_SIGNALS";
 /// Every variable that carries a worker's launch (connection, secret,
-/// rank, sampling): a command a worker runs gets none of them.
-pub const LAUNCH: [&str; 8] =
-    [SOCKET, TOKEN, RANK, PARENT_PID, ADDR, TOKEN_FILE, RANK_BASE, SAMPLE_MS];
+/// rank, sampling, signals): a command a worker runs gets none of them.
+pub const LAUNCH: [&str; 9] =
+    [SOCKET, TOKEN, RANK, PARENT_PID, ADDR, TOKEN_FILE, RANK_BASE, SAMPLE_MS, SIGNALS];
 /// Given to a command stage's process: a file to which it may append its
 /// own inner spans, one JSON object per line (`{"name": …, "seconds": …}`).
 pub const SPANS: &str = "STAGEBENCH_SPANS";

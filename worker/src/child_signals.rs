@@ -6,10 +6,10 @@
 //! mask and every ignored disposition across `exec`. A command that began
 //! with SIGTERM blocked could not be terminated by its own children's pool
 //! (`multiprocessing.Pool.terminate()` never returned, a Keras loader hung
-//! at exit). So [`record`] reads, first thing in `main`, the mask and the
-//! ignored signals the worker inherited (what the user's shell and the
-//! coordinator set), and [`restore_in_child`], between fork and exec,
-//! puts exactly those back.
+//! at exit). So [`record`] takes, first thing in `main`, the mask and the
+//! ignored signals the user started the coordinator with (which it hands
+//! every worker), and [`restore_in_child`], between fork and exec, puts
+//! exactly those back.
 
 use std::sync::OnceLock;
 
@@ -72,14 +72,26 @@ pub fn current() -> Inherited {
     Inherited { blocked: set, ignored }
 }
 
-/// Records the signal state the worker was started with. Call first in
-/// `main`, before any thread or runtime changes it. Rust's own start-up
+/// Records the signal state a user's program should start with: the one
+/// the coordinator was started with (`protocol::env::SIGNALS`), or, for a
+/// worker started without it, the worker's own at the start of `main`.
+/// Call first in `main`, before any thread changes it. Rust's own start-up
 /// ignores SIGPIPE before `main`; that one is the runtime's, not the
-/// user's, and is not recorded.
+/// user's, and is never recorded.
 pub fn record() {
-    let mut now = current();
+    let given = std::env::var(protocol::env::SIGNALS).ok().and_then(|v| parse(&v));
+    let mut now = given.unwrap_or_else(current);
     now.ignored &= !(1 << (libc::SIGPIPE - 1));
     let _ = INHERITED.set(now);
+}
+
+/// `BLOCKED:IGNORED` in hex (`protocol::env::SIGNALS`).
+fn parse(v: &str) -> Option<Inherited> {
+    let (b, i) = v.split_once(':')?;
+    Some(Inherited {
+        blocked: u64::from_str_radix(b, 16).ok()?,
+        ignored: u64::from_str_radix(i, 16).ok()?,
+    })
 }
 
 /// What [`record`] found (nothing blocked or ignored if it never ran).

@@ -4,6 +4,7 @@
 //! tree killed there), and the worked example's campaign judged by its spans;
 //! and spans named on the command line or in a campaign file (`spans`).
 
+mod counted_once;
 mod fix;
 mod spans;
 
