@@ -7,7 +7,7 @@ known list (the first 30 ms, then 98 of 2 ms and one of 50 ms) and whose
 own perf_counter timings are written to FILE, one per line, for the test to
 hold the report's first, median, p95 and max to.
 
-`many N`: N calls of a spanned function that does nothing.""""
+`many N`: N calls of a spanned function that does nothing."""
 
 import sys
 import threading

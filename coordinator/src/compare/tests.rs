@@ -174,14 +174,19 @@ fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
             ("wall_s", &[1.0]),
             ("span:load_s", &[1.0]),
             ("span:load_n", &[2.0]),
+            ("span:load_median_s", &[0.5]),
             ("span:fit_s", &[1.0]),
+            ("span:fit_n", &[1.0]),
             ("span:only_a_s", &[1.0]),
+            ("span:only_a_n", &[1.0]),
         ],
     );
+    // A span's median is no sum: named one by one, never by `span:*`.
     let b = run(
         json!({}),
         json!({"stages": {"s": {"figures": {
-            "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0
+            "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0, "span:fit_n": 1.0,
+            "span:load_median_s": 0.5
         }}}}),
     );
     let figures = vec!["wall_s".to_string(), "span:*".to_string()];

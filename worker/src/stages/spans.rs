@@ -714,15 +714,25 @@ mod tests {
                     {\"name\": \"load\", \"seconds\": 0.25}\n";
         let f: Vec<(String, f64)> =
             figures(text).unwrap().into_iter().map(|f| (f.name, f.value)).collect();
+        let names: Vec<&str> = f.iter().map(|x| x.0.as_str()).collect();
         assert_eq!(
-            f,
+            names,
             [
-                ("span:load_s".to_string(), 0.75),
-                ("span:load_n".to_string(), 2.0),
-                ("span:adapt_images_s".to_string(), 54.7),
-                ("span:adapt_images_n".to_string(), 1.0),
+                "span:load_s",
+                "span:load_n",
+                "span:load_median_s",
+                "span:load_p95_s",
+                "span:adapt_images_s",
+                "span:adapt_images_n",
+                "span:adapt_images_median_s",
+                "span:adapt_images_p95_s",
             ]
         );
+        assert_eq!((f[0].1, f[1].1, f[4].1, f[5].1), (0.75, 2.0, 54.7, 1.0));
+        // Two calls, 0.5 and 0.25 s: the median is the lower, p95 the upper,
+        // each within 1/128.
+        assert!((f[2].1 - 0.25).abs() <= 0.25 / 128.0, "{f:?}");
+        assert!((f[3].1 - 0.5).abs() <= 0.5 / 128.0, "{f:?}");
         assert_eq!(figures("").unwrap().len(), 0);
     }
 

@@ -26,6 +26,7 @@ fn step(name: &str, kind: &str, stages: &[Stage<'_>]) -> StepReport {
                 components: [("startup".to_string(), *startup)].into(),
                 skipped: false,
                 spans: spans.iter().map(|(n, s)| (n.to_string(), *s)).collect(),
+                concurrent_s: 0.0,
                 runtime: None,
             };
             (stage.to_string(), part)
