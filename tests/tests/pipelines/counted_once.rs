@@ -192,28 +192,48 @@ fn signal_state(text: &str) -> (u64, u64) {
     (field("SigBlk:"), field("SigIgn:"))
 }
 
+/// Starts `c` as a user would from a shell whose state is known: nothing
+/// blocked, every signal at its default but SIGUSR1, which this "user"
+/// ignores (a command must keep it).
+fn from_a_known_shell(c: &mut std::process::Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            // The raw call: glibc's signal() refuses its reserved 32 and 33,
+            // which this test's own process may have inherited ignored.
+            let dfl = [0usize; 4]; // handler SIG_DFL, flags, restorer, mask
+            for sig in 1..=64 {
+                if sig != libc::SIGKILL && sig != libc::SIGSTOP {
+                    libc::syscall(libc::SYS_rt_sigaction, sig, dfl.as_ptr(), 0usize, 8);
+                }
+            }
+            libc::signal(libc::SIGUSR1, libc::SIG_IGN);
+            let mut none: libc::sigset_t = std::mem::zeroed();
+            libc::sigemptyset(&mut none);
+            libc::sigprocmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+            Ok(())
+        });
+    }
+}
+
 /// A command started by `--command` (through `sh -c`), by a campaign's
-/// `[[pipeline]]` stage (exec'd directly) and by `--prepare` begins with no
-/// signal blocked, and ignores none that this test did not (Rust's own
-/// SIGPIPE aside, which std resets for a child).
+/// `[[pipeline]]` stage (exec'd directly) and by `--prepare` begins with the
+/// signal state the user started the coordinator with: nothing blocked,
+/// and exactly the user's SIGUSR1 ignored (not the worker's own ignores).
 #[test]
 fn every_launch_path_starts_a_command_with_the_users_signal_state() {
-    let mine = std::fs::read_to_string("/proc/thread-self/status").unwrap();
-    let (_, ignored_here) = signal_state(&mine);
-    let allowed = ignored_here & !(1 << (libc_sigpipe() - 1));
+    let usr1 = 1u64 << (libc::SIGUSR1 - 1);
     let tmp = tempfile::tempdir().unwrap();
     let check = |what: &str, path: &std::path::Path| {
         let text = std::fs::read_to_string(path).unwrap_or_else(|e| panic!("{what}: {e}"));
         let (blocked, ignored) = signal_state(&text);
         assert_eq!(blocked, 0, "{what} started with signals blocked: {text}");
-        assert_eq!(
-            ignored & !allowed,
-            0,
-            "{what} ignores signals the user did not: {text} (this test: {mine})"
-        );
+        assert_eq!(ignored, usr1, "{what} ignores other signals than the user's: {text}");
     };
     // --command.
     let (_t, out, mut c) = coordinator_with_output();
+    from_a_known_shell(&mut c);
     let command_file = tmp.path().join("command.txt");
     // grep reads its own state, which it inherits unchanged (Python would
     // ignore SIGPIPE and SIGXFSZ itself).
@@ -235,24 +255,23 @@ fn every_launch_path_starts_a_command_with_the_users_signal_state() {
     )
     .unwrap();
     let mut c = coordinator();
-    python(&mut c);
+    from_a_known_shell(&mut c);
     c.arg("campaign").arg(&file).arg("--output").arg(tmp.path().join("campaign"));
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     check("a [[pipeline]] stage", &exec_file);
-    // --prepare: the item program writes its state at start.
+    // --prepare: the program's shell reads the state before it starts it.
     let items = tmp.path().join("items.txt");
     std::fs::write(&items, "a\nb\n").unwrap();
     let prog = tmp.path().join("prog.py");
     let prepare_file = tmp.path().join("prepare.txt");
     std::fs::write(
         &prog,
-        format!(
-            "import os, stagebench\ndef prep(item, out):\n    open(os.path.join(out, item), 'w').write(item)\nstagebench.serve(prep)\n",
-        ),
+        "import os, stagebench\ndef prep(item, out):\n    open(os.path.join(out, item), 'w').write(item)\nstagebench.serve(prep)\n",
     )
     .unwrap();
     let mut c = coordinator();
+    from_a_known_shell(&mut c);
     let py = python(&mut c);
     c.args(["--mode", "cold-prep", "--workers", "1", "--rounds", "1", "--quiet", "--prepare"])
         .arg(format!("{GREP} > '{}'; exec '{py}' '{}'", prepare_file.display(), prog.display()))
@@ -267,7 +286,3 @@ fn every_launch_path_starts_a_command_with_the_users_signal_state() {
 
 /// Writes the reading process's blocked and ignored signals to stdout.
 const GREP: &str = "grep -E '^Sig(Blk|Ign)' /proc/self/status";
-
-fn libc_sigpipe() -> u32 {
-    13
-}
