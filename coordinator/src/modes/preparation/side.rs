@@ -129,13 +129,15 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
     let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
     let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
-    // Where per-series time went: the recipe's components, or the sums of
-    // a user's own spans (`span:NAME_s`) over its items.
+    // Where per-series time went: the recipe's components, or a user's own
+    // spans (`span:NAME_s`: their self time on the main thread) over its
+    // items.
     let components: BTreeMap<String, f64> = if items {
         let mut spans = BTreeMap::new();
+        // Main-thread self time: nested spans never count a second twice.
         for m in results.iter().map(|r| &r.measurement) {
             for s in &m.spans {
-                *spans.entry(format!("span:{}_s", s.name)).or_insert(0.0) += s.sum_s;
+                *spans.entry(format!("span:{}_s", s.name)).or_insert(0.0) += s.main_s();
             }
         }
         spans
