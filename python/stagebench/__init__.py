@@ -103,23 +103,23 @@ class span:
     another span of the same name on the same thread is not timed again.
     """
 
-    __slots__ = ("name", "_t", "_frame", "_start")
+    __slots__ = ("name", "_t", "_open", "_start")
 
     def __init__(self, name):
         self.name = _check_name(name)
-        self._frame = None
+        self._open = None
 
     def __enter__(self):
         self._t = t = _spans.thread()
-        self._frame = _spans.open_(t, self.name)
+        self._open = _spans.begin(t, self.name)
         self._start = _spans.now()
         return self
 
     def __exit__(self, *exc):
         ns = _spans.now() - self._start
-        if self._frame is not None:
-            _spans.close(self._t, self.name, self._frame, self._start, ns)
-            self._frame = None
+        if self._open is not None:
+            _spans.end(self._t, self._open, self._start, ns)
+            self._open = None
         return False
 
 

@@ -1,15 +1,17 @@
 """Spans recorded where they happen, and reported as aggregates.
 
-Every span (``stagebench.span``, ``@spanned``, a ``--span`` target) ends in
-:func:`close`, which adds it to its thread's own tally: per name the
-calls, the inclusive and self nanoseconds, min, max, the first call, and a
-log-bucket histogram (64 linear buckets per power of two above 127 ns,
-exact below: a bucket's middle is within 1/128 of any duration in it).
-Nothing is written per call. A thread writes its tally as one line
-``{"agg": {...}}`` (what changed since its last line) at most once a second,
-at once after a span named in ``STAGEBENCH_SPANS_EAGER`` (a kill point),
-and every thread's rest is written at exit, also from a forked child that
-leaves through ``os._exit`` (``multiprocessing`` does).
+Every span (``stagebench.span``, ``@spanned``, a ``--span`` target) is
+opened with :func:`begin` and ended with :func:`end` (a wrapped function
+does both inline, the same steps, for speed), which add it to its
+thread's own tally: per name the calls, the inclusive and self
+nanoseconds, min, max, the first call, and a log-bucket histogram (64
+linear buckets per power of two above 127 ns, exact below: a bucket's
+middle is within 1/128 of any duration in it). Nothing is written per
+call. A thread writes its tally as one line ``{"agg": {...}}`` (what
+changed since its last line) at most once a second, at once after a span
+named in ``STAGEBENCH_SPANS_EAGER`` (a kill point), and every thread's rest
+is written at exit, also from a forked child that leaves through
+``os._exit`` (``multiprocessing`` does).
 
 Self time is a span's time minus the spans that ran inside it on its
 thread. The main thread's top-level spans never overlap each other, so
@@ -27,6 +29,7 @@ import time
 
 MAX_SLICES = 4096
 FLUSH_NS = 1_000_000_000
+BUCKETS = 64 * 64 + 64
 
 _ENV = "STAGEBENCH_SPANS"
 
@@ -38,37 +41,47 @@ _ONE_CLOCK = (
     == time.get_clock_info("monotonic").implementation
 )
 now = time.perf_counter_ns if _ONE_CLOCK else time.monotonic_ns
-ident = threading.get_ident
 
 # Span names whose every end is written at once (a kill point's).
 EAGER = frozenset(n for n in os.environ.get("STAGEBENCH_SPANS_EAGER", "").split(",") if n)
 
-# A thread's state, a list for speed:
-# [0] stack of open frames, each [children's ns, name]; [1] names open;
-# [2] tally {name: [calls, sum, self, min, max, first, first_at, {bucket: n},
-#     ns of it beside the thread's own spans]};
-# [3] whether it is the main thread of a process not forked from another;
-# [4] top-level ns, [5] first top-level start, [6] last top-level end;
-# [7] when it next writes its tally.
-_threads = {}
+# A thread's state, a list for speed: [0] the innermost open span's tally
+# (or None), [1] its thread id, [2] tallies by name, [3] whether it is the
+# main thread of a process not forked from another, [4] top-level ns, [5]
+# first top-level start, [6] last top-level end, [7] when it next writes.
+#
+# A name's tally, a list for speed: [0] calls, [1] sum, [2] self, [3] min,
+# [4] max, [5] the first call's ns, [6] its start, [7] histogram (a list
+# by bucket), [8] ns of it beside the thread's own spans, [9] open now, [10]
+# the open call's children's ns, [11] name, [12] the enclosing open tally.
+local = threading.local()
+_all = []
 _slices = []
 _unsliced = [0]
 _process = {"pid": os.getpid(), "forked": False}
 _lock = threading.Lock()
-
-
-def _main_ident():
-    return threading.main_thread().ident
+_BIG = 1 << 63
 
 
 def thread():
     """This thread's state, made on its first span."""
-    tid = ident()
-    t = _threads.get(tid)
-    if t is None:
-        main = tid == _main_ident() and not _process["forked"]
-        t = _threads[tid] = [[], set(), {}, main, 0, None, None, now() + FLUSH_NS]
-    return t
+    try:
+        return local.t
+    except AttributeError:
+        tid = threading.get_ident()
+        main = tid == threading.main_thread().ident and not _process["forked"]
+        t = local.t = [None, tid, {}, main, 0, None, None, now() + FLUSH_NS]
+        with _lock:
+            _all.append(t)
+        return t
+
+
+def tally(t, name):
+    """Thread state ``t``'s tally of ``name``, made on first use."""
+    s = t[2].get(name)
+    if s is None:
+        s = t[2][name] = [0, 0, 0, _BIG, 0, 0, 0, [0] * BUCKETS, 0, 0, 0, name, None]
+    return s
 
 
 def bucket(ns):
@@ -79,64 +92,68 @@ def bucket(ns):
     return (e << 6) + (ns >> (e - 7)) - 64
 
 
-def open_(t, name):
-    """Opens a span called ``name`` on thread state ``t``: its frame, or
+def begin(t, name):
+    """Opens a span called ``name`` on thread state ``t``: its tally, or
     None when a span of that name is already open there (not timed again)."""
-    names = t[1]
-    if name in names:
+    s = tally(t, name)
+    if s[9]:
         return None
-    names.add(name)
-    frame = [0, name]
-    t[0].append(frame)
-    return frame
+    s[9] = 1
+    s[10] = 0
+    s[12] = t[0]
+    t[0] = s
+    return s
 
 
-def close(t, name, frame, start, ns):
-    """Ends the span ``frame`` of ``name`` that began at ``start`` and
-    lasted ``ns``, adding it to the thread's tally."""
-    stack = t[0]
-    if stack and stack[-1] is frame:
-        stack.pop()
-    elif frame in stack:
-        # Closed out of order: the frames above it were left open (a loop
-        # left early) and never will close; they end with it.
-        at = stack.index(frame)
-        for left in stack[at + 1 :]:
-            t[1].discard(left[1])
-        del stack[at:]
-    else:
-        frame = [0, name]
-    t[1].discard(name)
-    if stack:
-        stack[-1][0] += ns
+def end(t, s, start, ns):
+    """Ends the open span ``s`` that began at ``start`` and lasted ``ns``."""
+    if t[0] is not s:
+        # Closed out of order: the spans opened inside it and left open (a
+        # loop left early) end with it.
+        inner = t[0]
+        while inner is not None and inner is not s:
+            inner[9] = 0
+            inner = inner[12]
+        if inner is None:
+            return
+    s[9] = 0
+    p = t[0] = s[12]
+    if p is not None:
+        p[10] += ns
     elif t[3]:
         t[4] += ns
         if t[5] is None:
             t[5] = start
         t[6] = start + ns
-    s = t[2].get(name)
-    if s is None:
-        s = t[2][name] = [0, 0, 0, ns, ns, ns, start, {}, 0]
     s[0] += 1
     s[1] += ns
-    s[2] += ns - frame[0]
+    s[2] += ns - s[10]
+    if ns > s[4]:
+        s[4] = ns
     if ns < s[3]:
         s[3] = ns
-    elif ns > s[4]:
-        s[4] = ns
     if ns < 128:
-        k = ns
+        s[7][ns] += 1
     else:
         e = ns.bit_length()
-        k = (e << 6) + (ns >> (e - 7)) - 64
-    h = s[7]
-    h[k] = h.get(k, 0) + 1
-    if len(_slices) < MAX_SLICES:
-        _slices.append((name, start, ns))
-    else:
+        s[7][(e << 6) + (ns >> (e - 7)) - 64] += 1
+    if s[0] == 1:
+        s[5] = ns
+        s[6] = start
+    if _unsliced[0] or len(_slices) >= MAX_SLICES:
         _unsliced[0] += 1
-    if start >= t[7] or name in EAGER:
+    else:
+        _slices.append((s[11], start, ns))
+    if start >= t[7] or s[11] in EAGER:
         flush(t)
+
+
+def cancel(t, s):
+    """Closes the open span ``s`` without counting it (a loader's
+    ``next()`` that ended the epoch returned no batch)."""
+    if t[0] is s:
+        s[9] = 0
+        t[0] = s[12]
 
 
 def beside(name, start, ns):
@@ -145,42 +162,46 @@ def beside(name, start, ns):
     work too): its calls and distribution count, but all of its time is
     reported as concurrent, never as a share of the wall."""
     t = thread()
-    s = t[2].get(name)
-    if s is None:
-        s = t[2][name] = [0, 0, 0, ns, ns, ns, start, {}, 0]
+    s = tally(t, name)
     s[0] += 1
     s[1] += ns
     s[2] += ns
     s[8] += ns
+    if ns > s[4]:
+        s[4] = ns
     if ns < s[3]:
         s[3] = ns
-    elif ns > s[4]:
-        s[4] = ns
-    k = bucket(ns)
-    s[7][k] = s[7].get(k, 0) + 1
-    if len(_slices) < MAX_SLICES:
-        _slices.append((name, start, ns))
-    else:
+    s[7][bucket(ns)] += 1
+    if s[0] == 1:
+        s[5] = ns
+        s[6] = start
+    if _unsliced[0] or len(_slices) >= MAX_SLICES:
         _unsliced[0] += 1
+    else:
+        _slices.append((name, start, ns))
     if start >= t[7] or name in EAGER:
         flush(t)
 
 
 def _line(t):
     """Thread state ``t``'s tally as one line (bytes), and resets it."""
-    spans = {}
-    for name, s in t[2].items():
+    spans = []
+    for name, s in list(t[2].items()):
+        if not s[0]:
+            continue
+        h = s[7]
         hist = []
-        for k, n in s[7].items():
-            hist.append(k)
-            hist.append(n)
-        spans[name] = '{"n":%d,"sum":%d,"self":%d,"beside":%d,"min":%d,"max":%d,"first":%d,"at":%d,"h":[%s]}' % (
-            s[0], s[1], s[2], s[8], s[3], s[4], s[5], s[6], ",".join(map(str, hist)),
+        for k, n in enumerate(h):
+            if n:
+                hist.append("%d,%d" % (k, n))
+                h[k] = 0
+        spans.append(
+            '"%s":{"n":%d,"sum":%d,"self":%d,"beside":%d,"min":%d,"max":%d,"first":%d,"at":%d,"h":[%s]}'
+            % (name, s[0], s[1], s[2], s[8], s[3], s[4], s[5], s[6], ",".join(hist))
         )
-    t[2] = {}
-    body = ",".join('"%s":%s' % (name, v) for name, v in spans.items())
-    top = t[4]
-    window = "[%d,%d,%d]" % (top, t[5] or 0, t[6] or 0)
+        s[0] = s[1] = s[2] = s[8] = s[4] = 0
+        s[3] = _BIG
+    window = "[%d,%d,%d]" % (t[4], t[5] or 0, t[6] or 0)
     t[4], t[5], t[6] = 0, None, None
     with _lock:
         slices = _slices[:]
@@ -194,7 +215,7 @@ def _line(t):
             "true" if _process["forked"] else "false",
             "true" if t[3] else "false",
             window,
-            body,
+            ",".join(spans),
             sl,
             unsliced,
         )
@@ -205,7 +226,7 @@ def flush(t):
     """Writes thread state ``t``'s tally (if anything changed). Never
     raises: measuring must not fail the program."""
     t[7] = now() + FLUSH_NS
-    if not t[2] and not t[4]:
+    if not t[4] and not any(s[0] for s in list(t[2].values())):
         return
     try:
         line = _line(t)
@@ -218,21 +239,28 @@ def flush(t):
 
 def flush_all():
     """Every thread's rest (at exit)."""
-    for t in list(_threads.values()):
+    with _lock:
+        states = list(_all)
+    for t in states:
         flush(t)
 
 
 def _after_fork_in_child():
     """A forked child starts with nothing tallied, is not the main
     process, and writes its rest before ``os._exit``."""
+    global _lock
+    _lock = threading.Lock()  # a thread of the parent may have held it
     _process["pid"] = os.getpid()
     _process["forked"] = True
-    tid = ident()
-    mine = _threads.get(tid)
-    _threads.clear()
+    mine = getattr(local, "t", None)
+    del _all[:]
     if mine is not None:
-        mine[2], mine[3], mine[4], mine[5], mine[6] = {}, False, 0, None, None
-        _threads[tid] = mine
+        for s in mine[2].values():
+            s[0] = s[1] = s[2] = s[8] = s[4] = 0
+            s[3] = _BIG
+            s[7][:] = [0] * BUCKETS
+        mine[3], mine[4], mine[5], mine[6] = False, 0, None, None
+        _all.append(mine)
     del _slices[:]
     _unsliced[0] = 0
     if os.environ.get(_ENV) and not getattr(os._exit, "__stagebench__", False):

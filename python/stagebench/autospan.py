@@ -50,23 +50,66 @@ def timed(func, name):
         return _timed_coroutine(func, name)
     if inspect.isgeneratorfunction(func):
         return _timed_generator(func, name)
-    threads, new, now = _spans._threads, _spans.thread, _spans.now
-    close, ident = _spans.close, _spans.ident
+    local, new, now, BIG = _spans.local, _spans.thread, _spans.now, _spans._BIG
+    bucket_count = _spans.BUCKETS
+    slices, unsliced, MAX, EAGER = _spans._slices, _spans._unsliced, _spans.MAX_SLICES, _spans.EAGER
+    flush = _spans.flush
 
+    # _spans.begin and _spans.end, inline: a wrapped call's cost is mostly
+    # these steps, and two calls more would add a fifth to it.
     @functools.wraps(func)
     def span(*args, **kwargs):
-        t = threads.get(ident()) or new()
-        names = t[1]
-        if name in names:
+        try:
+            t = local.t
+        except AttributeError:
+            t = new()
+        s = t[2].get(name)
+        if s is None:
+            s = t[2][name] = [0, 0, 0, BIG, 0, 0, 0, [0] * bucket_count, 0, 0, 0, name, None]
+        elif s[9]:
             return func(*args, **kwargs)
-        names.add(name)
-        frame = [0, name]
-        t[0].append(frame)
+        s[9] = 1
+        s[10] = 0
+        s[12] = t[0]
+        t[0] = s
         start = now()
         try:
             return func(*args, **kwargs)
         finally:
-            close(t, name, frame, start, now() - start)
+            ns = now() - start
+            if t[0] is not s:
+                _spans.end(t, s, start, ns)
+            else:
+                s[9] = 0
+                p = t[0] = s[12]
+                if p is not None:
+                    p[10] += ns
+                elif t[3]:
+                    t[4] += ns
+                    if t[5] is None:
+                        t[5] = start
+                    t[6] = start + ns
+                s[0] += 1
+                s[1] += ns
+                s[2] += ns - s[10]
+                if ns > s[4]:
+                    s[4] = ns
+                if ns < s[3]:
+                    s[3] = ns
+                if ns < 128:
+                    s[7][ns] += 1
+                else:
+                    e = ns.bit_length()
+                    s[7][(e << 6) + (ns >> (e - 7)) - 64] += 1
+                if s[0] == 1:
+                    s[5] = ns
+                    s[6] = start
+                if unsliced[0] or len(slices) >= MAX:
+                    unsliced[0] += 1
+                else:
+                    slices.append((name, start, ns))
+                if start >= t[7] or name in EAGER:
+                    flush(t)
 
     span.__stagebench_span__ = True
     return span
@@ -215,13 +258,13 @@ def _torch_steps(module):
 
     def pre(optimizer, args, kwargs):
         t = _spans.thread()
-        local.open = (t, _spans.open_(t, "optimizer_step"), _spans.now())
+        local.open = (t, _spans.begin(t, "optimizer_step"), _spans.now())
 
     def post(optimizer, args, kwargs):
         opened = getattr(local, "open", None)
         if opened is not None and opened[1] is not None:
-            t, frame, start = opened
-            _spans.close(t, "optimizer_step", frame, start, _spans.now() - start)
+            t, s, start = opened
+            _spans.end(t, s, start, _spans.now() - start)
         local.open = None
 
     module.register_optimizer_step_pre_hook(pre)
@@ -245,46 +288,30 @@ def _torch_loader(module):
         t = _spans.thread()
         step = getattr(local, "step", None)
         if step is not None:
-            frame, start = step
-            if frame is not None:
-                _spans.close(t, "step", frame, start, _spans.now() - start)
+            s, start = step
+            if s is not None:
+                _spans.end(t, s, start, _spans.now() - start)
             local.step = None
         first = not getattr(self, "_stagebench_started", False)
         name = "loader_start" if first else "loader_wait"
-        frame = _spans.open_(t, name)
+        s = _spans.begin(t, name)
         start = _spans.now()
         try:
             # The call that ends an epoch (StopIteration) is no batch: it
             # is not counted.
             batch = original(self)
         except BaseException:
-            if frame is not None:
-                _spans.close(t, name, frame, start, 0)
-                # Uncount it: not a wait that returned a batch.
-                _uncount(t, name)
+            if s is not None:
+                _spans.cancel(t, s)
             raise
         done = _spans.now()
         self._stagebench_started = True
-        if frame is not None:
-            _spans.close(t, name, frame, start, done - start)
-        local.step = (_spans.open_(t, "step"), done)
+        if s is not None:
+            _spans.end(t, s, start, done - start)
+        local.step = (_spans.begin(t, "step"), done)
         return batch
 
     cls.__next__ = __next__
-
-
-def _uncount(t, name):
-    """Takes back the last call of ``name`` on thread state ``t`` (a
-    zero-length one just closed)."""
-    s = t[2].get(name)
-    if s is not None and s[0] > 0:
-        s[0] -= 1
-        h = s[7]
-        h[0] = h.get(0, 0) - 1
-        if not h[0]:
-            del h[0]
-        if not s[0]:
-            del t[2][name]
 
 
 # preset -> (module, qualname or preset name, span name or installer)
@@ -351,9 +378,9 @@ def _watch_main(targets):
         if event == "return":
             opened = inflight.pop(frame, None)
             if opened is not None:
-                t, span_frame, name, start = opened
-                if span_frame is not None:
-                    _spans.close(t, name, span_frame, start, _spans.now() - start)
+                t, opened_span, start = opened
+                if opened_span is not None:
+                    _spans.end(t, opened_span, start, _spans.now() - start)
             elif frame.f_code.co_name == "<module>":
                 pending.clear()
             if not pending and not inflight:
@@ -376,7 +403,7 @@ def _watch_main(targets):
             if code is not None and frame.f_code is code:
                 # This very call began unwrapped: timed until it returns.
                 t = _spans.thread()
-                inflight[frame] = (t, _spans.open_(t, name), name, _spans.now())
+                inflight[frame] = (t, _spans.begin(t, name), _spans.now())
         if not pending and not inflight:
             sys.setprofile(previous)
 
