@@ -23,8 +23,11 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              itself and waits on its pidfd the same way.
   wrapped  - what `--span` adds to a call: a function called CALLS times
              bare and the same function wrapped as `--span` wraps it
-             (stagebench.autospan, writing each span to a spans file), in
-             one process, alternating; the difference per call, in µs.
+             (stagebench.autospan.timed, tallying each call), in one
+             process, alternating; the difference per call, in µs. Beside
+             it, two controls: a wrapper that only reads the clock twice
+             (the floor any timing wrapper pays) and one write(2) of a span
+             line (what each call cost when every span was a line).
              `--wrapped-only` measures just this.
   exit     - what the helper's runtime line costs a program's exit: a
              fresh `python -c "import json, stagebench"` under stagebench
@@ -37,6 +40,7 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
 Run by hand on an idle machine; not part of CI. Never run two benchmarks at once.
 
 usage: scripts/bench-spans.py [--rounds R] [--spans N] [--baseline TARGET_RELEASE_DIR]
+       scripts/bench-spans.py --wrapped-only [--baseline-python OLD_CHECKOUT/python]
 """
 import argparse, json, os, select, signal, statistics, subprocess, sys, tempfile, time
 
@@ -124,14 +128,27 @@ import os, sys, tempfile, time
 sys.path.insert(0, {helper!r})
 fd, path = tempfile.mkstemp(); os.close(fd)
 os.environ["STAGEBENCH_SPANS"] = path
-from stagebench import autospan, _spans
+from stagebench import autospan
+try:
+    from stagebench._spans import flush_all
+except ImportError:
+    flush_all = lambda: None
 def work(x):
     return x + 1
-wrapped = autospan.timed(work, "work")
+# An older helper (--baseline-python) has _timed, which wrote a line a call.
+wrapped = (autospan.timed if hasattr(autospan, "timed") else autospan._timed)(work, "work")
 line = b'{{"name":"work","seconds":1234e-9,"start":5678e-9}}\\n'
 out = os.open(path, os.O_WRONLY | os.O_APPEND)
 def write(x):
     os.write(out, line)
+now = time.perf_counter_ns
+def floor(x):
+    # The least a wrapper that times a call can do: two clock reads around it.
+    start = now()
+    try:
+        return work(x)
+    finally:
+        ns = now() - start
 def loop(f, n):
     t = time.perf_counter()
     for i in range(n):
@@ -139,24 +156,25 @@ def loop(f, n):
     return time.perf_counter() - t
 n = {calls}
 # Alternating halves, so drift favours neither.
-bare = timed = wrote = 0.0
+bare = timed = wrote = least = 0.0
 for _ in range(2):
     bare += loop(work, n // 2)
     timed += loop(wrapped, n // 2)
     wrote += loop(write, n // 2)
-_spans.flush_all()
+    least += loop(floor, n // 2)
+flush_all()
 os.unlink(path)
-print(bare / n, timed / n, wrote / n)
+print(bare / n, timed / n, wrote / n, least / n)
 """
 
 
-def wrapped_cost(calls):
+def wrapped_cost(calls, helper=HELPER):
     """Seconds a call costs bare, wrapped, and as one write(2) of a span
     line (what a call cost when every span was a line), in one fresh
     process."""
-    out = subprocess.run([sys.executable, "-c", WRAPPED.format(helper=HELPER, calls=calls)],
+    out = subprocess.run([sys.executable, "-c", WRAPPED.format(helper=helper, calls=calls)],
                          check=True, capture_output=True, text=True).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2])
+    return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 
 
 def exit_cost(python, rounds):
@@ -188,6 +206,8 @@ def main():
     ap.add_argument("--baseline", help="target/release of a build that read spans only at the end")
     ap.add_argument("--calls", type=int, default=200000, help="calls per wrapped measurement")
     ap.add_argument("--wrapped-only", action="store_true")
+    ap.add_argument("--baseline-python", help="the python/ directory of an older checkout: "
+                    "its wrapped call measured too, alternating processes with this one")
     ap.add_argument("--exit-only", action="store_true")
     ap.add_argument("--python", default=sys.executable, help="the Python for `exit`")
     a = ap.parse_args()
@@ -197,11 +217,25 @@ def main():
           f"(medians of {a.rounds} alternating processes)")
     if a.exit_only:
         return
-    costs = [wrapped_cost(a.calls) for _ in range(a.rounds)]
+    costs, older = [], []
+    for r in range(a.rounds):
+        sides = [HELPER] + ([a.baseline_python] if a.baseline_python else [])
+        for helper in (sides if r % 2 == 0 else sides[::-1]):
+            (costs if helper == HELPER else older).append(wrapped_cost(a.calls, helper))
+    if older:
+        this = statistics.median(c[1] - c[0] for c in costs)
+        base = statistics.median(c[1] - c[0] for c in older)
+        print(f"wrapped, this helper against {a.baseline_python}: +{this * 1e6:.3f} us against "
+              f"+{base * 1e6:.3f} us a call over bare, {this / base:.2f}x (medians of {a.rounds} "
+              f"processes each, alternating)")
     bare = statistics.median(c[0] for c in costs)
     extra = statistics.median(c[1] - c[0] for c in costs)
-    print(f"wrapped: a bare call {bare * 1e6:.3f} us; --span adds {extra * 1e6:.3f} us a call "
-          f"(median of {a.rounds} processes, {a.calls} calls each)")
+    wrote = statistics.median(c[2] - c[0] for c in costs)
+    least = statistics.median(c[3] - c[0] for c in costs)
+    print(f"wrapped: a bare call {bare * 1e6:.3f} us; --span adds {extra * 1e6:.3f} us a call; "
+          f"a wrapper that only reads the clock twice adds {least * 1e6:.3f} us; one write(2) "
+          f"of a span line (a call's cost when each span was a line) {wrote * 1e6:.3f} us "
+          f"(medians of {a.rounds} processes, {a.calls} calls each, alternating)")
     if a.wrapped_only:
         return
     builds = {"this": os.path.join(ROOT, "target", "release")}

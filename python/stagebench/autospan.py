@@ -52,8 +52,8 @@ def timed(func, name):
         return _timed_generator(func, name)
     local, new, now, BIG = _spans.local, _spans.thread, _spans.now, _spans._BIG
     bucket_count = _spans.BUCKETS
-    slices, unsliced, MAX, EAGER = _spans._slices, _spans._unsliced, _spans.MAX_SLICES, _spans.EAGER
-    flush = _spans.flush
+    slices, unsliced, MAX = _spans._slices, _spans._unsliced, _spans.MAX_SLICES
+    flush, eager = _spans.flush, name in _spans.EAGER
 
     # _spans.begin and _spans.end, inline: a wrapped call's cost is mostly
     # these steps, and two calls more would add a fifth to it.
@@ -108,7 +108,7 @@ def timed(func, name):
                     unsliced[0] += 1
                 else:
                     slices.append((name, start, ns))
-                if start >= t[7] or name in EAGER:
+                if eager or start >= t[7]:
                     flush(t)
 
     span.__stagebench_span__ = True

@@ -111,10 +111,8 @@ impl Items {
     pub fn finish(&mut self) -> Option<Closed> {
         let mut server = self.server.take()?;
         let _ = server.spans.follow(true, |_, _| {});
-        let wrapped: std::collections::BTreeSet<String> =
-            server.spans.tally.wrapped.keys().cloned().collect();
         let spans_not_found = match &server.bootstrap {
-            Some(b) => b.not_found(&wrapped),
+            Some(b) => b.not_found(&server.spans.tally.matched()),
             None => Vec::new(),
         };
         server.spans.tally.settle();

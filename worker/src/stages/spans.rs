@@ -490,6 +490,12 @@ impl Tally {
         std::mem::take(&mut self.recent)
     }
 
+    /// The targets the bootstrap found, wrapped or refused: none of them
+    /// "matched nothing" (a refusal is warned of with its reason).
+    pub fn matched(&self) -> std::collections::BTreeSet<String> {
+        self.wrapped.keys().chain(self.refused.keys()).cloned().collect()
+    }
+
     /// How many spans called `name` have ended.
     pub fn count(&self, name: &str) -> u64 {
         self.spans.iter().find(|t| t.name == name).map_or(0, |t| t.calls)
@@ -648,7 +654,7 @@ impl SpansFile {
             warnings: self.tally.warnings(),
             spans: std::mem::take(&mut self.tally.spans),
             timed: std::mem::take(&mut self.tally.timed),
-            wrapped: std::mem::take(&mut self.tally.wrapped).into_keys().collect(),
+            wrapped: self.tally.matched(),
             runtime: self.tally.runtime.take(),
         })
     }
@@ -664,7 +670,7 @@ pub struct Said {
     pub warnings: Vec<String>,
     /// The spans that gave a start (name, start on the monotonic clock, seconds).
     pub timed: Vec<Timed>,
-    /// The `--span` targets wrapped.
+    /// The `--span` targets the bootstrap found, wrapped or refused.
     pub wrapped: std::collections::BTreeSet<String>,
     /// What the Python helper said of its runtime.
     pub runtime: Option<PythonRuntime>,
@@ -794,6 +800,55 @@ mod tests {
             let e = figures(&format!("{line}\n")).unwrap_err();
             assert!(e.starts_with("spans line 1: ") && e.contains(needle), "{e}");
         }
+    }
+
+    /// Two spans of 1e308 s add up to infinity: refused when read, never
+    /// written as null. An aggregate line that no calls could make is
+    /// refused with its line number.
+    #[test]
+    fn an_overflowing_sum_and_an_impossible_tally_are_refused() {
+        let big = "{\"name\": \"x\", \"seconds\": 1e308}\n";
+        let e = figures(&format!("{big}{big}")).unwrap_err();
+        assert_eq!(e, "span 'x': its seconds add up to more than the largest number");
+        let agg = |span: &str| {
+            format!(
+                "{{\"agg\": {{\"pid\": 1, \"forked\": false, \"main\": true, \"top\": [0, 0, 0], \"spans\": {{\"x\": {span}}}, \"slices\": [], \"unsliced\": 0}}}}\n"
+            )
+        };
+        let ok = "{\"n\": 2, \"sum\": 30, \"self\": 20, \"beside\": 0, \"min\": 10, \"max\": 20, \"first\": 10, \"at\": 5, \"h\": [10, 1, 20, 1]}";
+        let f = figures(&agg(ok)).unwrap();
+        assert!((f[0].value - 30e-9).abs() < 1e-15 && f[1].value == 2.0, "{f:?}");
+        for (bad, needle) in [
+            (ok.replace("\"self\": 20", "\"self\": 40"), "disagree"),
+            (ok.replace("[10, 1, 20, 1]", "[10, 1, 20]"), "pairs"),
+            (ok.replace("[10, 1, 20, 1]", "[10, 1]"), "does not hold its calls"),
+            (ok.replace("[10, 1, 20, 1]", "[99999, 2]"), "out of range"),
+            (ok.replace("\"n\": 2", "\"n\": 0"), "no calls"),
+        ] {
+            let e = figures(&agg(&bad)).unwrap_err();
+            assert!(e.starts_with("spans line 1: ") && e.contains(needle), "{e}");
+        }
+    }
+
+    /// A refused target was found: it is warned of with its reason, never
+    /// as one that matched nothing; a wrapped one never called says so.
+    #[test]
+    fn refused_and_uncalled_targets_are_said_as_what_they_are() {
+        let mut tally = Tally::default();
+        let text = "{\"refused\": \"numpy:ndarray.sum\", \"why\": \"an attribute of an immutable built-in type cannot be wrapped\"}\n\
+                    {\"wrapped\": \"m:f\", \"span\": \"f\"}\n\
+                    {\"wrapped\": \"m:g\", \"span\": \"g\"}\n\
+                    {\"name\": \"g\", \"seconds\": 0.5}\n";
+        tally.add(text, |_, _| {}).unwrap();
+        let matched: Vec<String> = tally.matched().into_iter().collect();
+        assert_eq!(matched, ["m:f", "m:g", "numpy:ndarray.sum"]);
+        assert_eq!(
+            tally.warnings(),
+            [
+                "--span numpy:ndarray.sum was not wrapped: an attribute of an immutable built-in type cannot be wrapped",
+                "--span m:f was wrapped but never called: span 'f' 0 calls",
+            ]
+        );
     }
 
     #[test]
