@@ -98,7 +98,7 @@ pub(crate) fn records<'a>(
 /// where `span:NAME_n` is a figure too (`has`), so `span:load_median_s`
 /// is the median of `load`, not the sum of a span `load_median`, unless
 /// the stage has one.
-pub(crate) fn sum_name<'k>(key: &'k str, has: impl Fn(&str) -> bool) -> Option<&'k str> {
+pub(crate) fn sum_name(key: &str, has: impl Fn(&str) -> bool) -> Option<&str> {
     let name = key.strip_prefix("span:")?.strip_suffix("_s")?;
     has(&format!("span:{name}_n")).then_some(name)
 }

@@ -308,17 +308,15 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     ];
     let only =
         |n: usize| set.iter().enumerate().all(|(i, on)| *on == (i == n || (n == 0 && i == 1)));
-    if only(5) {
-        let agg = raw.agg.expect("checked");
+    if let (Some(agg), true) = (&raw.agg, only(5)) {
         agg.check()?;
-        return Ok(Some(Line::Agg(agg)));
+        return Ok(raw.agg.map(Line::Agg));
     }
-    if raw.wrapped.is_some() && only(3) {
-        let w = raw.wrapped.expect("checked").chars().take(256).collect();
+    if let (Some(w), true) = (&raw.wrapped, only(3)) {
         if let Some(name) = &raw.span {
             check_name(name)?;
         }
-        return Ok(Some(Line::Wrapped(w, raw.span)));
+        return Ok(Some(Line::Wrapped(w.chars().take(256).collect(), raw.span)));
     }
     if let (Some(t), Some(why)) = (&raw.refused, &raw.why) {
         if only(4) {
