@@ -34,8 +34,9 @@ pub(crate) struct SpanRecord {
 /// A stage's time against its spans.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub(crate) struct SpanTotals {
-    /// The wall the spans were measured in (summed over the measurements
-    /// merged: a phase's items, the trials).
+    /// How many measurements were merged (a phase's items, the trials).
+    pub(crate) measurements: u64,
+    /// The wall the spans were measured in (summed over the measurements).
     pub(crate) wall_s: f64,
     /// The main thread's top-level spans, each second once.
     pub(crate) in_spans_s: f64,
@@ -53,9 +54,10 @@ pub(crate) fn records<'a>(
     measured: impl IntoIterator<Item = (f64, &'a [SpanSummary])>,
 ) -> Option<(BTreeMap<String, SpanRecord>, SpanTotals)> {
     let mut merged: Vec<SpanSummary> = Vec::new();
-    let mut wall = 0.0;
+    let (mut wall, mut count) = (0.0, 0);
     for (wall_s, spans) in measured {
         wall += wall_s;
+        count += 1;
         for s in spans {
             match merged.iter_mut().find(|m| m.name == s.name) {
                 Some(m) => m.merge(s),
@@ -68,6 +70,7 @@ pub(crate) fn records<'a>(
     }
     let in_spans: f64 = merged.iter().map(SpanSummary::main_s).sum();
     let totals = SpanTotals {
+        measurements: count,
         wall_s: wall,
         in_spans_s: in_spans,
         outside_s: wall - in_spans,
@@ -164,8 +167,12 @@ pub(crate) fn totals_line(t: &SpanTotals) -> String {
         true => format!("{:.0}%", 100.0 * x / t.wall_s),
         false => "–".into(),
     };
+    let over = match t.measurements {
+        0 | 1 => String::new(),
+        n => format!(" (sums over {n} measurements, {} of wall)", duration(t.wall_s)),
+    };
     format!(
-        "in spans {} ({}), outside any span {} ({}), concurrent {} (beside the main thread, no share of the wall)",
+        "in spans {} ({}), outside any span {} ({}), concurrent {} (beside the main thread, no share of the wall){over}",
         duration(t.in_spans_s),
         pct(t.in_spans_s),
         duration(t.outside_s),
@@ -211,6 +218,10 @@ mod tests {
         let inclusive: f64 = by.values().map(|r| r.sum_s).sum();
         assert!(inclusive / 2.24 > 1.0);
         assert!(records([(1.0, &[][..])]).is_none());
+        assert!(!totals_line(&t).contains("sums over"), "{}", totals_line(&t));
+        let (_, two) = records([(2.24, &spans[..]), (2.24, &spans[..])]).unwrap();
+        assert_eq!(two.measurements, 2);
+        assert!(totals_line(&two).ends_with("(sums over 2 measurements, 4.480 s of wall)"));
     }
 
     #[test]
