@@ -126,18 +126,20 @@ def end(t, s, start, ns):
         if t[5] is None:
             t[5] = start
         t[6] = start + ns
+    count(t, s, start, ns, ns - s[10])
+
+
+def count(t, s, start, ns, own):
+    """Adds one call of ``ns`` that began at ``start``, ``own`` of it its
+    self time, to tally ``s`` of thread state ``t``."""
     s[0] += 1
     s[1] += ns
-    s[2] += ns - s[10]
+    s[2] += own
     if ns > s[4]:
         s[4] = ns
     if ns < s[3]:
         s[3] = ns
-    if ns < 128:
-        s[7][ns] += 1
-    else:
-        e = ns.bit_length()
-        s[7][(e << 6) + (ns >> (e - 7)) - 64] += 1
+    s[7][bucket(ns)] += 1
     if s[0] == 1:
         s[5] = ns
         s[6] = start
@@ -164,24 +166,8 @@ def beside(name, start, ns):
     reported as concurrent, never as a share of the wall."""
     t = thread()
     s = tally(t, name)
-    s[0] += 1
-    s[1] += ns
-    s[2] += ns
     s[8] += ns
-    if ns > s[4]:
-        s[4] = ns
-    if ns < s[3]:
-        s[3] = ns
-    s[7][bucket(ns)] += 1
-    if s[0] == 1:
-        s[5] = ns
-        s[6] = start
-    if _unsliced[0] or len(_slices) >= MAX_SLICES:
-        _unsliced[0] += 1
-    else:
-        _slices.append((name, start, ns))
-    if start >= t[7] or name in EAGER:
-        flush(t)
+    count(t, s, start, ns, ns)
 
 
 def _line(t):
