@@ -219,11 +219,14 @@ pub(super) struct RunArgs {
     /// measured with its whole process tree; repeatable. Runs after --stage stages.
     #[arg(long = "command", value_name = "CMD ARGS")]
     pub(super) commands: Vec<String>,
-    /// Time a Python function of a --command stage or a --prepare program
+    /// Time a Python callable of a --command stage or a --prepare program
     /// without editing it: MODULE:QUALNAME[=NAME] (a function, method,
-    /// classmethod or staticmethod, as the span NAME, by default the
-    /// qualname's last part), or preset:torch (loader waits, optimizer
-    /// steps, backward passes, and the input-bound verdict); repeatable.
+    /// classmethod, staticmethod, property, generator or coroutine function,
+    /// or __main__:NAME in the script itself; each call a span NAME, by
+    /// default the qualname's last part, with its distribution and self
+    /// time; a class or a C type's method is refused with the reason), or
+    /// preset:torch (loader waits, optimizer steps, backward passes, and
+    /// the input-bound verdict); repeatable.
     #[arg(long = "span", value_name = "MODULE:QUALNAME[=NAME]", value_parser = crate::plan::parse_span)]
     pub(super) spans: Vec<protocol::SpanTarget>,
     /// A name for the matching --command (in order) in reports. [default: command]
