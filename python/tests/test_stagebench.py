@@ -219,20 +219,6 @@ import asyncio, functools, sys, time
 import json as j
 import thing
 
-def gen(n):
-    for i in range(n):
-        time.sleep(0.01)
-        yield i
-
-async def coro():
-    await asyncio.sleep(0.02)
-    return 7
-
-async def agen():
-    for i in range(2):
-        await asyncio.sleep(0.005)
-        yield i
-
 def mainfn(x):
     return x + 1
 

@@ -1,0 +1,286 @@
+//! One line of a spans file: its grammar and its checks (names, numbers,
+//! an aggregate line's tallies, a runtime line's versions).
+
+use super::MAX_NAME;
+use protocol::SpanSummary;
+use std::collections::BTreeMap;
+
+/// One line of the file.
+#[derive(Debug, PartialEq)]
+pub enum Line {
+    Span {
+        name: String,
+        seconds: f64,
+        start: Option<f64>,
+    },
+    Progress(f64),
+    /// A thread's tally since its last line.
+    Agg(Box<Agg>),
+    /// The `--span` bootstrap wrapped this target (`MODULE:QUALNAME`, or
+    /// `preset:NAME`): it is not among the targets that never matched; the
+    /// span name it records under, when it said.
+    Wrapped(String, Option<String>),
+    /// The bootstrap left this target as it was, and why.
+    Refused(String, String),
+    /// The Python helper at its process's exit: the interpreter's version
+    /// and the distributions whose modules were imported.
+    Runtime(PythonRuntime),
+}
+
+/// What one `{"runtime": …}` line says.
+#[derive(Debug, Default, PartialEq, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PythonRuntime {
+    pub python: String,
+    pub distributions: std::collections::BTreeMap<String, String>,
+}
+
+/// Most distributions one runtime line may name.
+pub const MAX_DISTRIBUTIONS: usize = 2000;
+
+impl PythonRuntime {
+    /// Completes what the worker read before the stage (`runtime`) with
+    /// what the helper said.
+    pub fn fill(self, runtime: &mut protocol::Runtime) {
+        runtime.python = Some(self.python);
+        runtime.distributions = self.distributions.into_iter().collect();
+    }
+
+    /// Versions and names of `A-Z a-z 0-9 _ . + ! -`, 1 to 100 of them: what
+    /// package metadata holds, never a path.
+    fn check(&self) -> Result<(), String> {
+        let safe = |s: &str| {
+            !s.is_empty()
+                && s.len() <= 100
+                && s.chars().all(|c| c.is_ascii_alphanumeric() || "_.+!-".contains(c))
+        };
+        let shorten = |s: &str| s.chars().take(100).collect::<String>();
+        if !safe(&self.python) {
+            return Err(format!("runtime python '{}' is not a version", shorten(&self.python)));
+        }
+        if self.distributions.len() > MAX_DISTRIBUTIONS {
+            return Err(format!("runtime names more than {MAX_DISTRIBUTIONS} distributions"));
+        }
+        for (name, version) in &self.distributions {
+            if !safe(name) || !safe(version) {
+                return Err(format!(
+                    "runtime distribution '{}' '{}' must be 1 to 100 of A-Z a-z 0-9 _ . + ! -",
+                    shorten(name),
+                    shorten(version)
+                ));
+            }
+        }
+        Ok(())
+    }
+}
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Raw {
+    name: Option<String>,
+    seconds: Option<f64>,
+    start: Option<f64>,
+    progress: Option<f64>,
+    wrapped: Option<String>,
+    span: Option<String>,
+    refused: Option<String>,
+    why: Option<String>,
+    runtime: Option<PythonRuntime>,
+    agg: Option<Box<Agg>>,
+}
+
+/// One `{"agg": …}` line: what one thread of a process tallied since its
+/// last line. Durations in nanoseconds, times on the monotonic clock.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Agg {
+    pub pid: u32,
+    /// The process was forked from one that tallied spans.
+    pub forked: bool,
+    /// The line is the main thread's.
+    pub main: bool,
+    /// The main thread's top-level nanoseconds, its first top-level start
+    /// and its last top-level end (0 when it has none).
+    pub top: [u64; 3],
+    pub spans: BTreeMap<String, AggSpan>,
+    /// Spans with their start, `[name, start, nanoseconds]`.
+    pub slices: Vec<(String, u64, u64)>,
+    /// Spans not among `slices`.
+    pub unsliced: u64,
+}
+
+/// One span name's part of an [`Agg`] line.
+#[derive(Debug, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct AggSpan {
+    pub n: u64,
+    pub sum: u64,
+    #[serde(rename = "self")]
+    pub own: u64,
+    /// Of `self`, what ran beside the thread's own spans (a generator's).
+    pub beside: u64,
+    pub min: u64,
+    pub max: u64,
+    pub first: u64,
+    pub at: u64,
+    /// Bucket, count, bucket, count, …
+    pub h: Vec<u64>,
+}
+
+fn check_name(name: &str) -> Result<(), BadLine> {
+    let ok = !name.is_empty()
+        && name.len() <= MAX_NAME
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
+    match ok {
+        true => Ok(()),
+        false => Err(format!(
+            "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
+            name.chars().take(MAX_NAME).collect::<String>()
+        )
+        .into()),
+    }
+}
+
+impl Agg {
+    /// Every name valid, and every tally one that calls could make.
+    fn check(&self) -> Result<(), BadLine> {
+        for (name, s) in &self.spans {
+            check_name(name)?;
+            let fail = |why: &str| Err(BadLine(format!("agg span '{name}': {why}")));
+            if s.n == 0 {
+                return fail("no calls");
+            }
+            if s.own > s.sum || s.beside > s.own || s.min > s.max || s.max > s.sum {
+                return fail("self, beside, min, max and sum disagree");
+            }
+            if s.h.len() % 2 != 0 {
+                return fail("its histogram is not bucket, count pairs");
+            }
+            let mut total = 0u64;
+            for pair in s.h.chunks(2) {
+                if pair[0] > u64::from(protocol::spans::MAX_BUCKET) {
+                    return fail("a histogram bucket is out of range");
+                }
+                total = total.saturating_add(pair[1]);
+            }
+            if total != s.n {
+                return fail("its histogram does not hold its calls");
+            }
+        }
+        for (name, _, _) in &self.slices {
+            check_name(name)?;
+        }
+        Ok(())
+    }
+
+    /// A span's part as a summary (concurrent: all of its self time when
+    /// the line is not the main thread's, else what ran beside).
+    pub(super) fn summary(&self, name: &str, s: &AggSpan) -> SpanSummary {
+        let sec = |ns: u64| ns as f64 * 1e-9;
+        let mut buckets: Vec<(u32, u64)> =
+            s.h.chunks(2).map(|p| (p[0] as u32, p[1])).filter(|p| p.1 > 0).collect();
+        buckets.sort_unstable();
+        buckets.dedup_by(|b, a| {
+            let same = a.0 == b.0;
+            if same {
+                a.1 += b.1;
+            }
+            same
+        });
+        SpanSummary {
+            name: name.into(),
+            calls: s.n,
+            sum_s: sec(s.sum),
+            self_s: sec(s.own),
+            concurrent_s: match self.main && !self.forked {
+                true => sec(s.beside),
+                false => sec(s.own),
+            },
+            min_s: sec(s.min),
+            max_s: sec(s.max),
+            first_s: sec(s.first),
+            first_at: sec(s.at),
+            buckets,
+        }
+    }
+}
+
+/// Why one line of a spans file is refused.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct BadLine(pub String);
+
+impl From<String> for BadLine {
+    fn from(why: String) -> Self {
+        BadLine(why)
+    }
+}
+
+/// One line, checked; None for a blank one.
+pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
+    if line.trim().is_empty() {
+        return Ok(None);
+    }
+    let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
+    let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
+    if let Some(runtime) = raw.runtime {
+        let alone = raw.name.is_none()
+            && raw.seconds.is_none()
+            && raw.start.is_none()
+            && raw.progress.is_none()
+            && raw.wrapped.is_none()
+            && raw.span.is_none()
+            && raw.refused.is_none()
+            && raw.agg.is_none();
+        if !alone {
+            return Err(format!("not an object {shape}").into());
+        }
+        runtime.check()?;
+        return Ok(Some(Line::Runtime(runtime)));
+    }
+    let set = [
+        raw.name.is_some(),
+        raw.seconds.is_some() || raw.start.is_some(),
+        raw.progress.is_some(),
+        raw.wrapped.is_some() || raw.span.is_some(),
+        raw.refused.is_some() || raw.why.is_some(),
+        raw.agg.is_some(),
+    ];
+    let only =
+        |n: usize| set.iter().enumerate().all(|(i, on)| *on == (i == n || (n == 0 && i == 1)));
+    if let (Some(agg), true) = (&raw.agg, only(5)) {
+        agg.check()?;
+        return Ok(raw.agg.map(Line::Agg));
+    }
+    if let (Some(w), true) = (&raw.wrapped, only(3)) {
+        if let Some(name) = &raw.span {
+            check_name(name)?;
+        }
+        return Ok(Some(Line::Wrapped(w.chars().take(256).collect(), raw.span)));
+    }
+    if let (Some(t), Some(why)) = (&raw.refused, &raw.why) {
+        if only(4) {
+            let t = t.chars().take(256).collect();
+            return Ok(Some(Line::Refused(t, why.chars().take(200).collect())));
+        }
+    }
+    if let (Some(p), true) = (raw.progress, only(2)) {
+        if !(0.0..=1.0).contains(&p) {
+            return Err(format!("progress {p} is not between 0 and 1").into());
+        }
+        return Ok(Some(Line::Progress(p)));
+    }
+    match raw {
+        Raw { name: Some(name), seconds: Some(seconds), start, .. } if only(0) => {
+            check_name(&name)?;
+            if !(seconds.is_finite() && seconds >= 0.0) {
+                return Err(format!("seconds {seconds} is not a finite non-negative number").into());
+            }
+            if let Some(t) = start.filter(|t| !(t.is_finite() && *t >= 0.0)) {
+                return Err(format!("start {t} is not a finite non-negative number").into());
+            }
+            Ok(Some(Line::Span { name, seconds, start }))
+        }
+        _ => Err(format!("not an object {shape}").into()),
+    }
+}
