@@ -53,6 +53,8 @@ pub(crate) struct Launcher {
     pub(crate) kind: Kind,
     /// Milliseconds between two samples of a stage's process tree.
     pub(crate) sample_ms: u32,
+    /// `--keras-resident` (0: none), passed on to the workers' commands.
+    pub(crate) keras_resident: u32,
 }
 
 impl Launcher {
@@ -108,6 +110,10 @@ impl Launcher {
         };
         cmd.env(env::TOKEN, self.token.to_hex()).env_remove(env::TOKEN_FILE);
         cmd.env(env::SAMPLE_MS, self.sample_ms.to_string());
+        match self.keras_resident {
+            0 => cmd.env_remove(env::KERAS_RESIDENT),
+            n => cmd.env(env::KERAS_RESIDENT, n.to_string()),
+        };
         cmd.env(env::SIGNALS, users_signals());
     }
 }

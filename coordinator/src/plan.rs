@@ -18,13 +18,25 @@ pub(crate) fn is_label(name: &str) -> bool {
 }
 
 /// Presets `--span preset:NAME` knows.
-pub(crate) const SPAN_PRESETS: [&str; 1] = ["torch"];
+pub(crate) const SPAN_PRESETS: [&str; 2] = ["torch", "keras"];
 
-/// `--span MODULE:QUALNAME[=NAME]` or `--span preset:NAME`, checked: a
-/// module and a qualname of dotted Python identifiers, a NAME by the span
-/// name rule (1 to 64 of `A-Z a-z 0-9 _ . -`), defaulting to the
-/// qualname's last part; a known preset.
+/// `--span MODULE:QUALNAME[=NAME][:stage]` or `--span preset:NAME`,
+/// checked: a module and a qualname of dotted Python identifiers, a NAME by
+/// the span name rule (1 to 64 of `A-Z a-z 0-9 _ . -`), defaulting to the
+/// qualname's last part; a known preset. `:stage` makes the span a stage
+/// of the command (its CPU and memory too).
 pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, Refusal> {
+    if let Some(function) = spec.strip_suffix(":stage").filter(|f| f.contains(':')) {
+        if function.starts_with("preset:") {
+            return Err(Refusal(format!("'{spec}': a preset cannot be a stage")));
+        }
+        return match parse_span(function)? {
+            protocol::SpanTarget::Function { module, qualname, name } => {
+                Ok(protocol::SpanTarget::Stage { module, qualname, name })
+            }
+            other => Err(Refusal(format!("'{spec}': {other} cannot be a stage"))),
+        };
+    }
     let Some((module, rest)) = spec.split_once(':') else {
         return Err(Refusal(format!(
             "'{spec}' has no colon: spell it MODULE:QUALNAME[=NAME] or preset:NAME"
@@ -144,6 +156,9 @@ pub(crate) struct Settings {
     pub(crate) leaks: LeakPolicy,
     /// Milliseconds between two samples of a stage's process tree (`--sample-ms`).
     pub(crate) sample_ms: u32,
+    /// `--keras-resident`: resident steps `preset:keras` times after fit
+    /// (0: none).
+    pub(crate) keras_resident: u32,
     /// `--span`: functions every command stage's (and preparation
     /// program's) Python wraps as spans.
     pub(crate) spans: Vec<protocol::SpanTarget>,
@@ -183,6 +198,9 @@ impl Settings {
         p.insert("launcher".into(), self.launcher.as_str().into());
         p.insert("leaks".into(), self.leaks.as_str().into());
         p.insert("sample_ms".into(), self.sample_ms.into());
+        if self.keras_resident > 0 {
+            p.insert("keras_resident".into(), self.keras_resident.into());
+        }
         if let Some(k) = &self.kill_at {
             p.insert("kill_at".into(), k.to_string().into());
         }
@@ -260,6 +278,19 @@ mod tests {
         );
         assert_eq!(parse_span("a:B.c").unwrap().to_string(), "a:B.c");
         assert_eq!(parse_span("a:B.c=x").unwrap().to_string(), "a:B.c=x");
+        // A stage: the same function, its CPU and memory too.
+        let stage = parse_span("__main__:train=fit:stage").unwrap();
+        assert_eq!(
+            stage,
+            protocol::SpanTarget::Stage {
+                module: "__main__".into(),
+                qualname: "train".into(),
+                name: "fit".into()
+            }
+        );
+        assert_eq!(stage.to_string(), "__main__:train=fit:stage");
+        assert_eq!(parse_span(&stage.to_string()).unwrap(), stage);
+        assert_eq!(parse_span("m:prepare:stage").unwrap().to_string(), "m:prepare=prepare:stage");
         assert_eq!(
             parse_span("preset:torch").unwrap(),
             protocol::SpanTarget::Preset("torch".into())
@@ -272,7 +303,9 @@ mod tests {
             ("json:loads=a/b", "the span name 'a/b' must be"),
             ("json:1x", "the qualname '1x' is not"),
             ("/tmp/x:f", "the module '/tmp/x' is not"),
-            ("preset:keras", "unknown preset 'keras' (known: torch)"),
+            ("preset:tensorflow", "unknown preset 'tensorflow' (known: torch, keras)"),
+            ("preset:keras:stage", "a preset cannot be a stage"),
+            ("json:1x:stage", "the qualname '1x' is not"),
         ] {
             let e = parse_span(bad).unwrap_err().to_string();
             assert!(e.contains(says), "{bad}: {e}");

@@ -281,6 +281,7 @@ async fn supervise_run(
         token,
         kind: plan.launcher.clone(),
         sample_ms: plan.sample_ms,
+        keras_resident: plan.keras_resident,
     });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();

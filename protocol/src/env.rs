@@ -29,6 +29,11 @@ pub const TREE_METHOD: &str = "STAGEBENCH_TREE_METHOD";
 /// command a worker runs starts with too: `BLOCKED:IGNORED`, each a hex
 /// bit set (`1 << (signo - 1)`), less the SIGPIPE Rust's runtime ignores.
 pub const SIGNALS: &str = "STAGEBENCH_SIGNALS";
+/// `--keras-resident N`: after a command's last Keras `fit`, `preset:keras`
+/// times N `train_on_batch` steps on one batch in memory (then restores
+/// every variable). Set by the coordinator for its workers, who leave it to
+/// their commands.
+pub const KERAS_RESIDENT: &str = "STAGEBENCH_KERAS_RESIDENT";
 /// Every variable that carries a worker's launch (connection, secret,
 /// rank, sampling, signals): a command a worker runs gets none of them.
 pub const LAUNCH: [&str; 9] =

@@ -7,6 +7,21 @@ use crate::{
     Runtime, Slice, SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
 };
 
+/// A command's stage as a measurement carries it.
+fn protocol_stage() -> crate::CommandStage {
+    crate::CommandStage {
+        name: "fit".into(),
+        start_s: 3.9,
+        wall_s: 16.1,
+        user_s: 17.0,
+        sys_s: 0.4,
+        rss_start_bytes: 321 << 20,
+        rss_end_bytes: 430 << 20,
+        peak_rss_bytes: 436 << 20,
+        peak_reset: true,
+    }
+}
+
 /// The token and build the fuzzed handshakes are checked against.
 pub const TOKEN: Token = Token([7u8; 32]);
 pub const BUILD: &str = "abababababababababababababababababababababababababababababababab";
@@ -68,6 +83,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     buckets: vec![(1500, 2)],
                 }],
                 span_warnings: vec!["--span json:dumps was wrapped but never called".into()],
+                command_stages: vec![protocol_stage()],
                 io: Some(Io {
                     method: "procfs".into(),
                     read_bytes: 4096,
@@ -113,6 +129,11 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     name: "decode".into(),
                 },
                 SpanTarget::Preset("torch".into()),
+                SpanTarget::Stage {
+                    module: "__main__".into(),
+                    qualname: "fit".into(),
+                    name: "fit".into(),
+                },
             ],
         },
         ToWorker::Assign {

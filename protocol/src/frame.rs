@@ -235,16 +235,18 @@ mod tests {
             spans_not_found: vec!["m:f".into()],
             spans: Vec::new(),
             span_warnings: Vec::new(),
+            command_stages: Vec::new(),
             io: None,
             runtime: crate::Runtime::default(),
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        // … then one span not found, "m:f", no span summary or warning, no
+        // … then one span not found, "m:f", no span summary, warning or
+        // command stage, no
         // I/O, and an empty runtime
         // (no thread settings, commit, dirty flag, Python or distributions).
         assert_eq!(
             hex(&m),
-            "00000028030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a660000000000000000"
+            "00000029030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a66000000000000000000"
         );
     }
 

@@ -31,7 +31,7 @@ pub use messages::{
     PROTOCOL_VERSION, Runtime, Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId,
     host_sha256,
 };
-pub use spans::SpanSummary;
+pub use spans::{CommandStage, SpanSummary};
 pub use stage::{
     EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
     without_local_paths,

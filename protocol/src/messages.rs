@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 15;
+pub const PROTOCOL_VERSION: u32 = 16;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -158,6 +158,9 @@ pub enum SpanTarget {
     Function { module: String, qualname: String, name: String },
     /// `preset:NAME`: a set of spans the helper knows (`torch`).
     Preset(String),
+    /// `MODULE:QUALNAME=NAME:stage`: a function as a span that is also a
+    /// stage of the command, with its process CPU and memory.
+    Stage { module: String, qualname: String, name: String },
 }
 
 impl std::fmt::Display for SpanTarget {
@@ -171,6 +174,9 @@ impl std::fmt::Display for SpanTarget {
                 }
             }
             SpanTarget::Preset(p) => write!(f, "preset:{p}"),
+            SpanTarget::Stage { module, qualname, name } => {
+                write!(f, "{module}:{qualname}={name}:stage")
+            }
         }
     }
 }
@@ -218,6 +224,9 @@ pub struct Measurement {
     /// What a person must know to read the spans: targets refused or
     /// wrapped but never called, slices left out of the trace.
     pub span_warnings: Vec<String>,
+    /// The command's own stages (stage spans), in order, after a row for
+    /// what ran before the first; empty without stage spans.
+    pub command_stages: Vec<crate::spans::CommandStage>,
     /// Storage and system-call I/O of the stage's whole tree, where the
     /// kernel keeps task I/O accounting (`/proc/PID/io`).
     pub io: Option<Io>,

@@ -201,3 +201,31 @@ mod tests {
         assert_eq!(SpanSummary::new("none").quantile(0.5), 0.0);
     }
 }
+
+/// One stage inside a command, marked by a stage span (`--span
+/// MODULE:QUALNAME=NAME:stage`): its wall, and the process's CPU and memory
+/// over it, as the Python helper read them at its start and end
+/// (`getrusage`, `/proc/self/status`). The worker adds a row
+/// [`BEFORE_STAGES`] for what ran before the first (the interpreter's
+/// start and imports).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct CommandStage {
+    pub name: String,
+    /// From the command's start, in seconds.
+    pub start_s: f64,
+    pub wall_s: f64,
+    /// The process's own CPU over the stage (all its threads).
+    pub user_s: f64,
+    pub sys_s: f64,
+    pub rss_start_bytes: u64,
+    pub rss_end_bytes: u64,
+    /// The process's peak RSS within the stage where `peak_reset` (its
+    /// high-water mark was reset at the stage's start through
+    /// `/proc/self/clear_refs`); else its lifetime peak at the stage's
+    /// end, an upper bound.
+    pub peak_rss_bytes: u64,
+    pub peak_reset: bool,
+}
+
+/// The row of what ran in a command before its first stage.
+pub const BEFORE_STAGES: &str = "before_stages";

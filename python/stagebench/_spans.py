@@ -170,6 +170,70 @@ def beside(name, start, ns):
     count(t, s, start, ns, ns)
 
 
+_CLEAR_REFS = "/proc/self/clear_refs"
+
+
+def _memory():
+    """This process's RSS and peak RSS (``VmRSS``, ``VmHWM``) in bytes."""
+    rss = hwm = 0
+    try:
+        with open("/proc/self/status", "rb") as f:
+            for line in f:
+                if line.startswith(b"VmRSS:"):
+                    rss = int(line.split()[1]) * 1024
+                elif line.startswith(b"VmHWM:"):
+                    hwm = int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return rss, hwm
+
+
+def _cpu():
+    import resource
+
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime, r.ru_stime
+
+
+def stage_begin():
+    """What a stage starts from: its start, the process's CPU, RSS and peak
+    so far, and whether the peak could be reset for the stage."""
+    cpu = _cpu()
+    rss, hwm = _memory()
+    try:
+        with open(_CLEAR_REFS, "w") as f:
+            f.write("5")
+        reset = True
+    except OSError:
+        reset = False
+    return (now(), cpu, rss, hwm, reset)
+
+
+def stage_end(name, before):
+    """Writes the line of a stage that began with ``before``."""
+    from stagebench import _append
+
+    end = now()
+    start, cpu, rss, hwm, reset = before
+    cpu_end = _cpu()
+    rss_end, peak = _memory()
+    _append(
+        {
+            "stage": {
+                "name": name,
+                "pid": os.getpid(),
+                "start": start,
+                "ns": end - start,
+                "cpu": [cpu[0], cpu[1], cpu_end[0], cpu_end[1]],
+                "rss": [rss, rss_end],
+                "hwm": hwm,
+                "peak": peak,
+                "reset": reset,
+            }
+        }
+    )
+
+
 def _line(t):
     """Thread state ``t``'s tally as one line (bytes), and resets it."""
     spans = []

@@ -38,12 +38,47 @@ from stagebench import _spans
 _TARGETS = "STAGEBENCH_SPAN_TARGETS"
 
 
+class StageName(str):
+    """The span name of a stage target (``MODULE:QUALNAME=NAME:stage``):
+    :func:`timed` makes its function a stage too (:func:`_staged`)."""
+
+
+def _staged(func, name):
+    """``func`` as a span ``name`` that is also a stage of the process: at
+    its start and end the process's CPU (``getrusage``) and memory (RSS and
+    peak, ``/proc/self/status``) are read, and the peak is reset at its
+    start (``/proc/self/clear_refs``) where the kernel allows; one line
+    ``{"stage": NAME, ...}`` says what they were. Only the main thread of
+    a process not forked from another makes stages; elsewhere it is a
+    span."""
+    inner = timed(func, str(name))
+
+    @functools.wraps(func)
+    def stage(*args, **kwargs):
+        t = _spans.thread()
+        if not t[3] or t[0] is not None and t[0][11] == str(name):
+            return inner(*args, **kwargs)
+        before = _spans.stage_begin()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            _spans.stage_end(str(name), before)
+
+    stage.__stagebench_span__ = True
+    return stage
+
+
 def timed(func, name):
     """``func`` made a span called ``name``, of the same kind: a generator
     function stays one (its span runs from the first ``next`` to its end),
     a coroutine function too (until its result), and so does an async
     generator function. A call made inside an open span of the same name
     on the same thread (recursion) is not timed again."""
+    if isinstance(name, StageName) and not (
+        inspect.isasyncgenfunction(func) or inspect.iscoroutinefunction(func) or inspect.isgeneratorfunction(func)
+    ):
+        return _staged(func, name)
+    name = str(name)
     if inspect.isasyncgenfunction(func):
         return _timed_asyncgen(func, name)
     if inspect.iscoroutinefunction(func):
@@ -182,7 +217,7 @@ def _wrap(module, qualname, name, spelled=None):
 
     spelled = spelled or "%s:%s" % (module.__name__, qualname)
     if callable(name):
-        # A preset's own installer (see _PRESETS).
+        # A preset's own installer (see stagebench._presets).
         name(module)
         _append({"wrapped": spelled})
         return True
@@ -208,7 +243,7 @@ def _wrap(module, qualname, name, spelled=None):
         if raw is None:
             return False
     if getattr(raw, "__stagebench_span__", False):
-        _append({"wrapped": spelled, "span": name})
+        _append({"wrapped": spelled, "span": str(name)})
         return True
     if isinstance(raw, staticmethod):
         wrapped = staticmethod(timed(raw.__func__, name))
@@ -233,7 +268,7 @@ def _wrap(module, qualname, name, spelled=None):
         if isinstance(owner, type):
             raise Refused("an attribute of an immutable built-in type cannot be wrapped") from e
         raise Refused("cannot be replaced: %s" % e) from e
-    _append({"wrapped": spelled, "span": name})
+    _append({"wrapped": spelled, "span": str(name)})
     return True
 
 
@@ -249,79 +284,6 @@ def _try(module, qualname, name, spelled):
     except Exception as e:  # noqa: BLE001 - never break the program we measure
         _append({"refused": spelled, "why": "%s: %s" % (type(e).__name__, e)})
     return True
-
-
-def _torch_steps(module):
-    """PyTorch's global optimizer step hooks: every optimizer's step, a
-    subclass's own ``step`` included, is a span ``optimizer_step``."""
-    local = threading.local()
-
-    def pre(optimizer, args, kwargs):
-        t = _spans.thread()
-        local.open = (t, _spans.begin(t, "optimizer_step"), _spans.now())
-
-    def post(optimizer, args, kwargs):
-        opened = getattr(local, "open", None)
-        if opened is not None and opened[1] is not None:
-            t, s, start = opened
-            _spans.end(t, s, start, _spans.now() - start)
-        local.open = None
-
-    module.register_optimizer_step_pre_hook(pre)
-    module.register_optimizer_step_post_hook(post)
-
-
-def _torch_loader(module):
-    """Each ``next()`` on a DataLoader iterator that returns a batch is a
-    span ``loader_wait``, except an iterator's first, which also starts its
-    worker processes: ``loader_start``. The time from one batch's arrival to
-    the next ``next()`` on the same thread (what the loop did with the
-    batch) is a span ``step``, with the loop's own spans inside it. The
-    input-wait fraction is loader_wait / (loader_wait + step): the steady
-    state, start-up apart."""
-    cls = module._BaseDataLoaderIter
-    original = cls.__next__
-    local = threading.local()
-
-    @functools.wraps(original)
-    def __next__(self):
-        t = _spans.thread()
-        step = getattr(local, "step", None)
-        if step is not None:
-            s, start = step
-            if s is not None:
-                _spans.end(t, s, start, _spans.now() - start)
-            local.step = None
-        first = not getattr(self, "_stagebench_started", False)
-        name = "loader_start" if first else "loader_wait"
-        s = _spans.begin(t, name)
-        start = _spans.now()
-        try:
-            # The call that ends an epoch (StopIteration) is no batch: it
-            # is not counted.
-            batch = original(self)
-        except BaseException:
-            if s is not None:
-                _spans.cancel(t, s)
-            raise
-        done = _spans.now()
-        self._stagebench_started = True
-        if s is not None:
-            _spans.end(t, s, start, done - start)
-        local.step = (_spans.begin(t, "step"), done)
-        return batch
-
-    cls.__next__ = __next__
-
-
-# preset -> (module, qualname or preset name, span name or installer)
-_PRESETS = {
-    "torch": [
-        ("torch.utils.data.dataloader", "torch", _torch_loader),
-        ("torch._tensor", "Tensor.backward", "backward"),
-        ("torch.optim.optimizer", "torch", _torch_steps),
-    ],
-}
 
 
 class _Finder(importlib.abc.MetaPathFinder):
@@ -420,12 +382,15 @@ def install():
     by_module = {}
     for t in json.loads(raw):
         if "preset" in t:
-            for module, qualname, name in _PRESETS.get(t["preset"], ()):
+            from stagebench._presets import PRESETS
+
+            for module, qualname, name in PRESETS.get(t["preset"], ()):
                 spelled = "preset:%s" % t["preset"]
                 by_module.setdefault(module, []).append((qualname, name, spelled))
         else:
             spelled = "%s:%s" % (t["module"], t["qualname"])
-            by_module.setdefault(t["module"], []).append((t["qualname"], t["name"], spelled))
+            name = StageName(t["name"]) if t.get("stage") else t["name"]
+            by_module.setdefault(t["module"], []).append((t["qualname"], name, spelled))
     main = by_module.pop("__main__", None)
     if main:
         _watch_main(main)

@@ -128,6 +128,7 @@ impl Mark {
             spans_not_found: Vec::new(),
             spans: Vec::new(),
             span_warnings: Vec::new(),
+            command_stages: Vec::new(),
             io: crate::tree::io::between(self.usage.io, end.usage.io),
             runtime: protocol::Runtime::default(),
             faults: {

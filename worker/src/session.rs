@@ -271,6 +271,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.spans_not_found = std::mem::take(&mut reporter.spans_not_found);
                         measurement.spans = std::mem::take(&mut reporter.spans);
                         measurement.span_warnings = std::mem::take(&mut reporter.span_warnings);
+                        measurement.command_stages = std::mem::take(&mut reporter.command_stages);
                         if let Some(python) = reporter.python.take() {
                             python.fill(&mut runtime);
                         }
@@ -330,6 +331,7 @@ struct WireReporter<'a> {
     /// The stage's spans, and what to know to read them.
     spans: Vec<protocol::SpanSummary>,
     span_warnings: Vec<String>,
+    command_stages: Vec<protocol::CommandStage>,
     /// What the Python helper said, if it said anything.
     python: Option<crate::stages::PythonRuntime>,
 }
@@ -346,6 +348,7 @@ impl<'a> WireReporter<'a> {
             spans_not_found: Vec::new(),
             spans: Vec::new(),
             span_warnings: Vec::new(),
+            command_stages: Vec::new(),
             python: None,
         }
     }
@@ -391,6 +394,9 @@ impl Reporter for WireReporter<'_> {
     }
     fn python_runtime(&mut self, runtime: crate::stages::PythonRuntime) {
         self.python = Some(runtime);
+    }
+    fn command_stages(&mut self, stages: Vec<protocol::CommandStage>) {
+        self.command_stages = stages;
     }
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
         if self.slices.len() < protocol::MAX_SLICES {

@@ -60,6 +60,7 @@ impl Runner<'_> {
             kill_at: None,
             leaks: crate::plan::LeakPolicy::Warn,
             sample_ms: crate::plan::DEFAULT_SAMPLE_MS,
+            keras_resident: 0,
             spans: Vec::new(),
             stage_spans: Default::default(),
         }

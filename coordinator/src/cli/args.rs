@@ -226,7 +226,9 @@ pub(super) struct RunArgs {
     /// default the qualname's last part, with its distribution and self
     /// time; a class or a C type's method is refused with the reason), or
     /// preset:torch (loader waits, optimizer steps, backward passes, and
-    /// the input-bound verdict); repeatable.
+    /// the input-bound verdict) or preset:keras (Keras 3's train, eval and
+    /// predict steps with the first apart, loader produce and wait, and the
+    /// verdict); repeatable.
     #[arg(long = "span", value_name = "MODULE:QUALNAME[=NAME]", value_parser = crate::plan::parse_span)]
     pub(super) spans: Vec<protocol::SpanTarget>,
     /// A name for the matching --command (in order) in reports. [default: command]
@@ -242,6 +244,14 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "MS", default_value_t = crate::plan::DEFAULT_SAMPLE_MS,
           value_parser = clap::value_parser!(u32).range(1..=10_000))]
     pub(super) sample_ms: u32,
+    /// With --span preset:keras: after the command's last fit, time N
+    /// train_on_batch steps of its model on one batch already in memory
+    /// (the first apart), then restore every variable: the resident
+    /// reference from which the input-bound verdict is estimated on
+    /// TensorFlow, whose graph pulls batches where Python sees no wait.
+    #[arg(long, value_name = "N", default_value_t = 0,
+          value_parser = clap::value_parser!(u32).range(0..=100_000))]
+    pub(super) keras_resident: u32,
     /// How many worker processes run at once (1 to 1024). A preparation
     /// also takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
     /// parallel preparation once per count.

@@ -47,24 +47,31 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         for w in &st.span_warnings {
             println!("  warning: {key}: {w}");
         }
+        if let Some(note) = st.memory_note(key) {
+            println!("  note: {note}");
+        }
         for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
             println!("  {line}");
         }
-        if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
-            let count = |n: &str| st.figures.get(&format!("span:{n}_n")).copied().unwrap_or(0.0);
-            let secs = |n: &str| st.figures.get(&format!("span:{n}_s")).copied().unwrap_or(0.0);
+        if !st.command_stages.is_empty() {
+            use crate::rundir::spans::{COMMAND_STAGE_COLUMNS as C, command_stage_cells};
+            println!("  stages inside {key} (its process's own CPU and memory):");
             println!(
-                "  input: {key} {} ({} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes; the loader's start-up {} apart{})",
-                crate::modes::stages::input_phrase(*f),
-                count("loader_wait"),
-                crate::fmt::duration(secs("loader_wait")),
-                count("step"),
-                crate::fmt::duration(secs("step")),
-                count("optimizer_step"),
-                count("backward"),
-                crate::fmt::duration(secs("loader_start")),
-                if r.trials().is_some() { "; medians over trials" } else { "" }
+                "    {:<20} {:>9} {:>9} {:>12} {:>12}  {}",
+                C[0], C[1], C[2], C[3], C[4], C[5]
             );
+            for c in command_stage_cells(&st.command_stages) {
+                println!(
+                    "    {:<20} {:>9} {:>9} {:>12} {:>12}  {}",
+                    c[0], c[1], c[2], c[3], c[4], c[5]
+                );
+            }
+        }
+        if let (Some(v), "command") =
+            (crate::modes::stages::preset_verdict(&st.figures), st.stage_kind())
+        {
+            let trials = if r.trials().is_some() { "; medians over trials" } else { "" };
+            println!("  input: {key} {v}{trials}");
         }
     }
     r.section.console(r, requested_workers);

@@ -19,6 +19,14 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     if let Some(first) = spans.first().filter(|_| !mode.uses().contains(&Shared::Spans)) {
         return Err(spans_refused(first));
     }
+    let keras = spans.iter().any(|t| matches!(t, protocol::SpanTarget::Preset(p) if p == "keras"));
+    if args.keras_resident > 0 && !keras {
+        return Err(
+            "--keras-resident times the resident steps of --span preset:keras, which is not given"
+                .to_string()
+                .into(),
+        );
+    }
     let slurm_only = [
         ("--partition", args.partition.is_some()),
         ("--time-limit", args.time_limit.is_some()),
@@ -84,6 +92,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
             kill_at: args.kill_at,
             leaks: args.leaks,
             sample_ms: args.sample_ms,
+            keras_resident: args.keras_resident,
             spans,
             stage_spans: Default::default(),
         },

@@ -40,6 +40,7 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         spans: spans.as_ref().map(|s| s.0.clone()).unwrap_or_default(),
         span_totals: spans.map(|s| s.1),
         span_warnings: m.span_warnings.clone(),
+        command_stages: m.command_stages.clone(),
         minor_faults: Some(m.faults.minor),
         major_faults: Some(m.faults.major),
         voluntary_switches: Some(m.faults.voluntary_switches),

@@ -12,7 +12,9 @@ fn process_trees(s: &mut String, r: &Report) {
         .stages
         .iter()
         .filter(|(_, st)| {
-            st.sum_of_peaks_bytes > st.peak_rss_bytes || st.leaked_processes.count > 0
+            st.sum_of_peaks_bytes > st.peak_rss_bytes
+                || st.leaked_processes.count > 0
+                || st.memory_note("").is_some()
         })
         .collect();
     if rows.is_empty() {
@@ -38,6 +40,11 @@ fn process_trees(s: &mut String, r: &Report) {
             st.tree_peak_method,
             mib(st.sum_of_peaks_bytes)
         );
+    }
+    for (key, st) in &rows {
+        if let Some(note) = st.memory_note(key) {
+            let _ = writeln!(s, "\nNote: {note}.");
+        }
     }
     for (key, st) in rows.iter().filter(|(_, st)| st.leaked_processes.count > 0) {
         let _ = writeln!(
@@ -77,11 +84,28 @@ fn spans_not_found(s: &mut String, r: &Report) {
         if let Some(w) = st.spans_not_found_warning(key) {
             let _ = writeln!(s, "\nWarning: {w}.");
         }
-        if let (Some(f), "command") = (st.figures.get("input_wait_fraction"), st.stage_kind()) {
+        if !st.command_stages.is_empty() {
+            use crate::rundir::spans::{COMMAND_STAGE_COLUMNS, command_stage_cells};
             let _ = writeln!(
                 s,
-                "\nInput: `{key}` {} (its DataLoader's waits against the time between batches; the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound).",
-                crate::modes::stages::input_phrase(*f)
+                "\nStages inside `{key}` (stage spans; its process's own CPU and memory, the first row what ran before the first stage):\n"
+            );
+            let _ = writeln!(s, "| {} |", COMMAND_STAGE_COLUMNS.join(" | "));
+            let _ = writeln!(s, "|{}", "---|".repeat(COMMAND_STAGE_COLUMNS.len()));
+            for c in command_stage_cells(&st.command_stages) {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} | {} | {} | {} | {} |",
+                    c[0], c[1], c[2], c[3], c[4], c[5]
+                );
+            }
+        }
+        if let (Some(v), "command") =
+            (crate::modes::stages::preset_verdict(&st.figures), st.stage_kind())
+        {
+            let _ = writeln!(
+                s,
+                "\nInput: `{key}` {v} (the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound)."
             );
         }
     }

@@ -172,6 +172,13 @@ pub(crate) struct StageRecord {
     /// that draws only some calls.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) span_warnings: Vec<String>,
+    /// The command's own stages (`--span …:stage`), in order, after a row
+    /// `before_stages` for what ran before the first: `name`, `start_s`,
+    /// `wall_s`, `user_s`, `sys_s`, `rss_start_bytes`, `rss_end_bytes`,
+    /// `peak_rss_bytes`, `peak_reset`. For trials, each figure's median
+    /// over them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) command_stages: Vec<protocol::CommandStage>,
     /// The stage's own page faults and context switches (getrusage deltas
     /// around it, the worker's and its waited-for children's; for a phase,
     /// summed over its jobs). Absent in reports from before they were kept.
@@ -326,6 +333,20 @@ impl StageRecord {
             true => "command",
             false => &self.stage,
         }
+    }
+
+    /// Why the tree's cgroup peak is well below a process's peak RSS, when
+    /// it is (more than 10% below): console and summary.md say the same.
+    pub(crate) fn memory_note(&self, key: &str) -> Option<String> {
+        let rss = self.peak_rss_bytes as f64;
+        let charged = self.tree_peak_bytes as f64;
+        (self.tree_peak_method == "cgroup" && charged < 0.9 * rss).then(|| {
+            format!(
+                "{key}: its cgroup was charged {} at most, below its peak RSS of {}: the kernel charges a page to the cgroup that first brought it into memory, so shared libraries already in the page cache count in RSS (mapped files) but not in this charge; the cgroup says what the tree cost the machine beyond what was resident, RSS what it had mapped (trees.md)",
+                crate::fmt::mib(self.tree_peak_bytes),
+                crate::fmt::mib(self.peak_rss_bytes)
+            )
+        })
     }
 
     /// What a person is told of `--span` targets that never matched in

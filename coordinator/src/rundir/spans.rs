@@ -181,6 +181,32 @@ pub(crate) fn totals_line(t: &SpanTotals) -> String {
     )
 }
 
+/// A command's own stages (`--span …:stage`) as a table's cells: stage,
+/// wall, CPU, peak RSS, RSS at its end, and how the peak was read. The
+/// console and summary.md lay out the same cells.
+pub(crate) fn command_stage_cells(rows: &[protocol::CommandStage]) -> Vec<[String; 6]> {
+    rows.iter()
+        .map(|r| {
+            [
+                r.name.clone(),
+                format!("{:.3}", r.wall_s),
+                format!("{:.3}", r.user_s + r.sys_s),
+                crate::fmt::mib(r.peak_rss_bytes),
+                crate::fmt::mib(r.rss_end_bytes),
+                match (r.name == protocol::spans::BEFORE_STAGES, r.peak_reset) {
+                    (true, _) => "from the process's start".into(),
+                    (false, true) => "within the stage".into(),
+                    (false, false) => "lifetime (no reset here)".into(),
+                },
+            ]
+        })
+        .collect()
+}
+
+/// The heading of [`command_stage_cells`]' columns.
+pub(crate) const COMMAND_STAGE_COLUMNS: [&str; 6] =
+    ["stage", "wall s", "cpu s", "peak RSS", "RSS at end", "peak"];
+
 #[cfg(test)]
 mod tests {
     use super::*;

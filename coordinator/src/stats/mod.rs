@@ -139,9 +139,59 @@ pub(crate) fn trials_to_resolve(s: &Summary, fraction: f64) -> Option<u64> {
     Some((2.0 * z * z * (s.stdev / delta).powi(2)).ceil().max(2.0) as u64)
 }
 
+/// A command's stages over several measurements: each row's figures their
+/// median, where every measurement has the same rows (names in order);
+/// else the last measurement's rows, as measured.
+pub(crate) fn median_stages(all: &[&[protocol::CommandStage]]) -> Vec<protocol::CommandStage> {
+    let Some(last) = all.last() else {
+        return Vec::new();
+    };
+    let names = |s: &[protocol::CommandStage]| s.iter().map(|r| r.name.clone()).collect::<Vec<_>>();
+    if all.iter().any(|s| names(s) != names(last)) {
+        return last.to_vec();
+    }
+    let mut rows = last.to_vec();
+    for (i, row) in rows.iter_mut().enumerate() {
+        let of = |f: fn(&protocol::CommandStage) -> f64| {
+            median(&all.iter().map(|s| f(&s[i])).collect::<Vec<_>>())
+        };
+        row.start_s = of(|r| r.start_s);
+        row.wall_s = of(|r| r.wall_s);
+        row.user_s = of(|r| r.user_s);
+        row.sys_s = of(|r| r.sys_s);
+        row.rss_start_bytes = of(|r| r.rss_start_bytes as f64) as u64;
+        row.rss_end_bytes = of(|r| r.rss_end_bytes as f64) as u64;
+        row.peak_rss_bytes = of(|r| r.peak_rss_bytes as f64) as u64;
+        row.peak_reset = all.iter().all(|s| s[i].peak_reset);
+    }
+    rows
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_commands_stages_are_medians_row_by_row_when_every_trial_has_the_same_rows() {
+        let row = |name: &str, wall: f64, peak: u64, reset: bool| protocol::CommandStage {
+            name: name.into(),
+            wall_s: wall,
+            peak_rss_bytes: peak,
+            peak_reset: reset,
+            ..Default::default()
+        };
+        let a = [row("before_stages", 1.0, 10, true), row("fit", 5.0, 50, true)];
+        let b = [row("before_stages", 3.0, 30, true), row("fit", 4.0, 40, false)];
+        let c = [row("before_stages", 2.0, 20, true), row("fit", 9.0, 90, true)];
+        let m = median_stages(&[&a, &b, &c]);
+        assert_eq!((m[0].wall_s, m[0].peak_rss_bytes, m[0].peak_reset), (2.0, 20, true));
+        // A peak not reset in one trial is not within the stage in the median.
+        assert_eq!((m[1].wall_s, m[1].peak_rss_bytes, m[1].peak_reset), (5.0, 50, false));
+        // Different rows: the last trial's, as measured.
+        let d = [row("before_stages", 7.0, 70, true)];
+        assert_eq!(median_stages(&[&a, &d]), d.to_vec());
+        assert!(median_stages(&[]).is_empty());
+    }
 
     #[test]
     fn known_values() {

@@ -6,6 +6,7 @@
 
 mod counted_once;
 mod fix;
+mod keras;
 mod spans;
 
 use harness::{coordinator, coordinator_with_output, json, python, python_on_path, repo, run};

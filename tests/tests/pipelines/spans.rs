@@ -130,7 +130,15 @@ fn bad_span_targets_are_refused_before_anything_runs() {
         (&["--command", "true", "--span", ":loads"], "the module '' is not a dotted Python name"),
         (&["--command", "true", "--span", "json:"], "the qualname '' is not"),
         (&["--command", "true", "--span", "json:loads=a/b"], "the span name 'a/b' must be"),
-        (&["--command", "true", "--span", "preset:keras"], "unknown preset 'keras'"),
+        (
+            &["--command", "true", "--span", "preset:tf"],
+            "unknown preset 'tf' (known: torch, keras)",
+        ),
+        (&["--command", "true", "--span", "preset:keras:stage"], "a preset cannot be a stage"),
+        (
+            &["--command", "true", "--span", "preset:torch", "--keras-resident", "5"],
+            "--keras-resident times the resident steps of --span preset:keras",
+        ),
         (
             &["--stage", "noop", "--span", "json:loads"],
             "applies to --command stages and --prepare programs",
@@ -270,7 +278,7 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     assert!((0.0..1.0).contains(&fraction), "{fraction}");
     assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
     assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
-    assert!(f.stdout.contains("input-bound (11 loader waits"), "{}", f.stdout);
+    assert!(f.stdout.contains("; 11 loader waits"), "{}", f.stdout);
     // The verdict both ways: a loader that does 100x the work per item
     // under a narrow network is highly input-bound; no loader work under a
     // wide one is not.

@@ -53,6 +53,8 @@ pub trait Reporter {
     fn spans(&mut self, spans: Vec<protocol::SpanSummary>, warnings: Vec<String>);
     /// What the Python helper said of its interpreter and libraries.
     fn python_runtime(&mut self, runtime: spans::PythonRuntime);
+    /// A command's own stages (stage spans), as rows.
+    fn command_stages(&mut self, _stages: Vec<protocol::CommandStage>) {}
 }
 
 /// Why a stage did not complete.

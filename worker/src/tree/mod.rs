@@ -232,6 +232,48 @@ pub fn wait_child(pid: i32) -> std::io::Result<i32> {
     }
 }
 
+/// A peak the process `pid` of the current stage reached that its own
+/// high-water mark may no longer show (a stage span reset it through
+/// `/proc/self/clear_refs`): kept for the tree's sum of peaks.
+pub fn raise_peak(pid: i32, bytes: u64) {
+    let mut own = lock(&RAISED);
+    let e = own.entry(pid).or_default();
+    *e = (*e).max(bytes);
+}
+
+/// Peaks a process said it reached (see [`raise_peak`]), by pid.
+static RAISED: Mutex<BTreeMap<i32, u64>> = Mutex::new(BTreeMap::new());
+
+/// Each process's own peak: what sampling read of it (`sampled`), raised to
+/// the `ru_maxrss` its reaping gave (`reaped`) except where that is another
+/// process's. `wait4` gives the largest of the process and the children it
+/// waited for, so `sh -c 'python …'` (a shell that forks) reports the
+/// Python's peak as its own: where a reaped process's `ru_maxrss` exceeds
+/// its sampled peak by no more than another process's peak, the excess is
+/// taken to be that process's, counted once, there. Then the peaks the
+/// processes said they reached (`raised`).
+fn own_peaks(
+    sampled: BTreeMap<i32, u64>,
+    reaped: BTreeMap<i32, u64>,
+    raised: BTreeMap<i32, u64>,
+) -> BTreeMap<i32, u64> {
+    let mut peaks = sampled.clone();
+    for (pid, maxrss) in reaped {
+        let seen = sampled.get(&pid).copied().unwrap_or(0);
+        let excess = maxrss.saturating_sub(seen);
+        let another = sampled.iter().any(|(p, peak)| *p != pid && *peak >= excess);
+        let e = peaks.entry(pid).or_default();
+        if seen == 0 || excess == 0 || !another {
+            *e = (*e).max(maxrss);
+        }
+    }
+    for (pid, bytes) in raised {
+        let e = peaks.entry(pid).or_default();
+        *e = (*e).max(bytes);
+    }
+    peaks
+}
+
 /// Reaps every child that has exited, without waiting; returns how many.
 fn reap_exited() -> usize {
     let mut n = 0;
@@ -289,11 +331,8 @@ pub fn contain(sampler: Sampler) -> Contained {
         left = !descendants().is_empty();
     }
     let own_hwm = rss_and_hwm(None).map(|(_, hwm)| hwm).unwrap_or(0);
-    let mut peaks = seen.hwm;
-    for (pid, maxrss) in std::mem::take(&mut *lock(&REAPED)) {
-        let e = peaks.entry(pid).or_default();
-        *e = (*e).max(maxrss);
-    }
+    let reaped = std::mem::take(&mut *lock(&REAPED));
+    let peaks = own_peaks(seen.hwm, reaped, std::mem::take(&mut *lock(&RAISED)));
     let sampled = seen.peak_sum.max(own_hwm);
     // The kernel's peak of the processes the stage started (none: a stage
     // of the worker alone, or a command that could not join), plus the
@@ -345,6 +384,22 @@ fn signal_all(pids: &[i32], signal: i32) {
 mod tests {
     use super::procfs::{descendants_by_scan, stat_state_ppid};
     use super::*;
+
+    #[test]
+    fn a_shell_that_waited_for_its_child_does_not_count_the_childs_peak_again() {
+        let map = |v: &[(i32, u64)]| v.iter().copied().collect::<BTreeMap<i32, u64>>();
+        // sh (pid 1, sampled at 2 MB) forked python (2, 329 MB) and waited
+        // for it: wait4 gives sh the python's 329 MB.
+        let peaks = own_peaks(map(&[(1, 2), (2, 329)]), map(&[(1, 329)]), map(&[]));
+        assert_eq!(peaks.values().sum::<u64>(), 331);
+        // A process alone whose peak came between two samples: its own.
+        let peaks = own_peaks(map(&[(2, 300), (3, 3)]), map(&[(2, 329)]), map(&[]));
+        assert_eq!(peaks[&2], 329);
+        // Never sampled (it lived between two samples): what wait4 said.
+        assert_eq!(own_peaks(map(&[]), map(&[(4, 7)]), map(&[]))[&4], 7);
+        // A peak a stage span saw before it reset the mark stays.
+        assert_eq!(own_peaks(map(&[(2, 300)]), map(&[]), map(&[(2, 500)]))[&2], 500);
+    }
 
     /// One test, in turn: `contain` kills and reaps every descendant of the
     /// test process, so a second test's child would be a casualty.

@@ -241,6 +241,8 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
             all.dedup();
             all
         },
+        // A preparation program's items are its stages.
+        command_stages: Vec::new(),
         minor_faults: Some(faults.minor),
         major_faults: Some(faults.major),
         voluntary_switches: Some(faults.voluntary_switches),

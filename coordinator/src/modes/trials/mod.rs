@@ -247,6 +247,9 @@ impl Planned for Plan {
             notes.sort();
             notes.dedup();
             record.span_warnings = notes;
+            record.command_stages = crate::stats::median_stages(
+                &counted.iter().map(|r| &r.measurement.command_stages[..]).collect::<Vec<_>>(),
+            );
             record.worker = None;
             record.processes = trials.len() as u32;
             record.figures = summary

@@ -56,6 +56,7 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     // Descendants to look for from now on, and the stage's memory cgroup,
     // which the command joins before it starts.
     crate::tree::will_start_processes();
+    let spawned = super::spans::monotonic_now();
     let child =
         cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
     let pid = child.id() as i32;
@@ -81,13 +82,21 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
             if let Some(b) = &bootstrap {
                 ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
             }
-            ctx.reporter.spans(said.spans, said.warnings);
+            let preset = super::autospan::derived(ctx.spans, &said.spans);
+            let mut warnings = said.warnings;
+            warnings.extend(super::autospan::unknown(ctx.spans, &preset));
+            figures.extend(preset);
+            ctx.reporter.spans(said.spans, warnings);
+            ctx.reporter.command_stages(super::spans::command_stages(&said.stages, spawned));
+            // A stage reset its process's high-water mark: its peaks before
+            // still count in the tree's sum of peaks.
+            for l in &said.stages {
+                crate::tree::raise_peak(l.pid as i32, l.hwm.max(l.peak));
+            }
             if let Some(runtime) = said.runtime {
                 ctx.reporter.python_runtime(runtime);
             }
-            let presets = super::autospan::derived(ctx.spans, &said.figures);
             figures.extend(said.figures);
-            figures.extend(presets);
             super::spans::place(said.timed, ctx.reporter);
             match unreached {
                 Some(why) => Err(StageError::Failed(why)),

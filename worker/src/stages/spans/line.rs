@@ -25,6 +25,61 @@ pub enum Line {
     /// The Python helper at its process's exit: the interpreter's version
     /// and the distributions whose modules were imported.
     Runtime(PythonRuntime),
+    /// A stage span ended (`--span …:stage`).
+    Stage(Box<StageLine>),
+}
+
+/// One `{"stage": …}` line: a stage of the command, with the process's CPU
+/// and memory at its start and end. Times on the monotonic clock in
+/// nanoseconds, CPU in seconds, memory in bytes.
+#[derive(Debug, PartialEq, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StageLine {
+    pub name: String,
+    pub pid: u32,
+    pub start: u64,
+    pub ns: u64,
+    /// User and system CPU at the start, then at the end.
+    pub cpu: [f64; 4],
+    /// RSS at the start and at the end.
+    pub rss: [u64; 2],
+    /// The peak before the stage (before any reset).
+    pub hwm: u64,
+    /// The peak at the end: the stage's own where `reset`.
+    pub peak: u64,
+    pub reset: bool,
+}
+
+impl StageLine {
+    fn check(&self) -> Result<(), BadLine> {
+        check_name(&self.name)?;
+        let [u0, s0, u1, s1] = self.cpu;
+        let ok = self.cpu.iter().all(|c| c.is_finite() && *c >= 0.0) && u1 >= u0 && s1 >= s0;
+        match ok {
+            true => Ok(()),
+            false => {
+                Err(format!("stage '{}': its CPU times are not a start and a later end", self.name)
+                    .into())
+            }
+        }
+    }
+
+    /// The stage as a measurement carries it, `start` seconds from the
+    /// command's start at `spawned` (monotonic seconds).
+    pub fn stage(&self, spawned: f64) -> protocol::CommandStage {
+        let [u0, s0, u1, s1] = self.cpu;
+        protocol::CommandStage {
+            name: self.name.clone(),
+            start_s: (self.start as f64 * 1e-9 - spawned).max(0.0),
+            wall_s: self.ns as f64 * 1e-9,
+            user_s: u1 - u0,
+            sys_s: s1 - s0,
+            rss_start_bytes: self.rss[0],
+            rss_end_bytes: self.rss[1],
+            peak_rss_bytes: self.peak,
+            peak_reset: self.reset,
+        }
+    }
 }
 
 /// What one `{"runtime": …}` line says.
@@ -87,6 +142,7 @@ struct Raw {
     why: Option<String>,
     runtime: Option<PythonRuntime>,
     agg: Option<Box<Agg>>,
+    stage: Option<Box<StageLine>>,
 }
 
 /// One `{"agg": …}` line: what one thread of a process tallied since its
@@ -223,6 +279,22 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     }
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
     let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
+    if let Some(stage) = raw.stage {
+        let alone = raw.name.is_none()
+            && raw.seconds.is_none()
+            && raw.start.is_none()
+            && raw.progress.is_none()
+            && raw.wrapped.is_none()
+            && raw.span.is_none()
+            && raw.refused.is_none()
+            && raw.agg.is_none()
+            && raw.runtime.is_none();
+        if !alone {
+            return Err(format!("not an object {shape}").into());
+        }
+        stage.check()?;
+        return Ok(Some(Line::Stage(stage)));
+    }
     if let Some(runtime) = raw.runtime {
         let alone = raw.name.is_none()
             && raw.seconds.is_none()

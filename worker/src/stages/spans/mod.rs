@@ -37,7 +37,7 @@
 mod line;
 mod tally;
 
-pub use line::{BadLine, Line, PythonRuntime};
+pub use line::{BadLine, Line, PythonRuntime, StageLine};
 pub use tally::{Tally, Timed, figures_of};
 
 use super::{StageError, figure};
@@ -142,6 +142,7 @@ impl SpansFile {
             timed: std::mem::take(&mut self.tally.timed),
             wrapped: self.tally.matched(),
             runtime: self.tally.runtime.take(),
+            stages: std::mem::take(&mut self.tally.stages),
         })
     }
 }
@@ -160,6 +161,35 @@ pub struct Said {
     pub wrapped: std::collections::BTreeSet<String>,
     /// What the Python helper said of its runtime.
     pub runtime: Option<PythonRuntime>,
+    /// Stage spans' lines, in the order they ended.
+    pub stages: Vec<StageLine>,
+}
+
+/// A command's stages as rows (see [`protocol::CommandStage`]): the stages
+/// of the first process that reported one, in order of their start, after
+/// a row [`protocol::spans::BEFORE_STAGES`] for what that process ran
+/// before the first (its interpreter's start and imports: wall from the
+/// command's start at `spawned`, monotonic seconds; CPU and peak from the
+/// process's start). Empty without stages.
+pub fn command_stages(lines: &[StageLine], spawned: f64) -> Vec<protocol::CommandStage> {
+    let Some(pid) = lines.first().map(|l| l.pid) else {
+        return Vec::new();
+    };
+    let mut own: Vec<&StageLine> = lines.iter().filter(|l| l.pid == pid).collect();
+    own.sort_by_key(|l| l.start);
+    let first = own[0];
+    let before = protocol::CommandStage {
+        name: protocol::spans::BEFORE_STAGES.into(),
+        start_s: 0.0,
+        wall_s: (first.start as f64 * 1e-9 - spawned).max(0.0),
+        user_s: first.cpu[0],
+        sys_s: first.cpu[1],
+        rss_start_bytes: 0,
+        rss_end_bytes: first.rss[0],
+        peak_rss_bytes: first.hwm,
+        peak_reset: true,
+    };
+    std::iter::once(before).chain(own.iter().map(|l| l.stage(spawned))).collect()
 }
 
 /// Reports spans that gave their start as slices of the stage, placed on
@@ -175,7 +205,7 @@ pub fn place(timed: Vec<Timed>, reporter: &mut dyn super::Reporter) {
 
 /// `CLOCK_MONOTONIC` in seconds: the clock the Python helper's
 /// `time.monotonic()` reads.
-fn monotonic_now() -> f64 {
+pub fn monotonic_now() -> f64 {
     nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC)
         .map(|t| t.tv_sec() as f64 + t.tv_nsec() as f64 * 1e-9)
         .unwrap_or(0.0)

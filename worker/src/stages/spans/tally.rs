@@ -42,6 +42,8 @@ pub struct Tally {
     /// What the helper said at exit: the first process's interpreter, and
     /// the distributions every process that said anything imported.
     pub runtime: Option<PythonRuntime>,
+    /// Stage spans' lines, in the order they ended.
+    pub stages: Vec<super::line::StageLine>,
     lines: usize,
 }
 
@@ -122,6 +124,7 @@ impl Tally {
                 Line::Refused(w, why) => {
                     self.refused.insert(w.clone(), why.clone());
                 }
+                Line::Stage(s) => self.stages.push((**s).clone()),
                 Line::Runtime(r) => match &mut self.runtime {
                     None => self.runtime = Some(r.clone()),
                     Some(all) => all.distributions.extend(r.distributions.clone()),

@@ -168,3 +168,41 @@ fn a_followed_file_yields_complete_lines_only_until_the_end() {
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
     std::fs::remove_dir(&dir).unwrap();
 }
+
+#[test]
+fn stage_lines_become_rows_after_one_for_what_ran_before_the_first() {
+    let line = |name: &str, pid: u32, start: u64, cpu: &str| {
+        format!(
+            "{{\"stage\": {{\"name\": \"{name}\", \"pid\": {pid}, \"start\": {start}, \"ns\": 500000000, \"cpu\": {cpu}, \"rss\": [100, 300], \"hwm\": 150, \"peak\": 400, \"reset\": true}}}}\n"
+        )
+    };
+    // Out of order, and one from another process (a forked child's).
+    let text = line("fit", 7, 4_000_000_000, "[2.5, 0.5, 3.0, 0.75]")
+        + &line("prepare", 7, 3_000_000_000, "[2.0, 0.25, 2.5, 0.5]")
+        + &line("other", 8, 3_500_000_000, "[0, 0, 1, 1]");
+    let mut tally = Tally::default();
+    tally.add(&text, |_, _| {}).unwrap();
+    let rows = command_stages(&tally.stages, 1.0);
+    let names: Vec<&str> = rows.iter().map(|r| r.name.as_str()).collect();
+    assert_eq!(names, ["before_stages", "prepare", "fit"]);
+    // Before: from the command's start (1 s) to the first stage's (3 s),
+    // the CPU the process had used by then, and its peak so far.
+    let before = &rows[0];
+    assert_eq!((before.wall_s, before.user_s, before.sys_s), (2.0, 2.0, 0.25));
+    assert_eq!((before.rss_end_bytes, before.peak_rss_bytes), (100, 150));
+    let prepare = &rows[1];
+    assert_eq!((prepare.start_s, prepare.wall_s), (2.0, 0.5));
+    assert_eq!((prepare.user_s, prepare.sys_s), (0.5, 0.25));
+    assert_eq!(
+        (prepare.rss_start_bytes, prepare.rss_end_bytes, prepare.peak_rss_bytes),
+        (100, 300, 400)
+    );
+    assert!(prepare.peak_reset);
+    assert!(command_stages(&[], 0.0).is_empty());
+    // CPU that runs backwards, or a stray field, is refused.
+    let mut bad = Tally::default();
+    let e = bad.add(&line("fit", 7, 1, "[3.0, 0.5, 2.0, 0.75]"), |_, _| {}).unwrap_err();
+    assert!(e.to_string().contains("stage 'fit': its CPU times"), "{e}");
+    let stray = line("fit", 7, 1, "[0, 0, 1, 1]").replace("\"reset\"", "\"x\": 1, \"reset\"");
+    assert!(Tally::default().add(&stray, |_, _| {}).is_err());
+}
