@@ -55,6 +55,8 @@ pub(crate) struct Launcher {
     pub(crate) sample_ms: u32,
     /// `--keras-resident` (0: none), passed on to the workers' commands.
     pub(crate) keras_resident: u32,
+    /// `--no-provenance`, passed on to the workers.
+    pub(crate) no_provenance: bool,
 }
 
 impl Launcher {
@@ -110,6 +112,10 @@ impl Launcher {
         };
         cmd.env(env::TOKEN, self.token.to_hex()).env_remove(env::TOKEN_FILE);
         cmd.env(env::SAMPLE_MS, self.sample_ms.to_string());
+        match self.no_provenance {
+            true => cmd.env(env::NO_PROVENANCE, "1"),
+            false => cmd.env_remove(env::NO_PROVENANCE),
+        };
         match self.keras_resident {
             0 => cmd.env_remove(env::KERAS_RESIDENT),
             n => cmd.env(env::KERAS_RESIDENT, n.to_string()),

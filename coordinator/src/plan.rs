@@ -88,6 +88,43 @@ pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, Refusal> {
     })
 }
 
+/// `--sources GLOB...`: every regular file the patterns match, below the
+/// working directory, by its path relative to it, with its SHA-256. A
+/// pattern that is absolute or climbs out (`..`), or matches no file, is
+/// refused: a declaration binds what it names, never a path outside the
+/// project.
+pub(crate) fn hash_sources(patterns: &[String]) -> Result<BTreeMap<String, String>, Refusal> {
+    let mut out = BTreeMap::new();
+    for pattern in patterns {
+        let climbs = std::path::Path::new(pattern)
+            .components()
+            .any(|c| !matches!(c, std::path::Component::Normal(_) | std::path::Component::CurDir));
+        if climbs {
+            return Err(Refusal(format!(
+                "--sources '{pattern}': name files below the working directory, by a relative pattern without '..'"
+            )));
+        }
+        let paths = glob::glob(pattern)
+            .map_err(|e| Refusal(format!("--sources '{pattern}': {}", e.msg)))?;
+        let mut matched = 0;
+        for path in paths {
+            let path = path.map_err(|e| Refusal(format!("--sources '{pattern}': {e}")))?;
+            if !path.is_file() {
+                continue;
+            }
+            let bytes = std::fs::read(&path)
+                .map_err(|e| Refusal(format!("--sources: cannot read {}: {e}", path.display())))?;
+            let name = path.strip_prefix(".").unwrap_or(&path).to_string_lossy().into_owned();
+            out.insert(name, evidence::canonical::sha256_hex(&bytes));
+            matched += 1;
+        }
+        if matched == 0 {
+            return Err(Refusal(format!("--sources '{pattern}' matched no file")));
+        }
+    }
+    Ok(out)
+}
+
 /// How stages map to processes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub(crate) enum Isolation {
@@ -159,6 +196,11 @@ pub(crate) struct Settings {
     /// `--keras-resident`: resident steps `preset:keras` times after fit
     /// (0: none).
     pub(crate) keras_resident: u32,
+    /// `--no-provenance`: no helper in a command without `--span`.
+    pub(crate) no_provenance: bool,
+    /// `--sources`: each matched file's SHA-256 by its path relative to
+    /// the working directory, read before anything runs.
+    pub(crate) sources: BTreeMap<String, String>,
     /// `--span`: functions every command stage's (and preparation
     /// program's) Python wraps as spans.
     pub(crate) spans: Vec<protocol::SpanTarget>,
@@ -198,6 +240,12 @@ impl Settings {
         p.insert("launcher".into(), self.launcher.as_str().into());
         p.insert("leaks".into(), self.leaks.as_str().into());
         p.insert("sample_ms".into(), self.sample_ms.into());
+        if !self.sources.is_empty() {
+            p.insert("sources".into(), serde_json::json!(self.sources));
+        }
+        if self.no_provenance {
+            p.insert("provenance".into(), false.into());
+        }
         if self.keras_resident > 0 {
             p.insert("keras_resident".into(), self.keras_resident.into());
         }

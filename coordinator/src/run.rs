@@ -282,6 +282,7 @@ async fn supervise_run(
         kind: plan.launcher.clone(),
         sample_ms: plan.sample_ms,
         keras_resident: plan.keras_resident,
+        no_provenance: plan.no_provenance,
     });
     let ranks = RankCounter::default();
     let mut outcomes = Vec::new();

@@ -34,6 +34,9 @@ pub const SIGNALS: &str = "STAGEBENCH_SIGNALS";
 /// every variable). Set by the coordinator for its workers, who leave it to
 /// their commands.
 pub const KERAS_RESIDENT: &str = "STAGEBENCH_KERAS_RESIDENT";
+/// `--no-provenance`: set to `1`, a worker gives a command no helper unless
+/// it has `--span` targets, so Python commands report no runtime.
+pub const NO_PROVENANCE: &str = "STAGEBENCH_NO_PROVENANCE";
 /// Every variable that carries a worker's launch (connection, secret,
 /// rank, sampling, signals): a command a worker runs gets none of them.
 pub const LAUNCH: [&str; 9] =

@@ -99,6 +99,8 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     git_dirty: Some(true),
                     python: Some("3.11.2".into()),
                     distributions: vec![("numpy".into(), "1.26.4".into())],
+                    devices: vec!["jax:cpu".into()],
+                    sources: vec![("__main__".into(), "ab".repeat(32))],
                 },
             },
         },

@@ -243,10 +243,11 @@ mod tests {
         // … then one span not found, "m:f", no span summary, warning or
         // command stage, no
         // I/O, and an empty runtime
-        // (no thread settings, commit, dirty flag, Python or distributions).
+        // (no thread settings, commit, dirty flag, Python, distributions,
+        // devices or sources).
         assert_eq!(
             hex(&m),
-            "00000029030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a66000000000000000000"
+            "0000002b030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a660000000000000000000000"
         );
     }
 

@@ -274,6 +274,13 @@ pub struct Runtime {
     /// modules were imported, sorted by name.
     pub python: Option<String>,
     pub distributions: Vec<(String, String)>,
+    /// The devices of the frameworks the command imported (JAX, TensorFlow,
+    /// torch), as `FRAMEWORK:KIND` (`jax:cpu`, `tensorflow:GPU`).
+    pub devices: Vec<String>,
+    /// The SHA-256 (hex) of each Python source file under the command's
+    /// working directory that it imported, by module name (`__main__` for
+    /// the script), sorted: the user's own code, never a path.
+    pub sources: Vec<(String, String)>,
 }
 
 /// Most slices one measurement carries (the rest are counted in the

@@ -203,6 +203,9 @@ def _runtime():
         if "." in name or name in stdlib or name == "__main__" or module is None:
             continue
         tops[name] = getattr(module, "__file__", None) or ""
+        if ".spans-bootstrap-" in tops[name]:
+            # The helper a worker put on the path, not an installed one.
+            del tops[name]
     found = {}
     unmatched = set(tops)
     rest = []
@@ -234,7 +237,89 @@ def _runtime():
             found[name] = version
             unmatched -= provides
     safe = {k: v for k, v in found.items() if _SAFE.match(k) and _SAFE.match(v)}
-    return {"python": "%d.%d.%d" % tuple(sys.version_info[:3]), "distributions": safe}
+    return {
+        "python": "%d.%d.%d" % tuple(sys.version_info[:3]),
+        "distributions": safe,
+        "devices": _devices(),
+        "sources": _sources(),
+    }
+
+
+_DEVICE = re.compile(r"[A-Za-z0-9_.+\-: ()]{1,100}\Z")
+
+
+def _devices():
+    """The devices of the frameworks the program imported, as
+    ``FRAMEWORK:KIND``, asked only of a framework that has already started
+    its runtime (asking would start it at exit otherwise)."""
+    import sys
+
+    out = []
+    try:
+        bridge = sys.modules.get("jax._src.xla_bridge")
+        if bridge is not None and getattr(bridge, "_backends", None):
+            import jax
+
+            out += ["jax:%s" % getattr(d, "device_kind", d.platform) for d in jax.devices()]
+    except Exception:  # noqa: BLE001 - an exit handler must not fail the program
+        pass
+    try:
+        tf = sys.modules.get("tensorflow")
+        if tf is not None and hasattr(tf, "config"):
+            out += ["tensorflow:%s" % d.device_type for d in tf.config.list_physical_devices()]
+    except Exception:  # noqa: BLE001
+        pass
+    try:
+        torch = sys.modules.get("torch")
+        if torch is not None and hasattr(torch, "cuda"):
+            out.append("torch:cpu")
+            if torch.cuda.is_initialized():
+                out += ["torch:%s" % torch.cuda.get_device_name(i) for i in range(torch.cuda.device_count())]
+    except Exception:  # noqa: BLE001
+        pass
+    seen = []
+    for d in out:
+        if _DEVICE.match(d) and d not in seen:
+            seen.append(d)
+    return seen[:64]
+
+
+_MODULE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+def _sources():
+    """The SHA-256 of every Python file under the working directory that
+    the program imported (its own code, not an installed library's), by
+    module name (``__main__`` for the script): never a path."""
+    import hashlib
+    import sys
+
+    try:
+        here = os.path.realpath(os.getcwd()) + os.sep
+    except OSError:
+        return {}
+    out = {}
+    for name, module in list(sys.modules.items()):
+        # A script's __main__ loses its __file__ once it has run (before
+        # exit handlers); its loader keeps the path.
+        path = getattr(module, "__file__", None) or getattr(
+            getattr(module, "__loader__", None), "path", None
+        )
+        if not isinstance(path, str) or not path.endswith(".py") or not _MODULE.match(name):
+            continue
+        if name == "stagebench" or name.startswith("stagebench.") or ".spans-bootstrap-" in path:
+            continue
+        real = os.path.realpath(path)
+        if not real.startswith(here) or "site-packages" in real or "dist-packages" in real:
+            continue
+        try:
+            with _open(real, "rb") as f:
+                out[name] = hashlib.sha256(f.read()).hexdigest()
+        except OSError:
+            continue
+        if len(out) >= 2000:
+            break
+    return out
 
 
 _PID = os.getpid()
@@ -254,6 +339,47 @@ def _report_runtime():
 import atexit  # noqa: E402 - registered once the functions it needs exist
 
 atexit.register(_report_runtime)
+
+
+class _AfterFrameworks:
+    """Exit handlers run last registered first, and a framework registers
+    its own that tears its runtime down (JAX forgets its backends): once a
+    framework has been imported, the runtime report is registered again,
+    after it, so it still sees the devices."""
+
+    NAMES = frozenset(("jax", "tensorflow", "torch"))
+
+    def find_spec(self, fullname, path, target=None):
+        if fullname not in self.NAMES:
+            return None
+        import sys
+
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(fullname, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        exec_module = loader.exec_module
+
+        def exec_then_register(module):
+            exec_module(module)
+            atexit.unregister(_report_runtime)
+            atexit.register(_report_runtime)
+
+        loader.exec_module = exec_then_register
+        return spec
+
+
+if active():
+    import sys as _sys
+
+    _sys.meta_path.insert(0, _AfterFrameworks())
 
 
 _ITEMS_FD = "STAGEBENCH_ITEMS_FD"

@@ -61,6 +61,8 @@ impl Runner<'_> {
             leaks: crate::plan::LeakPolicy::Warn,
             sample_ms: crate::plan::DEFAULT_SAMPLE_MS,
             keras_resident: 0,
+            no_provenance: false,
+            sources: Default::default(),
             spans: Vec::new(),
             stage_spans: Default::default(),
         }

@@ -252,6 +252,18 @@ pub(super) struct RunArgs {
     #[arg(long, value_name = "N", default_value_t = 0,
           value_parser = clap::value_parser!(u32).range(0..=100_000))]
     pub(super) keras_resident: u32,
+    /// Give a command without --span no helper: its Python then reports no
+    /// interpreter, libraries, devices or source hashes, and starts about
+    /// 20 to 40 ms sooner per process (docs/evidence.md).
+    #[arg(long)]
+    pub(super) no_provenance: bool,
+    /// Files of your own code whose SHA-256 the declaration binds, by their
+    /// path relative to the working directory (a glob, quoted, such as
+    /// 'src/**/*.py'; repeatable), read before anything runs; compare marks
+    /// two runs whose sources differ. Without it, a Python command's
+    /// imported files under the working directory are hashed at its exit.
+    #[arg(long = "sources", value_name = "GLOB")]
+    pub(super) sources: Vec<String>,
     /// How many worker processes run at once (1 to 1024). A preparation
     /// also takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
     /// parallel preparation once per count.

@@ -93,6 +93,8 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
             leaks: args.leaks,
             sample_ms: args.sample_ms,
             keras_resident: args.keras_resident,
+            no_provenance: args.no_provenance,
+            sources: crate::plan::hash_sources(&args.sources)?,
             spans,
             stage_spans: Default::default(),
         },

@@ -78,6 +78,35 @@ pub(crate) fn block(env: [&Value; 2], stages: [&Value; 2], common: &[String]) ->
             let dists = |r: &RuntimeRecord| join(&r.distributions, " ");
             lines.push(per_stage("libraries", dists(&a), dists(&b), false));
         }
+        if !a.devices.is_empty() || !b.devices.is_empty() {
+            let devices = |r: &RuntimeRecord| match r.devices.is_empty() {
+                true => "none".to_string(),
+                false => r.devices.join(", "),
+            };
+            lines.push(per_stage("devices", devices(&a), devices(&b), false));
+        }
+        if !a.sources.is_empty() || !b.sources.is_empty() {
+            // Only the modules that differ, by name and short hash.
+            let short = |s: &String| s[..12.min(s.len())].to_string();
+            let changed: Vec<&String> = a
+                .sources
+                .keys()
+                .chain(b.sources.keys())
+                .filter(|m| a.sources.get(*m) != b.sources.get(*m))
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            let side = |r: &RuntimeRecord| match changed.is_empty() {
+                true => format!("{} file(s), the same", r.sources.len()),
+                false => changed
+                    .iter()
+                    .map(|m| format!("{m} {}", r.sources.get(*m).map_or("absent".into(), short)))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+            };
+            // Like a commit: what compare is for, shown, marking nothing.
+            lines.push(per_stage("sources", side(&a), side(&b), true));
+        }
         if a.git_commit.is_some() || b.git_commit.is_some() {
             let commit = |r: &RuntimeRecord| match (&r.git_commit, r.git_dirty) {
                 (Some(c), Some(true)) => format!("{}, dirty", &c[..12.min(c.len())]),
@@ -88,6 +117,41 @@ pub(crate) fn block(env: [&Value; 2], stages: [&Value; 2], common: &[String]) ->
         }
     }
     lines
+}
+
+/// The files `--sources` bound into each declaration: a line naming the
+/// files that differ, which marks no row (a changed source is what
+/// `compare` is for, as a commit is); none when neither declared any.
+pub(crate) fn declared_sources(declarations: [&Value; 2]) -> Option<Line> {
+    let of = |d: &Value| -> BTreeMap<String, String> {
+        serde_json::from_value(d["parameters"]["sources"].clone()).unwrap_or_default()
+    };
+    let (a, b) = (of(declarations[0]), of(declarations[1]));
+    if a.is_empty() && b.is_empty() {
+        return None;
+    }
+    let changed: Vec<&String> = a
+        .keys()
+        .chain(b.keys())
+        .filter(|f| a.get(*f) != b.get(*f))
+        .collect::<std::collections::BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let side = |m: &BTreeMap<String, String>| match changed.is_empty() {
+        true => format!("{} file(s), the same", m.len()),
+        false => changed
+            .iter()
+            .map(|f| format!("{f} {}", m.get(*f).map_or("absent", |s| &s[..12.min(s.len())])))
+            .collect::<Vec<_>>()
+            .join(", "),
+    };
+    Some(Line {
+        what: "declared sources".into(),
+        a: side(&a),
+        b: side(&b),
+        stage: None,
+        informational: true,
+    })
 }
 
 /// `K=V` pairs, or `none`.
@@ -120,6 +184,29 @@ pub(crate) fn differences(lines: &[Line]) -> Vec<String> {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// Sources both ways: the same files say so; a changed file in the
+    /// declaration or a changed imported module is named, as a commit is,
+    /// and marks no row; none declared, no line.
+    #[test]
+    fn changed_sources_are_named_and_mark_no_row() {
+        let decl =
+            |sha: &str| json!({"parameters": {"sources": {"train.py": sha, "lib.py": "11"}}});
+        let sha = |c: char| c.to_string().repeat(64);
+        let same = declared_sources([&decl(&sha('a')), &decl(&sha('a'))]).unwrap();
+        assert!(!same.differs(), "{same:?}");
+        let changed = declared_sources([&decl(&sha('a')), &decl(&sha('b'))]).unwrap();
+        assert!(changed.differs() && !changed.marks("any stage"), "information, as a commit");
+        assert_eq!(changed.a, format!("train.py {}", &sha('a')[..12]));
+        assert!(declared_sources([&json!({}), &json!({"parameters": {}})]).is_none());
+        let env = json!({"cpu": {"model": "EPYC", "logical_cores": 2}});
+        let stage = |module_sha: &str| json!({"train": {"runtime": {"python": "3.11.7", "sources": {"__main__": module_sha, "mylib": "c".repeat(64)}}}, "load": {}});
+        let common = ["train".to_string(), "load".to_string()];
+        let lines = block([&env, &env], [&stage(&sha('a')), &stage(&sha('d'))], &common);
+        let sources = lines.iter().find(|l| l.what == "stage train: sources").unwrap();
+        assert_eq!(sources.a, format!("__main__ {}", &sha('a')[..12]));
+        assert!(sources.differs() && differences(&lines).is_empty(), "{lines:?}");
+    }
 
     /// Both ways: the same machine and runtime mark nothing; another CPU
     /// marks every row, another library one stage's rows only, another

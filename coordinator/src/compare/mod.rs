@@ -249,8 +249,9 @@ pub(crate) fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Compariso
     if !incomparable.is_empty() && !allow_incomparable {
         return Err(CompareError::Incomparable(incomparable));
     }
-    let comparability =
+    let mut comparability =
         comparable::block([&ea, &eb], [&a.report["stages"], &b.report["stages"]], &common);
+    comparability.extend(comparable::declared_sources([&a.declaration, &b.declaration]));
     let differences = comparable::differences(&comparability);
     if strict && !differences.is_empty() {
         return Err(CompareError::Differs(differences));

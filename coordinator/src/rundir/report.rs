@@ -281,6 +281,13 @@ pub(crate) struct RuntimeRecord {
     pub(crate) python: Option<String>,
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub(crate) distributions: BTreeMap<String, String>,
+    /// The imported frameworks' devices (`jax:cpu`, `tensorflow:GPU`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) devices: Vec<String>,
+    /// The SHA-256 of each Python source under the working directory the
+    /// command imported, by module name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) sources: BTreeMap<String, String>,
 }
 
 impl RuntimeRecord {
@@ -292,6 +299,8 @@ impl RuntimeRecord {
             git_dirty: r.git_dirty,
             python: r.python.clone(),
             distributions: r.distributions.iter().cloned().collect(),
+            devices: r.devices.clone(),
+            sources: r.sources.iter().cloned().collect(),
         };
         (record != RuntimeRecord::default()).then_some(record)
     }
@@ -307,6 +316,12 @@ impl RuntimeRecord {
                 true => format!("Python {python}"),
                 false => format!("Python {python} ({})", dists.join(", ")),
             });
+        }
+        if !self.devices.is_empty() {
+            parts.push(format!("devices {}", self.devices.join(", ")));
+        }
+        if !self.sources.is_empty() {
+            parts.push(format!("{} source file(s) of its own hashed", self.sources.len()));
         }
         if let Some(commit) = &self.git_commit {
             let short = &commit[..12.min(commit.len())];
@@ -336,11 +351,13 @@ impl StageRecord {
     }
 
     /// Why the tree's cgroup peak is well below a process's peak RSS, when
-    /// it is (more than 10% below): console and summary.md say the same.
+    /// it is (more than 10% and 64 MiB below): console and summary.md say
+    /// the same.
     pub(crate) fn memory_note(&self, key: &str) -> Option<String> {
         let rss = self.peak_rss_bytes as f64;
         let charged = self.tree_peak_bytes as f64;
-        (self.tree_peak_method == "cgroup" && charged < 0.9 * rss).then(|| {
+        let below = charged < 0.9 * rss && rss - charged > 64.0 * 1024.0 * 1024.0;
+        (self.tree_peak_method == "cgroup" && below).then(|| {
             format!(
                 "{key}: its cgroup was charged {} at most, below its peak RSS of {}: the kernel charges a page to the cgroup that first brought it into memory, so shared libraries already in the page cache count in RSS (mapped files) but not in this charge; the cgroup says what the tree cost the machine beyond what was resident, RSS what it had mapped (trees.md)",
                 crate::fmt::mib(self.tree_peak_bytes),

@@ -1,5 +1,7 @@
-"""Put on PYTHONPATH by a stagebench worker for a command with ``--span``:
-wraps the named functions as spans (``stagebench.autospan``), then runs the
+"""Put on PYTHONPATH by a stagebench worker for every command: imports the
+helper, which reports at exit the interpreter, the libraries, devices and
+own sources the program imported; with ``--span``, wraps the named
+functions as spans (``stagebench.autospan``); then runs the
 ``sitecustomize`` the user would have had without it, if any."""
 
 import os
@@ -8,9 +10,12 @@ import sys
 _here = os.path.dirname(os.path.abspath(__file__))
 
 try:
-    from stagebench import autospan
+    if os.environ.get("STAGEBENCH_SPAN_TARGETS"):
+        from stagebench import autospan
 
-    autospan.install()
+        autospan.install()
+    else:
+        import stagebench  # noqa: F401 - its exit handler reports the runtime
 except Exception as _e:  # noqa: BLE001 - the program runs whatever we make of its targets
     try:
         from stagebench import _append

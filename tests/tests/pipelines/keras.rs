@@ -113,6 +113,20 @@ fn the_keras_preset_agrees_with_the_scripts_own_clock_and_grades_both_variants()
             );
         }
     }
+    // Provenance: Keras among the libraries, the backend's devices.
+    let runtime = &stage["runtime"];
+    assert!(runtime["distributions"].get("keras").is_some(), "{runtime}");
+    let backend = std::env::var("KERAS_BACKEND").unwrap_or_else(|_| "jax".into());
+    let devices = runtime["devices"].as_array().unwrap();
+    assert!(
+        devices.iter().any(|d| d.as_str().unwrap().starts_with(&format!("{backend}:"))),
+        "{runtime}"
+    );
+    assert_eq!(
+        runtime["sources"].as_object().map(|s| s.len()),
+        None,
+        "the example lies outside the working directory"
+    );
     // The slow loader is highly input-bound, said as such.
     let fraction = |r: &Value| r["stages"]["train"]["figures"]["input_wait_fraction"].as_f64();
     let slow = fraction(&r).expect("a verdict");

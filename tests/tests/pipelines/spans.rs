@@ -72,10 +72,13 @@ fn spans_named_on_the_command_line_time_an_unmodified_program() {
     assert!(left.is_empty(), "{left:?}");
 }
 
-/// Without `--span` a command runs exactly as before: no bootstrap and no
-/// PYTHONPATH change. With one, the user's own sitecustomize still runs.
+/// Every command gets the helper first on its PYTHONPATH (provenance),
+/// with no span target unless `--span` names one; `--no-provenance` and no
+/// `--span` leave it untouched. The user's own sitecustomize runs every
+/// time.
 #[test]
-fn no_span_means_no_bootstrap_and_a_users_sitecustomize_still_runs() {
+fn the_helper_is_on_every_commands_path_without_targets_unless_asked_and_a_users_sitecustomize_still_runs()
+ {
     let tmp = tempfile::tempdir().unwrap();
     let theirs = tmp.path().join("theirs");
     std::fs::create_dir(&theirs).unwrap();
@@ -95,7 +98,7 @@ fn no_span_means_no_bootstrap_and_a_users_sitecustomize_still_runs() {
         ),
     )
     .unwrap();
-    let each = |spans: &[&str]| {
+    let each = |spans: &[&str], provenance: bool| {
         let (_t, _out, mut c) = coordinator_with_output();
         let py = python(&mut c);
         let path = match c.get_envs().find(|(k, _)| *k == "PYTHONPATH").and_then(|(_, v)| v) {
@@ -109,16 +112,28 @@ fn no_span_means_no_bootstrap_and_a_users_sitecustomize_still_runs() {
         for s in spans {
             c.args(["--span", s]);
         }
+        if !provenance {
+            c.arg("--no-provenance");
+        }
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
         (path, std::fs::read_to_string(&seen).unwrap())
     };
-    let (path, got) = each(&[]);
-    assert_eq!(got, format!("({path:?}, False, False)").replace('"', "'"), "no --span: untouched");
-    let (_, got) = each(&["json:loads"]);
+    let (path, got) = each(&[], false);
+    assert_eq!(
+        got,
+        format!("({path:?}, False, False)").replace('"', "'"),
+        "--no-provenance: untouched"
+    );
+    let (_, got) = each(&[], true);
+    assert!(got.contains(".spans-bootstrap-") && got.contains(", False, False)"), "{got}");
+    let (_, got) = each(&["json:loads"], false);
     assert!(got.contains(".spans-bootstrap-") && got.contains(", True, True)"), "{got}");
     let ran = std::fs::read_to_string(&marker).unwrap();
-    assert_eq!(ran, "theirs ran\ntheirs ran\n", "the user's sitecustomize ran both times");
+    assert_eq!(
+        ran, "theirs ran\ntheirs ran\ntheirs ran\n",
+        "the user's sitecustomize ran every time"
+    );
 }
 
 #[test]

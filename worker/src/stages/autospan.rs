@@ -1,9 +1,11 @@
-//! Spans without editing code (`--span`): for a command (or a preparation
-//! program) given span targets, a private directory holding the helper
-//! package and a `sitecustomize` that wraps the named functions when their
-//! modules are imported, put first on `PYTHONPATH`. The `sitecustomize`
-//! chains any the user had. A command given no target gets none of this:
-//! no directory, no `PYTHONPATH` change.
+//! The helper in every command (and preparation program): a private
+//! directory holding the helper package and a `sitecustomize`, put first on
+//! `PYTHONPATH`. In a Python process it imports the helper, which reports
+//! at exit the interpreter, the libraries, the frameworks' devices and the
+//! hashes of the program's own sources (provenance, whatever the flags);
+//! given `--span` targets, it also wraps the named functions when their
+//! modules are imported. The `sitecustomize` chains any the user had. A
+//! program that is not Python never reads it.
 //!
 //! The bootstrap says which targets it wrapped (`{"wrapped": …}` lines in
 //! the spans file); the others are the stage's `spans_not_found`.
@@ -32,13 +34,16 @@ pub struct Bootstrap {
 }
 
 impl Bootstrap {
-    /// The directory for `targets` below the run directory; None for none.
+    /// The directory for `targets` (maybe none: the helper then only
+    /// reports the runtime at exit) below the run directory.
     pub fn create(
         run_dir: &Path,
         job_tag: &str,
         targets: &[SpanTarget],
     ) -> Result<Option<Bootstrap>, StageError> {
-        if targets.is_empty() {
+        if targets.is_empty()
+            && std::env::var_os(protocol::env::NO_PROVENANCE).is_some_and(|v| v == "1")
+        {
             return Ok(None);
         }
         let dir = run_dir.join(format!(".spans-bootstrap-{job_tag}"));
@@ -77,7 +82,11 @@ impl Bootstrap {
                 }),
             })
             .collect();
-        cmd.env("PYTHONPATH", path).env(TARGETS, serde_json::Value::from(targets).to_string());
+        cmd.env("PYTHONPATH", path);
+        match targets.is_empty() {
+            true => cmd.env_remove(TARGETS),
+            false => cmd.env(TARGETS, serde_json::Value::from(targets).to_string()),
+        };
     }
 
     /// The targets the bootstrap never reported wrapping, as spelled.

@@ -88,6 +88,10 @@ impl StageLine {
 pub struct PythonRuntime {
     pub python: String,
     pub distributions: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub devices: Vec<String>,
+    #[serde(default)]
+    pub sources: std::collections::BTreeMap<String, String>,
 }
 
 /// Most distributions one runtime line may name.
@@ -99,6 +103,8 @@ impl PythonRuntime {
     pub fn fill(self, runtime: &mut protocol::Runtime) {
         runtime.python = Some(self.python);
         runtime.distributions = self.distributions.into_iter().collect();
+        runtime.devices = self.devices;
+        runtime.sources = self.sources.into_iter().collect();
     }
 
     /// Versions and names of `A-Z a-z 0-9 _ . + ! -`, 1 to 100 of them: what
@@ -115,6 +121,37 @@ impl PythonRuntime {
         }
         if self.distributions.len() > MAX_DISTRIBUTIONS {
             return Err(format!("runtime names more than {MAX_DISTRIBUTIONS} distributions"));
+        }
+        if self.devices.len() > 64 || self.sources.len() > MAX_DISTRIBUTIONS {
+            return Err(format!(
+                "runtime names more than 64 devices or {MAX_DISTRIBUTIONS} sources"
+            ));
+        }
+        for d in &self.devices {
+            let ok = !d.is_empty()
+                && d.len() <= 100
+                && d.chars().all(|c| c.is_ascii_alphanumeric() || "_.+-: ()".contains(c));
+            if !ok {
+                return Err(format!(
+                    "runtime device '{}' must be 1 to 100 of A-Z a-z 0-9 _ . + - : ( ) and spaces",
+                    shorten(d)
+                ));
+            }
+        }
+        for (module, sha) in &self.sources {
+            let dotted = !module.is_empty()
+                && module.len() <= 200
+                && module.split('.').all(|p| {
+                    p.chars().next().is_some_and(|c| c.is_alphabetic() || c == '_')
+                        && p.chars().all(|c| c.is_alphanumeric() || c == '_')
+                });
+            let hex = sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit());
+            if !dotted || !hex {
+                return Err(format!(
+                    "runtime source '{}' must be a module name with a SHA-256",
+                    shorten(module)
+                ));
+            }
         }
         for (name, version) in &self.distributions {
             if !safe(name) || !safe(version) {

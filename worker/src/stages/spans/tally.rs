@@ -127,7 +127,15 @@ impl Tally {
                 Line::Stage(s) => self.stages.push((**s).clone()),
                 Line::Runtime(r) => match &mut self.runtime {
                     None => self.runtime = Some(r.clone()),
-                    Some(all) => all.distributions.extend(r.distributions.clone()),
+                    Some(all) => {
+                        all.distributions.extend(r.distributions.clone());
+                        all.sources.extend(r.sources.clone());
+                        for d in &r.devices {
+                            if !all.devices.contains(d) {
+                                all.devices.push(d.clone());
+                            }
+                        }
+                    }
                 },
             }
             each(&parsed, self);
