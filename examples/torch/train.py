@@ -11,10 +11,15 @@ batches (`step`), and grades the input-wait fraction as the TensorFlow
 profiler does. `--batches N` (default 40), `--work N` (per-item work in the
 loader, default 2000) and `--width N` (the network's channels, default 32)
 set the sizes: a larger --work makes it more input-bound, a larger --width
-less.
+less. `--epochs N` (default 1) passes over the data; `--truth FILE` makes the
+script time itself (each wait for a batch, each optimizer step, each
+epoch's last `next()` that waits for the loader's workers to stop) and
+write it as JSON, for tests.
 """
 import argparse
+import json
 import math
+import time
 
 import torch
 from torch import nn
@@ -46,6 +51,8 @@ def main():
     p.add_argument("--batches", type=int, default=40)
     p.add_argument("--work", type=int, default=2000)
     p.add_argument("--width", type=int, default=32)
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--truth")
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
@@ -60,13 +67,28 @@ def main():
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     loss_fn = nn.CrossEntropyLoss()
     batches = 0
-    for x, y in loader:
-        opt.zero_grad()
-        loss = loss_fn(model(x), y)
-        loss.backward()
-        opt.step()
-        batches += 1
+    clock = {"wait": [], "optimizer_step": [], "stop": []}
+    for _ in range(a.epochs):
+        it = iter(loader)
+        while True:
+            began = time.perf_counter()
+            try:
+                x, y = next(it)
+            except StopIteration:
+                clock["stop"].append(time.perf_counter() - began)
+                break
+            clock["wait"].append(time.perf_counter() - began)
+            opt.zero_grad()
+            loss = loss_fn(model(x), y)
+            loss.backward()
+            began = time.perf_counter()
+            opt.step()
+            clock["optimizer_step"].append(time.perf_counter() - began)
+            batches += 1
     print("trained %d batches, last loss %.4f" % (batches, loss.item()))
+    if a.truth:
+        with open(a.truth, "w") as f:
+            json.dump(clock, f)
 
 
 if __name__ == "__main__":

@@ -103,6 +103,31 @@ class Helper(unittest.TestCase):
         subprocess.run([sys.executable, "-c", code], env=env, check=True)
         self.assertEqual(len(self.lines()), 1, "outside stagebench, nothing at exit")
 
+    def test_at_exit_a_script_reports_the_hashes_of_its_own_sources_by_module_name(self):
+        import hashlib
+        import subprocess
+        import sys
+
+        with tempfile.TemporaryDirectory() as project:
+            with open(os.path.join(project, "train.py"), "w") as f:
+                f.write("import mylib, json\n")
+            with open(os.path.join(project, "mylib.py"), "w") as f:
+                f.write("X = 1\n")
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+            subprocess.run(
+                [sys.executable, "-c", "import stagebench, runpy; runpy.run_path('train.py', run_name='__main__')"],
+                env=env,
+                cwd=project,
+                check=True,
+            )
+            got = self.lines()[0]["runtime"]
+            with open(os.path.join(project, "mylib.py"), "rb") as f:
+                self.assertEqual(got["sources"]["mylib"], hashlib.sha256(f.read()).hexdigest())
+            # Its own code only: no library, no helper, no path anywhere.
+            self.assertEqual(sorted(got["sources"]), ["mylib"])
+            self.assertNotIn(project, json.dumps(got))
+            self.assertEqual(got["devices"], [], "no framework imported, no device")
+
     def test_a_span_that_raises_is_still_reported(self):
         with self.assertRaises(KeyError):
             with stagebench.span("boom"):

@@ -190,6 +190,13 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
         other => return Err(WorkerError::Unexpected(format!("{other:?} before Welcome"))),
     };
     let sample_ms = crate::tree::sample_interval_ms();
+    // The helper every command gets, written now, outside every stage's
+    // measurement; a stage writes its own if this could not be.
+    let _helper = crate::stages::autospan::share(
+        &run_dir,
+        &format!("worker-{}-{}", launch.rank.0, std::process::id()),
+    )
+    .ok();
     // A preparation program started for this worker's items, kept across
     // them until `Finish` (see `stages::item`).
     let mut items = stages::item::Items::new(sample_ms);

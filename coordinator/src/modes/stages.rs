@@ -223,7 +223,7 @@ pub(crate) fn preset_verdict(figures: &std::collections::BTreeMap<String, f64>) 
         ));
     }
     Some(format!(
-        "{} (loader waits / (loader waits + steps); {} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes; the loader's start-up, {} summed over {} iterators, apart)",
+        "{} (loader waits / (loader waits + steps); {} loader waits {}, {} steps {}, {} optimizer steps, {} backward passes; apart, the loader's start-up, {} summed over {} iterators, and its workers' shutdown at each epoch's end, {} summed over {})",
         input_phrase(f),
         get("loader_wait_n"),
         ms("loader_wait_s"),
@@ -233,6 +233,8 @@ pub(crate) fn preset_verdict(figures: &std::collections::BTreeMap<String, f64>) 
         get("backward_n"),
         ms("loader_start_s"),
         get("loader_start_n"),
+        ms("loader_stop_s"),
+        get("loader_stop_n"),
     ))
 }
 

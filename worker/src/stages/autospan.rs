@@ -27,10 +27,50 @@ const FILES: [(&str, &str); 5] = [
 /// The variable naming the targets, as JSON.
 pub const TARGETS: &str = "STAGEBENCH_SPAN_TARGETS";
 
-/// A stage's bootstrap directory, removed when dropped.
+/// A stage's bootstrap: the helper's directory and the stage's targets.
 pub struct Bootstrap {
     dir: PathBuf,
     targets: Vec<SpanTarget>,
+    /// The stage wrote the directory itself (no worker-wide one), and
+    /// removes it when dropped.
+    owned: bool,
+}
+
+/// The worker's helper directory, once [`share`] wrote it.
+static SHARED: std::sync::Mutex<Option<PathBuf>> = std::sync::Mutex::new(None);
+
+/// The worker-wide helper directory, written once before the worker's
+/// first stage, so that no stage's measurement (its I/O, its time) holds
+/// the writing of the helper's files; removed when dropped.
+pub struct Shared {
+    dir: PathBuf,
+}
+
+/// Writes the worker-wide helper directory below the run directory.
+pub fn share(run_dir: &Path, tag: &str) -> Result<Shared, StageError> {
+    let dir = run_dir.join(format!(".spans-bootstrap-{tag}"));
+    write_files(&dir)?;
+    *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.clone());
+    Ok(Shared { dir })
+}
+
+impl Drop for Shared {
+    fn drop(&mut self) {
+        *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// The helper's files in a new directory `dir`.
+fn write_files(dir: &Path) -> Result<(), StageError> {
+    let io = |path: &Path, source| StageError::Io { path: path.display().to_string(), source };
+    std::fs::create_dir(dir).map_err(|e| io(dir, e))?;
+    std::fs::create_dir(dir.join("stagebench")).map_err(|e| io(dir, e))?;
+    for (name, text) in FILES {
+        let path = dir.join(name);
+        std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+    }
+    Ok(())
 }
 
 impl Bootstrap {
@@ -46,16 +86,12 @@ impl Bootstrap {
         {
             return Ok(None);
         }
-        let dir = run_dir.join(format!(".spans-bootstrap-{job_tag}"));
-        let io = |path: &Path, source| StageError::Io { path: path.display().to_string(), source };
-        std::fs::create_dir(&dir).map_err(|e| io(&dir, e))?;
-        let b = Bootstrap { dir, targets: targets.to_vec() };
-        std::fs::create_dir(b.dir.join("stagebench")).map_err(|e| io(&b.dir, e))?;
-        for (name, text) in FILES {
-            let path = b.dir.join(name);
-            std::fs::write(&path, text).map_err(|e| io(&path, e))?;
+        if let Some(dir) = SHARED.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Ok(Some(Bootstrap { dir, targets: targets.to_vec(), owned: false }));
         }
-        Ok(Some(b))
+        let dir = run_dir.join(format!(".spans-bootstrap-{job_tag}"));
+        write_files(&dir)?;
+        Ok(Some(Bootstrap { dir, targets: targets.to_vec(), owned: true }))
     }
 
     /// `PYTHONPATH` with the bootstrap first, and the targets.
@@ -162,7 +198,9 @@ fn key(t: &SpanTarget) -> String {
 
 impl Drop for Bootstrap {
     fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.dir);
+        if self.owned {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
     }
 }
 

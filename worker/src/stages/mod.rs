@@ -2,7 +2,7 @@
 //! they see a [`StageContext`] and report through a [`Reporter`].
 
 mod artifact;
-mod autospan;
+pub(crate) mod autospan;
 mod command;
 mod diagnostic;
 pub mod item;
