@@ -341,6 +341,38 @@ import atexit  # noqa: E402 - registered once the functions it needs exist
 atexit.register(_report_runtime)
 
 
+def _after_import(finder, fullname, path, target, then):
+    """The spec the other finders on ``sys.meta_path`` give ``fullname``,
+    its loader made to call ``then(module)`` once the module has run; None
+    when none finds it. (``finder`` is the caller, first on the path.)"""
+    import sys
+
+    for other in sys.meta_path:
+        if other is finder or not hasattr(other, "find_spec"):
+            continue
+        spec = other.find_spec(fullname, path, target)
+        if spec is not None:
+            break
+    else:
+        return None
+    loader = spec.loader
+    if loader is None or not hasattr(loader, "exec_module"):
+        return spec
+    exec_module = loader.exec_module
+
+    def exec_then(module):
+        exec_module(module)
+        then(module)
+
+    loader.exec_module = exec_then
+    return spec
+
+
+def _register_last(module):
+    atexit.unregister(_report_runtime)
+    atexit.register(_report_runtime)
+
+
 class _AfterFrameworks:
     """Exit handlers run last registered first, and a framework registers
     its own that tears its runtime down (JAX forgets its backends): once a
@@ -352,28 +384,7 @@ class _AfterFrameworks:
     def find_spec(self, fullname, path, target=None):
         if fullname not in self.NAMES:
             return None
-        import sys
-
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
-
-        def exec_then_register(module):
-            exec_module(module)
-            atexit.unregister(_report_runtime)
-            atexit.register(_report_runtime)
-
-        loader.exec_module = exec_then_register
-        return spec
+        return _after_import(self, fullname, path, target, _register_last)
 
 
 if active():

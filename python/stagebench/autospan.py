@@ -294,29 +294,17 @@ class _Finder(importlib.abc.MetaPathFinder):
         self.by_module = by_module
 
     def find_spec(self, fullname, path, target=None):
+        from stagebench import _after_import
+
         targets = self.by_module.get(fullname)
         if not targets:
             return None
-        for finder in sys.meta_path:
-            if finder is self or not hasattr(finder, "find_spec"):
-                continue
-            spec = finder.find_spec(fullname, path, target)
-            if spec is not None:
-                break
-        else:
-            return None
-        loader = spec.loader
-        if loader is None or not hasattr(loader, "exec_module"):
-            return spec
-        exec_module = loader.exec_module
 
-        def exec_and_wrap(module):
-            exec_module(module)
+        def wrap(module):
             for qualname, name, spelled in targets:
                 _try(module, qualname, name, spelled)
 
-        loader.exec_module = exec_and_wrap
-        return spec
+        return _after_import(self, fullname, path, target, wrap)
 
 
 def _watch_main(targets):

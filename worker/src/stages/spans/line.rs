@@ -316,36 +316,35 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     }
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
     let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
-    if let Some(stage) = raw.stage {
-        let alone = raw.name.is_none()
-            && raw.seconds.is_none()
-            && raw.start.is_none()
-            && raw.progress.is_none()
-            && raw.wrapped.is_none()
-            && raw.span.is_none()
-            && raw.refused.is_none()
-            && raw.agg.is_none()
-            && raw.runtime.is_none();
-        if !alone {
+    // A stage or runtime line holds that key alone.
+    let only_key = |raw: &Raw| {
+        let keys = [
+            raw.name.is_some(),
+            raw.seconds.is_some(),
+            raw.start.is_some(),
+            raw.progress.is_some(),
+            raw.wrapped.is_some(),
+            raw.span.is_some(),
+            raw.refused.is_some(),
+            raw.why.is_some(),
+            raw.agg.is_some(),
+            raw.runtime.is_some(),
+            raw.stage.is_some(),
+        ];
+        keys.iter().filter(|k| **k).count() == 1
+    };
+    if raw.stage.is_some() || raw.runtime.is_some() {
+        if !only_key(&raw) {
             return Err(format!("not an object {shape}").into());
         }
-        stage.check()?;
-        return Ok(Some(Line::Stage(stage)));
-    }
-    if let Some(runtime) = raw.runtime {
-        let alone = raw.name.is_none()
-            && raw.seconds.is_none()
-            && raw.start.is_none()
-            && raw.progress.is_none()
-            && raw.wrapped.is_none()
-            && raw.span.is_none()
-            && raw.refused.is_none()
-            && raw.agg.is_none();
-        if !alone {
-            return Err(format!("not an object {shape}").into());
+        if let Some(stage) = raw.stage {
+            stage.check()?;
+            return Ok(Some(Line::Stage(stage)));
         }
-        runtime.check()?;
-        return Ok(Some(Line::Runtime(runtime)));
+        if let Some(runtime) = raw.runtime {
+            runtime.check()?;
+            return Ok(Some(Line::Runtime(runtime)));
+        }
     }
     let set = [
         raw.name.is_some(),
