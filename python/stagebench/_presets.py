@@ -195,6 +195,15 @@ def _timed_call(name, fn, *args, **kwargs):
             _spans.end(t, s, start, _spans.now() - start)
 
 
+def _batch(name, fn, *args):
+    """``fn(*args)``, a call that gives a batch, timed as ``name``; the
+    batch kept for the resident reference while one is wanted."""
+    batch = _timed_call(name, fn, *args)
+    if _keras["model"] is not None:
+        _keras["batch"] = batch
+    return batch
+
+
 class _Waited:
     """A batch iterator whose every ``next()`` is a span (the step
     function's wait for its batch, on JAX)."""
@@ -209,10 +218,7 @@ class _Waited:
         return self
 
     def __next__(self):
-        batch = _timed_call(self._name, next, self._it)
-        if _keras["model"] is not None:
-            _keras["batch"] = batch
-        return batch
+        return _batch(self._name, next, self._it)
 
 
 def _keras_step(fn, names, backend):
@@ -303,9 +309,7 @@ def _keras_produce(func):
 
     @functools.wraps(func)
     def __getitem__(self, index):
-        batch = _timed_call("loader_produce", func, self, index)
-        if _keras["model"] is not None:
-            _keras["batch"] = batch
+        batch = _batch("loader_produce", func, self, index)
         if _spans._process["forked"]:
             _spans.flush(_spans.thread())
         return batch
@@ -355,11 +359,9 @@ def _keras_generator(module):
         it = iter(generator)
         while True:
             try:
-                batch = _timed_call("loader_produce", next, it)
+                batch = _batch("loader_produce", next, it)
             except StopIteration:
                 return
-            if _keras["model"] is not None:
-                _keras["batch"] = batch
             yield batch
 
     @functools.wraps(original)
