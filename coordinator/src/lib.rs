@@ -12,10 +12,14 @@ mod interrupt;
 mod stats;
 mod timestamp;
 // Floor 1: the run directory and its evidence records; locks on directories runs share;
-// inputs dropped from the page cache.
+// inputs dropped from the page cache; directories walked into manifests, and `--inputs`.
 mod dirlock;
 mod pagecache;
 mod rundir;
+// (manifest: a directory's files, hashed)
+mod manifest;
+// (inputs: `--inputs`, digested before a run and checked after)
+mod inputs;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;
 // (gate admits connections; launch starts workers and binds where they connect)

@@ -201,6 +201,9 @@ pub(crate) struct Settings {
     /// `--sources`: each matched file's SHA-256 by its path relative to
     /// the working directory, read before anything runs.
     pub(crate) sources: BTreeMap<String, String>,
+    /// `--inputs`: the directories the run's commands read, digested
+    /// before anything runs (checked again after the last phase).
+    pub(crate) inputs: Vec<crate::inputs::InputDir>,
     /// `--span`: functions every command stage's (and preparation
     /// program's) Python wraps as spans.
     pub(crate) spans: Vec<protocol::SpanTarget>,
@@ -243,6 +246,7 @@ impl Settings {
         if !self.sources.is_empty() {
             p.insert("sources".into(), serde_json::json!(self.sources));
         }
+        p.extend(crate::inputs::parameters(&self.inputs));
         if self.no_provenance {
             p.insert("provenance".into(), false.into());
         }

@@ -183,6 +183,7 @@ fn run_in(
         }
     }
     check_leaks(&outcomes, plan.settings.leaks)?;
+    let inputs = crate::inputs::unchanged(&plan.settings.inputs)?;
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;
@@ -191,6 +192,7 @@ fn run_in(
         dir: dir.path(),
         load_at_start: env.load_average,
         cores: env.cpu.logical_cores as u32,
+        inputs: &inputs,
     };
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
@@ -213,6 +215,7 @@ fn run_in(
             // Trials warn about load per stage already.
             !plan.mode.warns_of_load_per_stage(),
         ),
+        inputs,
         section,
     };
     let planned = declaration.stages.len();

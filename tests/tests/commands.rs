@@ -228,3 +228,102 @@ fn a_commands_commit_dirty_tree_and_thread_settings_are_recorded() {
     let plain = tempfile::tempdir().unwrap();
     assert!(runtime_of(plain.path(), &[]).is_null());
 }
+
+/// `--inputs DIR`, repeatable, in any mode that runs a command: each
+/// directory is bound into the declaration by content and must be the
+/// same after the last trial. The control reads both and passes; the same
+/// command that also writes into the second fails `inputs_changed`,
+/// naming it by position and never by path.
+#[test]
+fn every_inputs_directory_of_a_command_is_bound_and_held_still() {
+    let data = tempfile::tempdir().unwrap();
+    let (a, b) = (data.path().join("a"), data.path().join("b-secret"));
+    for (dir, bytes) in [(&a, &b"12345"[..]), (&b, &b"678"[..])] {
+        std::fs::create_dir_all(dir.join("sub")).unwrap();
+        std::fs::write(dir.join("sub/x.bin"), bytes).unwrap();
+    }
+    let inputs = |c: &mut std::process::Command| {
+        c.arg("--inputs").arg(&a).arg("--inputs").arg(&b);
+    };
+    let read = format!("cat '{}/sub/x.bin' '{}/sub/x.bin' > /dev/null", a.display(), b.display());
+    let (_tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "read"]);
+    c.args(["--command", &read]);
+    inputs(&mut c);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let d = json(&out.join("declaration.json"));
+    let each = r["inputs"].as_array().expect("report.inputs");
+    assert_eq!(each.len(), 2, "{}", r["inputs"]);
+    assert_eq!((each[0]["files"].as_u64(), each[0]["bytes"].as_u64()), (Some(1), Some(5)));
+    assert_eq!((each[1]["files"].as_u64(), each[1]["bytes"].as_u64()), (Some(1), Some(3)));
+    assert!(each.iter().all(|i| i["unchanged"] == true));
+    let declared = &d["parameters"]["inputs_each_sha256"];
+    assert_eq!(declared[0], each[0]["sha256"]);
+    assert_eq!(declared[1], each[1]["sha256"]);
+    assert_eq!(d["parameters"]["inputs_files"], 2);
+    assert!(
+        f.stdout.contains("inputs: 2 files, 0.0 MiB in 2 directories, unchanged"),
+        "{}",
+        f.stdout
+    );
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("Inputs: 2 files, 0.0 MiB in 2 directories, unchanged"), "{summary}");
+    for file in ["declaration.json", "report.json", "summary.md"] {
+        let text = std::fs::read_to_string(out.join(file)).unwrap();
+        assert!(!text.contains("b-secret"), "{file} names an input path");
+    }
+
+    // The same command, but it also writes into the second directory.
+    let (_tmp2, out2, mut c) = coordinator_with_output();
+    let write = format!("{read} && echo more >> '{}/sub/new.bin'", b.display());
+    c.args(["--quiet", "--mode", "trials", "--trials", "2", "--warmup", "0", "--name", "read"]);
+    c.args(["--command", &write]);
+    inputs(&mut c);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    let failure = json(&out2.join("failure.json"));
+    assert_eq!(failure["reason"], "inputs_changed", "{failure}");
+    let message = failure["message"].as_str().unwrap();
+    assert!(
+        message.contains("--inputs #2 of 2 changed during the run: 1 file(s), 3 bytes before; 2 file(s), 13 bytes after"),
+        "{message}"
+    );
+    assert!(!message.contains("b-secret"), "{message}");
+    assert!(!out2.join("report.json").exists());
+    f.assert_no_worker_left();
+}
+
+/// `--inputs` is refused in one line, before anything exists: by a mode
+/// that runs no command, when it holds the run directory, when two
+/// overlap.
+#[test]
+fn bad_inputs_are_refused_before_anything_is_created() {
+    let data = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(data.path().join("sub")).unwrap();
+    let refused = |args: &[&str], output: &std::path::Path, says: &str| {
+        let mut c = harness::coordinator();
+        c.args(args).arg("--output").arg(output);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{says}: {}", f.stderr);
+        let lines: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(lines.len(), 1, "{}", f.stderr);
+        assert!(lines[0].contains(says), "{} does not say {says:?}", lines[0]);
+        assert!(!output.exists(), "a refused command line created {}", output.display());
+    };
+    let dir = data.path().to_str().unwrap();
+    let sub = data.path().join("sub");
+    let sub = sub.to_str().unwrap();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = elsewhere.path().join("run");
+    refused(
+        &["--mode", "profile", "--inputs", dir],
+        &out,
+        "--inputs applies to --mode diagnostic, --mode cold-prep, --mode trials; --mode profile does not use it",
+    );
+    let cmd = ["--mode", "trials", "--command", "true", "--inputs", dir];
+    refused(&cmd, &data.path().join("runs/new"), "holds the run directory");
+    let cmd = ["--mode", "trials", "--command", "true", "--inputs", dir, "--inputs", sub];
+    refused(&cmd, &out, "one holds the other");
+}

@@ -63,6 +63,7 @@ impl Runner<'_> {
             keras_resident: 0,
             no_provenance: false,
             sources: Default::default(),
+            inputs: Vec::new(),
             spans: Vec::new(),
             stage_spans: Default::default(),
         }

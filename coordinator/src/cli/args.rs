@@ -264,6 +264,12 @@ pub(super) struct RunArgs {
     /// imported files under the working directory are hashed at its exit.
     #[arg(long = "sources", value_name = "GLOB")]
     pub(super) sources: Vec<String>,
+    /// A directory your command (or --prepare program) reads; repeatable.
+    /// Each is digested before anything runs, bound into the declaration by
+    /// content (never by path), and digested again after the last phase: a
+    /// change fails the run (inputs_changed).
+    #[arg(long = "inputs", value_name = "DIR")]
+    pub(super) inputs: Vec<std::path::PathBuf>,
     /// How many worker processes run at once (1 to 1024). A preparation
     /// also takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
     /// parallel preparation once per count.

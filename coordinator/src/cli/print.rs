@@ -75,6 +75,9 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         }
     }
     r.section.console(r, requested_workers);
+    if let Some(line) = r.inputs_line() {
+        println!("{line}");
+    }
     for w in &r.machine_warnings {
         eprintln!("warning: {w}");
     }

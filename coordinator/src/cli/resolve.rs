@@ -67,6 +67,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         data: args.data.clone(),
         kill_at: args.kill_at.clone(),
         workers: args.workers.0.clone(),
+        inputs: args.inputs.clone(),
     };
     // The mode's own checks and plan come last: a recipe run claims its
     // state directory, and a refused command line leaves nothing.
@@ -74,6 +75,9 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     if let Some(first) = spans.first().filter(|_| !mode.takes_spans()) {
         return Err(spans_refused(first));
     }
+    // Digested last: a refused command line reads no one's data.
+    let run_dir = args.output.clone().unwrap_or_else(|| PathBuf::from("runs"));
+    let inputs = crate::inputs::resolve(&args.inputs, &run_dir)?;
     // The largest count is the run's: its processes are the most at once.
     let workers = args.workers.0.iter().copied().max().unwrap_or(1);
     Ok(RunPlan {
@@ -95,6 +99,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
             keras_resident: args.keras_resident,
             no_provenance: args.no_provenance,
             sources: crate::plan::hash_sources(&args.sources)?,
+            inputs,
             spans,
             stage_spans: Default::default(),
         },
@@ -130,6 +135,7 @@ fn not_read_by(mode: &dyn Mode, args: &RunArgs, matches: &clap::ArgMatches) -> R
         (Shared::Isolation, args.isolation.map(|_| "--isolation")),
         (Shared::Data, args.data.as_ref().map(|_| "--data")),
         (Shared::KillAt, args.kill_at.as_ref().map(|_| "--kill-at")),
+        (Shared::Inputs, args.inputs.first().map(|_| "--inputs")),
     ];
     for (shared, flag) in given {
         if let Some(flag) = flag.filter(|_| !mode.uses().contains(&shared)) {

@@ -74,6 +74,8 @@ pub(crate) enum Shared {
     RecipeStage,
     /// `--span` (a command stage's or a preparation program's Python).
     Spans,
+    /// `--inputs` (the directories a command or preparation program reads).
+    Inputs,
 }
 
 impl Shared {
@@ -99,6 +101,8 @@ pub(crate) struct SharedArgs {
     pub(crate) kill_at: Option<crate::interrupt::KillAt>,
     /// `--workers`: one count, or a sweep's.
     pub(crate) workers: Vec<u32>,
+    /// `--inputs`, as given (digested once the mode has accepted them).
+    pub(crate) inputs: Vec<std::path::PathBuf>,
 }
 
 /// A mode's `name` and `section` (its section type, read from the fields
@@ -374,6 +378,8 @@ pub(crate) struct Context<'a> {
     pub(crate) load_at_start: Option<[f64; 3]>,
     /// The machine's logical cores (from environment.json).
     pub(crate) cores: u32,
+    /// `--inputs`, digested again after the last phase (unchanged).
+    pub(crate) inputs: &'a [crate::inputs::Digest],
 }
 
 #[cfg(test)]

@@ -33,6 +33,10 @@ pub(crate) struct Report {
     /// `rundir::environment::warnings`): load, governor, quota, oversubscription.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) machine_warnings: Vec<String>,
+    /// `--inputs`, each as digested after the last phase, in the order
+    /// given (a change fails the run, so each is `unchanged`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) inputs: Vec<crate::inputs::Digest>,
     /// The mode's own part, tagged by `mode`.
     #[serde(flatten)]
     pub(crate) section: Section,
@@ -46,6 +50,22 @@ impl Report {
     /// The mode, as the report records it.
     pub(crate) fn mode(&self) -> &'static str {
         self.section.mode()
+    }
+
+    /// `--inputs` in one line, for summary.md and the console.
+    pub(crate) fn inputs_line(&self) -> Option<String> {
+        let all = crate::inputs::combined(&self.inputs)?;
+        let dirs = match self.inputs.len() {
+            1 => String::new(),
+            n => format!(" in {n} directories"),
+        };
+        let files = if all.files == 1 { "file" } else { "files" };
+        Some(format!(
+            "inputs: {} {files}, {}{dirs}, unchanged from before the first phase to after the last (SHA-256 {})",
+            all.files,
+            crate::fmt::mib(all.bytes),
+            &all.sha256[..12.min(all.sha256.len())]
+        ))
     }
 
     /// Trials: every trial of every stage, keyed like `stages`.

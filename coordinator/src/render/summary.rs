@@ -199,6 +199,9 @@ pub(crate) fn summary_markdown(r: &Report) -> String {
         s,
         "\nStorage read and written: what the stage's whole process tree fetched from and sent to storage (the kernel's task I/O accounting); a read served by the page cache is not one."
     );
+    if let Some(line) = r.inputs_line() {
+        let _ = writeln!(s, "\nI{}.", &line[1..]);
+    }
     process_trees(&mut s, r);
     runtimes(&mut s, r);
     spans_not_found(&mut s, r);

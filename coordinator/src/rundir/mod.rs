@@ -136,6 +136,26 @@ pub(crate) fn is_safe_relative(path: &str) -> bool {
     !path.is_empty() && p.components().all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
+/// `path` (relative to `cwd`) made absolute, symlinks resolved as far as
+/// it exists: its deepest existing ancestor canonicalised, the rest joined on.
+pub(crate) fn resolved(cwd: &Path, path: &Path) -> PathBuf {
+    let full = cwd.join(path);
+    let mut rest = Vec::new();
+    let mut probe = full.as_path();
+    loop {
+        if let Ok(real) = std::fs::canonicalize(probe) {
+            return rest.iter().rev().fold(real, |p, c| p.join(c));
+        }
+        match (probe.parent(), probe.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name.to_os_string());
+                probe = parent;
+            }
+            _ => return full,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -235,7 +235,10 @@ fn inputs_that_change_during_the_run_fail_it() {
     let dir = inputs.path().to_str().unwrap();
     let args = ["--workers", "2", "--rounds", "1", "--inputs", dir];
     let p = prepare("touch_inputs", &args, &[("ITEM_INPUTS", dir)]);
-    p.assert_failed("inputs_changed", "--inputs changed while the run prepared: 1 file(s), 5 bytes before; 2 file(s), 6 bytes after");
+    p.assert_failed(
+        "inputs_changed",
+        "--inputs changed during the run: 1 file(s), 5 bytes before; 2 file(s), 6 bytes after",
+    );
     // The control: inputs left alone are declared and reported unchanged.
     std::fs::remove_file(inputs.path().join("touched")).unwrap();
     let p = prepare("ok", &args, &[]);

@@ -5,6 +5,7 @@
 
 use super::CampaignFile;
 use crate::error::Refusal;
+pub(super) use crate::rundir::resolved;
 use std::path::{Component, Path, PathBuf};
 
 /// The places a scratch directory must not hold, all absolute with symlinks
@@ -30,26 +31,6 @@ impl Places {
             output: resolved(&cwd, output.unwrap_or(Path::new("campaigns"))),
             home,
             cwd: resolved(&cwd, Path::new(".")),
-        }
-    }
-}
-
-/// `path` (relative to `cwd`) made absolute, symlinks resolved as far as
-/// it exists: its deepest existing ancestor canonicalised, the rest joined on.
-pub(super) fn resolved(cwd: &Path, path: &Path) -> PathBuf {
-    let full = cwd.join(path);
-    let mut rest = Vec::new();
-    let mut probe = full.as_path();
-    loop {
-        if let Ok(real) = std::fs::canonicalize(probe) {
-            return rest.iter().rev().fold(real, |p, c| p.join(c));
-        }
-        match (probe.parent(), probe.file_name()) {
-            (Some(parent), Some(name)) => {
-                rest.push(name.to_os_string());
-                probe = parent;
-            }
-            _ => return full,
         }
     }
 }

@@ -13,13 +13,12 @@
 //!   serial and parallel manifests must be byte-identical
 //!   (`outputs_identical`). The paths of files that differ go to stderr
 //!   only.
-//! - `--inputs DIR` is digested the same way before the first phase and
-//!   after the last; a change fails the run.
+//! - `--inputs DIR` (every mode's, see `crate::inputs`) is digested the
+//!   same way before the first phase and after the last; a change fails
+//!   the run.
 
-use crate::error::{RunError, fail};
-use crate::modes::preparation::outputs;
 use serde::{Deserialize, Serialize};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// What `--prepare` runs over.
 #[derive(Clone, Debug)]
@@ -30,11 +29,6 @@ pub(crate) struct Items {
     pub(crate) list: Vec<Item>,
     /// SHA-256 of the items file's bytes.
     pub(crate) sha256: String,
-    /// `--inputs`: a directory that must be the same after the phases, as
-    /// digested before anything ran.
-    pub(crate) inputs: Option<(PathBuf, Inputs)>,
-    /// Every file under `--inputs`, for `--os-cache cold` to evict.
-    pub(crate) input_files: Vec<PathBuf>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -138,52 +132,10 @@ pub(crate) struct Summary {
     pub(crate) items_sha256: String,
     /// Whether items carried weights (handed out largest first).
     pub(crate) weighted: bool,
-    /// `--inputs`, digested before the first phase and after the last.
+    /// `--inputs`, digested before the first phase and after the last (of
+    /// several, their counts summed and their digests' digest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) inputs: Option<Inputs>,
-}
-
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Inputs {
-    pub(crate) files: u64,
-    pub(crate) bytes: u64,
-    /// SHA-256 of the inputs' manifest (paths, sizes, file digests).
-    pub(crate) sha256: String,
-    /// Always true in a report: a change fails the run.
-    pub(crate) unchanged: bool,
-}
-
-/// `--inputs` digested: its manifest's SHA-256, file count and bytes.
-pub(crate) fn digest_inputs(dir: &Path) -> Result<Inputs, outputs::Unwalkable> {
-    walk_inputs(dir).map(|(inputs, _)| inputs)
-}
-
-/// [`digest_inputs`], and the path of every file it digested.
-fn walk_inputs(dir: &Path) -> Result<(Inputs, Vec<PathBuf>), outputs::Unwalkable> {
-    let files = outputs::files(dir, None)?;
-    let inputs = Inputs {
-        files: files.len() as u64,
-        bytes: files.values().map(|(_, b)| *b).sum(),
-        sha256: evidence::sha256_hex(&outputs::manifest_bytes(&files)),
-        unchanged: true,
-    };
-    Ok((inputs, files.keys().map(|rel| dir.join(rel)).collect()))
-}
-
-/// `--inputs` digested again after the last phase: it must be what was
-/// digested before the first.
-pub(crate) fn inputs_unchanged(dir: &Path, before: &Inputs, key: &str) -> Result<Inputs, RunError> {
-    let changed =
-        |why: String| fail(Some(key.into()), None, "inputs_changed", format!("--inputs {why}"));
-    let after =
-        digest_inputs(dir).map_err(|why| changed(format!("cannot be digested again: {why}")))?;
-    if after.sha256 != before.sha256 {
-        return Err(changed(format!(
-            "changed while the run prepared: {} file(s), {} bytes before; {} file(s), {} bytes after",
-            before.files, before.bytes, after.files, after.bytes
-        )));
-    }
-    Ok(after)
+    pub(crate) inputs: Option<crate::inputs::Digest>,
 }
 
 /// `--prepare CMD --items FILE [--inputs DIR]`: read and checked now,
@@ -194,7 +146,7 @@ pub(super) fn resolve(
 ) -> Result<Option<Items>, crate::error::Refusal> {
     use crate::error::Refusal;
     let (command, path) = match (&own.prepare, &own.items) {
-        (None, None) if own.inputs.is_some() => {
+        (None, None) if !shared.inputs.is_empty() => {
             return Err("--inputs applies to --prepare (your own preparation)".into());
         }
         (None, None) => return Ok(None),
@@ -213,22 +165,10 @@ pub(super) fn resolve(
         return Err("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into());
     }
     let (list, sha256) = read(path).map_err(|e| Refusal(e.to_string()))?;
-    let (inputs, input_files) = match &own.inputs {
-        None if own.os_cache == Some(super::storage::OsCache::Cold) => {
-            return Err("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into());
-        }
-        None => (None, Vec::new()),
-        Some(dir) if !dir.is_dir() => {
-            return Err(format!("--inputs {}: not a directory", dir.display()).into());
-        }
-        Some(dir) => {
-            let (before, files) = walk_inputs(dir).map_err(|why| {
-                Refusal(format!("--inputs {}: cannot be digested: {why}", dir.display()))
-            })?;
-            (Some((dir.clone(), before)), files)
-        }
-    };
-    Ok(Some(Items { command: command.clone(), list, sha256, inputs, input_files }))
+    if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
+        return Err("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into());
+    }
+    Ok(Some(Items { command: command.clone(), list, sha256 }))
 }
 
 #[cfg(test)]

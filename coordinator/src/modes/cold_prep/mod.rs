@@ -60,10 +60,6 @@ pub(crate) struct Args {
     /// (largest weight first). Ids never enter the evidence.
     #[arg(long, value_name = "FILE")]
     items: Option<std::path::PathBuf>,
-    /// With --prepare: a directory the program reads, digested before the
-    /// first phase and after the last; a change fails the run.
-    #[arg(long, value_name = "DIR")]
-    inputs: Option<std::path::PathBuf>,
     /// `cold` drops the preparation's inputs (the training series' files,
     /// or --inputs) from the page cache before each preparation phase and
     /// round (posix_fadvise, no root needed) and warns when a phase was
@@ -79,7 +75,7 @@ impl super::Mode for ColdPrep {
         "Cold feature-cache preparation (or your own, with --prepare), serial and N-process side by side"
     }
     fn uses(&self) -> &'static [super::Shared] {
-        &[super::Shared::Data, super::Shared::Sweep, super::Shared::Spans]
+        &[super::Shared::Data, super::Shared::Sweep, super::Shared::Spans, super::Shared::Inputs]
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
@@ -273,12 +269,6 @@ fn assemble(
             ),
         ));
     }
-    let inputs = match &plan.items {
-        Some(items::Items { inputs: Some((path, before)), .. }) => {
-            Some(items::inputs_unchanged(path, before, n.parallel)?)
-        }
-        _ => None,
-    };
     let main = plan.counts.iter().copied().max().unwrap_or(1);
     let mut sides = Vec::new();
     let mut all = Vec::new();
@@ -347,7 +337,7 @@ fn assemble(
         count: i.list.len() as u64,
         items_sha256: i.sha256.clone(),
         weighted: i.list.iter().any(|i| i.weight.is_some()),
-        inputs,
+        inputs: crate::inputs::combined(cx.inputs),
     });
     Ok(Section {
         counts: items.is_none().then_some(counts),

@@ -101,8 +101,8 @@ fn parameters(plan: &Plan) -> BTreeMap<String, serde_json::Value> {
     parameters
 }
 
-/// `--prepare`: the items file's digest and the inputs' digest are declared
-/// before anything runs; no dataset is read.
+/// `--prepare`: the items file's digest is declared before anything runs
+/// (the inputs' is every mode's: `Settings::parameters`); no dataset is read.
 fn prepare_items(
     settings: &Settings,
     plan: &Plan,
@@ -111,14 +111,11 @@ fn prepare_items(
     let mut parameters = parameters(plan);
     parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
     parameters.insert("items".into(), serde_json::json!(items.list.len()));
-    if let Some((_, before)) = &items.inputs {
-        parameters.insert("inputs_sha256".into(), serde_json::json!(before.sha256));
-        parameters.insert("inputs_files".into(), serde_json::json!(before.files));
-    }
     let mut numbers = JobNumbers::default();
     let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
     // What the program reads, where --inputs says.
-    let inputs = items.inputs.is_some().then(|| plan.inputs(items.input_files.clone()));
+    let files = settings.inputs.iter().flat_map(|d| d.files.iter().cloned()).collect();
+    let inputs = (!settings.inputs.is_empty()).then(|| plan.inputs(files));
     let phases = round_phases(plan, settings.workers, |key, out, count| {
         let phase = item_phase(&mut numbers, key, out, count, items, ready_timeout_ms);
         Phase { inputs: inputs.clone(), ..phase }

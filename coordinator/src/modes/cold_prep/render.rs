@@ -303,14 +303,6 @@ fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
             crate::fmt::duration(crate::stats::median(&startups))
         );
     }
-    if let Some(inputs) = &i.inputs {
-        let _ = write!(
-            s,
-            "The inputs ({} files, {}) were unchanged after the last phase. ",
-            inputs.files,
-            crate::fmt::mib(inputs.bytes)
-        );
-    }
     let _ = writeln!(s, "\n");
 }
 

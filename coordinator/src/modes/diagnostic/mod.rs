@@ -26,7 +26,7 @@ impl super::Mode for Diagnostic {
         "Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash), or your --command stages, each measured once"
     }
     fn uses(&self) -> &'static [Shared] {
-        &[Shared::Stages, Shared::Isolation, Shared::KillAt, Shared::Spans]
+        &[Shared::Stages, Shared::Isolation, Shared::KillAt, Shared::Spans, Shared::Inputs]
     }
     fn resolve(
         &self,

@@ -47,7 +47,14 @@ impl super::Mode for Trials {
         "Repeated trials of each stage, every trial in a fresh worker process, interleaved across stages, with statistics"
     }
     fn uses(&self) -> &'static [Shared] {
-        &[Shared::Stages, Shared::Seed, Shared::Data, Shared::RecipeStage, Shared::Spans]
+        &[
+            Shared::Stages,
+            Shared::Seed,
+            Shared::Data,
+            Shared::RecipeStage,
+            Shared::Spans,
+            Shared::Inputs,
+        ]
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
