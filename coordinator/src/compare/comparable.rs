@@ -154,6 +154,29 @@ pub(crate) fn declared_sources(declarations: [&Value; 2]) -> Option<Line> {
     })
 }
 
+/// The data `--inputs` bound into each declaration: a line that marks
+/// every row when it differs (the same code over other data is another
+/// measurement, as another machine is); none when neither declared any.
+pub(crate) fn declared_inputs(declarations: [&Value; 2]) -> Option<Line> {
+    let of = |d: &Value| {
+        let p = &d["parameters"];
+        let sha = p["inputs_sha256"].as_str()?;
+        Some(format!("{} file(s), {}", p["inputs_files"], &sha[..12.min(sha.len())]))
+    };
+    let (a, b) = (of(declarations[0]), of(declarations[1]));
+    if a.is_none() && b.is_none() {
+        return None;
+    }
+    let none = || "none".to_string();
+    Some(Line {
+        what: "inputs (--inputs)".into(),
+        a: a.unwrap_or_else(none),
+        b: b.unwrap_or_else(none),
+        stage: None,
+        informational: false,
+    })
+}
+
 /// `K=V` pairs, or `none`.
 fn join(map: &BTreeMap<String, String>, sep: &str) -> String {
     match map.is_empty() {
@@ -206,6 +229,26 @@ mod tests {
         let sources = lines.iter().find(|l| l.what == "stage train: sources").unwrap();
         assert_eq!(sources.a, format!("__main__ {}", &sha('a')[..12]));
         assert!(sources.differs() && differences(&lines).is_empty(), "{lines:?}");
+    }
+
+    /// Inputs both ways: the same data marks nothing; other data, or data
+    /// on one side only, marks every row; none declared, no line.
+    #[test]
+    fn other_inputs_mark_every_row() {
+        let decl = |sha: &str| json!({"parameters": {"inputs_sha256": sha, "inputs_files": 3}});
+        let (x, y) = ("a".repeat(64), "b".repeat(64));
+        let same = declared_inputs([&decl(&x), &decl(&x)]).unwrap();
+        assert!(!same.differs() && !same.marks("train"), "{same:?}");
+        assert_eq!(same.a, format!("3 file(s), {}", &x[..12]));
+        let other = declared_inputs([&decl(&x), &decl(&y)]).unwrap();
+        assert!(other.marks("train") && other.marks("load"), "{other:?}");
+        let one = declared_inputs([&decl(&x), &json!({"parameters": {}})]).unwrap();
+        assert!(one.marks("train") && one.b == "none", "{one:?}");
+        assert_eq!(
+            differences(&[one]),
+            [format!("inputs (--inputs) differs (3 file(s), {} vs none)", &x[..12])]
+        );
+        assert!(declared_inputs([&json!({}), &json!({"parameters": {}})]).is_none());
     }
 
     /// Both ways: the same machine and runtime mark nothing; another CPU

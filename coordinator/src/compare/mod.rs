@@ -252,6 +252,7 @@ pub(crate) fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Compariso
     let mut comparability =
         comparable::block([&ea, &eb], [&a.report["stages"], &b.report["stages"]], &common);
     comparability.extend(comparable::declared_sources([&a.declaration, &b.declaration]));
+    comparability.extend(comparable::declared_inputs([&a.declaration, &b.declaration]));
     let differences = comparable::differences(&comparability);
     if strict && !differences.is_empty() {
         return Err(CompareError::Differs(differences));
