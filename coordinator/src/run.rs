@@ -11,6 +11,7 @@ use crate::plan::{LeakPolicy, Settings};
 use crate::rundir::declaration::{Declaration, Program};
 use crate::rundir::{self, RunDir, environment, failure::Failure, report};
 use protocol::Token;
+use std::collections::BTreeMap;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -26,11 +27,20 @@ pub(crate) struct RunFailure {
     /// The run's worker processes' walls (spawn to reap) summed, when any
     /// ran: what a completed run's stages add up to, start-up included.
     pub(crate) processes_wall_s: Option<f64>,
+    /// What its command stages got done before it stopped: each stage's
+    /// calls of its spans (the stages that completed, and the one that
+    /// failed or was killed, up to then), by stage key.
+    pub(crate) done: Box<Done>,
 }
+
+/// A failed run's calls per stage key (see [`RunFailure::done`]); boxed
+/// there, so a `Result` of a run stays small.
+#[derive(Debug, Default)]
+pub(crate) struct Done(pub(crate) BTreeMap<String, crate::rundir::spans::Calls>);
 
 impl From<RunError> for RunFailure {
     fn from(error: RunError) -> Self {
-        RunFailure { error, failure_file: None, processes_wall_s: None }
+        RunFailure { error, failure_file: None, processes_wall_s: None, done: Box::default() }
     }
 }
 
@@ -45,6 +55,7 @@ struct Bound {
     declaration_sha256: Option<String>,
     environment_sha256: Option<String>,
     processes_wall_s: Option<f64>,
+    done: BTreeMap<String, crate::rundir::spans::Calls>,
 }
 
 pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
@@ -72,8 +83,12 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     }
     .map_err(|e| usage(e.to_string()))?;
 
-    let mut bound =
-        Bound { declaration_sha256: None, environment_sha256: None, processes_wall_s: None };
+    let mut bound = Bound {
+        declaration_sha256: None,
+        environment_sha256: None,
+        processes_wall_s: None,
+        done: BTreeMap::new(),
+    };
     let mut parameters = settings.parameters();
     parameters.extend(prepared.parameters);
     let declaration = Declaration::new(
@@ -92,7 +107,12 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
                 Ok(path) => (Some(path), error),
                 Err(why) => (None, error.unrecorded(&why.to_string())),
             };
-            Err(RunFailure { error, failure_file, processes_wall_s: bound.processes_wall_s })
+            Err(RunFailure {
+                error,
+                failure_file,
+                processes_wall_s: bound.processes_wall_s,
+                done: Box::new(Done(bound.done)),
+            })
         }
     }
 }
@@ -163,6 +183,7 @@ fn run_in(
     if let Some(signal) = interrupted {
         return Err(RunError::Interrupted { signal });
     }
+    bound.done = done_calls(&outcomes);
     for p in &mut outcomes {
         if let Some(e) = p.after_error.take() {
             return Err(e);
@@ -245,6 +266,25 @@ fn run_in(
     dir.write_evidence(rundir::REPORT, &report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
+}
+
+/// What the command stages got done: each completed job's calls, and the
+/// failed or killed one's up to its end, by stage key.
+fn done_calls(outcomes: &[PhaseOutcome]) -> BTreeMap<String, crate::rundir::spans::Calls> {
+    use crate::rundir::spans::calls_of_slices;
+    let mut done = BTreeMap::new();
+    for p in outcomes {
+        for r in p.results() {
+            done.insert(r.job.key.clone(), calls_of_slices(&r.measurement.slices));
+        }
+        if let Some((_, end)) = &p.dispatch.first_failure
+            && let Some(key) = end.stage()
+        {
+            done.insert(key.to_string(), calls_of_slices(end.done()));
+        }
+    }
+    done.retain(|_, c| !c.is_empty());
+    done
 }
 
 /// Runs the phases in order; returns their outcomes and the signal that

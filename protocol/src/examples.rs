@@ -104,8 +104,12 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                 },
             },
         },
-        FromWorker::StageFailed { job: JobId(2), error: "boom".into() },
-        FromWorker::KilledAtPoint { job: JobId(2), at: "after 1.0 s".into() },
+        FromWorker::StageFailed { job: JobId(2), error: "boom".into(), slices: vec![] },
+        FromWorker::KilledAtPoint {
+            job: JobId(2),
+            at: "after 1.0 s".into(),
+            slices: vec![Slice { name: "fit".into(), start_ns: 5, dur_ns: 7 }],
+        },
         FromWorker::Finished {
             measurement: Measurement { wall_ns: 9, ..Measurement::default() },
             error: Some("exited with status 3".into()),

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 16;
+pub const PROTOCOL_VERSION: u32 = 17;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -129,17 +129,21 @@ pub enum FromWorker {
         job: JobId,
         measurement: Measurement,
     },
-    /// The job failed with this error text.
+    /// The job failed with this error text. `slices`: a command's spans
+    /// that ended before it failed (what it got done), as a measurement's.
     StageFailed {
         job: JobId,
         error: String,
+        slices: Vec<Slice>,
     },
     /// The job's command reached its declared kill point: the worker killed
     /// its whole process tree with SIGKILL and reaped it. `at` says where,
-    /// for a person ("after span 'fit' #2 ended").
+    /// for a person ("after span 'fit' #2 ended"); `slices`, the spans that
+    /// ended before the kill.
     KilledAtPoint {
         job: JobId,
         at: String,
+        slices: Vec<Slice>,
     },
     /// The answer to [`ToWorker::Finish`]: the program's close measured
     /// (its wall from closing its input to its exit, its tree's lifetime

@@ -9,7 +9,9 @@ linear buckets per power of two above 127 ns, exact below: a bucket's
 middle is within 1/128 of any duration in it). Nothing is written per
 call. A thread writes its tally as one line ``{"agg": {...}}`` (what
 changed since its last line) at most once a second, at once after a span
-named in ``STAGEBENCH_SPANS_EAGER`` (a kill point), and every thread's rest
+named in ``STAGEBENCH_SPANS_EAGER`` (a kill point; ``*``: after every
+span, in a run that will be killed, so what ended before the kill is
+known), and every thread's rest
 is written at exit, also from a forked child that leaves through
 ``os._exit`` (``multiprocessing`` does).
 
@@ -45,6 +47,13 @@ now = time.perf_counter_ns if _ONE_CLOCK else time.monotonic_ns
 
 # Span names whose every end is written at once (a kill point's).
 EAGER = frozenset(n for n in os.environ.get("STAGEBENCH_SPANS_EAGER", "").split(",") if n)
+if "*" in EAGER:
+
+    class _Every(frozenset):
+        def __contains__(self, name):
+            return True
+
+    EAGER = _Every(EAGER)
 
 # A thread's state, a list for speed: [0] the innermost open span's tally
 # (or None), [1] its thread id, [2] tallies by name, [3] whether it is the

@@ -223,6 +223,9 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     items: &mut items,
                     spans: &spans,
                 };
+                // A failed stage's slices are placed from here (a measured
+                // one's from its own start, below).
+                let began = std::time::Instant::now();
                 let measured = if item {
                     // An item is timed by the clock alone: its program's tree
                     // is sampled for the program's whole life and measured
@@ -285,8 +288,14 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         measurement.runtime = runtime;
                         FromWorker::Measurement { job, measurement }
                     }
-                    Err(StageError::KilledAtPoint(at)) => FromWorker::KilledAtPoint { job, at },
-                    Err(e) => FromWorker::StageFailed { job, error: e.to_string() },
+                    Err(StageError::KilledAtPoint(at)) => {
+                        FromWorker::KilledAtPoint { job, at, slices: reporter.take_slices(began) }
+                    }
+                    Err(e) => FromWorker::StageFailed {
+                        job,
+                        error: e.to_string(),
+                        slices: reporter.take_slices(began),
+                    },
                 };
                 wire.send(&reply)?;
             }

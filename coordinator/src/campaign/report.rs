@@ -130,6 +130,11 @@ pub(crate) struct TrialReport {
     /// (the coordinator's monotonic clock). Absent in older reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) span_s: Option<[f64; 2]>,
+    /// Per stage, its spans' calls in the order they began (names called
+    /// at most `MAX_CALLS` times in the stage): what a resume is read
+    /// against call by call.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) calls: BTreeMap<String, crate::rundir::spans::Calls>,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -142,6 +147,11 @@ pub(crate) struct Killed {
     /// When the killed run began and ended, from the campaign's start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) span_s: Option<[f64; 2]>,
+    /// The calls that ended before the kill, per stage (the stages that
+    /// completed, and the killed one up to the kill): what the resume
+    /// repeats, if it runs them again.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub(crate) calls: BTreeMap<String, crate::rundir::spans::Calls>,
 }
 
 /// One stage's seconds by component (see [`COMPONENTS`]) and its order.
@@ -225,6 +235,23 @@ pub(crate) fn stage_parts(report: &Report) -> BTreeMap<String, StagePart> {
             (key.clone(), part)
         })
         .collect()
+}
+
+/// A run's calls per stage, from its workers' job slices (a command's
+/// spans, placed from the run's start): see [`crate::rundir::spans::Calls`].
+pub(crate) fn stage_calls(report: &Report) -> BTreeMap<String, crate::rundir::spans::Calls> {
+    let mut out = BTreeMap::new();
+    for job in report.workers.iter().flat_map(|w| &w.jobs) {
+        let calls = crate::rundir::spans::calls(
+            job.slices
+                .iter()
+                .map(|s| (s.name.as_str(), s.start_s - job.start_s, s.end_s - s.start_s)),
+        );
+        if !calls.is_empty() {
+            out.insert(job.stage.clone(), calls);
+        }
+    }
+    out
 }
 
 /// Per stage and component, the median over the trials.

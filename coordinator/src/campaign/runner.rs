@@ -210,6 +210,7 @@ impl Runner<'_> {
             checkpoint_bytes: fig("checkpoint_bytes"),
             checkpoint_write_s: fig("checkpoint_write_s"),
             span_s,
+            calls: Default::default(),
         })
     }
 
@@ -253,6 +254,7 @@ impl Runner<'_> {
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
         let mut parts = report::stage_parts(&summary.report);
+        let calls = report::stage_calls(&summary.report);
         // A run's stages are numbered in its own plan, which leaves out the
         // skipped ones: each keeps its place in the pipeline instead.
         for (name, part) in parts.iter_mut() {
@@ -286,6 +288,7 @@ impl Runner<'_> {
             checkpoint_bytes: None,
             checkpoint_write_s: None,
             span_s,
+            calls,
         })
     }
 
@@ -367,7 +370,7 @@ impl Runner<'_> {
                 artifacts
                     .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
-                Ok(Killed { run: run_rel.into(), stage, wall_s, span_s })
+                Ok(Killed { run: run_rel.into(), stage, wall_s, span_s, calls: f.done.0 })
             }
             Err(f) => Err(self.failed(step, t, f.error)),
             Ok(_) => Err(CampaignError::Failed(format!(

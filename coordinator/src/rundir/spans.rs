@@ -207,6 +207,35 @@ pub(crate) fn command_stage_cells(rows: &[protocol::CommandStage]) -> Vec<[Strin
 pub(crate) const COMMAND_STAGE_COLUMNS: [&str; 6] =
     ["stage", "wall s", "cpu s", "peak RSS", "RSS at end", "peak"];
 
+/// One stage's calls of each span, by name, in the order they began:
+/// `[start_s, seconds]`, the start from the stage's own start. What a
+/// campaign compares call by call (the k-th `search_fit` of a resume
+/// against the k-th of the cold run); a name called more than
+/// [`MAX_CALLS`] times in the stage is left out, read by its sums.
+pub(crate) type Calls = BTreeMap<String, Vec<[f64; 2]>>;
+
+/// Most calls of one name a stage's [`Calls`] keep.
+pub(crate) const MAX_CALLS: usize = 64;
+
+/// [`Calls`] from a stage's slices (name, start from the stage's start,
+/// seconds), in any order.
+pub(crate) fn calls<'a>(slices: impl IntoIterator<Item = (&'a str, f64, f64)>) -> Calls {
+    let mut by: Calls = BTreeMap::new();
+    for (name, start, secs) in slices {
+        by.entry(name.to_string()).or_default().push([start, secs]);
+    }
+    by.retain(|_, v| v.len() <= MAX_CALLS);
+    for v in by.values_mut() {
+        v.sort_by(|a, b| a[0].total_cmp(&b[0]));
+    }
+    by
+}
+
+/// [`calls`] of a worker's slices (nanoseconds from the stage's start).
+pub(crate) fn calls_of_slices(slices: &[protocol::Slice]) -> Calls {
+    calls(slices.iter().map(|s| (s.name.as_str(), s.start_ns as f64 / 1e9, s.dur_ns as f64 / 1e9)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -208,7 +208,7 @@ async fn finish(
         Err(_) => Err(violation("did not report its preparation program's close".into())),
         Ok(Some(Ok(FromWorker::Finished { measurement, error: None }))) => Ok(measurement),
         Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
-            Err(WorkerEnd::StageFailed { key, error })
+            Err(WorkerEnd::StageFailed { key, error, done: Vec::new() })
         }
         Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", gate::kind(&other)))),
         Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
@@ -279,13 +279,17 @@ async fn run_job(
                     // Reaped, like every ending, by the supervisor's terminate.
                     proc.kill_now();
                     let at = format!("{done} of {total} done");
-                    return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at });
+                    return Err(WorkerEnd::KilledAtPoint {
+                        key: job.key.clone(),
+                        at,
+                        done: Vec::new(),
+                    });
                 }
             }
-            Some(Ok(FromWorker::KilledAtPoint { job: j, at }))
+            Some(Ok(FromWorker::KilledAtPoint { job: j, at, slices }))
                 if j == job.id && killed_by_worker =>
             {
-                return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at });
+                return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at, done: slices });
             }
             Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
                 if !crate::rundir::is_safe_relative(&path) {
@@ -305,12 +309,12 @@ async fn run_job(
                     received,
                 });
             }
-            Some(Ok(FromWorker::StageFailed { job: j, error })) if j == job.id => {
+            Some(Ok(FromWorker::StageFailed { job: j, error, slices })) if j == job.id => {
                 let error = match &job.item {
                     Some(item) => format!("{item}: {error}"),
                     None => error,
                 };
-                return Err(WorkerEnd::StageFailed { key: job.key.clone(), error });
+                return Err(WorkerEnd::StageFailed { key: job.key.clone(), error, done: slices });
             }
             Some(Ok(other)) => {
                 return Err(violation(format!("unexpected {} frame", gate::kind(&other))));

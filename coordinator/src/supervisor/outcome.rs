@@ -56,8 +56,9 @@ impl JobResult {
 pub(crate) enum WorkerEnd {
     /// Shut down when asked and exited 0.
     Completed,
-    /// A stage reported failure.
-    StageFailed { key: String, error: String },
+    /// A stage reported failure; `done`: its command's spans that ended
+    /// before it failed.
+    StageFailed { key: String, error: String, done: Vec<protocol::Slice> },
     /// The process died (non-zero exit or signal) while running `key`, or between stages.
     Crashed { key: Option<String>, exit: ExitKind },
     /// The process ended before it completed the handshake.
@@ -71,8 +72,9 @@ pub(crate) enum WorkerEnd {
     /// Stopped because the run was interrupted or another worker failed.
     Cancelled,
     /// Killed with SIGKILL at the run's declared interruption point (the
-    /// worker, or for a command stage the command's tree); `at` says where.
-    KilledAtPoint { key: String, at: String },
+    /// worker, or for a command stage the command's tree); `at` says where;
+    /// `done`: the command's spans that ended before the kill.
+    KilledAtPoint { key: String, at: String, done: Vec<protocol::Slice> },
 }
 
 impl WorkerEnd {
@@ -92,6 +94,14 @@ impl WorkerEnd {
             WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
             WorkerEnd::Cancelled => "cancelled",
             WorkerEnd::KilledAtPoint { .. } => "killed_at_point",
+        }
+    }
+
+    /// The spans a failed or killed command stage ended before it stopped.
+    pub(crate) fn done(&self) -> &[protocol::Slice] {
+        match self {
+            WorkerEnd::StageFailed { done, .. } | WorkerEnd::KilledAtPoint { done, .. } => done,
+            _ => &[],
         }
     }
 
@@ -116,7 +126,7 @@ impl WorkerEnd {
         };
         match self {
             WorkerEnd::Completed => format!("{rank} completed"),
-            WorkerEnd::StageFailed { key, error } => {
+            WorkerEnd::StageFailed { key, error, .. } => {
                 format!("stage {key} failed on {rank}: {error}")
             }
             WorkerEnd::Crashed { key, exit } => format!("{rank} {exit}{}", at(key)),
@@ -136,7 +146,7 @@ impl WorkerEnd {
                 format!("{rank} violated the protocol{}: {detail}", at(key))
             }
             WorkerEnd::Cancelled => format!("{rank} was stopped"),
-            WorkerEnd::KilledAtPoint { key, at } => format!(
+            WorkerEnd::KilledAtPoint { key, at, .. } => format!(
                 "stage {key} on {rank} was killed with SIGKILL at its declared point ({at})"
             ),
         }

@@ -174,3 +174,93 @@ fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
     assert!(!out.join("report.json").exists());
     assert_eq!(json(&out.join("failure.json"))["reason"], "interrupted");
 }
+
+/// Read call by call (issue 43): a two-stage chain whose search, like
+/// autofit's, is called again on a resume and loads its result. Killed
+/// right after stage two's recompute and resumed, the judgment says stage
+/// one's search was loaded (with both times), stage two's was not yet done
+/// at the kill, and what was repeated: both recomputes, each second once,
+/// never the undone search as a thing to persist.
+#[test]
+fn an_interrupted_chain_is_read_call_by_call() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = harness::repo().join("tests/scripts/loading_chain.py");
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let stage = |name: &str| {
+        format!(
+            "[[pipeline]]\nname = \"{name}\"\nargv = [\"python3\", \"{}\", \"{name}\", \"work\"]\nreset = [\"work/{name}\"]\n",
+            script.display()
+        )
+    };
+    let file = tmp.path().join("chain.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"calls\"\ntrials = 2\nscratch = \"work\"\n\n{}\n{}\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"killed\"\nkind = \"interrupted\"\nkill_at = \"two:span:recompute:1\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+            stage("one"),
+            stage("two")
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    harness::python_on_path(&mut c);
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let r = json(&out.join("report.json"));
+    let j: Vec<String> =
+        r["judgment"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+    let killed = j
+        .iter()
+        .position(|l| l.starts_with("Killed with SIGKILL"))
+        .unwrap_or_else(|| panic!("{j:?}"));
+    let resume = j
+        .iter()
+        .position(|l| l.starts_with("Resuming (resume)"))
+        .unwrap_or_else(|| panic!("{j:?}"));
+    let read = j[killed..resume].join("\n");
+    assert!(read.contains("It loaded 1 call(s) instead of redoing them"), "{read}");
+    assert!(read.contains("one/search took"), "{read}");
+    assert!(
+        read.contains(
+            "Not yet done at the kill, so work the interruption left, not a repeat: two/search"
+        ),
+        "{read}"
+    );
+    let repeated = j[killed..resume]
+        .iter()
+        .find(|l| l.starts_with("It repeated"))
+        .unwrap_or_else(|| panic!("{read}"));
+    assert!(
+        repeated.contains("of calls done before the kill") && repeated.contains("recompute"),
+        "{repeated}"
+    );
+    assert!(repeated.contains("in one, two"), "{repeated}");
+    assert!(!repeated.contains("search"), "the undone search is no repeat: {repeated}");
+    let persist = j[killed..resume]
+        .iter()
+        .find(|l| l.contains("first thing to persist"))
+        .unwrap_or_else(|| panic!("{read}"));
+    assert!(persist.contains("recompute") && !persist.contains("search"), "{persist}");
+    // Two recomputes of 0.15 s, each second once.
+    let secs: f64 = repeated
+        .split("It repeated ")
+        .nth(1)
+        .and_then(|s| s.split(" ms").next())
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("{repeated}"));
+    assert!((290.0..450.0).contains(&secs), "{repeated}");
+    // After a complete cold run both searches ran before: both loaded.
+    let after = j[resume..].join("\n");
+    assert!(after.contains("It loaded 2 call(s)"), "{after}");
+    assert!(!after.contains("Not yet done"), "{after}");
+    // The killed attempts' calls are in the report: what ended before the kill.
+    let t = &r["steps"][1]["trials"][0]["killed"]["calls"];
+    assert_eq!(t["one"]["search"].as_array().map(Vec::len), Some(1), "{t}");
+    assert_eq!(t["two"]["recompute"].as_array().map(Vec::len), Some(1), "{t}");
+    assert!(t["two"].get("search").is_none(), "{t}");
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+}

@@ -184,12 +184,20 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     assert!(resume[2].starts_with("It repeated") && resume[2].contains("max_lh_fit_recompute"));
     assert!(!resume[2].contains("search_fit"), "a skipped search ran again: {}", resume[2]);
     assert!(resume[3].contains("max_lh_fit_recompute") && resume[3].contains("persist"));
-    // Killed mid-search in light: the light and mass searches ran again.
+    // Killed mid-search in light: the light and mass searches ran after the
+    // kill, never before it (read call by call, from what the killed
+    // attempt finished): not yet done, not repeats.
     let killed = after("Killed with SIGKILL at light:0.5");
-    assert!(killed[2].contains("search_fit") && killed[2].contains("in light, mass"), "{killed:?}");
+    assert!(
+        killed[2].starts_with("Not yet done at the kill")
+            && killed[2].contains("light/search_fit")
+            && killed[2].contains("mass/search_fit"),
+        "{killed:?}"
+    );
+    assert!(killed[3].starts_with("It repeated") && killed[3].contains("in source, light"));
+    assert!(!killed[3].contains("search_fit"), "an undone search read as a repeat: {killed:?}");
     assert!(killed[0].contains("identical to the cold run's in 1 of 1"), "{killed:?}");
-    // The search ran again, and it is the largest repeated span, but it is
-    // marked work: the span to persist is the largest one that is not.
+    // The recompute is the largest repeat that is not marked work.
     let persist = killed.iter().find(|l| l.contains("first thing to persist")).expect("persist");
     assert!(
         persist.starts_with("The largest repeated span not marked work, max_lh_fit_recompute"),

@@ -5,6 +5,8 @@
 //! recipe's components and the recipe's sentences apply; without them, no
 //! second of a pipeline is called "work".
 
+mod calls;
+
 use super::file::CampaignFile;
 use super::report::{StagePart, StepReport, component_total, label, pct};
 use crate::fmt::duration;
@@ -103,6 +105,130 @@ fn by_name(per_stage: &[(String, f64)], cold_of: impl Fn(&str) -> f64) -> Vec<Re
     }
     out.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
     out
+}
+
+/// The sentences of a step read call by call (see [`calls`]), and its
+/// repeated calls grouped by name (for what to persist).
+fn call_sentences(
+    reading: &calls::Reading,
+    step: &StepReport,
+    interrupted: bool,
+) -> (Vec<String>, Vec<Repeated>) {
+    use calls::Fate;
+    let r = step.median_total_s;
+    let order = |stage: &str| step.median.get(stage).map_or(usize::MAX, |p| p.order);
+    let mut out = Vec::new();
+    let cold = |c: &calls::Call| duration(c.cold_s.unwrap_or(0.0));
+    let skipped = reading.of(Fate::Skipped, order);
+    let all = |v: &[&calls::Call], f: &dyn Fn(&calls::Call) -> f64| -> Vec<(String, f64)> {
+        v.iter().map(|c| (c.label(), f(c))).collect()
+    };
+    out.push(match skipped.is_empty() {
+        true => "It skipped no call of the cold run.".into(),
+        false => {
+            let rest = all(&skipped, &|c| c.cold_s.unwrap_or(0.0));
+            format!(
+                "It skipped {} of the cold run's calls: {}.",
+                duration(rest.iter().map(|s| s.1).sum()),
+                listed(
+                    skipped.iter().map(|c| format!("{} ({} cold)", c.label(), cold(c))).collect(),
+                    &rest,
+                    6
+                )
+            )
+        }
+    });
+    let loaded = reading.of(Fate::Loaded, order);
+    if !loaded.is_empty() {
+        let rest = all(&loaded, &|c| c.seconds);
+        out.push(format!(
+            "It loaded {} call(s) instead of redoing them (under {:.0}% of the cold call's time): {}.",
+            loaded.len(),
+            100.0 * calls::LOADED_BELOW,
+            listed(
+                loaded
+                    .iter()
+                    .map(|c| format!("{} took {} against {} cold", c.label(), duration(c.seconds), cold(c)))
+                    .collect(),
+                &rest,
+                6
+            )
+        ));
+    }
+    let undone = reading.of(Fate::NotYetDone, order);
+    if !undone.is_empty() {
+        let rest = all(&undone, &|c| c.seconds);
+        out.push(format!(
+            "Not yet done at the kill, so work the interruption left, not a repeat: {}.",
+            listed(
+                undone
+                    .iter()
+                    .map(|c| format!("{} {} ({} cold)", c.label(), duration(c.seconds), cold(c)))
+                    .collect(),
+                &rest,
+                6
+            )
+        ));
+    }
+    let done = match interrupted {
+        true => "done before the kill",
+        false => "the cold run had done",
+    };
+    let mut repeated: Vec<Repeated> = Vec::new();
+    for c in reading.of(Fate::Repeated, order) {
+        let at = match repeated.iter().position(|x| x.name == c.name) {
+            Some(i) => i,
+            None => {
+                repeated.push(Repeated {
+                    name: c.name.clone(),
+                    seconds: 0.0,
+                    stages: vec![],
+                    cold: 0.0,
+                });
+                repeated.len() - 1
+            }
+        };
+        let x = &mut repeated[at];
+        x.seconds += c.seconds;
+        x.cold += c.cold_s.unwrap_or(0.0);
+        if !x.stages.contains(&c.stage) {
+            x.stages.push(c.stage.clone());
+        }
+    }
+    repeated.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
+    out.push(match repeated.is_empty() {
+        true => format!("It repeated no call {done}."),
+        false => format!(
+            "It repeated {} of calls {done} (each second once): {}.",
+            duration(reading.repeated_s),
+            repeated
+                .iter()
+                .map(|x| format!(
+                    "{} {} in {} ({} of the resume, {:.2}× the same calls cold)",
+                    x.name,
+                    duration(x.seconds),
+                    x.stages.join(", "),
+                    pct(x.seconds, r),
+                    x.seconds / x.cold
+                ))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+    });
+    let added = reading.of(Fate::Added, order);
+    if !added.is_empty() {
+        let rest = all(&added, &|c| c.seconds);
+        out.push(format!(
+            "It ran {} in calls the cold run did not have, its own loading path: {}.",
+            duration(rest.iter().map(|s| s.1).sum()),
+            listed(
+                added.iter().map(|c| format!("{} {}", c.label(), duration(c.seconds))).collect(),
+                &rest,
+                6
+            )
+        ));
+    }
+    (out, repeated)
 }
 
 /// At most `n` items, then how many more and their seconds.
@@ -220,8 +346,25 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
             duration(outside_total(step)),
             pct(outside_total(step), r),
         ));
-        let ran = span_totals(step, true);
-        out.push(skipped_sentence(&cold_spans, &ran));
+        // Spans of few calls are read call by call; the rest by their sums.
+        let reading = calls::read(step, cold);
+        let by_call = |key: &str| {
+            let (stage, name) = key.split_once('/').unwrap_or(("", key));
+            reading.as_ref().is_some_and(|r| r.names.contains(&(stage.into(), name.into())))
+        };
+        let (call_lines, call_repeats) = match &reading {
+            Some(reading) => call_sentences(reading, step, step.kind == "interrupted"),
+            None => (Vec::new(), Vec::new()),
+        };
+        out.extend(call_lines);
+        let cold_rest: Vec<(String, f64)> =
+            cold_spans.iter().filter(|(k, _)| !by_call(k)).cloned().collect();
+        let ran: Vec<(String, f64)> =
+            span_totals(step, true).into_iter().filter(|(k, _)| !by_call(k)).collect();
+        let by_sums = reading.is_none() || !cold_rest.is_empty() || !ran.is_empty();
+        if by_sums {
+            out.push(skipped_sentence(&cold_rest, &ran));
+        }
         let cold_of = |key: &str| cold_spans.iter().find(|s| s.0 == key).map_or(0.0, |s| s.1);
         // A span the cold run had in the same stage ran again; one it never
         // had is what the resume added (its own loading path).
@@ -234,25 +377,27 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
         };
         let mut repeated = by_name(&again, cold_of);
         order(&mut repeated);
-        out.push(match repeated.is_empty() {
-            true => "It repeated no span of the cold run.".into(),
-            false => format!(
-                "It repeated {} of the cold run's spans: {}.",
-                duration(again.iter().map(|s| s.1).sum()),
-                repeated
-                    .iter()
-                    .map(|x| format!(
-                        "{} {} in {} ({} of the resume, {:.2}× the same spans cold)",
-                        x.name,
-                        duration(x.seconds),
-                        x.stages.join(", "),
-                        pct(x.seconds, r),
-                        x.seconds / x.cold
-                    ))
-                    .collect::<Vec<_>>()
-                    .join("; ")
-            ),
-        });
+        if by_sums {
+            out.push(match repeated.is_empty() {
+                true => "It repeated no span of the cold run.".into(),
+                false => format!(
+                    "It repeated {} of the cold run's spans: {}.",
+                    duration(again.iter().map(|s| s.1).sum()),
+                    repeated
+                        .iter()
+                        .map(|x| format!(
+                            "{} {} in {} ({} of the resume, {:.2}× the same spans cold)",
+                            x.name,
+                            duration(x.seconds),
+                            x.stages.join(", "),
+                            pct(x.seconds, r),
+                            x.seconds / x.cold
+                        ))
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                ),
+            });
+        }
         let mut new = by_name(&added, cold_of);
         order(&mut new);
         if !new.is_empty() {
@@ -271,6 +416,9 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                     .join("; ")
             ));
         }
+        // The largest repeat, whether read call by call or by sums.
+        repeated.extend(call_repeats);
+        repeated.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
         let persist = repeated.iter().find(|x| {
             x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))
         });

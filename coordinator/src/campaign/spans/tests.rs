@@ -102,6 +102,7 @@ fn own_work_roles_interrupted_steps_and_the_role_sentence() {
         stage: "a".into(),
         wall_s: 1.0,
         span_s: None,
+        calls: Default::default(),
     });
     let j = judgment(&[cold, killed], &campaign(""));
     assert!(

@@ -32,9 +32,11 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         cmd.env_remove(var);
     }
     cmd.env(protocol::env::SPANS, spans.path());
-    // A kill point's span is written at its every end, not once a second.
-    if let Some(protocol::KillPoint::Span { name, .. }) = ctx.kill.as_ref() {
-        cmd.env(super::spans::EAGER, name);
+    // A stage that will be killed writes every span at its end, not once
+    // a second: what it finished before the kill is what a campaign reads
+    // a resume's repeats against (and a kill point's span is among them).
+    if ctx.kill.is_some() {
+        cmd.env(super::spans::EAGER, "*");
     }
     let bootstrap = super::autospan::Bootstrap::create(&ctx.run_dir, &ctx.job_tag, ctx.spans)?;
     if let Some(b) = &bootstrap {
@@ -69,46 +71,49 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         .map(std::process::ExitStatus::from_raw)
         .map_err(|e| StageError::Failed(format!("waiting for {program}: {e}")))?;
     let (bad_line, unreached) = match watched {
-        follow::Ended::Killed(at) => return Err(StageError::KilledAtPoint(at)),
+        follow::Ended::Killed(at) => {
+            // What it got done before the kill: the campaign reads which
+            // calls a resume repeats from it.
+            super::spans::place(spans.done_so_far(), ctx.reporter);
+            return Err(StageError::KilledAtPoint(at));
+        }
         follow::Ended::Exited { bad_line, unreached } => (bad_line, unreached),
     };
-    match (status.code(), status.signal()) {
-        (Some(0), _) => {
-            if let Some(e) = bad_line {
-                return Err(StageError::Failed(e));
-            }
-            let mut figures = vec![figure("exit_code", 0.0)];
-            let said = spans.finish()?;
-            if let Some(b) = &bootstrap {
-                ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
-            }
-            let preset = super::autospan::derived(ctx.spans, &said.spans);
-            let mut warnings = said.warnings;
-            warnings.extend(super::autospan::unknown(ctx.spans, &preset));
-            figures.extend(preset);
-            ctx.reporter.spans(said.spans, warnings);
-            ctx.reporter.command_stages(super::spans::command_stages(&said.stages, spawned));
-            // A stage reset its process's high-water mark: its peaks before
-            // still count in the tree's sum of peaks.
-            for l in &said.stages {
-                crate::tree::raise_peak(l.pid as i32, l.hwm.max(l.peak));
-            }
-            if let Some(runtime) = said.runtime {
-                ctx.reporter.python_runtime(runtime);
-            }
-            figures.extend(said.figures);
-            super::spans::place(said.timed, ctx.reporter);
-            match unreached {
-                Some(why) => Err(StageError::Failed(why)),
-                None => Ok(figures),
-            }
-        }
-        (Some(code), _) => {
-            Err(StageError::Failed(format!("the command exited with status {code}")))
-        }
-        (None, Some(sig)) => {
-            Err(StageError::Failed(format!("the command was killed by signal {sig}")))
-        }
-        _ => Err(StageError::Failed("the command ended abnormally".into())),
+    if status.code() != Some(0) {
+        // What it got done before it failed, as slices of the stage.
+        super::spans::place(spans.done_so_far(), ctx.reporter);
+        return Err(StageError::Failed(match (status.code(), status.signal()) {
+            (Some(code), _) => format!("the command exited with status {code}"),
+            (None, Some(sig)) => format!("the command was killed by signal {sig}"),
+            _ => "the command ended abnormally".into(),
+        }));
+    }
+    if let Some(e) = bad_line {
+        return Err(StageError::Failed(e));
+    }
+    let mut figures = vec![figure("exit_code", 0.0)];
+    let said = spans.finish()?;
+    if let Some(b) = &bootstrap {
+        ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
+    }
+    let preset = super::autospan::derived(ctx.spans, &said.spans);
+    let mut warnings = said.warnings;
+    warnings.extend(super::autospan::unknown(ctx.spans, &preset));
+    figures.extend(preset);
+    ctx.reporter.spans(said.spans, warnings);
+    ctx.reporter.command_stages(super::spans::command_stages(&said.stages, spawned));
+    // A stage reset its process's high-water mark: its peaks before
+    // still count in the tree's sum of peaks.
+    for l in &said.stages {
+        crate::tree::raise_peak(l.pid as i32, l.hwm.max(l.peak));
+    }
+    if let Some(runtime) = said.runtime {
+        ctx.reporter.python_runtime(runtime);
+    }
+    figures.extend(said.figures);
+    super::spans::place(said.timed, ctx.reporter);
+    match unreached {
+        Some(why) => Err(StageError::Failed(why)),
+        None => Ok(figures),
     }
 }

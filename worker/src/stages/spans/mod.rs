@@ -5,7 +5,8 @@
 //! - `{"agg": {...}}`: what one thread of a process tallied since its last
 //!   line (the `stagebench` Python helper writes these, at most once a
 //!   second, at exit, and at once after a span named in
-//!   `STAGEBENCH_SPANS_EAGER`): per span name the calls, inclusive, self
+//!   `STAGEBENCH_SPANS_EAGER`, or after every span when it is `*`, as in a
+//!   stage with a kill point): per span name the calls, inclusive, self
 //!   and beside nanoseconds, min, max, the first call and its start, and a
 //!   histogram ([`protocol::spans`]); the main thread's top-level time and
 //!   its window; up to 4,096 spans with their start, and how many more;
@@ -128,6 +129,16 @@ impl SpansFile {
             if !more {
                 return Ok(());
             }
+        }
+    }
+
+    /// The spans that ended and gave a start, of a command that failed or
+    /// was killed: its complete lines only (a line cut by the kill is not
+    /// one), and nothing when the file cannot be read.
+    pub fn done_so_far(mut self) -> Vec<Timed> {
+        match self.follow(false, |_, _| {}) {
+            Ok(()) => std::mem::take(&mut self.tally.timed),
+            Err(_) => Vec::new(),
         }
     }
 
