@@ -6,6 +6,8 @@ pub mod coordinator {
     pub const SUCCESS: u8 = 0;
     /// A stage failed, a worker died, timed out or violated the protocol.
     /// `failure.json` names the stage and the reason; there is no report.json.
+    /// A campaign in which a trial failed also exits 1, with its report:
+    /// the failed trials are its first finding (`failed_trials`).
     pub const RUN_FAILED: u8 = 1;
     /// Bad usage or bad input (unknown flag, existing output directory,
     /// unreadable file). Nothing was measured.

@@ -138,12 +138,15 @@ pub(crate) fn run(
         worker_bin,
         stop,
     };
-    let finished = runner.steps().and_then(|(steps, reference, artifacts)| {
+    let finished = runner.steps().and_then(|ran| {
+        let runner::Ran { steps, reference, artifacts, failed, not_run } = ran;
         let pipeline = !campaign.pipeline.is_empty();
-        let judgment = match pipeline {
+        // A failed trial is the campaign's first finding.
+        let mut judgment = report::failures(&failed, &not_run, campaign.campaign.trials);
+        judgment.extend(match pipeline {
             true => spans::judgment(&steps, &campaign),
             false => report::judgment(&steps, campaign.campaign.epochs),
-        };
+        });
         let mut report = CampaignReport {
             schema: report::SCHEMA.into(),
             schema_version: report::SCHEMA_VERSION,
@@ -158,6 +161,8 @@ pub(crate) fn run(
             judgment,
             artifacts,
             states: Vec::new(),
+            failed_trials: failed,
+            not_run,
         };
         report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
         report.states = report::states(dir.path())

@@ -43,6 +43,50 @@ pub(crate) struct CampaignReport {
     /// `verify` checks them against. Absent (empty) for a pipeline campaign.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) states: Vec<StateRecord>,
+    /// Trials whose run failed (a crash, a non-zero exit, a timeout, a
+    /// kill point never reached): findings, kept with the measurements the
+    /// campaign took before and after them. The campaign then exits 1.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) failed_trials: Vec<FailedTrial>,
+    /// Steps not run, each with why (no cold trial left a state to start
+    /// from).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) not_run: Vec<String>,
+}
+
+/// A trial whose run failed: where, how, and what it had done.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub(crate) struct FailedTrial {
+    pub(crate) step: String,
+    /// The step's kind (`cold`, `resume`, `interrupted`).
+    pub(crate) kind: String,
+    pub(crate) trial: u32,
+    /// The run that failed, relative to the campaign directory: the trial's
+    /// own, or the attempt to be killed (`…-killed`) when that one failed.
+    pub(crate) run: String,
+    /// Whether it was the attempt to be killed that failed.
+    pub(crate) killed_attempt: bool,
+    /// The step's kill point, for an interrupted step.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) kill_at: Option<String>,
+    /// failure.json's `reason` (`stage_failed`, `worker_crashed`,
+    /// `stage_timeout`, …), or `kill_point_not_reached`.
+    pub(crate) reason: String,
+    pub(crate) stage: Option<String>,
+    /// What went wrong, in one line (the run's own failure message).
+    pub(crate) message: String,
+    /// The last span the failed stage finished before it failed (`NAME`,
+    /// or `NAME #k` after more than one), when it reported any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) last_span: Option<String>,
+}
+
+impl FailedTrial {
+    /// What went wrong, short: the message after its last `: ` (a
+    /// stage's own error, without which worker ran it).
+    pub(crate) fn what(&self) -> &str {
+        self.message.rsplit(": ").next().unwrap_or(&self.message)
+    }
 }
 
 /// A state directory the campaign's runs wrote, as it was left at the end.
@@ -318,6 +362,60 @@ pub(crate) fn largest_components(
 
 pub(crate) fn pct(part: f64, whole: f64) -> String {
     if whole > 0.0 { format!("{:.0}%", 100.0 * part / whole) } else { "-".into() }
+}
+
+/// The judgment's opening when trials failed: per step, how many of its
+/// trials and how (the first failure's words), and the steps not run.
+pub(crate) fn failures(failed: &[FailedTrial], not_run: &[String], trials: u32) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut steps: Vec<&str> = Vec::new();
+    for f in failed {
+        if !steps.contains(&f.step.as_str()) {
+            steps.push(&f.step);
+        }
+    }
+    for step in steps {
+        let of: Vec<&FailedTrial> = failed.iter().filter(|f| f.step == step).collect();
+        let first = of[0];
+        let what = match first.kind.as_str() {
+            "cold" => format!("A cold run ({step})"),
+            "resume" => format!("Resuming ({step})"),
+            _ => format!(
+                "Resuming after an interruption at {} ({step})",
+                first.kill_at.as_deref().unwrap_or("?")
+            ),
+        };
+        let attempt = match of.iter().all(|f| f.killed_attempt) {
+            true => ": the run to be interrupted itself failed",
+            false => "",
+        };
+        let mut how: Vec<String> = Vec::new();
+        for f in &of {
+            let said = format!(
+                "{}{}",
+                f.stage.as_deref().map(|s| format!("stage {s}: ")).unwrap_or_default(),
+                f.what()
+            );
+            if !how.contains(&said) {
+                how.push(said);
+            }
+        }
+        let after = first
+            .last_span
+            .as_deref()
+            .map(|s| format!(", after its last finished span {s}"))
+            .unwrap_or_default();
+        out.push(format!(
+            "{what} FAILED in {} of {trials} trials{attempt} ({}{after}); its measurements are left out, every other trial's kept, and failure.json in {} says why.",
+            of.len(),
+            how.join("; "),
+            first.run
+        ));
+    }
+    for step in not_run {
+        out.push(format!("Not run: {step}."));
+    }
+    out
 }
 
 /// The judgment: a few plain sentences, every number from the report.

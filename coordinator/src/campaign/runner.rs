@@ -4,7 +4,7 @@
 
 use super::CampaignError;
 use super::file::{CampaignFile, StepKind, StepSpec};
-use super::report::{self, Killed, StepReport, TrialReport};
+use super::report::{self, FailedTrial, Killed, StepReport, TrialReport};
 use crate::error::RunError;
 use crate::modes::{RunPlan, diagnostic, recipe as recipe_mode};
 use crate::plan::{Isolation, Settings};
@@ -14,6 +14,30 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
+
+/// Why a trial gave no measurement.
+pub(super) enum Trouble {
+    /// Its run failed: a finding, kept beside the measurements.
+    Failed(FailedTrial),
+    /// The campaign cannot go on (a signal, an error of its own).
+    Abort(CampaignError),
+}
+
+impl From<CampaignError> for Trouble {
+    fn from(e: CampaignError) -> Self {
+        Trouble::Abort(e)
+    }
+}
+
+/// What the steps left for the report.
+pub(super) struct Ran {
+    pub(super) steps: Vec<StepReport>,
+    /// The first cold trial's state digest ("" when none completed).
+    pub(super) reference: String,
+    pub(super) artifacts: Vec<crate::rundir::report::ArtifactRecord>,
+    pub(super) failed: Vec<FailedTrial>,
+    pub(super) not_run: Vec<String>,
+}
 
 pub(super) struct Runner<'a> {
     /// The campaign's start, which every run's `span_s` counts from.
@@ -93,23 +117,62 @@ impl Runner<'_> {
             .map_err(|e| CampaignError::Failed(e.to_string()))
     }
 
-    pub(super) fn steps(
-        &self,
-    ) -> Result<(Vec<StepReport>, String, Vec<crate::rundir::report::ArtifactRecord>), CampaignError>
-    {
+    pub(super) fn steps(&self) -> Result<Ran, CampaignError> {
         let mut steps = Vec::new();
         let mut artifacts = Vec::new();
         let mut reference: Option<(String, PathBuf)> = None;
+        let (mut failed, mut not_run) = (Vec::new(), Vec::new());
+        // A pipeline resumes in its scratch directory as the last trial
+        // left it: complete only when that trial succeeded.
+        let mut complete = false;
+        let pipeline = !self.campaign.pipeline.is_empty();
         let trials = self.campaign.campaign.trials;
         for step in &self.campaign.steps {
+            let ready = match step.kind {
+                StepKind::Cold => true,
+                StepKind::Resume if pipeline => complete,
+                _ => reference.is_some(),
+            };
+            if !ready {
+                not_run.push(format!(
+                    "{}: no complete state to start from (the trial before it failed, or no cold trial completed)",
+                    step.name
+                ));
+                continue;
+            }
             let mut done = Vec::new();
             for t in 1..=trials {
                 let run_rel = format!("runs/{}/{t}", step.name);
-                let trial = if self.campaign.pipeline.is_empty() {
-                    self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
+                let outcome = if pipeline {
+                    self.pipeline_trial(step, t, &run_rel, &mut reference, &mut artifacts)
                 } else {
-                    self.pipeline_trial(step, t, &run_rel, &mut reference, &mut artifacts)?
+                    self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)
                 };
+                let trial = match outcome {
+                    Ok(trial) => trial,
+                    Err(Trouble::Abort(e)) => return Err(e),
+                    Err(Trouble::Failed(f)) => {
+                        println!(
+                            "  {:<20} trial {t}/{trials}: FAILED ({}{}): {}",
+                            step.name,
+                            f.reason,
+                            f.stage.as_deref().map(|s| format!(" in {s}")).unwrap_or_default(),
+                            f.what()
+                        );
+                        let failure = format!("{}/{}", f.run, rundir::FAILURE);
+                        let ended = match self.dir.join(&failure).is_file() {
+                            true => failure,
+                            false => format!("{}/{}", f.run, rundir::REPORT),
+                        };
+                        if self.dir.join(&ended).is_file() {
+                            artifacts.push(self.artifact(&ended, &step.name)?);
+                        }
+                        failed.push(f);
+                        complete = false;
+                        continue;
+                    }
+                };
+                complete = true;
                 if !trial.run.is_empty() {
                     let report = format!("{run_rel}/{}", rundir::REPORT);
                     artifacts.push(self.artifact(&report, &step.name)?);
@@ -129,6 +192,9 @@ impl Runner<'_> {
                     }
                 );
                 done.push(trial);
+            }
+            if done.is_empty() {
+                continue;
             }
             let median = report::medians(&done);
             let totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
@@ -150,8 +216,8 @@ impl Runner<'_> {
                     .then(|| crate::stats::summarize(&totals, steps.len() as u64).median_interval),
             });
         }
-        let (reference, _) = reference.expect("checked: at least one cold step");
-        Ok((steps, reference, artifacts))
+        let reference = reference.map(|(r, _)| r).unwrap_or_default();
+        Ok(Ran { steps, reference, artifacts, failed, not_run })
     }
 
     /// One trial of a recipe step: a fresh or the reference state, for an
@@ -164,7 +230,7 @@ impl Runner<'_> {
         run_rel: &str,
         reference: &mut Option<(String, PathBuf)>,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
-    ) -> Result<TrialReport, CampaignError> {
+    ) -> Result<TrialReport, Trouble> {
         let (state, killed) = match step.kind {
             StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
             StepKind::Resume => {
@@ -181,7 +247,7 @@ impl Runner<'_> {
         };
         let plan = self.plan(&state, step, run_rel, false);
         let (outcome, span_s) = self.execute(&plan);
-        let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
+        let summary = outcome.map_err(|f| self.failed(step, t, run_rel, false, f))?;
         let digest = summary
             .report
             .section
@@ -228,7 +294,7 @@ impl Runner<'_> {
         run_rel: &str,
         reference: &mut Option<(String, PathBuf)>,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
-    ) -> Result<TrialReport, CampaignError> {
+    ) -> Result<TrialReport, Trouble> {
         let fail =
             |what: String| CampaignError::Failed(format!("step '{}' trial {t}: {what}", step.name));
         let pipeline = &self.campaign.pipeline;
@@ -252,7 +318,7 @@ impl Runner<'_> {
         };
         let (plan, skipped) = self.pipeline_plan(step.kind != StepKind::Cold, run_rel, None);
         let (outcome, span_s) = self.execute(&plan);
-        let summary = outcome.map_err(|f| self.failed(step, t, f.error))?;
+        let summary = outcome.map_err(|f| self.failed(step, t, run_rel, false, f))?;
         let mut parts = report::stage_parts(&summary.report);
         let calls = report::stage_calls(&summary.report);
         // A run's stages are numbered in its own plan, which leaves out the
@@ -360,7 +426,7 @@ impl Runner<'_> {
         plan: RunPlan,
         run_rel: &str,
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
-    ) -> Result<Killed, CampaignError> {
+    ) -> Result<Killed, Trouble> {
         let (outcome, span_s) = self.execute(&plan);
         let elapsed = span_s.map_or(0.0, |[a, b]| b - a);
         match outcome {
@@ -372,12 +438,22 @@ impl Runner<'_> {
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
                 Ok(Killed { run: run_rel.into(), stage, wall_s, span_s, calls: f.done.0 })
             }
-            Err(f) => Err(self.failed(step, t, f.error)),
-            Ok(_) => Err(CampaignError::Failed(format!(
-                "step '{}' trial {t}: the run ended before reaching its kill point {} (see {run_rel})",
-                step.name,
-                step.kill_at.as_deref().unwrap_or("?")
-            ))),
+            Err(f) => Err(self.failed(step, t, run_rel, true, f)),
+            Ok(_) => Err(Trouble::Failed(FailedTrial {
+                step: step.name.clone(),
+                kind: step_kind(step).into(),
+                trial: t,
+                run: run_rel.into(),
+                killed_attempt: true,
+                kill_at: step.kill_at.clone(),
+                reason: "kill_point_not_reached".into(),
+                stage: step.kill_point().map(|k| k.stage),
+                message: format!(
+                    "the run ended before reaching its kill point {}",
+                    step.kill_at.as_deref().unwrap_or("?")
+                ),
+                last_span: None,
+            })),
         }
     }
 
@@ -397,10 +473,54 @@ impl Runner<'_> {
         })
     }
 
-    fn failed(&self, step: &StepSpec, trial: u32, e: RunError) -> CampaignError {
-        match e {
-            RunError::Interrupted { signal } => CampaignError::Interrupted(signal),
-            e => CampaignError::Failed(format!("step '{}' trial {trial}: {e}", step.name)),
+    /// A run of a trial that failed: a finding (a signal stops the
+    /// campaign instead).
+    fn failed(
+        &self,
+        step: &StepSpec,
+        trial: u32,
+        run: &str,
+        killed_attempt: bool,
+        f: run::RunFailure,
+    ) -> Trouble {
+        if let RunError::Interrupted { signal } = f.error {
+            return Trouble::Abort(CampaignError::Interrupted(signal));
         }
+        let (stage, _, reason) = f.error.recorded_as();
+        let last_span = stage.as_ref().and_then(|s| last_span(f.done.0.get(s)?));
+        Trouble::Failed(FailedTrial {
+            step: step.name.clone(),
+            kind: step_kind(step).into(),
+            trial,
+            run: run.into(),
+            killed_attempt,
+            kill_at: step.kill_at.clone(),
+            reason: reason.into(),
+            stage,
+            message: f.error.to_string(),
+            last_span,
+        })
     }
+}
+
+/// A step's kind as the report spells it.
+fn step_kind(step: &StepSpec) -> &'static str {
+    match step.kind {
+        StepKind::Cold => "cold",
+        StepKind::Resume => "resume",
+        StepKind::Interrupted => "interrupted",
+    }
+}
+
+/// The span a stage finished last (`NAME`, or `NAME #k` after more than
+/// one call of it).
+fn last_span(calls: &crate::rundir::spans::Calls) -> Option<String> {
+    let (name, k, _) = calls
+        .iter()
+        .flat_map(|(n, v)| v.iter().enumerate().map(move |(k, c)| (n, k, c[0] + c[1])))
+        .max_by(|a, b| a.2.total_cmp(&b.2))?;
+    Some(match calls[name].len() {
+        1 => name.clone(),
+        _ => format!("{name} #{}", k + 1),
+    })
 }

@@ -137,6 +137,24 @@ fn markdown(r: &CampaignReport) -> String {
     for line in &r.judgment {
         let _ = writeln!(s, "- {line}");
     }
+    if !r.failed_trials.is_empty() {
+        let _ = writeln!(s, "\n## Failed trials\n");
+        let _ = writeln!(s, "| step | trial | run | reason | stage | last finished span | what |");
+        let _ = writeln!(s, "|---|---:|---|---|---|---|---|");
+        for f in &r.failed_trials {
+            let _ = writeln!(
+                s,
+                "| {} | {} | `{}` | {} | {} | {} | {} |",
+                f.step,
+                f.trial,
+                f.run,
+                f.reason,
+                f.stage.as_deref().unwrap_or("-"),
+                f.last_span.as_deref().unwrap_or("-"),
+                f.what()
+            );
+        }
+    }
     let keys = r.stage_keys();
     let _ = writeln!(s, "\n## Per stage (median of trials, process start-up included)\n");
     let _ = write!(s, "| stage |");

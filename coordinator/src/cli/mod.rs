@@ -157,7 +157,22 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 "evidence: {}/ (report.json, summary.md, plots/campaign.svg and .png; every run under runs/)",
                 done.dir.display()
             );
-            Ok(code::SUCCESS)
+            // A failed trial is a finding the report keeps, and a failure.
+            for f in &done.report.failed_trials {
+                eprintln!(
+                    "error: step '{}' trial {}: {} (see {}/{})",
+                    f.step,
+                    f.trial,
+                    f.message,
+                    done.dir.display(),
+                    f.run
+                );
+            }
+            for step in &done.report.not_run {
+                eprintln!("error: not run: {step}");
+            }
+            let clean = done.report.failed_trials.is_empty() && done.report.not_run.is_empty();
+            Ok(if clean { code::SUCCESS } else { code::RUN_FAILED })
         }
         Some(Command::Verify { dir }) => {
             if !dir.is_dir() {

@@ -69,7 +69,7 @@ pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
         .into());
     }
     if !has(REPORT) && has(FAILURE) {
-        return verify_killed(dir);
+        return verify_ended(dir, false);
     }
     let (value, verified, mut accounted) = verify_bindings(dir)?;
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
@@ -108,14 +108,16 @@ fn check_derived(
 
 /// A run killed at its declared point has no report: what it has is its
 /// declaration, its environment and failure.json, which binds both. Any
-/// other failed run is an error: it has nothing to verify a result by.
-fn verify_killed(dir: &Path) -> Result<Verified, Mismatch> {
+/// other failed run is an error (it has nothing to verify a result by),
+/// unless `failed_is_finding`: a campaign's failed trial, which its report
+/// records, is held to the same bindings whatever its reason.
+fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatch> {
     let bytes =
         std::fs::read(dir.join(FAILURE)).map_err(|e| format!("cannot read {FAILURE}: {e}"))?;
     let value: Value =
         serde_json::from_slice(&bytes).map_err(|e| format!("{FAILURE} is not valid JSON: {e}"))?;
     let reason = value["reason"].as_str().unwrap_or("?");
-    if reason != "killed_at_point" {
+    if reason != "killed_at_point" && !failed_is_finding {
         return Err(format!(
             "no {REPORT}: the run failed ({reason}: {})",
             value["message"].as_str().unwrap_or("see failure.json")
@@ -186,7 +188,13 @@ fn verify_campaign(
     });
     for a in runs {
         let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
-        verify(&dir.join(run)).map_err(|e| format!("run {}: {e}", run.display()))?;
+        let finding = parsed.failed_trials.iter().any(|f| Path::new(&f.run) == run)
+            && a.path.ends_with(&format!("/{FAILURE}"));
+        match finding {
+            true => verify_ended(&dir.join(run), true),
+            false => verify(&dir.join(run)),
+        }
+        .map_err(|e| format!("run {}: {e}", run.display()))?;
         accounted.subtree(run);
     }
     for s in &parsed.states {

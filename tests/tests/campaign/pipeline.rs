@@ -117,23 +117,39 @@ fn not_identical_to_cold(tally: &str) {
     assert!(summary.contains("DIFFERED from the cold run's in 2 of 2"), "{summary}");
 }
 
+/// A stage that always fails: every cold trial is a failed trial, the
+/// resume has no state to start from and is not run; the campaign exits 1
+/// with a report that verifies and opens with the failure.
 #[test]
-fn a_pipeline_stage_that_fails_fails_the_campaign_with_no_report() {
+fn a_pipeline_stage_that_fails_is_a_finding_and_the_steps_after_it_are_not_run() {
     let tmp = tempfile::tempdir().unwrap();
     let file = pipeline(tmp.path(), "[[pipeline]]\nname = \"broken\"\nargv = [\"false\"]\n");
     let out = tmp.path().join("campaign");
     let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(1), "{}", f.stderr);
     assert!(
-        f.stderr.contains("step 'cold' trial 1") && f.stderr.contains("broken"),
+        f.stderr.contains("error: step 'cold' trial 1") && f.stderr.contains("broken"),
         "{}",
         f.stderr
     );
+    assert!(f.stderr.contains("error: not run: resume"), "{}", f.stderr);
     f.assert_no_worker_left();
-    assert!(!out.join("report.json").exists(), "a failed campaign wrote a report");
-    let failure = json(&out.join("failure.json"));
-    assert_eq!(failure["reason"], "campaign_failed");
-    assert_eq!(failure["mode"], "campaign");
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["steps"].as_array().map(Vec::len), Some(0), "no trial completed");
+    assert_eq!(r["failed_trials"].as_array().map(Vec::len), Some(2));
+    assert_eq!(r["failed_trials"][0]["stage"], "broken");
+    let judgment: Vec<&str> =
+        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
+    assert!(
+        judgment[0].starts_with("A cold run (cold) FAILED in 2 of 2 trials (stage broken: the command exited with status 1)"),
+        "{judgment:?}"
+    );
+    assert!(judgment[1].starts_with("Not run: resume: no complete state"), "{judgment:?}");
+    assert!(!out.join("failure.json").exists(), "a campaign has one ending: its report");
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    let v = run(c);
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
     let declaration = std::fs::read_to_string(out.join("declaration.json")).unwrap();
     assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
 }
@@ -263,4 +279,70 @@ fn an_interrupted_chain_is_read_call_by_call() {
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(0));
+}
+
+/// A trial that fails is a finding (issue 43): a stage killed while
+/// writing its result leaves it truncated, and every resume after that
+/// interruption crashes reading it. The campaign keeps going (the cold and
+/// resume steps before, a cold step after), exits 1 with a report that
+/// verifies, and its judgment opens with the failure: where, how, and the
+/// last span the stage finished.
+#[test]
+fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
+    let tmp = tempfile::tempdir().unwrap();
+    let script = harness::repo().join("tests/scripts/fragile_chain.py");
+    std::fs::create_dir(tmp.path().join("work")).unwrap();
+    let file = tmp.path().join("fragile.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"fragile\"\ntrials = 2\nscratch = \"work\"\n\n[[pipeline]]\nname = \"one\"\nargv = [\"python3\", \"{}\", \"one\", \"work\"]\nreset = [\"work/one\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"killed\"\nkind = \"interrupted\"\nkill_at = \"one:span:half_written:1\"\n\n[[step]]\nname = \"cold_again\"\nkind = \"cold\"\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = coordinator();
+    harness::python_on_path(&mut c);
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    f.assert_no_worker_left();
+    let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 2, "{}", f.stderr);
+    assert!(errors[0].contains("step 'killed' trial 1"), "{}", errors[0]);
+    let r = json(&out.join("report.json"));
+    let steps: Vec<&str> =
+        r["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    assert_eq!(steps, ["cold", "resume", "cold_again"], "every measurement kept");
+    let failed = r["failed_trials"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    for (i, t) in failed.iter().enumerate() {
+        assert_eq!(t["step"], "killed");
+        assert_eq!(t["trial"], i + 1);
+        assert_eq!(t["reason"], "stage_failed", "{t}");
+        assert_eq!(t["stage"], "one");
+        assert_eq!(t["killed_attempt"], false, "the resume failed, not the attempt: {t}");
+        assert_eq!(t["last_span"], "restore", "{t}");
+        assert!(t["message"].as_str().unwrap().contains("exited with status 1"), "{t}");
+    }
+    let judgment = r["judgment"][0].as_str().unwrap();
+    assert!(
+        judgment.starts_with("Resuming after an interruption at one:span:half_written:1 (killed) FAILED in 2 of 2 trials (stage one: the command exited with status 1, after its last finished span restore)"),
+        "{judgment}"
+    );
+    // The program's own words reach the person, not the evidence.
+    assert!(f.stderr.contains("result.txt is truncated"), "{}", f.stderr);
+    assert!(!r.to_string().contains("truncated"), "the program's stderr is no evidence");
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    let v = run(c);
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
+    // An edited failure.json of a failed trial is caught.
+    let failure = out.join(failed[0]["run"].as_str().unwrap()).join("failure.json");
+    let text = std::fs::read_to_string(&failure).unwrap();
+    std::fs::write(&failure, text.replace("stage_failed", "stage_faile_")).unwrap();
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    assert_eq!(run(c).code(), Some(3));
 }

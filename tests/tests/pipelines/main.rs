@@ -285,11 +285,14 @@ fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
     assert!(line.contains("step 'cut' trial 1"), "{line}");
     assert!(line.contains("the kill point was never reached: span:a:5"), "{line}");
     assert!(line.contains("after 1 span(s) called 'a'"), "{line}");
-    assert!(!out.join("report.json").exists());
+    // A failed trial is a finding: the cold step's measurement is kept.
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["failed_trials"][0]["killed_attempt"], true, "{r}");
+    assert_eq!(r["steps"][0]["name"], "cold");
 }
 
 /// A pipeline stage's own `timeout_s` ends it: the trial fails naming the
-/// stage and the timeout, and no process or report is left.
+/// stage and the timeout, and no process is left; the report keeps it.
 #[test]
 fn a_pipeline_stage_past_its_timeout_fails_the_trial() {
     let tmp = tempfile::tempdir().unwrap();
@@ -303,7 +306,9 @@ fn a_pipeline_stage_past_its_timeout_fails_the_trial() {
     let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
     assert!(line.contains("step 'cold' trial 1"), "{line}");
     assert!(line.contains("stage hangs") && line.contains("stage timeout of 0.5 s"), "{line}");
-    assert!(!out.join("report.json").exists());
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["failed_trials"][0]["reason"], "stage_timeout", "{r}");
+    assert_eq!(r["failed_trials"][0]["stage"], "hangs", "{r}");
 }
 
 /// A resume whose every stage is complete still makes a real run (of no
