@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 /// Why a trial gave no measurement.
 pub(super) enum Trouble {
     /// Its run failed: a finding, kept beside the measurements.
-    Failed(FailedTrial),
+    Failed(Box<FailedTrial>),
     /// The campaign cannot go on (a signal, an error of its own).
     Abort(CampaignError),
 }
@@ -152,6 +152,7 @@ impl Runner<'_> {
                     Ok(trial) => trial,
                     Err(Trouble::Abort(e)) => return Err(e),
                     Err(Trouble::Failed(f)) => {
+                        let f = *f;
                         println!(
                             "  {:<20} trial {t}/{trials}: FAILED ({}{}): {}",
                             step.name,
@@ -439,7 +440,7 @@ impl Runner<'_> {
                 Ok(Killed { run: run_rel.into(), stage, wall_s, span_s, calls: f.done.0 })
             }
             Err(f) => Err(self.failed(step, t, run_rel, true, f)),
-            Ok(_) => Err(Trouble::Failed(FailedTrial {
+            Ok(_) => Err(Trouble::Failed(Box::new(FailedTrial {
                 step: step.name.clone(),
                 kind: step_kind(step).into(),
                 trial: t,
@@ -453,7 +454,7 @@ impl Runner<'_> {
                     step.kill_at.as_deref().unwrap_or("?")
                 ),
                 last_span: None,
-            })),
+            }))),
         }
     }
 
@@ -488,7 +489,7 @@ impl Runner<'_> {
         }
         let (stage, _, reason) = f.error.recorded_as();
         let last_span = stage.as_ref().and_then(|s| last_span(f.done.0.get(s)?));
-        Trouble::Failed(FailedTrial {
+        Trouble::Failed(Box::new(FailedTrial {
             step: step.name.clone(),
             kind: step_kind(step).into(),
             trial,
@@ -499,7 +500,7 @@ impl Runner<'_> {
             stage,
             message: f.error.to_string(),
             last_span,
-        })
+        }))
     }
 }
 
