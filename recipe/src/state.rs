@@ -274,6 +274,23 @@ pub fn digest_all_but(root: &Path, left_out: &[&str]) -> io::Result<Digest> {
     digest_where(root, &|dir, name| dir != root || !left_out.contains(&name))
 }
 
+/// What [`digest_all_but`] digests, file by file: every regular file's
+/// path relative to `root`, SHA-256 and bytes, sorted by path. A campaign
+/// compares two of these to count the files that differ.
+pub fn files_all_but(root: &Path, left_out: &[&str]) -> io::Result<Vec<(String, String, u64)>> {
+    let mut files = Vec::new();
+    walk(root, root, &|dir, name| dir != root || !left_out.contains(&name), &mut files)?;
+    files.sort();
+    Ok(files)
+}
+
+/// The SHA-256 a digest gives these files (sorted by path, as
+/// [`files_all_but`] returns them): [`digest_all_but`]'s over all of them.
+pub fn files_sha256(files: &[(String, String, u64)]) -> String {
+    let lines: String = files.iter().map(|(p, s, _)| format!("{p} {s}\n")).collect();
+    evidence::sha256_hex(lines.as_bytes())
+}
+
 /// `keep(dir, name)`: whether the entry `name` of `dir` is part of it.
 fn digest_where(root: &Path, keep: &dyn Fn(&Path, &str) -> bool) -> io::Result<Digest> {
     let mut files = Vec::new();
@@ -287,11 +304,11 @@ fn digest_where(root: &Path, keep: &dyn Fn(&Path, &str) -> bool) -> io::Result<D
         parts.entry(part.to_string()).or_default().push(f);
     }
     let sum = |fs: &[&(String, String, u64)]| {
-        let lines: String = fs.iter().map(|(p, s, _)| format!("{p} {s}\n")).collect();
+        let owned: Vec<(String, String, u64)> = fs.iter().map(|f| (*f).clone()).collect();
         PartDigest {
             files: fs.len() as u64,
             bytes: fs.iter().map(|f| f.2).sum(),
-            sha256: evidence::sha256_hex(lines.as_bytes()),
+            sha256: files_sha256(&owned),
         }
     };
     let all = sum(&files.iter().collect::<Vec<_>>());

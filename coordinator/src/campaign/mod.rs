@@ -35,6 +35,11 @@ use std::sync::atomic::{AtomicI32, Ordering};
 
 pub(crate) const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
 
+/// A campaign directory's folder for what must never be evidence (the
+/// paths of files whose content differs between runs): `verify` leaves it
+/// unread.
+pub(crate) const PRIVATE: &str = "private";
+
 /// A finished campaign.
 pub(crate) struct Finished {
     pub(crate) dir: PathBuf,
@@ -139,12 +144,12 @@ pub(crate) fn run(
         stop,
     };
     let finished = runner.steps().and_then(|ran| {
-        let runner::Ran { steps, reference, artifacts, failed, not_run } = ran;
+        let runner::Ran { steps, reference, artifacts, failed, not_run, identity } = ran;
         let pipeline = !campaign.pipeline.is_empty();
         // A failed trial is the campaign's first finding.
         let mut judgment = report::failures(&failed, &not_run, campaign.campaign.trials);
         judgment.extend(match pipeline {
-            true => spans::judgment(&steps, &campaign),
+            true => spans::judgment(&steps, &campaign, identity.as_ref()),
             false => report::judgment(&steps, campaign.campaign.epochs),
         });
         let mut report = CampaignReport {
@@ -163,6 +168,7 @@ pub(crate) fn run(
             states: Vec::new(),
             failed_trials: failed,
             not_run,
+            identity,
         };
         report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
         report.states = report::states(dir.path())

@@ -52,6 +52,43 @@ pub(crate) struct CampaignReport {
     /// from).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) not_run: Vec<String>,
+    /// A pipeline's scratch state, file by file: how its cold runs compare
+    /// with each other (the baseline a resume is judged against) and what
+    /// `identity_exclude` left out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) identity: Option<Identity>,
+}
+
+/// How a pipeline's cold runs' scratch states compare with the first's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub(crate) struct Identity {
+    /// `identity_exclude`, as declared.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) exclude: Vec<String>,
+    /// Files the patterns left out of the first cold trial's state.
+    pub(crate) excluded_files: u64,
+    /// Cold trials that completed, and how many of them left the first
+    /// one's state exactly (the first included).
+    pub(crate) cold_trials: u32,
+    pub(crate) cold_identical: u32,
+    /// Files in which a cold trial's state differs from the first's (the
+    /// paths go to `private/identity.txt`, never into evidence).
+    pub(crate) baseline_files: u64,
+}
+
+impl CampaignReport {
+    /// Whether the campaign found nothing wrong: no trial failed, every
+    /// step ran, and every resumed state reproduced a cold run (a
+    /// pipeline's: beyond the files cold runs differ in among themselves).
+    pub(crate) fn clean(&self) -> bool {
+        let reproduced = self
+            .steps
+            .iter()
+            .filter(|s| s.kind != "cold")
+            .flat_map(|s| &s.trials)
+            .all(TrialReport::reproduces_cold);
+        self.failed_trials.is_empty() && self.not_run.is_empty() && reproduced
+    }
 }
 
 /// A trial whose run failed: where, how, and what it had done.
@@ -167,6 +204,13 @@ pub(crate) struct TrialReport {
     pub(crate) killed: Option<Killed>,
     /// Whether the state left equals the reference (the first cold trial's).
     pub(crate) identical_to_cold: bool,
+    /// A pipeline's: files in which the state left differs from the
+    /// reference, and how many of them the cold runs do not differ in
+    /// among themselves (what the resume changed beyond the baseline).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) differing_files: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) beyond_baseline: Option<u64>,
     /// The train stage's checkpoint size and mean write time, when it wrote one.
     pub(crate) checkpoint_bytes: Option<f64>,
     pub(crate) checkpoint_write_s: Option<f64>,
@@ -225,6 +269,14 @@ pub(crate) struct StagePart {
 
 fn is_zero(x: &f64) -> bool {
     *x == 0.0
+}
+
+impl TrialReport {
+    /// Whether its state reproduces a cold run: identical, or for a
+    /// pipeline different only where cold runs differ among themselves.
+    pub(crate) fn reproduces_cold(&self) -> bool {
+        self.identical_to_cold || self.beyond_baseline == Some(0)
+    }
 }
 
 impl StagePart {
@@ -445,7 +497,7 @@ pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
         ));
         let listed = largest_components(load, &[], label);
         out.push(format!("That overhead is mostly {listed}."));
-        out.push(resumed_state(load, "state"));
+        out.push(resumed_state(load, "state", None));
         if let Some(rec) = resume("recompute") {
             let rr = rec.median_total_s;
             let recomputed = component_total(rec, "recompute");
@@ -480,20 +532,59 @@ pub(crate) fn judgment(steps: &[StepReport], epochs: u32) -> Vec<String> {
 /// Whether a resume step left the state the cold run left: "identical … in
 /// 2 of 2 trials", or, when any trial differs, a sentence that says so
 /// first (`what`: "state", "scratch state").
-pub(crate) fn resumed_state(step: &StepReport, what: &str) -> String {
+pub(crate) fn resumed_state(step: &StepReport, what: &str, identity: Option<&Identity>) -> String {
     let n = step.trials.len();
     let identical = step.trials.iter().filter(|t| t.identical_to_cold).count();
-    match identical == n {
-        true => format!(
+    let within = step.trials.iter().filter(|t| !t.identical_to_cold && t.reproduces_cold()).count();
+    let beyond = n - identical - within;
+    let baseline = identity.map_or(0, |i| i.baseline_files);
+    let most = step.trials.iter().filter_map(|t| t.beyond_baseline).max().unwrap_or(0);
+    match (beyond, within) {
+        (0, 0) => format!(
             "The {what} after resuming ({}) was identical to the cold run's in {identical} of {n} trials.",
             step.name
         ),
-        false => format!(
-            "The {what} after resuming ({}) DIFFERED from the cold run's in {} of {n} trials: this resume does not reproduce a cold run.",
+        (0, _) => format!(
+            "The {what} after resuming ({}) was identical to the cold run's in {identical} of {n} trials, and in the other {within} differed only in files the cold runs differ in among themselves ({baseline}): it reproduces a cold run as well as a cold run does.",
+            step.name
+        ),
+        _ => format!(
+            "The {what} after resuming ({}) DIFFERED from the cold run's in {beyond} of {n} trials{}: this resume does not reproduce a cold run.",
             step.name,
-            n - identical
+            match identity {
+                Some(i) if i.cold_trials > 1 => format!(
+                    ", beyond what cold runs differ in among themselves (up to {most} file(s) more than the {baseline} in which they do)"
+                ),
+                Some(_) => format!(
+                    " (in up to {most} file(s); one cold trial gives no baseline of how cold runs differ among themselves)"
+                ),
+                None => String::new(),
+            }
         ),
     }
+}
+
+/// How a pipeline's cold runs compare with each other: the baseline a
+/// resume's state is judged against, and what `identity_exclude` left out.
+pub(crate) fn cold_identity(i: &Identity) -> String {
+    let excluded = match i.exclude.is_empty() {
+        true => String::new(),
+        false => format!(
+            " identity_exclude ({}) left {} file(s) out of the scratch state.",
+            i.exclude.join(", "),
+            i.excluded_files
+        ),
+    };
+    let compared = match (i.cold_trials, i.cold_identical == i.cold_trials) {
+        (0 | 1, _) => "One cold trial: no baseline of how cold runs differ among themselves, so any difference a resume leaves counts.".to_string(),
+        (n, true) => format!("Cold runs reproduce each other: the {n} cold trials left the same scratch state."),
+        (n, false) => format!(
+            "Cold runs differ among themselves: {} of {n} cold trials left a scratch state other than the first's, in {} file(s) (listed in private/identity.txt, never in evidence); a resume is judged on what it changes beyond those.",
+            n - i.cold_identical,
+            i.baseline_files
+        ),
+    };
+    format!("{compared}{excluded}")
 }
 
 /// Would more checkpoints per epoch pay? The time an interruption loses is

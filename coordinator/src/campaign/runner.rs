@@ -10,6 +10,7 @@ use crate::modes::{RunPlan, diagnostic, recipe as recipe_mode};
 use crate::plan::{Isolation, Settings};
 use crate::run;
 use crate::rundir;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -29,6 +30,57 @@ impl From<CampaignError> for Trouble {
     }
 }
 
+/// A pipeline's scratch state compared file by file: the first cold
+/// trial's files are the reference, the paths in which later cold trials
+/// differ from it the baseline; every differing path goes to
+/// `private/identity.txt`, never into evidence.
+#[derive(Default)]
+pub(super) struct Baseline {
+    reference: Option<BTreeMap<String, String>>,
+    paths: BTreeSet<String>,
+    identity: report::Identity,
+    private: Vec<String>,
+}
+
+impl Baseline {
+    /// A trial's scratch files (`recipe::state::files_all_but`): their
+    /// digest once `exclude` left some out, and against the reference the
+    /// files that differ and how many of them lie beyond the baseline.
+    fn judge(
+        &mut self,
+        files: Vec<(String, String, u64)>,
+        exclude: &[glob::Pattern],
+        cold: bool,
+        label: &str,
+    ) -> (String, u64, u64) {
+        let (kept, left): (Vec<_>, Vec<_>) =
+            files.into_iter().partition(|(rel, _, _)| !exclude.iter().any(|p| p.matches(rel)));
+        let digest = recipe::state::files_sha256(&kept);
+        let now: BTreeMap<String, String> = kept.into_iter().map(|(r, s, _)| (r, s)).collect();
+        let first = self.reference.is_none();
+        if first {
+            self.identity.excluded_files = left.len() as u64;
+        }
+        let reference = self.reference.get_or_insert_with(|| now.clone());
+        let differ: BTreeSet<String> = reference
+            .keys()
+            .chain(now.keys())
+            .filter(|p| reference.get(*p) != now.get(*p))
+            .cloned()
+            .collect();
+        if cold {
+            self.identity.cold_trials += 1;
+            self.identity.cold_identical += u32::from(differ.is_empty());
+            self.paths.extend(differ.iter().cloned());
+            self.identity.baseline_files = self.paths.len() as u64;
+        }
+        let beyond = differ.iter().filter(|p| !self.paths.contains(*p)).count() as u64;
+        let what = if cold { "differs among cold runs" } else { "differs from the first cold run" };
+        self.private.extend(differ.iter().map(|p| format!("{label}\t{what}\t{p}")));
+        (digest, differ.len() as u64, beyond)
+    }
+}
+
 /// What the steps left for the report.
 pub(super) struct Ran {
     pub(super) steps: Vec<StepReport>,
@@ -37,6 +89,8 @@ pub(super) struct Ran {
     pub(super) artifacts: Vec<crate::rundir::report::ArtifactRecord>,
     pub(super) failed: Vec<FailedTrial>,
     pub(super) not_run: Vec<String>,
+    /// A pipeline's scratch state against its cold runs' (with a scratch).
+    pub(super) identity: Option<report::Identity>,
 }
 
 pub(super) struct Runner<'a> {
@@ -122,6 +176,7 @@ impl Runner<'_> {
         let mut artifacts = Vec::new();
         let mut reference: Option<(String, PathBuf)> = None;
         let (mut failed, mut not_run) = (Vec::new(), Vec::new());
+        let mut baseline = Baseline::default();
         // A pipeline resumes in its scratch directory as the last trial
         // left it: complete only when that trial succeeded.
         let mut complete = false;
@@ -144,7 +199,8 @@ impl Runner<'_> {
             for t in 1..=trials {
                 let run_rel = format!("runs/{}/{t}", step.name);
                 let outcome = if pipeline {
-                    self.pipeline_trial(step, t, &run_rel, &mut reference, &mut artifacts)
+                    let refs = (&mut reference, &mut baseline);
+                    self.pipeline_trial(step, t, &run_rel, refs, &mut artifacts)
                 } else {
                     self.recipe_trial(step, t, &run_rel, &mut reference, &mut artifacts)
                 };
@@ -218,7 +274,25 @@ impl Runner<'_> {
             });
         }
         let reference = reference.map(|(r, _)| r).unwrap_or_default();
-        Ok(Ran { steps, reference, artifacts, failed, not_run })
+        let identity = self.campaign.campaign.scratch.as_ref().map(|_| {
+            let mut i = baseline.identity.clone();
+            i.exclude = self.campaign.campaign.identity_exclude.clone();
+            i
+        });
+        if !baseline.private.is_empty() {
+            // The paths that differ: for the person, never evidence.
+            let private = self.dir.join(super::PRIVATE);
+            std::fs::create_dir_all(&private)
+                .and_then(|()| {
+                    let mut text = baseline.private.join("\n");
+                    text.push('\n');
+                    std::fs::write(private.join("identity.txt"), text)
+                })
+                .map_err(|e| {
+                    CampaignError::Failed(format!("writing {}/identity.txt: {e}", super::PRIVATE))
+                })?;
+        }
+        Ok(Ran { steps, reference, artifacts, failed, not_run, identity })
     }
 
     /// One trial of a recipe step: a fresh or the reference state, for an
@@ -274,6 +348,8 @@ impl Runner<'_> {
             state_sha256: digest,
             killed,
             identical_to_cold: identical,
+            differing_files: None,
+            beyond_baseline: None,
             checkpoint_bytes: fig("checkpoint_bytes"),
             checkpoint_write_s: fig("checkpoint_write_s"),
             span_s,
@@ -293,7 +369,7 @@ impl Runner<'_> {
         step: &StepSpec,
         t: u32,
         run_rel: &str,
-        reference: &mut Option<(String, PathBuf)>,
+        (reference, baseline): (&mut Option<(String, PathBuf)>, &mut Baseline),
         artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
     ) -> Result<TrialReport, Trouble> {
         let fail =
@@ -334,11 +410,17 @@ impl Runner<'_> {
             parts.insert(name, part);
         }
         super::spans::apply_roles(&mut parts, self.campaign);
-        let digest = match &self.campaign.campaign.scratch {
-            Some(dir) => recipe::state::digest_all_but(dir, &[crate::dirlock::LOCK_FILE])
-                .map(|d| d.sha256)
-                .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?,
-            None => String::new(),
+        let cold = step.kind == StepKind::Cold;
+        let (digest, differing, beyond) = match &self.campaign.campaign.scratch {
+            Some(dir) => {
+                let files = recipe::state::files_all_but(dir, &[crate::dirlock::LOCK_FILE])
+                    .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?;
+                let label = format!("{} {t}", step.name);
+                let excluded = self.campaign.campaign.excluded();
+                let (d, n, b) = baseline.judge(files, &excluded, cold, &label);
+                (d, Some(n), (!cold).then_some(b))
+            }
+            None => (String::new(), None, None),
         };
         if reference.is_none() {
             *reference = Some((digest.clone(), PathBuf::new()));
@@ -352,6 +434,8 @@ impl Runner<'_> {
             state_sha256: digest,
             killed,
             identical_to_cold: identical,
+            differing_files: differing,
+            beyond_baseline: beyond,
             checkpoint_bytes: None,
             checkpoint_write_s: None,
             span_s,

@@ -171,8 +171,17 @@ fn command(cli: Cli) -> Result<u8, Error> {
             for step in &done.report.not_run {
                 eprintln!("error: not run: {step}");
             }
-            let clean = done.report.failed_trials.is_empty() && done.report.not_run.is_empty();
-            Ok(if clean { code::SUCCESS } else { code::RUN_FAILED })
+            for step in done.report.steps.iter().filter(|s| s.kind != "cold") {
+                let bad = step.trials.iter().filter(|t| !t.reproduces_cold()).count();
+                if bad > 0 {
+                    eprintln!(
+                        "error: step '{}': the resumed state did not reproduce a cold run in {bad} of {} trials",
+                        step.name,
+                        step.trials.len()
+                    );
+                }
+            }
+            Ok(if done.report.clean() { code::SUCCESS } else { code::RUN_FAILED })
         }
         Some(Command::Verify { dir }) => {
             if !dir.is_dir() {

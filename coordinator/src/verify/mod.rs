@@ -212,6 +212,10 @@ fn verify_campaign(
         }
         accounted.subtree(&s.path);
     }
+    // Paths for the person, never evidence: nothing to verify them by.
+    if dir.join(crate::campaign::PRIVATE).is_dir() {
+        accounted.subtree(crate::campaign::PRIVATE);
+    }
     let derived = crate::campaign::summary::derived(&parsed).map_err(|e| e.to_string())?;
     check_derived(dir, derived, &mut accounted)?;
     accounted.check(dir)?;

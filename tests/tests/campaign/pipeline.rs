@@ -95,7 +95,10 @@ fn not_identical_to_cold(tally: &str) {
     let file = pipeline(tmp.path(), &tally);
     let out = tmp.path().join("campaign");
     let f = run_campaign(&file, &out);
-    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    // A state that differs beyond what cold runs differ in fails the
+    // campaign, with its report.
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    assert!(f.stderr.contains("did not reproduce a cold run in 2 of 2 trials"), "{}", f.stderr);
     let r = json(&out.join("report.json"));
     let steps = r["steps"].as_array().unwrap();
     for t in steps[0]["trials"].as_array().unwrap() {
@@ -345,4 +348,81 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(3));
+}
+
+/// Identity against a baseline (issue 43): a stage that writes its result
+/// and a file of timings, different on every run. Cold runs differ from
+/// each other in that one file, so a resume that differs only there
+/// reproduces a cold run as well as a cold run does (exit 0), the paths in
+/// private/identity.txt only; with `identity_exclude` the file is left out
+/// and cold runs reproduce each other; a stage that also appends to its
+/// result differs beyond the baseline, and the campaign exits 1.
+#[test]
+fn a_resume_is_judged_against_how_cold_runs_differ_among_themselves() {
+    let campaign = |stage_cmd: &str, exclude: &str| {
+        let tmp = tempfile::tempdir().unwrap();
+        std::fs::create_dir(tmp.path().join("work")).unwrap();
+        let file = tmp.path().join("timings.toml");
+        std::fs::write(
+            &file,
+            format!(
+                "[campaign]\nname = \"timings\"\ntrials = 2\nscratch = \"work\"\n{exclude}\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"{stage_cmd}\"]\nreset = [\"work/s\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n"
+            ),
+        )
+        .unwrap();
+        let out = tmp.path().join("campaign");
+        let f = harness::run_campaign(&file, &out);
+        let r = json(&out.join("report.json"));
+        let mut c = coordinator();
+        c.arg("verify").arg(&out);
+        assert_eq!(run(c).code(), Some(0), "a campaign with private/ verifies");
+        let private = std::fs::read_to_string(out.join("private/identity.txt")).unwrap_or_default();
+        (tmp, f, r, private)
+    };
+    let stamp =
+        "mkdir -p work/s && echo result > work/s/out.txt && date +%s%N > work/s/timings.json";
+    let (_t, f, r, private) = campaign(stamp, "");
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    assert_eq!(r["identity"]["cold_trials"], 2, "{}", r["identity"]);
+    assert_eq!(r["identity"]["cold_identical"], 1);
+    assert_eq!(r["identity"]["baseline_files"], 1, "{private}");
+    let judgment = r["judgment"].to_string();
+    assert!(judgment.contains("Cold runs differ among themselves: 1 of 2 cold trials left a scratch state other than the first's, in 1 file(s) (listed in private/identity.txt"), "{judgment}");
+    assert!(
+        judgment.contains("differed only in files the cold runs differ in among themselves (1)"),
+        "{judgment}"
+    );
+    assert!(!r.to_string().contains("timings.json"), "a path in evidence");
+    assert!(private.contains("cold 2\tdiffers among cold runs\ts/timings.json"), "{private}");
+    for t in r["steps"][1]["trials"].as_array().unwrap() {
+        assert_eq!(
+            (t["differing_files"].as_u64(), t["beyond_baseline"].as_u64()),
+            (Some(1), Some(0)),
+            "{t}"
+        );
+    }
+
+    let (_t, f, r, _) = campaign(stamp, "identity_exclude = [\"**/timings.json\"]\n");
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    assert_eq!(r["identity"]["excluded_files"], 1, "{}", r["identity"]);
+    assert_eq!(r["identity"]["exclude"][0], "**/timings.json");
+    assert_eq!(r["identity"]["cold_identical"], 2);
+    let judgment = r["judgment"].to_string();
+    assert!(judgment.contains("Cold runs reproduce each other: the 2 cold trials left the same scratch state. identity_exclude (**/timings.json) left 1 file(s) out"), "{judgment}");
+    assert!(judgment.contains("was identical to the cold run's in 2 of 2 trials"), "{judgment}");
+
+    // Beyond the baseline: the result itself changes on a resume.
+    let grows =
+        "mkdir -p work/s && echo result >> work/s/out.txt && date +%s%N > work/s/timings.json";
+    let (_t, f, r, _) = campaign(grows, "");
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    assert!(
+        f.stderr.contains(
+            "error: step 'resume': the resumed state did not reproduce a cold run in 2 of 2 trials"
+        ),
+        "{}",
+        f.stderr
+    );
+    let judgment = r["judgment"].to_string();
+    assert!(judgment.contains("DIFFERED from the cold run's in 2 of 2 trials, beyond what cold runs differ in among themselves (up to 1 file(s) more than the 1 in which they do)"), "{judgment}");
 }

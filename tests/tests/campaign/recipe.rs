@@ -201,7 +201,9 @@ fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
     c.env("STAGEBENCH_TEST_PERTURB", "resumed");
     c.arg("campaign").arg(&file).arg("--output").arg(&out);
     let f = run(c);
-    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    // A resumed state that is not the cold run's fails the campaign, report kept.
+    assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
+    assert!(f.stderr.contains("error: step 'interrupted_train'"), "{}", f.stderr);
     let r = json(&out.join("report.json"));
     let step = |n: &str| {
         r["steps"].as_array().unwrap().iter().find(|s| s["name"] == n).unwrap()["trials"][0].clone()

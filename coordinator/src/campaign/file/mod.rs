@@ -119,6 +119,11 @@ pub(crate) struct Settings {
     /// `--span` spells them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) spans: Vec<String>,
+    /// Pipelines: files of the scratch directory left out of its state
+    /// digest (globs relative to it, such as `**/timings.json`): what a run
+    /// writes differently every time by design, never state.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) identity_exclude: Vec<String>,
 }
 
 fn three() -> u32 {
@@ -162,6 +167,11 @@ pub(crate) enum PolicyName {
 }
 
 impl Settings {
+    /// `identity_exclude` as patterns (checked when the file was parsed).
+    pub(crate) fn excluded(&self) -> Vec<glob::Pattern> {
+        self.identity_exclude.iter().filter_map(|p| glob::Pattern::new(p).ok()).collect()
+    }
+
     /// The campaign-wide span targets (checked when the file was parsed).
     pub(crate) fn span_targets(&self) -> Vec<protocol::SpanTarget> {
         self.spans.iter().filter_map(|t| crate::plan::parse_span(t).ok()).collect()
@@ -288,6 +298,24 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     }
     if f.pipeline.is_empty() && !s.spans.is_empty() {
         return Err("spans apply to a pipeline's Python stages ([[pipeline]])".into());
+    }
+    if !s.identity_exclude.is_empty() && s.scratch.is_none() {
+        return Err(
+            "identity_exclude applies to a pipeline's scratch directory (scratch = \"DIR\")".into(),
+        );
+    }
+    for p in &s.identity_exclude {
+        let lexical = Path::new(p);
+        if p.is_empty()
+            || lexical.is_absolute()
+            || lexical.components().any(|c| c == std::path::Component::ParentDir)
+        {
+            return Err(format!(
+                "identity_exclude '{p}': a pattern relative to scratch, without '..'"
+            )
+            .into());
+        }
+        glob::Pattern::new(p).map_err(|e| format!("identity_exclude '{p}': {}", e.msg))?;
     }
     let spans = s.spans.iter().map(|t| ("[campaign] spans", t));
     let stage_spans =

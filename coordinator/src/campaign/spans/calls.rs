@@ -239,6 +239,8 @@ mod tests {
             state_sha256: String::new(),
             killed,
             identical_to_cold: true,
+            differing_files: None,
+            beyond_baseline: None,
             checkpoint_bytes: None,
             checkpoint_write_s: None,
             span_s: None,

@@ -262,7 +262,11 @@ fn outside_total(step: &StepReport) -> f64 {
 
 /// The judgment of a pipeline campaign: a few plain sentences, every number
 /// from the steps' medians.
-pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<String> {
+pub(crate) fn judgment(
+    steps: &[StepReport],
+    campaign: &CampaignFile,
+    identity: Option<&super::report::Identity>,
+) -> Vec<String> {
     let mut out = Vec::new();
     let Some(cold) = steps.iter().find(|s| s.kind == "cold") else { return out };
     let c = cold.median_total_s;
@@ -282,6 +286,9 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
             false => String::new(),
         }
     ));
+    if let Some(identity) = identity {
+        out.push(super::report::cold_identity(identity));
+    }
     let has_roles = !campaign.campaign.roles.is_empty()
         || campaign.pipeline.iter().any(|p| !p.roles.is_empty());
     // `STAGE/NAME` of the spans whose role is work: still to do, never
@@ -309,8 +316,16 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                     .collect();
                 let k = median(&killed);
                 let identical = step.trials.iter().filter(|t| t.identical_to_cold).count();
+                // Not all identical: how, against the cold runs' own baseline.
+                let how = match identical == step.trials.len() {
+                    true => String::new(),
+                    false => format!(
+                        " {}",
+                        super::report::resumed_state(step, "scratch state", identity)
+                    ),
+                };
                 format!(
-                    "Killed with SIGKILL at {} after {} and resumed ({}): the resume took {} ({:.3}× the cold run), so the interruption cost {} beyond one cold run; the scratch state was identical to the cold run's in {identical} of {} trials.",
+                    "Killed with SIGKILL at {} after {} and resumed ({}): the resume took {} ({:.3}× the cold run), so the interruption cost {} beyond one cold run; the scratch state was identical to the cold run's in {identical} of {} trials.{how}",
                     step.kill_at.as_deref().unwrap_or("?"),
                     duration(k),
                     step.name,
@@ -327,7 +342,7 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                     duration(r)
                 ));
                 out.push(skipped_sentence(&cold_spans, &[]));
-                out.push(super::report::resumed_state(step, "scratch state"));
+                out.push(super::report::resumed_state(step, "scratch state", identity));
                 continue;
             }
             _ => format!(
@@ -335,7 +350,7 @@ pub(crate) fn judgment(steps: &[StepReport], campaign: &CampaignFile) -> Vec<Str
                 step.name,
                 duration(r),
                 r / c,
-                super::report::resumed_state(step, "scratch state")
+                super::report::resumed_state(step, "scratch state", identity)
             ),
         };
         out.push(format!(

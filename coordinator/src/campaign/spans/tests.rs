@@ -76,16 +76,16 @@ fn own_work_roles_interrupted_steps_and_the_role_sentence() {
     ];
     let cold = step("cold", "cold", stages);
     let resume = step("resume", "resume", stages);
-    let j = judgment(&[cold.clone(), resume], &c);
+    let j = judgment(&[cold.clone(), resume], &c, None);
     let persist = j.iter().find(|l| l.contains("first thing to persist")).unwrap();
     assert!(persist.contains(", recompute (500.0 ms"), "{persist}");
     assert!(j.iter().any(|l| l.starts_with("By role, ")), "{j:?}");
-    let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(""));
+    let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(""), None);
     assert!(!plain.iter().any(|l| l.starts_with("By role")), "{plain:?}");
 
     let mut none = step("resume", "resume", stages);
     none.median.values_mut().for_each(|p| p.skipped = true);
-    let j = judgment(&[cold.clone(), none], &campaign(""));
+    let j = judgment(&[cold.clone(), none], &campaign(""), None);
     assert!(
         j[1].starts_with("Resuming (resume) ran no stage: every stage's completion marker existed"),
         "{j:?}"
@@ -104,7 +104,7 @@ fn own_work_roles_interrupted_steps_and_the_role_sentence() {
         span_s: None,
         calls: Default::default(),
     });
-    let j = judgment(&[cold, killed], &campaign(""));
+    let j = judgment(&[cold, killed], &campaign(""), None);
     assert!(
         j[1].starts_with("Killed with SIGKILL at a:0.5 after 1.000 s and resumed (killed): the resume took 4.200 s (1.000× the cold run), so the interruption cost 1.000 s beyond one cold run; the scratch state was identical to the cold run's in 1 of 1 trials."),
         "{}",
@@ -133,7 +133,7 @@ fn the_role_sentence_weighs_work_and_what_loading_would_save() {
     let c = campaign("");
     let cold = step("cold", "cold", &[("a", 1.0, 0.1, &[("fit", 0.5)])]);
     let resume = step("resume", "resume", &[("a", 1.0, 0.1, &[("fit", 0.0)])]);
-    let j = judgment(&[cold, resume], &c);
+    let j = judgment(&[cold, resume], &c, None);
     assert!(!j.iter().any(|l| l.contains("persist")), "{j:?}");
 }
 
@@ -190,7 +190,7 @@ fn the_persist_sentence_skips_work_and_resume_only_spans_are_their_own() {
             ("b", 1.0, 0.1, &[("samples_load", 0.2)]),
         ],
     );
-    let j = judgment(&[cold, resume], &c);
+    let j = judgment(&[cold, resume], &c, None);
     let find = |start: &str| {
         j.iter().find(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {j:?}"))
     };
@@ -230,7 +230,7 @@ fn the_persist_sentence_skips_work_and_resume_only_spans_are_their_own() {
         "resume",
         &[("a", 3.5, 0.1, &[("search", 2.0), ("recompute", 0.4), ("result_rebuild", 0.9)])],
     );
-    let j = judgment(&[cold, resume], &plain);
+    let j = judgment(&[cold, resume], &plain, None);
     let persist = j.iter().find(|l| l.contains("first thing to persist")).unwrap();
     assert!(persist.starts_with("The largest repeated span, search (2.000 s"), "{persist}");
 }
