@@ -209,6 +209,9 @@ pub(crate) struct Settings {
     pub(crate) spans: Vec<protocol::SpanTarget>,
     /// A campaign's spans for one pipeline stage, by stage key, on top.
     pub(crate) stage_spans: BTreeMap<String, Vec<protocol::SpanTarget>>,
+    /// The campaign step and trial this run is (`CAMPAIGN/STEP/TRIAL`,
+    /// `…-killed` for the attempt to be interrupted); None outside one.
+    pub(crate) campaign_step: Option<String>,
 }
 
 /// What a stage's leftover processes (killed by its worker) do to the run.
@@ -247,6 +250,9 @@ impl Settings {
             p.insert("sources".into(), serde_json::json!(self.sources));
         }
         p.extend(crate::inputs::parameters(&self.inputs));
+        if let Some(step) = &self.campaign_step {
+            p.insert("campaign_step".into(), step.clone().into());
+        }
         if self.no_provenance {
             p.insert("provenance".into(), false.into());
         }

@@ -237,6 +237,7 @@ fn run_in(
             !plan.mode.warns_of_load_per_stage(),
         ),
         inputs,
+        campaign_step: settings.campaign_step.clone(),
         section,
     };
     let planned = declaration.stages.len();

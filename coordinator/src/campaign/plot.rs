@@ -53,11 +53,22 @@ fn series(r: &CampaignReport) -> Vec<(String, RGBColor, Vec<f64>)> {
     let per_step = |n: &str| -> Vec<f64> {
         totals.iter().map(|t| t.iter().find(|x| x.0 == n).map_or(0.0, |x| x.1)).collect()
     };
-    let mut out: Vec<(String, RGBColor, Vec<f64>)> = names
+    // A colour each for the largest; the rest stacked as one.
+    let (named, rest) = names.split_at(names.len().min(SPAN_COLOURS.len()));
+    let mut out: Vec<(String, RGBColor, Vec<f64>)> = named
         .iter()
-        .enumerate()
-        .map(|(i, n)| (n.to_string(), SPAN_COLOURS[i % SPAN_COLOURS.len()], per_step(n)))
+        .zip(SPAN_COLOURS)
+        .map(|(n, colour)| (n.to_string(), colour, per_step(n)))
         .collect();
+    if !rest.is_empty() {
+        let mut other = vec![0.0; r.steps.len()];
+        for n in rest {
+            for (o, v) in other.iter_mut().zip(per_step(n)) {
+                *o += v;
+            }
+        }
+        out.push((format!("{} other spans", rest.len()), OTHER_SPANS, other));
+    }
     let outside = r.steps.iter().map(|s| s.median.values().map(outside).sum()).collect();
     out.push(("outside spans".into(), COMPONENT_COLOURS[7], outside));
     let startup = r.steps.iter().map(|s| component_total(s, "startup")).collect();
@@ -65,12 +76,22 @@ fn series(r: &CampaignReport) -> Vec<(String, RGBColor, Vec<f64>)> {
     out
 }
 
-/// Spans' colours, in turn: the components' palette without its greys
-/// (which stay for the time outside spans and process start-up).
-const SPAN_COLOURS: [RGBColor; 6] = {
-    let c = COMPONENT_COLOURS;
-    [c[3], c[2], c[6], c[1], c[4], c[5]]
-};
+/// Spans' colours, the largest span first: none a grey or the green
+/// (which stay for process start-up and the time outside spans), none
+/// used twice; spans past the last share [`OTHER_SPANS`].
+const SPAN_COLOURS: [RGBColor; 8] = [
+    RGBColor(230, 150, 40),
+    RGBColor(200, 50, 40),
+    RGBColor(70, 110, 170),
+    RGBColor(140, 90, 170),
+    RGBColor(220, 110, 160),
+    RGBColor(40, 150, 150),
+    RGBColor(150, 100, 50),
+    RGBColor(170, 170, 60),
+];
+
+/// The smaller spans past [`SPAN_COLOURS`], stacked as one.
+const OTHER_SPANS: RGBColor = RGBColor(160, 190, 225);
 
 fn draw(root: &Area<'_>, r: &CampaignReport) -> Result<(), RenderError> {
     let body = caption(
@@ -165,6 +186,42 @@ mod tests {
     #[test]
     fn the_campaign_plot_reads_cleanly() {
         let r = serde_json::from_str(include_str!("fixture-report.json")).unwrap();
+        let (svg, _) = super::svg_and_png(&r).unwrap();
+        let problems = crate::chart::picture::problems(&String::from_utf8(svg).unwrap());
+        assert!(problems.is_empty(), "{}", problems.join("\n"));
+    }
+
+    /// A pipeline campaign with many spans (as autofit's): the legend
+    /// keeps off the bars, every series has a colour of its own, and each
+    /// step's stack is its median total (self times, the time outside
+    /// spans and process start-up: each second once).
+    #[test]
+    fn a_pipeline_plot_with_many_spans_reads_cleanly_in_distinct_colours() {
+        let mut r: super::CampaignReport =
+            serde_json::from_str(include_str!("fixture-pipeline-report.json")).unwrap();
+        // Nine more spans in the first stage of every step, taken from its
+        // time outside spans (so the totals stay what they were).
+        for step in &mut r.steps {
+            let part = step.median.values_mut().next().unwrap();
+            for i in 0..9 {
+                part.spans.insert(format!("NonLinearSearch.fit_part_{i}"), 0.001 * (i + 1) as f64);
+            }
+        }
+        let series = super::series(&r);
+        let colours: Vec<_> = series.iter().map(|s| s.1).collect();
+        for (i, c) in colours.iter().enumerate() {
+            assert!(!colours[..i].contains(c), "{} reuses a colour", series[i].0);
+        }
+        for (i, step) in r.steps.iter().enumerate() {
+            let stacked: f64 = series.iter().map(|s| s.2[i]).sum();
+            // Medians of parts against the median of totals: close, not equal.
+            assert!(
+                (stacked - step.median_total_s).abs() < 0.02 * step.median_total_s,
+                "{}: stacked {stacked} against a median total of {}",
+                step.name,
+                step.median_total_s
+            );
+        }
         let (svg, _) = super::svg_and_png(&r).unwrap();
         let problems = crate::chart::picture::problems(&String::from_utf8(svg).unwrap());
         assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -144,6 +144,11 @@ impl Runner<'_> {
             inputs: Vec::new(),
             spans: Vec::new(),
             stage_spans: Default::default(),
+            campaign_step: Some(format!(
+                "{}/{}",
+                self.campaign.campaign.name,
+                run.strip_prefix("runs/").unwrap_or(run)
+            )),
         }
     }
 

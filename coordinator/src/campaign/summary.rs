@@ -89,26 +89,44 @@ impl Row<'_> {
 }
 
 /// What each stage ran on, over every trial of every step: one line when
-/// they all agree, each distinct one counted when they do not.
+/// they all agree; when they do not, each distinct one with the steps and
+/// trials that ran on it, said as between steps when each step ran on one.
 fn runtimes(s: &mut String, r: &CampaignReport, keys: &[String]) {
     let mut lines = Vec::new();
     for k in keys {
-        let mut seen: Vec<(String, usize)> = Vec::new();
-        let parts =
-            r.steps.iter().flat_map(|step| step.trials.iter()).filter_map(|t| t.stages.get(k));
-        for runtime in parts.filter_map(|p| p.runtime.as_ref()) {
-            let line = runtime.describe();
-            match seen.iter_mut().find(|(l, _)| *l == line) {
-                Some((_, n)) => *n += 1,
-                None => seen.push((line, 1)),
+        // Each distinct line, with per step the trials that ran on it.
+        let mut seen: Vec<(String, Vec<(&str, usize)>)> = Vec::new();
+        for step in &r.steps {
+            for runtime in step.trials.iter().filter_map(|t| t.stages.get(k)?.runtime.as_ref()) {
+                let line = runtime.describe();
+                let at = match seen.iter().position(|(l, _)| *l == line) {
+                    Some(i) => i,
+                    None => {
+                        seen.push((line, Vec::new()));
+                        seen.len() - 1
+                    }
+                };
+                let steps = &mut seen[at].1;
+                match steps.iter_mut().find(|(n, _)| *n == step.name) {
+                    Some((_, c)) => *c += 1,
+                    None => steps.push((&step.name, 1)),
+                }
             }
         }
         match seen.as_slice() {
             [] => {}
             [(line, _)] => lines.push(format!("- `{k}`: {line}")),
             many => {
-                lines.push(format!("- `{k}`: differs between trials:"));
-                lines.extend(many.iter().map(|(l, n)| format!("  - {n} trial(s): {l}")));
+                let names: Vec<&str> =
+                    many.iter().flat_map(|(_, st)| st.iter().map(|(n, _)| *n)).collect();
+                let split = names.iter().enumerate().any(|(i, n)| names[..i].contains(n));
+                let between = if split { "trials" } else { "steps" };
+                lines.push(format!("- `{k}`: differs between {between}:"));
+                for (line, steps) in many {
+                    let who: Vec<String> =
+                        steps.iter().map(|(n, c)| format!("{n} ({c} trial(s))")).collect();
+                    lines.push(format!("  - {}: {line}", who.join(", ")));
+                }
             }
         }
     }

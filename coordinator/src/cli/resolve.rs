@@ -102,6 +102,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
             inputs,
             spans,
             stage_spans: Default::default(),
+            campaign_step: None,
         },
         mode,
     })

@@ -37,6 +37,10 @@ pub(crate) struct Report {
     /// given (a change fails the run, so each is `unchanged`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) inputs: Vec<crate::inputs::Digest>,
+    /// The campaign step and trial this run is (`CAMPAIGN/STEP/TRIAL`),
+    /// inside a campaign: its mode is how the step ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) campaign_step: Option<String>,
     /// The mode's own part, tagged by `mode`.
     #[serde(flatten)]
     pub(crate) section: Section,

@@ -163,7 +163,10 @@ fn spans(s: &mut String, r: &Report) {
 /// The Markdown summary of a report.
 pub(crate) fn summary_markdown(r: &Report) -> String {
     let mut s = String::new();
-    let _ = writeln!(s, "# stagebench {} run\n", r.mode());
+    let _ = match &r.campaign_step {
+        Some(step) => writeln!(s, "# stagebench campaign step `{step}` ({} mode)\n", r.mode()),
+        None => writeln!(s, "# stagebench {} run\n", r.mode()),
+    };
     let _ = writeln!(
         s,
         "{} stage(s), {} worker process(es), isolation `{}`, run wall {:.3} s. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
