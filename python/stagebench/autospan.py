@@ -307,23 +307,52 @@ class _Finder(importlib.abc.MetaPathFinder):
         return _after_import(self, fullname, path, target, wrap)
 
 
+def _held(namespace, name):
+    """References to ``namespace[name]``, counted as :func:`_watch_main`
+    counts them (a function the namespace alone holds gives the baseline)."""
+    value = namespace.get(name)
+    return sys.getrefcount(value)
+
+
+def _alone():
+    """:func:`_held` of a function only its namespace holds: the baseline."""
+    namespace = {}
+    exec("def f():\n    pass\n", namespace)
+    return _held(namespace, "f")
+
+
 def _watch_main(targets):
     """Targets in the script being run (``__main__``), which exist only
     once its code has defined them: a profile hook on the main thread looks
-    for them at every call of a function of the script, wraps each as soon
-    as it exists, times by its own ``return`` a call that began before
-    (the target called first of all), and removes itself once all are
-    wrapped or the script's module code has returned."""
+    for them at every call (the script's, a library's, a builtin's), wraps
+    each as soon as it exists, so before a later line loads it, times by
+    its own ``return`` a call that began before (the target called first
+    of all), and removes itself once all are wrapped or the script's module
+    code has returned."""
     main = sys.modules.get("__main__")
     if main is None:
         return
     g = main.__dict__
     pending = list(targets)
     inflight = {}
+    # Original code objects a line may have loaded before they were wrapped
+    # (`f(g(x))` loads f, then calls g): their next direct call is timed.
+    stale = {}
     previous = sys.getprofile()
+    alone = _alone()
+
+    def done():
+        return not pending and not inflight and not stale
 
     def hook(frame, event, arg):
         if frame.f_globals is not g:
+            # A call anywhere (a library's, a builtin's) after the script
+            # defined a target wraps it: before a later line can load it,
+            # as `f(g(x))` loads f before calling g.
+            if pending and event in ("call", "c_call"):
+                wrap_defined(None)
+                if done():
+                    sys.setprofile(previous)
             return
         if event == "return":
             opened = inflight.pop(frame, None)
@@ -333,13 +362,32 @@ def _watch_main(targets):
                     _spans.end(t, opened_span, start, _spans.now() - start)
             elif frame.f_code.co_name == "<module>":
                 pending.clear()
-            if not pending and not inflight:
+                stale.clear()
+            if done():
                 sys.setprofile(previous)
             return
-        if event != "call":
+        if event not in ("call", "c_call"):
             return
+        if event == "call" and frame.f_code in stale:
+            name = stale.pop(frame.f_code)
+            caller = frame.f_back
+            through_wrapper = caller is not None and caller.f_code.co_filename == __file__
+            if not through_wrapper:
+                t = _spans.thread()
+                inflight[frame] = (t, _spans.begin(t, name), _spans.now())
+        wrap_defined(frame if event == "call" else None)
+        if done():
+            sys.setprofile(previous)
+
+    def wrap_defined(frame):
+        """Wraps every pending target the script has defined by now; a
+        call of one that began unwrapped (``frame``) is timed until it
+        returns."""
         for item in list(pending):
             qualname, name, spelled = item
+            first = qualname.split(".", 1)[0]
+            if first not in g:
+                continue
             target = g
             for part in qualname.split("."):
                 target = target.get(part) if isinstance(target, dict) else getattr(target, part, None)
@@ -349,13 +397,16 @@ def _watch_main(targets):
                 continue
             pending.remove(item)
             code = getattr(inspect.unwrap(target), "__code__", None)
+            # More references than the script's own name: a line may hold it.
+            target = None
+            loaded = "." not in qualname and _held(g, first) > alone
             _try(main, qualname, name, spelled)
-            if code is not None and frame.f_code is code:
+            if frame is not None and code is not None and frame.f_code is code:
                 # This very call began unwrapped: timed until it returns.
                 t = _spans.thread()
                 inflight[frame] = (t, _spans.begin(t, name), _spans.now())
-        if not pending and not inflight:
-            sys.setprofile(previous)
+            elif loaded and code is not None:
+                stale[code] = name
 
     sys.setprofile(hook)
 

@@ -330,6 +330,31 @@ def never():
             lines = [json.loads(line) for line in f]
         return p, lines
 
+    def test_a_script_function_loaded_before_it_was_wrapped_is_still_timed(self):
+        # `outer(inner(1))` right after the definitions: the line loads
+        # outer, then calls inner, the first call the watch sees; outer's
+        # call through the reference already loaded is timed all the same,
+        # and every later one through its wrapper, each once.
+        import subprocess
+        import sys
+
+        d = tempfile.mkdtemp()
+        with open(os.path.join(d, "prog.py"), "w") as f:
+            f.write("def inner(x):\n    return x\n\ndef outer(x):\n    return x\n\n"
+                    "outer(inner(1))\nouter(inner(2))\nlate = outer\nlate(3)\n")
+        spans = os.path.join(d, "spans.jsonl")
+        open(spans, "w").close()
+        env = dict(os.environ, STAGEBENCH_SPANS=spans)
+        env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP, os.path.join(HERE, "..")])
+        env["STAGEBENCH_SPAN_TARGETS"] = json.dumps(
+            [{"module": "__main__", "qualname": q, "name": q} for q in ("outer", "inner")]
+        )
+        p = subprocess.run([sys.executable, "prog.py"], cwd=d, env=env, capture_output=True, timeout=60)
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        with open(spans) as f:
+            calls = {k: v["n"] for k, v in tally([json.loads(line) for line in f]).items()}
+        self.assertEqual(calls, {"outer": 3, "inner": 2})
+
     def test_every_kind_is_wrapped_or_refused_and_the_program_is_unchanged(self):
         bare, _ = self.run_program([])
         spanned, lines = self.run_program(self.TARGETS)

@@ -1,8 +1,11 @@
-//! A resume read call by call: the k-th call of a span in a stage of the
-//! resume set against the k-th of the cold run, and, after an
-//! interruption, against what the killed attempt had finished. A span
-//! called several times (two searches, one per stage) is never compared
-//! as a sum, so a search the kill left undone is not read as a repeat.
+//! A resume read call by call: each call of a span in a stage of the
+//! resume set against the same call of the cold run, and, after an
+//! interruption, against what the killed attempt had finished. A call is
+//! known by its place: the k-th call of its name inside the same call of
+//! its enclosing span (`search_fit #2 › start_resume_fit`), so a search a
+//! resume loads does not shift which sampling the next one is matched
+//! with. A span called several times (two searches) is never compared as
+//! a sum, so a search the kill left undone is not read as a repeat.
 //!
 //! Each call of the resume is one of:
 //! - **repeated**: the cold run did it, it was done before the resume (a
@@ -20,7 +23,7 @@
 use super::super::report::{StepReport, TrialReport};
 use crate::rundir::spans::Calls;
 use crate::stats::median;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 /// A resume's call that took under this share of the cold call's time
 /// read back what was done instead of redoing it.
@@ -35,30 +38,30 @@ pub(crate) enum Fate {
     Skipped,
 }
 
-/// One call (`k`, from 1) of a span in a stage, as a step's trials had it
-/// (the fate most of them gave it; the median seconds of those).
+/// One call of a span in a stage, known by its place (see the module),
+/// as a step's trials had it (the fate most of them gave it; the median
+/// seconds of those).
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Call {
     pub(crate) stage: String,
+    /// The span's name (the last segment of `place`).
     pub(crate) name: String,
-    pub(crate) k: usize,
+    /// `NAME#K/NAME#K/…`, from the outermost enclosing call down.
+    pub(crate) place: String,
     pub(crate) fate: Fate,
     /// In the resume (0 for a skipped call).
     pub(crate) seconds: f64,
-    /// The cold run's k-th call (median over its trials), if it had one.
+    /// The cold run's call at the same place (median over its trials).
     pub(crate) cold_s: Option<f64>,
-    /// Whether the stage's cold run called the span more than once (so
-    /// the call is named with its `#k`).
-    pub(crate) numbered: bool,
+    /// `STAGE/…`, for a person (see [`Reading::label`]).
+    label: String,
 }
 
 impl Call {
-    /// `STAGE/NAME`, with `#k` where the name was called more than once.
+    /// `STAGE/NAME`, with its enclosing calls and `#k` where a name was
+    /// called more than once in the same place.
     pub(crate) fn label(&self) -> String {
-        match self.numbered {
-            true => format!("{}/{} #{}", self.stage, self.name, self.k),
-            false => format!("{}/{}", self.stage, self.name),
-        }
+        self.label.clone()
     }
 }
 
@@ -71,72 +74,94 @@ pub(crate) struct Reading {
     /// median over trials.
     pub(crate) repeated_s: f64,
     /// `(stage, name)` read here: every other span is read by its sums.
-    pub(crate) names: std::collections::BTreeSet<(String, String)>,
+    pub(crate) names: BTreeSet<(String, String)>,
 }
 
-/// The cold run's k-th call of each span: median seconds over its trials.
-fn cold_calls(cold: &StepReport) -> BTreeMap<(String, String), Vec<f64>> {
-    let mut per: BTreeMap<(String, String, usize), Vec<f64>> = BTreeMap::new();
-    for t in &cold.trials {
-        for (stage, calls) in &t.calls {
-            for (name, list) in calls {
-                for (k, c) in list.iter().enumerate() {
-                    per.entry((stage.clone(), name.clone(), k)).or_default().push(c[1]);
-                }
-            }
+/// A call with its place: `(place, name, [start, seconds])`.
+type Placed = (String, String, [f64; 2]);
+
+/// One stage's calls with their places: each call's enclosing call is the
+/// innermost earlier one whose interval holds it (on any thread: a call
+/// beside another is read as inside it, which can only merge places).
+fn placed(calls: &Calls) -> Vec<Placed> {
+    let mut all: Vec<(&String, [f64; 2])> =
+        calls.iter().flat_map(|(n, v)| v.iter().map(move |c| (n, *c))).collect();
+    // By start, the longer first: an enclosing call before what it holds.
+    all.sort_by(|a, b| a.1[0].total_cmp(&b.1[0]).then(b.1[1].total_cmp(&a.1[1])));
+    let mut open: Vec<(String, f64)> = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    let mut out = Vec::new();
+    for (name, c) in all {
+        let end = c[0] + c[1];
+        while open.last().is_some_and(|(_, e)| *e < end - 1e-9) {
+            open.pop();
         }
-    }
-    let mut out: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
-    for ((stage, name, _), v) in per {
-        out.entry((stage, name)).or_default().push(median(&v));
+        let parent = open.last().map(|(p, _)| p.clone()).unwrap_or_default();
+        let k = seen.entry(format!("{parent}/{name}")).or_default();
+        *k += 1;
+        let place = match parent.is_empty() {
+            true => format!("{name}#{k}"),
+            false => format!("{parent}/{name}#{k}"),
+        };
+        open.push((place.clone(), end));
+        out.push((place, name.clone(), c));
     }
     out
 }
 
-/// How many calls of `(stage, name)` ended before the trial's resume began:
-/// all of the cold run's for a resume step, the killed attempt's own after
-/// an interruption.
-fn done_before(t: &TrialReport, stage: &str, name: &str, cold_n: usize) -> usize {
-    match &t.killed {
-        None => cold_n,
-        Some(k) => k.calls.get(stage).and_then(|c| c.get(name)).map_or(0, Vec::len),
+/// The cold run's call at each `(stage, place)`: median seconds over its
+/// trials.
+fn cold_calls(cold: &StepReport) -> BTreeMap<(String, String), f64> {
+    let mut per: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
+    for t in &cold.trials {
+        for (stage, calls) in &t.calls {
+            for (place, _, c) in placed(calls) {
+                per.entry((stage.clone(), place)).or_default().push(c[1]);
+            }
+        }
     }
+    per.into_iter().map(|(k, v)| (k, median(&v))).collect()
 }
 
-/// A trial's call: stage, name, k (from 0), its fate and seconds.
-type Fated = (String, String, usize, Fate, f64);
+/// A trial's call: stage, place, name, its fate and seconds.
+type Fated = (String, String, String, Fate, f64);
 
 /// One trial's calls with their fates, and its repeated seconds.
-fn trial_fates(t: &TrialReport, cold: &BTreeMap<(String, String), Vec<f64>>) -> (Vec<Fated>, f64) {
+fn trial_fates(t: &TrialReport, cold: &BTreeMap<(String, String), f64>) -> (Vec<Fated>, f64) {
     let mut out = Vec::new();
     let mut repeated_s = 0.0;
     let empty = Calls::new();
-    let stages: std::collections::BTreeSet<&String> =
-        t.calls.keys().chain(cold.keys().map(|(s, _)| s)).collect();
+    // What ended before this trial's resume began: all of the cold run's
+    // for a resume step, the killed attempt's own after an interruption.
+    let done: Option<BTreeSet<(String, String)>> = t.killed.as_ref().map(|k| {
+        k.calls
+            .iter()
+            .flat_map(|(stage, c)| placed(c).into_iter().map(move |(p, _, _)| (stage.clone(), p)))
+            .collect()
+    });
+    let stages: BTreeSet<&String> = t.calls.keys().chain(cold.keys().map(|(s, _)| s)).collect();
     for stage in stages {
-        let own = t.calls.get(stage).unwrap_or(&empty);
+        let own = placed(t.calls.get(stage).unwrap_or(&empty));
         let mut repeated: Vec<[f64; 2]> = Vec::new();
-        let names: std::collections::BTreeSet<&String> =
-            own.keys().chain(cold.keys().filter(|(s, _)| s == stage).map(|(_, n)| n)).collect();
-        for name in names {
-            let cold_list = cold.get(&(stage.clone(), name.clone()));
-            let cold_n = cold_list.map_or(0, Vec::len);
-            let done = done_before(t, stage, name, cold_n);
-            let mine = own.get(name).map(Vec::as_slice).unwrap_or(&[]);
-            for (k, c) in mine.iter().enumerate() {
-                let fate = match cold_list.and_then(|l| l.get(k)) {
-                    None => Fate::Added,
-                    Some(_) if k >= done => Fate::NotYetDone,
-                    Some(cold_s) if c[1] < LOADED_BELOW * cold_s => Fate::Loaded,
-                    Some(_) => Fate::Repeated,
-                };
-                if fate == Fate::Repeated {
-                    repeated.push(*c);
-                }
-                out.push((stage.clone(), name.clone(), k, fate, c[1]));
+        for (place, name, c) in &own {
+            let key = (stage.clone(), place.clone());
+            let was_done = done.as_ref().is_none_or(|d| d.contains(&key));
+            let fate = match cold.get(&key) {
+                None => Fate::Added,
+                Some(_) if !was_done => Fate::NotYetDone,
+                Some(cold_s) if c[1] < LOADED_BELOW * cold_s => Fate::Loaded,
+                Some(_) => Fate::Repeated,
+            };
+            if fate == Fate::Repeated {
+                repeated.push(*c);
             }
-            for k in mine.len()..cold_n {
-                out.push((stage.clone(), name.clone(), k, Fate::Skipped, 0.0));
+            out.push((stage.clone(), place.clone(), name.clone(), fate, c[1]));
+        }
+        for ((s, place), _) in cold.iter().filter(|((s, _), _)| s == stage) {
+            if !own.iter().any(|(p, _, _)| p == place) {
+                let name = place.rsplit('/').next().unwrap_or(place);
+                let name = name.split('#').next().unwrap_or(name).to_string();
+                out.push((s.clone(), place.clone(), name, Fate::Skipped, 0.0));
             }
         }
         repeated_s += union(&mut repeated);
@@ -158,6 +183,24 @@ fn union(spans: &mut [[f64; 2]]) -> f64 {
     total
 }
 
+/// A place for a person: `search_fit #2 › start_resume_fit`, each `#k`
+/// kept only where a sibling of the same name exists (`places`).
+fn label(stage: &str, place: &str, places: &BTreeSet<&str>) -> String {
+    let mut parts = Vec::new();
+    let mut prefix = String::new();
+    for seg in place.split('/') {
+        let (name, k) = seg.split_once('#').unwrap_or((seg, "1"));
+        let second = format!("{prefix}{name}#2");
+        parts.push(match k != "1" || places.contains(second.as_str()) {
+            true => format!("{name} #{k}"),
+            false => name.to_string(),
+        });
+        prefix.push_str(seg);
+        prefix.push('/');
+    }
+    format!("{stage}/{}", parts.join(" › "))
+}
+
 /// `step` read call by call against `cold`; None when neither recorded
 /// any call (a campaign of the recipe, or reports from before calls were
 /// kept).
@@ -166,17 +209,22 @@ pub(crate) fn read(step: &StepReport, cold: &StepReport) -> Option<Reading> {
     if cold_calls.is_empty() && step.trials.iter().all(|t| t.calls.is_empty()) {
         return None;
     }
-    let mut per: BTreeMap<(String, String, usize), Vec<(Fate, f64)>> = BTreeMap::new();
+    let mut per: BTreeMap<(String, String), (String, Vec<(Fate, f64)>)> = BTreeMap::new();
     let mut repeated = Vec::new();
     for t in &step.trials {
         let (fates, r) = trial_fates(t, &cold_calls);
         repeated.push(r);
-        for (stage, name, k, fate, s) in fates {
-            per.entry((stage, name, k)).or_default().push((fate, s));
+        for (stage, place, name, fate, s) in fates {
+            per.entry((stage, place)).or_insert_with(|| (name, Vec::new())).1.push((fate, s));
         }
     }
     let mut reading = Reading { repeated_s: median(&repeated), ..Default::default() };
-    for ((stage, name, k), seen) in per {
+    let places: BTreeSet<String> = per
+        .keys()
+        .chain(cold_calls.keys())
+        .map(|(stage, place)| format!("{stage}\u{0}{place}"))
+        .collect();
+    for ((stage, place), (name, seen)) in per {
         // The fate most trials gave it (the first trial's on a tie).
         let mut counts: BTreeMap<Fate, usize> = BTreeMap::new();
         for (f, _) in &seen {
@@ -185,14 +233,16 @@ pub(crate) fn read(step: &StepReport, cold: &StepReport) -> Option<Reading> {
         let most = counts.values().copied().max().unwrap_or(0);
         let fate = seen.iter().map(|(f, _)| *f).find(|f| counts[f] == most).unwrap_or(Fate::Added);
         let secs: Vec<f64> = seen.iter().filter(|(f, _)| *f == fate).map(|(_, s)| *s).collect();
-        let cold_list = cold_calls.get(&(stage.clone(), name.clone()));
+        let here = format!("{stage}\u{0}");
+        let siblings: BTreeSet<&str> =
+            places.iter().filter_map(|p| p.strip_prefix(here.as_str())).collect();
         reading.names.insert((stage.clone(), name.clone()));
         reading.calls.push(Call {
-            numbered: cold_list.map_or(0, Vec::len) > 1 || k > 0,
-            cold_s: cold_list.and_then(|l| l.get(k)).copied(),
+            label: label(&stage, &place, &siblings),
+            cold_s: cold_calls.get(&(stage.clone(), place.clone())).copied(),
             stage,
             name,
-            k: k + 1,
+            place,
             fate,
             seconds: median(&secs),
         });
@@ -202,10 +252,10 @@ pub(crate) fn read(step: &StepReport, cold: &StepReport) -> Option<Reading> {
 
 impl Reading {
     /// The calls of one fate, in pipeline order (`order`: a stage's place)
-    /// and call order.
+    /// and then by their place in it.
     pub(crate) fn of(&self, fate: Fate, order: impl Fn(&str) -> usize) -> Vec<&Call> {
         let mut v: Vec<&Call> = self.calls.iter().filter(|c| c.fate == fate).collect();
-        v.sort_by_key(|c| (order(&c.stage), c.name.clone(), c.k));
+        v.sort_by_key(|c| (order(&c.stage), c.place.clone()));
         v
     }
 }
@@ -217,7 +267,7 @@ mod tests {
 
     fn trial(
         calls: &[(&str, &str, &[[f64; 2]])],
-        killed: Option<&[(&str, &str, usize)]>,
+        killed: Option<&[(&str, &str, &[[f64; 2]])]>,
     ) -> TrialReport {
         let mut by: BTreeMap<String, Calls> = BTreeMap::new();
         for (stage, name, list) in calls {
@@ -225,9 +275,8 @@ mod tests {
         }
         let killed = killed.map(|done| {
             let mut k: BTreeMap<String, Calls> = BTreeMap::new();
-            for (stage, name, n) in done {
-                let list = (0..*n).map(|i| [i as f64, 1.0]).collect();
-                k.entry(stage.to_string()).or_default().insert(name.to_string(), list);
+            for (stage, name, list) in done {
+                k.entry(stage.to_string()).or_default().insert(name.to_string(), list.to_vec());
             }
             Killed { run: "k".into(), stage: "two".into(), wall_s: 1.0, span_s: None, calls: k }
         });
@@ -261,8 +310,8 @@ mod tests {
         }
     }
 
-    fn fate(r: &Reading, stage: &str, name: &str, k: usize) -> Fate {
-        r.calls.iter().find(|c| c.stage == stage && c.name == name && c.k == k).unwrap().fate
+    fn fate(r: &Reading, stage: &str, place: &str) -> Fate {
+        r.calls.iter().find(|c| c.stage == stage && c.place == place).unwrap().fate
     }
 
     /// A two-stage chain killed after stage one's recompute: stage one's
@@ -283,7 +332,11 @@ mod tests {
             )
         };
         let cold = step("cold", vec![cold_trial(), cold_trial()]);
-        let done = [("one", "search", 1), ("one", "recompute", 1), ("one", "inner", 1)];
+        let done: [(&str, &str, &[[f64; 2]]); 3] = [
+            ("one", "search", &[[0.0, 2.0]]),
+            ("one", "recompute", &[[2.0, 0.5]]),
+            ("one", "inner", &[[2.1, 0.2]]),
+        ];
         let resumed = trial(
             &[
                 ("one", "search", &[[0.0, 0.05]]),
@@ -294,9 +347,9 @@ mod tests {
             Some(&done),
         );
         let r = read(&step("interrupted", vec![resumed]), &cold).unwrap();
-        assert_eq!(fate(&r, "one", "search", 1), Fate::Loaded);
-        assert_eq!(fate(&r, "one", "recompute", 1), Fate::Repeated);
-        assert_eq!(fate(&r, "two", "search", 1), Fate::NotYetDone);
+        assert_eq!(fate(&r, "one", "search#1"), Fate::Loaded);
+        assert_eq!(fate(&r, "one", "recompute#1"), Fate::Repeated);
+        assert_eq!(fate(&r, "two", "search#1"), Fate::NotYetDone);
         assert!(
             (r.repeated_s - 0.5).abs() < 1e-9,
             "inner inside recompute counted once: {}",
@@ -306,8 +359,8 @@ mod tests {
         // done, so it is repeated.
         let again = trial(&[("two", "search", &[[0.0, 2.1]])], None);
         let r = read(&step("resume", vec![again]), &cold).unwrap();
-        assert_eq!(fate(&r, "two", "search", 1), Fate::Repeated);
-        assert_eq!(fate(&r, "one", "search", 1), Fate::Skipped);
+        assert_eq!(fate(&r, "two", "search#1"), Fate::Repeated);
+        assert_eq!(fate(&r, "one", "search#1"), Fate::Skipped);
         assert!((r.repeated_s - 2.1).abs() < 1e-9);
     }
 
@@ -316,12 +369,47 @@ mod tests {
     #[test]
     fn the_kth_call_is_set_against_the_kth() {
         let cold = step("cold", vec![trial(&[("s", "fit", &[[0.0, 1.0], [1.0, 1.0]])], None)]);
-        let resumed = trial(&[("s", "fit", &[[0.0, 1.0], [1.0, 1.0]])], Some(&[("s", "fit", 1)]));
+        let resumed =
+            trial(&[("s", "fit", &[[0.0, 1.0], [1.0, 1.0]])], Some(&[("s", "fit", &[[0.0, 1.0]])]));
         let r = read(&step("interrupted", vec![resumed]), &cold).unwrap();
-        assert_eq!(fate(&r, "s", "fit", 1), Fate::Repeated);
-        assert_eq!(fate(&r, "s", "fit", 2), Fate::NotYetDone);
+        assert_eq!(fate(&r, "s", "fit#1"), Fate::Repeated);
+        assert_eq!(fate(&r, "s", "fit#2"), Fate::NotYetDone);
         assert_eq!(r.calls[0].label(), "s/fit #1");
         assert!((r.repeated_s - 1.0).abs() < 1e-9);
+    }
+
+    /// autofit's shape: the sampling runs inside each search's fit; a
+    /// resume loads search 1 (no sampling in it) and samples search 2 for
+    /// the first time. Matched by place, the resume's only sampling is
+    /// search 2's, not yet done at the kill; search 1's is skipped. (By
+    /// its count alone it would be the first sampling, and a repeat.)
+    #[test]
+    fn a_call_is_matched_by_its_place_inside_its_enclosing_call() {
+        let cold = step(
+            "cold",
+            vec![trial(
+                &[
+                    ("c", "fit", &[[0.0, 10.0], [10.0, 5.0]]),
+                    ("c", "sample", &[[1.0, 8.0], [11.0, 3.0]]),
+                ],
+                None,
+            )],
+        );
+        let killed: [(&str, &str, &[[f64; 2]]); 2] =
+            [("c", "fit", &[[0.0, 10.0]]), ("c", "sample", &[[1.0, 8.0]])];
+        let resumed = trial(
+            &[("c", "fit", &[[0.0, 0.05], [0.1, 5.0]]), ("c", "sample", &[[0.2, 4.0]])],
+            Some(&killed),
+        );
+        let r = read(&step("interrupted", vec![resumed]), &cold).unwrap();
+        assert_eq!(fate(&r, "c", "fit#1"), Fate::Loaded);
+        assert_eq!(fate(&r, "c", "fit#1/sample#1"), Fate::Skipped);
+        assert_eq!(fate(&r, "c", "fit#2"), Fate::NotYetDone);
+        assert_eq!(fate(&r, "c", "fit#2/sample#1"), Fate::NotYetDone);
+        assert!(r.repeated_s == 0.0, "nothing repeated: {}", r.repeated_s);
+        let undone = r.of(Fate::NotYetDone, |_| 0);
+        let labels: Vec<String> = undone.iter().map(|c| c.label()).collect();
+        assert_eq!(labels, ["c/fit #2", "c/fit #2 › sample"]);
     }
 
     #[test]
