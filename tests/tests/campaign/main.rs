@@ -3,6 +3,7 @@
 //! external pipeline (`pipeline`), and what is refused before anything runs
 //! (`refusals`). Here: the campaign files they share.
 
+mod autofit;
 mod pipeline;
 mod recipe;
 mod refusals;
