@@ -211,21 +211,14 @@ fn an_interrupted_chain_is_read_call_by_call() {
             script.display()
         )
     };
-    let file = tmp.path().join("chain.toml");
-    std::fs::write(
-        &file,
+    let (out, f) = python_campaign(
+        tmp.path(),
         format!(
             "[campaign]\nname = \"calls\"\ntrials = 2\nscratch = \"work\"\n\n{}\n{}\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"killed\"\nkind = \"interrupted\"\nkill_at = \"two:span:recompute:1\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
             stage("one"),
             stage("two")
         ),
-    )
-    .unwrap();
-    let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    harness::python_on_path(&mut c);
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    );
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     let r = json(&out.join("report.json"));
     let j: Vec<String> =
@@ -295,20 +288,13 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
     let tmp = tempfile::tempdir().unwrap();
     let script = harness::repo().join("tests/scripts/fragile_chain.py");
     std::fs::create_dir(tmp.path().join("work")).unwrap();
-    let file = tmp.path().join("fragile.toml");
-    std::fs::write(
-        &file,
+    let (out, f) = python_campaign(
+        tmp.path(),
         format!(
             "[campaign]\nname = \"fragile\"\ntrials = 2\nscratch = \"work\"\n\n[[pipeline]]\nname = \"one\"\nargv = [\"python3\", \"{}\", \"one\", \"work\"]\nreset = [\"work/one\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n\n[[step]]\nname = \"killed\"\nkind = \"interrupted\"\nkill_at = \"one:span:half_written:1\"\n\n[[step]]\nname = \"cold_again\"\nkind = \"cold\"\n",
             script.display()
         ),
-    )
-    .unwrap();
-    let out = tmp.path().join("campaign");
-    let mut c = coordinator();
-    harness::python_on_path(&mut c);
-    c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    );
     assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
     let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
@@ -425,4 +411,16 @@ fn a_resume_is_judged_against_how_cold_runs_differ_among_themselves() {
     );
     let judgment = r["judgment"].to_string();
     assert!(judgment.contains("DIFFERED from the cold run's in 2 of 2 trials, beyond what cold runs differ in among themselves (up to 1 file(s) more than the 1 in which they do)"), "{judgment}");
+}
+
+/// `coordinator campaign` over `toml` (written into `dir`), its argv's
+/// `python3` the tests' Python; the campaign's directory and how it ended.
+fn python_campaign(dir: &std::path::Path, toml: String) -> (std::path::PathBuf, harness::Finished) {
+    let file = dir.join("campaign.toml");
+    std::fs::write(&file, toml).unwrap();
+    let out = dir.join("campaign");
+    let mut c = coordinator();
+    harness::python_on_path(&mut c);
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    (out, run(c))
 }

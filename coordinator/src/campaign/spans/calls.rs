@@ -209,7 +209,9 @@ pub(crate) fn read(step: &StepReport, cold: &StepReport) -> Option<Reading> {
     if cold_calls.is_empty() && step.trials.iter().all(|t| t.calls.is_empty()) {
         return None;
     }
-    let mut per: BTreeMap<(String, String), (String, Vec<(Fate, f64)>)> = BTreeMap::new();
+    // By (stage, place): the span's name and each trial's fate and seconds.
+    type Seen = (String, Vec<(Fate, f64)>);
+    let mut per: BTreeMap<(String, String), Seen> = BTreeMap::new();
     let mut repeated = Vec::new();
     for t in &step.trials {
         let (fates, r) = trial_fates(t, &cold_calls);
@@ -265,10 +267,10 @@ mod tests {
     use super::*;
     use crate::campaign::report::Killed;
 
-    fn trial(
-        calls: &[(&str, &str, &[[f64; 2]])],
-        killed: Option<&[(&str, &str, &[[f64; 2]])]>,
-    ) -> TrialReport {
+    /// A stage's calls of one span: (stage, name, `[start, seconds]`s).
+    type Spans<'a> = [(&'a str, &'a str, &'a [[f64; 2]])];
+
+    fn trial(calls: &Spans<'_>, killed: Option<&Spans<'_>>) -> TrialReport {
         let mut by: BTreeMap<String, Calls> = BTreeMap::new();
         for (stage, name, list) in calls {
             by.entry(stage.to_string()).or_default().insert(name.to_string(), list.to_vec());

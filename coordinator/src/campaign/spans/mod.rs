@@ -119,55 +119,35 @@ fn call_sentences(
     let order = |stage: &str| step.median.get(stage).map_or(usize::MAX, |p| p.order);
     let mut out = Vec::new();
     let cold = |c: &calls::Call| duration(c.cold_s.unwrap_or(0.0));
+    let cold_s = |c: &calls::Call| c.cold_s.unwrap_or(0.0);
+    let own_s = |c: &calls::Call| c.seconds;
     let skipped = reading.of(Fate::Skipped, order);
-    let all = |v: &[&calls::Call], f: &dyn Fn(&calls::Call) -> f64| -> Vec<(String, f64)> {
-        v.iter().map(|c| (c.label(), f(c))).collect()
-    };
     out.push(match skipped.is_empty() {
         true => "It skipped no call of the cold run.".into(),
         false => {
-            let rest = all(&skipped, &|c| c.cold_s.unwrap_or(0.0));
-            format!(
-                "It skipped {} of the cold run's calls: {}.",
-                duration(rest.iter().map(|s| s.1).sum()),
-                listed(
-                    skipped.iter().map(|c| format!("{} ({} cold)", c.label(), cold(c))).collect(),
-                    &rest,
-                    6
-                )
-            )
+            let (total, list) =
+                listed_calls(&skipped, cold_s, |c| format!("{} ({} cold)", c.label(), cold(c)));
+            format!("It skipped {} of the cold run's calls: {list}.", duration(total))
         }
     });
     let loaded = reading.of(Fate::Loaded, order);
     if !loaded.is_empty() {
-        let rest = all(&loaded, &|c| c.seconds);
+        let (_, list) = listed_calls(&loaded, own_s, |c| {
+            format!("{} took {} against {} cold", c.label(), duration(c.seconds), cold(c))
+        });
         out.push(format!(
-            "It loaded {} call(s) instead of redoing them (under {:.0}% of the cold call's time): {}.",
+            "It loaded {} call(s) instead of redoing them (under {:.0}% of the cold call's time): {list}.",
             loaded.len(),
             100.0 * calls::LOADED_BELOW,
-            listed(
-                loaded
-                    .iter()
-                    .map(|c| format!("{} took {} against {} cold", c.label(), duration(c.seconds), cold(c)))
-                    .collect(),
-                &rest,
-                6
-            )
         ));
     }
     let undone = reading.of(Fate::NotYetDone, order);
     if !undone.is_empty() {
-        let rest = all(&undone, &|c| c.seconds);
+        let (_, list) = listed_calls(&undone, own_s, |c| {
+            format!("{} {} ({} cold)", c.label(), duration(c.seconds), cold(c))
+        });
         out.push(format!(
-            "Not yet done at the kill, so work the interruption left, not a repeat: {}.",
-            listed(
-                undone
-                    .iter()
-                    .map(|c| format!("{} {} ({} cold)", c.label(), duration(c.seconds), cold(c)))
-                    .collect(),
-                &rest,
-                6
-            )
+            "Not yet done at the kill, so work the interruption left, not a repeat: {list}."
         ));
     }
     let done = match interrupted {
@@ -217,18 +197,26 @@ fn call_sentences(
     });
     let added = reading.of(Fate::Added, order);
     if !added.is_empty() {
-        let rest = all(&added, &|c| c.seconds);
+        let (total, list) =
+            listed_calls(&added, own_s, |c| format!("{} {}", c.label(), duration(c.seconds)));
         out.push(format!(
-            "It ran {} in calls the cold run did not have, its own loading path: {}.",
-            duration(rest.iter().map(|s| s.1).sum()),
-            listed(
-                added.iter().map(|c| format!("{} {}", c.label(), duration(c.seconds))).collect(),
-                &rest,
-                6
-            )
+            "It ran {} in calls the cold run did not have, its own loading path: {list}.",
+            duration(total)
         ));
     }
     (out, repeated)
+}
+
+/// Calls listed (six at most, then how many more), each as `each` says,
+/// and the seconds `secs` counts of all of them.
+fn listed_calls(
+    v: &[&calls::Call],
+    secs: impl Fn(&calls::Call) -> f64,
+    each: impl Fn(&calls::Call) -> String,
+) -> (f64, String) {
+    let rest: Vec<(String, f64)> = v.iter().map(|c| (c.label(), secs(c))).collect();
+    let total = rest.iter().map(|s| s.1).sum();
+    (total, listed(v.iter().map(|c| each(c)).collect(), &rest, 6))
 }
 
 /// At most `n` items, then how many more and their seconds.
