@@ -120,7 +120,7 @@ fn runtimes(s: &mut String, r: &CampaignReport, keys: &[String]) {
                 let names: Vec<&str> =
                     many.iter().flat_map(|(_, st)| st.iter().map(|(n, _)| *n)).collect();
                 let split = names.iter().enumerate().any(|(i, n)| names[..i].contains(n));
-                let between = if split { "trials" } else { "steps" };
+                let between = if split { "trials of a step" } else { "steps" };
                 lines.push(format!("- `{k}`: differs between {between}:"));
                 for (line, steps) in many {
                     let who: Vec<String> =
