@@ -577,7 +577,7 @@ impl Runner<'_> {
             return Trouble::Abort(CampaignError::Interrupted(signal));
         }
         let (stage, _, reason) = f.error.recorded_as();
-        let last_span = stage.as_ref().and_then(|s| last_span(f.done.0.get(s)?));
+        let last_span = stage.as_ref().and_then(|s| super::spans::last_finished(f.done.0.get(s)?));
         Trouble::Failed(Box::new(FailedTrial {
             step: step.name.clone(),
             kind: step_kind(step).into(),
@@ -600,17 +600,4 @@ fn step_kind(step: &StepSpec) -> &'static str {
         StepKind::Resume => "resume",
         StepKind::Interrupted => "interrupted",
     }
-}
-
-/// The span a stage finished last (`NAME`, or `NAME #k` after more than
-/// one call of it).
-fn last_span(calls: &crate::rundir::spans::Calls) -> Option<String> {
-    let (name, k, _) = calls
-        .iter()
-        .flat_map(|(n, v)| v.iter().enumerate().map(move |(k, c)| (n, k, c[0] + c[1])))
-        .max_by(|a, b| a.2.total_cmp(&b.2))?;
-    Some(match calls[name].len() {
-        1 => name.clone(),
-        _ => format!("{name} #{}", k + 1),
-    })
 }

@@ -109,6 +109,28 @@ fn placed(calls: &Calls) -> Vec<Placed> {
     out
 }
 
+/// The call a stage finished last, for a failure: of those that ended
+/// within a millisecond of the last end (an exception leaves the spans it
+/// crosses together), the innermost, with its enclosing calls
+/// (`search_fit › restore`; `#k` where it was not the first of its name).
+pub(crate) fn last_finished(calls: &Calls) -> Option<String> {
+    let all = placed(calls);
+    let last = all.iter().map(|(_, _, c)| c[0] + c[1]).fold(f64::NEG_INFINITY, f64::max);
+    let (place, _, _) = all
+        .iter()
+        .filter(|(_, _, c)| c[0] + c[1] >= last - 1e-3)
+        .max_by_key(|(p, _, _)| p.matches('/').count())?;
+    let shown: Vec<String> = place
+        .split('/')
+        .map(|seg| match seg.split_once('#') {
+            Some((name, "1")) => name.to_string(),
+            Some((name, k)) => format!("{name} #{k}"),
+            None => seg.to_string(),
+        })
+        .collect();
+    Some(shown.join(" › "))
+}
+
 /// The cold run's call at each `(stage, place)`: median seconds over its
 /// trials.
 fn cold_calls(cold: &StepReport) -> BTreeMap<(String, String), f64> {
@@ -412,6 +434,20 @@ mod tests {
         let undone = r.of(Fate::NotYetDone, |_| 0);
         let labels: Vec<String> = undone.iter().map(|c| c.label()).collect();
         assert_eq!(labels, ["c/fit #2", "c/fit #2 › sample"]);
+    }
+
+    /// A failure's last span: the innermost of those that ended together
+    /// (an exception raised in restore ends search_fit too).
+    #[test]
+    fn the_last_finished_call_is_the_innermost_of_those_that_ended_last() {
+        let mut calls = Calls::new();
+        calls.insert("search_fit".into(), vec![[0.0, 10.0], [10.5, 2.0]]);
+        calls.insert("restore".into(), vec![[0.5, 0.1], [11.0, 1.4996]]);
+        calls.insert("plot".into(), vec![[10.1, 0.2]]);
+        assert_eq!(last_finished(&calls).as_deref(), Some("search_fit #2 › restore"));
+        calls.insert("plot".into(), vec![[10.1, 0.2], [12.6, 0.1]]);
+        assert_eq!(last_finished(&calls).as_deref(), Some("plot #2"));
+        assert_eq!(last_finished(&Calls::new()), None);
     }
 
     #[test]

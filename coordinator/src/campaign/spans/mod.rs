@@ -7,6 +7,8 @@
 
 mod calls;
 
+pub(crate) use calls::last_finished;
+
 use super::file::CampaignFile;
 use super::report::{StagePart, StepReport, component_total, label, pct};
 use crate::fmt::duration;
