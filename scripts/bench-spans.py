@@ -36,6 +36,11 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              line), alternating; medians and their difference.
              `--exit-only` measures just this, with --python PY (a Python
              whose site-packages hold the libraries to report).
+  eager    - what a run with a kill point adds to a wrapped call: there
+             the helper writes every span at its end
+             (STAGEBENCH_SPANS_EAGER=*), so a SIGKILL loses nothing that
+             ended; the wrapped call with and without it, alternating
+             processes. `--eager-only` measures just this.
 
 Run by hand on an idle machine; not part of CI. Never run two benchmarks at once.
 
@@ -168,12 +173,16 @@ print(bare / n, timed / n, wrote / n, least / n)
 """
 
 
-def wrapped_cost(calls, helper=HELPER):
+def wrapped_cost(calls, helper=HELPER, eager=False):
     """Seconds a call costs bare, wrapped, and as one write(2) of a span
     line (what a call cost when every span was a line), in one fresh
-    process."""
+    process; with `eager`, as in a run with a kill point."""
+    env = dict(os.environ)
+    env.pop("STAGEBENCH_SPANS_EAGER", None)
+    if eager:
+        env["STAGEBENCH_SPANS_EAGER"] = "*"
     out = subprocess.run([sys.executable, "-c", WRAPPED.format(helper=helper, calls=calls)],
-                         check=True, capture_output=True, text=True).stdout.split()
+                         check=True, capture_output=True, text=True, env=env).stdout.split()
     return float(out[0]), float(out[1]), float(out[2]), float(out[3])
 
 
@@ -210,7 +219,19 @@ def main():
                     "its wrapped call measured too, alternating processes with this one")
     ap.add_argument("--exit-only", action="store_true")
     ap.add_argument("--python", default=sys.executable, help="the Python for `exit`")
+    ap.add_argument("--eager-only", action="store_true")
     a = ap.parse_args()
+    if a.eager_only:
+        plain, eager = [], []
+        for r in range(a.rounds):
+            for e in ((False, True) if r % 2 == 0 else (True, False)):
+                c = wrapped_cost(a.calls // 10, eager=e)
+                (eager if e else plain).append(c[1] - c[0])
+        p, e = statistics.median(plain), statistics.median(eager)
+        print(f"eager: --span adds {p * 1e6:.3f} us a call, {e * 1e6:.3f} us in a run with a "
+              f"kill point (every span written at its end): {e / p:.1f}x, +{(e - p) * 1e6:.3f} us "
+              f"(medians of {a.rounds} processes each, {a.calls // 10} calls, alternating)")
+        return
     on, off = exit_cost(a.python, a.rounds)
     print(f"exit: a Python importing the helper takes {on * 1e3:.1f} ms under stagebench "
           f"(runtime line at exit), {off * 1e3:.1f} ms outside it: {(on - off) * 1e3:+.1f} ms "
