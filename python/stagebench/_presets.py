@@ -180,6 +180,8 @@ def _resident_steps():
 
 
 def _timed_call(name, fn, *args, **kwargs):
+    """``fn(*args, **kwargs)`` timed as a span ``name``; a call that raises
+    is not counted (the step that found the data exhausted ran no step)."""
     t = _spans.thread()
     s = _spans.begin(t, name)
     start = _spans.now()
@@ -241,23 +243,16 @@ def _keras_step(fn, names, backend):
         state["first"] = False
         if backend == "jax" and args and hasattr(args[-1], "__next__"):
             args = args[:-1] + (_Waited(args[-1], first_wait if first else wait),)
-        t = _spans.thread()
-        s = _spans.begin(t, first_name if first else name)
-        start = _spans.now()
-        try:
+        if sync is None:
+            return _timed_call(first_name if first else name, fn, *args, **kwargs)
+
+        def synced():
             out = fn(*args, **kwargs)
-            if sync is not None:
-                sync(out)
+            sync(out)
             return out
-        except BaseException:
-            # The call that found the data exhausted ran no step.
-            if s is not None:
-                _spans.cancel(t, s)
-                s = None
-            raise
-        finally:
-            if s is not None:
-                _spans.end(t, s, start, _spans.now() - start)
+
+        # A call that raised (found the data exhausted) ran no step: uncounted.
+        return _timed_call(first_name if first else name, synced)
 
     step.__stagebench_span__ = True
     return step

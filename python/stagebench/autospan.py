@@ -324,11 +324,12 @@ def _alone():
 def _watch_main(targets):
     """Targets in the script being run (``__main__``), which exist only
     once its code has defined them: a profile hook on the main thread looks
-    for them at every call (the script's, a library's, a builtin's), wraps
-    each as soon as it exists, so before a later line loads it, times by
-    its own ``return`` a call that began before (the target called first
-    of all), and removes itself once all are wrapped or the script's module
-    code has returned."""
+    for them at every call the script makes (of its own functions, a
+    library's, a builtin), wraps each as soon as it exists, so before a
+    later line loads it, times by its own ``return`` a call that began
+    before (the target called first of all) or went through a reference
+    loaded before the wrap, and removes itself once all are wrapped or the
+    script's module code has returned."""
     main = sys.modules.get("__main__")
     if main is None:
         return
@@ -346,10 +347,13 @@ def _watch_main(targets):
 
     def hook(frame, event, arg):
         if frame.f_globals is not g:
-            # A call anywhere (a library's, a builtin's) after the script
-            # defined a target wraps it: before a later line can load it,
-            # as `f(g(x))` loads f before calling g.
-            if pending and event in ("call", "c_call"):
+            # A library's function called by the script itself (its caller
+            # is the script's) after the script defined a target wraps it:
+            # before a later line can load it, as `f(g(x))` loads f before
+            # calling g. Calls deeper inside a library (an import's) define
+            # nothing in the script, so they are passed over at once.
+            caller = frame.f_back
+            if pending and event == "call" and caller is not None and caller.f_globals is g:
                 wrap_defined(None)
                 if done():
                     sys.setprofile(previous)

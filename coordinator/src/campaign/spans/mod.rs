@@ -156,45 +156,25 @@ fn call_sentences(
         true => "done before the kill",
         false => "the cold run had done",
     };
-    let mut repeated: Vec<Repeated> = Vec::new();
+    // The repeated calls summed per `STAGE/NAME`, then grouped by name as
+    // the sums are (`by_name`).
+    let mut per_stage: Vec<(String, f64)> = Vec::new();
+    let mut cold_per_stage: BTreeMap<String, f64> = BTreeMap::new();
     for c in reading.of(Fate::Repeated, order) {
-        let at = match repeated.iter().position(|x| x.name == c.name) {
-            Some(i) => i,
-            None => {
-                repeated.push(Repeated {
-                    name: c.name.clone(),
-                    seconds: 0.0,
-                    stages: vec![],
-                    cold: 0.0,
-                });
-                repeated.len() - 1
-            }
-        };
-        let x = &mut repeated[at];
-        x.seconds += c.seconds;
-        x.cold += c.cold_s.unwrap_or(0.0);
-        if !x.stages.contains(&c.stage) {
-            x.stages.push(c.stage.clone());
+        let key = format!("{}/{}", c.stage, c.name);
+        match per_stage.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, s)) => *s += c.seconds,
+            None => per_stage.push((key.clone(), c.seconds)),
         }
+        *cold_per_stage.entry(key).or_default() += c.cold_s.unwrap_or(0.0);
     }
-    repeated.sort_by(|a, b| b.seconds.total_cmp(&a.seconds).then(a.name.cmp(&b.name)));
+    let repeated = by_name(&per_stage, |key| cold_per_stage.get(key).copied().unwrap_or(0.0));
     out.push(match repeated.is_empty() {
         true => format!("It repeated no call {done}."),
         false => format!(
             "It repeated {} of calls {done} (each second once): {}.",
             duration(reading.repeated_s),
-            repeated
-                .iter()
-                .map(|x| format!(
-                    "{} {} in {} ({} of the resume, {:.2}× the same calls cold)",
-                    x.name,
-                    duration(x.seconds),
-                    x.stages.join(", "),
-                    pct(x.seconds, r),
-                    x.seconds / x.cold
-                ))
-                .collect::<Vec<_>>()
-                .join("; ")
+            repeats_listed(&repeated, r, "calls")
         ),
     });
     let added = reading.of(Fate::Added, order);
@@ -219,6 +199,22 @@ fn listed_calls(
     let rest: Vec<(String, f64)> = v.iter().map(|c| (c.label(), secs(c))).collect();
     let total = rest.iter().map(|s| s.1).sum();
     (total, listed(v.iter().map(|c| each(c)).collect(), &rest, 6))
+}
+
+/// Repeats by name, as grouped: seconds, stages, share of a resume of
+/// `resume_s`, and against the same `what` (calls or spans) cold.
+fn repeats_listed(repeated: &[Repeated], resume_s: f64, what: &str) -> String {
+    let each = |x: &Repeated| {
+        format!(
+            "{} {} in {} ({} of the resume, {:.2}× the same {what} cold)",
+            x.name,
+            duration(x.seconds),
+            x.stages.join(", "),
+            pct(x.seconds, resume_s),
+            x.seconds / x.cold
+        )
+    };
+    repeated.iter().map(each).collect::<Vec<_>>().join("; ")
 }
 
 /// At most `n` items, then how many more and their seconds.
@@ -388,18 +384,7 @@ pub(crate) fn judgment(
                 false => format!(
                     "It repeated {} of the cold run's spans: {}.",
                     duration(again.iter().map(|s| s.1).sum()),
-                    repeated
-                        .iter()
-                        .map(|x| format!(
-                            "{} {} in {} ({} of the resume, {:.2}× the same spans cold)",
-                            x.name,
-                            duration(x.seconds),
-                            x.stages.join(", "),
-                            pct(x.seconds, r),
-                            x.seconds / x.cold
-                        ))
-                        .collect::<Vec<_>>()
-                        .join("; ")
+                    repeats_listed(&repeated, r, "spans")
                 ),
             });
         }
