@@ -33,10 +33,15 @@ pub(crate) struct RunFailure {
     pub(crate) done: Box<Done>,
 }
 
-/// A failed run's calls per stage key (see [`RunFailure::done`]); boxed
-/// there, so a `Result` of a run stays small.
+/// A failed run's calls per stage key (see [`RunFailure::done`]), and the
+/// end of its failed command's stderr when the worker kept it (for a
+/// private file, never evidence); boxed there, so a `Result` of a run
+/// stays small.
 #[derive(Debug, Default)]
-pub(crate) struct Done(pub(crate) BTreeMap<String, crate::rundir::spans::Calls>);
+pub(crate) struct Done {
+    pub(crate) calls: BTreeMap<String, crate::rundir::spans::Calls>,
+    pub(crate) stderr_tail: Option<String>,
+}
 
 impl From<RunError> for RunFailure {
     fn from(error: RunError) -> Self {
@@ -55,7 +60,7 @@ struct Bound {
     declaration_sha256: Option<String>,
     environment_sha256: Option<String>,
     processes_wall_s: Option<f64>,
-    done: BTreeMap<String, crate::rundir::spans::Calls>,
+    done: Done,
 }
 
 pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
@@ -87,7 +92,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         declaration_sha256: None,
         environment_sha256: None,
         processes_wall_s: None,
-        done: BTreeMap::new(),
+        done: Done::default(),
     };
     let mut parameters = settings.parameters();
     parameters.extend(prepared.parameters);
@@ -111,7 +116,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
                 error,
                 failure_file,
                 processes_wall_s: bound.processes_wall_s,
-                done: Box::new(Done(bound.done)),
+                done: Box::new(bound.done),
             })
         }
     }
@@ -270,21 +275,25 @@ fn run_in(
 }
 
 /// What the command stages got done: each completed job's calls, and the
-/// failed or killed one's up to its end, by stage key.
-fn done_calls(outcomes: &[PhaseOutcome]) -> BTreeMap<String, crate::rundir::spans::Calls> {
+/// failed or killed one's up to its end, by stage key; and the failed
+/// one's stderr tail.
+fn done_calls(outcomes: &[PhaseOutcome]) -> Done {
     use crate::rundir::spans::calls_of_slices;
-    let mut done = BTreeMap::new();
+    let mut done = Done::default();
     for p in outcomes {
         for r in p.results() {
-            done.insert(r.job.key.clone(), calls_of_slices(&r.measurement.slices));
+            done.calls.insert(r.job.key.clone(), calls_of_slices(&r.measurement.slices));
         }
-        if let Some((_, end)) = &p.dispatch.first_failure
-            && let Some(key) = end.stage()
-        {
-            done.insert(key.to_string(), calls_of_slices(end.done()));
+        if let Some((_, end)) = &p.dispatch.first_failure {
+            if let Some(key) = end.stage() {
+                done.calls.insert(key.to_string(), calls_of_slices(end.done()));
+            }
+            if let Some(text) = end.stderr_tail() {
+                done.stderr_tail.get_or_insert_with(|| text.to_string());
+            }
         }
     }
-    done.retain(|_, c| !c.is_empty());
+    done.calls.retain(|_, c| !c.is_empty());
     done
 }
 

@@ -104,7 +104,12 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                 },
             },
         },
-        FromWorker::StageFailed { job: JobId(2), error: "boom".into(), slices: vec![] },
+        FromWorker::StageFailed {
+            job: JobId(2),
+            error: "boom".into(),
+            slices: vec![],
+            stderr_tail: Some("Traceback (most recent call last):\n".into()),
+        },
         FromWorker::KilledAtPoint {
             job: JobId(2),
             at: "after 1.0 s".into(),

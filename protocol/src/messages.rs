@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 17;
+pub const PROTOCOL_VERSION: u32 = 18;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -130,11 +130,14 @@ pub enum FromWorker {
         measurement: Measurement,
     },
     /// The job failed with this error text. `slices`: a command's spans
-    /// that ended before it failed (what it got done), as a measurement's.
+    /// that ended before it failed (what it got done), as a measurement's;
+    /// `stderr_tail`: the end of a failed command's stderr (at most 64 KiB,
+    /// whole lines), when the worker kept it, for a private file only.
     StageFailed {
         job: JobId,
         error: String,
         slices: Vec<Slice>,
+        stderr_tail: Option<String>,
     },
     /// The job's command reached its declared kill point: the worker killed
     /// its whole process tree with SIGKILL and reaped it. `at` says where,

@@ -157,6 +157,31 @@ pub fn run(mut cmd: Command) -> Finished {
     }
 }
 
+/// Runs a command to completion (see [`run`]) with a terminal for its
+/// stdin, stdout and stderr: a pseudo-terminal Python's `pty` opens. What
+/// the terminal showed is `stdout`; `stderr` is empty.
+pub fn run_on_a_terminal(cmd: &Command) -> Finished {
+    const ON_A_PTY: &str = "import os, pty, sys\n\
+pid, fd = pty.fork()\n\
+if pid == 0:\n    os.execvp(sys.argv[1], sys.argv[1:])\n\
+shown = b''\n\
+while True:\n    try:\n        chunk = os.read(fd, 65536)\n    except OSError:\n        break\n    if not chunk:\n        break\n    shown += chunk\n\
+sys.stdout.buffer.write(shown)\n\
+sys.exit(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]))\n";
+    let mut py = Command::new("python3");
+    py.arg("-c").arg(ON_A_PTY).arg(cmd.get_program()).args(cmd.get_args());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => py.env(k, v),
+            None => py.env_remove(k),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        py.current_dir(dir);
+    }
+    run(py)
+}
+
 /// `coordinator campaign FILE --output OUT`, run to its end (see [`run`]).
 pub fn run_campaign(file: &Path, out: &Path) -> Finished {
     let mut c = coordinator();

@@ -40,6 +40,34 @@ fn commands_are_measured_as_whole_process_trees() {
     f.assert_no_worker_left();
 }
 
+/// A command's stderr is a terminal exactly when stagebench's is (issue
+/// 43): its end is kept for a failed trial only through a pipe that stands
+/// in for a file or a pipe, never for a terminal, so a program that asks
+/// `isatty(2)` does what it would do unmeasured. Either way what it wrote
+/// reaches stagebench's stderr, and none of it the evidence.
+#[test]
+fn a_commands_stderr_is_a_terminal_exactly_when_stagebench_s_is() {
+    let said =
+        "if test -t 2; then echo ON-A-TERMINAL >&2; else echo NOT-A-TERMINAL >&2; fi; exit 3";
+    let command = |out: &std::path::Path| {
+        let mut c = harness::coordinator();
+        c.arg("--output").arg(out).args(["--quiet", "--command", said, "--name", "says"]);
+        c
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let piped = run(command(&tmp.path().join("piped")));
+    assert_eq!(piped.code(), Some(1), "{}", piped.stderr);
+    assert!(piped.stderr.contains("NOT-A-TERMINAL"), "{}", piped.stderr);
+    let shown = harness::run_on_a_terminal(&command(&tmp.path().join("shown")));
+    assert_eq!(shown.code(), Some(1), "{}", shown.stdout);
+    assert!(shown.stdout.contains("ON-A-TERMINAL"), "{}", shown.stdout);
+    for run in ["piped", "shown"] {
+        let failure = std::fs::read_to_string(tmp.path().join(run).join("failure.json")).unwrap();
+        assert!(failure.contains("exited with status 3"), "{failure}");
+        assert!(!failure.contains("TERMINAL"), "a program's stderr is no evidence: {failure}");
+    }
+}
+
 #[test]
 fn a_commands_own_spans_enter_the_report_as_figures() {
     let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("scripts/spans.py");

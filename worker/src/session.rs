@@ -295,6 +295,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         job,
                         error: e.to_string(),
                         slices: reporter.take_slices(began),
+                        stderr_tail: reporter.stderr_tail.take(),
                     },
                 };
                 wire.send(&reply)?;
@@ -350,6 +351,8 @@ struct WireReporter<'a> {
     command_stages: Vec<protocol::CommandStage>,
     /// What the Python helper said, if it said anything.
     python: Option<crate::stages::PythonRuntime>,
+    /// The end of a failed command's stderr, when it was kept.
+    stderr_tail: Option<String>,
 }
 
 impl<'a> WireReporter<'a> {
@@ -366,6 +369,7 @@ impl<'a> WireReporter<'a> {
             span_warnings: Vec::new(),
             command_stages: Vec::new(),
             python: None,
+            stderr_tail: None,
         }
     }
 
@@ -413,6 +417,9 @@ impl Reporter for WireReporter<'_> {
     }
     fn command_stages(&mut self, stages: Vec<protocol::CommandStage>) {
         self.command_stages = stages;
+    }
+    fn stderr_tail(&mut self, text: String) {
+        self.stderr_tail = Some(text);
     }
     fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
         if self.slices.len() < protocol::MAX_SLICES {

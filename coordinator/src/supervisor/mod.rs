@@ -208,7 +208,7 @@ async fn finish(
         Err(_) => Err(violation("did not report its preparation program's close".into())),
         Ok(Some(Ok(FromWorker::Finished { measurement, error: None }))) => Ok(measurement),
         Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
-            Err(WorkerEnd::StageFailed { key, error, done: Vec::new() })
+            Err(WorkerEnd::StageFailed { key, error, done: Vec::new(), stderr_tail: None })
         }
         Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", gate::kind(&other)))),
         Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
@@ -309,12 +309,19 @@ async fn run_job(
                     received,
                 });
             }
-            Some(Ok(FromWorker::StageFailed { job: j, error, slices })) if j == job.id => {
+            Some(Ok(FromWorker::StageFailed { job: j, error, slices, stderr_tail }))
+                if j == job.id =>
+            {
                 let error = match &job.item {
                     Some(item) => format!("{item}: {error}"),
                     None => error,
                 };
-                return Err(WorkerEnd::StageFailed { key: job.key.clone(), error, done: slices });
+                return Err(WorkerEnd::StageFailed {
+                    key: job.key.clone(),
+                    error,
+                    done: slices,
+                    stderr_tail,
+                });
             }
             Some(Ok(other)) => {
                 return Err(violation(format!("unexpected {} frame", gate::kind(&other))));

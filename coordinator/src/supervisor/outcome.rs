@@ -57,8 +57,14 @@ pub(crate) enum WorkerEnd {
     /// Shut down when asked and exited 0.
     Completed,
     /// A stage reported failure; `done`: its command's spans that ended
-    /// before it failed.
-    StageFailed { key: String, error: String, done: Vec<protocol::Slice> },
+    /// before it failed; `stderr_tail`: the end of its command's stderr,
+    /// when the worker kept it (for a private file, never evidence).
+    StageFailed {
+        key: String,
+        error: String,
+        done: Vec<protocol::Slice>,
+        stderr_tail: Option<String>,
+    },
     /// The process died (non-zero exit or signal) while running `key`, or between stages.
     Crashed { key: Option<String>, exit: ExitKind },
     /// The process ended before it completed the handshake.
@@ -102,6 +108,14 @@ impl WorkerEnd {
         match self {
             WorkerEnd::StageFailed { done, .. } | WorkerEnd::KilledAtPoint { done, .. } => done,
             _ => &[],
+        }
+    }
+
+    /// The end of a failed command's stderr, when it was kept.
+    pub(crate) fn stderr_tail(&self) -> Option<&str> {
+        match self {
+            WorkerEnd::StageFailed { stderr_tail, .. } => stderr_tail.as_deref(),
+            _ => None,
         }
     }
 

@@ -320,9 +320,25 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
         judgment.starts_with("Resuming after an interruption at one:span:half_written:1 (killed) FAILED in 2 of 2 trials (stage one: the command exited with status 1, after its last finished span restore)"),
         "{judgment}"
     );
-    // The program's own words reach the person, not the evidence.
+    // The program's own words reach the person, not the evidence: on
+    // stagebench's stderr as it wrote them, and (that stderr being no
+    // terminal here) their end in a private file per failed trial.
     assert!(f.stderr.contains("result.txt is truncated"), "{}", f.stderr);
     assert!(!r.to_string().contains("truncated"), "the program's stderr is no evidence");
+    for (i, t) in failed.iter().enumerate() {
+        let kept = format!("private/stderr/killed.{}.txt", i + 1);
+        assert_eq!(t["stderr_tail_file"], kept.as_str(), "{t}");
+        let tail = std::fs::read_to_string(out.join(&kept)).unwrap();
+        assert!(tail.contains("Traceback (most recent call last)"), "{tail}");
+        assert!(
+            tail.trim_end().ends_with("ValueError: result.txt is truncated: cannot restore one"),
+            "{tail}"
+        );
+    }
+    assert!(
+        judgment.contains("The end of its stderr is in private/stderr/killed.1.txt"),
+        "{judgment}"
+    );
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     let v = run(c);

@@ -55,6 +55,9 @@ pub trait Reporter {
     fn python_runtime(&mut self, runtime: spans::PythonRuntime);
     /// A command's own stages (stage spans), as rows.
     fn command_stages(&mut self, _stages: Vec<protocol::CommandStage>) {}
+    /// The end of a failed command's stderr (see `command`), for a private
+    /// file beside the run, never for evidence.
+    fn stderr_tail(&mut self, _text: String) {}
 }
 
 /// Why a stage did not complete.

@@ -49,8 +49,13 @@ pub(crate) fn failures(failed: &[FailedTrial], not_run: &[String], trials: u32) 
             .as_deref()
             .map(|s| format!(", after its last finished span {s}"))
             .unwrap_or_default();
+        let stderr = first
+            .stderr_tail_file
+            .as_deref()
+            .map(|f| format!(" The end of its stderr is in {f}, outside the evidence."))
+            .unwrap_or_default();
         out.push(format!(
-            "{what} FAILED in {} of {trials} trials{attempt} ({}{after}); its measurements are left out, every other trial's kept, and failure.json in {} says why.",
+            "{what} FAILED in {} of {trials} trials{attempt} ({}{after}); its measurements are left out, every other trial's kept, and failure.json in {} says why.{stderr}",
             of.len(),
             how.join("; "),
             first.run

@@ -125,6 +125,12 @@ pub(crate) struct FailedTrial {
     /// or `NAME #k` after more than one), when it reported any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) last_span: Option<String>,
+    /// Where the end of the failed command's stderr was kept, relative to
+    /// the campaign directory (`private/stderr/STEP.T.txt`, outside the
+    /// evidence), when it was: only when stagebench's stderr is not a
+    /// terminal, so the program's `isatty(2)` is what it would be unmeasured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) stderr_tail_file: Option<String>,
 }
 
 impl FailedTrial {

@@ -231,7 +231,7 @@ impl Runner<'_> {
                 artifacts
                     .push(self.artifact(&format!("{run_rel}/{}", rundir::FAILURE), &step.name)?);
                 let stage = step.kill_point().map(|k| k.stage).unwrap_or_default();
-                Ok(Killed { run: run_rel.into(), stage, wall_s, span_s, calls: f.done.0 })
+                Ok(Killed { run: run_rel.into(), stage, wall_s, span_s, calls: f.done.calls })
             }
             Err(f) => Err(self.failed(step, t, run_rel, true, f)),
             Ok(_) => Err(Trouble::Failed(Box::new(FailedTrial {
@@ -248,6 +248,7 @@ impl Runner<'_> {
                     step.kill_at.as_deref().unwrap_or("?")
                 ),
                 last_span: None,
+                stderr_tail_file: None,
             }))),
         }
     }
@@ -282,7 +283,15 @@ impl Runner<'_> {
             return Trouble::Abort(CampaignError::Interrupted(signal));
         }
         let (stage, _, reason) = f.error.recorded_as();
-        let last_span = stage.as_ref().and_then(|s| super::spans::last_finished(f.done.0.get(s)?));
+        let last_span =
+            stage.as_ref().and_then(|s| super::spans::last_finished(f.done.calls.get(s)?));
+        let stderr_tail_file = match &f.done.stderr_tail {
+            Some(text) => match self.keep_stderr_tail(run, text) {
+                Ok(rel) => Some(rel),
+                Err(e) => return Trouble::Abort(e),
+            },
+            None => None,
+        };
         Trouble::Failed(Box::new(FailedTrial {
             step: step.name.clone(),
             kind: step_kind(step).into(),
@@ -294,7 +303,22 @@ impl Runner<'_> {
             stage,
             message: f.error.to_string(),
             last_span,
+            stderr_tail_file,
         }))
+    }
+
+    /// A failed run's stderr tail into `private/stderr/STEP.T.txt` (the
+    /// run `runs/STEP/T`), for the person: a program's message may name
+    /// paths and data, so it stays outside the evidence.
+    fn keep_stderr_tail(&self, run: &str, text: &str) -> Result<String, CampaignError> {
+        let name = run.strip_prefix("runs/").unwrap_or(run).replace('/', ".");
+        let rel = format!("{}/stderr/{name}.txt", super::PRIVATE);
+        let path = self.dir.join(&rel);
+        path.parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| std::fs::write(&path, text))
+            .map_err(|e| CampaignError::Failed(format!("writing {rel}: {e}")))?;
+        Ok(rel)
     }
 }
 

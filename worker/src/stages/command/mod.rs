@@ -3,7 +3,8 @@
 //! process tree (see `measure::self_usage`), its exit status checked.
 //!
 //! The command inherits the worker's stderr (and, for a command line, its
-//! working directory); its stdout
+//! working directory), passed on through a pipe whose end is kept when
+//! that stderr is not a terminal (see [`tail`]); its stdout
 //! is discarded (so a chatty command's terminal does not enter its timing).
 //! It gets none of stagebench's launch variables, and it dies with the
 //! worker: it stays in the worker's process group (which the coordinator
@@ -16,6 +17,7 @@
 //! kill point is checked against it.
 
 mod follow;
+mod tail;
 
 pub(super) use follow::{exited, pidfd_open, sleep_on};
 
@@ -59,8 +61,10 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     // which the command joins before it starts.
     crate::tree::will_start_processes();
     let spawned = super::spans::monotonic_now();
-    let child =
+    let keeps_tail = tail::attach(&mut cmd);
+    let mut child =
         cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
+    let stderr = child.stderr.take().filter(|_| keeps_tail).map(tail::Tail::follow);
     let pid = child.id() as i32;
     let watched = follow::until_exit(pid, &mut spans, ctx.kill.as_ref(), ctx.reporter);
     if let follow::Ended::Killed(_) = &watched {
@@ -82,6 +86,9 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     if status.code() != Some(0) {
         // What it got done before it failed, as slices of the stage.
         super::spans::place(spans.done_so_far(), ctx.reporter);
+        if let Some(text) = stderr.and_then(tail::Tail::text) {
+            ctx.reporter.stderr_tail(text);
+        }
         return Err(StageError::Failed(match (status.code(), status.signal()) {
             (Some(code), _) => format!("the command exited with status {code}"),
             (None, Some(sig)) => format!("the command was killed by signal {sig}"),
