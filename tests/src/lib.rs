@@ -131,25 +131,33 @@ impl Finished {
     }
 }
 
-/// Runs a blocking wait on a thread, failing the test after `TIMEOUT`.
+/// Runs a blocking wait on a thread, failing the test after `limit`.
 fn within_timeout<T: Send + 'static>(
     what: &str,
+    limit: Duration,
     wait: impl FnOnce() -> std::io::Result<T> + Send + 'static,
 ) -> T {
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {
         let _ = tx.send(wait());
     });
-    match rx.recv_timeout(TIMEOUT) {
+    match rx.recv_timeout(limit) {
         Ok(r) => r.unwrap_or_else(|e| panic!("waiting for {what}: {e}")),
-        Err(_) => panic!("{what} did not finish within {TIMEOUT:?}"),
+        Err(_) => panic!("{what} did not finish within {limit:?}"),
     }
 }
 
 /// Runs a command to completion, failing the test after `TIMEOUT`.
-pub fn run(mut cmd: Command) -> Finished {
+pub fn run(cmd: Command) -> Finished {
+    run_within(cmd, TIMEOUT)
+}
+
+/// Runs a command to completion, failing the test after `limit`: for a
+/// real library's work, whose time varies with the machine (see
+/// `tests/tests/campaign/autofit.rs`).
+pub fn run_within(mut cmd: Command, limit: Duration) -> Finished {
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
-    let out = within_timeout("the command", move || child.wait_with_output());
+    let out = within_timeout("the command", limit, move || child.wait_with_output());
     Finished {
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -245,7 +253,7 @@ impl Running {
     /// Waits for the process to exit (bounded), collecting the rest of stderr.
     pub fn finish(mut self) -> (ExitStatus, String) {
         let mut child = self.child.take().expect("running");
-        let status = within_timeout("the coordinator", move || child.wait());
+        let status = within_timeout("the coordinator", TIMEOUT, move || child.wait());
         // The coordinator has exited, so its stderr pipe is closed or closing.
         while let Ok(l) = self.lines.recv_timeout(Duration::from_secs(5)) {
             self.seen.push(l);

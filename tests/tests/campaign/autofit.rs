@@ -3,7 +3,7 @@
 //! in the campaign file by qualname. With `STAGEBENCH_AUTOFIT_PYTHON`
 //! naming a Python (≥ 3.12) with autofit; SKIPPED otherwise.
 
-use harness::{coordinator, json, repo, run};
+use harness::{coordinator, json, repo, run, run_within};
 
 /// Cold, resume and killed after the first search's recompute, two trials
 /// each: the cold runs differ among themselves (Dynesty is not seeded),
@@ -35,7 +35,9 @@ fn the_autofit_example_is_read_call_by_call_against_its_cold_runs() {
     let bin = std::path::Path::new(&python).parent().unwrap().display().to_string();
     c.env("PATH", format!("{bin}:{}", std::env::var("PATH").unwrap_or_default()));
     c.arg("campaign").arg(&file).arg("--output").arg(&out);
-    let f = run(c);
+    // Seven runs of two unseeded Dynesty searches: about 25 s on an idle
+    // 2-core machine, three times that on a busy one.
+    let f = run_within(c, std::time::Duration::from_secs(600));
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
     let r = json(&out.join("report.json"));
