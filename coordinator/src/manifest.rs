@@ -78,3 +78,25 @@ pub(crate) fn manifest_bytes(files: &BTreeMap<String, (String, u64)>) -> Vec<u8>
         "files": files,
     }))
 }
+
+/// A manifest as [`manifest_bytes`] writes it: each file's size and SHA-256
+/// by its path relative to the manifest's directory.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Listing {
+    pub(crate) files: BTreeMap<String, Listed>,
+}
+
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Listed {
+    pub(crate) sha256: String,
+    pub(crate) bytes: u64,
+}
+
+impl Listing {
+    /// The manifest at `path`, read back (not JSON of this shape: `InvalidData`).
+    pub(crate) fn read(path: &Path) -> std::io::Result<Listing> {
+        let bytes = std::fs::read(path)?;
+        serde_json::from_slice(&bytes)
+            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+}

@@ -61,6 +61,8 @@ struct Bound {
     environment_sha256: Option<String>,
     processes_wall_s: Option<f64>,
     done: Done,
+    /// What the run left that it did not write, kept through its failure.
+    kept: Vec<String>,
 }
 
 pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
@@ -93,6 +95,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         environment_sha256: None,
         processes_wall_s: None,
         done: Done::default(),
+        kept: Vec::new(),
     };
     let mut parameters = settings.parameters();
     parameters.extend(prepared.parameters);
@@ -132,13 +135,14 @@ fn record_failure(
     bound: &Bound,
     e: &RunError,
 ) -> Result<PathBuf, crate::rundir::RunDirError> {
-    let f = Failure::new(
+    let mut f = Failure::new(
         plan.mode.name(),
         e.recorded_as(),
         e.to_string(),
         bound.declaration_sha256.clone(),
         bound.environment_sha256.clone(),
     );
+    f.kept = bound.kept.clone();
     // Sealed like a report: a killed run's failure.json is its evidence.
     dir.end_in_failure(&f, &[])
 }
@@ -266,12 +270,60 @@ fn run_in(
     // Derived from the report alone (verify re-renders them and compares),
     // and written before it: report.json, written last and atomically, is
     // the run's one sign that everything it names is there.
-    crate::render::write_all(dir.path(), &report).map_err(|e| {
+    let derived = crate::render::write_all(dir.path(), &report).map_err(|e| {
         fail(None, None, "internal", format!("rendering the summary and plots: {e}"))
     })?;
+    // The walk verify makes, before the report says ok: a program that
+    // wrote into the run directory fails the run, and what it wrote is kept.
+    let strays = strays(dir.path(), &report, &derived)
+        .map_err(|e| internal("reading back a manifest the run wrote", &e))?;
+    if let Some(first) = strays.first() {
+        bound.kept = strays.iter().map(|s| s.path.display().to_string()).collect();
+        return Err(fail(
+            None,
+            None,
+            "unaccounted_output",
+            format!(
+                "{} {}, left in the run directory by what it ran{}: kept, not deleted, and no report written",
+                first.shown("the run directory"),
+                first.what(),
+                match strays.len() {
+                    1 => String::new(),
+                    n => format!(" (and {} more, listed in failure.json's kept)", n - 1),
+                }
+            ),
+        ));
+    }
     dir.write_evidence(rundir::REPORT, &report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
+}
+
+/// Every entry of the run directory that neither the report (its evidence,
+/// artifacts and the files their manifests list) nor its derived files
+/// account for: what `verify` would name.
+fn strays(
+    dir: &Path,
+    report: &Report,
+    derived: &[crate::render::Rendered],
+) -> std::io::Result<Vec<rundir::tree::Stray>> {
+    let mut accounted = rundir::tree::Accounted::default();
+    for f in [rundir::DECLARATION, rundir::ENVIRONMENT, rundir::REPORT] {
+        accounted.file(f);
+    }
+    for a in &report.artifacts {
+        accounted.file(&a.path);
+        if a.kind == "manifest" {
+            let base = Path::new(&a.path).parent().unwrap_or(Path::new(""));
+            for rel in crate::manifest::Listing::read(&dir.join(&a.path))?.files.into_keys() {
+                accounted.file(base.join(rel));
+            }
+        }
+    }
+    for f in derived {
+        accounted.file(&f.path);
+    }
+    Ok(accounted.strays(dir, rundir::tree::MAX_STRAYS))
 }
 
 /// What the command stages got done: each completed job's calls, and the

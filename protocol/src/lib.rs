@@ -20,6 +20,7 @@ pub mod frame;
 #[cfg(any(test, feature = "fuzzing"))]
 pub mod fuzzing;
 pub mod handshake;
+pub mod items;
 mod messages;
 pub mod program;
 pub mod spans;

@@ -15,6 +15,10 @@ ITEM_PIDS/ so the test can check that none outlived the run.
                   (its pid written to $ITEM_LEAK_PID_FILE, if set)
   touch_inputs    as ok, and writes a file into ITEM_INPUTS on its first item
   stubborn        as ok, but does not exit when its input closes
+  stray           as ok, and writes OUT/../stray.txt (beside its output
+                  directory, in the run directory) on its first item
+  empty_dir       as ok, and leaves an empty directory OUT/empty
+  extra_done      as ok, and answers done once more after its last item
 """
 import json
 import os
@@ -62,6 +66,11 @@ def prepare(item, out):
         if os.environ.get("ITEM_LEAK_PID_FILE"):
             with open(os.environ["ITEM_LEAK_PID_FILE"], "w") as f:
                 f.write(str(sleeper.pid))
+    if MODE == "stray" and len(seen) == 1:
+        with open(os.path.join(out, "..", "stray.txt"), "w") as f:
+            f.write("mine")
+    if MODE == "empty_dir":
+        os.makedirs(os.path.join(out, "empty"), exist_ok=True)
     if MODE == "touch_inputs" and len(seen) == 1:
         with open(os.path.join(os.environ["ITEM_INPUTS"], "touched"), "w") as f:
             f.write("x")
@@ -75,6 +84,9 @@ if MODE in ("wrong_id", "malformed"):
     time.sleep(60)
     sys.exit(0)
 
+extra = os.dup(answers) if MODE == "extra_done" else None
 stagebench.serve(prepare)
+if extra is not None:
+    os.write(extra, b'{"done":"secret-a"}\n')
 if MODE == "stubborn":
     time.sleep(60)

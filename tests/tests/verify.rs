@@ -254,7 +254,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                     f.set_len(len - 4).unwrap();
                 }
             }),
-            format!("cache file {values} does not match"),
+            format!("file {values} does not match"),
         ),
         (
             "one byte of a cache file changed, its length kept",
@@ -264,7 +264,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                     flip_last_byte(&d.join(&v));
                 }
             }),
-            format!("cache file {values} does not match"),
+            format!("file {values} does not match"),
         ),
         (
             "bytes appended",
@@ -276,7 +276,7 @@ fn verify_catches_added_deleted_truncated_and_extended_files_and_agreeing_edits(
                     f.write_all(b"\0\0\0\0").unwrap();
                 }
             }),
-            format!("cache file {values} does not match"),
+            format!("file {values} does not match"),
         ),
         (
             "a cache file and its manifest edited to agree",

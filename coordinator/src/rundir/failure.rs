@@ -18,12 +18,18 @@ pub(crate) struct Failure {
     /// `worker_exited`, `connect_timeout`, `stage_timeout`,
     /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`, `caches_differ`,
     /// `outputs_differ`, `inputs_changed`, `output_refused`, `leaked_processes`,
+    /// `unaccounted_output`,
     /// `interrupted`, `internal`.
     pub(crate) reason: String,
     /// One line for a person.
     pub(crate) message: String,
     pub(crate) declaration_sha256: Option<String>,
     pub(crate) environment_sha256: Option<String>,
+    /// Entries of the run directory the run did not write (a program wrote
+    /// them there), relative to it: kept through the failure, never
+    /// deleted, and the only entries besides the evidence `verify` accepts.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub(crate) kept: Vec<String>,
 }
 
 impl Failure {
@@ -46,6 +52,7 @@ impl Failure {
             message,
             declaration_sha256,
             environment_sha256,
+            kept: Vec::new(),
         }
     }
 }

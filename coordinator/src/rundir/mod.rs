@@ -18,6 +18,7 @@ pub(crate) mod environment;
 pub(crate) mod failure;
 pub(crate) mod report;
 pub(crate) mod spans;
+pub(crate) mod tree;
 
 use std::fs::{self, DirBuilder};
 use std::io;
@@ -98,18 +99,19 @@ impl RunDir {
     /// beside failure.json. The directory is this run's own (it did not
     /// exist before), so nothing here is the user's; a partial cache is
     /// removed to free a full disk.
-    fn clear_outputs(&self, keep: &[&str]) -> Result<(), RunDirError> {
+    /// Removes what the run wrote, but the declaration, the environment,
+    /// the top-level entries named in `keep` and every path in `nested`
+    /// (relative, at any depth: the directories on the way to it stay, what
+    /// else they hold goes).
+    fn clear_outputs(&self, keep: &[&str], nested: &[String]) -> Result<(), RunDirError> {
+        let nested: Vec<&Path> = nested.iter().map(Path::new).collect();
         let clear = || -> io::Result<()> {
             for e in fs::read_dir(&self.path)? {
-                let e = e?;
-                let name = e.file_name();
+                let name = e?.file_name();
                 if name == DECLARATION || name == ENVIRONMENT || keep.iter().any(|k| name == *k) {
                     continue;
                 }
-                match e.file_type()?.is_dir() {
-                    true => fs::remove_dir_all(e.path())?,
-                    false => fs::remove_file(e.path())?,
-                }
+                clear_but(&self.path, Path::new(&name), &nested)?;
             }
             Ok(())
         };
@@ -117,16 +119,36 @@ impl RunDir {
     }
 
     /// The one ending of a run that failed: what it wrote is cleared (but
-    /// the entries in `keep`), then `failure` is written, sealed like a
-    /// report. Returns where failure.json is.
+    /// the entries in `keep`, and what `failure.kept` names), then
+    /// `failure` is written, sealed like a report. Returns where
+    /// failure.json is.
     pub(crate) fn end_in_failure(
         &self,
         failure: &failure::Failure,
         keep: &[&str],
     ) -> Result<PathBuf, RunDirError> {
-        self.clear_outputs(keep)?;
+        self.clear_outputs(keep, &failure.kept)?;
         self.write_evidence(FAILURE, &report::seal(failure))?;
         Ok(self.path.join(FAILURE))
+    }
+}
+
+/// Removes `root/rel`, but what `kept` names below it (or it itself).
+fn clear_but(root: &Path, rel: &Path, kept: &[&Path]) -> io::Result<()> {
+    if kept.contains(&rel) {
+        return Ok(());
+    }
+    let path = root.join(rel);
+    let is_dir = fs::symlink_metadata(&path)?.is_dir();
+    if is_dir && kept.iter().any(|k| k.starts_with(rel)) {
+        for e in fs::read_dir(&path)? {
+            clear_but(root, &rel.join(e?.file_name()), kept)?;
+        }
+        return Ok(());
+    }
+    match is_dir {
+        true => fs::remove_dir_all(path),
+        false => fs::remove_file(path),
     }
 }
 

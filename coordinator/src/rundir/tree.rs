@@ -1,79 +1,129 @@
 //! Every entry under a run or campaign directory is accounted for: bound
 //! by a digest, derived from the report, or inside a subtree another check
-//! owns (a campaign's runs, its state directories). Anything else is named:
-//! an added or renamed file, an empty directory, a symbolic link, a FIFO.
+//! owns (a campaign's runs, its state directories). Anything else is a
+//! [`Stray`]: an added or renamed file, an empty directory, a symbolic
+//! link, a FIFO. The one walk: `verify` makes it over a finished directory,
+//! and a run makes it before it writes its report, so a run that ends ok
+//! verifies.
 
-use super::Mismatch;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 /// What a directory's bindings account for, relative to it.
 #[derive(Debug, Default)]
-pub(super) struct Accounted {
+pub(crate) struct Accounted {
     files: BTreeSet<PathBuf>,
     subtrees: BTreeSet<PathBuf>,
 }
 
+/// An entry nothing accounts for, relative to the directory walked.
+#[derive(Debug)]
+pub(crate) struct Stray {
+    pub(crate) path: PathBuf,
+    pub(crate) kind: StrayKind,
+}
+
+#[derive(Debug)]
+pub(crate) enum StrayKind {
+    /// A regular file no binding names.
+    Unbound,
+    EmptyDirectory,
+    Symlink,
+    /// A FIFO, socket or device.
+    NotRegular,
+    /// The directory (or the entry's type) could not be read.
+    Unreadable(std::io::Error),
+}
+
+impl Stray {
+    /// The entry as the walk shows it: a directory with a trailing slash,
+    /// the walked directory itself by `root`.
+    pub(crate) fn shown(&self, root: &str) -> String {
+        match self.kind {
+            StrayKind::EmptyDirectory => format!("{}/", self.path.display()),
+            StrayKind::Unreadable(_) => shown(&self.path, root),
+            _ => self.path.display().to_string(),
+        }
+    }
+
+    /// What is wrong with it, after its name.
+    pub(crate) fn what(&self) -> String {
+        match &self.kind {
+            StrayKind::Unbound => {
+                "is not bound by report.json or a manifest, nor derived from the report".into()
+            }
+            StrayKind::EmptyDirectory => {
+                "is an empty directory nothing in the report accounts for".into()
+            }
+            StrayKind::Symlink => {
+                "is a symbolic link: a run directory holds only the files it wrote".into()
+            }
+            StrayKind::NotRegular => "is not a regular file or directory".into(),
+            StrayKind::Unreadable(e) => format!("cannot be listed: {e}"),
+        }
+    }
+}
+
+/// At most this many strays are collected by [`Accounted::strays`].
+pub(crate) const MAX_STRAYS: usize = 1000;
+
 impl Accounted {
     /// A file some binding checked (or a derived file checked against its rendering).
-    pub(super) fn file(&mut self, rel: impl Into<PathBuf>) {
+    pub(crate) fn file(&mut self, rel: impl Into<PathBuf>) {
         self.files.insert(rel.into());
     }
 
     /// A directory whose whole content another check verifies.
-    pub(super) fn subtree(&mut self, rel: impl Into<PathBuf>) {
+    pub(crate) fn subtree(&mut self, rel: impl Into<PathBuf>) {
         self.subtrees.insert(rel.into());
     }
 
-    /// Walks `dir` (never following a link) and names the first entry,
-    /// in name order, that nothing accounts for.
-    pub(super) fn check(&self, dir: &Path) -> Result<(), Mismatch> {
-        self.walk(dir, Path::new(""))
+    /// Walks `dir` (never following a link); the first entry, in name
+    /// order, that nothing accounts for.
+    pub(crate) fn check(&self, dir: &Path) -> Result<(), Stray> {
+        match self.strays(dir, 1).into_iter().next() {
+            Some(s) => Err(s),
+            None => Ok(()),
+        }
     }
 
-    fn walk(&self, dir: &Path, rel: &Path) -> Result<(), Mismatch> {
-        let listed = |e: std::io::Error| {
-            Mismatch(format!("cannot list {}: {e}", shown(rel, "the directory")))
+    /// Every entry nothing accounts for, in name order, at most `limit`
+    /// (a stray directory is one entry: its content is not walked).
+    pub(crate) fn strays(&self, dir: &Path, limit: usize) -> Vec<Stray> {
+        let mut found = Vec::new();
+        self.walk(dir, Path::new(""), limit, &mut found);
+        found
+    }
+
+    fn walk(&self, dir: &Path, rel: &Path, limit: usize, found: &mut Vec<Stray>) {
+        let stray = |path: PathBuf, kind| Stray { path, kind };
+        let entries: Result<Vec<_>, _> = std::fs::read_dir(dir.join(rel)).and_then(|d| d.collect());
+        let mut entries = match entries {
+            Ok(e) => e,
+            Err(e) => return found.push(stray(rel.to_path_buf(), StrayKind::Unreadable(e))),
         };
-        let mut entries: Vec<_> = std::fs::read_dir(dir.join(rel))
-            .map_err(listed)?
-            .collect::<Result<_, _>>()
-            .map_err(listed)?;
         if entries.is_empty() && !rel.as_os_str().is_empty() {
-            return Err(Mismatch(format!(
-                "{}/ is an empty directory the run did not write: nothing in the report accounts for it",
-                rel.display()
-            )));
+            return found.push(stray(rel.to_path_buf(), StrayKind::EmptyDirectory));
         }
         entries.sort_by_key(|e| e.file_name());
         for e in entries {
-            let r = rel.join(e.file_name());
-            let kind =
-                e.file_type().map_err(|e| Mismatch(format!("cannot stat {}: {e}", r.display())))?;
-            if kind.is_symlink() {
-                return Err(Mismatch(format!(
-                    "{} is a symbolic link: a run directory holds only the files it wrote",
-                    r.display()
-                )));
+            if found.len() >= limit {
+                return;
             }
-            if kind.is_dir() {
-                if !self.subtrees.contains(&r) {
-                    self.walk(dir, &r)?;
+            let r = rel.join(e.file_name());
+            match e.file_type() {
+                Err(err) => found.push(stray(r, StrayKind::Unreadable(err))),
+                Ok(k) if k.is_symlink() => found.push(stray(r, StrayKind::Symlink)),
+                Ok(k) if k.is_dir() => {
+                    if !self.subtrees.contains(&r) {
+                        self.walk(dir, &r, limit, found);
+                    }
                 }
-            } else if !kind.is_file() {
-                return Err(Mismatch(format!(
-                    "{} is not a regular file or directory",
-                    r.display()
-                )));
-            } else if !self.files.contains(&r) {
-                return Err(Mismatch(format!(
-                    "{} is not bound by report.json or a manifest, nor derived from the report: \
-                     a file was added or renamed after the run wrote it",
-                    r.display()
-                )));
+                Ok(k) if !k.is_file() => found.push(stray(r, StrayKind::NotRegular)),
+                Ok(_) if !self.files.contains(&r) => found.push(stray(r, StrayKind::Unbound)),
+                Ok(_) => {}
             }
         }
-        Ok(())
     }
 }
 
@@ -136,12 +186,27 @@ mod tests {
         for (edit, says) in cases {
             let (tmp, acc) = tree();
             edit(tmp.path());
-            let err = acc.check(tmp.path()).unwrap_err().0;
+            let stray = acc.check(tmp.path()).unwrap_err();
+            let err = format!("{} {}", stray.shown("the directory"), stray.what());
             assert!(err.starts_with(says), "{says}: {err}");
         }
         // What an owned subtree holds is its owner's to check.
         std::fs::write(d.join("owned/x/more"), b"").unwrap();
         acc.check(d).expect("owned subtree");
+    }
+
+    #[test]
+    fn every_stray_is_collected_up_to_the_limit_and_a_stray_directory_once() {
+        let (tmp, acc) = tree();
+        let d = tmp.path();
+        std::fs::create_dir_all(d.join("extra/deep")).unwrap();
+        std::fs::write(d.join("extra/deep/f"), b"").unwrap();
+        std::fs::create_dir(d.join("a/empty")).unwrap();
+        std::fs::write(d.join("z.txt"), b"").unwrap();
+        let found: Vec<String> =
+            acc.strays(d, MAX_STRAYS).iter().map(|s| s.shown("the directory")).collect();
+        assert_eq!(found, ["a/empty/", "extra/deep/f", "z.txt"]);
+        assert_eq!(acc.strays(d, 2).len(), 2);
     }
 
     /// A directory that cannot be listed (unreachable as root, who can list

@@ -3,15 +3,13 @@
 //! redrawing what a report derives is `render`'s, which `cli` calls on a
 //! report `checked_report` hands back.
 
-mod tree;
-
 use crate::modes::Report;
+use crate::rundir::tree::{Accounted, Stray, StrayKind};
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
 use evidence::canonical;
 use rayon::prelude::*;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
-use tree::Accounted;
 
 /// The first binding of a directory that does not hold, in one line: why it
 /// does not verify (exit 3).
@@ -28,6 +26,23 @@ impl From<String> for Mismatch {
 impl From<&str> for Mismatch {
     fn from(why: &str) -> Self {
         Mismatch(why.to_string())
+    }
+}
+
+/// A stray in a finished directory: something changed it after its run.
+impl From<Stray> for Mismatch {
+    fn from(s: Stray) -> Self {
+        let shown = s.shown("the directory");
+        Mismatch(match &s.kind {
+            StrayKind::Unbound => {
+                format!("{shown} {}: a file was added or renamed after the run wrote it", s.what())
+            }
+            StrayKind::EmptyDirectory => format!(
+                "{shown} is an empty directory the run did not write: nothing in the report accounts for it"
+            ),
+            StrayKind::Unreadable(e) => format!("cannot list {shown}: {e}"),
+            _ => format!("{shown} {}", s.what()),
+        })
     }
 }
 
@@ -131,10 +146,20 @@ fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatc
         .into());
     }
     check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
-    // A killed run keeps nothing else: what it had written was removed.
+    let failure: crate::rundir::failure::Failure = serde_json::from_value(value.clone())
+        .map_err(|e| format!("{FAILURE} does not match its schema: {e}"))?;
+    // A failed run keeps nothing else: what it had written was removed,
+    // but what a program left in it, which failure.json names.
     let mut accounted = Accounted::default();
     for f in [DECLARATION, ENVIRONMENT, FAILURE] {
         accounted.file(f);
+    }
+    for k in &failure.kept {
+        if !is_safe_relative(k) {
+            return Err(format!("{FAILURE} keeps '{k}', which leaves the run directory").into());
+        }
+        accounted.file(k);
+        accounted.subtree(k);
     }
     accounted.check(dir)?;
     Ok(Verified {
@@ -309,14 +334,12 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<Vec<PathBuf>, Mismatch> {
 /// A manifest lists files below its own directory; each must match. What
 /// else is there the directory walk names.
 fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
-    let bytes = std::fs::read(dir.join(path))
-        .map_err(|e| format!("manifest {path} cannot be read: {e}"))?;
-    let v: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| format!("manifest {path} is not valid JSON: {e}"))?;
+    let listing = crate::manifest::Listing::read(&dir.join(path)).map_err(|e| match e.kind() {
+        std::io::ErrorKind::InvalidData => format!("manifest {path} is not valid JSON: {e}"),
+        _ => format!("manifest {path} cannot be read: {e}"),
+    })?;
     let base = Path::new(path).parent().unwrap_or(Path::new(""));
-    let files = v["files"].as_object().ok_or_else(|| format!("manifest {path} lists no files"))?;
-    let mut entries: Vec<(&String, &Value)> = files.iter().collect();
-    entries.sort_by(|a, b| a.0.cmp(b.0));
+    let entries: Vec<(&String, &crate::manifest::Listed)> = listing.files.iter().collect();
     let problems: Vec<Option<String>> = entries
         .par_iter()
         .map(|(rel, want)| {
@@ -325,14 +348,9 @@ fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
                 return Some(format!("manifest {path} lists '{rel}', which leaves its directory"));
             }
             match evidence::file_sha256(&dir.join(base).join(rel)) {
-                Ok((sha, n))
-                    if want["sha256"].as_str() == Some(sha.as_str())
-                        && want["bytes"].as_u64() == Some(n) =>
-                {
-                    None
-                }
-                Ok(_) => Some(format!("cache file {shown} does not match its SHA-256 in {path}")),
-                Err(e) => Some(format!("cache file {shown} listed in {path} cannot be read: {e}")),
+                Ok((sha, n)) if want.sha256 == sha && want.bytes == n => None,
+                Ok(_) => Some(format!("file {shown} does not match its SHA-256 in {path}")),
+                Err(e) => Some(format!("file {shown} listed in {path} cannot be read: {e}")),
             }
         })
         .collect();

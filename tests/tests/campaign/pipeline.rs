@@ -157,6 +157,37 @@ fn a_pipeline_stage_that_fails_is_a_finding_and_the_steps_after_it_are_not_run()
     assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
 }
 
+/// A stage that writes beside its spans file, into its trial's run
+/// directory (issue 44): the trial's run fails (`unaccounted_output`)
+/// before any report of it says ok, the file kept and named in its
+/// failure.json; the campaign records the failed trial, exits 1, and
+/// verifies.
+#[test]
+fn a_stage_that_writes_into_its_run_directory_fails_its_trial() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stray = "[[pipeline]]\nname = \"beside\"\nargv = [\"sh\", \"-c\", \"echo mine > \\\"$(dirname \\\"$STAGEBENCH_SPANS\\\")/beside.txt\\\"\"]\n";
+    let file = pipeline(tmp.path(), stray);
+    let out = tmp.path().join("campaign");
+    let f = run_campaign(&file, &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    let failed = r["failed_trials"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    for t in failed {
+        assert_eq!(t["reason"], "unaccounted_output", "{t}");
+        let run = out.join(t["run"].as_str().unwrap());
+        assert_eq!(std::fs::read_to_string(run.join("beside.txt")).unwrap(), "mine\n");
+        let failure = json(&run.join("failure.json"));
+        assert_eq!(failure["kept"], serde_json::json!(["beside.txt"]), "{failure}");
+        assert!(!run.join("report.json").exists());
+    }
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    let v = run(c);
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
+}
+
 #[test]
 fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
     use nix::sys::signal::{Signal, kill};

@@ -196,6 +196,55 @@ fn a_nondeterministic_program_fails_the_run_with_the_count_of_differing_files() 
     assert_eq!(json(&p.out.join("report.json"))["outputs_identical"], true);
 }
 
+/// A run that ends ok verifies (issue 44): a program that writes beside
+/// its output directory (into the run directory), or leaves an empty
+/// directory in its output, fails the run (`unaccounted_output`, exit 1)
+/// before any report says ok, and what it wrote is kept, named in
+/// failure.json's `kept`, which `verify` accounts for.
+#[test]
+fn a_program_that_writes_what_no_manifest_holds_fails_the_run_and_its_files_are_kept() {
+    let one = ["--workers", "2", "--rounds", "1"];
+    for (mode, says, kept) in [
+        ("stray", "stray.txt is not bound by report.json", vec!["stray.txt"]),
+        (
+            "empty_dir",
+            "private-output/empty/ is an empty directory",
+            vec!["private-output/empty", "private-output-parallel/empty"],
+        ),
+    ] {
+        let p = prepare(mode, &one, &[]);
+        assert_eq!(p.f.code(), Some(1), "{mode}: {}", p.f.stderr);
+        assert!(!p.out.join("report.json").exists(), "{mode}: no report says ok");
+        let failure = json(&p.out.join("failure.json"));
+        assert_eq!(failure["reason"], "unaccounted_output", "{failure}");
+        let message = failure["message"].as_str().unwrap();
+        assert!(message.starts_with(says), "{mode}: {message}");
+        assert!(message.contains("kept, not deleted"), "{message}");
+        let listed: Vec<&str> =
+            failure["kept"].as_array().unwrap().iter().map(|k| k.as_str().unwrap()).collect();
+        assert_eq!(listed, kept, "{mode}");
+        for k in &kept {
+            assert!(p.out.join(k).exists(), "{mode}: {k} was deleted");
+        }
+        assert!(
+            !p.out.join("private-output/secret-a.txt").exists(),
+            "the run's own outputs are cleared"
+        );
+        p.assert_nothing_left();
+        let mut v = harness::coordinator();
+        v.arg("verify").arg(&p.out);
+        let v = run(v);
+        assert_eq!(v.code(), Some(3), "{}", v.stderr);
+        assert!(v.stderr.contains("the run failed (unaccounted_output: "), "{}", v.stderr);
+    }
+    // The control: the same program without the stray verifies.
+    let p = prepare("ok", &one, &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    let mut v = harness::coordinator();
+    v.arg("verify").arg(&p.out);
+    assert_eq!(run(v).code(), Some(0));
+}
+
 #[test]
 fn a_program_that_breaks_the_protocol_fails_the_run_and_leaves_nothing() {
     let one = ["--workers", "1", "--rounds", "1"];
@@ -217,6 +266,8 @@ fn a_program_that_breaks_the_protocol_fails_the_run_and_leaves_nothing() {
     let p =
         prepare("stubborn", &["--workers", "1", "--rounds", "1", "--connect-timeout", "1"], &[]);
     p.assert_failed("stage_failed", "did not exit within 1.0 s after its input closed");
+    let p = prepare("extra_done", &one, &[]);
+    p.assert_failed("stage_failed", "wrote an answer line after its last item");
 }
 
 #[test]
@@ -300,6 +351,23 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
     refused(b"a\t-3\n", &[], "--items line 1: the weight is not a positive number");
     refused(b"a\t1\tx\n", &[], "--items line 1: a third field");
     refused(b"a\n", &["--data", "/nonexistent"], "--data is the recipe's dataset");
+    // Ids longer than an answer can carry: refused up front, not blamed on
+    // the program (100 KB) or the worker (2 MB) mid-run.
+    for len in [100_000, 2_000_000] {
+        let line = format!("a\n{}\n", "s".repeat(len));
+        let says =
+            format!("--items line 2: the id is {} bytes as a JSON string, over the", len + 2);
+        refused(line.as_bytes(), &[], &says);
+    }
+    // A file with no end is refused before it is read (it once grew the
+    // coordinator to 6.6 GB in 8 s).
+    let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--prepare", "true", "--items", "/dev/zero", "--output"])
+        .arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("--items /dev/zero: not a regular file"), "{}", f.stderr);
+    assert!(!out.exists());
     let missing = tmp.path().join("no-inputs");
     let missing = missing.to_str().unwrap();
     refused(b"a\n", &["--inputs", missing], &format!("--inputs {missing}: not a directory"));

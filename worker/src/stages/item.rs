@@ -33,7 +33,7 @@ use std::time::{Duration, Instant};
 
 /// Longest answer line the worker reads (a program writing without a
 /// newline cannot make it hold more).
-pub const MAX_ANSWER: usize = 64 * 1024;
+pub use protocol::items::MAX_ANSWER;
 
 /// A running preparation program.
 pub struct Server {
@@ -347,6 +347,12 @@ impl Server {
             .map(std::process::ExitStatus::from_raw)
             .map_err(|e| ProgramError(format!("waiting for the preparation program: {e}")))?;
         match (status.code(), status.signal()) {
+            // An answer no item asked for, as mid-run: a protocol error.
+            (Some(0), _) if self.answers.more_after_last() => Err(ProgramError(
+                "the preparation program wrote an answer line after its last item: \
+                 one answer per item (docs/item-protocol.md)"
+                    .into(),
+            )),
             (Some(0), _) => Ok(()),
             (Some(code), _) => Err(ProgramError(format!(
                 "the preparation program exited with status {code} after its input closed"
@@ -396,6 +402,25 @@ struct Answers {
 pub struct ProgramError(String);
 
 impl Answers {
+    /// Whether the pipe holds anything but blank lines once the program
+    /// has exited: what it wrote after its last answer (read without
+    /// waiting: a descendant may still hold the pipe open).
+    fn more_after_last(&mut self) -> bool {
+        // SAFETY: fcntl on our own descriptor.
+        unsafe { libc::fcntl(self.fd.as_raw_fd(), libc::F_SETFL, libc::O_NONBLOCK) };
+        let mut chunk = [0u8; 4096];
+        while self.buf.len() <= MAX_ANSWER {
+            // SAFETY: read into a local buffer of the given length.
+            let r =
+                unsafe { libc::read(self.fd.as_raw_fd(), chunk.as_mut_ptr().cast(), chunk.len()) };
+            if r <= 0 {
+                break;
+            }
+            self.buf.extend_from_slice(&chunk[..r as usize]);
+        }
+        self.buf.iter().any(|b| !b.is_ascii_whitespace())
+    }
+
     /// The next complete line, waiting on the pipe and the program's exit.
     fn line(
         &mut self,

@@ -42,6 +42,16 @@ pub(crate) struct Item {
 pub(crate) enum ItemsError {
     #[error("--items {0}: cannot be read: {1}")]
     Read(String, String),
+    #[error("--items {0}: not a regular file (a pipe or device has no end to read to)")]
+    NotAFile(String),
+    #[error("--items {0}: over {max} MiB, the largest items file read", max = MAX_ITEMS_BYTES >> 20)]
+    TooLarge(String),
+    #[error(
+        "--items line {0}: the id is {1} bytes as a JSON string, over the {max} an answer can carry \
+         (docs/item-protocol.md)",
+        max = protocol::items::MAX_ID_JSON
+    )]
+    IdTooLong(usize, usize),
     #[error("--items: the file is not UTF-8")]
     NotUtf8,
     #[error("--items: the file lists no item")]
@@ -60,10 +70,30 @@ pub(crate) enum ItemsError {
     MixedWeights(usize, usize),
 }
 
-/// Reads and checks an items file.
+/// The largest items file read: 256 MiB, a million ids of 256 bytes.
+pub(crate) const MAX_ITEMS_BYTES: u64 = 256 << 20;
+
+/// Reads and checks an items file: a regular file (or a link to one) of
+/// at most [`MAX_ITEMS_BYTES`], read no further than that.
 pub(crate) fn read(path: &Path) -> Result<(Vec<Item>, String), ItemsError> {
-    let bytes = std::fs::read(path)
-        .map_err(|e| ItemsError::Read(path.display().to_string(), e.to_string()))?;
+    use std::io::Read;
+    let shown = || path.display().to_string();
+    let file = std::fs::File::open(path).map_err(|e| ItemsError::Read(shown(), e.to_string()))?;
+    let meta = file.metadata().map_err(|e| ItemsError::Read(shown(), e.to_string()))?;
+    if !meta.is_file() {
+        return Err(ItemsError::NotAFile(shown()));
+    }
+    if meta.len() > MAX_ITEMS_BYTES {
+        return Err(ItemsError::TooLarge(shown()));
+    }
+    // No further than the limit, should the file grow while it is read.
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    file.take(MAX_ITEMS_BYTES + 1)
+        .read_to_end(&mut bytes)
+        .map_err(|e| ItemsError::Read(shown(), e.to_string()))?;
+    if bytes.len() as u64 > MAX_ITEMS_BYTES {
+        return Err(ItemsError::TooLarge(shown()));
+    }
     let items = parse(&bytes)?;
     Ok((items, evidence::sha256_hex(&bytes)))
 }
@@ -85,6 +115,10 @@ pub(crate) fn parse(bytes: &[u8]) -> Result<Vec<Item>, ItemsError> {
         }
         if id.trim().is_empty() {
             return Err(ItemsError::EmptyId(n));
+        }
+        let json = protocol::items::id_json_len(id);
+        if json > protocol::items::MAX_ID_JSON {
+            return Err(ItemsError::IdTooLong(n, json));
         }
         let weight = match weight {
             None => {
@@ -209,5 +243,29 @@ mod tests {
             assert_eq!(e, want, "{:?}", String::from_utf8_lossy(text));
             assert!(!e.to_string().contains("secret"), "{e}");
         }
+        // The longest id an answer carries, and one byte more.
+        let fits = "s".repeat(protocol::items::MAX_ID_JSON - 2);
+        assert!(parse(format!("a\n{fits}\n").as_bytes()).is_ok());
+        let over = format!("a\n{fits}s\n");
+        assert_eq!(
+            parse(over.as_bytes()).unwrap_err(),
+            IdTooLong(2, protocol::items::MAX_ID_JSON + 1)
+        );
+        // Escaped as Python writes it: 3 bytes of UTF-8, 6 of JSON.
+        let wide = "€".repeat(protocol::items::MAX_ID_JSON / 6);
+        assert!(matches!(parse(wide.as_bytes()), Err(IdTooLong(1, _))));
+    }
+
+    /// A file that never ends, or is too large, is refused before it is
+    /// read into memory.
+    #[test]
+    fn an_items_file_is_a_regular_file_of_bounded_size() {
+        let e = read(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(e, ItemsError::NotAFile("/dev/zero".into()));
+        let tmp = tempfile::tempdir().unwrap();
+        let big = tmp.path().join("big");
+        let f = std::fs::File::create(&big).unwrap();
+        f.set_len(MAX_ITEMS_BYTES + 1).unwrap();
+        assert!(matches!(read(&big), Err(ItemsError::TooLarge(_))));
     }
 }
