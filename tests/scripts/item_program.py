@@ -19,6 +19,8 @@ ITEM_PIDS/ so the test can check that none outlived the run.
                   directory, in the run directory) on its first item
   empty_dir       as ok, and leaves an empty directory OUT/empty
   extra_done      as ok, and answers done once more after its last item
+  hang            as ok, but never answers item ITEM_SPECIAL (sleeps 60 s)
+  close_answers   says ready, closes its answers pipe, and stays alive 60 s
 """
 import json
 import os
@@ -66,6 +68,8 @@ def prepare(item, out):
         if os.environ.get("ITEM_LEAK_PID_FILE"):
             with open(os.environ["ITEM_LEAK_PID_FILE"], "w") as f:
                 f.write(str(sleeper.pid))
+    if MODE == "hang" and item == os.environ["ITEM_SPECIAL"]:
+        time.sleep(60)
     if MODE == "stray" and len(seen) == 1:
         with open(os.path.join(out, "..", "stray.txt"), "w") as f:
             f.write("mine")
@@ -75,6 +79,12 @@ def prepare(item, out):
         with open(os.path.join(os.environ["ITEM_INPUTS"], "touched"), "w") as f:
             f.write("x")
 
+
+if MODE == "close_answers":
+    say('{"ready": true}')
+    os.close(answers)
+    time.sleep(60)
+    sys.exit(0)
 
 if MODE in ("wrong_id", "malformed"):
     say('{"ready": true}')

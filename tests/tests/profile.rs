@@ -210,6 +210,15 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
     for k in ["warm_loader_epoch", "warm_fit_normalizer"] {
         assert_eq!(r["trials"][k]["n"], 2, "{k}");
     }
+    // What the trials wrote (the loader's order digest) is bound: it
+    // verifies (issue 44: it once said ok and failed verify).
+    let paths: Vec<&str> =
+        r["artifacts"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert!(paths.contains(&"loader-order.sha256"), "{paths:?}");
+    let mut v = harness::coordinator();
+    v.arg("verify").arg(&out);
+    let v = run(v);
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
     // Prepared once, untimed as trials: the cache, the normalizer, the context index.
     for k in [
         "prerequisite:cold_feature_cache_prepare",

@@ -290,6 +290,20 @@ impl Planned for Plan {
             );
         }
         let counts = bind_prerequisites(cx.dir, outcomes, self.stages.len(), records)?;
+        // What the trials wrote beyond the prerequisites' (the loader's
+        // order digest, a fit's weights digest): each path as the last
+        // trial to write it left it, so the run verifies.
+        let mut written: BTreeMap<&str, (&JobResult, &[u8; 32])> = BTreeMap::new();
+        for r in results.iter().filter(|r| !r.job.key.starts_with("prerequisite:")) {
+            for (path, sha) in &r.artifacts {
+                written.insert(path, (r, sha));
+            }
+        }
+        for (path, (r, sha)) in written {
+            if !records.artifacts.iter().any(|a| a.path == path) {
+                records.artifacts.push(super::checked_artifact(cx.dir, r, path, sha, "file")?);
+            }
+        }
         Ok(super::Section::new(Section {
             counts,
             trials: sets,
