@@ -34,6 +34,8 @@ pub(crate) struct DispatchConfig {
     pub(crate) after_job: Option<AfterJob>,
     pub(crate) connect_timeout: Duration,
     pub(crate) stage_timeout: Option<Duration>,
+    /// How long one item job may take (`--item-timeout`).
+    pub(crate) item_timeout: Option<Duration>,
     pub(crate) grace: Duration,
     pub(crate) kill_at: Option<crate::interrupt::KillAt>,
 }
@@ -73,6 +75,8 @@ pub(crate) async fn dispatch(
         events,
         connect_timeout: cfg.connect_timeout,
         stage_timeout: cfg.stage_timeout,
+        item_timeout: cfg.item_timeout,
+        started: tokio::time::Instant::now(),
         grace: cfg.grace,
         jobs_per_process: cfg.jobs_per_process,
         kill_at: cfg.kill_at,

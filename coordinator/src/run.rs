@@ -202,7 +202,9 @@ fn run_in(
         }
         if let Some((rank, end)) = &p.dispatch.first_failure {
             let mut message = end.describe(*rank);
-            if let crate::supervisor::WorkerEnd::StageTimeout { .. } = end {
+            if let crate::supervisor::WorkerEnd::StageTimeout { .. }
+            | crate::supervisor::WorkerEnd::ItemTimeout { .. } = end
+            {
                 // A task of a job step is not our child: wait4 has no exit for it.
                 let own = p.dispatch.outcomes.iter().find(|o| o.rank == *rank && !o.task_of_step);
                 if let Some(o) = own {
@@ -416,6 +418,7 @@ async fn supervise_run(
             after_job: phase.after_job,
             connect_timeout: plan.connect_timeout,
             stage_timeout: plan.stage_timeout,
+            item_timeout: phase.item_timeout,
             grace: plan.grace,
             kill_at: plan.kill_at.clone(),
         };

@@ -244,6 +244,9 @@ pub(crate) struct Phase {
     /// (`--os-cache cold`) the coordinator drops them from the page cache
     /// just before the phase starts.
     pub(crate) inputs: Option<std::sync::Arc<crate::pagecache::Inputs>>,
+    /// How long one item of the phase may take (`--item-timeout`), where
+    /// its jobs are items.
+    pub(crate) item_timeout: Option<std::time::Duration>,
 }
 
 impl Phase {
@@ -260,6 +263,7 @@ impl Phase {
             after: None,
             after_job: None,
             inputs: None,
+            item_timeout: None,
         }
     }
 }

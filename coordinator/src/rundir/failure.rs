@@ -18,7 +18,7 @@ pub(crate) struct Failure {
     /// `worker_exited`, `connect_timeout`, `stage_timeout`,
     /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`, `caches_differ`,
     /// `outputs_differ`, `inputs_changed`, `output_refused`, `leaked_processes`,
-    /// `unaccounted_output`,
+    /// `unaccounted_output`, `item_timeout`,
     /// `interrupted`, `internal`.
     pub(crate) reason: String,
     /// One line for a person.

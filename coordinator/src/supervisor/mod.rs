@@ -50,6 +50,11 @@ pub(crate) struct Shared {
     pub(crate) events: mpsc::UnboundedSender<Event>,
     pub(crate) connect_timeout: Duration,
     pub(crate) stage_timeout: Option<Duration>,
+    /// How long one item job may take (`--item-timeout`).
+    pub(crate) item_timeout: Option<Duration>,
+    /// When the phase started: a phase of items is one stage, so its
+    /// `--stage-timeout` counts from here, not from each item.
+    pub(crate) started: tokio::time::Instant,
     pub(crate) grace: Duration,
     pub(crate) jobs_per_process: usize,
     /// Where to kill a worker on purpose (`--kill-at`).
@@ -232,6 +237,28 @@ async fn read_frames(
     }
 }
 
+/// When `job` runs out of time, and the ending that says so: a stage's
+/// `--stage-timeout` from its start, or for an item (one job of a phase
+/// of items, which is the stage) the earlier of the phase's and the
+/// item's own `--item-timeout`, naming the item in flight.
+fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, WorkerEnd) {
+    let now = tokio::time::Instant::now();
+    let stage = |from: tokio::time::Instant| {
+        let after = shared.stage_timeout.unwrap_or_default();
+        let end = WorkerEnd::StageTimeout { key: job.key.clone(), after, item: job.item.clone() };
+        (shared.stage_timeout.map(|t| from + t), end)
+    };
+    let Some(item) = &job.item else { return stage(now) };
+    let (phase_end, phase_ending) = stage(shared.started);
+    match shared.item_timeout.map(|t| (now + t, t)) {
+        Some((end, after)) if phase_end.is_none_or(|p| end < p) => {
+            let ending = WorkerEnd::ItemTimeout { key: job.key.clone(), item: item.clone(), after };
+            (Some(end), ending)
+        }
+        _ => (phase_end, phase_ending),
+    }
+}
+
 async fn run_job(
     proc: &WorkerProcess,
     writer: &mut gate::WriteHalf,
@@ -254,17 +281,14 @@ async fn run_job(
             died_or_violated(proc, key, "connection lost while assigning".into(), shared).await
         );
     }
-    let deadline = shared.stage_timeout.map(|t| tokio::time::Instant::now() + t);
+    let (deadline, timeout) = deadline(shared, job);
     let mut artifacts = Vec::new();
     loop {
         let msg = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled),
             m = incoming.recv() => m,
-            _ = sleep_until(deadline) => {
-                let after = shared.stage_timeout.unwrap_or_default();
-                return Err(WorkerEnd::StageTimeout { key: job.key.clone(), after });
-            }
+            _ = sleep_until(deadline) => return Err(timeout),
         };
         let violation = |detail: String| WorkerEnd::ProtocolViolation { key: key.clone(), detail };
         match msg {

@@ -71,8 +71,11 @@ pub(crate) enum WorkerEnd {
     ExitedBeforeHandshake { exit: ExitKind },
     /// No admitted connection within the connect timeout.
     ConnectTimeout { after: Duration },
-    /// A stage ran past the stage timeout.
-    StageTimeout { key: String, after: Duration },
+    /// A stage ran past the stage timeout; `item`: the item in flight in
+    /// this worker, when the stage is a phase of items.
+    StageTimeout { key: String, after: Duration, item: Option<String> },
+    /// One item took longer than `--item-timeout`.
+    ItemTimeout { key: String, item: String, after: Duration },
     /// The worker sent something malformed, unexpected, or did not exit after shutdown.
     ProtocolViolation { key: Option<String>, detail: String },
     /// Stopped because the run was interrupted or another worker failed.
@@ -97,6 +100,7 @@ impl WorkerEnd {
             WorkerEnd::ExitedBeforeHandshake { .. } => "worker_exited",
             WorkerEnd::ConnectTimeout { .. } => "connect_timeout",
             WorkerEnd::StageTimeout { .. } => "stage_timeout",
+            WorkerEnd::ItemTimeout { .. } => "item_timeout",
             WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
             WorkerEnd::Cancelled => "cancelled",
             WorkerEnd::KilledAtPoint { .. } => "killed_at_point",
@@ -124,6 +128,7 @@ impl WorkerEnd {
         match self {
             WorkerEnd::StageFailed { key, .. }
             | WorkerEnd::StageTimeout { key, .. }
+            | WorkerEnd::ItemTimeout { key, .. }
             | WorkerEnd::KilledAtPoint { key, .. } => Some(key),
             WorkerEnd::Crashed { key, .. } | WorkerEnd::ProtocolViolation { key, .. } => {
                 key.as_deref()
@@ -150,12 +155,15 @@ impl WorkerEnd {
             WorkerEnd::ConnectTimeout { after } => {
                 format!("{rank} did not connect within {:.1} s", after.as_secs_f64())
             }
-            WorkerEnd::StageTimeout { key, after } => {
-                format!(
-                    "stage {key} on {rank} exceeded the stage timeout of {:.1} s",
-                    after.as_secs_f64()
-                )
-            }
+            WorkerEnd::StageTimeout { key, after, item } => format!(
+                "stage {key} on {rank} exceeded the stage timeout of {:.1} s{}",
+                after.as_secs_f64(),
+                item.as_deref().map(|i| format!(" ({i} in flight)")).unwrap_or_default()
+            ),
+            WorkerEnd::ItemTimeout { key, item, after } => format!(
+                "{item} of stage {key} on {rank} took longer than --item-timeout {:.1} s",
+                after.as_secs_f64()
+            ),
             WorkerEnd::ProtocolViolation { key, detail } => {
                 format!("{rank} violated the protocol{}: {detail}", at(key))
             }

@@ -270,6 +270,32 @@ fn a_program_that_breaks_the_protocol_fails_the_run_and_leaves_nothing() {
     p.assert_failed("stage_failed", "wrote an answer line after its last item");
 }
 
+/// An item that never answers (issue 44): a program that hangs on one, or
+/// closes its answers and stays alive, hung the run forever. With
+/// `--item-timeout` the run fails naming the item's position, the worker
+/// and the time; `--stage-timeout` counts over the whole phase of items
+/// and names the item in flight. Nothing is left running.
+#[test]
+fn an_item_that_never_answers_fails_the_run_in_its_time() {
+    let one = ["--workers", "1", "--rounds", "1"];
+    // Handed out largest weight first: secret-c (line 3, weight 12) first.
+    let hang = [("ITEM_SPECIAL", "secret-c")];
+    let p = prepare("hang", &[&one[..], &["--item-timeout", "1"]].concat(), &hang);
+    let failure = p.assert_failed(
+        "item_timeout",
+        "item 3 of 6 of stage cold_prepare on worker 0 took longer than --item-timeout 1.0 s",
+    );
+    assert_eq!(json(&p.out.join("declaration.json"))["parameters"]["item_timeout_s"], 1.0);
+    assert_eq!(failure["stage"], "cold_prepare");
+    let p = prepare("close_answers", &[&one[..], &["--item-timeout", "1"]].concat(), &[]);
+    p.assert_failed("item_timeout", "took longer than --item-timeout 1.0 s");
+    let p = prepare("hang", &[&one[..], &["--stage-timeout", "2"]].concat(), &hang);
+    p.assert_failed("stage_timeout", "exceeded the stage timeout of 2.0 s (item 3 of 6 in flight)");
+    // The control: a program that answers every item within the time passes.
+    let p = prepare("ok", &[&one[..], &["--item-timeout", "30"]].concat(), &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+}
+
 #[test]
 fn an_item_that_fails_is_named_by_its_line_never_its_id() {
     // secret-e is line 5 of 6.
@@ -390,6 +416,12 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
         f.stderr
     );
     assert!(!out.exists());
+    refused(b"a\n", &["--item-timeout", "0"], "'0' is not a positive number of seconds");
+    let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--item-timeout", "5"]).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(f.stderr.contains("--item-timeout applies to --prepare"), "{}", f.stderr);
     let mut c = harness::coordinator();
     c.args(["--mode", "cold-prep", "--prepare", "true"]).arg("--output").arg(&out);
     let f = run(c);

@@ -29,6 +29,8 @@ pub(crate) struct Items {
     pub(crate) list: Vec<Item>,
     /// SHA-256 of the items file's bytes.
     pub(crate) sha256: String,
+    /// `--item-timeout`: how long one item may take before the run fails.
+    pub(crate) item_timeout: Option<std::time::Duration>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -179,6 +181,9 @@ pub(super) fn resolve(
     shared: &crate::modes::SharedArgs,
 ) -> Result<Option<Items>, crate::error::Refusal> {
     use crate::error::Refusal;
+    if own.item_timeout.is_some() && own.prepare.is_none() {
+        return Err("--item-timeout applies to --prepare (your own per-item program)".into());
+    }
     let (command, path) = match (&own.prepare, &own.items) {
         (None, None) if !shared.inputs.is_empty() => {
             return Err("--inputs applies to --prepare (your own preparation)".into());
@@ -202,7 +207,8 @@ pub(super) fn resolve(
     if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
         return Err("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into());
     }
-    Ok(Some(Items { command: command.clone(), list, sha256 }))
+    let item_timeout = own.item_timeout.map(std::time::Duration::from_secs_f64);
+    Ok(Some(Items { command: command.clone(), list, sha256, item_timeout }))
 }
 
 #[cfg(test)]

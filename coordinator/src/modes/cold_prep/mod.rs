@@ -60,6 +60,12 @@ pub(crate) struct Args {
     /// (largest weight first). Ids never enter the evidence.
     #[arg(long, value_name = "FILE")]
     items: Option<std::path::PathBuf>,
+    /// With --prepare: fail the run when one item takes longer than this
+    /// many seconds from its hand-over to its answer (a program that hangs,
+    /// or closes its answers but stays alive, would wait forever).
+    /// [default: off]
+    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
+    item_timeout: Option<f64>,
     /// `cold` drops the preparation's inputs (the training series' files,
     /// or --inputs) from the page cache before each preparation phase and
     /// round (posix_fadvise, no root needed) and warns when a phase was
@@ -67,6 +73,14 @@ pub(crate) struct Args {
     /// [default: as-is]
     #[arg(long, value_name = "MODE", value_enum)]
     os_cache: Option<storage::OsCache>,
+}
+
+/// A positive, finite number of seconds.
+fn positive_secs(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
 }
 
 impl super::Mode for ColdPrep {

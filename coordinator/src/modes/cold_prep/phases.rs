@@ -111,6 +111,9 @@ fn prepare_items(
     let mut parameters = parameters(plan);
     parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
     parameters.insert("items".into(), serde_json::json!(items.list.len()));
+    if let Some(t) = items.item_timeout {
+        parameters.insert("item_timeout_s".into(), serde_json::json!(t.as_secs_f64()));
+    }
     let mut numbers = JobNumbers::default();
     let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
     // What the program reads, where --inputs says.
@@ -161,5 +164,6 @@ fn item_phase(
         after: None,
         after_job: None,
         inputs: None,
+        item_timeout: items.item_timeout,
     }
 }

@@ -127,5 +127,6 @@ pub(crate) fn prepare_phase(
         after: None,
         after_job: None,
         inputs: None,
+        item_timeout: None,
     }
 }

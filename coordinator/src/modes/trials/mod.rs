@@ -351,6 +351,7 @@ fn prerequisites(
                 after: Some(super::hand_on_artifacts),
                 after_job: None,
                 inputs: None,
+                item_timeout: None,
             });
         }
     }
