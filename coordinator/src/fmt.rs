@@ -8,7 +8,10 @@ pub(crate) fn duration(x: f64) -> String {
         return format!("{x}");
     }
     let a = x.abs();
-    let (v, unit) = if a == 0.0 || a >= 1.0 {
+    let (v, unit) = if a == 0.0 {
+        // -0.0 too (a sum of nothing, negated): never "-0.000 s".
+        (0.0, "s")
+    } else if a >= 1.0 {
         (x, "s")
     } else if a >= 1e-3 {
         (x * 1e3, "ms")
@@ -44,6 +47,7 @@ mod tests {
     #[test]
     fn durations_keep_four_significant_digits_in_their_unit() {
         assert_eq!(duration(0.0), "0.000 s");
+        assert_eq!(duration(-0.0), "0.000 s", "a sum of nothing, negated");
         assert_eq!(duration(1.5), "1.500 s");
         assert_eq!(duration(123.456), "123.5 s");
         assert_eq!(duration(0.04002), "40.02 ms");

@@ -249,11 +249,14 @@ fn a_program_that_writes_what_no_manifest_holds_fails_the_run_and_its_files_are_
 fn a_program_that_breaks_the_protocol_fails_the_run_and_leaves_nothing() {
     let one = ["--workers", "1", "--rounds", "1"];
     let p = prepare("before_ready", &one, &[]);
-    p.assert_failed("stage_failed", "before it said ready: ");
+    p.assert_failed("stage_failed", "the preparation program stopped before it said ready: ");
     assert!(p.f.stderr.contains("(it exited with status 4)"), "{}", p.f.stderr);
     let p =
         prepare("never_ready", &["--workers", "1", "--rounds", "1", "--connect-timeout", "1"], &[]);
-    p.assert_failed("stage_failed", "did not say it in time (--connect-timeout)");
+    p.assert_failed(
+        "stage_failed",
+        "item 3 of 6: the preparation program did not say it was ready within --connect-timeout (1.0 s)",
+    );
     let p = prepare("wrong_id", &one, &[]);
     p.assert_failed("stage_failed", "answered done for an item it was not given");
     let p = prepare("malformed", &one, &[]);

@@ -233,7 +233,11 @@ impl Server {
         match server.next_answer(Some(deadline)) {
             Ok(Said::Ready) => Ok(server),
             Ok(_) => Err(server.fail("its first line was not {\"ready\": true}".into())),
-            Err(why) => Err(server.fail(format!("before it said ready: {why}"))),
+            Err(why) if why.0 == NOT_READY => Err(server.fail(format!(
+                "did not say it was ready within --connect-timeout ({:.1} s)",
+                patience.as_secs_f64()
+            ))),
+            Err(why) => Err(server.fail(format!("stopped before it said ready: {why}"))),
         }
     }
 
@@ -401,6 +405,9 @@ struct Answers {
 #[error("{0}")]
 pub struct ProgramError(String);
 
+/// An answer's deadline passed (only the ready line has one).
+const NOT_READY: &str = "did not answer in time (--connect-timeout)";
+
 impl Answers {
     /// Whether the pipe holds anything but blank lines once the program
     /// has exited: what it wrote after its last answer (read without
@@ -442,9 +449,7 @@ impl Answers {
                 Some(d) => {
                     let now = Instant::now();
                     if now >= d {
-                        return Err(ProgramError(
-                            "did not say it in time (--connect-timeout)".into(),
-                        ));
+                        return Err(ProgramError(NOT_READY.into()));
                     }
                     (d - now).as_millis().min(i32::MAX as u128) as i32 + 1
                 }

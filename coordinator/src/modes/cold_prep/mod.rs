@@ -210,8 +210,12 @@ fn warnings(
         .fold(parallel.cpu_s / serial.cpu_s.max(1e-9), f64::max);
     if ratio > CPU_RATIO_WARNING {
         out.push(format!(
-            "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same series: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again with more --rounds, or compare two runs with `coordinator compare`",
-            parallel.workers.len()
+            "the {}-process preparation used {ratio:.1}x the serial preparation's CPU for the same {}: its processes paid for more than the work (fresh memory the kernel had to fault in and zero, often as huge pages; see environment.json transparent_hugepages and the workers' fault counts), so this speedup understates what the processes can do; run it again with more --rounds, or compare two runs with `coordinator compare`",
+            parallel.workers.len(),
+            match unit {
+                "series" => "series".to_string(),
+                other => format!("{other}s"),
+            }
         ));
     }
     let first: std::collections::BTreeMap<u32, f64> =
@@ -418,7 +422,13 @@ mod tests {
         parallel.cpu_s = 2.5 * serial.cpu_s;
         let w = warnings(&serial, &parallel, &[], "series");
         assert_eq!(w.len(), 1, "{w:?}");
-        assert!(w[0].contains("used 2.5x the serial preparation's CPU"), "{}", w[0]);
+        assert!(
+            w[0].contains("used 2.5x the serial preparation's CPU for the same series"),
+            "{}",
+            w[0]
+        );
+        let w = warnings(&serial, &parallel, &[], "item");
+        assert!(w[0].contains("CPU for the same items:"), "{}", w[0]);
         // Any round's ratio counts: round 1 plain, a later round at 3x.
         let (serial, parallel) = sides();
         let round = |serial_cpu_s: f64, parallel_cpu_s: f64| super::rounds::Round {

@@ -90,7 +90,7 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
             ctx.reporter.stderr_tail(text);
         }
         return Err(StageError::Failed(match (status.code(), status.signal()) {
-            (Some(code), _) => format!("the command exited with status {code}"),
+            (Some(code), _) => exited_with(code),
             (None, Some(sig)) => format!("the command was killed by signal {sig}"),
             _ => "the command ended abnormally".into(),
         }));
@@ -122,5 +122,35 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     match unreached {
         Some(why) => Err(StageError::Failed(why)),
         None => Ok(figures),
+    }
+}
+
+/// A command's non-zero exit in words. `sh -c` that did not exec its
+/// command reports a child killed by signal N as status 128 + N: said so,
+/// beside the status, so a SIGKILL does not read as the program's own 137.
+fn exited_with(code: i32) -> String {
+    let signal = (129..=128 + 64)
+        .contains(&code)
+        .then(|| nix::sys::signal::Signal::try_from(code - 128).ok())
+        .flatten();
+    match signal {
+        Some(sig) => format!(
+            "the command exited with status {code} (128 + {}: a shell's report of a process killed by {sig})",
+            code - 128
+        ),
+        None => format!("the command exited with status {code}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_shells_report_of_a_signal_is_said_beside_the_status() {
+        assert_eq!(super::exited_with(1), "the command exited with status 1");
+        assert_eq!(
+            super::exited_with(137),
+            "the command exited with status 137 (128 + 9: a shell's report of a process killed by SIGKILL)"
+        );
+        assert_eq!(super::exited_with(255), "the command exited with status 255");
     }
 }
