@@ -299,6 +299,29 @@ fn an_item_that_never_answers_fails_the_run_in_its_time() {
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
 }
 
+/// One item for two workers (issue 44): one process starts, and the
+/// speedup is said to compare two 1-process runs, its efficiency over 1,
+/// not "efficiency 113%" of two workers.
+#[test]
+fn fewer_processes_than_asked_are_said_with_the_speedup() {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let items = tmp.path().join("items");
+    std::fs::write(&items, "only\n").unwrap();
+    let py = python(&mut c);
+    let program = repo().join("tests/scripts/item_program.py");
+    c.env("ITEM_MODE", "ok").args(["--mode", "cold-prep", "--workers", "2", "--rounds", "1"]);
+    c.arg("--prepare").arg(format!("{py} {}", program.display())).arg("--items").arg(&items);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let r = json(&out.join("report.json"));
+    let warnings = r["warnings"].to_string();
+    assert!(
+        warnings.contains("the parallel phase had 1 process(es), not the 2 asked for")
+            && warnings.contains("compares two 1-process runs"),
+        "{warnings}"
+    );
+}
+
 #[test]
 fn an_item_that_fails_is_named_by_its_line_never_its_id() {
     // secret-e is line 5 of 6.

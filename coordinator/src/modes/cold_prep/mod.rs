@@ -347,6 +347,14 @@ fn assemble(
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let unit = if n.items { "item" } else { "series" };
     let mut warnings = warnings(&serial, &parallel, &all, unit);
+    if (workers as u32) < main {
+        // No more processes start than there are items or series.
+        warnings.push(format!(
+            "the parallel phase had {workers} process(es), not the {main} asked for: there was no more work to hand out; its speedup and efficiency ({:.0}%) are over {workers}{}",
+            100.0 * speedup / workers,
+            if workers == 1.0 { ", so the speedup compares two 1-process runs (a control: about 1)" } else { "" }
+        ));
+    }
     let inputs_bytes = outcomes.iter().find_map(|p| p.phase.inputs.as_ref()).map(|i| i.bytes());
     let storage = storage::storage(plan.os_cache, inputs_bytes, outcomes, &records.stages);
     warnings.extend(storage.iter().flat_map(|s| s.warnings()));
