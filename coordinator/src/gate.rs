@@ -67,6 +67,43 @@ pub(crate) struct Gate {
     pending: Mutex<HashMap<WorkerId, Pending>>,
     refused: AtomicU64,
     refusals_logged: Throttle,
+    /// Failed accepts so far, the back-off waited after them, and the last
+    /// error (see [`Gate::accept_trouble`]).
+    accept_failures: AtomicU64,
+    accept_waited_us: AtomicU64,
+    accept_error: Mutex<String>,
+}
+
+/// Accepts that failed (descriptors ran out) between two readings of
+/// [`Gate::accept_trouble`]: how many, how long the gate waited after
+/// them, and the last error.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct AcceptTrouble {
+    pub(crate) failures: u64,
+    pub(crate) waited: Duration,
+    pub(crate) error: String,
+}
+
+impl AcceptTrouble {
+    /// What changed since `before` (None: nothing failed).
+    pub(crate) fn since(&self, before: &AcceptTrouble) -> Option<AcceptTrouble> {
+        let failures = self.failures - before.failures;
+        (failures > 0).then(|| AcceptTrouble {
+            failures,
+            waited: self.waited.saturating_sub(before.waited),
+            error: self.error.clone(),
+        })
+    }
+
+    /// For a person: where it happened and what it cost.
+    pub(crate) fn sentence(&self, phase: &str) -> String {
+        format!(
+            "accepting workers' connections failed {} time(s) during phase {phase} ({}), and the coordinator waited {} ms in all between tries: that phase's workers' start-up includes the wait; raise the open-files limit (ulimit -n)",
+            self.failures,
+            self.error,
+            self.waited.as_millis()
+        )
+    }
 }
 
 /// At most one log line a second: what it lets through says how many
@@ -120,6 +157,9 @@ impl Gate {
             pending: Mutex::new(HashMap::new()),
             refused: AtomicU64::new(0),
             refusals_logged: Throttle::default(),
+            accept_failures: AtomicU64::new(0),
+            accept_waited_us: AtomicU64::new(0),
+            accept_error: Mutex::new(String::new()),
         })
     }
 
@@ -147,6 +187,16 @@ impl Gate {
         self.refused.load(Ordering::Relaxed)
     }
 
+    /// The accepts that failed so far (take two readings and
+    /// [`AcceptTrouble::since`] for a phase's).
+    pub(crate) fn accept_trouble(&self) -> AcceptTrouble {
+        AcceptTrouble {
+            failures: self.accept_failures.load(Ordering::Relaxed),
+            waited: Duration::from_micros(self.accept_waited_us.load(Ordering::Relaxed)),
+            error: self.accept_error.lock().map(|e| e.clone()).unwrap_or_default(),
+        }
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<WorkerId, Pending>> {
         self.pending.lock().unwrap_or_else(|e| e.into_inner())
     }
@@ -166,6 +216,11 @@ impl Gate {
                 }
                 Err(e) => {
                     backoff = next_backoff(backoff);
+                    if let Ok(mut last) = self.accept_error.lock() {
+                        *last = e.to_string();
+                    }
+                    self.accept_waited_us.fetch_add(backoff.as_micros() as u64, Ordering::Relaxed);
+                    self.accept_failures.fetch_add(1, Ordering::Relaxed);
                     if let Some(held) = failures_logged.admit(Instant::now()) {
                         tracing::warn!(
                             "accept failed: {e}{}; waiting up to {} ms between tries",

@@ -246,7 +246,15 @@ fn run_in(
             environment::load_average(),
             // Trials warn about load per stage already.
             !plan.mode.warns_of_load_per_stage(),
-        ),
+        )
+        .into_iter()
+        // What happened under pressure inside a measured phase.
+        .chain(
+            outcomes
+                .iter()
+                .filter_map(|p| p.accept_trouble.as_ref().map(|t| t.sentence(&p.phase.key))),
+        )
+        .collect(),
         inputs,
         campaign_step: settings.campaign_step.clone(),
         section,
@@ -422,6 +430,7 @@ async fn supervise_run(
             grace: plan.grace,
             kill_at: plan.kill_at.clone(),
         };
+        let accepts_before = gate.accept_trouble();
         let d = dispatch(
             phase.jobs.clone(),
             launcher.clone(),
@@ -438,7 +447,9 @@ async fn supervise_run(
             // any measured wall, so no phase pays for another's writeback.
             flush_filesystem(run_dir);
         }
-        let mut outcome = PhaseOutcome { phase, dispatch: d, after_error: None, eviction };
+        let accept_trouble = gate.accept_trouble().since(&accepts_before);
+        let mut outcome =
+            PhaseOutcome { phase, dispatch: d, after_error: None, eviction, accept_trouble };
         if let (false, Some(after)) = (failed, outcome.phase.after) {
             outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
         }

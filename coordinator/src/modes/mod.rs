@@ -317,6 +317,8 @@ pub(crate) struct PhaseOutcome {
     pub(crate) after_error: Option<RunError>,
     /// What dropping its inputs from the page cache did, if asked.
     pub(crate) eviction: Option<crate::pagecache::Eviction>,
+    /// Accepts that failed while it ran (descriptors ran out), if any.
+    pub(crate) accept_trouble: Option<crate::gate::AcceptTrouble>,
 }
 
 impl PhaseOutcome {
