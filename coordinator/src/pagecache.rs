@@ -6,7 +6,10 @@
 //! no privilege: the kernel drops the file's clean pages that no process
 //! has mapped. What stays resident is then counted with `mincore` over a
 //! read-only mapping of the file (which faults nothing in), so an eviction
-//! that could not work says so instead of passing for cold: tmpfs and
+//! that could not work says so instead of passing for cold. The kernel
+//! tells residency only to a user who owns a file or may write it (to
+//! anyone else `mincore` says every page is resident): for such a user the
+//! residency is unknown and said to be, never taken for resident: tmpfs and
 //! ramfs keep every page (they have no storage behind them), dirty pages
 //! stay until written back, and a page another process maps stays.
 //!
@@ -45,6 +48,11 @@ pub(crate) struct Eviction {
     /// out of the evidence); their bytes count as resident.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub(crate) failed_files: u64,
+    /// Files whose residency the kernel would not tell (the caller neither
+    /// owns them nor may write them): neither resident nor evicted, and
+    /// their bytes count in neither residency figure.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub(crate) unknown_files: u64,
     /// Why pages could not be dropped where the file system says so
     /// (`tmpfs`, `ramfs`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -62,6 +70,12 @@ pub(crate) const RESIDENT_AFTER_LIMIT: f64 = 0.05;
 impl Eviction {
     /// One line on why the phase cannot be cold, when it cannot.
     pub(crate) fn failure(&self) -> Option<String> {
+        if self.unknown_files > 0 && self.failed_files == 0 {
+            return Some(format!(
+                "--os-cache cold: whether {} of {} input file(s) left the page cache is unknown (the kernel tells page-cache residency only to a user who owns a file or may write it): the phase's storage reads alone tell whether it was cold",
+                self.unknown_files, self.files
+            ));
+        }
         let left = self.resident_after_bytes as f64 / self.bytes.max(1) as f64;
         if left <= RESIDENT_AFTER_LIMIT && self.failed_files == 0 {
             return None;
@@ -98,25 +112,46 @@ pub(crate) fn evict(files: &[impl AsRef<Path>]) -> Eviction {
         };
         let len = file.metadata().map(|m| m.len()).unwrap_or(0);
         e.bytes += len;
+        let memory = memory_file_system(&file);
+        // tmpfs and ramfs keep every page.
+        let probe = |file: &std::fs::File| match memory {
+            Some(_) => Some(len),
+            None => resident_bytes(file, len),
+        };
         if e.memory_file_system.is_none() {
-            e.memory_file_system = memory_file_system(&file);
+            e.memory_file_system = memory.clone();
         }
-        e.resident_before_bytes += resident_bytes(&file, len).unwrap_or(len);
+        let before = probe(&file);
         // SAFETY: posix_fadvise on a descriptor we own; length 0 means to the end.
         let r = unsafe { libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_DONTNEED) };
         if r != 0 {
             e.failed_files += 1;
         }
-        e.resident_after_bytes += resident_bytes(&file, len).unwrap_or(len);
+        match (before, probe(&file)) {
+            (Some(before), Some(after)) => {
+                e.resident_before_bytes += before;
+                e.resident_after_bytes += after;
+            }
+            _ => e.unknown_files += 1,
+        }
     }
     e
 }
 
 /// Bytes of the file in the page cache now (`mincore` over a read-only
-/// shared mapping; mapping and asking fault nothing in).
+/// shared mapping; mapping and asking fault nothing in). None where the
+/// kernel would not tell: `mincore` reports every page of a file as
+/// resident unless the caller owns it, may write it, or is privileged
+/// (a side channel closed in Linux 5.2), so for anyone else the
+/// residency is unknown, never taken for resident. (A read with
+/// `RWF_NOWAIT`, which any reader may make, starts the read-ahead it
+/// probes for; `cachestat` has `mincore`'s rule.)
 pub(crate) fn resident_bytes(file: &std::fs::File, len: u64) -> Option<u64> {
     if len == 0 {
         return Some(0);
+    }
+    if !kernel_tells_residency(file) {
+        return None;
     }
     // SAFETY: sysconf has no memory effects.
     let page = unsafe { libc::sysconf(libc::_SC_PAGESIZE) }.max(4096) as u64;
@@ -146,6 +181,21 @@ pub(crate) fn resident_bytes(file: &std::fs::File, len: u64) -> Option<u64> {
     }
     let resident = vec.iter().filter(|b| *b & 1 == 1).count() as u64;
     Some((resident * page).min(len))
+}
+
+/// Whether `mincore` answers truly for `file`: the caller is root, owns
+/// it, or may open it for writing.
+fn kernel_tells_residency(file: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    // SAFETY: geteuid has no side effects.
+    let me = unsafe { libc::geteuid() };
+    if me == 0 || file.metadata().is_ok_and(|m| m.uid() == me) {
+        return true;
+    }
+    let path = format!("/proc/self/fd/{}", file.as_raw_fd());
+    let Ok(path) = std::ffi::CString::new(path) else { return false };
+    // SAFETY: a NUL-terminated path; faccessat only reads it.
+    unsafe { libc::faccessat(libc::AT_FDCWD, path.as_ptr(), libc::W_OK, libc::AT_EACCESS) == 0 }
 }
 
 /// `tmpfs` or `ramfs` when the file lives on one.

@@ -101,6 +101,21 @@ impl Storage {
             .iter()
             .filter(|p| (p.read_bytes as f64) < NOT_COLD_BELOW * inputs as f64)
             .collect();
+        // The probe said the inputs stayed, yet a phase read them from
+        // storage: the two figures disagree, and the run says so.
+        let read_anyway = self.phases.iter().find(|p| {
+            p.eviction.as_ref().is_some_and(|e| {
+                e.failure().is_some() && e.unknown_files == 0 && e.failed_files == 0
+            }) && p.read_bytes as f64 >= (1.0 - NOT_COLD_BELOW) * inputs as f64
+        });
+        if let Some(p) = read_anyway {
+            out.push(format!(
+                "the page-cache probe and the storage reads disagree: after eviction {} of the inputs stayed resident by the probe, yet phase {} read {} from storage",
+                mib(p.eviction.as_ref().map_or(0, |e| e.resident_after_bytes)),
+                p.key,
+                mib(p.read_bytes)
+            ));
+        }
         if let Some(least) = warm.iter().min_by_key(|p| p.read_bytes) {
             out.push(format!(
                 "served from the page cache: not cold: {} of {} preparation phases read under {:.0}% of the inputs' {} from storage (the least, {}, read {})",
@@ -221,6 +236,26 @@ mod tests {
         assert!(w[0].contains("could not evict") && w[0].contains("100%"), "{}", w[0]);
         let as_is = Storage { os_cache: "as-is".into(), ..cold(vec![phase("a", 0, 1000)]) };
         assert!(as_is.warnings().is_empty());
+        // The probe says resident, the reads say storage: said, not hidden.
+        let w = cold(vec![phase("a", 1000, 1000)]).warnings();
+        assert_eq!(w.len(), 2, "{w:?}");
+        assert!(
+            w[1].starts_with("the page-cache probe and the storage reads disagree"),
+            "{}",
+            w[1]
+        );
+        // A residency the file system would not tell is unknown, not resident.
+        let mut unknown = phase("a", 1000, 0);
+        if let Some(e) = &mut unknown.eviction {
+            e.unknown_files = 3;
+        }
+        let w = cold(vec![unknown]).warnings();
+        assert_eq!(w.len(), 1, "{w:?}");
+        assert!(
+            w[0].contains("whether 3 of 3 input file(s) left the page cache is unknown"),
+            "{}",
+            w[0]
+        );
     }
 
     /// The console's line gives the median read of the serial phase's rounds
