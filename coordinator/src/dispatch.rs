@@ -220,7 +220,7 @@ impl Slot {
         if outcome.end.is_success() {
             return Ok(outcome);
         }
-        if !matches!(outcome.end, WorkerEnd::Cancelled) {
+        if !matches!(outcome.end, WorkerEnd::Cancelled { .. }) {
             lock(&self.first_failure).get_or_insert((rank, outcome.end.clone()));
         }
         self.shared.cancel.cancel();

@@ -202,6 +202,24 @@ fn run_in(
         }
         if let Some((rank, end)) = &p.dispatch.first_failure {
             let mut message = end.describe(*rank);
+            if let crate::supervisor::WorkerEnd::StageTimeout { item: Some(_), .. } = end {
+                // A phase of items: what every other process had in hand.
+                let elsewhere: Vec<String> =
+                    p.dispatch
+                        .outcomes
+                        .iter()
+                        .filter_map(|o| match &o.end {
+                            crate::supervisor::WorkerEnd::Cancelled { in_flight: Some(i) }
+                            | crate::supervisor::WorkerEnd::StageTimeout {
+                                item: Some(i), ..
+                            } if o.rank != *rank => Some(format!("{i} on {}", o.rank)),
+                            _ => None,
+                        })
+                        .collect();
+                if !elsewhere.is_empty() {
+                    message.push_str(&format!("; also in flight: {}", elsewhere.join(", ")));
+                }
+            }
             if let crate::supervisor::WorkerEnd::StageTimeout { .. }
             | crate::supervisor::WorkerEnd::ItemTimeout { .. } = end
             {

@@ -21,6 +21,7 @@ ITEM_PIDS/ so the test can check that none outlived the run.
   extra_done      as ok, and answers done once more after its last item
   hang            as ok, but never answers item ITEM_SPECIAL (sleeps 60 s)
   close_answers   says ready, closes its answers pipe, and stays alive 60 s
+  hang_parallel   as ok, but never answers an item of the parallel phase
 """
 import json
 import os
@@ -69,6 +70,8 @@ def prepare(item, out):
             with open(os.environ["ITEM_LEAK_PID_FILE"], "w") as f:
                 f.write(str(sleeper.pid))
     if MODE == "hang" and item == os.environ["ITEM_SPECIAL"]:
+        time.sleep(60)
+    if MODE == "hang_parallel" and out.rstrip("/").endswith("-parallel"):
         time.sleep(60)
     if MODE == "stray" and len(seen) == 1:
         with open(os.path.join(out, "..", "stray.txt"), "w") as f:

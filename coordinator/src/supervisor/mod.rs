@@ -117,7 +117,7 @@ pub(crate) async fn supervise(
         }
         _ = shared.cancel.cancelled() => {
             let exit = proc.terminate(shared.grace).await;
-            return outcome(Vec::new(), WorkerEnd::Cancelled, exit);
+            return outcome(Vec::new(), WorkerEnd::Cancelled { in_flight: None }, exit);
         }
     };
     let Some(Connection { reader, mut writer, hello }) = conn else {
@@ -134,7 +134,7 @@ pub(crate) async fn supervise(
     let mut failure = None;
     while jobs.len() < shared.jobs_per_process {
         if shared.cancel.is_cancelled() {
-            failure = Some(WorkerEnd::Cancelled);
+            failure = Some(WorkerEnd::Cancelled { in_flight: None });
             break;
         }
         let Some(job) = shared.next_job().await else { break };
@@ -204,7 +204,7 @@ async fn finish(
     let patience = shared.connect_timeout + shared.grace + Duration::from_secs(5);
     let msg = tokio::select! {
         biased;
-        _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled),
+        _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled { in_flight: None }),
         m = tokio::time::timeout(patience, incoming.recv()) => m,
     };
     let violation =
@@ -286,7 +286,9 @@ async fn run_job(
     loop {
         let msg = tokio::select! {
             biased;
-            _ = shared.cancel.cancelled() => return Err(WorkerEnd::Cancelled),
+            _ = shared.cancel.cancelled() => {
+                return Err(WorkerEnd::Cancelled { in_flight: job.item.clone() });
+            }
             m = incoming.recv() => m,
             _ = sleep_until(deadline) => return Err(timeout),
         };

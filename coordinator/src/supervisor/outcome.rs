@@ -78,8 +78,9 @@ pub(crate) enum WorkerEnd {
     ItemTimeout { key: String, item: String, after: Duration },
     /// The worker sent something malformed, unexpected, or did not exit after shutdown.
     ProtocolViolation { key: Option<String>, detail: String },
-    /// Stopped because the run was interrupted or another worker failed.
-    Cancelled,
+    /// Stopped because the run was interrupted or another worker failed;
+    /// `in_flight`: the item it was preparing then, if any.
+    Cancelled { in_flight: Option<String> },
     /// Killed with SIGKILL at the run's declared interruption point (the
     /// worker, or for a command stage the command's tree); `at` says where;
     /// `done`: the command's spans that ended before the kill.
@@ -102,7 +103,7 @@ impl WorkerEnd {
             WorkerEnd::StageTimeout { .. } => "stage_timeout",
             WorkerEnd::ItemTimeout { .. } => "item_timeout",
             WorkerEnd::ProtocolViolation { .. } => "protocol_violation",
-            WorkerEnd::Cancelled => "cancelled",
+            WorkerEnd::Cancelled { .. } => "cancelled",
             WorkerEnd::KilledAtPoint { .. } => "killed_at_point",
         }
     }
@@ -167,7 +168,7 @@ impl WorkerEnd {
             WorkerEnd::ProtocolViolation { key, detail } => {
                 format!("{rank} violated the protocol{}: {detail}", at(key))
             }
-            WorkerEnd::Cancelled => format!("{rank} was stopped"),
+            WorkerEnd::Cancelled { .. } => format!("{rank} was stopped"),
             WorkerEnd::KilledAtPoint { key, at, .. } => format!(
                 "stage {key} on {rank} was killed with SIGKILL at its declared point ({at})"
             ),

@@ -294,6 +294,13 @@ fn an_item_that_never_answers_fails_the_run_in_its_time() {
     p.assert_failed("item_timeout", "took longer than --item-timeout 1.0 s");
     let p = prepare("hang", &[&one[..], &["--stage-timeout", "2"]].concat(), &hang);
     p.assert_failed("stage_timeout", "exceeded the stage timeout of 2.0 s (item 3 of 6 in flight)");
+    // Two processes, each stuck on its first item: both are named.
+    let two = ["--workers", "2", "--rounds", "1", "--stage-timeout", "3"];
+    let p = prepare("hang_parallel", &two, &[]);
+    let failure = p.assert_failed("stage_timeout", "exceeded the stage timeout of 3.0 s (item ");
+    let message = failure["message"].as_str().unwrap();
+    assert!(message.contains("; also in flight: item "), "{message}");
+    assert!(message.contains("item 3 of 6") && message.contains("item 6 of 6"), "{message}");
     // The control: a program that answers every item within the time passes.
     let p = prepare("ok", &[&one[..], &["--item-timeout", "30"]].concat(), &[]);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
