@@ -143,6 +143,9 @@ pub(crate) fn run(
         worker_bin,
         stop,
     };
+    // What a program left in the campaign directory itself: kept through
+    // its failure, never deleted.
+    let mut kept = Vec::new();
     let finished = runner.steps().and_then(|ran| {
         let runner::Ran { steps, reference, artifacts, failed, not_run, identity } = ran;
         let pipeline = !campaign.pipeline.is_empty();
@@ -174,15 +177,54 @@ pub(crate) fn run(
         report.states = report::states(dir.path())
             .map_err(|e| CampaignError::Failed(format!("digesting the state directories: {e}")))?;
         // The derived files first, report.json last: one ending, as a run's.
-        summary::write_all(dir.path(), &report)
+        let derived = summary::write_all(dir.path(), &report)
             .map_err(|e| CampaignError::Failed(e.to_string()))?;
+        // The walk verify makes, before the report says ok (as a run's).
+        let strays = strays(dir.path(), &report, &derived);
+        if let Some(first) = strays.first() {
+            kept = strays.iter().map(|s| s.path.display().to_string()).collect();
+            return Err(CampaignError::Failed(format!(
+                "{} {}, left in the campaign directory by what it ran: kept, not deleted, and no report written",
+                first.shown("the campaign directory"),
+                first.what()
+            )));
+        }
         write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
         Ok(report)
     });
     match finished {
         Ok(report) => Ok(Finished { dir: dir.path().to_path_buf(), report }),
-        Err(e) => Err(record_failure(&dir, e, &declaration_sha256, &environment_sha256)),
+        Err(e) => Err(record_failure(&dir, e, &declaration_sha256, &environment_sha256, kept)),
     }
+}
+
+/// Every entry of the campaign directory that neither its report (its
+/// evidence, its runs, its state directories), its private files nor its
+/// derived files account for: what `verify` would name.
+fn strays(
+    dir: &std::path::Path,
+    report: &CampaignReport,
+    derived: &[crate::render::Rendered],
+) -> Vec<crate::rundir::tree::Stray> {
+    let mut accounted = crate::rundir::tree::Accounted::default();
+    for f in [rundir::DECLARATION, rundir::ENVIRONMENT, rundir::REPORT] {
+        accounted.file(f);
+    }
+    for a in &report.artifacts {
+        accounted.file(&a.path);
+        // A run's own directory is its own to account for (its run did).
+        if let Some(run) = std::path::Path::new(&a.path).parent() {
+            accounted.subtree(run);
+        }
+    }
+    for s in &report.states {
+        accounted.subtree(&s.path);
+    }
+    accounted.subtree(PRIVATE);
+    for f in derived {
+        accounted.file(&f.path);
+    }
+    accounted.strays(dir, crate::rundir::tree::MAX_STRAYS)
 }
 
 /// What a stopped campaign keeps beside failure.json: its runs, each with
@@ -197,19 +239,21 @@ fn record_failure(
     e: CampaignError,
     declaration: &str,
     environment: &str,
+    kept: Vec<String>,
 ) -> CampaignError {
     let (reason, message) = match &e {
         CampaignError::Usage(m) => ("usage", m.clone()),
         CampaignError::Failed(m) => ("campaign_failed", m.clone()),
         CampaignError::Interrupted(s) => ("interrupted", format!("interrupted by signal {s}")),
     };
-    let f = crate::rundir::failure::Failure::new(
+    let mut f = crate::rundir::failure::Failure::new(
         "campaign",
         (None, None, reason),
         message,
         Some(declaration.into()),
         Some(environment.into()),
     );
+    f.kept = kept;
     let written = dir.end_in_failure(&f, &KEPT_ON_FAILURE);
     match written {
         Ok(_) => e,

@@ -188,6 +188,26 @@ fn a_stage_that_writes_into_its_run_directory_fails_its_trial() {
     assert_eq!(v.code(), Some(0), "{}", v.stderr);
 }
 
+/// A stage that writes into the campaign directory itself, outside every
+/// run's: the campaign makes verify's walk before its report, fails with
+/// failure.json naming the file, and keeps it.
+#[test]
+fn a_stage_that_writes_into_the_campaign_directory_fails_the_campaign() {
+    let tmp = tempfile::tempdir().unwrap();
+    let stray = "[[pipeline]]\nname = \"above\"\nargv = [\"sh\", \"-c\", \"echo mine > \\\"$(dirname \\\"$STAGEBENCH_SPANS\\\")/../../../above.txt\\\"\"]\n";
+    let file = pipeline(tmp.path(), stray);
+    let out = tmp.path().join("campaign");
+    let f = run_campaign(&file, &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    f.assert_no_worker_left();
+    assert!(!out.join("report.json").exists());
+    let failure = json(&out.join("failure.json"));
+    let message = failure["message"].as_str().unwrap();
+    assert!(message.starts_with("above.txt is not bound by report.json"), "{message}");
+    assert_eq!(failure["kept"], serde_json::json!(["above.txt"]), "{failure}");
+    assert_eq!(std::fs::read_to_string(out.join("above.txt")).unwrap(), "mine\n");
+}
+
 #[test]
 fn interrupting_a_campaign_kills_the_pipeline_tree_and_writes_no_report() {
     use nix::sys::signal::{Signal, kill};
