@@ -1,23 +1,16 @@
 //! One run, start to finish: dataset, run directory, declaration,
-//! environment, phases of supervised workers, then report.json or failure.json.
+//! environment, phases of supervised workers ([`phases`]), then what they
+//! left read ([`ending`]) into report.json or failure.json.
 
-use crate::dispatch::{DispatchConfig, RankCounter, dispatch};
+mod ending;
+mod phases;
+
 use crate::error::{RunError, fail};
-use crate::events::Event;
-use crate::gate::Gate;
-use crate::launch::Launcher;
-use crate::modes::{self, Phase, PhaseOutcome, Report, RunPlan};
-use crate::plan::{LeakPolicy, Settings};
+use crate::modes::{self, Phase, Report, RunPlan};
 use crate::rundir::declaration::{Declaration, Program};
 use crate::rundir::{self, RunDir, environment, failure::Failure, report};
-use protocol::Token;
 use std::collections::BTreeMap;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use tokio::signal::unix::{SignalKind, signal};
-use tokio::sync::mpsc;
-use tokio_util::sync::CancellationToken;
 
 /// A run that produced no report, and where its failure.json is (if one was written).
 #[derive(Debug)]
@@ -170,7 +163,7 @@ fn run_in(
     let listen = plan.settings.listen.as_deref();
     let what = if listen.is_some() { "binding --listen" } else { "binding the socket" };
     let socket = crate::launch::bind(listen).map_err(|e| internal(what, &e))?;
-    let token = new_token().map_err(|e| internal("drawing the run token", &e))?;
+    let token = phases::new_token().map_err(|e| internal("drawing the run token", &e))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -181,7 +174,14 @@ fn run_in(
     let started = std::time::Instant::now();
     let crate::launch::Bound { listener, endpoint, socket_dir } = socket;
     let (mut outcomes, interrupted) = runtime
-        .block_on(supervise_run(&plan.settings, phases, listener, endpoint, token, &run_dir_abs))
+        .block_on(phases::supervise_run(
+            &plan.settings,
+            phases,
+            listener,
+            endpoint,
+            token,
+            &run_dir_abs,
+        ))
         .map_err(|e| internal("setting up the run", &e))?;
     let workers = modes::process_records(&outcomes, started);
     bound.processes_wall_s = Some(workers.iter().map(|w| w.wall_s).sum());
@@ -192,7 +192,7 @@ fn run_in(
     if let Some(signal) = interrupted {
         return Err(RunError::Interrupted { signal });
     }
-    bound.done = done_calls(&outcomes);
+    bound.done = ending::done_calls(&outcomes);
     for p in &mut outcomes {
         if let Some(e) = p.after_error.take() {
             return Err(e);
@@ -200,39 +200,11 @@ fn run_in(
         if let Some(msg) = &p.dispatch.launch_error {
             return Err(fail(None, None, "internal", msg.clone()));
         }
-        if let Some((rank, end)) = &p.dispatch.first_failure {
-            let mut message = end.describe(*rank);
-            if let crate::supervisor::WorkerEnd::StageTimeout { item: Some(_), .. } = end {
-                // A phase of items: what every other process had in hand.
-                let elsewhere: Vec<String> =
-                    p.dispatch
-                        .outcomes
-                        .iter()
-                        .filter_map(|o| match &o.end {
-                            crate::supervisor::WorkerEnd::Cancelled { in_flight: Some(i) }
-                            | crate::supervisor::WorkerEnd::StageTimeout {
-                                item: Some(i), ..
-                            } if o.rank != *rank => Some(format!("{i} on {}", o.rank)),
-                            _ => None,
-                        })
-                        .collect();
-                if !elsewhere.is_empty() {
-                    message.push_str(&format!("; also in flight: {}", elsewhere.join(", ")));
-                }
-            }
-            if let crate::supervisor::WorkerEnd::StageTimeout { .. }
-            | crate::supervisor::WorkerEnd::ItemTimeout { .. } = end
-            {
-                // A task of a job step is not our child: wait4 has no exit for it.
-                let own = p.dispatch.outcomes.iter().find(|o| o.rank == *rank && !o.task_of_step);
-                if let Some(o) = own {
-                    message.push_str(&crate::supervisor::after_timeout(o.exit.kind));
-                }
-            }
-            return Err(fail(end.stage().map(str::to_string), Some(rank.0), end.reason(), message));
+        if let Some(failed) = ending::first_failure(p) {
+            return Err(failed);
         }
     }
-    check_leaks(&outcomes, plan.settings.leaks)?;
+    ending::check_leaks(&outcomes, plan.settings.leaks)?;
     let inputs = crate::inputs::unchanged(&plan.settings.inputs)?;
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
@@ -303,7 +275,7 @@ fn run_in(
     })?;
     // The walk verify makes, before the report says ok: a program that
     // wrote into the run directory fails the run, and what it wrote is kept.
-    let strays = strays(dir.path(), &report, &derived)
+    let strays = ending::strays(dir.path(), &report, &derived)
         .map_err(|e| internal("reading back a manifest the run wrote", &e))?;
     if let Some(first) = strays.first() {
         bound.kept = strays.iter().map(|s| s.path.display().to_string()).collect();
@@ -325,227 +297,4 @@ fn run_in(
     dir.write_evidence(rundir::REPORT, &report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
-}
-
-/// Every entry of the run directory that neither the report (its evidence,
-/// artifacts and the files their manifests list) nor its derived files
-/// account for: what `verify` would name.
-fn strays(
-    dir: &Path,
-    report: &Report,
-    derived: &[crate::render::Rendered],
-) -> std::io::Result<Vec<rundir::tree::Stray>> {
-    let mut accounted = rundir::tree::Accounted::default();
-    for f in [rundir::DECLARATION, rundir::ENVIRONMENT, rundir::REPORT] {
-        accounted.file(f);
-    }
-    for a in &report.artifacts {
-        accounted.file(&a.path);
-        if a.kind == "manifest" {
-            let base = Path::new(&a.path).parent().unwrap_or(Path::new(""));
-            for rel in crate::manifest::Listing::read(&dir.join(&a.path))?.files.into_keys() {
-                accounted.file(base.join(rel));
-            }
-        }
-    }
-    for f in derived {
-        accounted.file(&f.path);
-    }
-    Ok(accounted.strays(dir, rundir::tree::MAX_STRAYS))
-}
-
-/// What the command stages got done: each completed job's calls, and the
-/// failed or killed one's up to its end, by stage key; and the failed
-/// one's stderr tail.
-fn done_calls(outcomes: &[PhaseOutcome]) -> Done {
-    use crate::rundir::spans::calls_of_slices;
-    let mut done = Done::default();
-    for p in outcomes {
-        for r in p.results() {
-            done.calls.insert(r.job.key.clone(), calls_of_slices(&r.measurement.slices));
-        }
-        if let Some((_, end)) = &p.dispatch.first_failure {
-            if let Some(key) = end.stage() {
-                done.calls.insert(key.to_string(), calls_of_slices(end.done()));
-            }
-            if let Some(text) = end.stderr_tail() {
-                done.stderr_tail.get_or_insert_with(|| text.to_string());
-            }
-        }
-    }
-    done.calls.retain(|_, c| !c.is_empty());
-    done
-}
-
-/// Runs the phases in order; returns their outcomes and the signal that
-/// stopped them, if any. Stops after the first phase that failed.
-async fn supervise_run(
-    plan: &Settings,
-    phases: Vec<Phase>,
-    listener: crate::launch::BoundListener,
-    endpoint: crate::launch::Endpoint,
-    token: Token,
-    run_dir: &Path,
-) -> std::io::Result<(Vec<PhaseOutcome>, Option<i32>)> {
-    let mut sigint = signal(SignalKind::interrupt())?;
-    let mut sigterm = signal(SignalKind::terminate())?;
-    let listener = listener.into_tokio()?;
-    let gate =
-        Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
-    let gate_task = tokio::spawn(gate.clone().serve(listener));
-
-    let cancel = CancellationToken::new();
-    let signal_cancel = cancel.clone();
-    let signal_task = tokio::spawn(async move {
-        let signo = tokio::select! {
-            _ = sigint.recv() => libc::SIGINT,
-            _ = sigterm.recv() => libc::SIGTERM,
-        };
-        tracing::debug!(signal = signo, "interrupted; stopping workers");
-        signal_cancel.cancel();
-        signo
-    });
-
-    let (events_tx, events_rx) = mpsc::unbounded_channel();
-    let printer = tokio::spawn(crate::progress::print_events(events_rx, plan.quiet));
-    let launcher = Arc::new(Launcher {
-        worker_bin: plan.worker_bin.clone(),
-        endpoint,
-        token,
-        kind: plan.launcher.clone(),
-        sample_ms: plan.sample_ms,
-        keras_resident: plan.keras_resident,
-        no_provenance: plan.no_provenance,
-    });
-    let ranks = RankCounter::default();
-    let mut outcomes = Vec::new();
-    let mut pending = std::collections::VecDeque::from(phases);
-    while let Some(phase) = pending.pop_front() {
-        if cancel.is_cancelled() {
-            break;
-        }
-        if let Some(cache) = &phase.cache {
-            std::fs::DirBuilder::new().mode(0o700).create(run_dir.join(cache))?;
-        }
-        // Outside every measured wall, right before the phase's first worker.
-        let eviction = match phase.inputs.as_deref() {
-            Some(inputs) if inputs.evict => Some(crate::pagecache::evict(&inputs.files)),
-            _ => None,
-        };
-        tracing::debug!(key = %phase.key, jobs = phase.jobs.len(), workers = phase.workers, "phase started");
-        let _ = events_tx.send(Event::PhaseStarted {
-            key: phase.key.clone(),
-            jobs: phase.jobs.len(),
-            style: phase.progress,
-        });
-        let cfg = DispatchConfig {
-            workers: phase.workers,
-            jobs_per_process: phase.jobs_per_process,
-            after_job: phase.after_job,
-            connect_timeout: plan.connect_timeout,
-            stage_timeout: plan.stage_timeout,
-            item_timeout: phase.item_timeout,
-            grace: plan.grace,
-            kill_at: plan.kill_at.clone(),
-        };
-        let accepts_before = gate.accept_trouble();
-        let d = dispatch(
-            phase.jobs.clone(),
-            launcher.clone(),
-            gate.clone(),
-            cfg,
-            cancel.clone(),
-            events_tx.clone(),
-            ranks.clone(),
-        )
-        .await;
-        let failed = d.first_failure.is_some() || d.launch_error.is_some();
-        if phase.cache.is_some() && !failed {
-            // Flush this phase's writes before the next phase starts, outside
-            // any measured wall, so no phase pays for another's writeback.
-            flush_filesystem(run_dir);
-        }
-        let accept_trouble = gate.accept_trouble().since(&accepts_before);
-        let mut outcome =
-            PhaseOutcome { phase, dispatch: d, after_error: None, eviction, accept_trouble };
-        if let (false, Some(after)) = (failed, outcome.phase.after) {
-            outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
-        }
-        let stop = failed || outcome.after_error.is_some();
-        outcomes.push(outcome);
-        if stop {
-            break;
-        }
-    }
-    drop(events_tx);
-    gate_task.abort();
-    let _ = printer.await;
-    let interrupted = if signal_task.is_finished() {
-        signal_task.await.ok()
-    } else {
-        signal_task.abort();
-        None
-    };
-    if gate.refused() > 0 {
-        tracing::warn!("{} connection(s) were refused during this run", gate.refused());
-    }
-    Ok((outcomes, interrupted))
-}
-
-/// Processes a stage left behind were killed by its worker; `--leaks fail`
-/// fails the run for them, `warn` says so on stderr (summary.md says it
-/// too, from the report).
-/// A preparation program's leaks are its close's, on the phase's key.
-fn check_leaks(outcomes: &[PhaseOutcome], policy: LeakPolicy) -> Result<(), RunError> {
-    let jobs =
-        outcomes.iter().flat_map(|p| p.results()).map(|r| (&r.job.key, r.worker.0, &r.measurement));
-    let closes = outcomes.iter().flat_map(|p| {
-        p.dispatch
-            .outcomes
-            .iter()
-            .filter_map(|o| o.finished.as_ref().map(|m| (&p.phase.key, o.rank.0, m)))
-    });
-    for (key, rank, m) in jobs.chain(closes) {
-        let leaked = &m.tree.leaked;
-        if leaked.is_empty() {
-            continue;
-        }
-        let what = format!(
-            "stage {key} left {} process(es) running when it ended ({}); the worker killed them",
-            leaked.len(),
-            leaked.join(", ")
-        );
-        match policy {
-            LeakPolicy::Fail => {
-                return Err(fail(
-                    Some(key.clone()),
-                    Some(rank),
-                    "leaked_processes",
-                    format!("{what} (--leaks fail)"),
-                ));
-            }
-            LeakPolicy::Warn => eprintln!("warning: {what}"),
-        }
-    }
-    Ok(())
-}
-
-/// syncfs(2) on the filesystem holding `dir`; best effort.
-fn flush_filesystem(dir: &Path) {
-    let started = std::time::Instant::now();
-    if let Ok(d) = std::fs::File::open(dir) {
-        use std::os::fd::AsRawFd;
-        // SAFETY: a valid open descriptor for the duration of the call.
-        unsafe { libc::syncfs(d.as_raw_fd()) };
-    }
-    tracing::debug!(
-        seconds = started.elapsed().as_secs_f64(),
-        "flushed the run directory's filesystem between phases"
-    );
-}
-
-fn new_token() -> Result<Token, getrandom::Error> {
-    let mut t = [0u8; 32];
-    getrandom::fill(&mut t)?;
-    Ok(Token(t))
 }
