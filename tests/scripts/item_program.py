@@ -1,5 +1,5 @@
 """A preparation program for `--prepare` that behaves as ITEM_MODE says
-(tests/tests/cold_prep/items.rs). Every mode writes its pid into
+(tests/tests/cold_prep/items/). Every mode writes its pid into
 ITEM_PIDS/ so the test can check that none outlived the run.
 
   ok              writes OUT/ID.txt (the id three times), with a span "work"
