@@ -14,6 +14,8 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     assert!(r.get("caches_identical").is_none(), "the recipe's caches are not this run's");
     assert_eq!(r["items"]["count"], 6);
     assert_eq!(r["items"]["weighted"], true);
+    // The control of the fewer-processes warning: 6 items, 2 processes.
+    assert!(!r["warnings"].to_string().contains("the parallel phase had"), "{}", r["warnings"]);
     let file = std::fs::read(p.out.parent().unwrap().join("items.tsv")).unwrap();
     assert_eq!(r["items"]["items_sha256"], evidence::sha256_hex(&file));
     // Each process started the program once, and its start-up is its own.

@@ -61,10 +61,11 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     // which the command joins before it starts.
     crate::tree::will_start_processes();
     let spawned = super::spans::monotonic_now();
-    let keeps_tail = tail::attach(&mut cmd);
-    let mut child =
+    let stderr = tail::attach(&mut cmd);
+    let child =
         cmd.spawn().map_err(|e| StageError::Failed(format!("cannot start {program}: {e}")))?;
-    let stderr = child.stderr.take().filter(|_| keeps_tail).map(tail::Tail::follow);
+    // The stderr pipe's write end is the command's tree's alone now.
+    drop(cmd);
     let pid = child.id() as i32;
     let watched = follow::until_exit(pid, &mut spans, ctx.kill.as_ref(), ctx.reporter);
     if let follow::Ended::Killed(_) = &watched {

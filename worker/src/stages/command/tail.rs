@@ -9,7 +9,7 @@
 //! On a terminal the message is where the person already looks.
 
 use std::io::{IsTerminal, Read, Write};
-use std::process::{ChildStderr, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -21,13 +21,19 @@ pub(crate) const KEPT: usize = 64 * 1024;
 /// command exited (a descendant that outlived it may still hold it open).
 const DRAIN: Duration = Duration::from_secs(2);
 
-/// Whether a command's stderr is kept: sets it up on `cmd` if so.
-pub(super) fn attach(cmd: &mut Command) -> bool {
-    let keep = !std::io::stderr().is_terminal();
-    if keep {
-        cmd.stderr(Stdio::piped());
+/// A command's stderr kept, where it is: a pipe whose read end a thread
+/// already follows, its write end given to `cmd` (which must be dropped
+/// once the command started, so the pipe ends with the command's tree).
+/// None, and `cmd` untouched, on a terminal or where no pipe or thread
+/// could be made: the command then writes where it would unmeasured.
+pub(super) fn attach(cmd: &mut Command) -> Option<Tail> {
+    if std::io::stderr().is_terminal() {
+        return None;
     }
-    keep
+    let (read, write) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC).ok()?;
+    let tail = Tail::follow(std::fs::File::from(read))?;
+    cmd.stderr(Stdio::from(write));
+    Some(tail)
 }
 
 /// The end of a command's stderr, filled by a thread that passes every
@@ -38,7 +44,7 @@ pub(super) struct Tail {
 }
 
 impl Tail {
-    pub(super) fn follow(from: ChildStderr) -> Tail {
+    fn follow(from: std::fs::File) -> Option<Tail> {
         let kept = Arc::new(Mutex::new(Kept::default()));
         let (tx, ended) = channel();
         let shared = Arc::clone(&kept);
@@ -48,10 +54,8 @@ impl Tail {
                 pass_on(from, &shared);
                 let _ = tx.send(());
             })
+            .ok()
             .map(|_| Tail { kept, ended })
-            // No thread: nothing is kept, and the pipe's end is closed
-            // with `from`, as if stderr were /dev/null.
-            .unwrap_or_else(|_| Tail { kept: Arc::default(), ended: channel().1 })
     }
 
     /// What was kept, once the stream ended (or [`DRAIN`] passed): whole
@@ -64,7 +68,7 @@ impl Tail {
     }
 }
 
-fn pass_on(mut from: ChildStderr, kept: &Mutex<Kept>) {
+fn pass_on(mut from: std::fs::File, kept: &Mutex<Kept>) {
     let mut buf = [0u8; 8192];
     let mut out = std::io::stderr();
     loop {
