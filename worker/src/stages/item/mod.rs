@@ -13,7 +13,7 @@
 //! answer is `{"done": ID}` or `{"error": MESSAGE}`. The spans the program
 //! wrote while it worked on an item become that item's figures and slices.
 //!
-//! The program outlives its items: the session keeps the [`Server`] across
+//! The program outlives its items: the session keeps the `Server` (see `server`) across
 //! assignments and measures each item's tree without killing it. On
 //! `Finish` the worker closes the program's input; it must exit 0, and the
 //! tree is then contained like a stage's (leaks named and killed).
