@@ -25,6 +25,17 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
 
 /// Writes `bytes` to `path` atomically with the given durability.
 pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> io::Result<()> {
+    write_atomic_streamed(path, durability, |f| f.write_all(bytes))
+}
+
+/// Writes to `path` atomically with the given durability whatever `write`
+/// writes into the file (buffer it: each call is a system call), for a
+/// file too large to hold in memory first. On an error nothing is left.
+pub fn write_atomic_streamed(
+    path: &Path,
+    durability: Durability,
+    write: impl FnOnce(&mut File) -> io::Result<()>,
+) -> io::Result<()> {
     let dir = match path.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
@@ -34,7 +45,7 @@ pub fn write_atomic_with(path: &Path, bytes: &[u8], durability: Durability) -> i
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let written = (|| {
         let mut f = File::create(&tmp)?;
-        f.write_all(bytes)?;
+        write(&mut f)?;
         if durability == Durability::Disk {
             f.sync_all()?;
         }

@@ -9,6 +9,7 @@ pub mod atomic;
 pub mod canonical;
 
 pub use atomic::{
-    Durability, Staging, rename_no_replace, write_atomic, write_atomic_with, write_new,
+    Durability, Staging, rename_no_replace, write_atomic, write_atomic_streamed, write_atomic_with,
+    write_new,
 };
 pub use canonical::{file_sha256, sha256_hex, to_bytes, value_bytes};

@@ -326,6 +326,22 @@ pub fn json(path: &Path) -> serde_json::Value {
     serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("parse {}: {e}", path.display()))
 }
 
+/// Every line of a run directory's jobs.jsonl.gz (each job of a
+/// cold-prep's worker processes), parsed; empty when there is no such file.
+pub fn jobs(run: &Path) -> Vec<serde_json::Value> {
+    use std::io::BufRead;
+    let path = run.join("jobs.jsonl.gz");
+    let Ok(file) = std::fs::File::open(&path) else { return Vec::new() };
+    std::io::BufReader::new(flate2::read::GzDecoder::new(file))
+        .lines()
+        .map(|l| {
+            let l = l.unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+            serde_json::from_str(&l)
+                .unwrap_or_else(|e| panic!("parse a line of {}: {e}", path.display()))
+        })
+        .collect()
+}
+
 /// Every file below `dir`, relative, sorted.
 pub fn files_below(dir: &Path) -> Vec<String> {
     fn walk(base: &Path, d: &Path, out: &mut Vec<String>) {

@@ -5,8 +5,9 @@ use harness::data::tiny;
 use harness::{json, run};
 use std::collections::BTreeSet;
 
-/// Checks the trace's structure against its run's report.
-fn check(trace: &serde_json::Value, report: &serde_json::Value) {
+/// Checks the trace's structure against its run's report (and its
+/// jobs.jsonl.gz, which holds a cold-prep's jobs: `jobs`).
+fn check(trace: &serde_json::Value, report: &serde_json::Value, jobs: &[serde_json::Value]) {
     let t = harness::trace::check(trace);
     let workers = report["workers"].as_array().unwrap();
     // One track per worker process, plus the phases' track, and lanes for
@@ -17,7 +18,9 @@ fn check(trace: &serde_json::Value, report: &serde_json::Value) {
         t.names.values().filter(|n| n.as_str() != "phases").cloned().collect();
     assert!(own.is_subset(&tracks), "a track per worker: {tracks:?}");
     assert!(tracks.difference(&own).all(|t| t.contains(": overlapping spans")), "{tracks:?}");
-    let jobs: usize = workers.iter().map(|w| w["jobs"].as_array().map_or(0, Vec::len)).sum();
+    let jobs = jobs.len()
+        + workers.iter().map(|w| w["jobs"].as_array().map_or(0, Vec::len)).sum::<usize>();
+    assert!(jobs > 0);
     assert_eq!(t.slices.get("stage").copied().unwrap_or(0), jobs, "a slice per job");
 }
 
@@ -34,7 +37,12 @@ fn a_cold_prep_sweep_traces_every_worker_and_render_derives_the_same_trace() {
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let report = json(&out.join("report.json"));
     let trace = json(&trace_path);
-    check(&trace, &report);
+    let jobs = harness::jobs(&out);
+    // 2 rounds of a serial phase and two counts' parallel phases, and the
+    // sources' checks before and after.
+    let series = report["serial"]["per_series_s"]["n"].as_u64().unwrap() as usize;
+    assert_eq!(jobs.len(), 6 * series + 2);
+    check(&trace, &report, &jobs);
     assert_eq!(trace["otherData"]["schema"], "stagebench.trace");
     // Cold-prep's series are the prepare workers' jobs, named by phase only.
     let text = std::fs::read_to_string(&trace_path).unwrap();
@@ -74,7 +82,7 @@ fn trials_trace_one_process_per_trial() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let report = json(&out.join("report.json"));
-    check(&json(&trace_path), &report);
+    check(&json(&trace_path), &report, &harness::jobs(&out));
     assert_eq!(report["workers"].as_array().unwrap().len(), 4, "a process per trial");
 }
 
@@ -100,7 +108,7 @@ fn a_commands_spans_nest_inside_its_stage() {
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let report = json(&out.join("report.json"));
     let trace = json(&trace_path);
-    check(&trace, &report);
+    check(&trace, &report, &harness::jobs(&out));
     let events = trace["traceEvents"].as_array().unwrap();
     let spans: Vec<(&str, &str, u64)> = events
         .iter()

@@ -121,7 +121,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 println!("rendered {}", path.display());
             }
             match report {
-                Some(report) => write_exports(&exports, &report),
+                Some(report) => write_exports(&exports, &report, &dir),
                 None if exports.0.is_empty() => Ok(code::SUCCESS),
                 None => Err(Error::Usage("exports apply to a run, not to a campaign".into())),
             }
@@ -215,15 +215,19 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 }
             })?;
             print::print_summary(&summary, plan.settings.workers);
-            write_exports(&exports, &summary.report)
+            write_exports(&exports, &summary.report, &summary.dir)
         }
     }
 }
 
 /// Writes the exports of a finished run (the run's evidence is complete
 /// either way): a path found taken is a usage error, a failed write a failure.
-fn write_exports(exports: &Exports, report: &crate::modes::Report) -> Result<u8, Error> {
-    for p in exports.write(report)? {
+fn write_exports(
+    exports: &Exports,
+    report: &crate::modes::Report,
+    dir: &Path,
+) -> Result<u8, Error> {
+    for p in exports.write(report, dir)? {
         println!("exported {}", Path::new(&p).display());
     }
     Ok(code::SUCCESS)
@@ -253,7 +257,10 @@ fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::Pa
     let checked = crate::verify::checked_report(dir)
         .map_err(|e| Error::Unverified(format!("rendering '{}' failed: {e}", dir.display())))?;
     let (report, files) = match checked {
-        Checked::Run(r) => {
+        Checked::Run(mut r) => {
+            r.read_jobs(dir, false).map_err(|e| {
+                Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
+            })?;
             let files = crate::render::write_all(dir, &r).map_err(|e| failed(&e))?;
             (Some(*r), files)
         }

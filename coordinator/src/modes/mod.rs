@@ -192,6 +192,11 @@ pub(crate) trait Planned: std::fmt::Debug + Send + Sync {
     fn warns_of_load_per_stage(&self) -> bool {
         false
     }
+    /// Whether its jobs are its items or series, as many as its input
+    /// has: they go to jobs.jsonl.gz, not into report.json's `workers[]`.
+    fn jobs_apart(&self) -> bool {
+        false
+    }
 }
 
 impl Clone for Box<dyn Planned> {
@@ -380,6 +385,8 @@ pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
 /// What a mode may consult when it assembles its report.
 pub(crate) struct Context<'a> {
     pub(crate) dir: &'a Path,
+    /// The run's start: the zero of every time in `workers[]`.
+    pub(crate) started: std::time::Instant,
     /// Load averages when the run started (from environment.json).
     pub(crate) load_at_start: Option<[f64; 3]>,
     /// The machine's logical cores (from environment.json).

@@ -4,6 +4,7 @@
 //! [`Section`], flattened into the same JSON object and tagged by `mode`.
 
 use super::Section;
+use crate::rundir::jobs;
 use crate::rundir::report::{ArtifactRecord, ProcessRecord, StageRecord, TrialSet};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -48,6 +49,50 @@ pub(crate) struct Report {
 
 fn local() -> String {
     "local".into()
+}
+
+impl Report {
+    /// Reads back what report.json leaves to the jobs.jsonl.gz it binds
+    /// (a report without one is left as it is): the timelines its section
+    /// draws, and with `every_job` each worker's jobs too, for a trace
+    /// (every job then in memory). The file is streamed, so without
+    /// `every_job` the timelines are all that is held.
+    pub(crate) fn read_jobs(
+        &mut self,
+        dir: &std::path::Path,
+        every_job: bool,
+    ) -> Result<(), jobs::JobsError> {
+        if !self.artifacts.iter().any(|a| a.kind == jobs::KIND) {
+            return Ok(());
+        }
+        let Report { section, workers, .. } = self;
+        let mut sides = section.0.timelined();
+        /// A side's phase, its start, its jobs as (rank, start, end).
+        type Placed = (Option<String>, f64, Vec<(u32, f64, f64)>);
+        let mut placed: Vec<Placed> =
+            sides.iter().map(|s| (s.phase.clone(), s.started_s.unwrap_or(0.0), vec![])).collect();
+        let mut each: BTreeMap<(String, u32), Vec<crate::rundir::report::JobSlice>> =
+            BTreeMap::new();
+        jobs::read(dir, workers, |line| {
+            for (phase, _, spans) in &mut placed {
+                if phase.as_deref() == Some(line.phase.as_str()) {
+                    spans.push((line.rank, line.start_s, line.end_s));
+                }
+            }
+            if every_job {
+                each.entry((line.phase.clone(), line.rank)).or_default().push(line.into_job());
+            }
+        })?;
+        for (side, (_, started_s, spans)) in sides.iter_mut().zip(placed) {
+            side.timeline = crate::rundir::report::timeline(spans.into_iter(), started_s);
+        }
+        for w in workers.iter_mut() {
+            if let Some(jobs) = each.remove(&(w.phase.clone(), w.rank)) {
+                w.jobs = jobs;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Report {

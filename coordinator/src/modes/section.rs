@@ -51,6 +51,11 @@ pub(crate) trait ModeSection: std::fmt::Debug + Send + Sync {
     fn stage_label(&self, _base: &str) -> Option<String> {
         None
     }
+    /// The sides whose timelines are drawn from jobs.jsonl.gz (each names
+    /// its phase and when it began), for [`Report::read_jobs`] to fill.
+    fn timelined(&mut self) -> Vec<&mut crate::rundir::report::PrepSide> {
+        Vec::new()
+    }
     /// Whether a stage key `BASE#R` (R ≥ 2) is a later round of `BASE`,
     /// drawn with it and compared as another sample of it.
     fn has_rounds(&self) -> bool {
@@ -158,9 +163,16 @@ mod tests {
             include_str!("../render/fixtures/trials-report.json"),
             include_str!("../render/fixtures/sweep-report.json"),
         ] {
-            let v: serde_json::Value = serde_json::from_str(text).unwrap();
+            let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
             let r: Report = serde_json::from_value(v.clone()).unwrap();
             assert_eq!(r.mode(), v["mode"].as_str().unwrap());
+            // A cold-prep fixture from before jobs.jsonl.gz: its timelines
+            // are read (its plot draws them) and never written again.
+            for side in ["serial", "parallel"] {
+                if let Some(side) = v.get_mut(side).and_then(|s| s.as_object_mut()) {
+                    assert!(side.remove("timeline").is_some(), "{side:?}");
+                }
+            }
             // Every key beside the common part is the section's, unchanged.
             let common = [
                 "schema",

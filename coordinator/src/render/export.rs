@@ -55,13 +55,15 @@ pub(crate) enum ExportError {
     Untimed(&'static str, String, super::trace::Untimed),
     #[error("{0} '{1}': {2}")]
     Write(&'static str, String, std::io::Error),
+    #[error("{0} '{1}': {2}")]
+    Jobs(&'static str, String, crate::rundir::jobs::JobsError),
 }
 
 impl From<ExportError> for crate::error::Error {
     fn from(e: ExportError) -> Self {
         use crate::error::Error;
         match e {
-            ExportError::Write(..) => Error::Failed(e.to_string()),
+            ExportError::Write(..) | ExportError::Jobs(..) => Error::Failed(e.to_string()),
             _ => Error::Usage(e.to_string()),
         }
     }
@@ -115,11 +117,25 @@ impl Exports {
         Ok(())
     }
 
-    /// Writes every export of `r`, each as a new file.
-    pub(crate) fn write(&self, r: &Report) -> Result<Vec<&Path>, ExportError> {
+    /// Writes every export of `r`, whose run directory is `dir`, each as a
+    /// new file. A trace reads every job back from the run's jobs.jsonl.gz.
+    pub(crate) fn write(&self, r: &Report, dir: &Path) -> Result<Vec<&Path>, ExportError> {
         let mut written = Vec::new();
+        let mut with_jobs: Option<Report> = None;
         for (f, p) in &self.0 {
             let path = || p.display().to_string();
+            let r = match f {
+                Format::Trace => match &mut with_jobs {
+                    Some(full) => &*full,
+                    None => {
+                        let mut full = r.clone();
+                        full.read_jobs(dir, true)
+                            .map_err(|e| ExportError::Jobs(f.flag(), path(), e))?;
+                        &*with_jobs.insert(full)
+                    }
+                },
+                _ => r,
+            };
             let bytes = bytes(*f, r).map_err(|e| ExportError::Untimed(f.flag(), path(), e))?;
             evidence::write_new(p, &bytes).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => ExportError::Exists(f.flag(), path()),

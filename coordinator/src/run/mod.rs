@@ -212,6 +212,7 @@ fn run_in(
     let settings = &plan.settings;
     let context = modes::Context {
         dir: dir.path(),
+        started,
         load_at_start: env.load_average,
         cores: env.cpu.logical_cores as u32,
         inputs: &inputs,
@@ -249,6 +250,11 @@ fn run_in(
         campaign_step: settings.campaign_step.clone(),
         section,
     };
+    if plan.mode.jobs_apart() {
+        let jobs = rundir::jobs::write(dir.path(), &mut report.workers)
+            .map_err(|e| internal(&format!("writing {}", rundir::jobs::JOBS), &e))?;
+        report.artifacts.push(jobs);
+    }
     let planned = declaration.stages.len();
     if report.stages.len() != planned {
         return Err(fail(

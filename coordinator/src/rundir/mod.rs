@@ -16,6 +16,7 @@
 pub(crate) mod declaration;
 pub(crate) mod environment;
 pub(crate) mod failure;
+pub(crate) mod jobs;
 pub(crate) mod report;
 pub(crate) mod spans;
 pub(crate) mod tree;

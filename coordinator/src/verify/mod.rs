@@ -90,8 +90,10 @@ pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return verify_campaign(dir, value, verified, accounted);
     }
-    let parsed: Report = serde_json::from_value(value)
+    let mut parsed: Report = serde_json::from_value(value)
         .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
+    // Its timelines, streamed from jobs.jsonl.gz (already hashed above).
+    parsed.read_jobs(dir, false).map_err(|e| e.to_string())?;
     let derived = crate::render::derived(&parsed).map_err(|e| e.to_string())?;
     check_derived(dir, derived, &mut accounted)?;
     accounted.check(dir)?;

@@ -185,11 +185,31 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         assert!(min > 0.0 && max <= busiest + 1e-9, "{side}: {per} against busy {busiest} s");
     }
 
-    // The timeline has every series once, on a worker of its side, inside
-    // the phase, and a worker prepares one series at a time.
+    // Every job is in jobs.jsonl.gz, none in report.json: a job per series
+    // per phase (3 rounds of 2) and the sources' checks before and after,
+    // each of a process workers[] holds.
+    assert!(r["workers"].as_array().unwrap().iter().all(|w| w.get("jobs").is_none()));
+    let jobs = harness::jobs(&out);
+    assert_eq!(jobs.len(), 6 * train.len() + 2);
+    let processes: std::collections::BTreeSet<(String, u64)> = r["workers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|w| (w["phase"].as_str().unwrap().to_string(), w["rank"].as_u64().unwrap()))
+        .collect();
+    for j in &jobs {
+        let process = (j["phase"].as_str().unwrap().to_string(), j["rank"].as_u64().unwrap());
+        assert!(processes.contains(&process), "{j}");
+    }
+    // Round 1's timeline (its phase's jobs from its start) has every series
+    // once, on a worker of its side, inside the phase, and a worker
+    // prepares one series at a time.
     for side in ["serial", "parallel"] {
         let p = &r[side];
-        let spans = p["timeline"].as_array().unwrap();
+        assert!(p.get("timeline").is_none(), "{side}: the timeline is jobs.jsonl.gz's");
+        let started = p["started_s"].as_f64().unwrap();
+        let spans: Vec<&serde_json::Value> =
+            jobs.iter().filter(|j| j["phase"] == p["phase"]).collect();
         assert_eq!(spans.len(), train.len(), "{side}");
         let wall = p["wall_s"].as_f64().unwrap();
         for w in p["workers"].as_array().unwrap() {
@@ -197,7 +217,10 @@ fn serial_and_parallel_preparation_agree_and_verify() {
             let mine: Vec<(f64, f64)> = spans
                 .iter()
                 .filter(|s| s["rank"].as_u64() == Some(rank))
-                .map(|s| (s["start_s"].as_f64().unwrap(), s["end_s"].as_f64().unwrap()))
+                .map(|s| {
+                    let at = |k: &str| s[k].as_f64().unwrap() - started;
+                    (at("start_s"), at("end_s"))
+                })
                 .collect();
             assert_eq!(mine.len() as u64, w["series"].as_u64().unwrap(), "{side} rank {rank}");
             for (a, b) in &mine {
@@ -239,6 +262,11 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         }
         assert!(!text.contains(tiny().frozen.to_str().unwrap()), "{name} holds the input path");
     }
+    let text: String = jobs.iter().map(|j| j.to_string()).collect();
+    for s in frozen["series"].as_array().unwrap() {
+        assert!(!text.contains(s["id"].as_str().unwrap()), "jobs.jsonl.gz names a series");
+    }
+    assert!(!text.contains(tiny().frozen.to_str().unwrap()), "jobs.jsonl.gz holds the input path");
 
     // Both caches are private, complete and identical, file by file.
     for cache in ["private-feature-cache", "private-feature-cache-parallel"] {

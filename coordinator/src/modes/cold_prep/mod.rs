@@ -117,6 +117,10 @@ impl Planned for Plan {
         self.items.is_some()
     }
 
+    fn jobs_apart(&self) -> bool {
+        true
+    }
+
     fn prepare(&self, settings: &crate::plan::Settings) -> Result<Prepared, RunError> {
         prepare(settings, self)
     }
@@ -331,9 +335,11 @@ fn assemble(
             sides.push((serial, parallel, counts));
         }
     }
-    let (serial, parallel, counts) = sides.pop().ok_or_else(|| {
+    let (mut serial, mut parallel, counts) = sides.pop().ok_or_else(|| {
         fail(Some(n.serial.into()), None, "internal", "no round of cold-prep ran".to_string())
     })?;
+    placed(&mut serial, find(outcomes, n.serial)?, cx.started);
+    placed(&mut parallel, find(outcomes, n.parallel)?, cx.started);
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
     let (speedup, speedup_interval, all) = if all.len() > 1 {
@@ -382,6 +388,21 @@ fn assemble(
         storage,
         warnings,
     })
+}
+
+/// A side's phase and timeline on the run's clock (`t0`): its jobs' times
+/// as workers[] holds them, which is how jobs.jsonl.gz gives them back
+/// ([`crate::modes::Report::read_jobs`]), so the plot drawn now is the
+/// plot `verify` draws.
+fn placed(side: &mut PrepSide, p: &PhaseOutcome, t0: std::time::Instant) {
+    let started_s = p.dispatch.started.saturating_duration_since(t0).as_secs_f64();
+    let jobs = p.results().map(|r| {
+        let (start_s, end_s) = r.interval_since(t0);
+        (r.worker.0, start_s, end_s)
+    });
+    side.timeline = crate::rundir::report::timeline(jobs, started_s);
+    side.phase = Some(p.phase.key.clone());
+    side.started_s = Some(started_s);
 }
 
 #[cfg(test)]

@@ -244,6 +244,10 @@ impl ModeSection for Section {
         v
     }
 
+    fn timelined(&mut self) -> Vec<&mut crate::rundir::report::PrepSide> {
+        vec![&mut self.serial, &mut self.parallel]
+    }
+
     // A preparation phase is many processes: its record sums their CPU
     // and keeps the largest one's peak.
     fn stages_plot_note(&self) -> Option<&'static str> {

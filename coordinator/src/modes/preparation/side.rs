@@ -5,7 +5,7 @@ use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
 use crate::modes::{PhaseOutcome, checked_artifact};
 use crate::rundir::report::{
-    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, Span, StageIo, StageRecord,
+    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, StageIo, StageRecord,
 };
 use crate::stats::distribution;
 use protocol::Faults;
@@ -268,7 +268,11 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         per_series_s: distribution(&walls),
         components_s: components,
         manifest: manifest_path(p),
-        timeline: timeline(p),
+        // Placed on the run's clock by a mode that draws it (cold-prep's
+        // round 1): every round's would hold every item again.
+        phase: None,
+        started_s: None,
+        timeline: Vec::new(),
     };
     (stage, side, counts)
 }
@@ -291,20 +295,6 @@ fn tree_bounds(workers: &[Vec<(u64, u64)>]) -> (u64, u64) {
     let peak = workers.iter().flatten().map(|(peak, _)| *peak).max().unwrap_or(0);
     let sum = workers.iter().map(|jobs| jobs.iter().map(|(_, s)| *s).max().unwrap_or(0)).sum();
     (peak, sum)
-}
-
-/// Every job of the phase as a span on its worker, in start order.
-fn timeline(p: &PhaseOutcome) -> Vec<Span> {
-    let t0 = p.dispatch.started;
-    let mut spans: Vec<Span> = p
-        .results()
-        .map(|r| {
-            let (start_s, end_s) = r.interval_since(t0);
-            Span { rank: r.worker.0, start_s, end_s }
-        })
-        .collect();
-    spans.sort_by(|a, b| a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)));
-    spans
 }
 
 #[cfg(test)]

@@ -84,9 +84,37 @@ pub(crate) struct PrepSide {
     pub(crate) components_s: BTreeMap<String, f64>,
     /// Relative path of this cache's manifest.
     pub(crate) manifest: String,
-    /// Which worker prepared a series when, in start order (series are not named).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    /// The key of this side's phase: its jobs in jobs.jsonl.gz (those of
+    /// `workers[]` of this phase) are its timeline. Absent in reports from
+    /// before that file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) phase: Option<String>,
+    /// When the phase began (its dispatch), in seconds from the run's
+    /// start: the zero of its timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) started_s: Option<f64>,
+    /// Which worker prepared a series when, in start order (series are not
+    /// named), in seconds from `started_s`. Never written: read back from
+    /// jobs.jsonl.gz ([`crate::modes::Report::read_jobs`]), or from
+    /// report.json as reports from before that file held it.
+    #[serde(default, skip_serializing)]
     pub(crate) timeline: Vec<Span>,
+}
+
+/// A phase's jobs as (rank, start, end) in seconds from the run's start,
+/// as spans from the phase's start `started_s`, in start order.
+pub(crate) fn timeline(jobs: impl Iterator<Item = (u32, f64, f64)>, started_s: f64) -> Vec<Span> {
+    let mut spans: Vec<Span> = jobs
+        .map(|(rank, start_s, end_s)| Span {
+            rank,
+            start_s: (start_s - started_s).max(0.0),
+            end_s: (end_s - started_s).max(0.0),
+        })
+        .collect();
+    spans.sort_by(|a, b| {
+        a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)).then(a.end_s.total_cmp(&b.end_s))
+    });
+    spans
 }
 
 /// One job on a worker: seconds from its phase's start. The end is when the

@@ -7,6 +7,7 @@
 mod outputs;
 mod prepares;
 mod protocol;
+mod records;
 mod refusals;
 
 use harness::{alive, coordinator_with_output, json, python, repo, run};

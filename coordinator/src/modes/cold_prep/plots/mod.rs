@@ -31,7 +31,11 @@ impl Figure for PreparationPlot<'_> {
             let mut workers: Vec<_> = side.workers.iter().collect();
             workers.sort_by_key(|w| w.rank);
             for w in workers {
-                labels.push(format!("{name} rank {} ({} {})", w.rank, w.series, c.unit()));
+                let unit = match (w.series, c.unit()) {
+                    (1, "items") => "item",
+                    (_, unit) => unit,
+                };
+                labels.push(format!("{name} rank {} ({} {unit})", w.rank, w.series));
                 let mut spans: Vec<(f64, f64)> = side
                     .timeline
                     .iter()
