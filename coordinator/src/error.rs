@@ -43,18 +43,6 @@ impl Error {
 #[error("{0}")]
 pub(crate) struct Refusal(pub(crate) String);
 
-impl From<String> for Refusal {
-    fn from(why: String) -> Self {
-        Refusal(why)
-    }
-}
-
-impl From<&str> for Refusal {
-    fn from(why: &str) -> Self {
-        Refusal(why.to_string())
-    }
-}
-
 impl From<Refusal> for Error {
     fn from(r: Refusal) -> Self {
         Error::Usage(r.0)

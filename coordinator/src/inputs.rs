@@ -62,24 +62,22 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
     for dir in dirs {
         let shown = dir.display();
         if !dir.is_dir() {
-            return Err(format!("--inputs {shown}: not a directory").into());
+            return Err(Refusal(format!("--inputs {shown}: not a directory")));
         }
         let real = crate::rundir::resolved(&cwd, dir);
         if let Some((other, _)) =
             seen.iter().find(|(_, r)| r.starts_with(&real) || real.starts_with(r))
         {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "--inputs {shown} and --inputs {}: one holds the other; give each directory once",
                 other.display()
-            )
-            .into());
+            )));
         }
         if run_dir.starts_with(&real) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "--inputs {shown} holds the run directory ({}): the run's own files would read as a change; give --output outside it",
                 run_dir.display()
-            )
-            .into());
+            )));
         }
         let (before, files) = digest(dir)
             .map_err(|why| Refusal(format!("--inputs {shown}: cannot be digested: {why}")))?;

@@ -14,6 +14,7 @@
 //! command stage's whole process tree is killed with SIGKILL by its worker,
 //! which watches the command's spans file (see `protocol::KillPoint`).
 
+use crate::error::Refusal;
 use protocol::KillPoint;
 
 /// A declared interruption point.
@@ -49,44 +50,40 @@ impl std::str::FromStr for KillAt {
         let n = parts.len();
         let (stage, point) = if n >= 4 && parts[n - 3] == "span" {
             let name = parts[n - 2];
-            let count: u32 = parts[n - 1]
-                .parse()
-                .ok()
-                .filter(|c| *c >= 1)
-                .ok_or_else(|| format!("'{s}': N in span:NAME:N must be a whole number ≥ 1"))?;
+            let count: u32 = parts[n - 1].parse().ok().filter(|c| *c >= 1).ok_or_else(|| {
+                Refusal(format!("'{s}': N in span:NAME:N must be a whole number ≥ 1"))
+            })?;
             let ok_name = !name.is_empty()
                 && name.len() <= 64
                 && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
             if !ok_name {
-                return Err(
-                    format!("'{s}': span name '{name}' must be 1-64 of A-Z a-z 0-9 _ . -").into()
-                );
+                return Err(Refusal(format!(
+                    "'{s}': span name '{name}' must be 1-64 of A-Z a-z 0-9 _ . -"
+                )));
             }
             (parts[..n - 3].join(":"), KillPoint::Span { name: name.into(), n: count })
         } else if n >= 3 && parts[n - 2] == "after" {
             let secs: f64 =
-                parts[n - 1]
-                    .parse()
-                    .ok()
-                    .filter(|x: &f64| x.is_finite() && *x > 0.0)
-                    .ok_or_else(|| format!("'{s}': SECONDS in after:SECONDS must be positive"))?;
+                parts[n - 1].parse().ok().filter(|x: &f64| x.is_finite() && *x > 0.0).ok_or_else(
+                    || Refusal(format!("'{s}': SECONDS in after:SECONDS must be positive")),
+                )?;
             (parts[..n - 2].join(":"), KillPoint::After(secs))
         } else {
             let (stage, fraction) = s
                 .rsplit_once(':')
-                .ok_or_else(|| format!("'{s}' is not {forms} (e.g. cache_prepare:0.5)"))?;
-            let fraction: f64 = fraction
-                .parse()
-                .map_err(|_| format!("'{fraction}' in '{s}' is not a fraction between 0 and 1"))?;
+                .ok_or_else(|| Refusal(format!("'{s}' is not {forms} (e.g. cache_prepare:0.5)")))?;
+            let fraction: f64 = fraction.parse().map_err(|_| {
+                Refusal(format!("'{fraction}' in '{s}' is not a fraction between 0 and 1"))
+            })?;
             if !(0.0..=1.0).contains(&fraction) {
-                return Err(
-                    format!("'{s}' is not STAGE:FRACTION with a fraction between 0 and 1").into()
-                );
+                return Err(Refusal(format!(
+                    "'{s}' is not STAGE:FRACTION with a fraction between 0 and 1"
+                )));
             }
             (stage.to_string(), KillPoint::Progress(fraction))
         };
         if stage.is_empty() {
-            return Err(format!("'{s}' names no stage ({forms})").into());
+            return Err(Refusal(format!("'{s}' names no stage ({forms})")));
         }
         Ok(KillAt { stage, point })
     }

@@ -17,6 +17,16 @@ pub(crate) fn is_label(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
 }
 
+/// A flag's number of seconds (`--stage-timeout`, `--item-timeout`, …):
+/// positive, finite and under 10⁹ (a `Duration` holds it whole).
+pub(crate) fn positive_secs(s: &str) -> Result<Duration, Refusal> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 && v < 1e9 => Ok(Duration::from_secs_f64(v)),
+        Ok(v) if v >= 1e9 => Err(Refusal(format!("'{s}' seconds is more than 10^9"))),
+        _ => Err(Refusal(format!("'{s}' is not a positive number of seconds"))),
+    }
+}
+
 /// Presets `--span preset:NAME` knows.
 pub(crate) const SPAN_PRESETS: [&str; 2] = ["torch", "keras"];
 

@@ -409,3 +409,43 @@ fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken
         assert!(!out.exists(), "{args:?}: a run directory was created");
     }
 }
+
+/// A worker started by hand, with a token that is not one, or after the
+/// coordinator that launched it exited, refuses in one line with its exit
+/// code (setup 2, protocol 4), and never connects.
+#[test]
+fn a_worker_not_launched_by_a_live_coordinator_refuses_in_one_line() {
+    let token = "ab".repeat(32);
+    let cases: [(&[(&str, &str)], u8, &str); 4] = [
+        (&[], 2, "neither STAGEBENCH_ADDR nor STAGEBENCH_SOCKET is set"),
+        (&[("STAGEBENCH_SOCKET", "/nonexistent/s")], 2, "STAGEBENCH_TOKEN is not set"),
+        (
+            &[("STAGEBENCH_SOCKET", "/nonexistent/s"), ("STAGEBENCH_TOKEN", "zz")],
+            2,
+            "STAGEBENCH_TOKEN is not 64 hex digits",
+        ),
+        // Pid 1 is never the test's own process: the parent is gone.
+        (
+            &[
+                ("STAGEBENCH_SOCKET", "/nonexistent/s"),
+                ("STAGEBENCH_TOKEN", &token),
+                ("STAGEBENCH_RANK", "0"),
+                ("STAGEBENCH_PARENT_PID", "1"),
+            ],
+            4,
+            "the coordinator that launched it has already exited",
+        ),
+    ];
+    for (env, code, says) in cases {
+        let mut c = std::process::Command::new(&harness::bins().worker);
+        for k in protocol::env::LAUNCH {
+            c.env_remove(k);
+        }
+        c.envs(env.iter().copied());
+        let out = c.output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code as i32), "{env:?}: {stderr}");
+        assert!(stderr.contains(says), "{env:?}: {stderr}");
+        assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    }
+}

@@ -29,8 +29,9 @@ pub fn run_from_env() -> u8 {
             return code::SETUP;
         }
     };
-    if !launch.scheduled {
-        die_with_parent();
+    if !launch.scheduled && !die_with_parent() {
+        eprintln!("worker: the coordinator that launched it has already exited");
+        return code::PROTOCOL;
     }
     // Orphans of a stage's processes come back to this worker, to be
     // measured, killed if still alive, and reaped (see `tree`).
@@ -61,48 +62,47 @@ pub fn run_from_env() -> u8 {
 
 /// Why this process's environment is not a launch by a coordinator.
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-struct BadLaunch(String);
-
-impl From<String> for BadLaunch {
-    fn from(why: String) -> Self {
-        BadLaunch(why)
-    }
-}
-
-impl From<&str> for BadLaunch {
-    fn from(why: &str) -> Self {
-        BadLaunch(why.to_string())
-    }
+enum BadLaunch {
+    #[error("{0} is not set: workers are started by the coordinator, not by hand")]
+    NotSet(&'static str),
+    #[error(
+        "neither {} nor {} is set: workers are started by the coordinator, not by hand",
+        protocol::env::ADDR,
+        protocol::env::SOCKET
+    )]
+    NoEndpoint,
+    #[error("cannot read {}: {source}", protocol::env::TOKEN_FILE)]
+    TokenFile { source: std::io::Error },
+    #[error("{} is not 64 hex digits", protocol::env::TOKEN)]
+    Token,
+    #[error("{0} is not a whole number")]
+    NotANumber(&'static str),
+    #[error(
+        "{} {procid} is not below {} {ntasks}",
+        protocol::env::SLURM_PROCID,
+        protocol::env::SLURM_NTASKS
+    )]
+    TaskOutOfStep { procid: u32, ntasks: u32 },
+    #[error("rank out of range")]
+    RankOverflow,
 }
 
 fn launch_from_env() -> Result<Launch, BadLaunch> {
     use protocol::env;
     let get = |name: &str| std::env::var(name).ok();
-    let var = |name: &str| {
-        get(name).ok_or_else(|| {
-            format!("{name} is not set: workers are started by the coordinator, not by hand")
-        })
-    };
-    let endpoint = Endpoint::from_env().ok_or_else(|| {
-        format!(
-            "neither {} nor {} is set: workers are started by the coordinator, not by hand",
-            env::ADDR,
-            env::SOCKET
-        )
-    })?;
+    let var = |name: &'static str| get(name).ok_or(BadLaunch::NotSet(name));
+    let endpoint = Endpoint::from_env().ok_or(BadLaunch::NoEndpoint)?;
     let token_hex = match (get(env::TOKEN), get(env::TOKEN_FILE)) {
         (Some(t), _) => t,
         (None, Some(file)) => std::fs::read_to_string(&file)
-            .map_err(|e| format!("cannot read {}: {e}", env::TOKEN_FILE))?
+            .map_err(|source| BadLaunch::TokenFile { source })?
             .trim()
             .to_string(),
         (None, None) => var(env::TOKEN)?,
     };
-    let token = Token::from_hex(&token_hex)
-        .ok_or_else(|| format!("{} is not 64 hex digits", env::TOKEN))?;
-    let number = |name: &str| -> Result<u32, BadLaunch> {
-        Ok(var(name)?.parse().map_err(|_| format!("{name} is not a whole number"))?)
+    let token = Token::from_hex(&token_hex).ok_or(BadLaunch::Token)?;
+    let number = |name: &'static str| -> Result<u32, BadLaunch> {
+        var(name)?.parse().map_err(|_| BadLaunch::NotANumber(name))
     };
     // A Slurm task: rank = base + its index in the job step.
     let scheduled = get(env::RANK).is_none() && get(env::RANK_BASE).is_some();
@@ -110,14 +110,9 @@ fn launch_from_env() -> Result<Launch, BadLaunch> {
         let (base, procid) = (number(env::RANK_BASE)?, number(env::SLURM_PROCID)?);
         let ntasks = number(env::SLURM_NTASKS)?;
         if procid >= ntasks {
-            return Err(format!(
-                "{} {procid} is not below {} {ntasks}",
-                env::SLURM_PROCID,
-                env::SLURM_NTASKS
-            )
-            .into());
+            return Err(BadLaunch::TaskOutOfStep { procid, ntasks });
         }
-        base.checked_add(procid).ok_or("rank out of range")?
+        base.checked_add(procid).ok_or(BadLaunch::RankOverflow)?
     } else {
         number(env::RANK)?
     };
@@ -125,8 +120,9 @@ fn launch_from_env() -> Result<Launch, BadLaunch> {
 }
 
 /// Asks the kernel to kill this worker if the coordinator dies, so no worker
-/// outlives a coordinator that was itself killed with SIGKILL.
-fn die_with_parent() {
+/// outlives a coordinator that was itself killed with SIGKILL. False when
+/// the coordinator is already gone: the worker must not start.
+fn die_with_parent() -> bool {
     #[cfg(target_os = "linux")]
     {
         // SIGTERM, not SIGKILL: the worker ends its stage's tree first (see
@@ -134,11 +130,10 @@ fn die_with_parent() {
         let _ = nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGTERM);
         if let Ok(expected) = std::env::var(protocol::env::PARENT_PID) {
             // The parent may have died before the line above took effect.
-            if expected.parse::<i32>().ok() != Some(nix::unistd::getppid().as_raw()) {
-                std::process::exit(code::PROTOCOL as i32);
-            }
+            return expected.parse::<i32>().ok() == Some(nix::unistd::getppid().as_raw());
         }
     }
+    true
 }
 
 #[derive(Debug)]

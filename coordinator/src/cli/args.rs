@@ -3,7 +3,7 @@
 
 use crate::error::Refusal;
 use crate::interrupt::KillAt;
-use crate::plan::{Isolation, LeakPolicy};
+use crate::plan::{Isolation, LeakPolicy, positive_secs};
 use crate::render::export::Exports;
 use clap::{Args, Parser, Subcommand};
 use recipe::generate::Scale;
@@ -340,31 +340,22 @@ pub(super) fn worker_counts(s: &str) -> Result<WorkerCounts, Refusal> {
         .map(|part| {
             let part = part.trim();
             if part.is_empty() {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "'{s}' has an empty count; give N or an increasing list like 1,2,4,8"
-                ));
+                )));
             }
             match part.parse::<u32>() {
                 Ok(n @ 1..=1024) => Ok(n),
-                _ => Err(format!("'{part}' is not a count of workers from 1 to 1024")),
+                _ => Err(Refusal(format!("'{part}' is not a count of workers from 1 to 1024"))),
             }
         })
-        .collect::<Result<Vec<u32>, String>>()?;
+        .collect::<Result<Vec<u32>, Refusal>>()?;
     if let Some(w) = counts.windows(2).find(|w| w[1] <= w[0]) {
         let what = if w[1] == w[0] { "repeats" } else { "is not increasing" };
-        return Err(format!(
+        return Err(Refusal(format!(
             "'{s}' {what} ({} after {}); give an increasing list like 1,2,4,8",
             w[1], w[0]
-        )
-        .into());
+        )));
     }
     Ok(WorkerCounts(counts))
-}
-
-pub(super) fn positive_secs(s: &str) -> Result<Duration, Refusal> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
-    if !(v.is_finite() && v > 0.0 && v < 1e9) {
-        return Err(format!("'{s}' must be a positive number of seconds").into());
-    }
-    Ok(Duration::from_secs_f64(v))
 }

@@ -21,11 +21,10 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     }
     let keras = spans.iter().any(|t| matches!(t, protocol::SpanTarget::Preset(p) if p == "keras"));
     if args.keras_resident > 0 && !keras {
-        return Err(
+        return Err(Refusal(
             "--keras-resident times the resident steps of --span preset:keras, which is not given"
-                .to_string()
-                .into(),
-        );
+                .to_string(),
+        ));
     }
     let slurm_only = [
         ("--partition", args.partition.is_some()),
@@ -35,7 +34,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     let launcher = match args.launcher {
         LauncherArg::Local => {
             if let Some((flag, _)) = slurm_only.iter().find(|(_, given)| *given) {
-                return Err(format!("{flag} applies to --launcher slurm").into());
+                return Err(Refusal(format!("{flag} applies to --launcher slurm")));
             }
             crate::launch::Kind::Local
         }
@@ -49,7 +48,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         (_, Some(addr)) => {
             // Refused now, before a run directory exists, not mid-run.
             std::net::TcpListener::bind(addr.as_str())
-                .map_err(|e| format!("--listen {addr}: cannot listen there: {e}"))?;
+                .map_err(|e| Refusal(format!("--listen {addr}: cannot listen there: {e}")))?;
             Some(addr)
         }
         (crate::launch::Kind::Slurm(_), None) => Some("127.0.0.1:0".to_string()),
@@ -116,11 +115,10 @@ fn not_read_by(mode: &dyn Mode, args: &RunArgs, matches: &clap::ArgMatches) -> R
         for arg in other.args(clap::Command::new(other.name())).get_arguments() {
             if matches.value_source(arg.get_id().as_str()) == Some(ValueSource::CommandLine) {
                 let flag = arg.get_long().unwrap_or_default();
-                return Err(format!(
+                return Err(Refusal(format!(
                     "--{flag} applies to --mode {}; --mode {name} does not use it",
                     other.name()
-                )
-                .into());
+                )));
             }
         }
     }
@@ -140,21 +138,19 @@ fn not_read_by(mode: &dyn Mode, args: &RunArgs, matches: &clap::ArgMatches) -> R
     ];
     for (shared, flag) in given {
         if let Some(flag) = flag.filter(|_| !mode.uses().contains(&shared)) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "{flag} applies to {}; --mode {name} does not use it",
                 shared.readers()
-            )
-            .into());
+            )));
         }
     }
     let sweep = &args.workers.0;
     if sweep.len() > 1 && !mode.uses().contains(&Shared::Sweep) {
-        return Err(format!(
+        return Err(Refusal(format!(
             "--workers {}: a list of counts (a workers sweep) applies to {}; --mode {name} takes one count",
             sweep.iter().map(u32::to_string).collect::<Vec<_>>().join(","),
             Shared::Sweep.readers(),
-        )
-        .into());
+        )));
     }
     Ok(())
 }
@@ -168,6 +164,7 @@ fn spans_refused(first: &protocol::SpanTarget) -> Refusal {
 
 /// `worker` next to the running coordinator binary.
 pub(super) fn default_worker_bin() -> Result<PathBuf, Refusal> {
-    let me = std::env::current_exe().map_err(|e| format!("cannot locate this program: {e}"))?;
+    let me =
+        std::env::current_exe().map_err(|e| Refusal(format!("cannot locate this program: {e}")))?;
     Ok(me.with_file_name("worker"))
 }

@@ -27,12 +27,11 @@ pub(crate) fn planned(
     other: impl Fn(Other<'_>) -> Result<Stage, Refusal>,
 ) -> Result<Vec<PlannedStage>, Refusal> {
     if shared.names.len() > shared.commands.len() {
-        return Err(format!(
+        return Err(Refusal(format!(
             "{} --name given for {} --command",
             shared.names.len(),
             shared.commands.len()
-        )
-        .into());
+        )));
     }
     let spellings: Vec<String> = if shared.stages.is_empty() && shared.commands.is_empty() {
         plan::DEFAULT_DIAGNOSTIC_STAGES.iter().map(|s| s.to_string()).collect()
@@ -45,20 +44,19 @@ pub(crate) fn planned(
             Some(stage) => other(Other::Recipe(s, stage)),
             None => s.parse().or_else(|e: StageParseError| match e {
                 StageParseError::Unknown(_) => other(Other::Unknown(s, e)),
-                _ => Err(format!("--stage {s}: {e}").into()),
+                _ => Err(Refusal(format!("--stage {s}: {e}"))),
             }),
         })
         .collect::<Result<Vec<_>, _>>()?;
     for (i, line) in shared.commands.iter().enumerate() {
         if line.trim().is_empty() {
-            return Err("--command needs a command line".into());
+            return Err(Refusal("--command needs a command line".into()));
         }
         let name = shared.names.get(i).cloned().unwrap_or_else(|| "command".into());
         if !plan::is_label(&name) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "--name {name:?} must be 1-64 of A-Z a-z 0-9 _ and - (it names the stage in tables, plots and traces)"
-            )
-            .into());
+            )));
         }
         stages.push(Stage::Command { name, line: line.clone() });
     }
@@ -89,18 +87,17 @@ pub(crate) fn kill_point(
     stages: &[PlannedStage],
 ) -> Result<(), Refusal> {
     if !known.contains(&k.stage) {
-        return Err(format!(
+        return Err(Refusal(format!(
             "--kill-at {}: no stage of this run is called that (stages that can be killed: {})",
             k.stage,
             known.join(", ")
-        )
-        .into());
+        )));
     }
     let command = stages.iter().find(|s| s.key == k.stage).is_some_and(|s| is_command(&s.stage));
     if k.needs_a_command() && !command {
-        return Err(
-            format!("--kill-at {k}: span: and after: points apply to a command stage").into()
-        );
+        return Err(Refusal(format!(
+            "--kill-at {k}: span: and after: points apply to a command stage"
+        )));
     }
     Ok(())
 }

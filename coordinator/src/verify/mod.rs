@@ -17,18 +17,6 @@ use std::path::{Path, PathBuf};
 #[error("{0}")]
 pub struct Mismatch(pub String);
 
-impl From<String> for Mismatch {
-    fn from(why: String) -> Self {
-        Mismatch(why)
-    }
-}
-
-impl From<&str> for Mismatch {
-    fn from(why: &str) -> Self {
-        Mismatch(why.to_string())
-    }
-}
-
 /// A stray in a finished directory: something changed it after its run.
 impl From<Stray> for Mismatch {
     fn from(s: Stray) -> Self {
@@ -78,10 +66,9 @@ impl std::fmt::Display for Verified {
 pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
     let has = |name: &str| dir.join(name).symlink_metadata().is_ok();
     if has(REPORT) && has(FAILURE) {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "both {REPORT} and {FAILURE}: a run has one ending, so this one failed or did not finish"
-        )
-        .into());
+        )));
     }
     if !has(REPORT) && has(FAILURE) {
         return verify_ended(dir, false);
@@ -91,10 +78,10 @@ pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
         return verify_campaign(dir, value, verified, accounted);
     }
     let mut parsed: Report = serde_json::from_value(value)
-        .map_err(|e| format!("{REPORT} does not match its schema: {e}"))?;
+        .map_err(|e| Mismatch(format!("{REPORT} does not match its schema: {e}")))?;
     // Its timelines, streamed from jobs.jsonl.gz (already hashed above).
-    parsed.read_jobs(dir, false).map_err(|e| e.to_string())?;
-    let derived = crate::render::derived(&parsed).map_err(|e| e.to_string())?;
+    parsed.read_jobs(dir, false).map_err(|e| Mismatch(e.to_string()))?;
+    let derived = crate::render::derived(&parsed).map_err(|e| Mismatch(e.to_string()))?;
     check_derived(dir, derived, &mut accounted)?;
     accounted.check(dir)?;
     Ok(verified)
@@ -110,14 +97,13 @@ fn check_derived(
         match std::fs::read(dir.join(&f.path)) {
             Ok(b) if b == f.bytes => accounted.file(&f.path),
             Ok(_) => {
-                return Err(format!(
+                return Err(Mismatch(format!(
                     "{} differs from what {REPORT} renders (`coordinator render` redraws it; \
                      a coordinator of another build may draw plots differently)",
                     f.path
-                )
-                .into());
+                )));
             }
-            Err(e) => return Err(format!("cannot read {}: {e}", f.path).into()),
+            Err(e) => return Err(Mismatch(format!("cannot read {}: {e}", f.path))),
         }
     }
     Ok(())
@@ -129,27 +115,25 @@ fn check_derived(
 /// unless `failed_is_finding`: a campaign's failed trial, which its report
 /// records, is held to the same bindings whatever its reason.
 fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatch> {
-    let bytes =
-        std::fs::read(dir.join(FAILURE)).map_err(|e| format!("cannot read {FAILURE}: {e}"))?;
-    let value: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{FAILURE} is not valid JSON: {e}"))?;
+    let bytes = std::fs::read(dir.join(FAILURE))
+        .map_err(|e| Mismatch(format!("cannot read {FAILURE}: {e}")))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Mismatch(format!("{FAILURE} is not valid JSON: {e}")))?;
     let reason = value["reason"].as_str().unwrap_or("?");
     if reason != "killed_at_point" && !failed_is_finding {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "no {REPORT}: the run failed ({reason}: {})",
             value["message"].as_str().unwrap_or("see failure.json")
-        )
-        .into());
+        )));
     }
     if canonical::value_bytes(&value) != bytes {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "{FAILURE} is not in canonical form: it was edited after it was written"
-        )
-        .into());
+        )));
     }
     check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
     let failure: crate::rundir::failure::Failure = serde_json::from_value(value.clone())
-        .map_err(|e| format!("{FAILURE} does not match its schema: {e}"))?;
+        .map_err(|e| Mismatch(format!("{FAILURE} does not match its schema: {e}")))?;
     // A failed run keeps nothing else: what it had written was removed,
     // but what a program left in it, which failure.json names.
     let mut accounted = Accounted::default();
@@ -158,7 +142,7 @@ fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatc
     }
     for k in &failure.kept {
         if !is_safe_relative(k) {
-            return Err(format!("{FAILURE} keeps '{k}', which leaves the run directory").into());
+            return Err(Mismatch(format!("{FAILURE} keeps '{k}', which leaves the run directory")));
         }
         accounted.file(k);
         accounted.subtree(k);
@@ -182,18 +166,17 @@ fn check_sealed(
     edited: &str,
 ) -> Result<(), Mismatch> {
     if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(value).as_str()) {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "{file} body does not match its {}: {edited}",
             report::BODY_DIGEST_KEY
-        )
-        .into());
+        )));
     }
     for (bound, key) in [(DECLARATION, "declaration_sha256"), (ENVIRONMENT, "environment_sha256")] {
         let got = std::fs::read(dir.join(bound))
             .map(|b| canonical::sha256_hex(&b))
-            .map_err(|e| format!("cannot read {bound}: {e}"))?;
+            .map_err(|e| Mismatch(format!("cannot read {bound}: {e}")))?;
         if value[key].as_str() != Some(got.as_str()) {
-            return Err(format!("{bound} does not match {whose} {key}").into());
+            return Err(Mismatch(format!("{bound} does not match {whose} {key}")));
         }
     }
     Ok(())
@@ -209,7 +192,7 @@ fn verify_campaign(
     mut accounted: Accounted,
 ) -> Result<Verified, Mismatch> {
     let parsed: crate::campaign::report::CampaignReport = serde_json::from_value(value)
-        .map_err(|e| format!("{REPORT} does not match the campaign schema: {e}"))?;
+        .map_err(|e| Mismatch(format!("{REPORT} does not match the campaign schema: {e}")))?;
     let runs = parsed.artifacts.iter().filter(|a| {
         a.path.ends_with(&format!("/{REPORT}")) || a.path.ends_with(&format!("/{FAILURE}"))
     });
@@ -221,21 +204,20 @@ fn verify_campaign(
             true => verify_ended(&dir.join(run), true),
             false => verify(&dir.join(run)),
         }
-        .map_err(|e| format!("run {}: {e}", run.display()))?;
+        .map_err(|e| Mismatch(format!("run {}: {e}", run.display())))?;
         accounted.subtree(run);
     }
     for s in &parsed.states {
         if !is_safe_relative(&s.path) {
-            return Err(format!("state path '{}' leaves the campaign directory", s.path).into());
+            return Err(Mismatch(format!("state path '{}' leaves the campaign directory", s.path)));
         }
         let found = recipe::state::digest(&dir.join(&s.path))
-            .map_err(|e| format!("state directory {} cannot be read: {e}", s.path))?;
+            .map_err(|e| Mismatch(format!("state directory {} cannot be read: {e}", s.path)))?;
         if found.sha256 != s.sha256 || found.files != s.files || found.bytes != s.bytes {
-            return Err(format!(
+            return Err(Mismatch(format!(
                 "state directory {} does not match its recorded digest: a file in it changed",
                 s.path
-            )
-            .into());
+            )));
         }
         accounted.subtree(&s.path);
     }
@@ -243,7 +225,8 @@ fn verify_campaign(
     if dir.join(crate::campaign::PRIVATE).is_dir() {
         accounted.subtree(crate::campaign::PRIVATE);
     }
-    let derived = crate::campaign::summary::derived(&parsed).map_err(|e| e.to_string())?;
+    let derived =
+        crate::campaign::summary::derived(&parsed).map_err(|e| Mismatch(e.to_string()))?;
     check_derived(dir, derived, &mut accounted)?;
     accounted.check(dir)?;
     Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
@@ -269,15 +252,14 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
                 Err(_) => format!("no {REPORT} in '{}'", dir.display()),
             }));
         }
-        Err(e) => return Err(format!("cannot read {REPORT}: {e}").into()),
+        Err(e) => return Err(Mismatch(format!("cannot read {REPORT}: {e}"))),
     };
-    let value: Value =
-        serde_json::from_slice(&bytes).map_err(|e| format!("{REPORT} is not valid JSON: {e}"))?;
+    let value: Value = serde_json::from_slice(&bytes)
+        .map_err(|e| Mismatch(format!("{REPORT} is not valid JSON: {e}")))?;
     if canonical::value_bytes(&value) != bytes {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "{REPORT} is not in canonical form: it was edited after it was written"
-        )
-        .into());
+        )));
     }
     let (schema, version) = (value["schema"].as_str(), value["schema_version"].as_u64());
     let campaign = (
@@ -287,11 +269,11 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
     if (schema, version) != (Some(report::SCHEMA), Some(report::SCHEMA_VERSION as u64))
         && (schema, version) != campaign
     {
-        return Err(format!(
+        return Err(Mismatch(format!(
             "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",
             report::SCHEMA,
             report::SCHEMA_VERSION
-        ).into());
+        )));
     }
     check_sealed(dir, &value, REPORT, "the report's", "a figure was changed")?;
     let artifacts = value["artifacts"].as_array().cloned().unwrap_or_default();
@@ -318,14 +300,15 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
 /// One artifact against its record; returns the files a manifest lists
 /// (each checked), which are accounted for with it.
 fn check_artifact(dir: &Path, a: &Value) -> Result<Vec<PathBuf>, Mismatch> {
-    let path = a["path"].as_str().ok_or("an artifact record has no path")?;
+    let path =
+        a["path"].as_str().ok_or_else(|| Mismatch("an artifact record has no path".into()))?;
     if !is_safe_relative(path) {
-        return Err(format!("artifact path '{path}' leaves the run directory").into());
+        return Err(Mismatch(format!("artifact path '{path}' leaves the run directory")));
     }
     let (sha, bytes) = canonical::file_sha256(&dir.join(path))
-        .map_err(|e| format!("artifact {path} cannot be read: {e}"))?;
+        .map_err(|e| Mismatch(format!("artifact {path} cannot be read: {e}")))?;
     if a["sha256"].as_str() != Some(sha.as_str()) || a["bytes"].as_u64() != Some(bytes) {
-        return Err(format!("artifact {path} does not match its recorded SHA-256").into());
+        return Err(Mismatch(format!("artifact {path} does not match its recorded SHA-256")));
     }
     match a["kind"].as_str() {
         Some("manifest") => check_manifest(dir, path),
@@ -336,9 +319,11 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<Vec<PathBuf>, Mismatch> {
 /// A manifest lists files below its own directory; each must match. What
 /// else is there the directory walk names.
 fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
-    let listing = crate::manifest::Listing::read(&dir.join(path)).map_err(|e| match e.kind() {
-        std::io::ErrorKind::InvalidData => format!("manifest {path} is not valid JSON: {e}"),
-        _ => format!("manifest {path} cannot be read: {e}"),
+    let listing = crate::manifest::Listing::read(&dir.join(path)).map_err(|e| {
+        Mismatch(match e.kind() {
+            std::io::ErrorKind::InvalidData => format!("manifest {path} is not valid JSON: {e}"),
+            _ => format!("manifest {path} cannot be read: {e}"),
+        })
     })?;
     let base = Path::new(path).parent().unwrap_or(Path::new(""));
     let entries: Vec<(&String, &crate::manifest::Listed)> = listing.files.iter().collect();

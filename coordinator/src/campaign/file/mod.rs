@@ -203,19 +203,19 @@ pub(crate) fn load(path: Option<&Path>) -> Result<(CampaignFile, Vec<u8>), Refus
     let (text, base) = match path {
         Some(p) => {
             let text = std::fs::read_to_string(p)
-                .map_err(|e| format!("campaign file '{}': {e}", p.display()))?;
+                .map_err(|e| Refusal(format!("campaign file '{}': {e}", p.display())))?;
             (text, p.parent().map(Path::to_path_buf))
         }
         None => (DEFAULT.to_string(), None),
     };
     let shown =
         path.map(|p| p.display().to_string()).unwrap_or_else(|| "the default campaign".into());
-    let mut file = parse(&text).map_err(|e| format!("{shown}: {e}"))?;
+    let mut file = parse(&text).map_err(|e| Refusal(format!("{shown}: {e}")))?;
     let base = base.filter(|b| !b.as_os_str().is_empty()).unwrap_or_else(|| PathBuf::from("."));
     if let Some(data) = &file.campaign.data {
         file.campaign.data = Some(base.join(data));
     }
-    resolve_pipeline(&mut file, &base).map_err(|e| format!("{shown}: {e}"))?;
+    resolve_pipeline(&mut file, &base).map_err(|e| Refusal(format!("{shown}: {e}")))?;
     Ok((file, text.into_bytes()))
 }
 
@@ -232,7 +232,7 @@ pub(crate) fn parse(text: &str) -> Result<CampaignFile, Refusal> {
                 _ => format!("line {line}: "),
             }
         });
-        format!("{}{}", at.unwrap_or_default(), e.message().trim_end())
+        Refusal(format!("{}{}", at.unwrap_or_default(), e.message().trim_end()))
     })?;
     check(&file)?;
     Ok(file)
@@ -242,40 +242,42 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     let s = &f.campaign;
     let safe = crate::plan::is_label;
     if !safe(&s.name) {
-        return Err(format!("campaign name '{}' must be 1-64 of a-z, 0-9, _ and -", s.name).into());
+        return Err(Refusal(format!(
+            "campaign name '{}' must be 1-64 of a-z, 0-9, _ and -",
+            s.name
+        )));
     }
     if !(1..=100).contains(&s.trials) {
-        return Err(format!("trials = {} must be between 1 and 100", s.trials).into());
+        return Err(Refusal(format!("trials = {} must be between 1 and 100", s.trials)));
     }
     if !(1..=1000).contains(&s.epochs) {
-        return Err(format!("epochs = {} must be between 1 and 1000", s.epochs).into());
+        return Err(Refusal(format!("epochs = {} must be between 1 and 1000", s.epochs)));
     }
     if s.stage_timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
-        return Err("stage_timeout_s must be a positive number of seconds".into());
+        return Err(Refusal("stage_timeout_s must be a positive number of seconds".into()));
     }
     if f.steps.is_empty() {
-        return Err("the campaign has no [[step]]".into());
+        return Err(Refusal("the campaign has no [[step]]".into()));
     }
     let mut names = std::collections::BTreeSet::new();
     for st in &f.pipeline {
         if !safe(&st.name) || !names.insert(st.name.as_str()) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "pipeline stage name '{}' must be unique, 1-64 of a-z, 0-9, _ and -",
                 st.name
-            )
-            .into());
+            )));
         }
         if st.argv.first().is_none_or(|a| a.trim().is_empty()) {
-            return Err(
-                format!("pipeline stage '{}' has no command (argv is empty)", st.name).into()
-            );
+            return Err(Refusal(format!(
+                "pipeline stage '{}' has no command (argv is empty)",
+                st.name
+            )));
         }
         if st.timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "pipeline stage '{}': timeout_s must be a positive number",
                 st.name
-            )
-            .into());
+            )));
         }
     }
     let span_name = |n: &str| {
@@ -288,21 +290,21 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
         f.pipeline.iter().flat_map(|st| st.roles.keys().map(move |k| (st.name.as_str(), k)));
     for (whose, span) in roles.chain(stage_roles) {
         if !span_name(span) {
-            return Err(
-                format!("{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -").into()
-            );
+            return Err(Refusal(format!(
+                "{whose}: span name '{span}' must be 1-64 of A-Z a-z 0-9 _ . -"
+            )));
         }
     }
     if f.pipeline.is_empty() && !s.roles.is_empty() {
-        return Err("roles apply to a pipeline's spans ([[pipeline]])".into());
+        return Err(Refusal("roles apply to a pipeline's spans ([[pipeline]])".into()));
     }
     if f.pipeline.is_empty() && !s.spans.is_empty() {
-        return Err("spans apply to a pipeline's Python stages ([[pipeline]])".into());
+        return Err(Refusal("spans apply to a pipeline's Python stages ([[pipeline]])".into()));
     }
     if !s.identity_exclude.is_empty() && s.scratch.is_none() {
-        return Err(
+        return Err(Refusal(
             "identity_exclude applies to a pipeline's scratch directory (scratch = \"DIR\")".into(),
-        );
+        ));
     }
     for p in &s.identity_exclude {
         let lexical = Path::new(p);
@@ -310,27 +312,25 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
             || lexical.is_absolute()
             || lexical.components().any(|c| c == std::path::Component::ParentDir)
         {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "identity_exclude '{p}': a pattern relative to scratch, without '..'"
-            )
-            .into());
+            )));
         }
-        glob::Pattern::new(p).map_err(|e| format!("identity_exclude '{p}': {}", e.msg))?;
+        glob::Pattern::new(p).map_err(|e| Refusal(format!("identity_exclude '{p}': {}", e.msg)))?;
     }
     let spans = s.spans.iter().map(|t| ("[campaign] spans", t));
     let stage_spans =
         f.pipeline.iter().flat_map(|st| st.spans.iter().map(move |t| (st.name.as_str(), t)));
     for (whose, target) in spans.chain(stage_spans) {
-        crate::plan::parse_span(target).map_err(|e| format!("{whose}: {e}"))?;
+        crate::plan::parse_span(target).map_err(|e| Refusal(format!("{whose}: {e}")))?;
     }
     if !f.pipeline.is_empty() {
         for step in &f.steps {
             if step.policy.is_some() {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "step '{}': policy applies to the recipe, not to a pipeline",
                     step.name
-                )
-                .into());
+                )));
             }
         }
     }
@@ -344,54 +344,54 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     for step in &f.steps {
         let name = &step.name;
         if !safe(name) {
-            return Err(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -").into());
+            return Err(Refusal(format!("step name '{name}' must be 1-64 of a-z, 0-9, _ and -")));
         }
         if !seen.insert(name.as_str()) {
-            return Err(format!("two steps are called '{name}'").into());
+            return Err(Refusal(format!("two steps are called '{name}'")));
         }
         match step.kind {
             StepKind::Cold => {
                 if step.policy.is_some() {
-                    return Err(format!(
+                    return Err(Refusal(format!(
                         "step '{name}': a cold step has nothing to resume (no policy)"
-                    )
-                    .into());
+                    )));
                 }
                 cold_seen = true;
             }
             StepKind::Resume | StepKind::Interrupted if !cold_seen => {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "step '{name}': a cold step must come first (it is the reference every resume is held to)"
-                ).into());
+                )));
             }
             _ => {}
         }
         match (step.kind, &step.kill_at) {
             (StepKind::Interrupted, None) => {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "step '{name}': an interrupted step needs kill_at = \"STAGE:FRACTION\""
-                )
-                .into());
+                )));
             }
             (StepKind::Interrupted, Some(k)) => {
-                let point: KillAt = k.parse().map_err(|e| format!("step '{name}': kill_at {e}"))?;
+                let point: KillAt =
+                    k.parse().map_err(|e| Refusal(format!("step '{name}': kill_at {e}")))?;
                 if !stages.contains(&point.stage.as_str()) {
-                    return Err(format!(
+                    return Err(Refusal(format!(
                         "step '{name}': kill_at names stage '{}', which the {} does not have ({})",
                         point.stage,
                         if pipeline { "pipeline" } else { "built-in recipe" },
                         stages.join(", ")
-                    )
-                    .into());
+                    )));
                 }
                 if point.needs_a_command() && !pipeline {
-                    return Err(format!(
+                    return Err(Refusal(format!(
                         "step '{name}': kill_at {k}: span: and after: points apply to a pipeline's stages"
-                    ).into());
+                    )));
                 }
             }
             (_, Some(_)) => {
-                return Err(format!("step '{name}': only an interrupted step has a kill_at").into());
+                return Err(Refusal(format!(
+                    "step '{name}': only an interrupted step has a kill_at"
+                )));
             }
             (_, None) => {}
         }

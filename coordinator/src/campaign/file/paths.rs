@@ -43,18 +43,16 @@ pub(crate) fn guard_scratch(scratch: &Path, places: &Places) -> Result<(), Refus
     let shown = scratch.display();
     let holds = |p: &Path, what: &str| -> Result<(), Refusal> {
         match p.starts_with(scratch) {
-            true => Err(format!(
+            true => Err(Refusal(format!(
                 "scratch = \"{shown}\" holds {what}: a cold step resets inside it and its digest reads all of it; name a directory of the pipeline's own"
-            )
-            .into()),
+            ))),
             false => Ok(()),
         }
     };
     if scratch.parent().is_none() {
-        return Err(format!(
+        return Err(Refusal(format!(
             "scratch = \"{shown}\" is the root of the file system; name a directory of the pipeline's own"
-        )
-        .into());
+        )));
     }
     if let Some(home) = &places.home {
         holds(home, "your home directory")?;
@@ -73,20 +71,22 @@ pub(super) fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(
     if file.pipeline.is_empty() {
         return Ok(());
     }
-    let base = std::fs::canonicalize(base).map_err(|e| format!("{}: {e}", base.display()))?;
+    let base =
+        std::fs::canonicalize(base).map_err(|e| Refusal(format!("{}: {e}", base.display())))?;
     let scratch = match &file.campaign.scratch {
         Some(s) => {
             let shown = s.display().to_string();
-            let s = std::fs::canonicalize(base.join(s)).map_err(|e| match e.kind() {
+            let s = std::fs::canonicalize(base.join(s)).map_err(|e| Refusal(match e.kind() {
                 std::io::ErrorKind::NotFound => format!(
                     "scratch = {shown:?} does not exist: create it first (relative to the campaign file); it is the directory the pipeline writes and a cold step resets inside"
                 ),
                 _ => format!("scratch = {shown:?}: {e}"),
-            })?;
+            }))?;
             if !s.is_dir() {
-                return Err(
-                    format!("scratch = {:?} is not a directory", s.display().to_string()).into()
-                );
+                return Err(Refusal(format!(
+                    "scratch = {:?} is not a directory",
+                    s.display().to_string()
+                )));
             }
             Some(s)
         }
@@ -97,7 +97,7 @@ pub(super) fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(
         let name = st.name.clone();
         let cwd = base.join(st.cwd.as_deref().unwrap_or(Path::new(".")));
         if !cwd.is_dir() {
-            return Err(format!("pipeline stage '{name}': its cwd is not a directory").into());
+            return Err(Refusal(format!("pipeline stage '{name}': its cwd is not a directory")));
         }
         let program = Path::new(&st.argv[0]);
         let found = if st.argv[0].contains('/') {
@@ -108,21 +108,20 @@ pub(super) fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(
                 .unwrap_or(false)
         };
         if !found {
-            return Err(format!(
+            return Err(Refusal(format!(
                 "pipeline stage '{name}': command '{}' not found{}",
                 st.argv[0],
                 if st.argv[0].contains('/') { " (relative to its cwd)" } else { " on PATH" }
-            )
-            .into());
+            )));
         }
         st.cwd = Some(cwd);
         st.marker = st.marker.as_ref().map(|m| base.join(m));
         let mut reset = Vec::new();
         for r in &st.reset {
             let Some(scratch) = &scratch else {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "pipeline stage '{name}': reset needs a declared scratch directory ([campaign] scratch)"
-                ).into());
+                )));
             };
             let outside = || {
                 format!(
@@ -137,7 +136,7 @@ pub(super) fn resolve_pipeline(file: &mut CampaignFile, base: &Path) -> Result<(
             // Through symlinks too: resolved as far as it exists, it must
             // still lie inside the scratch directory.
             if !lexically_inside || !resolved(&base, &full).starts_with(scratch) {
-                return Err(outside().into());
+                return Err(Refusal(outside()));
             }
             reset.push(full);
         }

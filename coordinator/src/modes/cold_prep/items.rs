@@ -182,33 +182,36 @@ pub(super) fn resolve(
 ) -> Result<Option<Items>, crate::error::Refusal> {
     use crate::error::Refusal;
     if own.item_timeout.is_some() && own.prepare.is_none() {
-        return Err("--item-timeout applies to --prepare (your own per-item program)".into());
+        return Err(Refusal(
+            "--item-timeout applies to --prepare (your own per-item program)".into(),
+        ));
     }
     let (command, path) = match (&own.prepare, &own.items) {
         (None, None) if !shared.inputs.is_empty() => {
-            return Err("--inputs applies to --prepare (your own preparation)".into());
+            return Err(Refusal("--inputs applies to --prepare (your own preparation)".into()));
         }
         (None, None) => return Ok(None),
-        (Some(_), None) => return Err("--prepare needs --items FILE (one item per line)".into()),
+        (Some(_), None) => {
+            return Err(Refusal("--prepare needs --items FILE (one item per line)".into()));
+        }
         (None, Some(_)) => {
-            return Err(
-                "--items needs --prepare 'CMD ARGS' (the program that prepares an item)".into()
-            );
+            return Err(Refusal(
+                "--items needs --prepare 'CMD ARGS' (the program that prepares an item)".into(),
+            ));
         }
         (Some(c), Some(p)) => (c, p),
     };
     if command.trim().is_empty() {
-        return Err("--prepare needs a command line".into());
+        return Err(Refusal("--prepare needs a command line".into()));
     }
     if shared.data.is_some() {
-        return Err("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into());
+        return Err(Refusal("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into()));
     }
     let (list, sha256) = read(path).map_err(|e| Refusal(e.to_string()))?;
     if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
-        return Err("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into());
+        return Err(Refusal("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into()));
     }
-    let item_timeout = own.item_timeout.map(std::time::Duration::from_secs_f64);
-    Ok(Some(Items { command: command.clone(), list, sha256, item_timeout }))
+    Ok(Some(Items { command: command.clone(), list, sha256, item_timeout: own.item_timeout }))
 }
 
 #[cfg(test)]

@@ -64,8 +64,8 @@ pub(crate) struct Args {
     /// many seconds from its hand-over to its answer (a program that hangs,
     /// or closes its answers but stays alive, would wait forever).
     /// [default: off]
-    #[arg(long, value_name = "SECS", value_parser = positive_secs)]
-    item_timeout: Option<f64>,
+    #[arg(long, value_name = "SECS", value_parser = crate::plan::positive_secs)]
+    item_timeout: Option<std::time::Duration>,
     /// `cold` drops the preparation's inputs (the training series' files,
     /// or --inputs) from the page cache before each preparation phase and
     /// round (posix_fadvise, no root needed) and warns when a phase was
@@ -73,14 +73,6 @@ pub(crate) struct Args {
     /// [default: as-is]
     #[arg(long, value_name = "MODE", value_enum)]
     os_cache: Option<storage::OsCache>,
-}
-
-/// A positive, finite number of seconds.
-fn positive_secs(s: &str) -> Result<f64, String> {
-    match s.parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
-        _ => Err(format!("'{s}' is not a positive number of seconds")),
-    }
 }
 
 impl super::Mode for ColdPrep {

@@ -33,20 +33,16 @@ impl super::Mode for Diagnostic {
         _: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, Refusal> {
-        let stages = stages::planned(shared, 0, |other| {
-            match other {
-            Other::Recipe(s, _) => Err(format!(
+        let stages = stages::planned(shared, 0, |other| match other {
+            Other::Recipe(s, _) => Err(Refusal(format!(
                 "--stage {s}: recipe stages repeat in {} (the recipe's own modes run them all once)",
                 Shared::RecipeStage.readers()
-            )
-            .into()),
-            Other::Unknown(s, e) => Err(format!(
+            ))),
+            Other::Unknown(s, e) => Err(Refusal(format!(
                 "--stage {s}: {e}; the recipe's stages ({}) repeat in {}",
                 stages::recipe_names(),
                 Shared::RecipeStage.readers()
-            )
-            .into()),
-        }
+            ))),
         })?;
         if let Some(k) = &shared.kill_at {
             let known: Vec<String> = stages
@@ -55,10 +51,9 @@ impl super::Mode for Diagnostic {
                 .map(|s| s.key.clone())
                 .collect();
             if known.is_empty() {
-                return Err(format!(
+                return Err(Refusal(format!(
                     "--kill-at {k}: no stage of this run can be killed at a point (--mode {NAME} kills --command stages only)"
-                )
-                .into());
+                )));
             }
             stages::kill_point(k, &known, &stages)?;
         }

@@ -72,7 +72,7 @@ impl super::Mode for Recipe {
         let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
             .map_err(|e| Refusal(e.to_string()))?;
         let Some(dir) = own.state else {
-            return Err(format!("--mode {NAME} needs --state DIR").into());
+            return Err(Refusal(format!("--mode {NAME} needs --state DIR")));
         };
         if let Some(k) = &shared.kill_at {
             let known: Vec<String> = keys().map(str::to_string).collect();

@@ -69,20 +69,19 @@ impl super::Mode for Trials {
         let seed = shared.seed.unwrap_or(0);
         let stages = stages::planned(shared, seed, |other| match other {
             Other::Recipe(_, stage) => Ok(stage),
-            Other::Unknown(s, e) => {
-                Err(format!("--stage {s}: {e}; or a recipe stage: {}", stages::recipe_names())
-                    .into())
-            }
+            Other::Unknown(s, e) => Err(Refusal(format!(
+                "--stage {s}: {e}; or a recipe stage: {}",
+                stages::recipe_names()
+            ))),
         })?;
         if !stages.iter().any(|s| stages::recipe_name(&s.stage)) {
             for (flag, given) in
                 [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())]
             {
                 if given {
-                    return Err(format!(
+                    return Err(Refusal(format!(
                         "{flag} applies to the recipe's stages in --mode {NAME}, and none of these stages is one"
-                    )
-                    .into());
+                    )));
                 }
             }
         }

@@ -57,10 +57,10 @@ impl StageLine {
         let ok = self.cpu.iter().all(|c| c.is_finite() && *c >= 0.0) && u1 >= u0 && s1 >= s0;
         match ok {
             true => Ok(()),
-            false => {
-                Err(format!("stage '{}': its CPU times are not a start and a later end", self.name)
-                    .into())
-            }
+            false => Err(BadLine(format!(
+                "stage '{}': its CPU times are not a start and a later end",
+                self.name
+            ))),
         }
     }
 
@@ -109,7 +109,7 @@ impl PythonRuntime {
 
     /// Versions and names of `A-Z a-z 0-9 _ . + ! -`, 1 to 100 of them: what
     /// package metadata holds, never a path.
-    fn check(&self) -> Result<(), String> {
+    fn check(&self) -> Result<(), BadLine> {
         let safe = |s: &str| {
             !s.is_empty()
                 && s.len() <= 100
@@ -117,25 +117,30 @@ impl PythonRuntime {
         };
         let shorten = |s: &str| s.chars().take(100).collect::<String>();
         if !safe(&self.python) {
-            return Err(format!("runtime python '{}' is not a version", shorten(&self.python)));
+            return Err(BadLine(format!(
+                "runtime python '{}' is not a version",
+                shorten(&self.python)
+            )));
         }
         if self.distributions.len() > MAX_DISTRIBUTIONS {
-            return Err(format!("runtime names more than {MAX_DISTRIBUTIONS} distributions"));
+            return Err(BadLine(format!(
+                "runtime names more than {MAX_DISTRIBUTIONS} distributions"
+            )));
         }
         if self.devices.len() > 64 || self.sources.len() > MAX_DISTRIBUTIONS {
-            return Err(format!(
+            return Err(BadLine(format!(
                 "runtime names more than 64 devices or {MAX_DISTRIBUTIONS} sources"
-            ));
+            )));
         }
         for d in &self.devices {
             let ok = !d.is_empty()
                 && d.len() <= 100
                 && d.chars().all(|c| c.is_ascii_alphanumeric() || "_.+-: ()".contains(c));
             if !ok {
-                return Err(format!(
+                return Err(BadLine(format!(
                     "runtime device '{}' must be 1 to 100 of A-Z a-z 0-9 _ . + - : ( ) and spaces",
                     shorten(d)
-                ));
+                )));
             }
         }
         for (module, sha) in &self.sources {
@@ -147,19 +152,19 @@ impl PythonRuntime {
                 });
             let hex = sha.len() == 64 && sha.chars().all(|c| c.is_ascii_hexdigit());
             if !dotted || !hex {
-                return Err(format!(
+                return Err(BadLine(format!(
                     "runtime source '{}' must be a module name with a SHA-256",
                     shorten(module)
-                ));
+                )));
             }
         }
         for (name, version) in &self.distributions {
             if !safe(name) || !safe(version) {
-                return Err(format!(
+                return Err(BadLine(format!(
                     "runtime distribution '{}' '{}' must be 1 to 100 of A-Z a-z 0-9 _ . + ! -",
                     shorten(name),
                     shorten(version)
-                ));
+                )));
             }
         }
         Ok(())
@@ -226,11 +231,10 @@ fn check_name(name: &str) -> Result<(), BadLine> {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || "_.-".contains(c));
     match ok {
         true => Ok(()),
-        false => Err(format!(
+        false => Err(BadLine(format!(
             "span name '{}' must be 1 to {MAX_NAME} of A-Z a-z 0-9 _ . -",
             name.chars().take(MAX_NAME).collect::<String>()
-        )
-        .into()),
+        ))),
     }
 }
 
@@ -303,19 +307,14 @@ impl Agg {
 #[error("{0}")]
 pub struct BadLine(pub String);
 
-impl From<String> for BadLine {
-    fn from(why: String) -> Self {
-        BadLine(why)
-    }
-}
-
 /// One line, checked; None for a blank one.
 pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     if line.trim().is_empty() {
         return Ok(None);
     }
     let shape = "{\"name\": …, \"seconds\": …} or {\"progress\": …}";
-    let raw: Raw = serde_json::from_str(line).map_err(|e| format!("not an object {shape}: {e}"))?;
+    let raw: Raw =
+        serde_json::from_str(line).map_err(|e| BadLine(format!("not an object {shape}: {e}")))?;
     // A stage or runtime line holds that key alone.
     let only_key = |raw: &Raw| {
         let keys = [
@@ -335,7 +334,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     };
     if raw.stage.is_some() || raw.runtime.is_some() {
         if !only_key(&raw) {
-            return Err(format!("not an object {shape}").into());
+            return Err(BadLine(format!("not an object {shape}")));
         }
         if let Some(stage) = raw.stage {
             stage.check()?;
@@ -374,7 +373,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
     }
     if let (Some(p), true) = (raw.progress, only(2)) {
         if !(0.0..=1.0).contains(&p) {
-            return Err(format!("progress {p} is not between 0 and 1").into());
+            return Err(BadLine(format!("progress {p} is not between 0 and 1")));
         }
         return Ok(Some(Line::Progress(p)));
     }
@@ -382,13 +381,15 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
         Raw { name: Some(name), seconds: Some(seconds), start, .. } if only(0) => {
             check_name(&name)?;
             if !(seconds.is_finite() && seconds >= 0.0) {
-                return Err(format!("seconds {seconds} is not a finite non-negative number").into());
+                return Err(BadLine(format!(
+                    "seconds {seconds} is not a finite non-negative number"
+                )));
             }
             if let Some(t) = start.filter(|t| !(t.is_finite() && *t >= 0.0)) {
-                return Err(format!("start {t} is not a finite non-negative number").into());
+                return Err(BadLine(format!("start {t} is not a finite non-negative number")));
             }
             Ok(Some(Line::Span { name, seconds, start }))
         }
-        _ => Err(format!("not an object {shape}").into()),
+        _ => Err(BadLine(format!("not an object {shape}"))),
     }
 }
