@@ -416,7 +416,9 @@ fn flags_a_mode_does_not_use_and_unknown_stages_are_refused_naming_what_is_taken
 #[test]
 fn a_worker_not_launched_by_a_live_coordinator_refuses_in_one_line() {
     let token = "ab".repeat(32);
-    let cases: [(&[(&str, &str)], u8, &str); 4] = [
+    /// The launch environment, the exit code, what stderr says.
+    type Case<'a> = (&'a [(&'a str, &'a str)], u8, &'a str);
+    let cases: [Case; 4] = [
         (&[], 2, "neither STAGEBENCH_ADDR nor STAGEBENCH_SOCKET is set"),
         (&[("STAGEBENCH_SOCKET", "/nonexistent/s")], 2, "STAGEBENCH_TOKEN is not set"),
         (
