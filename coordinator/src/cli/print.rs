@@ -81,9 +81,11 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     for w in &r.machine_warnings {
         eprintln!("warning: {w}");
     }
+    let jobs = r.artifacts.iter().any(|a| a.kind == crate::rundir::jobs::KIND);
     println!(
-        "evidence: {}/ (declaration.json, environment.json, report.json; summary.md and plots/ derived from it)",
-        s.dir.display()
+        "evidence: {}/ (declaration.json, environment.json, report.json{}; summary.md and plots/ derived from it)",
+        s.dir.display(),
+        if jobs { " binding jobs.jsonl.gz" } else { "" }
     );
 }
 
