@@ -157,6 +157,25 @@ fn a_pipeline_stage_that_fails_is_a_finding_and_the_steps_after_it_are_not_run()
     assert!(!declaration.contains("stage.py"), "the declaration holds a stage's argv");
 }
 
+/// A campaign of one pipeline stage `name` that writes "mine" to `path`
+/// (relative to its spans file's directory, its trial's run directory):
+/// it exits 1 and leaves no worker. Returns where it wrote its evidence.
+fn failed_writing_beside_its_spans(
+    name: &str,
+    path: &str,
+) -> (tempfile::TempDir, std::path::PathBuf, harness::Finished) {
+    let tmp = tempfile::tempdir().unwrap();
+    let stray = format!(
+        "[[pipeline]]\nname = \"{name}\"\nargv = [\"sh\", \"-c\", \"echo mine > \\\"$(dirname \\\"$STAGEBENCH_SPANS\\\")/{path}\\\"\"]\n"
+    );
+    let file = pipeline(tmp.path(), &stray);
+    let out = tmp.path().join("campaign");
+    let f = run_campaign(&file, &out);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    f.assert_no_worker_left();
+    (tmp, out, f)
+}
+
 /// A stage that writes beside its spans file, into its trial's run
 /// directory (issue 44): the trial's run fails (`unaccounted_output`)
 /// before any report of it says ok, the file kept and named in its
@@ -164,13 +183,7 @@ fn a_pipeline_stage_that_fails_is_a_finding_and_the_steps_after_it_are_not_run()
 /// verifies.
 #[test]
 fn a_stage_that_writes_into_its_run_directory_fails_its_trial() {
-    let tmp = tempfile::tempdir().unwrap();
-    let stray = "[[pipeline]]\nname = \"beside\"\nargv = [\"sh\", \"-c\", \"echo mine > \\\"$(dirname \\\"$STAGEBENCH_SPANS\\\")/beside.txt\\\"\"]\n";
-    let file = pipeline(tmp.path(), stray);
-    let out = tmp.path().join("campaign");
-    let f = run_campaign(&file, &out);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    f.assert_no_worker_left();
+    let (_tmp, out, _f) = failed_writing_beside_its_spans("beside", "beside.txt");
     let r = json(&out.join("report.json"));
     let failed = r["failed_trials"].as_array().unwrap();
     assert_eq!(failed.len(), 2, "{failed:?}");
@@ -193,13 +206,7 @@ fn a_stage_that_writes_into_its_run_directory_fails_its_trial() {
 /// failure.json naming the file, and keeps it.
 #[test]
 fn a_stage_that_writes_into_the_campaign_directory_fails_the_campaign() {
-    let tmp = tempfile::tempdir().unwrap();
-    let stray = "[[pipeline]]\nname = \"above\"\nargv = [\"sh\", \"-c\", \"echo mine > \\\"$(dirname \\\"$STAGEBENCH_SPANS\\\")/../../../above.txt\\\"\"]\n";
-    let file = pipeline(tmp.path(), stray);
-    let out = tmp.path().join("campaign");
-    let f = run_campaign(&file, &out);
-    assert_eq!(f.code(), Some(1), "{}", f.stderr);
-    f.assert_no_worker_left();
+    let (_tmp, out, _f) = failed_writing_beside_its_spans("above", "../../../above.txt");
     assert!(!out.join("report.json").exists());
     let failure = json(&out.join("failure.json"));
     let message = failure["message"].as_str().unwrap();

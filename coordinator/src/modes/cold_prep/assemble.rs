@@ -1,0 +1,173 @@
+//! Cold-prep's report section, assembled from its phases' outcomes: the
+//! stage records, the sealed manifests compared, each round's sides, the
+//! speedup with its interval, the sweep, storage and warnings.
+
+use super::{Plan, Section, items, rounds, storage, sweep, warnings::warnings};
+use crate::error::{RunError, fail};
+use crate::modes::preparation::{MANIFEST, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side};
+use crate::modes::{Context, PhaseOutcome, Records, stage_from_job};
+use crate::rundir::report::PrepSide;
+
+pub(super) fn assemble(
+    cx: &Context<'_>,
+    plan: &Plan,
+    outcomes: &[PhaseOutcome],
+    records: &mut Records,
+) -> Result<Section, RunError> {
+    let dir = cx.dir;
+    let n = plan.names();
+    // Stage records are ordered as the phases ran.
+    let order = |key: &str| outcomes.iter().position(|p| p.phase.key == key).unwrap_or(0);
+    if plan.items.is_none() {
+        for key in [VERIFY_BEFORE, VERIFY_AFTER] {
+            let p = find(outcomes, key)?;
+            let r = p.results().next().ok_or_else(|| {
+                fail(Some(key.into()), None, "internal", format!("{key} reported nothing"))
+            })?;
+            records.stages.insert(key.into(), stage_from_job(r, order(key)));
+        }
+    }
+    // Round 1's caches were sealed as their phases ended.
+    let sealed = |key: &str| -> Result<(Vec<u8>, crate::rundir::report::ArtifactRecord), RunError> {
+        let p = find(outcomes, key)?;
+        let path = format!("{}/{MANIFEST}", p.phase.cache.as_deref().unwrap_or_default());
+        let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
+            fail(Some(key.into()), None, "internal", format!("reading {path}: {e}"))
+        })?;
+        let artifact = side::manifest_artifact(p, &bytes);
+        Ok((bytes, artifact))
+    };
+    let (serial_manifest, serial_art) = sealed(n.serial)?;
+    let (par_manifest, par_art) = sealed(n.parallel)?;
+    let identical = serial_manifest == par_manifest;
+    if !identical {
+        let workers = find(outcomes, n.parallel)?.phase.workers;
+        let (serial_out, parallel_out) = (n.serial_out, n.parallel_out);
+        if n.items {
+            let what = format!(
+                "the 1-process and {workers}-process outputs differ ({serial_out} and {parallel_out})"
+            );
+            return Err(outputs::outputs_differ(n.parallel, what, &serial_manifest, &par_manifest));
+        }
+        return Err(fail(
+            Some(n.parallel.into()),
+            None,
+            "caches_differ",
+            format!(
+                "the 1-process and {workers}-process caches differ: {serial_out}/{MANIFEST} and {parallel_out}/{MANIFEST} are not byte-identical"
+            ),
+        ));
+    }
+    let main = plan.counts.iter().copied().max().unwrap_or(1);
+    let mut sides = Vec::new();
+    let mut all = Vec::new();
+    let mut measured: Vec<sweep::Measured> = Vec::new();
+    for round in 1..=plan.rounds {
+        let (serial_key, parallel_key) = rounds::keys(&n, round);
+        let (serial_stage, serial, counts) =
+            side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
+        records.stages.insert(serial_key, serial_stage);
+        let mut main_side = None;
+        for (i, &count) in plan.counts.iter().enumerate() {
+            let key = rounds::parallel_key(&n, count, main, round);
+            let p = find(outcomes, &key)?;
+            let (stage, side, _) = side::summarise(p, order(&key));
+            records.stages.insert(key, stage);
+            if measured.len() <= i {
+                measured.push(sweep::Measured { workers: p.phase.workers, walls: Vec::new() });
+            }
+            measured[i].walls.push((serial.wall_s, side.wall_s));
+            if count == main {
+                main_side = Some(side);
+            }
+        }
+        let parallel = main_side.ok_or_else(|| {
+            fail(
+                Some(parallel_key.clone()),
+                None,
+                "internal",
+                format!("{parallel_key} did not run"),
+            )
+        })?;
+        all.push(rounds::Round {
+            round,
+            first: rounds::First::of(round),
+            serial_wall_s: serial.wall_s,
+            parallel_wall_s: parallel.wall_s,
+            serial_cpu_s: serial.cpu_s,
+            parallel_cpu_s: parallel.cpu_s,
+            speedup: serial.wall_s / parallel.wall_s,
+        });
+        if round == 1 {
+            sides.push((serial, parallel, counts));
+        }
+    }
+    let (mut serial, mut parallel, counts) = sides.pop().ok_or_else(|| {
+        fail(Some(n.serial.into()), None, "internal", "no round of cold-prep ran".to_string())
+    })?;
+    placed(&mut serial, find(outcomes, n.serial)?, cx.started);
+    placed(&mut parallel, find(outcomes, n.parallel)?, cx.started);
+    records.artifacts.push(serial_art);
+    records.artifacts.push(par_art);
+    let (speedup, speedup_interval, all) = if all.len() > 1 {
+        let s = crate::stats::summarize(&all.iter().map(|r| r.speedup).collect::<Vec<_>>(), 0);
+        (s.median, Some(s.median_interval), all)
+    } else {
+        (serial.wall_s / parallel.wall_s, None, Vec::new())
+    };
+    let workers = find(outcomes, n.parallel)?.phase.workers.max(1) as f64;
+    let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
+    let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
+    let unit = if n.items { "item" } else { "series" };
+    let mut warnings = warnings(&serial, &parallel, &all, unit);
+    if (workers as u32) < main {
+        // No more processes start than there are items or series.
+        warnings.push(format!(
+            "the parallel phase had {workers} process(es), not the {main} asked for: there was no more work to hand out; its speedup and efficiency ({:.0}%) are over {workers}{}",
+            100.0 * speedup / workers,
+            if workers == 1.0 { ", so the speedup compares two 1-process runs (a control: about 1)" } else { "" }
+        ));
+    }
+    let inputs_bytes = outcomes.iter().find_map(|p| p.phase.inputs.as_ref()).map(|i| i.bytes());
+    let storage = storage::storage(plan.os_cache, inputs_bytes, outcomes, &records.stages);
+    warnings.extend(storage.iter().flat_map(|s| s.warnings()));
+    let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured, cx.cores));
+    let items = plan.items.as_ref().map(|i| items::Summary {
+        count: i.list.len() as u64,
+        items_sha256: i.sha256.clone(),
+        weighted: i.list.iter().any(|i| i.weight.is_some()),
+        inputs: crate::inputs::combined(cx.inputs),
+    });
+    Ok(Section {
+        counts: items.is_none().then_some(counts),
+        items,
+        serial,
+        parallel,
+        speedup,
+        speedup_ci95: speedup_interval.and_then(|i| i.ci95()),
+        speedup_interval,
+        rounds: all,
+        sweep,
+        parallel_efficiency: speedup / workers,
+        load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
+        caches_identical: (!n.items).then_some(identical),
+        outputs_identical: n.items.then_some(identical),
+        storage,
+        warnings,
+    })
+}
+
+/// A side's phase and timeline on the run's clock (`t0`): its jobs' times
+/// as workers[] holds them, which is how jobs.jsonl.gz gives them back
+/// ([`crate::modes::Report::read_jobs`]), so the plot drawn now is the
+/// plot `verify` draws.
+fn placed(side: &mut PrepSide, p: &PhaseOutcome, t0: std::time::Instant) {
+    let started_s = p.dispatch.started.saturating_duration_since(t0).as_secs_f64();
+    let jobs = p.results().map(|r| {
+        let (start_s, end_s) = r.interval_since(t0);
+        (r.worker.0, start_s, end_s)
+    });
+    side.timeline = crate::rundir::report::timeline(jobs, started_s);
+    side.phase = Some(p.phase.key.clone());
+    side.started_s = Some(started_s);
+}
