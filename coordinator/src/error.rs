@@ -119,6 +119,38 @@ pub(crate) fn fail(
     RunError::Failed { stage, worker, reason, message }
 }
 
+// The evidence library's errors, as a command ends with them.
+
+impl From<report::render::export::ExportError> for Error {
+    fn from(e: report::render::export::ExportError) -> Self {
+        match e {
+            report::render::export::ExportError::Write(..)
+            | report::render::export::ExportError::Jobs(..) => Error::Failed(e.to_string()),
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<report::dashboard::DashboardError> for Error {
+    fn from(e: report::dashboard::DashboardError) -> Self {
+        match e {
+            report::dashboard::DashboardError::Read(..)
+            | report::dashboard::DashboardError::Write(..) => Error::Failed(e.to_string()),
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}
+
+impl From<report::compare::CompareError> for Error {
+    fn from(e: report::compare::CompareError) -> Self {
+        match e {
+            report::compare::CompareError::Unverified { .. } => Error::Unverified(e.to_string()),
+            report::compare::CompareError::Write(_) => Error::Failed(e.to_string()),
+            e => Error::Usage(e.to_string()),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

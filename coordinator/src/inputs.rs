@@ -14,7 +14,7 @@
 //!   (the run's own writes would be read as a change).
 
 use crate::error::{Refusal, RunError, fail};
-use serde::{Deserialize, Serialize};
+pub(crate) use report::inputs::{Digest, combined};
 use std::path::{Path, PathBuf};
 
 /// One `--inputs` directory, as digested before the run.
@@ -25,18 +25,6 @@ pub(crate) struct InputDir {
     pub(crate) before: Digest,
     /// Every file digested, for `--os-cache cold` to evict.
     pub(crate) files: Vec<PathBuf>,
-}
-
-/// A directory's digest, as the report records it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub(crate) struct Digest {
-    pub(crate) files: u64,
-    pub(crate) bytes: u64,
-    /// SHA-256 of the directory's manifest (relative paths, sizes, file
-    /// digests); of several, of their digests in the order given.
-    pub(crate) sha256: String,
-    /// Always true in a report: a change fails the run.
-    pub(crate) unchanged: bool,
 }
 
 /// `dir` walked: its digest, and the path of every file in it.
@@ -85,24 +73,6 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
         out.push(InputDir { path: dir.clone(), before, files });
     }
     Ok(out)
-}
-
-/// The digest of all of them: one directory's own, or for several, the
-/// counts summed and the SHA-256 of their digests in the order given.
-pub(crate) fn combined(digests: &[Digest]) -> Option<Digest> {
-    match digests {
-        [] => None,
-        [one] => Some(one.clone()),
-        many => {
-            let each: Vec<&str> = many.iter().map(|d| d.sha256.as_str()).collect();
-            Some(Digest {
-                files: many.iter().map(|d| d.files).sum(),
-                bytes: many.iter().map(|d| d.bytes).sum(),
-                sha256: evidence::sha256_hex(&evidence::to_bytes(&each)),
-                unchanged: many.iter().all(|d| d.unchanged),
-            })
-        }
-    }
 }
 
 /// The declaration's parameters for `--inputs`: `inputs_sha256` and

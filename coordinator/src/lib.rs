@@ -4,20 +4,19 @@
 //! Modules are listed by floor, lowest first: each uses only modules listed
 //! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
 
+// The evidence's records, statistics, charts and renderings live in the
+// `report` crate; the coordinator writes through it, by these names.
+pub use report::verify;
+use report::{compare, dashboard, fmt, manifest, render, rundir, stats, timestamp};
+
 // Floor 0: vocabulary; no I/O beyond the clock and /proc.
 mod error;
 mod events;
-mod fmt;
 mod interrupt;
-mod stats;
-mod timestamp;
 // Floor 1: the run directory and its evidence records; locks on directories runs share;
 // inputs dropped from the page cache; directories walked into manifests, and `--inputs`.
 mod dirlock;
 mod pagecache;
-mod rundir;
-// (manifest: a directory's files, hashed)
-mod manifest;
 // (inputs: `--inputs`, digested before a run and checked after)
 mod inputs;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
@@ -31,23 +30,14 @@ mod supervisor;
 // (dispatch: one phase over N supervisors)
 mod dispatch;
 // Floor 3: what a person sees, chart primitives, what a run will do, which data.
-mod chart;
 mod dataset;
 mod plan;
 mod progress;
 // Floor 4: the modes (plans, phases, report sections), a run's derived files, one run.
 mod modes;
-// (render: summary.md, plots and exports of a run's report)
-mod render;
 // (run: one run start to finish)
 mod run;
 // Floor 5: above runs: campaigns, verification, comparison, the dashboard.
 mod campaign;
-// (verify: every binding of a run or campaign directory)
-pub mod verify;
-// (compare: two verified runs)
-mod compare;
-// (dashboard)
-mod dashboard;
 // Floor 6: the command line.
 pub mod cli;

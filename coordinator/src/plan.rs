@@ -299,19 +299,7 @@ impl Settings {
     }
 }
 
-/// The key of the `n`th stage of one name (or a phase's round `n`): the
-/// first keeps the plain name, later ones get `#n`.
-pub(crate) fn repeat_key(base: &str, n: u32) -> String {
-    if n == 1 { base.to_string() } else { format!("{base}#{n}") }
-}
-
-/// The base and number of a later repeat's key (`BASE#N`, N ≥ 2): the
-/// inverse of [`repeat_key`]. Stage names never hold `#`.
-pub(crate) fn repeat_of(key: &str) -> Option<(&str, u32)> {
-    let (base, n) = key.rsplit_once('#')?;
-    let n: u32 = n.parse().ok()?;
-    (n >= 2 && !base.is_empty() && key == repeat_key(base, n)).then_some((base, n))
-}
+pub(crate) use report::rundir::keys::{repeat_key, repeat_of};
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.
 pub(crate) fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {

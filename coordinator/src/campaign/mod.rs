@@ -18,12 +18,10 @@
 //! `plots/campaign.{svg,png}`, derived from the report alone.
 
 pub(crate) mod file;
-mod plot;
-pub(crate) mod report;
 mod runner;
 mod spans;
-pub(crate) mod summary;
-pub(crate) mod trace;
+
+pub(crate) use ::report::campaign::{PRIVATE, SCHEMA_DECLARATION, report, summary, trace};
 
 use crate::dataset::DatasetError;
 use crate::rundir::{self, RunDir, environment};
@@ -32,13 +30,6 @@ use runner::Runner;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
-
-pub(crate) const SCHEMA_DECLARATION: &str = "stagebench.campaign-declaration";
-
-/// A campaign directory's folder for what must never be evidence (the
-/// paths of files whose content differs between runs): `verify` leaves it
-/// unread.
-pub(crate) const PRIVATE: &str = "private";
 
 /// A finished campaign.
 pub(crate) struct Finished {

@@ -8,12 +8,9 @@
 //! do, and `wait4` does.
 
 mod records;
-pub(crate) mod report;
-pub(crate) mod section;
 
 pub(crate) use records::{checked_artifact, process_records, stage_from_job};
-pub(crate) use report::Report;
-pub(crate) use section::{ModeSection, Section};
+pub(crate) use report::modes::{Report, Section};
 
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
@@ -50,9 +47,6 @@ pub(crate) trait Mode: Sync {
         own: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, crate::error::Refusal>;
-    /// Its section, from the fields report.json holds beside the common part.
-    fn section(&self, fields: serde_json::Value)
-    -> Result<Box<dyn ModeSection>, serde_json::Error>;
 }
 
 /// A flag more than one mode reads (the command line's, not a mode's own).
@@ -105,18 +99,11 @@ pub(crate) struct SharedArgs {
     pub(crate) inputs: Vec<std::path::PathBuf>,
 }
 
-/// A mode's `name` and `section` (its section type, read from the fields
-/// report.json holds), in its `impl Mode`.
+/// A mode's `name`, in its `impl Mode`.
 macro_rules! mode_basics {
-    ($name:expr, $section:ty) => {
+    ($name:expr) => {
         fn name(&self) -> &'static str {
             $name
-        }
-        fn section(
-            &self,
-            fields: serde_json::Value,
-        ) -> Result<Box<dyn $crate::modes::ModeSection>, serde_json::Error> {
-            Ok(Box::new(serde_json::from_value::<$section>(fields)?))
         }
     };
 }

@@ -63,12 +63,10 @@ impl Runner<'_> {
         let plan = self.plan(&state, step, run_rel, false);
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, run_rel, false, f))?;
-        let digest = summary
-            .report
-            .section
-            .get::<recipe_mode::Section>()
-            .map(|r| r.state.sha256.clone())
-            .unwrap_or_default();
+        let digest = match &summary.report.section {
+            crate::modes::Section::Recipe(r) => r.state.sha256.clone(),
+            _ => String::new(),
+        };
         if reference.is_none() {
             *reference = Some((digest.clone(), state.clone()));
         }

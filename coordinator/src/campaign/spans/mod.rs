@@ -10,7 +10,7 @@ mod calls;
 pub(crate) use calls::last_finished;
 
 use super::file::CampaignFile;
-use super::report::{StagePart, StepReport, component_total, label, pct};
+use super::report::{StagePart, StepReport, component_total, label, outside, pct, span_totals};
 use crate::fmt::duration;
 use crate::stats::median;
 use std::collections::BTreeMap;
@@ -39,21 +39,6 @@ pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &Ca
         // Roled spans are main-thread self time: they never exceed the wall.
         part.components.insert("other".into(), part.wall_s - roled);
     }
-}
-
-/// A step's median spans summed by name over its stages that ran, largest
-/// first (`per_stage`: by `STAGE/NAME` instead).
-pub(crate) fn span_totals(step: &StepReport, per_stage: bool) -> Vec<(String, f64)> {
-    let mut by_name: BTreeMap<String, f64> = BTreeMap::new();
-    for (stage, part) in step.median.iter().filter(|(_, p)| !p.skipped) {
-        for (name, s) in &part.spans {
-            let key = if per_stage { format!("{stage}/{name}") } else { name.clone() };
-            *by_name.entry(key).or_default() += s;
-        }
-    }
-    let mut out: Vec<(String, f64)> = by_name.into_iter().collect();
-    out.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
 }
 
 /// What a step skipped: the cold run's spans (per `STAGE/NAME`) that did
@@ -225,15 +210,6 @@ fn listed(items: Vec<String>, rest: &[(String, f64)], n: usize) -> String {
         out.push(format!("and {} more ({})", rest.len() - n, duration(more)));
     }
     out.join(", ")
-}
-
-/// A stage's wall outside any of its spans: its wall less the main
-/// thread's self time in spans (which never overlaps itself), not clamped.
-pub(crate) fn outside(part: &StagePart) -> f64 {
-    match part.skipped {
-        true => 0.0,
-        false => part.wall_s - part.spans.values().sum::<f64>(),
-    }
 }
 
 /// A step's time in spans beside the main thread, over its stages.

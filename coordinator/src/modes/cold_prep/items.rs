@@ -17,8 +17,9 @@
 //!   same way before the first phase and after the last; a change fails
 //!   the run.
 
-use serde::{Deserialize, Serialize};
 use std::path::Path;
+
+pub(crate) use report::modes::cold_prep::items::Summary;
 
 /// What `--prepare` runs over.
 #[derive(Clone, Debug)]
@@ -157,21 +158,6 @@ pub(crate) fn dispatch_order(items: &[Item]) -> Vec<(usize, &Item)> {
         b.weight.unwrap_or(0.0).total_cmp(&a.weight.unwrap_or(0.0)).then(i.cmp(j))
     });
     order
-}
-
-/// What the report says about the items and the inputs.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Summary {
-    /// How many items each phase prepared.
-    pub(crate) count: u64,
-    /// SHA-256 of the items file.
-    pub(crate) items_sha256: String,
-    /// Whether items carried weights (handed out largest first).
-    pub(crate) weighted: bool,
-    /// `--inputs`, digested before the first phase and after the last (of
-    /// several, their counts summed and their digests' digest).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) inputs: Option<crate::inputs::Digest>,
 }
 
 /// `--prepare CMD --items FILE [--inputs DIR]`: read and checked now,

@@ -17,23 +17,15 @@
 mod assemble;
 pub(crate) mod items;
 mod phases;
-mod plots;
-mod render;
 pub(crate) mod rounds;
 pub(crate) mod storage;
-pub(crate) mod sweep;
-mod warnings;
 
 pub(crate) use phases::{Plan, prepare};
+pub(crate) use report::modes::cold_prep::{NAME, Section, sweep, warnings};
 
-use super::preparation::{ITEMS, MANIFEST, Names, RECIPE, side};
+use super::preparation::{MANIFEST, Names, side};
 use super::{Context, PhaseOutcome, Planned, Prepared, Records};
 use crate::error::RunError;
-use crate::rundir::report::{Counts, PrepSide};
-use serde::{Deserialize, Serialize};
-
-/// The mode's name.
-pub(crate) const NAME: &str = "cold-prep";
 
 /// The mode, as the registry lists it.
 pub(crate) struct ColdPrep;
@@ -76,7 +68,7 @@ pub(crate) struct Args {
 }
 
 impl super::Mode for ColdPrep {
-    mode_basics!(NAME, Section);
+    mode_basics!(NAME);
     fn about(&self) -> &'static str {
         "Cold feature-cache preparation (or your own, with --prepare), serial and N-process side by side"
     }
@@ -123,62 +115,10 @@ impl Planned for Plan {
         outcomes: &[PhaseOutcome],
         records: &mut Records,
     ) -> Result<super::Section, RunError> {
-        assemble::assemble(cx, self, outcomes, records).map(super::Section::new)
+        assemble::assemble(cx, self, outcomes, records).map(super::Section::from)
     }
 }
 
 /// Rounds when `--rounds` is not given: enough for a median and an
 /// interval, and both orders, in a few seconds on the built-in cohort.
 pub(crate) const DEFAULT_ROUNDS: u32 = 3;
-
-/// What cold-prep adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Section {
-    /// Aggregate counts of the training partition (the recipe's preparation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) counts: Option<Counts>,
-    /// A user's own preparation (`--prepare`): its items and inputs.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) items: Option<items::Summary>,
-    /// The one-process preparation (round 1's, with rounds).
-    pub(crate) serial: PrepSide,
-    /// The N-process preparation.
-    pub(crate) parallel: PrepSide,
-    /// Serial wall / parallel wall; with rounds, the median over rounds.
-    pub(crate) speedup: f64,
-    /// With 6 rounds or more: the percentile bootstrap 95% interval of that
-    /// median (fewer rounds have no 95% interval; see `speedup_interval`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) speedup_ci95: Option<[f64; 2]>,
-    /// With rounds: the median's interval with its coverage, the bootstrap
-    /// one from 6 rounds, the range of the rounds below that.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) speedup_interval: Option<crate::stats::Interval>,
-    /// With rounds: every round, in the order run. `serial` and `parallel`
-    /// above are round 1's.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) rounds: Vec<rounds::Round>,
-    /// With `--workers` as a list: every count's speedup and the Amdahl
-    /// fit. `parallel` and `speedup` above are the largest count's.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) sweep: Option<sweep::Sweep>,
-    /// Speedup / workers.
-    pub(crate) parallel_efficiency: f64,
-    /// The busiest parallel worker's busy time over the mean.
-    pub(crate) load_imbalance: f64,
-    /// The recipe's preparation: whether the serial and parallel cache
-    /// manifests are byte-identical (always true in a report: a difference
-    /// fails the run).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) caches_identical: Option<bool>,
-    /// A user's preparation: whether the serial and parallel output
-    /// manifests are byte-identical (likewise always true in a report).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) outputs_identical: Option<bool>,
-    /// What the preparation phases read from storage, and `--os-cache`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) storage: Option<storage::Storage>,
-    /// Reasons to read `speedup` with care, for a person (see [`warnings`]).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub(crate) warnings: Vec<String>,
-}

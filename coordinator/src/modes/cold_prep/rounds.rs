@@ -22,36 +22,8 @@
 use super::{Names, side};
 use crate::error::{RunError, fail};
 use crate::modes::{Phase, PhaseOutcome};
-use serde::{Deserialize, Serialize};
+pub(crate) use report::modes::cold_prep::rounds::{First, Round};
 use std::path::Path;
-
-/// Which phase of a round ran first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum First {
-    Serial,
-    Parallel,
-}
-
-impl First {
-    /// Odd rounds serial first, even rounds parallel first.
-    pub(crate) fn of(round: u32) -> First {
-        if round % 2 == 1 { First::Serial } else { First::Parallel }
-    }
-}
-
-/// One round's walls and CPU, as the report lists them.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Round {
-    pub(crate) round: u32,
-    pub(crate) first: First,
-    pub(crate) serial_wall_s: f64,
-    pub(crate) parallel_wall_s: f64,
-    pub(crate) serial_cpu_s: f64,
-    pub(crate) parallel_cpu_s: f64,
-    /// `serial_wall_s / parallel_wall_s`.
-    pub(crate) speedup: f64,
-}
 
 /// A phase's key in round `round` (round 1 keeps the plain name), and
 /// the inverse: the stage keys' repeat rule.
@@ -133,12 +105,12 @@ fn seal(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
 
 fn seal_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
     seal(dir, p, rest)?;
-    clear(dir, &Names::of(&p.phase), &p.phase.key)
+    clear(dir, &crate::modes::preparation::names_of(&p.phase), &p.phase.key)
 }
 
 fn check_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<(), RunError> {
     check(dir, p, rest)?;
-    clear(dir, &Names::of(&p.phase), &p.phase.key)
+    clear(dir, &crate::modes::preparation::names_of(&p.phase), &p.phase.key)
 }
 
 /// Removes every checked cache: every cache of the run but the two sealed
@@ -161,7 +133,7 @@ fn clear(dir: &Path, n: &Names, key: &str) -> Result<(), RunError> {
 /// A later round's cache must be byte-for-byte round 1's (the manifest over
 /// every file's SHA-256).
 fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
-    let n = Names::of(&p.phase);
+    let n = crate::modes::preparation::names_of(&p.phase);
     let manifest = side::manifest(dir, p)?;
     let first = format!("{}/{}", n.serial_out, super::MANIFEST);
     let sealed = std::fs::read(dir.join(&first)).map_err(|e| {

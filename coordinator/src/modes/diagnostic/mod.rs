@@ -1,27 +1,23 @@
 //! `--mode diagnostic`: the planned stages (diagnostic stages with known
 //! costs, or a user's commands) as jobs of one phase; one stage record per job.
 
-use super::section::section_basics;
 use super::stages::{self, Other};
 use super::{
-    Context, JobNumbers, ModeSection, Phase, PhaseOutcome, Planned, Prepared, Records,
-    checked_artifact, stage_from_job,
+    Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, checked_artifact,
+    stage_from_job,
 };
 use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError};
 use crate::plan::{PlannedStage, Settings};
-use serde::{Deserialize, Serialize};
+pub(crate) use report::modes::diagnostic::{NAME, Section};
 use std::collections::BTreeMap;
-
-/// The mode's name.
-pub(crate) const NAME: &str = "diagnostic";
 
 /// The mode, as the registry lists it.
 pub(crate) struct Diagnostic;
 pub(crate) const MODE: Diagnostic = Diagnostic;
 
 impl super::Mode for Diagnostic {
-    mode_basics!(NAME, Section);
+    mode_basics!(NAME);
     fn about(&self) -> &'static str {
         "Diagnostic stages with known costs (noop, sleep, spin, alloc, write, fail, crash), or your --command stages, each measured once"
     }
@@ -61,14 +57,6 @@ impl super::Mode for Diagnostic {
     }
 }
 
-/// A diagnostic run adds nothing to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Section {}
-
-impl ModeSection for Section {
-    section_basics!(NAME);
-}
-
 /// What a diagnostic run needs of its own: its stages, in order.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
@@ -96,7 +84,7 @@ impl Planned for Plan {
                 }
             }
         }
-        Ok(super::Section::new(Section {}))
+        Ok(super::Section::from(Section {}))
     }
 
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {

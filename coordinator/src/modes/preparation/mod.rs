@@ -11,60 +11,19 @@ pub(crate) mod side;
 
 pub(crate) use side::side;
 
+pub(crate) use report::modes::preparation::*;
+
 use super::{JobNumbers, Phase, PhaseOutcome};
 use crate::error::{RunError, fail};
 use protocol::Stage;
 use recipe::frozen::Frozen;
 use std::path::Path;
 
-pub(crate) const VERIFY_BEFORE: &str = "verify_before";
-pub(crate) const SERIAL: &str = "cold_feature_cache_prepare";
-pub(crate) const PARALLEL: &str = "cold_feature_cache_prepare_parallel";
-pub(crate) const VERIFY_AFTER: &str = "verify_after";
-pub(crate) const SERIAL_CACHE: &str = "private-feature-cache";
-pub(crate) const PARALLEL_CACHE: &str = "private-feature-cache-parallel";
-pub(crate) const MANIFEST: &str = "manifest.json";
-pub(crate) const MANIFEST_SCHEMA: &str = "stagebench.cache-manifest";
-/// Per-series time components the workers report.
-pub(crate) const COMPONENTS: [&str; 5] = ["read_s", "hash_s", "decode_s", "extract_s", "write_s"];
-
-/// The names of one kind of preparation: its phases' keys and their
-/// output directories.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Names {
-    pub(crate) serial: &'static str,
-    pub(crate) parallel: &'static str,
-    pub(crate) serial_out: &'static str,
-    pub(crate) parallel_out: &'static str,
-    /// A user's items (`--prepare`), not the recipe's series.
-    pub(crate) items: bool,
-}
-
-/// The recipe's feature-cache preparation.
-pub(crate) const RECIPE: Names = Names {
-    serial: SERIAL,
-    parallel: PARALLEL,
-    serial_out: SERIAL_CACHE,
-    parallel_out: PARALLEL_CACHE,
-    items: false,
-};
-
-/// A user's own preparation (`--prepare`).
-pub(crate) const ITEMS: Names = Names {
-    serial: "cold_prepare",
-    parallel: "cold_prepare_parallel",
-    serial_out: "private-output",
-    parallel_out: "private-output-parallel",
-    items: true,
-};
-
-impl Names {
-    /// The names of the preparation a phase runs.
-    pub(crate) fn of(phase: &Phase) -> Names {
-        match phase.jobs.first().map(|j| &j.stage) {
-            Some(Stage::PrepareItem { .. }) => ITEMS,
-            _ => RECIPE,
-        }
+/// The names of the preparation a phase runs.
+pub(crate) fn names_of(phase: &Phase) -> Names {
+    match phase.jobs.first().map(|j| &j.stage) {
+        Some(Stage::PrepareItem { .. }) => ITEMS,
+        _ => RECIPE,
     }
 }
 

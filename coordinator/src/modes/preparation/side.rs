@@ -37,7 +37,7 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
         ));
     }
     // A user's program reports no files: its output directory is walked.
-    if super::Names::of(&p.phase).items {
+    if super::names_of(&p.phase).items {
         return super::outputs::manifest(dir, cache, &p.phase.key);
     }
     let checked: Vec<ArtifactRecord> = results
@@ -92,7 +92,7 @@ pub(crate) fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> ArtifactRe
 /// read).
 pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSide, Counts) {
     let results: Vec<_> = p.results().collect();
-    let items = super::Names::of(&p.phase).items;
+    let items = super::names_of(&p.phase).items;
     let fig = |r: &crate::supervisor::JobResult, name: &str| {
         r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
     };

@@ -17,7 +17,7 @@ use super::preparation::{self, VERIFY_AFTER, VERIFY_BEFORE};
 use super::stages::{
     COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over, trial_stage_names,
 };
-mod render;
+pub(crate) use report::modes::profile::{NAME, Section};
 
 use super::{
     Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, checked_artifact,
@@ -25,22 +25,17 @@ use super::{
 };
 use crate::error::{RunError, fail};
 use crate::plan::{Isolation, Settings};
-use crate::rundir::report::Counts;
 use protocol::ModelStep;
 use recipe::frozen::Frozen;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// The mode's name.
-pub(crate) const NAME: &str = "profile";
 
 /// The mode, as the registry lists it.
 pub(crate) struct Profile;
 pub(crate) const MODE: Profile = Profile;
 
 impl super::Mode for Profile {
-    mode_basics!(NAME, Section);
+    mode_basics!(NAME);
     fn about(&self) -> &'static str {
         "The recipe stage by stage: verify, cold cache preparation, normalizer fit, context counting, a loader epoch, the model stages, verify"
     }
@@ -63,19 +58,6 @@ pub(crate) struct Plan {
     pub(crate) seed: u64,
 }
 
-/// What a profile adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Section {
-    /// The training partition's counts, with contexts and batches.
-    pub(crate) counts: Counts,
-    /// The fit epoch's loader waits as a share of its step time (waiting
-    /// plus computing), and its grade (see [`input_bound`]).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) input_wait_fraction: Option<f64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) input_bound: Option<String>,
-}
-
 impl Planned for Plan {
     plan_basics!(NAME);
 
@@ -85,7 +67,7 @@ impl Planned for Plan {
         outcomes: &[PhaseOutcome],
         records: &mut Records,
     ) -> Result<super::Section, RunError> {
-        assemble(cx.dir, outcomes, records).map(super::Section::new)
+        assemble(cx.dir, outcomes, records).map(super::Section::from)
     }
 
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {

@@ -9,18 +9,14 @@
 //! artifacts.
 
 use super::preparation::{self, VERIFY_BEFORE};
-mod render;
+pub(crate) use report::modes::recipe::{NAME, Section};
 
 use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{Isolation, Settings};
 use protocol::{ResumePolicy, Stage, StateInput, StateStep};
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-
-/// The mode's name.
-pub(crate) const NAME: &str = "recipe";
 
 /// The mode, as the registry lists it.
 pub(crate) struct Recipe;
@@ -53,7 +49,7 @@ enum PolicyArg {
 }
 
 impl super::Mode for Recipe {
-    mode_basics!(NAME, Section);
+    mode_basics!(NAME);
     fn about(&self) -> &'static str {
         "The recipe against a state directory (--state) that keeps its artifacts across runs: verify, cache preparation, normalizer, contexts, training for --epochs, each resuming from what is complete"
     }
@@ -99,13 +95,6 @@ pub(crate) struct Plan {
     pub(crate) policy: ResumePolicy,
     pub(crate) epochs: u32,
     pub(crate) seed: u64,
-}
-
-/// What a recipe run adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Section {
-    /// The state directory as the run left it (no file named).
-    pub(crate) state: ::recipe::state::Digest,
 }
 
 /// The phase of `--isolation run` whose one process runs every state stage.
@@ -174,36 +163,6 @@ impl Planned for Plan {
         let state = ::recipe::state::digest(&self.state).map_err(|e| {
             fail(None, None, "internal", format!("digesting the state directory: {e}"))
         })?;
-        Ok(super::Section::new(Section { state }))
-    }
-}
-
-/// The components a stage's time is split into (a recipe stage's
-/// `component:NAME_s` figures, plus process start-up and the rest), in the
-/// order they stack.
-pub(crate) const COMPONENTS: [&str; 9] = [
-    "startup",
-    "startup_spans",
-    "integrity",
-    "record_check",
-    "load",
-    "restore",
-    "recompute",
-    "work",
-    "other",
-];
-
-/// A component's name for a person.
-pub(crate) fn label(component: &str) -> &'static str {
-    match component {
-        "startup" => "process start-up",
-        "startup_spans" => "start-up spans",
-        "integrity" => "integrity checks",
-        "record_check" => "completion-record checks",
-        "load" => "artifact loads",
-        "restore" => "model restore",
-        "recompute" => "recomputation",
-        "work" => "work",
-        _ => "other",
+        Ok(super::Section::from(Section { state }))
     }
 }

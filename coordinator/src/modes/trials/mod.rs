@@ -3,7 +3,7 @@
 //! over all stages; warm-up trials are recorded but not counted; each figure
 //! gets statistics and the warnings a careful engineer wants.
 
-mod render;
+pub(crate) use report::modes::trials::{FIRST_TRIAL_RATIO, MAX_CV, NAME, Section};
 
 use super::stages::{self, Other};
 use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
@@ -15,12 +15,8 @@ use crate::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
-use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::Path;
-
-/// The mode's name.
-pub(crate) const NAME: &str = "trials";
 
 /// The mode, as the registry lists it.
 pub(crate) struct Trials;
@@ -42,7 +38,7 @@ pub(crate) struct Args {
 }
 
 impl super::Mode for Trials {
-    mode_basics!(NAME, Section);
+    mode_basics!(NAME);
     fn about(&self) -> &'static str {
         "Repeated trials of each stage, every trial in a fresh worker process, interleaved across stages, with statistics"
     }
@@ -94,11 +90,6 @@ impl super::Mode for Trials {
     }
 }
 
-/// Coefficient of variation above which a stage's wall time is called unstable.
-pub(crate) const MAX_CV: f64 = 0.05;
-/// A first counted trial slower than this times the median of the rest is flagged.
-pub(crate) const FIRST_TRIAL_RATIO: f64 = 1.25;
-
 /// What a trials run needs of its own.
 #[derive(Clone, Debug)]
 pub(crate) struct Plan {
@@ -110,18 +101,6 @@ pub(crate) struct Plan {
     pub(crate) warmup: u32,
     /// The loader's shuffle seed, for recipe stages.
     pub(crate) seed: u64,
-}
-
-/// What a trials run adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub(crate) struct Section {
-    /// The cache the recipe stages' prerequisites prepared, when there were any.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub(crate) counts: Option<Counts>,
-    /// Every trial of every stage, with statistics, keyed like `stages`.
-    pub(crate) trials: BTreeMap<String, TrialSet>,
-    /// The rule that marks outliers.
-    pub(crate) outlier_rule: String,
 }
 
 impl Planned for Plan {
@@ -303,7 +282,7 @@ impl Planned for Plan {
                 records.artifacts.push(super::checked_artifact(cx.dir, r, path, sha, "file")?);
             }
         }
-        Ok(super::Section::new(Section {
+        Ok(super::Section::from(Section {
             counts,
             trials: sets,
             outlier_rule: stats::OUTLIER_RULE.into(),

@@ -1,0 +1,362 @@
+//! `coordinator compare RUN_A RUN_B`: per stage and figure, B against A.
+//!
+//! Both runs are verified first. Runs whose declarations make them
+//! incomparable (mode, dataset fingerprint, a stage's definition) are refused
+//! unless `--allow-incomparable`, which then marks the comparison. Per row:
+//! the ratio of medians (B / A) with its interval (a bootstrap 95% one with
+//! 6 samples a side, else the ranges' far ends and their coverage), a Mann–Whitney
+//! rank test (unequal trial counts are fine), and a verdict. A row regressed
+//! when B is significantly slower and its ratio exceeds 1 + threshold.
+//!
+//! Here the computing; `text` renders a comparison for a person, `files`
+//! writes `--output DIR`, `plot` draws the forest plot.
+
+mod campaigns;
+mod comparable;
+mod files;
+mod plot;
+mod text;
+
+pub use files::{OUTPUT_FILES, write_output};
+pub use text::render;
+
+use crate::stats::{self, Verdict};
+use crate::verify::verify;
+use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// Figures compared for every stage (lower is better for each).
+/// The figures compared when `--figure` is not given.
+pub const DEFAULT_FIGURES: [&str; 3] = ["wall_s", "cpu_s", "peak_rss_bytes"];
+
+#[derive(Debug)]
+pub struct Row {
+    pub stage: String,
+    pub figure: String,
+    pub n_a: usize,
+    pub n_b: usize,
+    pub median_a: f64,
+    pub median_b: f64,
+    pub ratio: f64,
+    /// The ratio's interval: 95% bootstrap with 6 samples a side, else
+    /// the ranges' far ends with their (least) coverage.
+    pub ci: stats::Interval,
+    pub p: f64,
+    pub verdict: Verdict,
+    pub regressed: bool,
+    /// The runs differ in what this row's stage ran on (the machine, its
+    /// thread settings, its runtime): see the comparability block.
+    pub differs: bool,
+}
+
+#[derive(Debug)]
+pub struct Comparison {
+    /// Empty when the runs are comparable.
+    pub incomparable: Vec<String>,
+    /// What each run ran on, side by side (see `comparable`).
+    pub comparability: Vec<comparable::Line>,
+    pub rows: Vec<Row>,
+    /// Two campaigns: per step, what B is against A and what changed most.
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CompareError {
+    #[error("{dir}: {reason}")]
+    Unverified { dir: String, reason: String },
+    #[error("the runs are not comparable: {}; pass --allow-incomparable to compare them anyway", .0.join("; "))]
+    Incomparable(Vec<String>),
+    /// `--strict`, and the runs ran on different machines or runtimes.
+    #[error("--strict: the runs differ in what they ran on: {}; without --strict they are compared and the rows marked", .0.join("; "))]
+    Differs(Vec<String>),
+    #[error("{0}")]
+    Read(String),
+    #[error("--figure {0}: no stage the runs share has this figure in both")]
+    NoFigure(String),
+    /// Nothing at all was compared (no shared stage, or no figure in both):
+    /// a gate must not pass on nothing.
+    #[error("nothing was compared: {0}")]
+    Nothing(String),
+    /// `--output DIR` exists: refused before anything was written.
+    #[error("output '{0}' already exists")]
+    OutputExists(String),
+    /// Writing `--output DIR` failed; nothing of it was published.
+    #[error("{0}")]
+    Write(String),
+}
+
+fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
+    let bytes = std::fs::read(dir.join(file))
+        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))?;
+    serde_json::from_slice(&bytes)
+        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))
+}
+
+/// Each stage's figures, each with its samples.
+type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
+
+/// What compare reads of one run: its declaration, its report, and what
+/// its report's section says: the samples of every stage it repeated
+/// (trials), and whether its `BASE#R` stages are rounds of `BASE` (a
+/// cold-prep round's phase is defined with its own cache, so its
+/// definition differs from round 1's).
+struct Run {
+    declaration: Value,
+    report: Value,
+    repeated: Samples,
+    rounds: bool,
+}
+
+impl Run {
+    fn new(declaration: Value, report: Value) -> Run {
+        // Read from the value in place: a large run's report is not copied.
+        let typed = <crate::modes::Report as serde::Deserialize>::deserialize(&report).ok();
+        let repeated = typed
+            .as_ref()
+            .and_then(|r| r.trials())
+            .map(|t| t.iter().map(|(k, set)| (k.clone(), set.samples.clone())).collect())
+            .unwrap_or_default();
+        let rounds = typed.is_some_and(|r| r.section.has_rounds());
+        Run { declaration, report, repeated, rounds }
+    }
+}
+
+/// Values of a figure for a stage: every counted trial, or the stage's
+/// record followed by those of `later` (see [`later_keys`]).
+fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
+    if let Some(xs) = run.repeated.get(stage).and_then(|s| s.get(figure)) {
+        return xs.clone();
+    }
+    let value = |key: &str| {
+        let record = &run.report["stages"][key];
+        record[figure].as_f64().or_else(|| record["figures"][figure].as_f64())
+    };
+    std::iter::once(stage).chain(later.iter().map(String::as_str)).filter_map(value).collect()
+}
+
+/// The keys whose records are more samples of `stage` (`STAGE#2`, `#3`, …
+/// in order): a cold-prep round's phase (a fresh process on new caches;
+/// its definition differs only by the cache it writes), or the same stage
+/// planned again with the same definition.
+/// `rounds`: whether the run's mode runs phases in rounds (see
+/// [`has_rounds`]).
+fn later_keys(declaration: &Value, stage: &str, rounds: bool) -> Vec<String> {
+    let planned = declaration["stages"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let definition = |key: &str| {
+        planned.iter().find(|s| s["key"] == key).map(|s| s["definition_sha256"].clone())
+    };
+    let mut later: Vec<(u32, String)> = planned
+        .iter()
+        .filter_map(|s| {
+            let key = s["key"].as_str()?;
+            match crate::rundir::keys::repeat_of(key) {
+                Some((base, round))
+                    if base == stage && (rounds || definition(key) == definition(stage)) =>
+                {
+                    Some((round, key.to_string()))
+                }
+                _ => None,
+            }
+        })
+        .collect();
+    later.sort();
+    later.into_iter().map(|(_, key)| key).collect()
+}
+
+/// How `compare` judges: the regression threshold, whether incomparable
+/// declarations are compared anyway, whether any difference in what the
+/// runs ran on refuses (`--strict`), and the figures.
+pub struct Asked<'a> {
+    pub threshold_pct: f64,
+    pub allow_incomparable: bool,
+    pub strict: bool,
+    pub figures: &'a [String],
+}
+
+pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, CompareError> {
+    let Asked { threshold_pct, allow_incomparable, strict, figures } = *asked;
+    for dir in [a, b] {
+        verify(dir).map_err(|reason| CompareError::Unverified {
+            dir: dir.display().to_string(),
+            reason: reason.0,
+        })?;
+    }
+    let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
+    let (ra, rb) = (load(a, "report.json")?, load(b, "report.json")?);
+    let (ea, eb) = (load(a, "environment.json")?, load(b, "environment.json")?);
+    let campaign = |r: &Value| r["schema"] == crate::campaign::report::SCHEMA;
+    match (campaign(&ra), campaign(&rb)) {
+        (true, true) => return campaigns::compare([&ea, &eb], [ra, rb], asked),
+        (false, false) => {}
+        _ => {
+            return Err(CompareError::Incomparable(vec![
+                "one is a campaign and the other a run".into(),
+            ]));
+        }
+    }
+    let mut incomparable = Vec::new();
+    if da["mode"] != db["mode"] {
+        incomparable.push(format!("modes differ ({} vs {})", da["mode"], db["mode"]));
+    }
+    if da["dataset_fingerprint"] != db["dataset_fingerprint"] {
+        incomparable.push("dataset fingerprints differ".into());
+    }
+    let defs = |d: &Value| -> Vec<(String, String)> {
+        d["stages"]
+            .as_array()
+            .map(|s| {
+                s.iter()
+                    .map(|x| {
+                        (
+                            x["key"].as_str().unwrap_or("").to_string(),
+                            x["definition_sha256"].as_str().unwrap_or("").to_string(),
+                        )
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let (defs_a, defs_b) = (defs(&da), defs(&db));
+    let keys_a: BTreeSet<&String> = defs_a.iter().map(|(k, _)| k).collect();
+    let common: Vec<String> =
+        defs_b.iter().map(|(k, _)| k).filter(|k| keys_a.contains(k)).cloned().collect();
+    for key in &common {
+        let da = defs_a.iter().find(|(k, _)| k == key).map(|(_, d)| d);
+        let db = defs_b.iter().find(|(k, _)| k == key).map(|(_, d)| d);
+        if da != db {
+            incomparable.push(format!("stage {key} is defined differently"));
+        }
+    }
+    // A later round's stage is compared as samples of its phase, not alone.
+    let (a, b) = (Run::new(da, ra), Run::new(db, rb));
+    let pooled: BTreeSet<String> =
+        common.iter().flat_map(|k| later_keys(&a.declaration, k, a.rounds)).collect();
+    let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
+    if common.is_empty() {
+        incomparable.push("no stage in common".into());
+    }
+    if !incomparable.is_empty() && !allow_incomparable {
+        return Err(CompareError::Incomparable(incomparable));
+    }
+    let mut comparability =
+        comparable::block([&ea, &eb], [&a.report["stages"], &b.report["stages"]], &common);
+    comparability.extend(comparable::declared_sources([&a.declaration, &b.declaration]));
+    comparability.extend(comparable::declared_inputs([&a.declaration, &b.declaration]));
+    let differences = comparable::differences(&comparability);
+    if strict && !differences.is_empty() {
+        return Err(CompareError::Differs(differences));
+    }
+    let mut rows = rows(&common, figures, [&a, &b], threshold_pct);
+    for r in &mut rows {
+        r.differs = comparability.iter().any(|l| l.marks(&r.stage));
+    }
+    let missing = figures.iter().find(|f| !rows.iter().any(|r| matches(f, &r.figure)));
+    if let (Some(f), false) = (missing, common.is_empty()) {
+        return Err(CompareError::NoFigure(f.clone()));
+    }
+    if rows.is_empty() {
+        return Err(CompareError::Nothing(match common.is_empty() {
+            true => "the runs share no stage".into(),
+            false => "no figure is recorded by both runs".into(),
+        }));
+    }
+    Ok(Comparison { incomparable, comparability, rows, notes: Vec::new() })
+}
+
+/// Every figure of every stage in `common` that both runs recorded,
+/// compared; `runs`: A and B. A figure only one run has is no row.
+fn rows(common: &[String], figures: &[String], runs: [&Run; 2], pct: f64) -> Vec<Row> {
+    let [ra, rb] = runs;
+    let mut rows = Vec::new();
+    for (i, stage) in common.iter().enumerate() {
+        let stage_figures = expand(figures, ra, rb, stage);
+        let later = |r: &Run| later_keys(&r.declaration, stage, r.rounds);
+        let (later_a, later_b) = (later(ra), later(rb));
+        for (j, figure) in stage_figures.iter().enumerate() {
+            let (xa, xb) =
+                (samples(ra, stage, &later_a, figure), samples(rb, stage, &later_b, figure));
+            if xa.is_empty() || xb.is_empty() {
+                continue;
+            }
+            // Any seed gives a valid bootstrap; one per row keeps rows apart.
+            rows.push(row(stage, figure, &xa, &xb, pct, (i * 8 + j) as u64));
+        }
+    }
+    rows
+}
+
+/// One stage's figure compared: A's samples `xa` against B's `xb`.
+fn row(stage: &str, figure: &str, xa: &[f64], xb: &[f64], threshold_pct: f64, seed: u64) -> Row {
+    let (ma, mb) = (stats::distribution(xa).median, stats::distribution(xb).median);
+    let p = if xa.len() >= 2 && xb.len() >= 2 { stats::mann_whitney_p(xa, xb) } else { f64::NAN };
+    let ci = stats::ratio_of_medians_interval(xa, xb, seed);
+    let verdict = stats::verdict(xa, xb, p, ci.bounds());
+    let ratio = mb / ma;
+    Row {
+        stage: stage.to_string(),
+        figure: figure.to_string(),
+        n_a: xa.len(),
+        n_b: xb.len(),
+        median_a: ma,
+        median_b: mb,
+        ratio,
+        ci,
+        p,
+        verdict,
+        regressed: regressed(verdict, ratio, threshold_pct),
+        differs: false,
+    }
+}
+
+/// A regression: significantly slower, and by more than the threshold.
+fn regressed(verdict: Verdict, ratio: f64, threshold_pct: f64) -> bool {
+    verdict == Verdict::Slower && ratio > 1.0 + threshold_pct / 100.0
+}
+
+/// Whether `figure` is `pattern`, or starts with it when it ends in `*`.
+fn matches(pattern: &str, figure: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => figure.starts_with(prefix),
+        None => pattern == figure,
+    }
+}
+
+/// The figures of `stage` to compare: each name as given, and for a
+/// pattern (`span:*`) every figure both reports record for the stage that
+/// starts with its prefix (a span pattern: its sums, `span:NAME_s`; a
+/// span's `span:NAME_median_s` and `span:NAME_p95_s` are named one by one).
+fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
+    let names = |r: &Run| -> BTreeSet<String> {
+        match r.repeated.get(stage) {
+            Some(s) => s.keys().cloned().collect(),
+            None => r.report["stages"][stage]["figures"]
+                .as_object()
+                .map(|o| o.keys().cloned().collect())
+                .unwrap_or_default(),
+        }
+    };
+    let (na, nb) = (names(ra), names(rb));
+    let mut out = Vec::new();
+    for f in figures {
+        match f.strip_suffix('*') {
+            Some(prefix) => {
+                let seconds_only = prefix.starts_with("span:");
+                out.extend(
+                    na.intersection(&nb)
+                        .filter(|n| {
+                            let sum = crate::rundir::spans::sum_name(n, |k| na.contains(k));
+                            n.starts_with(prefix) && (!seconds_only || sum.is_some())
+                        })
+                        .cloned(),
+                );
+            }
+            None => out.push(f.clone()),
+        }
+    }
+    out.dedup();
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,303 @@
+//! `coordinator dashboard DIR`: `DIR/README.md`, a table of every run
+//! directory below DIR (at any depth), newest first, from their evidence.
+//!
+//! A run directory is one holding declaration.json. Its row says whether the
+//! run succeeded (report.json whose body digest holds), failed
+//! (failure.json: its `reason` only, never its message, which may name a
+//! file or a series), was altered (a digest that does not hold) or never
+//! finished (a declaration alone). A campaign directory gets a row of its
+//! own (steps, trials, resume against cold, trials identical to cold), and
+//! its runs are listed too. Reading is cheap: artifacts are not
+//! re-hashed (that is `verify`'s job). The output depends only on the runs,
+//! so rerunning with nothing new rewrites nothing. A README.md that this
+//! command did not write is refused and left alone.
+
+use crate::modes::Report;
+use crate::rundir::{DECLARATION, FAILURE, REPORT, report};
+use serde_json::Value;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+pub const INDEX: &str = "README.md";
+/// The first line of every index; a README.md without it is the user's.
+pub const MARKER: &str =
+    "<!-- written by `coordinator dashboard`: rerun it instead of editing this file -->";
+/// How deep below DIR run directories are looked for.
+const MAX_DEPTH: usize = 8;
+
+struct Row {
+    rel: String,
+    created: String,
+    mode: String,
+    status: String,
+    stages: String,
+    processes: String,
+    wall: String,
+    headline: String,
+}
+
+/// Why no dashboard was written.
+#[derive(Debug, thiserror::Error)]
+pub enum DashboardError {
+    #[error("'{0}' is not a directory")]
+    NotADirectory(String),
+    /// A README.md the dashboard did not write is the user's.
+    #[error("'{0}' exists and was not written by `coordinator dashboard`; it is left alone")]
+    NotOurs(String),
+    #[error("'{0}' exists and is not an index of ours")]
+    NotText(String),
+    #[error("reading '{0}': {1}")]
+    Read(String, std::io::Error),
+    #[error("writing '{0}': {1}")]
+    Write(String, std::io::Error),
+}
+
+/// Writes (or leaves unchanged) `dir/README.md`; returns a line for a person.
+pub fn write(dir: &Path) -> Result<String, DashboardError> {
+    if !dir.is_dir() {
+        return Err(DashboardError::NotADirectory(dir.display().to_string()));
+    }
+    let index = dir.join(INDEX);
+    match std::fs::read_to_string(&index) {
+        Ok(old) if !old.starts_with(MARKER) => {
+            return Err(DashboardError::NotOurs(index.display().to_string()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(DashboardError::NotText(index.display().to_string()));
+        }
+        _ => {}
+    }
+    let mut runs = Vec::new();
+    find_runs(dir, 0, &mut runs).map_err(|e| DashboardError::Read(dir.display().to_string(), e))?;
+    let mut rows: Vec<Row> = runs.iter().map(|(p, decl)| row(dir, p, decl)).collect();
+    // Newest first; ties (and unreadable dates) by path, so the order is total.
+    rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
+    let text = markdown(&rows);
+    let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
+    if !unchanged {
+        evidence::write_atomic(&index, text.as_bytes())
+            .map_err(|e| DashboardError::Write(index.display().to_string(), e))?;
+    }
+    Ok(format!(
+        "{} {} ({} run director{})",
+        if unchanged { "unchanged" } else { "wrote" },
+        index.display(),
+        rows.len(),
+        if rows.len() == 1 { "y" } else { "ies" }
+    ))
+}
+
+/// Directories holding declaration.json, with it read (Null if unreadable),
+/// in path order; hidden directories (such as a staging
+/// `.name.partial-PID`) and symlinks are not followed.
+fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Value)>) -> std::io::Result<()> {
+    if dir.join(DECLARATION).is_file() {
+        let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
+        // A campaign's own runs lie below it (runs/STEP/TRIAL).
+        let campaign = is_campaign(&decl);
+        out.push((dir.to_path_buf(), decl));
+        if !campaign {
+            return Ok(());
+        }
+    }
+    if depth == MAX_DEPTH {
+        return Ok(());
+    }
+    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)?
+        .filter_map(Result::ok)
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
+        .map(|e| e.path())
+        .collect();
+    children.sort();
+    for c in children {
+        find_runs(&c, depth + 1, out)?;
+    }
+    Ok(())
+}
+
+fn is_campaign(declaration: &Value) -> bool {
+    declaration["schema"] == crate::campaign::SCHEMA_DECLARATION
+}
+
+fn read_json(path: &Path) -> Option<Value> {
+    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
+}
+
+fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
+    let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
+    let campaign = is_campaign(decl);
+    let stages = match campaign {
+        true => decl["campaign"]["step"].as_array().map(|s| format!("{} steps", s.len())),
+        false => decl["stages"].as_array().map(|s| s.len().to_string()),
+    };
+    let mode = match campaign {
+        true => Some("campaign"),
+        false => decl["mode"].as_str(),
+    };
+    let mut r = Row {
+        rel,
+        created: decl["created_utc"].as_str().unwrap_or("").to_string(),
+        mode: mode.unwrap_or("?").to_string(),
+        status: String::new(),
+        stages: stages.unwrap_or_else(|| "?".into()),
+        processes: "–".into(),
+        wall: "–".into(),
+        headline: String::new(),
+    };
+    if dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
+        // One ending per run: both is no ending a run writes.
+        r.status = "**incomplete**: both report.json and failure.json".into();
+        return r;
+    }
+    match read_json(&dir.join(REPORT)) {
+        Some(rep) => {
+            let claimed = rep[report::BODY_DIGEST_KEY].as_str().unwrap_or("");
+            if claimed != report::body_digest(&rep) {
+                r.status = "**altered**: report digest does not hold".into();
+                return r;
+            }
+            r.status = "ok".into();
+            if campaign {
+                r.headline = campaign_headline(&rep);
+                return r;
+            }
+            r.processes = rep["workers"].as_array().map_or("?".into(), |w| w.len().to_string());
+            if let Some(w) = rep["run_wall_s"].as_f64() {
+                r.wall = crate::fmt::duration(w);
+            }
+            r.headline = match serde_json::from_value::<Report>(rep) {
+                Ok(typed) => headline(&typed),
+                Err(_) => "**unreadable report**".into(),
+            };
+        }
+        None if dir.join(REPORT).exists() => r.status = "**unreadable report**".into(),
+        None => match read_json(&dir.join(FAILURE)) {
+            Some(f) => {
+                // The reason is a fixed word; the message is not for sharing.
+                r.status = format!("failed: {}", f["reason"].as_str().unwrap_or("?"));
+            }
+            None => r.status = "no report (interrupted or running)".into(),
+        },
+    }
+    r
+}
+
+/// One phrase about what a campaign found: trials per step, the first
+/// resume against the cold run, and how many resumed trials left the cold
+/// run's state.
+fn campaign_headline(rep: &Value) -> String {
+    let steps = rep["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
+    let of_kind = |k: &str| steps.iter().find(|s| s["kind"] == k);
+    let total = |s: Option<&Value>| s.and_then(|s| s["median_total_s"].as_f64());
+    let ratio = match (total(of_kind("resume")), total(of_kind("cold"))) {
+        (Some(r), Some(c)) if c > 0.0 => format!("resume {:.3}× cold", r / c),
+        _ => "no resume".into(),
+    };
+    let resumed: Vec<&Value> = steps
+        .iter()
+        .filter(|s| s["kind"] != "cold")
+        .flat_map(|s| s["trials"].as_array().map(Vec::as_slice).unwrap_or_default())
+        .collect();
+    let same = resumed.iter().filter(|t| t["identical_to_cold"] == true).count();
+    format!(
+        "{} trials per step; {ratio}; {same} of {} resumed trials identical to cold",
+        rep["trials"].as_u64().unwrap_or(0),
+        resumed.len()
+    )
+}
+
+/// One phrase about what the run found: its mode's, or its slowest stage.
+fn headline(rep: &Report) -> String {
+    if let Some(h) = rep.section.headline() {
+        return h;
+    }
+    let slowest = rep.stages.iter().min_by(|a, b| b.1.wall_s.total_cmp(&a.1.wall_s));
+    match slowest {
+        Some((k, s)) => format!(
+            "slowest stage `{}` ({})",
+            k.replace('|', "\\|"),
+            crate::fmt::duration(s.wall_s)
+        ),
+        None => String::new(),
+    }
+}
+
+fn cell(s: &str) -> String {
+    s.replace('|', "\\|").replace('\n', " ")
+}
+
+fn markdown(rows: &[Row]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "{MARKER}");
+    let _ = writeln!(s, "# stagebench runs\n");
+    let _ = writeln!(
+        s,
+        "{} run director{} below this one, newest first. Status `ok` means report.json's body digest holds; \
+         `coordinator verify DIR` re-checks every binding and artifact.\n",
+        rows.len(),
+        if rows.len() == 1 { "y" } else { "ies" }
+    );
+    let _ = writeln!(
+        s,
+        "| run | started (UTC) | mode | status | stages | processes | run wall | headline |"
+    );
+    let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|");
+    for r in rows {
+        let link = if r.status == "ok" {
+            format!("[{}]({}/summary.md)", cell(&r.rel), r.rel.replace(' ', "%20"))
+        } else {
+            cell(&r.rel)
+        };
+        let _ = writeln!(
+            s,
+            "| {link} | {} | {} | {} | {} | {} | {} | {} |",
+            cell(&r.created),
+            cell(&r.mode),
+            cell(&r.status),
+            r.stages,
+            r.processes,
+            r.wall,
+            cell(&r.headline)
+        );
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::headline;
+    use crate::modes::Report;
+
+    /// A cold-prep row says whether its caches, or a team's outputs, were
+    /// identical, and says DIFFER when they were not; a report of a mode
+    /// with no headline of its own names its slowest stage.
+    #[test]
+    fn the_headline_is_the_sections_and_can_say_differ() {
+        let text = include_str!("render/fixtures/cold-prep-report.json");
+        let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; caches identical"), "{}", headline(&r));
+        v["caches_identical"] = false.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; caches DIFFER"), "{}", headline(&r));
+        // A team's own preparation: outputs, not caches.
+        v.as_object_mut().unwrap().remove("caches_identical");
+        v["items"] = serde_json::json!({"count": 3, "items_sha256": "ab", "weighted": false});
+        v["outputs_identical"] = true.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; outputs identical"), "{}", headline(&r));
+        v["outputs_identical"] = false.into();
+        let r: Report = serde_json::from_value(v.clone()).unwrap();
+        assert!(headline(&r).ends_with("; outputs DIFFER"), "{}", headline(&r));
+        // The same stages as a diagnostic run: the slowest one.
+        v["mode"] = "diagnostic".into();
+        let r: Report = serde_json::from_value(v).unwrap();
+        let (key, slowest) =
+            r.stages.iter().max_by(|a, b| a.1.wall_s.total_cmp(&b.1.wall_s)).unwrap();
+        assert_eq!(
+            headline(&r),
+            format!("slowest stage `{key}` ({})", crate::fmt::duration(slowest.wall_s))
+        );
+    }
+}

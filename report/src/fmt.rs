@@ -1,0 +1,64 @@
+//! How figures read for a person: one formatter per unit, used by the
+//! console, summaries, plots, compare and the dashboard alike.
+
+/// Seconds in the unit that suits them (s, ms, µs, ns), four significant
+/// digits, so a sub-microsecond median does not print as zero.
+pub fn duration(x: f64) -> String {
+    if !x.is_finite() {
+        return format!("{x}");
+    }
+    let a = x.abs();
+    let (v, unit) = if a == 0.0 {
+        // -0.0 too (a sum of nothing, negated): never "-0.000 s".
+        (0.0, "s")
+    } else if a >= 1.0 {
+        (x, "s")
+    } else if a >= 1e-3 {
+        (x * 1e3, "ms")
+    } else if a >= 1e-6 {
+        (x * 1e6, "µs")
+    } else {
+        (x * 1e9, "ns")
+    };
+    let decimals = if v.abs() >= 100.0 {
+        1
+    } else if v.abs() >= 10.0 {
+        2
+    } else {
+        3
+    };
+    format!("{v:.decimals$} {unit}")
+}
+
+/// Bytes as MiB with one decimal, without the unit (for a column headed MiB).
+pub fn mib_number(bytes: u64) -> String {
+    format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))
+}
+
+/// Bytes as MiB with one decimal and the unit: `12.3 MiB`.
+pub fn mib(bytes: u64) -> String {
+    format!("{} MiB", mib_number(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_keep_four_significant_digits_in_their_unit() {
+        assert_eq!(duration(0.0), "0.000 s");
+        assert_eq!(duration(-0.0), "0.000 s", "a sum of nothing, negated");
+        assert_eq!(duration(1.5), "1.500 s");
+        assert_eq!(duration(123.456), "123.5 s");
+        assert_eq!(duration(0.04002), "40.02 ms");
+        assert_eq!(duration(2.5e-7), "250.0 ns");
+        assert_eq!(duration(3.2e-6), "3.200 µs");
+        assert_eq!(duration(f64::NAN), "NaN");
+    }
+
+    #[test]
+    fn mebibytes_are_binary() {
+        assert_eq!(mib(256 * 1024 * 1024), "256.0 MiB");
+        assert_eq!(mib_number(1_572_864), "1.5");
+    }
+}

@@ -1,0 +1,34 @@
+//! stagebench's evidence as a library: the typed records of a run
+//! directory (`declaration.json`, `environment.json`, `report.json`,
+//! `failure.json`, `jobs.jsonl.gz`) and everything that only reads or
+//! writes them. It never spawns a process and knows nothing of how the
+//! figures were measured; the coordinator writes through it. See
+//! ARCHITECTURE.md.
+//!
+//! Modules are listed by floor, lowest first: each uses only modules listed
+//! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
+
+// Floor 0: vocabulary; no I/O beyond the clock.
+pub mod fmt;
+pub mod stats;
+pub mod timestamp;
+// Floor 1: the run directory and its records; directories walked into manifests.
+pub mod inputs;
+pub mod manifest;
+pub mod rundir;
+// Floor 2: chart primitives.
+pub mod chart;
+// Floor 3: what each mode records and shows, and the report that holds it.
+pub mod modes;
+
+// Floor 4: a run's derived files (summary.md, plots, exports, the trace).
+pub mod render;
+// Floor 5: a campaign's evidence.
+pub mod campaign;
+// Floor 6: every binding of a run or campaign directory.
+pub mod verify;
+// Floor 7: two verified runs or campaigns compared; runs listed.
+pub mod compare;
+pub mod dashboard;
+
+pub use modes::{Report, Section};

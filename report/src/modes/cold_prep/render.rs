@@ -1,0 +1,345 @@
+//! How cold-prep shows itself: the preparation tables, the rounds and the
+//! sweep in summary.md, the speedup line on the console, and the cold-prep
+//! and sweep plots ([`super::plots`]); the stages plot's `_wN` label and rounds grouped.
+
+use super::Section;
+use super::rounds::First;
+use crate::chart::Figure;
+use crate::fmt::{duration, mib_number as mib};
+use crate::modes::ModeSection;
+use crate::modes::Report;
+use crate::modes::preparation::{ITEMS, Names, RECIPE};
+use std::fmt::Write as _;
+
+impl Section {
+    /// The names of this report's preparation.
+    pub fn names(&self) -> Names {
+        if self.items.is_some() { ITEMS } else { RECIPE }
+    }
+
+    /// "caches identical: true" or "outputs identical: true".
+    pub fn identical_phrase(&self) -> String {
+        match (self.caches_identical, self.outputs_identical) {
+            (_, Some(o)) => format!("outputs identical: {o}"),
+            (c, None) => format!("caches identical: {}", c.unwrap_or(false)),
+        }
+    }
+
+    /// What one job prepared: "series" or "items".
+    pub fn unit(&self) -> &'static str {
+        if self.items.is_some() { "items" } else { "series" }
+    }
+
+    /// How many series or items each phase prepared.
+    pub fn prepared(&self) -> u64 {
+        match (&self.items, &self.counts) {
+            (Some(i), _) => i.count,
+            (None, Some(c)) => c.train_series,
+            (None, None) => 0,
+        }
+    }
+
+    /// What each phase prepared, as the console's line starts:
+    /// "training series 25, frames 1000 (900 valid)" or "items 40".
+    pub fn prepared_phrase(&self) -> String {
+        match (&self.items, &self.counts) {
+            (None, Some(c)) => {
+                format!(
+                    "training series {}, frames {} ({} valid)",
+                    c.train_series, c.frames, c.valid_frames
+                )
+            }
+            _ => format!("items {}", self.prepared()),
+        }
+    }
+
+    /// The serial and parallel walls the speedup stands for: round 1's, or
+    /// with rounds each one's median over rounds.
+    pub fn walls(&self) -> (f64, f64) {
+        if self.rounds.is_empty() {
+            return (self.serial.wall_s, self.parallel.wall_s);
+        }
+        let median = |f: fn(&super::rounds::Round) -> f64| {
+            crate::stats::median(&self.rounds.iter().map(f).collect::<Vec<_>>())
+        };
+        (median(|r| r.serial_wall_s), median(|r| r.parallel_wall_s))
+    }
+
+    /// "speedup 1.47x", with rounds "speedup 1.47x (median of 3 rounds,
+    /// range 1.44-1.50, 75% coverage)", from 6 rounds "… 95% CI …": how
+    /// every view states the speedup.
+    pub fn speedup_phrase(&self) -> String {
+        match self.speedup_interval {
+            Some(i) if !self.rounds.is_empty() => format!(
+                "speedup {:.2}x (median of {} rounds, {})",
+                self.speedup,
+                self.rounds.len(),
+                i.phrase(|x| format!("{x:.2}"))
+            ),
+            _ => format!("speedup {:.2}x", self.speedup),
+        }
+    }
+}
+
+impl ModeSection for Section {
+    fn summary(&self, _r: &Report, s: &mut String) {
+        let prep = self;
+        let (serial, parallel) = (&prep.serial, &prep.parallel);
+        let _ = writeln!(s, "\n## Cold preparation\n");
+        match (&prep.counts, &prep.items) {
+            (Some(c), _) => {
+                let _ = writeln!(
+                    s,
+                    "{} training series, {} samples, {} frames ({} valid).\n",
+                    c.train_series, c.samples, c.frames, c.valid_frames
+                );
+            }
+            (None, Some(i)) => items_paragraph(s, prep, i),
+            (None, None) => {}
+        }
+        let _ = writeln!(
+            s,
+            "| preparation | processes | wall | CPU | peak RSS MiB | per-{} median | p95 |",
+            if prep.items.is_some() { "item" } else { "series" }
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+        for (name, side) in [("serial", serial), ("parallel", parallel)] {
+            let _ = writeln!(
+                s,
+                "| {name} | {} | {} | {} | {} | {} | {} |",
+                side.workers.len(),
+                duration(side.wall_s),
+                duration(side.cpu_s),
+                mib(side.peak_rss_bytes),
+                duration(side.per_series_s.median),
+                duration(side.per_series_s.p95)
+            );
+        }
+        let outputs = if prep.items.is_some() { "output directories" } else { "caches" };
+        if !prep.rounds.is_empty() {
+            let _ = writeln!(
+                s,
+                "\n{} rounds, each into new {}, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's {} were checked byte-identical to round 1's, then removed.\n",
+                prep.rounds.len(),
+                outputs,
+                outputs
+            );
+            let _ = writeln!(
+                s,
+                "| round | first | serial wall | parallel wall | serial CPU | parallel CPU | speedup |"
+            );
+            let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---:|");
+            for round in &prep.rounds {
+                let first = match round.first {
+                    First::Serial => "serial",
+                    First::Parallel => "parallel",
+                };
+                let _ = writeln!(
+                    s,
+                    "| {} | {first} | {} | {} | {} | {} | {:.2}x |",
+                    round.round,
+                    duration(round.serial_wall_s),
+                    duration(round.parallel_wall_s),
+                    duration(round.serial_cpu_s),
+                    duration(round.parallel_cpu_s),
+                    round.speedup
+                );
+            }
+        }
+        let phrase = prep.speedup_phrase();
+        let _ = writeln!(
+            s,
+            "\n{}{}, parallel efficiency {:.0}%, load imbalance {:.2}, {}.",
+            phrase[..1].to_uppercase(),
+            &phrase[1..],
+            100.0 * prep.parallel_efficiency,
+            prep.load_imbalance,
+            prep.identical_phrase()
+        );
+        if let Some(sw) = &prep.sweep {
+            let _ = writeln!(s, "\n### Workers sweep\n");
+            let _ = writeln!(
+                s,
+                "The parallel preparation once per count in every round, beside the same serial one. Karp–Flatt's serial fraction stays flat when a fixed serial part limits the speedup, and grows when the loss grows with the count.\n"
+            );
+            let _ =
+                writeln!(s, "| processes | wall | speedup | interval | efficiency | Karp–Flatt |");
+            let _ = writeln!(s, "|---:|---:|---:|---|---:|---:|");
+            for p in &sw.points {
+                let _ = writeln!(
+                    s,
+                    "| {} | {} | {:.2}x | {} | {:.0}% | {} |",
+                    p.workers,
+                    duration(p.wall_s),
+                    p.speedup,
+                    p.speedup_interval.map_or("–".to_string(), |i| i.cell(|x| format!("{x:.2}"))),
+                    100.0 * p.efficiency,
+                    p.karp_flatt.map_or("–".to_string(), |e| format!("{e:.3}"))
+                );
+            }
+            let _ = match (sw.amdahl.serial_fraction, sw.amdahl.speedup_limit) {
+                (Some(f), Some(limit)) => writeln!(
+                    s,
+                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, so no count of processes passes {limit:.2}x."
+                ),
+                (Some(f), None) => writeln!(
+                    s,
+                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, no limit in sight."
+                ),
+                _ => writeln!(s, "\nNo Amdahl fit: no count above 1."),
+            };
+        }
+        if let Some(storage) = &prep.storage {
+            storage.summary(&prep.names(), parallel.workers.len(), s);
+        }
+        for w in &prep.warnings {
+            let _ = writeln!(s, "\nWarning: {w}.");
+        }
+    }
+
+    /// `requested_workers`: what `--workers` asked for (cold-prep starts
+    /// no more processes than series or items).
+    fn console(&self, _r: &Report, requested_workers: u32) {
+        let prep = self;
+        let parallel = &prep.parallel;
+        if (parallel.workers.len() as u32) < requested_workers {
+            println!(
+                "  note: {} processes asked for, {} started: there are only {} {}",
+                requested_workers,
+                parallel.workers.len(),
+                prep.prepared(),
+                if prep.items.is_some() { "items" } else { "training series" }
+            );
+        }
+        let (serial_wall, parallel_wall) = prep.walls();
+        println!(
+            "  {}; serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
+            prep.prepared_phrase(),
+            serial_wall,
+            match parallel.workers.len() {
+                1 => "1 process".to_string(),
+                n => format!("{n} processes"),
+            },
+            parallel_wall,
+            if prep.rounds.is_empty() { "" } else { " (medians)" },
+            prep.speedup_phrase(),
+            100.0 * prep.parallel_efficiency,
+            prep.load_imbalance,
+            prep.identical_phrase()
+        );
+        if let Some(storage) = &prep.storage {
+            println!("  {}", storage.line(&prep.names(), parallel.workers.len()));
+        }
+        for w in &prep.warnings {
+            println!("  warning: {w}");
+        }
+    }
+
+    fn plots<'a>(&'a self, _r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
+        let mut v: Vec<Box<dyn Figure + 'a>> = vec![Box::new(super::plots::PreparationPlot(self))];
+        if let Some(sweep) = &self.sweep {
+            v.push(Box::new(super::plots::SweepPlot(sweep)));
+        }
+        v
+    }
+
+    fn timelined(&mut self) -> Vec<&mut crate::rundir::report::PrepSide> {
+        vec![&mut self.serial, &mut self.parallel]
+    }
+
+    // A preparation phase is many processes: its record sums their CPU
+    // and keeps the largest one's peak.
+    fn stages_plot_note(&self) -> Option<&'static str> {
+        Some(
+            "a preparation phase: its wall, its processes' CPU summed, its largest process's peak RSS",
+        )
+    }
+
+    /// The parallel phase carries its process count (`_w4`), the largest
+    /// of a sweep, whatever its key in report.json.
+    fn stage_label(&self, base: &str) -> Option<String> {
+        let parallel = self.names().parallel;
+        let count = match &self.sweep {
+            Some(s) => s.points.iter().map(|p| p.workers).max().unwrap_or(1),
+            None => self.parallel.workers.len() as u32,
+        };
+        (base == parallel).then(|| format!("{parallel}_w{count}"))
+    }
+
+    fn headline(&self) -> Option<String> {
+        let what = if self.items.is_some() { "outputs" } else { "caches" };
+        let same = self.caches_identical.or(self.outputs_identical).unwrap_or(false);
+        Some(format!(
+            "speedup {:.2}x on {} processes; {what} {}",
+            self.speedup,
+            self.parallel.workers.len(),
+            if same { "identical" } else { "DIFFER" }
+        ))
+    }
+
+    fn has_rounds(&self) -> bool {
+        true
+    }
+}
+
+/// A user's own preparation (`--prepare`): what it ran over, said without
+/// naming an item or a path.
+fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
+    let _ = write!(
+        s,
+        "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once. ",
+        i.count,
+        &i.items_sha256[..12.min(i.items_sha256.len())],
+        if i.weighted { "largest weight first" } else { "in file order" }
+    );
+    let startups: Vec<f64> = prep
+        .serial
+        .workers
+        .iter()
+        .chain(&prep.parallel.workers)
+        .filter_map(|w| w.startup_s)
+        .collect();
+    if !startups.is_empty() {
+        let _ = write!(
+            s,
+            "Start-up (spawn to ready) median {}, per process; per-item times run from handing an item over to its answer. ",
+            crate::fmt::duration(crate::stats::median(&startups))
+        );
+    }
+    let _ = writeln!(s, "\n");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// summary.md's Amdahl sentence for each fit: a limit, no limit (a
+    /// serial fraction of 0 or below), or no fit (no count above one).
+    #[test]
+    fn the_amdahl_sentence_states_the_limit_or_that_there_is_none() {
+        let r: Report =
+            serde_json::from_str(include_str!("../../render/fixtures/sweep-report.json")).unwrap();
+        let crate::Section::ColdPrep(fixture) = r.section.clone() else {
+            panic!("a cold-prep report")
+        };
+        let sentence = |serial_fraction: Option<f64>, speedup_limit: Option<f64>| {
+            let mut c = fixture.clone();
+            c.sweep.as_mut().expect("a sweep").amdahl =
+                super::super::sweep::Amdahl { serial_fraction, speedup_limit };
+            let mut s = String::new();
+            c.summary(&r, &mut s);
+            let lines: Vec<&str> = s.lines().filter(|l| l.contains("Amdahl")).collect();
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            lines[0].to_string()
+        };
+        assert_eq!(
+            sentence(Some(0.25), Some(4.0)),
+            "Amdahl's law fitted over the counts: serial fraction 0.250, so no count of processes passes 4.00x."
+        );
+        assert_eq!(
+            sentence(Some(-0.01), None),
+            "Amdahl's law fitted over the counts: serial fraction -0.010, no limit in sight."
+        );
+        assert_eq!(sentence(None, None), "No Amdahl fit: no count above 1.");
+    }
+}

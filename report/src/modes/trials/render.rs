@@ -1,0 +1,263 @@
+//! How a trials run shows itself: the trials table and the spans the
+//! stages reported in summary.md, the same table on the console, and the
+//! trials plot.
+
+use super::{NAME, Section};
+use crate::chart::*;
+use crate::fmt::duration;
+use crate::modes::ModeSection;
+use crate::modes::Report;
+use crate::rundir::report::{TrialSet, shared_warnings};
+use plotters::prelude::*;
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+
+impl ModeSection for Section {
+    fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
+        Some(&self.trials)
+    }
+
+    fn summary(&self, r: &Report, s: &mut String) {
+        let trials = &self.trials;
+        let _ = writeln!(s, "\n## Trials (wall time)\n");
+        let _ = writeln!(
+            s,
+            "| stage | n | warm-up | median | interval of median | stdev | MAD | outliers | trials for 1% |"
+        );
+        let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---:|---:|---:|");
+        let keys = ordered(r, trials);
+        for &k in &keys {
+            let t = &trials[k];
+            let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "–");
+            let _ = writeln!(
+                s,
+                "| `{k}` | {} | {} | {median} | {interval} | {stdev} | {mad} | {outliers} | {n1} |",
+                t.n, t.warmup,
+            );
+        }
+        trial_spans(s, r, trials, &keys);
+        let shared = shared_warnings(trials);
+        let mut warnings: Vec<String> = keys
+            .iter()
+            .flat_map(|k| {
+                let own = trials[*k].warnings.iter().filter(|w| !shared.contains(w));
+                own.map(move |w| format!("- `{k}`: {w}"))
+            })
+            .collect();
+        warnings.extend(shared.iter().map(|w| format!("- every stage: {w}")));
+        if !warnings.is_empty() {
+            let _ = writeln!(s, "\nWarnings:\n\n{}", warnings.join("\n"));
+        }
+        let _ = writeln!(
+            s,
+            "\nOutliers: {}. Warm-up trials are recorded, not counted.",
+            self.outlier_rule
+        );
+    }
+
+    /// Per stage: the median wall time with its interval, the spread, the
+    /// outliers, how many trials would resolve a 1% difference, and warnings.
+    fn console(&self, r: &Report, _requested_workers: u32) {
+        let trials = &self.trials;
+        // Warnings every stage shares (machine load) are printed once, below.
+        let shared = shared_warnings(trials);
+        println!(
+            "  {:<24} {:>4} {:>11} {:>36} {:>10} {:>10} {:>8} {:>10}",
+            "trials (wall)",
+            "n",
+            "median",
+            "interval of median",
+            "stdev",
+            "MAD",
+            "outliers",
+            "n for 1%"
+        );
+        for k in ordered(r, trials) {
+            let t = &trials[k];
+            let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "-");
+            println!(
+                "  {k:<24} {:>4} {median:>11} {interval:>36} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
+                t.n
+            );
+            for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
+                println!("    warning: {warning}");
+            }
+        }
+        for warning in shared {
+            println!("  warning: {warning}");
+        }
+        println!("  outliers: {}; warm-up trials are recorded, not counted", self.outlier_rule);
+    }
+
+    fn plots<'a>(&'a self, r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
+        match self.trials.is_empty() {
+            true => Vec::new(),
+            false => vec![Box::new(TrialsPlot { r, sets: &self.trials })],
+        }
+    }
+
+    fn headline(&self) -> Option<String> {
+        let t = &self.trials;
+        let n = t.values().map(|s| s.n).max().unwrap_or(0);
+        let warnings: usize = t.values().map(|s| s.warnings.len()).sum();
+        Some(format!("{n} trials per stage; {warnings} warning(s)"))
+    }
+
+    fn stages_plot_note(&self) -> Option<&'static str> {
+        Some("median of counted trials")
+    }
+}
+
+/// The trials' keys in the run's stage order.
+fn ordered<'a>(r: &Report, trials: &'a BTreeMap<String, TrialSet>) -> Vec<&'a String> {
+    let mut keys: Vec<&String> = trials.keys().collect();
+    keys.sort_by_key(|k| r.stages.get(*k).map(|st| st.order).unwrap_or(usize::MAX));
+    keys
+}
+
+/// A stage's wall-time trial statistics as the console and summary.md show
+/// them: median, its interval (95% from 6 trials, else the range with its
+/// coverage), stdev, MAD, outliers, and trials to resolve 1% (`none` where
+/// that cannot be said).
+fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
+    let w = &t.summary["wall_s"];
+    [
+        duration(w.median),
+        w.median_interval.cell(duration),
+        duration(w.stdev),
+        duration(w.mad),
+        w.outliers.len().to_string(),
+        t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| none.into()),
+    ]
+}
+
+/// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
+/// in how many trials, how many per trial, the median seconds with its
+/// interval (95% from 6 trials, else the range with its coverage), and its
+/// share of the wall: its self time on the main thread over all counted
+/// trials against their walls, so a stage's shares add up to at most 100%.
+fn trial_spans(s: &mut String, r: &Report, trials: &BTreeMap<String, TrialSet>, keys: &[&String]) {
+    let rows: Vec<(&String, &str, &crate::stats::Summary)> = keys
+        .iter()
+        .flat_map(|k| {
+            let summary = &trials[*k].summary;
+            summary.iter().filter_map(move |(fig, sum)| {
+                let name = crate::rundir::spans::sum_name(fig, |n| summary.contains_key(n))?;
+                Some((*k, name, sum))
+            })
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "\n## Spans (what the stages reported of themselves)\n");
+    let _ = writeln!(
+        s,
+        "| stage | span | n | per trial | median | interval of median | share of the stage's wall |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---|---:|");
+    for (k, name, sum) in rows {
+        let t = &trials[k];
+        let per_trial = t.summary.get(&format!("span:{name}_n")).map_or(0.0, |c| c.median);
+        let share = match r.stages.get(k).and_then(|st| st.spans.get(name)) {
+            Some(x) => format!("{:.0}%", 100.0 * x.share),
+            None => "–".into(),
+        };
+        let _ = writeln!(
+            s,
+            "| `{k}` | `{name}` | {} | {per_trial} | {} | {} | {share} |",
+            sum.n,
+            duration(sum.median),
+            sum.median_interval.cell(duration),
+        );
+    }
+}
+
+/// Every trial's wall time relative to its stage's median, one row per
+/// stage, with the median's interval and the warm-up trials.
+struct TrialsPlot<'a> {
+    r: &'a Report,
+    sets: &'a BTreeMap<String, TrialSet>,
+}
+
+impl Figure for TrialsPlot<'_> {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn rows(&self) -> usize {
+        self.sets.len()
+    }
+
+    fn draw(&self, root: &Area<'_>) -> Result<(), RenderError> {
+        let sets = self.sets;
+        let keys = ordered(self.r, sets);
+        let n = keys.len();
+        let labels: Vec<String> = keys
+            .iter()
+            .map(|k| format!("{k} ({})", duration(sets[*k].summary["wall_s"].median)))
+            .collect();
+        // Every trial as a ratio to its stage's median, so stages of any
+        // duration share one axis and their noise can be compared.
+        let mut lo: f64 = 0.98;
+        let mut hi: f64 = 1.02;
+        for k in &keys {
+            let t = &sets[*k];
+            let m = t.summary["wall_s"].median;
+            let all = t.samples["wall_s"]
+                .iter()
+                .chain(t.warmup_samples.get("wall_s").into_iter().flatten());
+            for x in all.map(|x| x / m).filter(|x| x.is_finite()) {
+                lo = lo.min(x);
+                hi = hi.max(x);
+            }
+        }
+        let pad = (hi - lo) * 0.06;
+        let body = caption(
+            root,
+            "Trials: wall time of each fresh-process trial relative to its stage's median (in brackets)",
+        )?;
+        let mut chart = row_chart(
+            &body,
+            &labels,
+            ((lo - pad)..(hi + pad), 1.0),
+            "trial wall time / median   (filled: counted, hollow grey: warm-up; bar: the median's interval, 95% CI from 6 trials, else the range)",
+            &|x| format!("{:.0}%", 100.0 * (x - 1.0)),
+        )?;
+        chart
+            .draw_series(std::iter::once(PathElement::new(
+                vec![(1.0, -0.6), (1.0, n as f64 - 0.4)],
+                BLACK.stroke_width(1),
+            )))
+            .map_err(err)?;
+        for (i, k) in keys.iter().enumerate() {
+            let t = &sets[*k];
+            let s = &t.summary["wall_s"];
+            let y = row_y(i, n);
+            let i = s.median_interval;
+            let (a, b) = (i.low / s.median, i.high / s.median);
+            if b > a {
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(a, y - 0.06), (b, y + 0.06)],
+                        BAR.mix(0.35).filled(),
+                    )))
+                    .map_err(err)?;
+            }
+            let jitter = |j: usize| y + 0.3 * (((j as f64 * 0.618_034) % 1.0) - 0.5);
+            let warm = t.warmup_samples.get("wall_s").map(Vec::as_slice).unwrap_or(&[]);
+            chart
+                .draw_series(warm.iter().enumerate().map(|(j, x)| {
+                    Circle::new((x / s.median, jitter(j + 7)), 4, MUTED.stroke_width(1))
+                }))
+                .map_err(err)?;
+            chart
+                .draw_series(t.samples["wall_s"].iter().enumerate().map(|(j, x)| {
+                    let color = if s.outliers.contains(&j) { SLOWER } else { BAR };
+                    Circle::new((x / s.median, jitter(j)), 3, color.filled())
+                }))
+                .map_err(err)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,228 @@
+//! `summary.md`: a Markdown table a person can paste into an issue.
+
+use crate::fmt::{duration, mib_number as mib};
+use crate::modes::Report;
+use std::fmt::Write as _;
+
+/// The stages that started processes of their own (commands, pipeline
+/// stages) or left some behind: their tree's peak by each bound, and what
+/// the worker had to kill.
+fn process_trees(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> = r
+        .stages
+        .iter()
+        .filter(|(_, st)| {
+            st.sum_of_peaks_bytes > st.peak_rss_bytes
+                || st.leaked_processes.count > 0
+                || st.memory_note("").is_some()
+        })
+        .collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, st)| st.order);
+    let _ = writeln!(s, "\n## Process trees\n");
+    let _ = writeln!(
+        s,
+        "Each stage with processes of its own, measured whole: the peak of all its processes at once (a lower bound when `sampled`) and the sum of each one's own peak (an upper bound).\n"
+    );
+    let _ = writeln!(s, "| stage | tree peak MiB | method | sum of peaks MiB | left running |");
+    let _ = writeln!(s, "|---|---:|---|---:|---|");
+    for (key, st) in &rows {
+        let leaked = match st.leaked_processes.count {
+            0 => "none".to_string(),
+            n => format!("{n}: {}", st.leaked_processes.names.join(", ")),
+        };
+        let _ = writeln!(
+            s,
+            "| `{key}` | {} | {} | {} | {leaked} |",
+            mib(st.tree_peak_bytes),
+            st.tree_peak_method,
+            mib(st.sum_of_peaks_bytes)
+        );
+    }
+    for (key, st) in &rows {
+        if let Some(note) = st.memory_note(key) {
+            let _ = writeln!(s, "\nNote: {note}.");
+        }
+    }
+    for (key, st) in rows.iter().filter(|(_, st)| st.leaked_processes.count > 0) {
+        let _ = writeln!(
+            s,
+            "\nWarning: `{key}` left {} process(es) running when it ended; its worker killed them (SIGTERM, then SIGKILL) and reaped them. Run with `--leaks fail` to fail such a stage.",
+            st.leaked_processes.count
+        );
+    }
+}
+
+/// What each stage that said anything ran on (thread settings, the
+/// commit, the Python helper's interpreter and libraries).
+fn runtimes(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> =
+        r.stages.iter().filter_map(|(k, st)| Some((k, st.order, st.runtime.as_ref()?))).collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, order, _)| *order);
+    let _ = writeln!(
+        s,
+        "
+## What it ran on
+"
+    );
+    for (key, _, runtime) in rows {
+        let _ = writeln!(s, "- `{key}`: {}", runtime.describe());
+    }
+}
+
+/// Every stage's `--span` targets that never matched, as warnings; and
+/// the input-wait verdict of a command stage timed with `preset:torch`.
+fn spans_not_found(s: &mut String, r: &Report) {
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        if let Some(w) = st.spans_not_found_warning(key) {
+            let _ = writeln!(s, "\nWarning: {w}.");
+        }
+        if !st.command_stages.is_empty() {
+            use crate::rundir::spans::{COMMAND_STAGE_COLUMNS, command_stage_cells};
+            let _ = writeln!(
+                s,
+                "\nStages inside `{key}` (stage spans; its process's own CPU and memory, the first row what ran before the first stage):\n"
+            );
+            let _ = writeln!(s, "| {} |", COMMAND_STAGE_COLUMNS.join(" | "));
+            let _ = writeln!(s, "|{}", "---|".repeat(COMMAND_STAGE_COLUMNS.len()));
+            for c in command_stage_cells(&st.command_stages) {
+                let _ = writeln!(
+                    s,
+                    "| `{}` | {} | {} | {} | {} | {} |",
+                    c[0], c[1], c[2], c[3], c[4], c[5]
+                );
+            }
+        }
+        if let (Some(v), "command") =
+            (crate::modes::verdicts::preset_verdict(&st.figures), st.stage_kind())
+        {
+            let _ = writeln!(
+                s,
+                "\nInput: `{key}` {v} (the TensorFlow profiler's grading: under 5% not, 5 to 20% moderately, 20% or more highly input-bound)."
+            );
+        }
+    }
+}
+
+/// Every stage's spans: per name the calls and their distribution, self
+/// and concurrent time and the share of the wall; the stage's time in
+/// spans, outside and beside them; and what to know to read them.
+fn spans(s: &mut String, r: &Report) {
+    use crate::rundir::spans::{by_self, totals_line};
+    let mut rows: Vec<_> = r.stages.iter().filter(|(_, st)| st.span_totals.is_some()).collect();
+    if rows.is_empty() {
+        return;
+    }
+    rows.sort_by_key(|(_, st)| st.order);
+    let _ = writeln!(s, "\n## Spans (per call, each second counted once)\n");
+    let _ = writeln!(
+        s,
+        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration.\n"
+    );
+    let _ = writeln!(
+        s,
+        "| stage | span | calls | first | median | p95 | p99 | max | sum | self on the main thread | concurrent | share of the wall |"
+    );
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (key, st) in &rows {
+        for (name, x) in by_self(&st.spans) {
+            let _ = writeln!(
+                s,
+                "| `{key}` | `{name}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% |",
+                x.calls,
+                duration(x.first_s),
+                duration(x.median_s),
+                duration(x.p95_s),
+                duration(x.p99_s),
+                duration(x.max_s),
+                duration(x.sum_s),
+                duration(x.self_s - x.concurrent_s),
+                duration(x.concurrent_s),
+                100.0 * x.share
+            );
+        }
+    }
+    let _ = writeln!(s);
+    for (key, st) in &rows {
+        if let Some(t) = &st.span_totals {
+            let _ = writeln!(s, "- `{key}`: {}.", totals_line(t));
+        }
+        for w in &st.span_warnings {
+            let _ = writeln!(s, "- `{key}`: warning: {w}.");
+        }
+    }
+}
+
+/// The Markdown summary of a report.
+pub fn summary_markdown(r: &Report) -> String {
+    let mut s = String::new();
+    let _ = match &r.campaign_step {
+        Some(step) => writeln!(s, "# stagebench campaign step `{step}` ({} mode)\n", r.mode()),
+        None => writeln!(s, "# stagebench {} run\n", r.mode()),
+    };
+    let _ = writeln!(
+        s,
+        "{} stage(s), {} worker process(es), isolation `{}`, run wall {:.3} s. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
+        r.stages.len(),
+        r.workers.len(),
+        r.isolation,
+        r.run_wall_s,
+        &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
+        &r.environment_sha256[..12.min(r.environment_sha256.len())]
+    );
+    let _ = writeln!(
+        s,
+        "| stage | processes | wall | CPU | peak RSS MiB | storage read MiB | storage written MiB |"
+    );
+    let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+    let mut rows: Vec<_> = r.stages.iter().collect();
+    rows.sort_by_key(|(_, st)| st.order);
+    for (key, st) in rows {
+        let (read, written) = match &st.io {
+            Some(io) => (mib(io.read_bytes), mib(io.write_bytes)),
+            None => ("–".into(), "–".into()),
+        };
+        let _ = writeln!(
+            s,
+            "| `{key}` | {} | {} | {} | {} | {read} | {written} |",
+            st.processes,
+            duration(st.wall_s),
+            duration(st.cpu_s),
+            mib(st.peak_rss_bytes)
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nStorage read and written: what the stage's whole process tree fetched from and sent to storage (the kernel's task I/O accounting); a read served by the page cache is not one."
+    );
+    if let Some(line) = r.inputs_line() {
+        let _ = writeln!(s, "\nI{}.", &line[1..]);
+    }
+    process_trees(&mut s, r);
+    runtimes(&mut s, r);
+    spans_not_found(&mut s, r);
+    spans(&mut s, r);
+    r.section.summary(r, &mut s);
+    if !r.machine_warnings.is_empty() {
+        let _ = writeln!(s, "\n## The machine\n");
+        for w in &r.machine_warnings {
+            let _ = writeln!(s, "- Warning: {w}.");
+        }
+        let _ = writeln!(
+            s,
+            "\nenvironment.json records the machine's state (`coordinator doctor` prints it)."
+        );
+    }
+    let _ = writeln!(
+        s,
+        "\nOne report is one observation on one machine; repeat in fresh processes on an idle machine before claiming a difference."
+    );
+    s
+}

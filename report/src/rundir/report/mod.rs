@@ -1,0 +1,176 @@
+//! report.json's records: stages, processes, artifacts, and the parts a
+//! mode's section is made of (counts, preparation sides, trial sets), with
+//! the seal that binds a report's body to its own digest. The report itself,
+//! common part and mode section, is [`crate::modes::Report`].
+
+use evidence::canonical;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+
+mod eviction;
+mod process;
+mod runtime;
+mod stage;
+
+pub use eviction::{Eviction, RESIDENT_AFTER_LIMIT};
+pub use process::{ArtifactRecord, JobSlice, ProcessRecord, TimedSlice};
+pub use runtime::RuntimeRecord;
+pub use stage::{IO_COUNTERS, Leaked, StageIo, StageRecord};
+
+pub const SCHEMA: &str = "stagebench.report";
+pub const SCHEMA_VERSION: u32 = 1;
+/// The key holding the digest of the report's own canonical body.
+pub const BODY_DIGEST_KEY: &str = "body_sha256";
+
+/// The trials of one stage.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct TrialSet {
+    /// Warm-up trials (recorded in `warmup_samples`, not counted).
+    pub warmup: u32,
+    /// Counted trials.
+    pub n: u32,
+    /// Per figure (`wall_s`, `cpu_s`, `peak_rss_bytes`, and the stage's own),
+    /// the counted trials' values in trial order.
+    pub samples: BTreeMap<String, Vec<f64>>,
+    pub warmup_samples: BTreeMap<String, Vec<f64>>,
+    /// Per figure, statistics over the counted trials.
+    pub summary: BTreeMap<String, crate::stats::Summary>,
+    /// Trials per side needed to resolve a 1% difference in median wall time
+    /// at the observed noise (two-sided α 0.05, power 0.8).
+    pub trials_for_1pct: Option<u64>,
+    /// Reasons to distrust these numbers, for a person.
+    pub warnings: Vec<String>,
+}
+
+/// Warnings every stage's trials share (machine load), said once by
+/// whoever prints them, in the order the first stage lists them.
+pub fn shared_warnings(trials: &BTreeMap<String, TrialSet>) -> Vec<&String> {
+    let Some(first) = trials.values().next() else { return Vec::new() };
+    first.warnings.iter().filter(|w| trials.values().all(|o| o.warnings.contains(w))).collect()
+}
+
+/// Aggregate counts of the training partition (no identifiers).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Counts {
+    pub train_series: u64,
+    pub samples: u64,
+    pub frames: u64,
+    pub valid_frames: u64,
+    /// Profile: eligible 240-frame contexts of the training series.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eligible_contexts: Option<u64>,
+    /// Profile: batches of 32 in one epoch, and contexts in the last.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub batches: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub final_batch: Option<u64>,
+    /// Profile: training series whose events break the target contract.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub invalid_event_series: Option<u64>,
+}
+
+/// One side of a cold-prep comparison.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrepSide {
+    /// Coordinator-measured: first spawn to last reap of this phase.
+    pub wall_s: f64,
+    /// Sum over this phase's processes (wait4).
+    pub cpu_s: f64,
+    /// Largest peak RSS among this phase's processes (wait4).
+    pub peak_rss_bytes: u64,
+    pub workers: Vec<PrepWorker>,
+    /// Distribution of per-series preparation wall time, seconds.
+    pub per_series_s: crate::stats::Distribution,
+    /// Where per-series time went: summed over series, seconds.
+    pub components_s: BTreeMap<String, f64>,
+    /// Relative path of this cache's manifest.
+    pub manifest: String,
+    /// The key of this side's phase: its jobs in jobs.jsonl.gz (those of
+    /// `workers[]` of this phase) are its timeline. Absent in reports from
+    /// before that file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub phase: Option<String>,
+    /// When the phase began (its dispatch), in seconds from the run's
+    /// start: the zero of its timeline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub started_s: Option<f64>,
+    /// Which worker prepared a series when, in start order (series are not
+    /// named), in seconds from `started_s`. Never written: read back from
+    /// jobs.jsonl.gz ([`crate::modes::Report::read_jobs`]), or from
+    /// report.json as reports from before that file held it.
+    #[serde(default, skip_serializing)]
+    pub timeline: Vec<Span>,
+}
+
+/// A phase's jobs as (rank, start, end) in seconds from the run's start,
+/// as spans from the phase's start `started_s`, in start order.
+pub fn timeline(jobs: impl Iterator<Item = (u32, f64, f64)>, started_s: f64) -> Vec<Span> {
+    let mut spans: Vec<Span> = jobs
+        .map(|(rank, start_s, end_s)| Span {
+            rank,
+            start_s: (start_s - started_s).max(0.0),
+            end_s: (end_s - started_s).max(0.0),
+        })
+        .collect();
+    spans.sort_by(|a, b| {
+        a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)).then(a.end_s.total_cmp(&b.end_s))
+    });
+    spans
+}
+
+/// One job on a worker: seconds from its phase's start. The end is when the
+/// coordinator received the measurement; the start is that minus the
+/// worker's own wall time for the job.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Span {
+    pub rank: u32,
+    pub start_s: f64,
+    pub end_s: f64,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct PrepWorker {
+    pub rank: u32,
+    pub series: u64,
+    /// Sum of this worker's per-series wall times.
+    pub busy_s: f64,
+    /// Spawn to reap.
+    pub wall_s: f64,
+    pub cpu_s: f64,
+    /// The worker's own lifetime peak RSS (VmHWM), as it measured after its
+    /// last series; null for a worker that found the queue empty and so
+    /// measured nothing (wait4's peak would be the coordinator's, carried
+    /// across exec).
+    pub peak_rss_bytes: Option<u64>,
+    /// A user's preparation (`--prepare`): seconds from starting the
+    /// program to its `{"ready": true}` (for Python, its imports).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_s: Option<f64>,
+}
+
+/// SHA-256 of the canonical bytes of `value` without its body digest.
+pub fn body_digest(value: &Value) -> String {
+    match value {
+        Value::Object(m) if m.contains_key(BODY_DIGEST_KEY) => {
+            let mut body = m.clone();
+            body.remove(BODY_DIGEST_KEY);
+            canonical::sha256_hex(&canonical::value_bytes(&Value::Object(body)))
+        }
+        body => canonical::sha256_hex(&canonical::value_bytes(body)),
+    }
+}
+
+/// The final bytes of report.json: the body plus the digest of the body
+/// (one copy of the report as a value, however large).
+pub fn seal(report: &impl Serialize) -> Vec<u8> {
+    let mut value = serde_json::to_value(report).expect("report serialises");
+    if let Value::Object(m) = &mut value {
+        m.remove(BODY_DIGEST_KEY);
+    }
+    let digest = canonical::sha256_hex(&canonical::value_bytes(&value));
+    if let Value::Object(m) = &mut value {
+        m.insert(BODY_DIGEST_KEY.into(), Value::String(digest));
+    }
+    canonical::value_bytes(&value)
+}
