@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The recipe's model in PyTorch, on the same threads, as the comparison for
-stagebench's candle model (issue 4). Not run in CI: torch is a 5 GB install.
+stagebench's candle model (issue 4). Not run in CI: torch is a 5.4 GB install (with its CUDA libraries).
 
     python3 -m venv /tmp/torchenv && /tmp/torchenv/bin/pip install torch numpy
     /tmp/torchenv/bin/python scripts/bench-model-torch.py --threads 2 \

@@ -27,6 +27,7 @@ if ! cargo mutants --version >/dev/null 2>&1; then
 fi
 
 COORD=stagebench-coordinator
+REPORT=stagebench-report
 TESTS=stagebench-tests
 
 # group | files (space-separated globs) | test packages | cargo test args
@@ -38,14 +39,14 @@ TESTS=stagebench-tests
 # sampler often running into the timeout), so they are three as well.
 groups() {
   cat <<EOF
-stats|coordinator/src/stats/*.rs|$COORD|--lib
-compare|coordinator/src/compare/*.rs|$COORD $TESTS|--lib;--test=compare
+stats|report/src/stats/*.rs|$REPORT|--lib
+compare|report/src/compare/*.rs|$REPORT $TESTS|--lib;--test=compare
 spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
-runner|coordinator/src/campaign/runner.rs|$TESTS|--test=campaign;--test=pipelines
-cold-prep|coordinator/src/modes/cold_prep/mod.rs coordinator/src/modes/cold_prep/rounds.rs coordinator/src/modes/cold_prep/phases.rs coordinator/src/modes/cold_prep/sweep.rs|$COORD $TESTS|--lib;--test=cold_prep
-cold-prep-output|coordinator/src/modes/cold_prep/render.rs coordinator/src/modes/cold_prep/storage.rs coordinator/src/modes/cold_prep/items.rs coordinator/src/modes/cold_prep/plots/mod.rs|$COORD $TESTS|--lib;--test=cold_prep
+runner|coordinator/src/campaign/runner/*.rs|$TESTS|--test=campaign;--test=pipelines
+cold-prep|coordinator/src/modes/cold_prep/assemble.rs coordinator/src/modes/cold_prep/rounds.rs coordinator/src/modes/cold_prep/phases.rs report/src/modes/cold_prep/sweep.rs report/src/modes/cold_prep/warnings.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep
+cold-prep-output|report/src/modes/cold_prep/render.rs report/src/modes/cold_prep/storage.rs report/src/modes/cold_prep/items.rs report/src/modes/cold_prep/plots/mod.rs coordinator/src/modes/cold_prep/storage.rs coordinator/src/modes/cold_prep/items.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep
 preparation|coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
-verify|coordinator/src/verify/*.rs|$COORD $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
+verify|report/src/verify/*.rs report/src/rundir/tree.rs|$REPORT $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
 dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
 tree|worker/src/tree/mod.rs worker/src/tree/watcher.rs|stagebench-worker $TESTS|--lib;--test=trees
 tree-cgroup|worker/src/tree/cgroup.rs worker/src/tree/io.rs|stagebench-worker $TESTS|--lib;--test=trees

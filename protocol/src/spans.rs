@@ -209,6 +209,7 @@ mod tests {
 /// [`BEFORE_STAGES`] for what ran before the first (the interpreter's
 /// start and imports).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct CommandStage {
     pub name: String,
     /// From the command's start, in seconds.

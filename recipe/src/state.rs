@@ -246,6 +246,8 @@ impl StateDir {
 /// (`cache`, `normalizer`, `contexts`, `checkpoints`) and overall. Names no
 /// file, so it can go into a report.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
+#[cfg_attr(feature = "schemars", schemars(rename = "StateDigest"))]
 pub struct Digest {
     pub files: u64,
     pub bytes: u64,
@@ -254,6 +256,7 @@ pub struct Digest {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "schemars", derive(schemars::JsonSchema))]
 pub struct PartDigest {
     pub files: u64,
     pub bytes: u64,

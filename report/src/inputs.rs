@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 
 /// A directory's digest, as the report records it.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "InputDigest")]
 pub struct Digest {
     pub files: u64,
     pub bytes: u64,

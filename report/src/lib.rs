@@ -31,4 +31,6 @@ pub mod verify;
 pub mod compare;
 pub mod dashboard;
 
+pub mod schema;
+
 pub use modes::{Report, Section};

@@ -3,6 +3,7 @@
 //! worker process outlived it.
 
 pub mod data;
+pub mod schema;
 pub mod slurm;
 pub mod trace;
 
@@ -155,9 +156,24 @@ pub fn run(cmd: Command) -> Finished {
 /// Runs a command to completion, failing the test after `limit`: for a
 /// real library's work, whose time varies with the machine (see
 /// `tests/tests/campaign/autofit.rs`).
+///
+/// A coordinator's new `--output` directory is then held to the published
+/// JSON Schema (see [`schema`]); one that existed before the run is the
+/// test's, not the run's, and is left alone.
 pub fn run_within(mut cmd: Command, limit: Duration) -> Finished {
+    let made = (Path::new(cmd.get_program()).file_name() == Some("coordinator".as_ref()))
+        .then(|| schema::output_of(&cmd))
+        .flatten()
+        .map(|dir| match cmd.get_current_dir() {
+            Some(cwd) => cwd.join(dir),
+            None => dir,
+        })
+        .filter(|dir| !dir.exists());
     let child = cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("spawn");
     let out = within_timeout("the command", limit, move || child.wait_with_output());
+    if let Some(dir) = made.filter(|d| d.is_dir()) {
+        schema::assert_valid(&dir);
+    }
     Finished {
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -1,7 +1,7 @@
 //! The run directory contract: fresh path only, evidence in order, nothing
 //! identifying inside.
 
-use harness::{coordinator, files_below, json, run};
+use harness::{coordinator, files_below, json, run, schema};
 
 #[test]
 fn an_existing_output_directory_is_refused_untouched() {
@@ -129,6 +129,60 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
             assert!(!text.contains(&format!("\"{user}\"")), "{name} names the user");
         }
     }
+}
+
+/// docs/schema/ describes a run directory's four files: a real run's
+/// validate, and each of them with one planted key (at its root and inside
+/// a record) does not.
+#[test]
+fn the_published_schema_refuses_a_planted_field() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.arg("--output").arg(&out).args(["--stage", "noop", "--stage", "write:4"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let Some(valid) = schema::validate(&out) else { return };
+    assert_eq!(valid, Ok(3), "declaration, environment and report validate");
+
+    // (file, where in it a key is planted)
+    let plants: [(&str, &[&str]); 5] = [
+        ("declaration.json", &[]),
+        ("environment.json", &["cpu"]),
+        ("report.json", &[]),
+        ("report.json", &["stages", "noop"]),
+        ("report.json", &["workers", "0"]),
+    ];
+    for (file, at) in plants {
+        let copy = tmp.path().join("planted");
+        let _ = std::fs::remove_dir_all(&copy);
+        std::fs::create_dir(&copy).unwrap();
+        let mut value = json(&out.join(file));
+        let mut here = &mut value;
+        for key in at {
+            here = match key.parse::<usize>() {
+                Ok(i) => &mut here[i],
+                Err(_) => &mut here[*key],
+            };
+        }
+        here.as_object_mut().unwrap().insert("planted".into(), 1.into());
+        std::fs::write(copy.join(file), serde_json::to_vec_pretty(&value).unwrap()).unwrap();
+        let failures = schema::validate(&copy).unwrap().expect_err(file);
+        assert!(failures.contains(file), "{file} {at:?}: {failures}");
+    }
+
+    // A failed run's failure.json is described too.
+    let failed = tmp.path().join("failed");
+    let mut c = coordinator();
+    c.arg("--output").arg(&failed).args(["--stage", "fail"]);
+    let f = run(c);
+    assert_ne!(f.code(), Some(0));
+    assert!(failed.join("failure.json").is_file(), "{}", f.stderr);
+    let mut value = json(&failed.join("failure.json"));
+    value.as_object_mut().unwrap().insert("planted".into(), 1.into());
+    std::fs::write(failed.join("failure.json"), serde_json::to_vec(&value).unwrap()).unwrap();
+    let failures = schema::validate(&failed).unwrap().expect_err("failure.json");
+    assert!(failures.contains("failure.json"), "{failures}");
 }
 
 #[test]

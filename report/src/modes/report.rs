@@ -9,9 +9,10 @@ use crate::rundir::report::{ArtifactRecord, ProcessRecord, StageRecord, TrialSet
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     pub schema: String,
+    #[serde(deserialize_with = "crate::rundir::report::this_version")]
     pub schema_version: u32,
     pub isolation: String,
     pub declaration_sha256: String,

@@ -56,7 +56,7 @@ pub trait ModeSection: std::fmt::Debug + Send + Sync {
 /// A report's section: one mode's records, tagged by `mode` in report.json.
 // A run holds one report at a time: the variants' sizes do not matter.
 #[allow(clippy::large_enum_variant)]
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, schemars::JsonSchema)]
 #[serde(tag = "mode")]
 pub enum Section {
     #[serde(rename = "diagnostic")]
@@ -234,6 +234,17 @@ mod tests {
         }
         let mut v: serde_json::Value =
             serde_json::from_str(include_str!("../render/fixtures/trials-report.json")).unwrap();
+        // Another schema_version is another format: refused in one line
+        // naming both versions.
+        for other in [0, 2] {
+            let mut w = v.clone();
+            w["schema_version"] = other.into();
+            let e = serde_json::from_value::<Report>(w).unwrap_err().to_string();
+            let both = format!(
+                "schema_version {other} cannot be read: this stagebench reads schema_version 1"
+            );
+            assert!(e.contains(&both) && !e.contains('\n'), "{e}");
+        }
         v["mode"] = "bench".into();
         let e = serde_json::from_value::<Report>(v.clone()).unwrap_err().to_string();
         assert!(e.contains("unknown mode \"bench\""), "{e}");

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 pub const SCHEMA: &str = "stagebench.declaration";
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Declaration {
     pub schema: String,
     pub schema_version: u32,
@@ -24,7 +24,7 @@ pub struct Declaration {
     pub program: Program,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DeclaredStage {
     pub key: String,
     pub stage: String,
@@ -51,7 +51,7 @@ pub fn definition_sha256(definition: &impl serde::Serialize) -> String {
 }
 
 /// The program's identity: which code, built how, is measuring.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Program {
     pub version: String,
     /// SHA-256 over every source file of the workspace, embedded at build time.

@@ -17,7 +17,7 @@ pub const THREAD_VARIABLES: &[&str] = &[
     "STAGEBENCH_THREADS",
 ];
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub schema: String,
     pub schema_version: u32,
@@ -52,7 +52,7 @@ pub struct Environment {
     pub unknown: BTreeMap<String, String>,
 }
 
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Thp {
     pub enabled: Option<String>,
     pub defrag: Option<String>,
@@ -63,7 +63,7 @@ pub struct Thp {
 /// reuse an inode freed in the last 5 s (5 min while its inode table block
 /// is dirty) and scans past each such inode when it creates a file, so
 /// creating files after deleting many costs far more than before.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Filesystem {
     pub kind: String,
     pub journal: Option<bool>,
@@ -100,7 +100,7 @@ fn chosen(path: &str) -> Option<String> {
     Some(text[start..end].to_string())
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Cpu {
     pub model: Option<String>,
     pub logical_cores: usize,
@@ -120,20 +120,20 @@ pub struct Cpu {
 /// What limits the run's processes beyond the machine: the cgroup's CPU
 /// quota in cores (`cpu.max`, or `cpu.cfs_quota_us` / `cpu.cfs_period_us`)
 /// and memory limit (`memory.max`, or `memory.limit_in_bytes`); null for none.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Limits {
     pub cpu_quota_cores: Option<f64>,
     pub memory_limit_bytes: Option<u64>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Os {
     pub name: Option<String>,
     pub kernel: Option<String>,
     pub arch: String,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Toolchain {
     pub rustc: String,
     pub profile: String,

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "stagebench.failure";
 pub const SCHEMA_VERSION: u32 = 1;
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Failure {
     pub schema: String,
     pub schema_version: u32,

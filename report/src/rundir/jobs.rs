@@ -26,7 +26,7 @@ pub const JOBS: &str = "jobs.jsonl.gz";
 pub const KIND: &str = "jobs";
 
 /// One line of the file.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobLine {
     /// The process that ran it, as `workers[]` names it.
     pub phase: String,

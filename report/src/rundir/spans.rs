@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// One span name's calls in a stage.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpanRecord {
     pub calls: u64,
     /// Inclusive seconds over the calls.
@@ -32,7 +32,7 @@ pub struct SpanRecord {
 }
 
 /// A stage's time against its spans.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SpanTotals {
     /// How many measurements were merged (a phase's items, the trials).
     pub measurements: u64,

@@ -110,7 +110,7 @@ pub fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
 pub const ALPHA: f64 = 0.05;
 
 /// How B compares with A on a figure where lower is better.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum Verdict {
     Faster,

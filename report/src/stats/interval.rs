@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 pub const MIN_BOOTSTRAP: usize = 6;
 
 /// How an [`Interval`] was found.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum IntervalMethod {
     /// Percentile bootstrap, 95%.
@@ -27,7 +27,7 @@ pub enum IntervalMethod {
 /// An interval for a median (or a ratio of medians) with the probability
 /// that it covers the true value: 0.95 for a bootstrap interval, the exact
 /// (for a ratio: the least) coverage for a range.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Interval {
     pub low: f64,
     pub high: f64,

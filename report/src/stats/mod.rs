@@ -34,7 +34,7 @@ fn sorted(values: &[f64]) -> Vec<f64> {
 }
 
 /// n, min, median, p95 and max of some values (non-finite values left out).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Distribution {
     pub n: u64,
     pub min: f64,
@@ -66,7 +66,8 @@ pub const OUTLIER_RULE: &str = "outside Tukey's fences: below Q1 - 1.5 IQR or ab
 pub const BOOTSTRAP_RESAMPLES: usize = 2000;
 
 /// Everything a careful reader wants about one figure's trials.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "Statistics")]
 pub struct Summary {
     pub n: u64,
     pub min: f64,

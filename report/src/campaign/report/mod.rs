@@ -24,12 +24,18 @@ use std::collections::BTreeMap;
 pub const SCHEMA: &str = "stagebench.campaign";
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// A campaign report's `schema_version`: this one's only.
+fn this_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    crate::rundir::report::expect_version(d, SCHEMA, SCHEMA_VERSION)
+}
+
 /// The components (owned by the recipe mode, whose stages report them).
 pub use crate::modes::recipe::{COMPONENTS, label};
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CampaignReport {
     pub schema: String,
+    #[serde(deserialize_with = "this_version")]
     pub schema_version: u32,
     pub name: String,
     pub declaration_sha256: String,
@@ -70,7 +76,7 @@ pub struct CampaignReport {
 }
 
 /// How a pipeline's cold runs' scratch states compare with the first's.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Identity {
     /// `identity_exclude`, as declared.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -102,7 +108,7 @@ impl CampaignReport {
 }
 
 /// A trial whose run failed: where, how, and what it had done.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FailedTrial {
     pub step: String,
     /// The step's kind (`cold`, `resume`, `interrupted`).
@@ -143,7 +149,7 @@ impl FailedTrial {
 }
 
 /// A state directory the campaign's runs wrote, as it was left at the end.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StateRecord {
     /// Relative to the campaign directory: `state/NAME`.
     pub path: String,
@@ -189,7 +195,7 @@ impl CampaignReport {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StepReport {
     pub name: String,
     pub kind: String,
@@ -207,7 +213,7 @@ pub struct StepReport {
     pub median_total_interval: Option<crate::stats::Interval>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrialReport {
     /// The run directory, relative to the campaign's.
     pub run: String,
@@ -241,7 +247,7 @@ pub struct TrialReport {
     pub calls: BTreeMap<String, crate::rundir::spans::Calls>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Killed {
     pub run: String,
     pub stage: String,
@@ -259,7 +265,7 @@ pub struct Killed {
 }
 
 /// One stage's seconds by component (see [`COMPONENTS`]) and its order.
-#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StagePart {
     pub order: usize,
     pub wall_s: f64,
@@ -298,5 +304,26 @@ impl TrialReport {
 impl StagePart {
     pub fn total(&self) -> f64 {
         self.wall_s + self.components.get("startup").copied().unwrap_or(0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// A campaign report of another schema_version is refused in one line
+    /// naming both versions; its own version reads.
+    #[test]
+    fn a_campaign_report_of_another_version_is_refused() {
+        let v: serde_json::Value =
+            serde_json::from_str(include_str!("../fixture-report.json")).unwrap();
+        assert!(serde_json::from_value::<super::CampaignReport>(v.clone()).is_ok());
+        for other in [0, 2] {
+            let mut w = v.clone();
+            w["schema_version"] = other.into();
+            let e = serde_json::from_value::<super::CampaignReport>(w).unwrap_err().to_string();
+            let both = format!(
+                "stagebench.campaign schema_version {other} cannot be read: this stagebench reads schema_version 1"
+            );
+            assert!(e.contains(&both) && !e.contains('\n'), "{e}");
+        }
     }
 }

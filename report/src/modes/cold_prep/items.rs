@@ -3,7 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 /// What the report says about the items and the inputs.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ItemSummary")]
 pub struct Summary {
     /// How many items each phase prepared.
     pub count: u64,

@@ -18,7 +18,8 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "cold-prep";
 
 /// What cold-prep adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ColdPrepSection")]
 pub struct Section {
     /// Aggregate counts of the training partition (the recipe's preparation).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// Which phase of a round ran first.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum First {
     Serial,
@@ -19,7 +19,7 @@ impl First {
 }
 
 /// One round's walls and CPU, as the report lists them.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Round {
     pub round: u32,
     pub first: First,

@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 pub const NOT_COLD_BELOW: f64 = 0.10;
 
 /// What the report says of storage.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Storage {
     /// `cold` or `as-is`, as declared.
     pub os_cache: String,
@@ -28,7 +28,7 @@ pub struct Storage {
     pub phases: Vec<PhaseStorage>,
 }
 
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PhaseStorage {
     pub key: String,
     pub processes: u32,

@@ -13,7 +13,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What a sweep adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Sweep {
     /// One point per count, increasing.
     pub points: Vec<Point>,
@@ -24,7 +24,7 @@ pub struct Sweep {
     pub cores: Option<u32>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Point {
     /// Processes the parallel preparation started (the count asked for,
     /// or the number of series when there are fewer).
@@ -48,7 +48,7 @@ pub struct Point {
 }
 
 /// Amdahl's law fitted over the counts above one.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Amdahl {
     /// The fitted serial fraction `f` (null with no count above one).
     pub serial_fraction: Option<f64>,

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "diagnostic";
 
 /// A diagnostic run adds nothing to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "DiagnosticSection")]
 pub struct Section {}
 
 impl ModeSection for Section {}

@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "profile";
 
 /// What a profile adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "ProfileSection")]
 pub struct Section {
     /// The training partition's counts, with contexts and batches.
     pub counts: Counts,

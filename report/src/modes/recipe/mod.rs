@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 pub const NAME: &str = "recipe";
 
 /// What a recipe run adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "RecipeSection")]
 pub struct Section {
     /// The state directory as the run left it (no file named).
     pub state: ::recipe::state::Digest,

@@ -16,7 +16,8 @@ pub const MAX_CV: f64 = 0.05;
 pub const FIRST_TRIAL_RATIO: f64 = 1.25;
 
 /// What a trials run adds to the report.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(rename = "TrialsSection")]
 pub struct Section {
     /// The cache the recipe stages' prerequisites prepared, when there were any.
     #[serde(default, skip_serializing_if = "Option::is_none")]

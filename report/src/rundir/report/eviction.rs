@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 /// What one eviction did, over all of a phase's inputs.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Eviction {
     /// Input files, and their bytes.
     pub files: u64,

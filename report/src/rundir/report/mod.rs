@@ -20,11 +20,34 @@ pub use stage::{IO_COUNTERS, Leaked, StageIo, StageRecord};
 
 pub const SCHEMA: &str = "stagebench.report";
 pub const SCHEMA_VERSION: u32 = 1;
+/// Reads a `schema_version` of `schema`, refusing any but `version` in
+/// one line that names both: a report of another version is another
+/// format, read by the stagebench that wrote it.
+pub fn expect_version<'de, D: serde::Deserializer<'de>>(
+    d: D,
+    schema: &str,
+    version: u32,
+) -> Result<u32, D::Error> {
+    use serde::de::Error;
+    let found = u32::deserialize(d)?;
+    match found == version {
+        true => Ok(found),
+        false => Err(D::Error::custom(format!(
+            "{schema} schema_version {found} cannot be read: this stagebench reads schema_version {version}"
+        ))),
+    }
+}
+
+/// report.json's `schema_version`: this one's only (see [`expect_version`]).
+pub fn this_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    expect_version(d, SCHEMA, SCHEMA_VERSION)
+}
+
 /// The key holding the digest of the report's own canonical body.
 pub const BODY_DIGEST_KEY: &str = "body_sha256";
 
 /// The trials of one stage.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TrialSet {
     /// Warm-up trials (recorded in `warmup_samples`, not counted).
     pub warmup: u32,
@@ -51,7 +74,7 @@ pub fn shared_warnings(trials: &BTreeMap<String, TrialSet>) -> Vec<&String> {
 }
 
 /// Aggregate counts of the training partition (no identifiers).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counts {
     pub train_series: u64,
     pub samples: u64,
@@ -71,7 +94,7 @@ pub struct Counts {
 }
 
 /// One side of a cold-prep comparison.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrepSide {
     /// Coordinator-measured: first spawn to last reap of this phase.
     pub wall_s: f64,
@@ -122,14 +145,14 @@ pub fn timeline(jobs: impl Iterator<Item = (u32, f64, f64)>, started_s: f64) -> 
 /// One job on a worker: seconds from its phase's start. The end is when the
 /// coordinator received the measurement; the start is that minus the
 /// worker's own wall time for the job.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Span {
     pub rank: u32,
     pub start_s: f64,
     pub end_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PrepWorker {
     pub rank: u32,
     pub series: u64,

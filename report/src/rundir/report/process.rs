@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 /// A worker process as the coordinator saw it: spawn to reap, with the
 /// rusage wait4 returned, so it holds even if the worker misreported.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ProcessRecord {
     pub rank: u32,
     /// Key of the stage (phase) the process served.
@@ -60,7 +60,7 @@ pub struct ProcessRecord {
 }
 
 /// One job of a worker process, in seconds from the run's start.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct JobSlice {
     /// The stage's key (a cold-prep series is its phase's key: series are
     /// never named).
@@ -74,14 +74,14 @@ pub struct JobSlice {
 }
 
 /// A named interval, in seconds from the run's start.
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TimedSlice {
     pub name: String,
     pub start_s: f64,
     pub end_s: f64,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ArtifactRecord {
     /// Relative to the run directory.
     pub path: String,

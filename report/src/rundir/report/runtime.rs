@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// What a stage ran on: `protocol::Runtime` as the report keeps it.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RuntimeRecord {
     /// Thread settings from the stage's environment, only those set.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).
-#[derive(Clone, Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageRecord {
     pub stage: String,
     /// Position in the plan, from 0.
@@ -100,7 +100,7 @@ pub struct StageRecord {
 /// The I/O counters of a stage record (see `protocol::Io`, whose fields
 /// these are, with the method named `io_method` beside the memory's
 /// `tree_peak_method`).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StageIo {
     pub io_method: String,
     pub read_bytes: u64,
@@ -197,7 +197,7 @@ impl StageRecord {
 
 /// Processes a stage left behind: how many, and their short command names
 /// (`comm`: never a path or an argument).
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Leaked {
     pub count: u32,
     pub names: Vec<String>,
