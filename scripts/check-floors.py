@@ -1,5 +1,8 @@
 #!/usr/bin/env python3
-"""Fails when any crate of the workspace has a cycle between sibling modules, at any depth.
+"""Fails when any crate of the workspace has a cycle between sibling modules, at any depth,
+when a crate depends on one listed after it in the workspace's members (the crates'
+floors: protocol < evidence < recipe < model < worker < report < coordinator < tests),
+or when a Rust file has more than 500 lines.
 
 A module may use the floors below it, never above (ARCHITECTURE.md), and that holds
 inside every module as at the crate root. This reads every `crate::`, `super::` and
@@ -216,10 +219,73 @@ def declared_order(src):
     return None
 
 
+# No Rust file of a crate (src/, tests/, examples/, benches/) may be longer.
+MAX_LINES = 500
+
+
+def long_files(workspace, limit=MAX_LINES):
+    """(path, lines) of every .rs file under a member longer than `limit`."""
+    found = []
+    for member in members(workspace):
+        for here, dirs, files in os.walk(os.path.join(workspace, member)):
+            dirs[:] = sorted(d for d in dirs if d not in ('target', '.git'))
+            for name in sorted(files):
+                if name.endswith('.rs'):
+                    path = os.path.join(here, name)
+                    with open(path, encoding='utf-8') as f:
+                        n = sum(1 for _ in f)
+                    if n > limit:
+                        found.append((os.path.relpath(path, workspace), n))
+    return found
+
+
+def member_dependencies(workspace):
+    """Each member's dependencies on other members ([dependencies] and
+    [build-dependencies]; dev-dependencies may reach up, as tests do), by
+    the workspace's dependency key (`protocol = { workspace = true }`) or
+    by a path."""
+    names = {}
+    root = open(os.path.join(workspace, 'Cargo.toml'), encoding='utf-8').read()
+    for key, path in re.findall(r'^([a-z_-]+)\s*=\s*\{[^}]*\bpath\s*=\s*"([^"]+)"', root, re.M):
+        names[key] = path
+    deps = {}
+    for member in members(workspace):
+        manifest = os.path.join(workspace, member, 'Cargo.toml')
+        if not os.path.isfile(manifest):
+            continue
+        text = open(manifest, encoding='utf-8').read()
+        used = set()
+        for section, body in re.findall(r'^\[([a-z-]+)\]\s*\n(.*?)(?=^\[|\Z)', text, re.M | re.S):
+            if section not in ('dependencies', 'build-dependencies'):
+                continue
+            for key, rest in re.findall(r'^([a-z_-]+)(\.workspace\s*=\s*true|\s*=.*)$', body, re.M):
+                if key in names and ('workspace' in rest):
+                    used.add(os.path.normpath(names[key]))
+                m = re.search(r'path\s*=\s*"([^"]+)"', rest)
+                if m:
+                    used.add(os.path.normpath(os.path.join(member, m.group(1))))
+        deps[member] = sorted(d for d in used if d in members(workspace) and d != member)
+    return deps
+
+
+def crate_floors(workspace):
+    """Each (crate, dependency) where a crate depends on a member listed
+    after it in the workspace's `members`: the crates' floors."""
+    order = {m: i for i, m in enumerate(members(workspace))}
+    return [(m, d) for m, ds in member_dependencies(workspace).items()
+            for d in ds if order[d] > order[m]]
+
+
 def check(workspace):
     """Prints each cycle (and, where the root lists its floors, each edge
     pointing down the list) with one place per edge; returns how many crates fail."""
     bad = 0
+    for m, d in crate_floors(workspace):
+        bad += 1
+        print(f'{m} depends on {d}, a crate listed after it in Cargo.toml\'s members (the crates\' floors)')
+    for path, n in long_files(workspace):
+        bad += 1
+        print(f'{path} has {n} lines: no Rust file may have more than {MAX_LINES} (split it by what each part owns)')
     for member in members(workspace):
         src = os.path.join(workspace, member, 'src')
         if not os.path.isdir(src):
@@ -320,7 +386,25 @@ def self_test():
             if got != want:
                 print(f'self-test floor order {listing!r}: {got} failing crate(s), expected {want}')
                 failures += 1
-    total = len(cases) + len(nested) + 2
+    # A crate that depends on one listed after it fails; a long file fails.
+    for order, long, want in ((('k', 'j'), 0, 1), (('j', 'k'), 0, 0), (('j', 'k'), MAX_LINES + 1, 1)):
+        with tempfile.TemporaryDirectory() as ws:
+            with open(os.path.join(ws, 'Cargo.toml'), 'w') as f:
+                f.write(f'[workspace]\nmembers = ["{order[0]}", "{order[1]}"]\n'
+                        '[workspace.dependencies]\nj = { package = "x-j", path = "j" }\n')
+            for crate, manifest in (('j', ''), ('k', '[dependencies]\nj.workspace = true\n')):
+                os.makedirs(os.path.join(ws, crate, 'src'))
+                with open(os.path.join(ws, crate, 'Cargo.toml'), 'w') as f:
+                    f.write(f'[package]\nname = "x-{crate}"\n{manifest}')
+                with open(os.path.join(ws, crate, 'src', 'lib.rs'), 'w') as f:
+                    f.write('\n' * (long if crate == 'j' else 1))
+            import contextlib, io
+            with contextlib.redirect_stdout(io.StringIO()):
+                got = check(ws)
+            if got != want:
+                print(f'self-test crate floors {order}, {long} lines: {got} failure(s), expected {want}')
+                failures += 1
+    total = len(cases) + len(nested) + 5
     print(f'{total - failures} passed, {failures} failed')
     return failures
 
@@ -343,7 +427,9 @@ def main(argv):
     if bad:
         print(f'{bad} crate(s) with a cycle or a module above its floor; see ARCHITECTURE.md for the floors')
         return 1
-    print(f'no cycle between sibling modules, at any depth, in {len(members(workspace))} crates')
+    print(f'no cycle between sibling modules, at any depth, in {len(members(workspace))} crates; '
+          f'each crate depends only on crates listed before it ({" < ".join(members(workspace))}); '
+          f'no Rust file over {MAX_LINES} lines')
     return 0
 
 
