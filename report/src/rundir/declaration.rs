@@ -7,9 +7,16 @@ use std::collections::BTreeMap;
 pub const SCHEMA: &str = "stagebench.declaration";
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// declaration.json's `schema_version`: this one's only (see
+/// [`super::report::expect_version`]).
+fn this_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    super::report::expect_version(d, SCHEMA, SCHEMA_VERSION)
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Declaration {
     pub schema: String,
+    #[serde(deserialize_with = "this_version")]
     pub schema_version: u32,
     pub created_utc: String,
     pub mode: String,

@@ -7,6 +7,12 @@ use std::collections::BTreeMap;
 pub const SCHEMA: &str = "stagebench.environment";
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// environment.json's `schema_version`: this one's only (see
+/// [`super::report::expect_version`]).
+fn this_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    super::report::expect_version(d, SCHEMA, SCHEMA_VERSION)
+}
+
 /// Environment variables that change how many threads the measured code uses.
 pub const THREAD_VARIABLES: &[&str] = &[
     "RAYON_NUM_THREADS",
@@ -20,6 +26,7 @@ pub const THREAD_VARIABLES: &[&str] = &[
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Environment {
     pub schema: String,
+    #[serde(deserialize_with = "this_version")]
     pub schema_version: u32,
     pub captured_utc: String,
     pub cpu: Cpu,

@@ -5,9 +5,16 @@ use serde::{Deserialize, Serialize};
 pub const SCHEMA: &str = "stagebench.failure";
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// failure.json's `schema_version`: this one's only (see
+/// [`super::report::expect_version`]).
+fn this_version<'de, D: serde::Deserializer<'de>>(d: D) -> Result<u32, D::Error> {
+    super::report::expect_version(d, SCHEMA, SCHEMA_VERSION)
+}
+
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Failure {
     pub schema: String,
+    #[serde(deserialize_with = "this_version")]
     pub schema_version: u32,
     pub mode: String,
     /// Key of the stage that failed, when one did.

@@ -184,6 +184,36 @@ pub fn resolved(cwd: &Path, path: &Path) -> PathBuf {
 mod tests {
     use super::*;
 
+    /// A declaration, environment or failure of another `schema_version`
+    /// is refused in one line naming both versions, before any other key.
+    #[test]
+    fn files_of_another_version_are_refused_naming_both() {
+        fn refusal<T: serde::de::DeserializeOwned>(version: u32) -> String {
+            let text = format!(r#"{{"schema_version": {version}}}"#);
+            match serde_json::from_str::<T>(&text) {
+                Ok(_) => panic!("schema_version {version} was read"),
+                Err(e) => e.to_string(),
+            }
+        }
+        for version in [0, 2] {
+            for (schema, e) in [
+                (declaration::SCHEMA, refusal::<declaration::Declaration>(version)),
+                (environment::SCHEMA, refusal::<environment::Environment>(version)),
+                (failure::SCHEMA, refusal::<failure::Failure>(version)),
+            ] {
+                let said = format!(
+                    "{schema} schema_version {version} cannot be read: \
+                     this stagebench reads schema_version 1"
+                );
+                assert!(e.starts_with(&said), "{e}");
+                assert!(!e.contains('\n'), "{e}");
+            }
+        }
+        // Version 1 gets past its version to the keys it lacks.
+        let e = serde_json::from_str::<failure::Failure>(r#"{"schema_version": 1}"#).unwrap_err();
+        assert!(e.to_string().starts_with("missing field"), "{e}");
+    }
+
     #[test]
     fn artifact_paths_must_stay_inside() {
         assert!(is_safe_relative("artifacts/a.bin"));
