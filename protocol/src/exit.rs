@@ -8,6 +8,8 @@ pub mod coordinator {
     /// `failure.json` names the stage and the reason; there is no report.json.
     /// A campaign in which a trial failed also exits 1, with its report:
     /// the failed trials are its first finding (`failed_trials`).
+    /// `coordinator doctor` exits 1 when a warning applies to the machine,
+    /// so a script can refuse to benchmark on it.
     pub const RUN_FAILED: u8 = 1;
     /// Bad usage or bad input (unknown flag, existing output directory,
     /// unreadable file). Nothing was measured.

@@ -1,6 +1,8 @@
 //! `coordinator campaign [FILE.toml] [--output DIR]`: a scripted sequence of
-//! recipe runs against state directories, each run a full `--mode recipe`
-//! run in fresh worker processes, repeated `trials` times per step:
+//! runs against state directories, repeated `trials` times per step, each
+//! in fresh worker processes: the built-in recipe's a full `--mode recipe`
+//! run, a `[[pipeline]]`'s its commands, one stage each, against the
+//! file's scratch directory (see `runner`):
 //!
 //! - `cold`: a new, empty state per trial; the first trial's final state is
 //!   the reference;

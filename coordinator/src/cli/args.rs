@@ -94,9 +94,11 @@ pub(super) enum Command {
         #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1024))]
         workers: u32,
     },
-    /// Run a scripted cold/resume campaign: each step a full `--mode recipe`
-    /// run in fresh processes, repeated; writes report.json (verifiable),
-    /// summary.md with the judgment, and plots/campaign.{svg,png}.
+    /// Run a scripted cold/resume campaign: each step's trials run in fresh
+    /// processes (the built-in recipe as a `--mode recipe` run, or the
+    /// file's `[[pipeline]]` commands against its scratch directory);
+    /// writes report.json (verifiable), summary.md with the judgment, and
+    /// plots/campaign.{svg,png}.
     Campaign {
         /// The campaign (TOML). [default: scripts/campaigns/cold-resume.toml, embedded]
         file: Option<PathBuf>,

@@ -249,6 +249,46 @@ fn the_modes_reference_lists_every_mode_as_the_help_does() {
     }
 }
 
+/// The synopsis of docs/modes.md spells every flag the command line and
+/// each subcommand take (the help and version flags aside).
+#[test]
+fn the_synopsis_lists_every_flag() {
+    let text = std::fs::read_to_string(root().join("docs/modes.md")).unwrap();
+    let synopsis = parts(&text)
+        .into_iter()
+        .find_map(|p| match p {
+            Part::Code { lang: "text", lines } => Some(lines.join("\n")),
+            _ => None,
+        })
+        .expect("docs/modes.md opens with its synopsis");
+    let grammar = super::grammar();
+    let mut missing = Vec::new();
+    let mut check = |command: &clap::Command, prefix: &str| {
+        for arg in command.get_arguments() {
+            let Some(long) = arg.get_long() else { continue };
+            if ["help", "version"].contains(&long) {
+                continue;
+            }
+            let flag = format!("--{long}");
+            let said = synopsis.match_indices(&flag).any(|(at, _)| {
+                let next = synopsis[at + flag.len()..].chars().next();
+                !next.is_some_and(|c| c.is_ascii_alphanumeric() || c == '-')
+            });
+            if !said {
+                missing.push(format!("{prefix}{flag}"));
+            }
+        }
+    };
+    check(&grammar, "");
+    for sub in grammar.get_subcommands() {
+        check(sub, &format!("{} ", sub.get_name()));
+        for subsub in sub.get_subcommands() {
+            check(subsub, &format!("{} {} ", sub.get_name(), subsub.get_name()));
+        }
+    }
+    assert!(missing.is_empty(), "docs/modes.md's synopsis lacks {missing:?}");
+}
+
 #[test]
 fn every_command_line_in_the_docs_parses() {
     let mut bad = Vec::new();
@@ -347,4 +387,24 @@ fn a_flag_that_does_not_exist_or_a_bad_value_is_refused() {
     assert!(refused(&words("coordinator --mode cold-pep")).is_some());
     assert!(refused(&words("coordinator --workers 4,2")).is_some());
     assert!(refused(&words("coordinator frobnicate")).is_some());
+}
+
+/// `--epochs` takes what its help says, up to the one limit a campaign
+/// file's `epochs` has too (`modes::recipe::MAX_EPOCHS`).
+#[test]
+fn epochs_are_bounded_where_the_help_says() {
+    use crate::modes::recipe::MAX_EPOCHS;
+    let cli = |epochs: u32| {
+        let epochs = epochs.to_string();
+        let argv = ["coordinator", "--mode", "recipe", "--state", "s", "--epochs", &epochs];
+        super::grammar().try_get_matches_from(argv)
+    };
+    if let Err(e) = cli(MAX_EPOCHS) {
+        panic!("{e}");
+    }
+    for bad in [0, MAX_EPOCHS + 1] {
+        assert!(cli(bad).is_err(), "--epochs {bad} was accepted");
+    }
+    let help = super::grammar().render_long_help().to_string();
+    assert!(help.contains(&format!("1 to {MAX_EPOCHS}")), "the help does not state the limit");
 }

@@ -9,6 +9,7 @@ mod tests;
 
 use crate::error::Refusal;
 use crate::interrupt::KillAt;
+use crate::modes::recipe::MAX_EPOCHS;
 use paths::resolve_pipeline;
 pub(crate) use paths::{Places, guard_scratch};
 use serde::{Deserialize, Serialize};
@@ -250,8 +251,8 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     if !(1..=100).contains(&s.trials) {
         return Err(Refusal(format!("trials = {} must be between 1 and 100", s.trials)));
     }
-    if !(1..=1000).contains(&s.epochs) {
-        return Err(Refusal(format!("epochs = {} must be between 1 and 1000", s.epochs)));
+    if !(1..=MAX_EPOCHS).contains(&s.epochs) {
+        return Err(Refusal(format!("epochs = {} must be between 1 and {MAX_EPOCHS}", s.epochs)));
     }
     if s.stage_timeout_s.is_some_and(|t| !(t.is_finite() && t > 0.0)) {
         return Err(Refusal("stage_timeout_s must be a positive number of seconds".into()));

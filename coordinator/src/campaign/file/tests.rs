@@ -39,6 +39,22 @@ fn mistakes_are_refused_with_what_is_wrong() {
     parse(base).unwrap();
 }
 
+/// A campaign's epochs have the limit `--epochs` has: one constant (the
+/// command line's side is `cli::docs_tests`'s).
+#[test]
+fn epochs_are_bounded_as_the_command_line_bounds_them() {
+    let with = |epochs: u32| {
+        parse(&format!(
+            "[campaign]\nname = \"x\"\nepochs = {epochs}\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n"
+        ))
+    };
+    with(MAX_EPOCHS).unwrap();
+    for bad in [0, MAX_EPOCHS + 1] {
+        let e = with(bad).unwrap_err().0;
+        assert_eq!(e, format!("epochs = {bad} must be between 1 and 10000"));
+    }
+}
+
 #[test]
 fn a_pipelines_roles_and_kill_points_are_checked_before_anything_runs() {
     let base = "[campaign]\nname = \"x\"\n[[pipeline]]\nname = \"fit\"\nargv = [\"true\"]\n";

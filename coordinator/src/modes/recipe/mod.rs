@@ -22,6 +22,10 @@ use std::path::PathBuf;
 pub(crate) struct Recipe;
 pub(crate) const MODE: Recipe = Recipe;
 
+/// The most epochs a recipe run trains, from `--epochs` or a campaign
+/// file's `epochs` alike.
+pub(crate) const MAX_EPOCHS: u32 = 10_000;
+
 // The flags only a recipe run reads. (A doc comment here would be the
 // whole command's about: clap takes a flattened group's.)
 #[derive(clap::Args, Debug)]
@@ -37,8 +41,8 @@ pub(crate) struct Args {
     /// `recompute` them from their inputs.
     #[arg(long, value_enum, value_name = "POLICY")]
     resume_policy: Option<PolicyArg>,
-    /// Epochs to train (a checkpoint after each). [default: 1]
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=10_000))]
+    /// Epochs to train (a checkpoint after each), 1 to 10000. [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=MAX_EPOCHS as i64))]
     epochs: Option<u32>,
 }
 

@@ -54,7 +54,10 @@ impl Section {
     }
 
     /// The serial and parallel walls the speedup stands for: round 1's, or
-    /// with rounds each one's median over rounds.
+    /// with rounds each one's median over rounds. With rounds the speedup
+    /// is not their ratio but the median of each round's own ratio (a
+    /// round's serial and parallel phases ran back to back, under the same
+    /// conditions), so the console shows both, each named.
     pub fn walls(&self) -> (f64, f64) {
         if self.rounds.is_empty() {
             return (self.serial.wall_s, self.parallel.wall_s);
@@ -221,7 +224,10 @@ impl ModeSection for Section {
                 n => format!("{n} processes"),
             },
             parallel_wall,
-            if prep.rounds.is_empty() { "" } else { " (medians)" },
+            match prep.rounds.is_empty() {
+                true => String::new(),
+                false => format!(" (medians, ratio {:.2}x)", serial_wall / parallel_wall),
+            },
             prep.speedup_phrase(),
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
