@@ -78,11 +78,12 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
 /// The declaration's parameters for `--inputs`: `inputs_sha256` and
 /// `inputs_files` (of all of them), and with several, `inputs_each_sha256`.
 pub(crate) fn parameters(dirs: &[InputDir]) -> Vec<(String, serde_json::Value)> {
+    use crate::rundir::declaration::keys;
     let before: Vec<Digest> = dirs.iter().map(|d| d.before.clone()).collect();
     let Some(all) = combined(&before) else { return Vec::new() };
     let mut p = vec![
-        ("inputs_sha256".to_string(), serde_json::json!(all.sha256)),
-        ("inputs_files".to_string(), serde_json::json!(all.files)),
+        (keys::INPUTS_SHA256.to_string(), serde_json::json!(all.sha256)),
+        (keys::INPUTS_FILES.to_string(), serde_json::json!(all.files)),
     ];
     if before.len() > 1 {
         let each: Vec<&str> = before.iter().map(|d| d.sha256.as_str()).collect();

@@ -257,7 +257,10 @@ impl Settings {
         p.insert("leaks".into(), self.leaks.as_str().into());
         p.insert("sample_ms".into(), self.sample_ms.into());
         if !self.sources.is_empty() {
-            p.insert("sources".into(), serde_json::json!(self.sources));
+            p.insert(
+                crate::rundir::declaration::keys::SOURCES.into(),
+                serde_json::json!(self.sources),
+            );
         }
         p.extend(crate::inputs::parameters(&self.inputs));
         if let Some(step) = &self.campaign_step {

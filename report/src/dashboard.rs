@@ -12,9 +12,12 @@
 //! so rerunning with nothing new rewrites nothing. A README.md that this
 //! command did not write is refused and left alone.
 
+use crate::campaign::report::CampaignReport;
 use crate::modes::Report;
+use crate::rundir::declaration::Declaration;
+use crate::rundir::failure::Failure;
 use crate::rundir::{DECLARATION, FAILURE, REPORT, report};
-use serde_json::Value;
+use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
@@ -87,14 +90,53 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
     ))
 }
 
-/// Directories holding declaration.json, with it read (Null if unreadable),
-/// in path order; hidden directories (such as a staging
-/// `.name.partial-PID`) and symlinks are not followed.
-fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Value)>) -> std::io::Result<()> {
+/// What a directory's declaration.json is, read as its type: a run's, a
+/// campaign's (of which the dashboard reads its start and its steps: the
+/// rest is the campaign file), or one it cannot read.
+enum Declared {
+    Run(Box<Declaration>),
+    Campaign(CampaignDeclared),
+    Unreadable,
+}
+
+/// What the dashboard reads of a campaign's declaration.
+#[derive(serde::Deserialize)]
+struct CampaignDeclared {
+    created_utc: String,
+    campaign: CampaignSteps,
+}
+
+#[derive(serde::Deserialize)]
+struct CampaignSteps {
+    #[serde(default)]
+    step: Vec<serde::de::IgnoredAny>,
+}
+
+impl Declared {
+    fn read(path: &Path) -> Declared {
+        #[derive(serde::Deserialize)]
+        struct Schema {
+            schema: String,
+        }
+        let Ok(bytes) = std::fs::read(path) else { return Declared::Unreadable };
+        let read = match serde_json::from_slice::<Schema>(&bytes) {
+            Ok(s) if s.schema == crate::campaign::SCHEMA_DECLARATION => {
+                serde_json::from_slice(&bytes).map(Declared::Campaign)
+            }
+            _ => serde_json::from_slice(&bytes).map(|d| Declared::Run(Box::new(d))),
+        };
+        read.unwrap_or(Declared::Unreadable)
+    }
+}
+
+/// Directories holding declaration.json, with it read, in path order;
+/// hidden directories (such as a staging `.name.partial-PID`) and symlinks
+/// are not followed.
+fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Declared)>) -> std::io::Result<()> {
     if dir.join(DECLARATION).is_file() {
-        let decl = read_json(&dir.join(DECLARATION)).unwrap_or(Value::Null);
+        let decl = Declared::read(&dir.join(DECLARATION));
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
-        let campaign = is_campaign(&decl);
+        let campaign = matches!(decl, Declared::Campaign(_));
         out.push((dir.to_path_buf(), decl));
         if !campaign {
             return Ok(());
@@ -116,31 +158,30 @@ fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Value)>) -> std::
     Ok(())
 }
 
-fn is_campaign(declaration: &Value) -> bool {
-    declaration["schema"] == crate::campaign::SCHEMA_DECLARATION
-}
-
-fn read_json(path: &Path) -> Option<Value> {
+/// A file of the run directory read as its type; None when absent or not
+/// of it.
+fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
-fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
+fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
     let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
-    let campaign = is_campaign(decl);
-    let stages = match campaign {
-        true => decl["campaign"]["step"].as_array().map(|s| format!("{} steps", s.len())),
-        false => decl["stages"].as_array().map(|s| s.len().to_string()),
+    let (created, mode, stages) = match decl {
+        Declared::Run(d) => (d.created_utc.clone(), d.mode.clone(), d.stages.len().to_string()),
+        Declared::Campaign(c) => (
+            c.created_utc.clone(),
+            "campaign".to_string(),
+            format!("{} steps", c.campaign.step.len()),
+        ),
+        Declared::Unreadable => (String::new(), "?".into(), "?".into()),
     };
-    let mode = match campaign {
-        true => Some("campaign"),
-        false => decl["mode"].as_str(),
-    };
+    let campaign = matches!(decl, Declared::Campaign(_));
     let mut r = Row {
         rel,
-        created: decl["created_utc"].as_str().unwrap_or("").to_string(),
-        mode: mode.unwrap_or("?").to_string(),
+        created,
+        mode,
         status: String::new(),
-        stages: stages.unwrap_or_else(|| "?".into()),
+        stages,
         processes: "–".into(),
         wall: "–".into(),
         headline: String::new(),
@@ -150,7 +191,9 @@ fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
         r.status = "**incomplete**: both report.json and failure.json".into();
         return r;
     }
-    match read_json(&dir.join(REPORT)) {
+    // The body digest is over the bytes as written, whatever their keys:
+    // the one check here that reads report.json untyped.
+    match read::<serde_json::Value>(&dir.join(REPORT)) {
         Some(rep) => {
             let claimed = rep[report::BODY_DIGEST_KEY].as_str().unwrap_or("");
             if claimed != report::body_digest(&rep) {
@@ -159,24 +202,29 @@ fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
             }
             r.status = "ok".into();
             if campaign {
-                r.headline = campaign_headline(&rep);
+                r.headline = match CampaignReport::deserialize(&rep) {
+                    Ok(typed) => campaign_headline(&typed),
+                    Err(_) => "**unreadable report**".into(),
+                };
                 return r;
             }
-            r.processes = rep["workers"].as_array().map_or("?".into(), |w| w.len().to_string());
-            if let Some(w) = rep["run_wall_s"].as_f64() {
-                r.wall = crate::fmt::duration(w);
+            match Report::deserialize(&rep) {
+                Ok(typed) => {
+                    r.processes = typed.workers.len().to_string();
+                    r.wall = crate::fmt::duration(typed.run_wall_s);
+                    r.headline = headline(&typed);
+                }
+                Err(_) => {
+                    r.processes = "?".into();
+                    r.headline = "**unreadable report**".into();
+                }
             }
-            r.headline = match serde_json::from_value::<Report>(rep) {
-                Ok(typed) => headline(&typed),
-                Err(_) => "**unreadable report**".into(),
-            };
         }
         None if dir.join(REPORT).exists() => r.status = "**unreadable report**".into(),
-        None => match read_json(&dir.join(FAILURE)) {
-            Some(f) => {
-                // The reason is a fixed word; the message is not for sharing.
-                r.status = format!("failed: {}", f["reason"].as_str().unwrap_or("?"));
-            }
+        None => match read::<Failure>(&dir.join(FAILURE)) {
+            // The reason is a fixed word; the message is not for sharing.
+            Some(f) => r.status = format!("failed: {}", f.reason),
+            None if dir.join(FAILURE).exists() => r.status = "failed: ?".into(),
             None => r.status = "no report (interrupted or running)".into(),
         },
     }
@@ -186,23 +234,20 @@ fn row(base: &Path, dir: &Path, decl: &Value) -> Row {
 /// One phrase about what a campaign found: trials per step, the first
 /// resume against the cold run, and how many resumed trials left the cold
 /// run's state.
-fn campaign_headline(rep: &Value) -> String {
-    let steps = rep["steps"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let of_kind = |k: &str| steps.iter().find(|s| s["kind"] == k);
-    let total = |s: Option<&Value>| s.and_then(|s| s["median_total_s"].as_f64());
-    let ratio = match (total(of_kind("resume")), total(of_kind("cold"))) {
-        (Some(r), Some(c)) if c > 0.0 => format!("resume {:.3}× cold", r / c),
+fn campaign_headline(rep: &CampaignReport) -> String {
+    let of_kind = |k: &str| rep.steps.iter().find(|s| s.kind == k);
+    let ratio = match (of_kind("resume"), of_kind("cold")) {
+        (Some(r), Some(c)) if c.median_total_s > 0.0 => {
+            format!("resume {:.3}× cold", r.median_total_s / c.median_total_s)
+        }
         _ => "no resume".into(),
     };
-    let resumed: Vec<&Value> = steps
-        .iter()
-        .filter(|s| s["kind"] != "cold")
-        .flat_map(|s| s["trials"].as_array().map(Vec::as_slice).unwrap_or_default())
-        .collect();
-    let same = resumed.iter().filter(|t| t["identical_to_cold"] == true).count();
+    let resumed: Vec<_> =
+        rep.steps.iter().filter(|s| s.kind != "cold").flat_map(|s| &s.trials).collect();
+    let same = resumed.iter().filter(|t| t.identical_to_cold).count();
     format!(
         "{} trials per step; {ratio}; {same} of {} resumed trials identical to cold",
-        rep["trials"].as_u64().unwrap_or(0),
+        rep.trials,
         resumed.len()
     )
 }

@@ -8,25 +8,20 @@
 //! the verdict, the threshold; then one sentence per step saying whether B
 //! is faster, slower or neither, and what changed most.
 
+use super::comparable::{Machine, Runtimes};
 use super::{Asked, CompareError, Comparison, DEFAULT_FIGURES, Row, comparable, matches, row};
 use crate::campaign::report::{CampaignReport, StepReport};
 use crate::fmt::duration;
 use crate::stats::Verdict;
-use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// Two verified campaigns: their comparison, or why they are refused.
 pub(super) fn compare(
-    env: [&Value; 2],
-    reports: [Value; 2],
+    machines: [&Machine; 2],
+    reports: [CampaignReport; 2],
     asked: &Asked<'_>,
 ) -> Result<Comparison, CompareError> {
-    let typed = |v: Value| {
-        serde_json::from_value::<crate::campaign::report::CampaignReport>(v)
-            .map_err(|e| CompareError::Read(format!("a campaign's report.json: {e}")))
-    };
-    let [ra, rb] = reports;
-    let (a, b) = (typed(ra)?, typed(rb)?);
+    let [a, b] = reports;
     let mut incomparable = Vec::new();
     if a.pipeline != b.pipeline {
         incomparable.push("one campaign ran a pipeline, the other the recipe".into());
@@ -39,7 +34,7 @@ pub(super) fn compare(
     }
     let stages = [stages_with_runtime(&a), stages_with_runtime(&b)];
     let common = common_stages(&a, &b);
-    let comparability = comparable::block(env, [&stages[0], &stages[1]], &common);
+    let comparability = comparable::block(machines, [&stages[0], &stages[1]], &common);
     let differences = comparable::differences(&comparability);
     if asked.strict && !differences.is_empty() {
         return Err(CompareError::Differs(differences));
@@ -188,17 +183,16 @@ fn sentence(a: &StepReport, b: &StepReport, rows: &[Row]) -> String {
 /// For the comparability block: each stage's runtime, keyed by the stage's
 /// name, from the first step whose median recorded one (a stage a resume
 /// skipped records none).
-pub fn stages_with_runtime(r: &CampaignReport) -> Value {
-    let mut out = serde_json::Map::new();
+pub fn stages_with_runtime(r: &CampaignReport) -> Runtimes {
+    let mut out = Runtimes::new();
     for step in &r.steps {
         for (stage, part) in &step.median {
-            let known = out.get(stage).is_some_and(|v| !v["runtime"].is_null());
-            if !known {
-                out.insert(stage.clone(), serde_json::json!({ "runtime": part.runtime }));
+            if let (false, Some(runtime)) = (out.contains_key(stage), &part.runtime) {
+                out.insert(stage.clone(), runtime.clone());
             }
         }
     }
-    Value::Object(out)
+    out
 }
 
 /// The stages both campaigns ran, by name, for the comparability block.
@@ -253,9 +247,8 @@ mod tests {
         b: &CampaignReport,
         asked: &Asked<'_>,
     ) -> Result<Comparison, CompareError> {
-        let env = json!({});
-        let v = |r: &CampaignReport| serde_json::to_value(r).unwrap();
-        compare([&env, &env], [v(a), v(b)], asked)
+        let machine = Machine::default();
+        compare([&machine, &machine], [a.clone(), b.clone()], asked)
     }
 
     /// A fix that removed resume_load's 0.5 s span: that step faster,

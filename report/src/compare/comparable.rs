@@ -5,9 +5,35 @@
 //! stage's rows for its own); `--strict` refuses instead. Commits are shown
 //! but mark nothing: comparing two commits is what `compare` is for.
 
+use crate::rundir::environment::Environment;
 use crate::rundir::report::RuntimeRecord;
-use serde_json::Value;
 use std::collections::BTreeMap;
+
+/// What the block reads of environment.json: the machine and the
+/// coordinator's thread settings (those set).
+#[derive(Debug, Clone, Default)]
+pub struct Machine {
+    pub cpu_model: Option<String>,
+    pub logical_cores: Option<usize>,
+    pub threads: BTreeMap<String, String>,
+}
+
+impl From<&Environment> for Machine {
+    fn from(env: &Environment) -> Machine {
+        Machine {
+            cpu_model: env.cpu.model.clone(),
+            logical_cores: Some(env.cpu.logical_cores),
+            threads: env
+                .threads
+                .iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.clone()?)))
+                .collect(),
+        }
+    }
+}
+
+/// Each stage's runtime record, by stage (a stage without one is absent).
+pub type Runtimes = BTreeMap<String, RuntimeRecord>;
 
 /// One line of the comparability block.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,35 +59,23 @@ impl Line {
     }
 }
 
-/// The block for two runs: their environments, and their stage records.
-pub fn block(env: [&Value; 2], stages: [&Value; 2], common: &[String]) -> Vec<Line> {
-    let text = |v: &Value| match v {
-        Value::Null => "unknown".to_string(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    };
-    let machine = |what: &str, pointer: &str| Line {
+/// The block for two runs: their machines, and their stages' runtimes.
+pub fn block(machines: [&Machine; 2], runtimes: [&Runtimes; 2], common: &[String]) -> Vec<Line> {
+    let both = |what: &str, side: &dyn Fn(&Machine) -> String| Line {
         what: what.into(),
-        a: text(env[0].pointer(pointer).unwrap_or(&Value::Null)),
-        b: text(env[1].pointer(pointer).unwrap_or(&Value::Null)),
+        a: side(machines[0]),
+        b: side(machines[1]),
         stage: None,
         informational: false,
     };
+    let unknown = || "unknown".to_string();
     let mut lines = vec![
-        machine("CPU model", "/cpu/model"),
-        machine("logical cores", "/cpu/logical_cores"),
-        Line {
-            what: "thread settings of the coordinator".into(),
-            a: threads_of_environment(env[0]),
-            b: threads_of_environment(env[1]),
-            stage: None,
-            informational: false,
-        },
+        both("CPU model", &|m| m.cpu_model.clone().unwrap_or_else(unknown)),
+        both("logical cores", &|m| m.logical_cores.map_or_else(unknown, |n| n.to_string())),
+        both("thread settings of the coordinator", &|m| join(&m.threads, "=")),
     ];
     for stage in common {
-        let runtime = |i: usize| -> RuntimeRecord {
-            serde_json::from_value(stages[i][stage]["runtime"].clone()).unwrap_or_default()
-        };
+        let runtime = |i: usize| runtimes[i].get(stage).cloned().unwrap_or_default();
         let (a, b) = (runtime(0), runtime(1));
         let per_stage = |what: &str, a: String, b: String, informational: bool| Line {
             what: format!("stage {stage}: {what}"),
@@ -122,11 +136,8 @@ pub fn block(env: [&Value; 2], stages: [&Value; 2], common: &[String]) -> Vec<Li
 /// The files `--sources` bound into each declaration: a line naming the
 /// files that differ, which marks no row (a changed source is what
 /// `compare` is for, as a commit is); none when neither declared any.
-pub fn declared_sources(declarations: [&Value; 2]) -> Option<Line> {
-    let of = |d: &Value| -> BTreeMap<String, String> {
-        serde_json::from_value(d["parameters"]["sources"].clone()).unwrap_or_default()
-    };
-    let (a, b) = (of(declarations[0]), of(declarations[1]));
+pub fn declared_sources(sources: [&BTreeMap<String, String>; 2]) -> Option<Line> {
+    let [a, b] = sources;
     if a.is_empty() && b.is_empty() {
         return None;
     }
@@ -147,8 +158,8 @@ pub fn declared_sources(declarations: [&Value; 2]) -> Option<Line> {
     };
     Some(Line {
         what: "declared sources".into(),
-        a: side(&a),
-        b: side(&b),
+        a: side(a),
+        b: side(b),
         stage: None,
         informational: true,
     })
@@ -157,13 +168,12 @@ pub fn declared_sources(declarations: [&Value; 2]) -> Option<Line> {
 /// The data `--inputs` bound into each declaration: a line that marks
 /// every row when it differs (the same code over other data is another
 /// measurement, as another machine is); none when neither declared any.
-pub fn declared_inputs(declarations: [&Value; 2]) -> Option<Line> {
-    let of = |d: &Value| {
-        let p = &d["parameters"];
-        let sha = p["inputs_sha256"].as_str()?;
-        Some(format!("{} file(s), {}", p["inputs_files"], &sha[..12.min(sha.len())]))
+/// `inputs`: each declaration's file count and combined digest.
+pub fn declared_inputs(inputs: [Option<&(u64, String)>; 2]) -> Option<Line> {
+    let of = |i: Option<&(u64, String)>| {
+        i.map(|(files, sha)| format!("{files} file(s), {}", &sha[..12.min(sha.len())]))
     };
-    let (a, b) = (of(declarations[0]), of(declarations[1]));
+    let (a, b) = (of(inputs[0]), of(inputs[1]));
     if a.is_none() && b.is_none() {
         return None;
     }
@@ -185,15 +195,6 @@ fn join(map: &BTreeMap<String, String>, sep: &str) -> String {
     }
 }
 
-/// The thread settings environment.json recorded (those set).
-fn threads_of_environment(env: &Value) -> String {
-    let set: BTreeMap<String, String> = env["threads"]
-        .as_object()
-        .map(|o| o.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
-        .unwrap_or_default();
-    join(&set, "=")
-}
-
 /// The lines that differ and mark rows, as one sentence each.
 pub fn differences(lines: &[Line]) -> Vec<String> {
     lines
@@ -206,24 +207,48 @@ pub fn differences(lines: &[Line]) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+
+    /// Stages' runtimes from `(stage, runtime)`, each runtime as its JSON.
+    fn runtimes(stages: &[(&str, serde_json::Value)]) -> Runtimes {
+        stages
+            .iter()
+            .map(|(s, r)| (s.to_string(), serde_json::from_value(r.clone()).unwrap()))
+            .collect()
+    }
+
+    fn machine(model: Option<&str>, threads: &[(&str, &str)]) -> Machine {
+        Machine {
+            cpu_model: model.map(str::to_string),
+            logical_cores: model.map(|_| 2),
+            threads: threads.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        }
+    }
 
     /// Sources both ways: the same files say so; a changed file in the
     /// declaration or a changed imported module is named, as a commit is,
     /// and marks no row; none declared, no line.
     #[test]
     fn changed_sources_are_named_and_mark_no_row() {
-        let decl =
-            |sha: &str| json!({"parameters": {"sources": {"train.py": sha, "lib.py": "11"}}});
+        let decl = |sha: &str| {
+            BTreeMap::from([
+                ("train.py".to_string(), sha.to_string()),
+                ("lib.py".into(), "11".into()),
+            ])
+        };
         let sha = |c: char| c.to_string().repeat(64);
         let same = declared_sources([&decl(&sha('a')), &decl(&sha('a'))]).unwrap();
         assert!(!same.differs(), "{same:?}");
         let changed = declared_sources([&decl(&sha('a')), &decl(&sha('b'))]).unwrap();
         assert!(changed.differs() && !changed.marks("any stage"), "information, as a commit");
         assert_eq!(changed.a, format!("train.py {}", &sha('a')[..12]));
-        assert!(declared_sources([&json!({}), &json!({"parameters": {}})]).is_none());
-        let env = json!({"cpu": {"model": "EPYC", "logical_cores": 2}});
-        let stage = |module_sha: &str| json!({"train": {"runtime": {"python": "3.11.7", "sources": {"__main__": module_sha, "mylib": "c".repeat(64)}}}, "load": {}});
+        assert!(declared_sources([&BTreeMap::new(), &BTreeMap::new()]).is_none());
+        let env = machine(Some("EPYC"), &[]);
+        let stage = |module_sha: &str| {
+            runtimes(&[(
+                "train",
+                serde_json::json!({"python": "3.11.7", "sources": {"__main__": module_sha, "mylib": "c".repeat(64)}}),
+            )])
+        };
         let common = ["train".to_string(), "load".to_string()];
         let lines = block([&env, &env], [&stage(&sha('a')), &stage(&sha('d'))], &common);
         let sources = lines.iter().find(|l| l.what == "stage train: sources").unwrap();
@@ -235,20 +260,20 @@ mod tests {
     /// on one side only, marks every row; none declared, no line.
     #[test]
     fn other_inputs_mark_every_row() {
-        let decl = |sha: &str| json!({"parameters": {"inputs_sha256": sha, "inputs_files": 3}});
+        let decl = |sha: &str| Some((3, sha.to_string()));
         let (x, y) = ("a".repeat(64), "b".repeat(64));
-        let same = declared_inputs([&decl(&x), &decl(&x)]).unwrap();
+        let same = declared_inputs([decl(&x).as_ref(), decl(&x).as_ref()]).unwrap();
         assert!(!same.differs() && !same.marks("train"), "{same:?}");
         assert_eq!(same.a, format!("3 file(s), {}", &x[..12]));
-        let other = declared_inputs([&decl(&x), &decl(&y)]).unwrap();
+        let other = declared_inputs([decl(&x).as_ref(), decl(&y).as_ref()]).unwrap();
         assert!(other.marks("train") && other.marks("load"), "{other:?}");
-        let one = declared_inputs([&decl(&x), &json!({"parameters": {}})]).unwrap();
+        let one = declared_inputs([decl(&x).as_ref(), None]).unwrap();
         assert!(one.marks("train") && one.b == "none", "{one:?}");
         assert_eq!(
             differences(&[one]),
             [format!("inputs (--inputs) differs (3 file(s), {} vs none)", &x[..12])]
         );
-        assert!(declared_inputs([&json!({}), &json!({"parameters": {}})]).is_none());
+        assert!(declared_inputs([None, None]).is_none());
     }
 
     /// Both ways: the same machine and runtime mark nothing; another CPU
@@ -256,12 +281,12 @@ mod tests {
     /// commit none.
     #[test]
     fn differences_mark_the_rows_they_touch_and_commits_mark_none() {
-        let env = |model: &str| json!({"cpu": {"model": model, "logical_cores": 2}, "threads": {"OMP_NUM_THREADS": null}});
+        let env = |model: &str| machine(Some(model), &[]);
         let stages = |numpy: &str, commit: &str| {
-            json!({
-                "train": {"runtime": {"python": "3.11.7", "distributions": {"numpy": numpy}, "git_commit": commit, "git_dirty": false}},
-                "load": {}
-            })
+            runtimes(&[(
+                "train",
+                serde_json::json!({"python": "3.11.7", "distributions": {"numpy": numpy}, "git_commit": commit, "git_dirty": false}),
+            )])
         };
         let common = ["train".to_string(), "load".to_string()];
         let same = block(
@@ -297,10 +322,13 @@ mod tests {
     /// are read from environment.json.
     #[test]
     fn a_fact_on_one_side_only_is_a_difference() {
-        let env = |omp: serde_json::Value| json!({"cpu": {}, "threads": {"OMP_NUM_THREADS": omp}});
-        let with = json!({"s": {"runtime": {"python": "3.12.1", "git_commit": "ab12"}}});
-        let without = json!({"s": {}});
-        let lines = block([&env(json!(null)), &env(json!("2"))], [&with, &without], &["s".into()]);
+        let env = |omp: Option<&str>| {
+            machine(None, &omp.map(|v| ("OMP_NUM_THREADS", v)).into_iter().collect::<Vec<_>>())
+        };
+        let with =
+            runtimes(&[("s", serde_json::json!({"python": "3.12.1", "git_commit": "ab12"}))]);
+        let without = Runtimes::new();
+        let lines = block([&env(None), &env(Some("2"))], [&with, &without], &["s".into()]);
         let line = |what: &str| lines.iter().find(|l| l.what == what).unwrap().clone();
         let threads = line("thread settings of the coordinator");
         assert_eq!((threads.a.as_str(), threads.b.as_str()), ("none", "OMP_NUM_THREADS=2"));
@@ -310,8 +338,7 @@ mod tests {
         assert!(python.marks("s"));
         let commit = line("stage s: commit");
         assert_eq!((commit.a.as_str(), commit.b.as_str()), ("ab12", "none"));
-        let reversed =
-            block([&env(json!(null)), &env(json!(null))], [&without, &with], &["s".into()]);
+        let reversed = block([&env(None), &env(None)], [&without, &with], &["s".into()]);
         assert!(reversed.iter().any(|l| l.what == "stage s: Python" && l.differs()));
         assert!(reversed.iter().any(|l| l.what == "stage s: commit" && l.differs()));
     }

@@ -20,9 +20,12 @@ mod text;
 pub use files::{OUTPUT_FILES, write_output};
 pub use text::render;
 
+use crate::rundir::declaration::Declaration;
+use crate::rundir::environment::Environment;
+use crate::rundir::{DECLARATION, ENVIRONMENT, REPORT};
 use crate::stats::{self, Verdict};
 use crate::verify::verify;
-use serde_json::Value;
+use comparable::{Machine, Runtimes};
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -86,39 +89,64 @@ pub enum CompareError {
     Write(String),
 }
 
-fn load(dir: &Path, file: &str) -> Result<Value, CompareError> {
-    let bytes = std::fs::read(dir.join(file))
-        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))?;
-    serde_json::from_slice(&bytes)
-        .map_err(|e| CompareError::Read(format!("{}/{file}: {e}", dir.display())))
+/// One of a run directory's files, read as its type.
+fn load<T: serde::de::DeserializeOwned>(dir: &Path, file: &str) -> Result<T, CompareError> {
+    let failed =
+        |e: &dyn std::fmt::Display| CompareError::Read(format!("{}/{file}: {e}", dir.display()));
+    let bytes = std::fs::read(dir.join(file)).map_err(|e| failed(&e))?;
+    serde_json::from_slice(&bytes).map_err(|e| failed(&e))
+}
+
+/// What a report.json is: a run's, or a campaign's (which says so by its
+/// `schema`), read as its type.
+enum Loaded {
+    Run(Box<crate::modes::Report>),
+    Campaign(Box<crate::campaign::report::CampaignReport>),
+}
+
+fn load_report(dir: &Path) -> Result<Loaded, CompareError> {
+    #[derive(serde::Deserialize)]
+    struct Schema {
+        schema: String,
+    }
+    let Schema { schema } = load(dir, REPORT)?;
+    Ok(match schema == crate::campaign::report::SCHEMA {
+        true => Loaded::Campaign(load(dir, REPORT)?),
+        false => Loaded::Run(load(dir, REPORT)?),
+    })
 }
 
 /// Each stage's figures, each with its samples.
 type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
 
-/// What compare reads of one run: its declaration, its report, and what
-/// its report's section says: the samples of every stage it repeated
-/// (trials), and whether its `BASE#R` stages are rounds of `BASE` (a
-/// cold-prep round's phase is defined with its own cache, so its
-/// definition differs from round 1's).
+/// What compare reads of one run: its planned stages (key and definition,
+/// in plan order), each stage record's figures, and what its report's
+/// section says: the samples of every stage it repeated (trials), and
+/// whether its `BASE#R` stages are rounds of `BASE` (a cold-prep round's
+/// phase is defined with its own cache, so its definition differs from
+/// round 1's).
 struct Run {
-    declaration: Value,
-    report: Value,
+    planned: Vec<(String, String)>,
+    measured: BTreeMap<String, BTreeMap<String, f64>>,
     repeated: Samples,
     rounds: bool,
 }
 
 impl Run {
-    fn new(declaration: Value, report: Value) -> Run {
-        // Read from the value in place: a large run's report is not copied.
-        let typed = <crate::modes::Report as serde::Deserialize>::deserialize(&report).ok();
-        let repeated = typed
-            .as_ref()
-            .and_then(|r| r.trials())
-            .map(|t| t.iter().map(|(k, set)| (k.clone(), set.samples.clone())).collect())
-            .unwrap_or_default();
-        let rounds = typed.is_some_and(|r| r.section.has_rounds());
-        Run { declaration, report, repeated, rounds }
+    fn new(declaration: &Declaration, report: &crate::modes::Report) -> Run {
+        Run {
+            planned: declaration
+                .stages
+                .iter()
+                .map(|s| (s.key.clone(), s.definition_sha256.clone()))
+                .collect(),
+            measured: report.stages.iter().map(|(k, r)| (k.clone(), r.measured())).collect(),
+            repeated: report
+                .trials()
+                .map(|t| t.iter().map(|(k, set)| (k.clone(), set.samples.clone())).collect())
+                .unwrap_or_default(),
+            rounds: report.section.has_rounds(),
+        }
     }
 }
 
@@ -128,36 +156,26 @@ fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
     if let Some(xs) = run.repeated.get(stage).and_then(|s| s.get(figure)) {
         return xs.clone();
     }
-    let value = |key: &str| {
-        let record = &run.report["stages"][key];
-        record[figure].as_f64().or_else(|| record["figures"][figure].as_f64())
-    };
+    let value = |key: &str| run.measured.get(key)?.get(figure).copied();
     std::iter::once(stage).chain(later.iter().map(String::as_str)).filter_map(value).collect()
 }
 
 /// The keys whose records are more samples of `stage` (`STAGE#2`, `#3`, …
 /// in order): a cold-prep round's phase (a fresh process on new caches;
 /// its definition differs only by the cache it writes), or the same stage
-/// planned again with the same definition.
-/// `rounds`: whether the run's mode runs phases in rounds (see
-/// [`has_rounds`]).
-fn later_keys(declaration: &Value, stage: &str, rounds: bool) -> Vec<String> {
-    let planned = declaration["stages"].as_array().map(Vec::as_slice).unwrap_or_default();
-    let definition = |key: &str| {
-        planned.iter().find(|s| s["key"] == key).map(|s| s["definition_sha256"].clone())
-    };
+/// planned again with the same definition. `planned`: (key, definition)
+/// in plan order; `rounds`: whether the run's mode runs phases in rounds.
+fn later_keys(planned: &[(String, String)], stage: &str, rounds: bool) -> Vec<String> {
+    let definition = |key: &str| planned.iter().find(|(k, _)| k == key).map(|(_, d)| d);
     let mut later: Vec<(u32, String)> = planned
         .iter()
-        .filter_map(|s| {
-            let key = s["key"].as_str()?;
-            match crate::rundir::keys::repeat_of(key) {
-                Some((base, round))
-                    if base == stage && (rounds || definition(key) == definition(stage)) =>
-                {
-                    Some((round, key.to_string()))
-                }
-                _ => None,
+        .filter_map(|(key, _)| match crate::rundir::keys::repeat_of(key) {
+            Some((base, round))
+                if base == stage && (rounds || definition(key) == definition(stage)) =>
+            {
+                Some((round, key.to_string()))
             }
+            _ => None,
         })
         .collect();
     later.sort();
@@ -182,56 +200,40 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
             reason: reason.0,
         })?;
     }
-    let (da, db) = (load(a, "declaration.json")?, load(b, "declaration.json")?);
-    let (ra, rb) = (load(a, "report.json")?, load(b, "report.json")?);
-    let (ea, eb) = (load(a, "environment.json")?, load(b, "environment.json")?);
-    let campaign = |r: &Value| r["schema"] == crate::campaign::report::SCHEMA;
-    match (campaign(&ra), campaign(&rb)) {
-        (true, true) => return campaigns::compare([&ea, &eb], [ra, rb], asked),
-        (false, false) => {}
+    let (ea, eb): (Environment, Environment) = (load(a, ENVIRONMENT)?, load(b, ENVIRONMENT)?);
+    let machines = [&Machine::from(&ea), &Machine::from(&eb)];
+    let (ra, rb) = match (load_report(a)?, load_report(b)?) {
+        (Loaded::Campaign(ra), Loaded::Campaign(rb)) => {
+            return campaigns::compare(machines, [*ra, *rb], asked);
+        }
+        (Loaded::Run(ra), Loaded::Run(rb)) => (ra, rb),
         _ => {
             return Err(CompareError::Incomparable(vec![
                 "one is a campaign and the other a run".into(),
             ]));
         }
-    }
+    };
+    let (da, db): (Declaration, Declaration) = (load(a, DECLARATION)?, load(b, DECLARATION)?);
     let mut incomparable = Vec::new();
-    if da["mode"] != db["mode"] {
-        incomparable.push(format!("modes differ ({} vs {})", da["mode"], db["mode"]));
+    if da.mode != db.mode {
+        incomparable.push(format!("modes differ ({:?} vs {:?})", da.mode, db.mode));
     }
-    if da["dataset_fingerprint"] != db["dataset_fingerprint"] {
+    if da.dataset_fingerprint != db.dataset_fingerprint {
         incomparable.push("dataset fingerprints differ".into());
     }
-    let defs = |d: &Value| -> Vec<(String, String)> {
-        d["stages"]
-            .as_array()
-            .map(|s| {
-                s.iter()
-                    .map(|x| {
-                        (
-                            x["key"].as_str().unwrap_or("").to_string(),
-                            x["definition_sha256"].as_str().unwrap_or("").to_string(),
-                        )
-                    })
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
-    let (defs_a, defs_b) = (defs(&da), defs(&db));
-    let keys_a: BTreeSet<&String> = defs_a.iter().map(|(k, _)| k).collect();
+    let (a, b) = (Run::new(&da, &ra), Run::new(&db, &rb));
+    let keys_a: BTreeSet<&String> = a.planned.iter().map(|(k, _)| k).collect();
     let common: Vec<String> =
-        defs_b.iter().map(|(k, _)| k).filter(|k| keys_a.contains(k)).cloned().collect();
+        b.planned.iter().map(|(k, _)| k).filter(|k| keys_a.contains(k)).cloned().collect();
     for key in &common {
-        let da = defs_a.iter().find(|(k, _)| k == key).map(|(_, d)| d);
-        let db = defs_b.iter().find(|(k, _)| k == key).map(|(_, d)| d);
-        if da != db {
+        let definition = |r: &Run| r.planned.iter().find(|(k, _)| k == key).map(|(_, d)| d.clone());
+        if definition(&a) != definition(&b) {
             incomparable.push(format!("stage {key} is defined differently"));
         }
     }
     // A later round's stage is compared as samples of its phase, not alone.
-    let (a, b) = (Run::new(da, ra), Run::new(db, rb));
     let pooled: BTreeSet<String> =
-        common.iter().flat_map(|k| later_keys(&a.declaration, k, a.rounds)).collect();
+        common.iter().flat_map(|k| later_keys(&a.planned, k, a.rounds)).collect();
     let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
     if common.is_empty() {
         incomparable.push("no stage in common".into());
@@ -239,10 +241,12 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
     if !incomparable.is_empty() && !allow_incomparable {
         return Err(CompareError::Incomparable(incomparable));
     }
-    let mut comparability =
-        comparable::block([&ea, &eb], [&a.report["stages"], &b.report["stages"]], &common);
-    comparability.extend(comparable::declared_sources([&a.declaration, &b.declaration]));
-    comparability.extend(comparable::declared_inputs([&a.declaration, &b.declaration]));
+    let runtimes = |r: &crate::modes::Report| -> Runtimes {
+        r.stages.iter().filter_map(|(k, s)| Some((k.clone(), s.runtime.clone()?))).collect()
+    };
+    let mut comparability = comparable::block(machines, [&runtimes(&ra), &runtimes(&rb)], &common);
+    comparability.extend(comparable::declared_sources([&da.sources(), &db.sources()]));
+    comparability.extend(comparable::declared_inputs([da.inputs().as_ref(), db.inputs().as_ref()]));
     let differences = comparable::differences(&comparability);
     if strict && !differences.is_empty() {
         return Err(CompareError::Differs(differences));
@@ -271,7 +275,7 @@ fn rows(common: &[String], figures: &[String], runs: [&Run; 2], pct: f64) -> Vec
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
         let stage_figures = expand(figures, ra, rb, stage);
-        let later = |r: &Run| later_keys(&r.declaration, stage, r.rounds);
+        let later = |r: &Run| later_keys(&r.planned, stage, r.rounds);
         let (later_a, later_b) = (later(ra), later(rb));
         for (j, figure) in stage_figures.iter().enumerate() {
             let (xa, xb) =
@@ -330,10 +334,7 @@ fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
     let names = |r: &Run| -> BTreeSet<String> {
         match r.repeated.get(stage) {
             Some(s) => s.keys().cloned().collect(),
-            None => r.report["stages"][stage]["figures"]
-                .as_object()
-                .map(|o| o.keys().cloned().collect())
-                .unwrap_or_default(),
+            None => r.measured.get(stage).map(|m| m.keys().cloned().collect()).unwrap_or_default(),
         }
     };
     let (na, nb) = (names(ra), names(rb));

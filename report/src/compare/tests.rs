@@ -3,10 +3,18 @@
 use super::text::in_units;
 use super::{Run, Samples, expand, later_keys, matches, regressed, row, rows, samples};
 
-/// A run from a declaration and a report that need not be whole (no
-/// section read from it).
-fn run(declaration: serde_json::Value, report: serde_json::Value) -> Run {
-    Run { declaration, report, repeated: Samples::new(), rounds: false }
+/// A run from its planned stages `(key, definition)` and its stages'
+/// figures, with nothing repeated and no rounds.
+fn run(planned: &[(&str, &str)], stages: &[(&str, &[(&str, f64)])]) -> Run {
+    Run {
+        planned: planned.iter().map(|(k, d)| (k.to_string(), d.to_string())).collect(),
+        measured: stages
+            .iter()
+            .map(|(s, fs)| (s.to_string(), fs.iter().map(|(f, x)| (f.to_string(), *x)).collect()))
+            .collect(),
+        repeated: Samples::new(),
+        rounds: false,
+    }
 }
 
 /// One stage's trial samples.
@@ -15,7 +23,6 @@ fn repeated(stage: &str, figures: &[(&str, &[f64])]) -> Samples {
     Samples::from([(stage.to_string(), figures)])
 }
 use crate::stats::Verdict;
-use serde_json::json;
 
 /// The gate at its edge: eight samples a side, B a steady 3% or 10%
 /// slower than A. Both are significantly slower; only 10% is beyond a
@@ -95,11 +102,11 @@ fn figure_patterns_match_by_prefix_and_cells_carry_units() {
 /// both recorded is one, from each run's own samples.
 #[test]
 fn only_figures_both_runs_recorded_are_compared() {
-    let decl = json!({"mode": "diagnostic", "stages": [{"key": "s", "definition_sha256": "d"}]});
-    let a = json!({"stages": {"s": {"wall_s": 1.0, "figures": {"frames": 3.0}}}});
-    let b = json!({"stages": {"s": {"wall_s": 2.0, "figures": {}}}});
+    let decl = [("s", "d")];
+    let a: &[(&str, f64)] = &[("wall_s", 1.0), ("frames", 3.0)];
+    let b: &[(&str, f64)] = &[("wall_s", 2.0)];
     let figures = ["wall_s".to_string(), "frames".to_string()];
-    let (a, b) = (run(decl.clone(), a), run(decl, b));
+    let (a, b) = (run(&decl, &[("s", a)]), run(&decl, &[("s", b)]));
     let r = rows(&["s".to_string()], &figures, [&a, &b], 5.0);
     assert_eq!(r.len(), 1, "{r:?}");
     assert_eq!((r[0].figure.as_str(), r[0].median_a, r[0].median_b), ("wall_s", 1.0, 2.0));
@@ -110,16 +117,21 @@ fn only_figures_both_runs_recorded_are_compared() {
 /// trials report trials and no rounds.
 #[test]
 fn a_runs_rounds_and_trials_come_from_its_section() {
-    let fixture = |text: &str| Run::new(json!({}), serde_json::from_str(text).unwrap());
+    use crate::rundir::declaration::{Declaration, Program};
+    let program = Program::current(String::new());
+    let declaration = Declaration::new("any", "run", 1, vec![], Default::default(), None, program);
+    let fixture = |text: &str| Run::new(&declaration, &serde_json::from_str(text).unwrap());
     let cold = fixture(include_str!("../render/fixtures/cold-prep-report.json"));
     assert!(cold.rounds);
     assert!(cold.repeated.is_empty());
-    let trials = fixture(include_str!("../render/fixtures/trials-report.json"));
+    let text = include_str!("../render/fixtures/trials-report.json");
+    let trials = fixture(text);
     assert!(!trials.rounds);
     let walls = &trials.repeated["spin:30"]["wall_s"];
+    let report: serde_json::Value = serde_json::from_str(text).unwrap();
     assert_eq!(
         walls,
-        trials.report["trials"]["spin:30"]["samples"]["wall_s"]
+        report["trials"]["spin:30"]["samples"]["wall_s"]
             .as_array()
             .map(|a| a.iter().map(|x| x.as_f64().unwrap()).collect::<Vec<_>>())
             .as_ref()
@@ -129,8 +141,8 @@ fn a_runs_rounds_and_trials_come_from_its_section() {
 
 #[test]
 fn a_stages_later_rounds_are_more_samples_of_it_in_round_order() {
-    let stage = |key: &str, def: &str| json!({"key": key, "definition_sha256": def});
-    let planned = json!([
+    let stage = |key: &str, def: &str| (key.to_string(), def.to_string());
+    let decl = [
         stage("prep", "d1"),
         stage("prep_parallel", "p1"),
         stage("prep_parallel#2", "p2"),
@@ -140,8 +152,7 @@ fn a_stages_later_rounds_are_more_samples_of_it_in_round_order() {
         stage("noop#2", "n"),
         stage("alloc", "a1"),
         stage("alloc#2", "a2"),
-    ]);
-    let decl = json!({"stages": planned});
+    ];
     assert_eq!(later_keys(&decl, "prep", true), ["prep#2", "prep#3"]);
     assert_eq!(later_keys(&decl, "prep_parallel", true), ["prep_parallel#2"]);
     // Without rounds, only the same definition planned again.
@@ -149,25 +160,26 @@ fn a_stages_later_rounds_are_more_samples_of_it_in_round_order() {
     assert_eq!(later_keys(&decl, "noop", false), ["noop#2"]);
     assert!(later_keys(&decl, "alloc", false).is_empty());
 
-    let r = json!({"stages": {
-        "prep#3": {"wall_s": 3.0},
-        "prep": {"wall_s": 1.0, "figures": {"frames": 7.0}},
-        "prep#2": {"wall_s": 2.0, "figures": {"frames": 7.0}},
-    }});
+    let stages: &[(&str, &[(&str, f64)])] = &[
+        ("prep#3", &[("wall_s", 3.0)]),
+        ("prep", &[("wall_s", 1.0), ("frames", 7.0)]),
+        ("prep#2", &[("wall_s", 2.0), ("frames", 7.0)]),
+    ];
     let later = later_keys(&decl, "prep", true);
-    let r = run(decl.clone(), r);
+    let planned: Vec<(&str, &str)> = decl.iter().map(|(k, d)| (k.as_str(), d.as_str())).collect();
+    let r = run(&planned, stages);
     assert_eq!(samples(&r, "prep", &later, "wall_s"), [1.0, 2.0, 3.0]);
     assert_eq!(samples(&r, "prep", &later, "frames"), [7.0, 7.0]);
     assert_eq!(samples(&r, "prep", &[], "wall_s"), [1.0]);
     // Trials keep their own samples.
-    let mut t = run(decl, r.report.clone());
+    let mut t = run(&planned, stages);
     t.repeated = repeated("prep", &[("wall_s", &[4.0, 5.0])]);
     assert_eq!(samples(&t, "prep", &later, "wall_s"), [4.0, 5.0]);
 }
 
 #[test]
 fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
-    let mut a = run(json!({}), json!({}));
+    let mut a = run(&[], &[]);
     a.repeated = repeated(
         "s",
         &[
@@ -183,11 +195,17 @@ fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
     );
     // A span's median is no sum: named one by one, never by `span:*`.
     let b = run(
-        json!({}),
-        json!({"stages": {"s": {"figures": {
-            "span:load_s": 1.0, "span:load_n": 2.0, "span:fit_s": 1.0, "span:fit_n": 1.0,
-            "span:load_median_s": 0.5
-        }}}}),
+        &[],
+        &[(
+            "s",
+            &[
+                ("span:load_s", 1.0),
+                ("span:load_n", 2.0),
+                ("span:fit_s", 1.0),
+                ("span:fit_n", 1.0),
+                ("span:load_median_s", 0.5),
+            ],
+        )],
     );
     let figures = vec!["wall_s".to_string(), "span:*".to_string()];
     assert_eq!(expand(&figures, &a, &b, "s"), ["wall_s", "span:fit_s", "span:load_s"]);

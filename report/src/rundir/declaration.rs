@@ -70,7 +70,33 @@ pub struct Program {
     pub worker_binary_sha256: String,
 }
 
+/// The parameters' keys other code reads back (the writer and `compare`
+/// share them): the files `--sources` bound, by path, with their SHA-256;
+/// the digest of `--inputs` and how many files it covers.
+pub mod keys {
+    pub const SOURCES: &str = "sources";
+    pub const INPUTS_SHA256: &str = "inputs_sha256";
+    pub const INPUTS_FILES: &str = "inputs_files";
+}
+
 impl Declaration {
+    /// The files `--sources` bound, by path (empty when none was given).
+    pub fn sources(&self) -> BTreeMap<String, String> {
+        self.parameter(keys::SOURCES).unwrap_or_default()
+    }
+
+    /// `--inputs`: how many files, and their combined SHA-256; None when
+    /// none were declared.
+    pub fn inputs(&self) -> Option<(u64, String)> {
+        Some((self.parameter(keys::INPUTS_FILES)?, self.parameter(keys::INPUTS_SHA256)?))
+    }
+
+    /// A parameter read as its type; None when absent or of another shape.
+    /// (The parameters are an open map: each mode records its own.)
+    fn parameter<T: serde::de::DeserializeOwned>(&self, key: &str) -> Option<T> {
+        T::deserialize(self.parameters.get(key)?).ok()
+    }
+
     /// A declaration made now, by this build.
     pub fn new(
         mode: &str,

@@ -11,7 +11,7 @@ use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{PlannedStage, Settings};
 use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TrialSet};
+use crate::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TOP_LEVEL_FIGURES, TrialSet};
 use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
@@ -240,16 +240,7 @@ impl Planned for Plan {
             record.figures = summary
                 .iter()
                 .filter(|(k, _)| {
-                    !matches!(
-                        k.as_str(),
-                        "wall_s"
-                            | "cpu_s"
-                            | "user_s"
-                            | "sys_s"
-                            | "peak_rss_bytes"
-                            | "tree_peak_bytes"
-                            | "sum_of_peaks_bytes"
-                    ) && !IO_COUNTERS.contains(&k.as_str())
+                    !TOP_LEVEL_FIGURES.contains(&k.as_str()) && !IO_COUNTERS.contains(&k.as_str())
                 })
                 .map(|(k, s)| (k.clone(), s.median))
                 .collect();
@@ -386,13 +377,19 @@ fn figures_of(trials: &[&JobResult]) -> BTreeMap<String, Vec<f64>> {
     let mut m: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     for r in trials {
         let me = &r.measurement;
-        m.entry("wall_s".into()).or_default().push(me.wall_ns as f64 / 1e9);
-        m.entry("cpu_s".into()).or_default().push((me.user_ns + me.sys_ns) as f64 / 1e9);
-        m.entry("user_s".into()).or_default().push(me.user_ns as f64 / 1e9);
-        m.entry("sys_s".into()).or_default().push(me.sys_ns as f64 / 1e9);
-        m.entry("peak_rss_bytes".into()).or_default().push(me.peak_rss_bytes as f64);
-        m.entry("tree_peak_bytes".into()).or_default().push(me.tree.peak_bytes as f64);
-        m.entry("sum_of_peaks_bytes".into()).or_default().push(me.tree.sum_of_peaks_bytes as f64);
+        let ns = |n: u64| n as f64 / 1e9;
+        let top = [
+            ns(me.wall_ns),
+            ns(me.user_ns + me.sys_ns),
+            ns(me.user_ns),
+            ns(me.sys_ns),
+            me.peak_rss_bytes as f64,
+            me.tree.peak_bytes as f64,
+            me.tree.sum_of_peaks_bytes as f64,
+        ];
+        for (name, value) in TOP_LEVEL_FIGURES.iter().zip(top) {
+            m.entry((*name).into()).or_default().push(value);
+        }
         if let Some(io) = &me.io {
             for (name, value) in IO_COUNTERS.iter().zip(StageIo::measured(io).counters()) {
                 m.entry((*name).into()).or_default().push(value as f64);

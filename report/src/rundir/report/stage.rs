@@ -157,7 +157,53 @@ impl StageIo {
     }
 }
 
+/// The figures a stage record keeps at its top level rather than in
+/// `figures` (beside [`IO_COUNTERS`], also at the top level when measured):
+/// trials sample each of them, and [`StageRecord::measured`] reads them back.
+pub const TOP_LEVEL_FIGURES: [&str; 7] = [
+    "wall_s",
+    "cpu_s",
+    "user_s",
+    "sys_s",
+    "peak_rss_bytes",
+    "tree_peak_bytes",
+    "sum_of_peaks_bytes",
+];
+
 impl StageRecord {
+    /// Every figure the record holds, by the name `compare --figure` and
+    /// trials use: those at its top level ([`TOP_LEVEL_FIGURES`], the I/O
+    /// counters, faults and switches where measured), then `figures`.
+    pub fn measured(&self) -> BTreeMap<String, f64> {
+        let top = [
+            self.wall_s,
+            self.cpu_s,
+            self.user_s,
+            self.sys_s,
+            self.peak_rss_bytes as f64,
+            self.tree_peak_bytes as f64,
+            self.sum_of_peaks_bytes as f64,
+        ];
+        let mut all: BTreeMap<String, f64> =
+            TOP_LEVEL_FIGURES.iter().map(|n| n.to_string()).zip(top).collect();
+        if let Some(io) = &self.io {
+            all.extend(
+                IO_COUNTERS.iter().map(|n| n.to_string()).zip(io.counters().map(|c| c as f64)),
+            );
+        }
+        let counted = [
+            ("tree_peak_anon_bytes", self.tree_peak_anon_bytes),
+            ("tree_peak_file_bytes", self.tree_peak_file_bytes),
+            ("minor_faults", self.minor_faults),
+            ("major_faults", self.major_faults),
+            ("voluntary_switches", self.voluntary_switches),
+            ("involuntary_switches", self.involuntary_switches),
+        ];
+        all.extend(counted.into_iter().filter_map(|(n, v)| Some((n.to_string(), v? as f64))));
+        all.extend(self.figures.iter().map(|(k, v)| (k.clone(), *v)));
+        all
+    }
+
     /// "command" for a user's command or pipeline stage (its spans are its
     /// own), else the built-in stage's name.
     pub fn stage_kind(&self) -> &str {
