@@ -34,6 +34,6 @@ pub use messages::{
 };
 pub use spans::{CommandStage, SpanSummary};
 pub use stage::{
-    EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput, StateStep,
-    without_local_paths,
+    Definition, EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput,
+    StateStep,
 };

@@ -1,24 +1,19 @@
 //! The stages a worker knows how to run, and their `NAME[:ARG]` spelling.
 
-use serde::{Deserialize, Serialize, Serializer};
-use std::cell::Cell;
+use serde::{Deserialize, Serialize};
 use std::fmt;
 use std::path::Path;
 use std::str::FromStr;
 
 /// A path on the machine that runs a stage: a frozen dataset, a state
 /// directory, a pipeline stage's working directory. It crosses the wire as
-/// a string, but never enters a stage's *definition*: serialised inside
-/// [`without_local_paths`] it is the empty string, whatever field holds it.
-/// So the same work on another machine, or on data copied elsewhere, has the
-/// same definition, and no definition hashes where a user keeps their files.
-#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Deserialize)]
+/// a string, but never enters a stage's [`Definition`], which holds every
+/// `LocalPath` blank. So the same work on another machine, or on data
+/// copied elsewhere, has the same definition, and no definition hashes
+/// where a user keeps their files.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct LocalPath(String);
-
-thread_local! {
-    static BLANK_LOCAL_PATHS: Cell<bool> = const { Cell::new(false) };
-}
 
 impl LocalPath {
     pub fn as_str(&self) -> &str {
@@ -54,28 +49,14 @@ impl fmt::Display for LocalPath {
     }
 }
 
-impl Serialize for LocalPath {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        match BLANK_LOCAL_PATHS.with(Cell::get) {
-            true => s.serialize_str(""),
-            false => s.serialize_str(&self.0),
-        }
-    }
-}
-
-/// Runs `serialise` with every [`LocalPath`] serialising as "" on this
-/// thread: what a stage's definition is hashed from. The wire, and every
-/// other serialisation, keeps the paths.
-pub fn without_local_paths<R>(serialise: impl FnOnce() -> R) -> R {
-    struct Restore(bool);
-    impl Drop for Restore {
-        fn drop(&mut self) {
-            BLANK_LOCAL_PATHS.with(|b| b.set(self.0));
-        }
-    }
-    let _restore = Restore(BLANK_LOCAL_PATHS.with(|b| b.replace(true)));
-    serialise()
-}
+/// What a stage does, without where it does it: the stage with every
+/// [`LocalPath`] blank, serialised as the stage is (so a stage without a
+/// path defines itself). The only way to one is [`Stage::definition`],
+/// which names every field of every variant: a field added to a stage does
+/// not compile until its author says whether it is part of the definition.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(transparent)]
+pub struct Definition(Stage);
 
 /// A stage and its parameters, as assigned to a worker.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -202,6 +183,20 @@ pub struct EpochInput {
     pub contexts_sha256: String,
 }
 
+impl EpochInput {
+    /// Itself with its dataset's path blank (see [`Definition`]).
+    fn definition(self) -> EpochInput {
+        let EpochInput { dataset: _, cache, seed, normalizer_sha256, contexts_sha256 } = self;
+        EpochInput {
+            dataset: LocalPath::default(),
+            cache,
+            seed,
+            normalizer_sha256,
+            contexts_sha256,
+        }
+    }
+}
+
 /// The model stages of the seed profiler's table. In a fresh process each
 /// one first does, untimed, what it needs from the stages before it (read
 /// the host batch, build the model, warm up), then measures only its own part.
@@ -277,6 +272,44 @@ impl Stage {
         }
     }
 
+    /// The stage's [`Definition`]: itself with its paths blank.
+    pub fn definition(&self) -> Definition {
+        let blank = LocalPath::default;
+        Definition(match self.clone() {
+            Stage::Noop => Stage::Noop,
+            Stage::Sleep { ms } => Stage::Sleep { ms },
+            Stage::Spin { ms } => Stage::Spin { ms },
+            Stage::Alloc { mib } => Stage::Alloc { mib },
+            Stage::Write { kib } => Stage::Write { kib },
+            Stage::Fail => Stage::Fail,
+            Stage::Crash => Stage::Crash,
+            Stage::VerifySources { dataset: _ } => Stage::VerifySources { dataset: blank() },
+            Stage::PrepareSeries { dataset: _, id, file, sha256, cache } => {
+                Stage::PrepareSeries { dataset: blank(), id, file, sha256, cache }
+            }
+            Stage::Command { name, line } => Stage::Command { name, line },
+            Stage::Exec { name, argv, cwd: _, env } => {
+                Stage::Exec { name, argv, cwd: blank(), env }
+            }
+            Stage::FitNormalizer { dataset: _, cache } => {
+                Stage::FitNormalizer { dataset: blank(), cache }
+            }
+            Stage::CountContexts { dataset: _, cache } => {
+                Stage::CountContexts { dataset: blank(), cache }
+            }
+            Stage::LoaderEpoch(input) => Stage::LoaderEpoch(input.definition()),
+            Stage::Model(step, input) => Stage::Model(step, input.definition()),
+            Stage::Resumable(step, input) => {
+                let StateInput { dataset: _, state: _, policy, epochs, seed } = input;
+                let input = StateInput { dataset: blank(), state: blank(), policy, epochs, seed };
+                Stage::Resumable(step, input)
+            }
+            Stage::PrepareItem { command, id, out, ready_timeout_ms } => {
+                Stage::PrepareItem { command, id, out, ready_timeout_ms }
+            }
+        })
+    }
+
     /// The epoch input of a loader or model stage.
     pub fn epoch_input_mut(&mut self) -> Option<&mut EpochInput> {
         match self {
@@ -335,8 +368,8 @@ impl FromStr for Stage {
 mod tests {
     use super::*;
 
-    /// A LocalPath is blank inside `without_local_paths`, under any field,
-    /// and whole on the wire before and after (even after a panic inside).
+    /// A LocalPath is blank in a stage's definition, under any field, and
+    /// whole on the wire.
     #[test]
     fn local_paths_are_blank_only_in_a_definition() {
         let exec = |cwd: &str| Stage::Exec {
@@ -348,12 +381,14 @@ mod tests {
         let bytes = |s: &Stage| crate::frame::encode(s).unwrap();
         let (a, b) = (exec("/home/ana/pipe"), exec("/srv/pipe"));
         assert_ne!(bytes(&a), bytes(&b), "the wire carries the path");
-        let blank = |s: &Stage| without_local_paths(|| bytes(s));
+        let blank = |s: &Stage| crate::frame::encode(&s.definition()).unwrap();
         assert_eq!(blank(&a), blank(&b));
         assert_eq!(blank(&a), bytes(&exec("")));
-        let _ = std::panic::catch_unwind(|| without_local_paths(|| panic!("inside")));
         let back: Stage = crate::frame::read(&mut &bytes(&a)[..]).unwrap();
-        assert_eq!(back, a, "paths are whole again after the closure ends");
+        assert_eq!(back, a, "the stage itself keeps its path");
+        // A stage without a path is its own definition.
+        let sleep = Stage::Sleep { ms: 5 };
+        assert_eq!(sleep.definition(), Definition(sleep));
     }
 
     #[test]

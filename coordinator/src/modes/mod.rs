@@ -15,7 +15,7 @@ pub(crate) use report::modes::{Report, Section};
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
 use crate::plan::Settings;
-use crate::rundir::declaration::{DeclaredStage, definition_sha256};
+use crate::rundir::declaration::{DeclaredStage, definition_sha256, phase_definition_sha256};
 use crate::rundir::report::{ArtifactRecord, StageRecord};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
@@ -347,7 +347,7 @@ pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                         stage: j.stage.to_string(),
                         jobs: 1,
                         workers: p.workers,
-                        definition_sha256: definition_sha256(&j.stage),
+                        definition_sha256: definition_sha256(&j.stage.definition()),
                     })
                     .collect(),
             })
@@ -361,8 +361,8 @@ pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                 jobs: p.jobs.len(),
                 workers: p.workers,
                 // A phase's definition: every job's, in order.
-                definition_sha256: definition_sha256(
-                    &p.jobs.iter().map(|j| &j.stage).collect::<Vec<_>>(),
+                definition_sha256: phase_definition_sha256(
+                    &p.jobs.iter().map(|j| j.stage.definition()).collect::<Vec<_>>(),
                 ),
             })
             .collect()

@@ -45,15 +45,22 @@ pub struct DeclaredStage {
     pub definition_sha256: String,
 }
 
-/// The `definition_sha256` of a stage, or of a phase's stages in order.
-/// Where the inputs live on disk is not part of a definition (the
-/// declaration's dataset fingerprint says which data it is): every path a
-/// stage holds is a [`protocol::LocalPath`], which serialises as "" here, by
-/// its type, under whatever key. The bytes hashed are the canonical ones
+/// The `definition_sha256` of a stage. Where the inputs live on disk is
+/// not part of a definition (the declaration's dataset fingerprint says
+/// which data it is): a [`protocol::Definition`] holds every path blank, by
+/// its type. The bytes hashed are the canonical ones
 /// ([`evidence::to_bytes`]), as for every other hash of evidence.
-pub fn definition_sha256(definition: &impl serde::Serialize) -> String {
-    let value = protocol::without_local_paths(|| serde_json::to_value(definition))
-        .expect("a stage serialises");
+pub fn definition_sha256(definition: &protocol::Definition) -> String {
+    sha256_of(definition)
+}
+
+/// The `definition_sha256` of a phase: its stages' definitions in order.
+pub fn phase_definition_sha256(definitions: &[protocol::Definition]) -> String {
+    sha256_of(&definitions)
+}
+
+fn sha256_of(definition: &impl serde::Serialize) -> String {
+    let value = serde_json::to_value(definition).expect("a definition serialises");
     evidence::sha256_hex(&evidence::to_bytes(&value))
 }
 
@@ -139,7 +146,7 @@ impl Program {
 
 #[cfg(test)]
 mod tests {
-    use super::definition_sha256;
+    use super::{definition_sha256, phase_definition_sha256};
     use protocol::{ResumePolicy, Stage, StateInput, StateStep};
 
     #[test]
@@ -166,9 +173,9 @@ mod tests {
                 cache: "private-feature-cache".into(),
             };
             (
-                definition_sha256(&Stage::Resumable(StateStep::Train, input)),
-                definition_sha256(&exec),
-                definition_sha256(&vec![prepare.clone(), prepare]),
+                definition_sha256(&Stage::Resumable(StateStep::Train, input).definition()),
+                definition_sha256(&exec.definition()),
+                phase_definition_sha256(&[prepare.definition(), prepare.definition()]),
             )
         };
         let home = at("/home/ana/data", "/home/ana/state", "/home/ana/pipe");
@@ -180,7 +187,7 @@ mod tests {
             cwd: "/home/ana/pipe".into(),
             env: Vec::new(),
         };
-        assert_ne!(home.1, definition_sha256(&other));
+        assert_ne!(home.1, definition_sha256(&other.definition()));
     }
 
     /// The profile's stages over a dataset: the same at any path.
@@ -202,7 +209,7 @@ mod tests {
                 Stage::LoaderEpoch(input.clone()),
                 Stage::Model(ModelStep::FitEpoch, input),
             ]
-            .map(|s| definition_sha256(&s))
+            .map(|s| definition_sha256(&s.definition()))
         };
         assert_eq!(stages("/home/ana/frozen"), stages("/mnt/b/frozen"));
     }

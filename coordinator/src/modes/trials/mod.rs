@@ -335,7 +335,7 @@ fn declared(plan: &Plan, phases: &[Phase]) -> Vec<DeclaredStage> {
         stage: s.stage.to_string(),
         jobs: (plan.warmup + plan.trials) as usize,
         workers: 1,
-        definition_sha256: definition_sha256(&s.stage),
+        definition_sha256: definition_sha256(&s.stage.definition()),
     }));
     out
 }
