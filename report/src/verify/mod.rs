@@ -4,10 +4,12 @@
 //! report `checked_report` hands back.
 
 use crate::modes::Report;
+use crate::rundir::failure::Failure;
 use crate::rundir::tree::{Accounted, Stray, StrayKind};
 use crate::rundir::{DECLARATION, ENVIRONMENT, FAILURE, REPORT, is_safe_relative, report};
 use evidence::canonical;
 use rayon::prelude::*;
+use serde::Deserialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -109,6 +111,17 @@ fn check_derived(
     Ok(())
 }
 
+/// failure.json read as its type (the value is kept for its seal).
+fn failure_of(value: &Value) -> Result<Failure, Mismatch> {
+    Failure::deserialize(value)
+        .map_err(|e| Mismatch(format!("{FAILURE} does not match its schema: {e}")))
+}
+
+/// Why a failed run has nothing to verify a result by.
+fn failed(failure: &Failure) -> Mismatch {
+    Mismatch(format!("no {REPORT}: the run failed ({}: {})", failure.reason, failure.message))
+}
+
 /// A run killed at its declared point has no report: what it has is its
 /// declaration, its environment and failure.json, which binds both. Any
 /// other failed run is an error (it has nothing to verify a result by),
@@ -119,12 +132,9 @@ fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatc
         .map_err(|e| Mismatch(format!("cannot read {FAILURE}: {e}")))?;
     let value: Value = serde_json::from_slice(&bytes)
         .map_err(|e| Mismatch(format!("{FAILURE} is not valid JSON: {e}")))?;
-    let reason = value["reason"].as_str().unwrap_or("?");
-    if reason != "killed_at_point" && !failed_is_finding {
-        return Err(Mismatch(format!(
-            "no {REPORT}: the run failed ({reason}: {})",
-            value["message"].as_str().unwrap_or("see failure.json")
-        )));
+    let failure = failure_of(&value)?;
+    if failure.reason != "killed_at_point" && !failed_is_finding {
+        return Err(failed(&failure));
     }
     if canonical::value_bytes(&value) != bytes {
         return Err(Mismatch(format!(
@@ -132,8 +142,6 @@ fn verify_ended(dir: &Path, failed_is_finding: bool) -> Result<Verified, Mismatc
         )));
     }
     check_sealed(dir, &value, FAILURE, &format!("{FAILURE}'s"), "it was edited")?;
-    let failure: crate::rundir::failure::Failure = serde_json::from_value(value.clone())
-        .map_err(|e| Mismatch(format!("{FAILURE} does not match its schema: {e}")))?;
     // A failed run keeps nothing else: what it had written was removed,
     // but what a program left in it, which failure.json names.
     let mut accounted = Accounted::default();
@@ -240,14 +248,10 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
         Ok(b) => b,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             return Err(Mismatch(match std::fs::read(dir.join(FAILURE)) {
-                Ok(f) => {
-                    let v: Value = serde_json::from_slice(&f).unwrap_or(Value::Null);
-                    format!(
-                        "no {REPORT}: the run failed ({}: {})",
-                        v["reason"].as_str().unwrap_or("?"),
-                        v["message"].as_str().unwrap_or("see failure.json")
-                    )
-                }
+                Ok(f) => match serde_json::from_slice::<Failure>(&f) {
+                    Ok(failure) => return Err(failed(&failure)),
+                    Err(e) => format!("no {REPORT}, and {FAILURE} does not match its schema: {e}"),
+                },
                 Err(_) if !dir.is_dir() => format!("'{}' is not a directory", dir.display()),
                 Err(_) => format!("no {REPORT} in '{}'", dir.display()),
             }));
