@@ -30,13 +30,15 @@ pub(crate) struct InputDir {
 /// `dir` walked: its digest, and the path of every file in it.
 fn digest(dir: &Path) -> Result<(Digest, Vec<PathBuf>), crate::manifest::Unwalkable> {
     let files = crate::manifest::files(dir, None)?;
+    let paths = files.keys().map(|rel| dir.join(rel)).collect();
+    let manifest = crate::manifest::Manifest::of_output(files);
     let digest = Digest {
-        files: files.len() as u64,
-        bytes: files.values().map(|(_, b)| *b).sum(),
-        sha256: evidence::sha256_hex(&crate::manifest::manifest_bytes(&files)),
+        files: manifest.files.len() as u64,
+        bytes: manifest.files.values().map(|f| f.bytes).sum(),
+        sha256: evidence::sha256_hex(&manifest.bytes()),
         unchanged: true,
     };
-    Ok((digest, files.keys().map(|rel| dir.join(rel)).collect()))
+    Ok((digest, paths))
 }
 
 /// Every `--inputs`, checked and digested, before anything is created.

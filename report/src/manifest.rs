@@ -24,13 +24,10 @@ impl From<std::io::Error> for Unwalkable {
 /// recipe's contract version).
 pub const OUTPUT_MANIFEST_SCHEMA: &str = "stagebench.output-manifest";
 
-/// A directory's files: relative path → (SHA-256, bytes), hashed in
+/// A directory's files: relative path → its size and SHA-256, hashed in
 /// parallel. `keep` is a top-level name left out (the manifest itself).
 /// Anything but files and directories is refused, by count only.
-pub fn files(
-    root: &Path,
-    keep: Option<&str>,
-) -> Result<BTreeMap<String, (String, u64)>, Unwalkable> {
+pub fn files(root: &Path, keep: Option<&str>) -> Result<BTreeMap<String, Listed>, Unwalkable> {
     let mut found = Vec::new();
     let mut dirs = vec![PathBuf::new()];
     while let Some(rel) = dirs.pop() {
@@ -60,43 +57,126 @@ pub fn files(
     found
         .into_par_iter()
         .map(|rel| {
-            let (sha, bytes) = evidence::file_sha256(&root.join(&rel))?;
-            Ok((rel, (sha, bytes)))
+            let (sha256, bytes) = evidence::file_sha256(&root.join(&rel))?;
+            Ok((rel, Listed { sha256, bytes }))
         })
         .collect()
 }
 
-/// A manifest's canonical bytes, from [`files`].
-pub fn manifest_bytes(files: &BTreeMap<String, (String, u64)>) -> Vec<u8> {
-    let files: BTreeMap<&String, serde_json::Value> = files
-        .iter()
-        .map(|(rel, (sha, bytes))| (rel, serde_json::json!({ "sha256": sha, "bytes": bytes })))
-        .collect();
-    evidence::to_bytes(&serde_json::json!({
-        "schema": OUTPUT_MANIFEST_SCHEMA,
-        "schema_version": 1,
-        "files": files,
-    }))
-}
-
-/// A manifest as [`manifest_bytes`] writes it: each file's size and SHA-256
-/// by its path relative to the manifest's directory.
-#[derive(Debug, serde::Deserialize)]
-pub struct Listing {
+/// A manifest: each file's size and SHA-256 by its path relative to the
+/// manifest's directory. One type for both kinds: an output manifest
+/// ([`OUTPUT_MANIFEST_SCHEMA`], a walked directory) and a cache manifest
+/// (the recipe's, which also names the feature contract it was built under).
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    pub schema: String,
+    pub schema_version: u32,
+    /// The recipe's feature contract (a cache manifest only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub contract: Option<String>,
     pub files: BTreeMap<String, Listed>,
 }
 
-#[derive(Debug, serde::Deserialize)]
+/// One file of a [`Manifest`].
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Listed {
     pub sha256: String,
     pub bytes: u64,
 }
 
-impl Listing {
+/// How two manifests' files differ, by count, and the paths of each (for
+/// stderr only, never evidence).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Differences {
+    pub differ: usize,
+    /// In the first, not the second.
+    pub missing: usize,
+    /// In the second, not the first.
+    pub extra: usize,
+    pub paths: Vec<String>,
+}
+
+impl Manifest {
+    /// The manifest of a walked directory ([`files`]).
+    pub fn of_output(files: BTreeMap<String, Listed>) -> Manifest {
+        Manifest { schema: OUTPUT_MANIFEST_SCHEMA.into(), schema_version: 1, contract: None, files }
+    }
+
+    /// Canonical bytes, as written and hashed.
+    pub fn bytes(&self) -> Vec<u8> {
+        evidence::to_bytes(self)
+    }
+
+    /// A manifest from its bytes.
+    pub fn parse(bytes: &[u8]) -> serde_json::Result<Manifest> {
+        serde_json::from_slice(bytes)
+    }
+
     /// The manifest at `path`, read back (not JSON of this shape: `InvalidData`).
-    pub fn read(path: &Path) -> std::io::Result<Listing> {
+    pub fn read(path: &Path) -> std::io::Result<Manifest> {
         let bytes = std::fs::read(path)?;
-        serde_json::from_slice(&bytes)
-            .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+        Manifest::parse(&bytes).map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, e))
+    }
+
+    /// File by file, how `other` differs from this one.
+    pub fn differences(&self, other: &Manifest) -> Differences {
+        let mut d = Differences::default();
+        for (rel, v) in &self.files {
+            match other.files.get(rel) {
+                Some(w) if w == v => {}
+                Some(_) => {
+                    d.differ += 1;
+                    d.paths.push(format!("differs: {rel}"));
+                }
+                None => {
+                    d.missing += 1;
+                    d.paths.push(format!("missing: {rel}"));
+                }
+            }
+        }
+        for rel in other.files.keys().filter(|rel| !self.files.contains_key(*rel)) {
+            d.extra += 1;
+            d.paths.push(format!("extra: {rel}"));
+        }
+        d
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The typed manifest writes the bytes the untyped one did, so every
+    /// digest already recorded (an `--inputs` digest, a sealed cache) holds.
+    #[test]
+    fn a_manifest_writes_the_bytes_it_always_did() {
+        let listed = |s: &str, n| Listed { sha256: s.repeat(64), bytes: n };
+        let files =
+            BTreeMap::from([("b/x".to_string(), listed("b", 2)), ("a".into(), listed("a", 1))]);
+        let out = Manifest::of_output(files.clone());
+        // The untyped construction it replaced, verbatim.
+        let was = |files: &BTreeMap<String, Listed>| {
+            let files: BTreeMap<&String, serde_json::Value> = files
+                .iter()
+                .map(|(rel, f)| (rel, serde_json::json!({ "sha256": f.sha256, "bytes": f.bytes })))
+                .collect();
+            evidence::to_bytes(&serde_json::json!({
+                "schema": OUTPUT_MANIFEST_SCHEMA,
+                "schema_version": 1,
+                "files": files,
+            }))
+        };
+        assert_eq!(out.bytes(), was(&files));
+        let cache = Manifest { contract: Some("c/1".into()), ..out.clone() };
+        assert!(String::from_utf8(cache.bytes()).unwrap().contains("\"contract\": \"c/1\""));
+        assert_eq!(Manifest::parse(&cache.bytes()).unwrap(), cache);
+        // Differences, each kind counted, and none against itself.
+        let mut other = out.clone();
+        other.files.insert("a".into(), listed("c", 1));
+        other.files.remove("b/x");
+        other.files.insert("new".into(), listed("d", 0));
+        let d = out.differences(&other);
+        assert_eq!((d.differ, d.missing, d.extra), (1, 1, 1), "{:?}", d.paths);
+        assert_eq!(out.differences(&out), Differences::default());
     }
 }

@@ -61,7 +61,7 @@ pub(super) fn strays(
         accounted.file(&a.path);
         if a.kind == "manifest" {
             let base = Path::new(&a.path).parent().unwrap_or(Path::new(""));
-            for rel in crate::manifest::Listing::read(&dir.join(&a.path))?.files.into_keys() {
+            for rel in crate::manifest::Manifest::read(&dir.join(&a.path))?.files.into_keys() {
                 accounted.file(base.join(rel));
             }
         }

@@ -323,7 +323,7 @@ fn check_artifact(dir: &Path, a: &Value) -> Result<Vec<PathBuf>, Mismatch> {
 /// A manifest lists files below its own directory; each must match. What
 /// else is there the directory walk names.
 fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
-    let listing = crate::manifest::Listing::read(&dir.join(path)).map_err(|e| {
+    let listing = crate::manifest::Manifest::read(&dir.join(path)).map_err(|e| {
         Mismatch(match e.kind() {
             std::io::ErrorKind::InvalidData => format!("manifest {path} is not valid JSON: {e}"),
             _ => format!("manifest {path} cannot be read: {e}"),

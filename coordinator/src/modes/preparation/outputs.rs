@@ -4,8 +4,7 @@
 //! to stderr only, never into evidence.
 
 use crate::error::{RunError, fail};
-use crate::manifest::{files, manifest_bytes};
-use std::collections::BTreeMap;
+use crate::manifest::{Differences, Manifest, files};
 use std::path::Path;
 
 /// A phase's output directory sealed as a manifest: canonical bytes.
@@ -24,46 +23,21 @@ pub(crate) fn manifest(dir: &Path, out: &str, key: &str) -> Result<Vec<u8>, RunE
     let files = files(&dir.join(out), Some(super::MANIFEST)).map_err(|why| {
         fail(Some(key.into()), None, "output_refused", format!("reading {out}: {why}"))
     })?;
-    Ok(manifest_bytes(&files))
+    Ok(Manifest::of_output(files).bytes())
 }
 
-/// How two manifests' files differ: (differing, missing from `b`, extra
-/// in `b`), and the paths of each, for stderr only.
-pub(crate) fn differences(a: &[u8], b: &[u8]) -> ((usize, usize, usize), Vec<String>) {
-    let files = |m: &[u8]| -> BTreeMap<String, serde_json::Value> {
-        serde_json::from_slice::<serde_json::Value>(m)
-            .ok()
-            .and_then(|v| v.get("files").and_then(|f| f.as_object()).cloned())
-            .map(|o| o.into_iter().collect())
-            .unwrap_or_default()
-    };
-    let (a, b) = (files(a), files(b));
-    let mut paths = Vec::new();
-    let (mut differ, mut missing, mut extra) = (0, 0, 0);
-    for (rel, v) in &a {
-        match b.get(rel) {
-            Some(w) if w == v => {}
-            Some(_) => {
-                differ += 1;
-                paths.push(format!("differs: {rel}"));
-            }
-            None => {
-                missing += 1;
-                paths.push(format!("missing: {rel}"));
-            }
-        }
-    }
-    for rel in b.keys().filter(|rel| !a.contains_key(*rel)) {
-        extra += 1;
-        paths.push(format!("extra: {rel}"));
-    }
-    ((differ, missing, extra), paths)
+/// How two sealed manifests' files differ (bytes that are not a manifest
+/// read as one with no files: everything in the other then differs).
+pub(crate) fn differences(a: &[u8], b: &[u8]) -> Differences {
+    let read = |m: &[u8]| Manifest::parse(m).map(|m| m.files).unwrap_or_default();
+    let (a, b) = (Manifest::of_output(read(a)), Manifest::of_output(read(b)));
+    a.differences(&b)
 }
 
 /// The refusal of two outputs that differ: counts in the message, paths on
 /// stderr.
 pub(crate) fn outputs_differ(key: &str, what: String, serial: &[u8], other: &[u8]) -> RunError {
-    let ((differ, missing, extra), paths) = differences(serial, other);
+    let Differences { differ, missing, extra, paths } = differences(serial, other);
     for p in &paths {
         eprintln!("  {p}");
     }
@@ -97,9 +71,9 @@ mod tests {
         std::fs::write(b.join("only_b2"), b"").unwrap();
         let ma = manifest(dir.path(), "a", "k").unwrap();
         let mb = manifest(dir.path(), "b", "k").unwrap();
-        let (counts, paths) = differences(&ma, &mb);
-        assert_eq!(counts, (1, 1, 2), "{paths:?}");
-        assert_eq!(differences(&ma, &ma).0, (0, 0, 0));
+        let d = differences(&ma, &mb);
+        assert_eq!((d.differ, d.missing, d.extra), (1, 1, 2), "{:?}", d.paths);
+        assert_eq!(differences(&ma, &ma), Differences::default());
         let text = String::from_utf8(ma).unwrap();
         assert!(text.contains("\"sub/deep\""), "{text}");
         // A manifest.json of the program's own is refused; a symlink too.

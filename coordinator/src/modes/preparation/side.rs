@@ -3,6 +3,7 @@
 
 use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
+use crate::manifest::{Listed, Manifest};
 use crate::modes::{PhaseOutcome, checked_artifact};
 use crate::rundir::report::{
     ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, StageIo, StageRecord,
@@ -47,19 +48,20 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
         })
         .collect::<Result<_, _>>()?;
     let prefix = format!("{cache}/");
-    let files: BTreeMap<String, serde_json::Value> = checked
+    let files = checked
         .iter()
         .map(|a| {
             let rel = a.path.strip_prefix(&prefix).unwrap_or(&a.path).to_string();
-            (rel, serde_json::json!({ "sha256": a.sha256, "bytes": a.bytes }))
+            (rel, Listed { sha256: a.sha256.clone(), bytes: a.bytes })
         })
         .collect();
-    Ok(evidence::to_bytes(&serde_json::json!({
-        "schema": MANIFEST_SCHEMA,
-        "schema_version": 1,
-        "contract": recipe::contract::VERSION,
-        "files": files,
-    })))
+    Ok(Manifest {
+        schema: MANIFEST_SCHEMA.into(),
+        schema_version: 1,
+        contract: Some(recipe::contract::VERSION.into()),
+        files,
+    }
+    .bytes())
 }
 
 /// [`manifest`], written into the cache as `manifest.json`.
