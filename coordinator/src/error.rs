@@ -141,6 +141,17 @@ impl From<report::dashboard::DashboardError> for Error {
     }
 }
 
+impl From<report::history::HistoryError> for Error {
+    fn from(e: report::history::HistoryError) -> Self {
+        match e {
+            report::history::HistoryError::Read(..) | report::history::HistoryError::Write(..) => {
+                Error::Failed(e.to_string())
+            }
+            _ => Error::Usage(e.to_string()),
+        }
+    }
+}
+
 impl From<report::compare::CompareError> for Error {
     fn from(e: report::compare::CompareError) -> Self {
         match e {

@@ -93,7 +93,7 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
 /// What a directory's declaration.json is, read as its type: a run's, a
 /// campaign's (of which the dashboard reads its start and its steps: the
 /// rest is the campaign file), or one it cannot read.
-enum Declared {
+pub(crate) enum Declared {
     Run(Box<Declaration>),
     Campaign(CampaignDeclared),
     Unreadable,
@@ -101,7 +101,7 @@ enum Declared {
 
 /// What the dashboard reads of a campaign's declaration.
 #[derive(serde::Deserialize)]
-struct CampaignDeclared {
+pub(crate) struct CampaignDeclared {
     created_utc: String,
     campaign: CampaignSteps,
 }
@@ -132,7 +132,11 @@ impl Declared {
 /// Directories holding declaration.json, with it read, in path order;
 /// hidden directories (such as a staging `.name.partial-PID`) and symlinks
 /// are not followed.
-fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Declared)>) -> std::io::Result<()> {
+pub(crate) fn find_runs(
+    dir: &Path,
+    depth: usize,
+    out: &mut Vec<(PathBuf, Declared)>,
+) -> std::io::Result<()> {
     if dir.join(DECLARATION).is_file() {
         let decl = Declared::read(&dir.join(DECLARATION));
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
@@ -160,7 +164,7 @@ fn find_runs(dir: &Path, depth: usize, out: &mut Vec<(PathBuf, Declared)>) -> st
 
 /// A file of the run directory read as its type; None when absent or not
 /// of it.
-fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
+pub(crate) fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
     serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 

@@ -30,6 +30,18 @@ pub fn duration(x: f64) -> String {
     format!("{v:.decimals$} {unit}")
 }
 
+/// A figure's value in the unit its name says: seconds as a duration,
+/// bytes as MiB, anything else as a number.
+pub fn figure(name: &str, x: f64) -> String {
+    if name.ends_with("_s") {
+        duration(x)
+    } else if name.ends_with("_bytes") {
+        mib(x as u64)
+    } else {
+        format!("{x:.6}")
+    }
+}
+
 /// Bytes as MiB with one decimal, without the unit (for a column headed MiB).
 pub fn mib_number(bytes: u64) -> String {
     format!("{:.1}", bytes as f64 / (1024.0 * 1024.0))

@@ -30,6 +30,8 @@ pub mod verify;
 // Floor 7: two verified runs or campaigns compared; runs listed.
 pub mod compare;
 pub mod dashboard;
+// Floor 8: a history of runs, read as compare reads two.
+pub mod history;
 
 pub mod schema;
 

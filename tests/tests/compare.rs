@@ -223,3 +223,75 @@ fn campaigns_are_compared_step_by_step_and_a_slower_stage_is_named() {
     let note = f.stdout.lines().find(|l| l.starts_with("cold: ")).expect(&f.stdout);
     assert!(note.starts_with("cold: B is faster than A"), "{note}");
 }
+
+/// A diagnostic run of `sleep $NAP` (one definition whatever NAP is) into
+/// `dir/NAME`.
+fn nap_into(dir: &Path, name: &str, command: &str, nap: &str) {
+    let mut c = coordinator();
+    c.env("NAP", nap).args(["--quiet", "--name", "nap", "--command", command]);
+    c.arg("--output").arg(dir.join(name));
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+}
+
+fn history(dir: &Path, extra: &[&str]) -> harness::Finished {
+    let mut c = coordinator();
+    c.arg("history").arg(dir).args(extra);
+    run(c)
+}
+
+#[test]
+fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nightly");
+    // Five runs: too few for a change point with three a side, said so.
+    for i in 1..=5 {
+        nap_into(&dir, &format!("r{i:02}"), "sleep $NAP", "0.05");
+    }
+    let f = history(&dir, &["--min-segment", "3", "--figure", "wall_s"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains("too few runs for a change point: 5 runs"), "{}", f.stdout);
+    // Run 7 on sleeps 0.2 s longer (x5): one change point, at run 7, found
+    // among runs of another definition left out.
+    nap_into(&dir, "r06", "sleep $NAP", "0.05");
+    for i in 7..=12 {
+        nap_into(&dir, &format!("r{i:02}"), "sleep $NAP", "0.25");
+    }
+    nap_into(&dir, "other", "sleep $NAP; true", "0.25");
+    let f = history(&dir, &["--min-segment", "3"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains("history of 12 runs of one definition"), "{}", f.stdout);
+    assert!(f.stdout.contains("1 run of 1 other definition left out"), "{}", f.stdout);
+    let row = f.stdout.lines().find(|l| l.starts_with("nap") && l.contains("wall_s"));
+    let row = row.unwrap_or_else(|| panic!("no wall_s change: {}", f.stdout));
+    assert!(row.contains("run 7 ("), "the first run after the change: {row}");
+    let ratio: f64 = row.split_whitespace().nth(6).unwrap().parse().unwrap();
+    assert!((3.0..6.0).contains(&ratio), "0.25 s against 0.05 s plus start-up: {row}");
+    let md = std::fs::read_to_string(dir.join("history.md")).unwrap();
+    assert!(md.contains("| `nap` | `wall_s` |") && md.contains("| 12 | `r12` |"), "{md}");
+    // Nothing new: history.md is left as it was.
+    let f = history(&dir, &["--min-segment", "3"]);
+    assert!(f.stdout.contains("unchanged"), "{}", f.stdout);
+    // A history.md of the user's is refused and left alone.
+    std::fs::write(dir.join("history.md"), "my notes\n").unwrap();
+    let f = history(&dir, &["--min-segment", "3"]);
+    assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
+    assert!(f.stderr.contains("was not written by `coordinator history`"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(dir.join("history.md")).unwrap(), "my notes\n");
+    // Bad input: one line, exit 2.
+    for (args, says) in [
+        (vec!["--min-segment", "1"], "--min-segment must be at least 2"),
+        (vec!["--figure", "no_such_s"], "--figure no_such_s: no stage"),
+    ] {
+        let f = history(&dir, &args);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        assert!(f.stderr.contains(says), "{}", f.stderr);
+    }
+    let f = history(tmp.path().join("none").as_path(), &[]);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let empty = tmp.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let f = history(&empty, &[]);
+    assert!(f.code() == Some(2) && f.stderr.contains("no run below"), "{}", f.stderr);
+}

@@ -86,6 +86,23 @@ pub(super) enum Command {
         /// The directory holding run directories (at any depth).
         dir: PathBuf,
     },
+    /// When did a figure shift? Every run below DIR that shares one
+    /// definition, in commit order, and each stage's figures' change points
+    /// (e-divisive means, a permutation test at p < 0.01): median before and
+    /// after, the change with its interval, the first run after it. Writes
+    /// DIR/history.md. Example: `coordinator history nightly/ --figure wall_s`
+    History {
+        /// The directory holding run directories (at any depth).
+        dir: PathBuf,
+        /// Read only this figure; repeat for several. As compare's
+        /// --figure: wall_s, a span's span:NAME_s, a pattern ending in `*`.
+        /// [default: wall_s, cpu_s, tree_peak_bytes, span:*]
+        #[arg(long = "figure", value_name = "NAME")]
+        figures: Vec<String>,
+        /// The fewest runs either side of a change point (at least 2).
+        #[arg(long, default_value_t = report::stats::MIN_SEGMENT)]
+        min_segment: usize,
+    },
     /// Print the machine's state as a run would record it (environment.json)
     /// and what in it makes measurements hard to trust, without running
     /// anything. Exits 1 when a warning applies, 0 otherwise.

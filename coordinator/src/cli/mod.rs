@@ -130,6 +130,16 @@ fn command(cli: Cli) -> Result<u8, Error> {
             println!("{}", crate::dashboard::write(&dir)?);
             Ok(code::SUCCESS)
         }
+        Some(Command::History { dir, figures, min_segment }) => {
+            let figures = match figures.is_empty() {
+                true => report::history::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
+                false => figures,
+            };
+            let h = report::history::history(&dir, &figures, min_segment)?;
+            print!("{}", report::history::text::render(&h));
+            println!("{}", report::history::text::write(&dir, &h)?);
+            Ok(code::SUCCESS)
+        }
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
         Some(Command::Campaign { file, output, worker_bin, export_trace }) => {
             let worker_bin = match worker_bin {

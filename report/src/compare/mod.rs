@@ -125,15 +125,15 @@ type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
 /// whether its `BASE#R` stages are rounds of `BASE` (a cold-prep round's
 /// phase is defined with its own cache, so its definition differs from
 /// round 1's).
-struct Run {
-    planned: Vec<(String, String)>,
-    measured: BTreeMap<String, BTreeMap<String, f64>>,
-    repeated: Samples,
-    rounds: bool,
+pub(crate) struct Run {
+    pub(crate) planned: Vec<(String, String)>,
+    pub(crate) measured: BTreeMap<String, BTreeMap<String, f64>>,
+    pub(crate) repeated: Samples,
+    pub(crate) rounds: bool,
 }
 
 impl Run {
-    fn new(declaration: &Declaration, report: &crate::modes::Report) -> Run {
+    pub(crate) fn new(declaration: &Declaration, report: &crate::modes::Report) -> Run {
         Run {
             planned: declaration
                 .stages
@@ -152,7 +152,7 @@ impl Run {
 
 /// Values of a figure for a stage: every counted trial, or the stage's
 /// record followed by those of `later` (see [`later_keys`]).
-fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
+pub(crate) fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
     if let Some(xs) = run.repeated.get(stage).and_then(|s| s.get(figure)) {
         return xs.clone();
     }
@@ -165,7 +165,7 @@ fn samples(run: &Run, stage: &str, later: &[String], figure: &str) -> Vec<f64> {
 /// its definition differs only by the cache it writes), or the same stage
 /// planned again with the same definition. `planned`: (key, definition)
 /// in plan order; `rounds`: whether the run's mode runs phases in rounds.
-fn later_keys(planned: &[(String, String)], stage: &str, rounds: bool) -> Vec<String> {
+pub(crate) fn later_keys(planned: &[(String, String)], stage: &str, rounds: bool) -> Vec<String> {
     let definition = |key: &str| planned.iter().find(|(k, _)| k == key).map(|(_, d)| d);
     let mut later: Vec<(u32, String)> = planned
         .iter()
@@ -274,7 +274,7 @@ fn rows(common: &[String], figures: &[String], runs: [&Run; 2], pct: f64) -> Vec
     let [ra, rb] = runs;
     let mut rows = Vec::new();
     for (i, stage) in common.iter().enumerate() {
-        let stage_figures = expand(figures, ra, rb, stage);
+        let stage_figures = expand(figures, &[ra, rb], stage);
         let later = |r: &Run| later_keys(&r.planned, stage, r.rounds);
         let (later_a, later_b) = (later(ra), later(rb));
         for (j, figure) in stage_figures.iter().enumerate() {
@@ -330,21 +330,28 @@ fn matches(pattern: &str, figure: &str) -> bool {
 /// pattern (`span:*`) every figure both reports record for the stage that
 /// starts with its prefix (a span pattern: its sums, `span:NAME_s`; a
 /// span's `span:NAME_median_s` and `span:NAME_p95_s` are named one by one).
-fn expand(figures: &[String], ra: &Run, rb: &Run, stage: &str) -> Vec<String> {
+pub(crate) fn expand(figures: &[String], runs: &[&Run], stage: &str) -> Vec<String> {
     let names = |r: &Run| -> BTreeSet<String> {
         match r.repeated.get(stage) {
             Some(s) => s.keys().cloned().collect(),
             None => r.measured.get(stage).map(|m| m.keys().cloned().collect()).unwrap_or_default(),
         }
     };
-    let (na, nb) = (names(ra), names(rb));
+    let all: Vec<BTreeSet<String>> = runs.iter().map(|r| names(r)).collect();
+    // The names every run records (for two runs: both).
+    let na: BTreeSet<String> = match all.split_first() {
+        Some((first, rest)) => {
+            first.iter().filter(|n| rest.iter().all(|o| o.contains(*n))).cloned().collect()
+        }
+        None => BTreeSet::new(),
+    };
     let mut out = Vec::new();
     for f in figures {
         match f.strip_suffix('*') {
             Some(prefix) => {
                 let seconds_only = prefix.starts_with("span:");
                 out.extend(
-                    na.intersection(&nb)
+                    na.iter()
                         .filter(|n| {
                             let sum = crate::rundir::spans::sum_name(n, |k| na.contains(k));
                             n.starts_with(prefix) && (!seconds_only || sum.is_some())

@@ -1,7 +1,7 @@
 //! compare's unit tests: the gate, the samples of a stage, patterns.
 
-use super::text::in_units;
 use super::{Run, Samples, expand, later_keys, matches, regressed, row, rows, samples};
+use crate::fmt::figure as in_units;
 
 /// A run from its planned stages `(key, definition)` and its stages'
 /// figures, with nothing repeated and no rounds.
@@ -208,7 +208,7 @@ fn a_span_pattern_is_every_span_seconds_figure_both_runs_record() {
         )],
     );
     let figures = vec!["wall_s".to_string(), "span:*".to_string()];
-    assert_eq!(expand(&figures, &a, &b, "s"), ["wall_s", "span:fit_s", "span:load_s"]);
-    assert_eq!(expand(&["span:load_*".into()], &a, &b, "s"), ["span:load_s"]);
-    assert!(expand(&["nothing:*".into()], &a, &b, "s").is_empty());
+    assert_eq!(expand(&figures, &[&a, &b], "s"), ["wall_s", "span:fit_s", "span:load_s"]);
+    assert_eq!(expand(&["span:load_*".into()], &[&a, &b], "s"), ["span:load_s"]);
+    assert!(expand(&["nothing:*".into()], &[&a, &b], "s").is_empty());
 }

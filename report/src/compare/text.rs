@@ -4,18 +4,6 @@
 use super::Comparison;
 use crate::stats::{self, Verdict};
 
-/// A figure's value in the unit its name says: seconds as a duration,
-/// bytes as MiB, anything else as a number.
-pub(super) fn in_units(figure: &str, x: f64) -> String {
-    if figure.ends_with("_s") {
-        crate::fmt::duration(x)
-    } else if figure.ends_with("_bytes") {
-        crate::fmt::mib(x as u64)
-    } else {
-        format!("{x:.6}")
-    }
-}
-
 /// What the runs ran on, A against B: every line once, those that differ
 /// marked (a commit differing is information, nothing more).
 fn comparability(s: &mut String, c: &Comparison) {
@@ -73,8 +61,8 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
             r.figure,
             r.n_a,
             r.n_b,
-            in_units(&r.figure, r.median_a),
-            in_units(&r.figure, r.median_b),
+            crate::fmt::figure(&r.figure, r.median_a),
+            crate::fmt::figure(&r.figure, r.median_b),
             r.ratio,
             r.ci.cell(|x| format!("{x:.3}")),
             r.p,

@@ -1,11 +1,14 @@
 //! Summary statistics over measured samples. Every number here is derived
 //! from the samples alone; nothing measures. `interval` holds a median's (and a
 //! ratio's) interval with its coverage; `compare` the two-sample rank test,
-//! the ratio of medians and the verdict.
+//! the ratio of medians and the verdict; `changes` the change points of a
+//! series (e-divisive means with a permutation test).
 
+mod changes;
 mod compare;
 mod interval;
 
+pub use changes::*;
 pub use compare::*;
 pub use interval::*;
 

@@ -1,0 +1,317 @@
+//! `coordinator history DIR`: when did a figure shift? Every run below
+//! DIR whose report's seal holds and that shares one definition (mode,
+//! dataset, each stage's definition), in order, and for each figure of
+//! each stage the change points of its per-run medians
+//! ([`crate::stats::change_points`]: e-divisive means with a permutation
+//! test, so a flat history says "no change").
+//!
+//! - The order: runs grouped by the commit they record (the measured
+//!   program's, from its stages' provenance, else stagebench's own, shown
+//!   as `stagebench@COMMIT`: the built-in recipe is stagebench's code), the
+//!   groups in the order their first run started, and by start time within
+//!   one. Without a repository that is the only order commits have.
+//! - A figure's value for a run is the median of what the run measured of
+//!   it (its trials, its rounds, or its one record), as `compare` reads it.
+//! - Where several definitions share DIR, the one with the most runs is
+//!   read and the others are counted, never mixed in.
+//! - Reading only: nothing is re-hashed but the report's body digest
+//!   (that is `verify`'s job), and nothing in DIR is written but
+//!   `history.md` (see [`text`]).
+
+pub mod text;
+
+use crate::compare::{Run, expand, later_keys, samples};
+use crate::dashboard::{Declared, find_runs, read};
+use crate::modes::Report;
+use crate::rundir::{REPORT, report};
+use crate::stats::{self, ChangePoint, Interval};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The figures read unless asked: each stage's wall, CPU and tree peak,
+/// and every span's seconds.
+pub const DEFAULT_FIGURES: [&str; 4] = ["wall_s", "cpu_s", "tree_peak_bytes", "span:*"];
+
+/// Why no history was made.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    #[error("'{0}' is not a directory")]
+    NotADirectory(String),
+    #[error("reading '{0}': {1}")]
+    Read(String, std::io::Error),
+    #[error("no run below '{0}' has a report.json whose seal holds")]
+    NoRuns(String),
+    #[error("--figure {0}: no stage of these runs records it in every run")]
+    NoFigure(String),
+    #[error("--min-segment must be at least 2 (a segment's spread needs two runs), not {0}")]
+    MinSegment(usize),
+    /// A history.md the history did not write is the user's.
+    #[error("'{0}' exists and was not written by `coordinator history`; it is left alone")]
+    NotOurs(String),
+    #[error("writing '{0}': {1}")]
+    Write(String, std::io::Error),
+}
+
+/// One run of the history, in order.
+#[derive(Debug)]
+pub struct HistoryRun {
+    /// Its directory, relative to DIR.
+    pub rel: String,
+    pub created_utc: String,
+    /// The commit it recorded (see the module's doc), if any.
+    pub commit: Option<String>,
+}
+
+/// A change point of one stage's figure.
+#[derive(Debug)]
+pub struct Change {
+    pub stage: String,
+    pub figure: String,
+    /// The first run after the change (an index into [`History::runs`]).
+    pub at: usize,
+    /// The medians of the run medians in the segments either side.
+    pub before: f64,
+    pub after: f64,
+    /// after / before, with its interval (the runs of each segment as samples).
+    pub ratio: f64,
+    pub interval: Interval,
+    /// The permutation test's p-value.
+    pub p: f64,
+}
+
+/// A history: its runs in order, the figures read, and their changes.
+#[derive(Debug)]
+pub struct History {
+    pub runs: Vec<HistoryRun>,
+    /// The first 12 hex digits of the definition read.
+    pub definition: String,
+    pub mode: String,
+    /// Runs below DIR of other definitions, left out.
+    pub other_definitions: usize,
+    pub other_runs: usize,
+    pub min_segment: usize,
+    /// Every (stage, figure) read, in plan order.
+    pub figures: Vec<(String, String)>,
+    pub changes: Vec<Change>,
+}
+
+impl History {
+    /// Whether there are too few runs for any change point.
+    pub fn too_short(&self) -> bool {
+        self.runs.len() < 2 * self.min_segment
+    }
+}
+
+/// One run as read: where, when, which commit, which definition, and the
+/// figures compare reads.
+struct Read {
+    rel: String,
+    created: String,
+    commit: Option<String>,
+    definition: String,
+    mode: String,
+    run: Run,
+}
+
+/// The history of the runs below `dir`.
+pub fn history(
+    dir: &Path,
+    figures: &[String],
+    min_segment: usize,
+) -> Result<History, HistoryError> {
+    if min_segment < 2 {
+        return Err(HistoryError::MinSegment(min_segment));
+    }
+    if !dir.is_dir() {
+        return Err(HistoryError::NotADirectory(dir.display().to_string()));
+    }
+    let mut found = Vec::new();
+    find_runs(dir, 0, &mut found).map_err(|e| HistoryError::Read(dir.display().to_string(), e))?;
+    let all: Vec<Read> =
+        found.iter().filter_map(|(path, decl)| read_run(dir, path, decl)).collect();
+    // The definition with the most runs (ties: the smaller hash, so the
+    // choice never depends on the walk).
+    let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in &all {
+        *counts.entry(&r.definition).or_default() += 1;
+    }
+    let Some((&chosen, _)) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
+        return Err(HistoryError::NoRuns(dir.display().to_string()));
+    };
+    let chosen = chosen.to_string();
+    let other_definitions = counts.len() - 1;
+    let other_runs = all.len() - counts[chosen.as_str()];
+    let mut runs: Vec<Read> = all.into_iter().filter(|r| r.definition == chosen).collect();
+    order(&mut runs);
+    let figures = figures_of(&runs, figures)?;
+    let mut changes = Vec::new();
+    for (i, (stage, figure)) in figures.iter().enumerate() {
+        let series: Vec<f64> = runs.iter().map(|r| run_median(&r.run, stage, figure)).collect();
+        let seed = i as u64;
+        let points = stats::change_points(&series, min_segment, seed);
+        changes.extend(changes_of(stage, figure, &series, &points, seed));
+    }
+    Ok(History {
+        definition: chosen[..12].to_string(),
+        mode: runs[0].mode.clone(),
+        runs: runs
+            .into_iter()
+            .map(|r| HistoryRun { rel: r.rel, created_utc: r.created, commit: r.commit })
+            .collect(),
+        other_definitions,
+        other_runs,
+        min_segment,
+        figures,
+        changes,
+    })
+}
+
+/// A run directory read for the history; None unless it is a run (not a
+/// campaign) whose report's seal holds.
+fn read_run(base: &Path, dir: &Path, decl: &Declared) -> Option<Read> {
+    let Declared::Run(decl) = decl else { return None };
+    let value = read::<serde_json::Value>(&dir.join(REPORT))?;
+    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
+        return None;
+    }
+    let rep = Report::deserialize(&value).ok()?;
+    let commit = rep
+        .stages
+        .values()
+        .find_map(|s| s.runtime.as_ref()?.git_commit.clone())
+        .or_else(|| Some(format!("stagebench@{}", decl.program.git_commit.as_deref()?)));
+    let definition = evidence::sha256_hex(&evidence::to_bytes(&(
+        &decl.mode,
+        &decl.dataset_fingerprint,
+        decl.stages.iter().map(|s| (&s.key, &s.definition_sha256)).collect::<Vec<_>>(),
+    )));
+    Some(Read {
+        rel: dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned(),
+        created: decl.created_utc.clone(),
+        commit,
+        definition,
+        mode: decl.mode.clone(),
+        run: Run::new(decl, &rep),
+    })
+}
+
+/// By commit (in the order each commit's first run started), then start
+/// time, then directory.
+fn order(runs: &mut [Read]) {
+    runs.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.rel.cmp(&b.rel)));
+    let mut first: BTreeMap<Option<String>, usize> = BTreeMap::new();
+    for (i, r) in runs.iter().enumerate() {
+        first.entry(r.commit.clone()).or_insert(i);
+    }
+    runs.sort_by_key(|r| first[&r.commit]);
+}
+
+/// Every (stage, figure) asked, for the stages the runs plan (a later
+/// round's stage is read as samples of its first), each figure recorded
+/// by every run. A figure named outright that no stage has is refused.
+fn figures_of(runs: &[Read], asked: &[String]) -> Result<Vec<(String, String)>, HistoryError> {
+    let all: Vec<&Run> = runs.iter().map(|r| &r.run).collect();
+    let first = all[0];
+    let pooled: Vec<String> = first
+        .planned
+        .iter()
+        .flat_map(|(k, _)| later_keys(&first.planned, k, first.rounds))
+        .collect();
+    let mut out = Vec::new();
+    for (stage, _) in first.planned.iter().filter(|(k, _)| !pooled.contains(k)) {
+        for figure in expand(asked, &all, stage) {
+            if all.iter().all(|r| {
+                !samples(r, stage, &later_keys(&r.planned, stage, r.rounds), &figure).is_empty()
+            }) {
+                out.push((stage.clone(), figure));
+            }
+        }
+    }
+    if let Some(f) = asked.iter().find(|f| !f.ends_with('*') && !out.iter().any(|(_, g)| g == *f)) {
+        return Err(HistoryError::NoFigure(f.clone()));
+    }
+    Ok(out)
+}
+
+/// The median of what `run` measured of `figure` for `stage`.
+fn run_median(run: &Run, stage: &str, figure: &str) -> f64 {
+    stats::median(&samples(run, stage, &later_keys(&run.planned, stage, run.rounds), figure))
+}
+
+/// Each change point as a [`Change`]: its segment's medians either side.
+fn changes_of(
+    stage: &str,
+    figure: &str,
+    series: &[f64],
+    points: &[ChangePoint],
+    seed: u64,
+) -> Vec<Change> {
+    let bounds: Vec<usize> =
+        std::iter::once(0).chain(points.iter().map(|c| c.at)).chain([series.len()]).collect();
+    points
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            let (before, after) = (&series[bounds[i]..c.at], &series[c.at..bounds[i + 2]]);
+            let (b, a) = (stats::median(before), stats::median(after));
+            Change {
+                stage: stage.into(),
+                figure: figure.into(),
+                at: c.at,
+                before: b,
+                after: a,
+                ratio: a / b,
+                interval: stats::ratio_of_medians_interval(before, after, seed),
+                p: c.p,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(rel: &str, created: &str, commit: Option<&str>) -> Read {
+        Read {
+            rel: rel.into(),
+            created: created.into(),
+            commit: commit.map(str::to_string),
+            definition: "d".repeat(64),
+            mode: "trials".into(),
+            run: Run {
+                planned: Vec::new(),
+                measured: BTreeMap::new(),
+                repeated: BTreeMap::new(),
+                rounds: false,
+            },
+        }
+    }
+
+    #[test]
+    fn runs_are_ordered_by_commit_then_start() {
+        // A re-run of commit a after b started is still a's: b follows all of a.
+        let mut runs = vec![
+            read("3", "2026-12-03T00:00:00Z", Some("a")),
+            read("2", "2026-12-02T00:00:00Z", Some("b")),
+            read("1", "2026-12-01T00:00:00Z", Some("a")),
+            read("4", "2026-12-04T00:00:00Z", Some("c")),
+        ];
+        order(&mut runs);
+        let rels: Vec<&str> = runs.iter().map(|r| r.rel.as_str()).collect();
+        assert_eq!(rels, ["1", "3", "2", "4"]);
+    }
+
+    #[test]
+    fn a_change_is_measured_between_its_neighbouring_changes() {
+        // Two steps: the second's "before" is the middle segment, not
+        // everything before it.
+        let series = [1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 4.0, 4.0, 4.0];
+        let points = [ChangePoint { at: 3, p: 0.002 }, ChangePoint { at: 6, p: 0.002 }];
+        let c = changes_of("s", "wall_s", &series, &points, 0);
+        assert_eq!((c[0].before, c[0].after, c[0].ratio), (1.0, 2.0, 2.0));
+        assert_eq!((c[1].before, c[1].after, c[1].ratio), (2.0, 4.0, 2.0));
+        assert_eq!(c[1].at, 6);
+    }
+}

@@ -1,0 +1,155 @@
+//! A history for a person: the table on the console, and `history.md`
+//! in DIR (the table, then every run in order), rewritten only when it
+//! changes. A history.md this command did not write is the user's, and
+//! is refused and left alone, as the dashboard's README.md is.
+
+use super::{History, HistoryError};
+use std::fmt::Write as _;
+use std::path::Path;
+
+pub const INDEX: &str = "history.md";
+/// The first line of every history.md; one without it is the user's.
+pub const MARKER: &str =
+    "<!-- written by `coordinator history`: rerun it instead of editing this file -->";
+
+/// The opening line: what was read, and what was left out.
+fn heading(h: &History) -> String {
+    let mut s = format!(
+        "history of {} run{} of one definition ({}…, --mode {}), in commit order; min segment {}",
+        h.runs.len(),
+        if h.runs.len() == 1 { "" } else { "s" },
+        h.definition,
+        h.mode,
+        h.min_segment
+    );
+    if h.other_runs > 0 {
+        let _ = write!(
+            s,
+            "; {} run{} of {} other definition{} left out",
+            h.other_runs,
+            if h.other_runs == 1 { "" } else { "s" },
+            h.other_definitions,
+            if h.other_definitions == 1 { "" } else { "s" }
+        );
+    }
+    s
+}
+
+/// The verdict in words: too short, no change, or how many.
+fn verdict(h: &History) -> String {
+    if h.too_short() {
+        return format!(
+            "too few runs for a change point: {} runs, and each side of one needs {} (--min-segment)",
+            h.runs.len(),
+            h.min_segment
+        );
+    }
+    match h.changes.len() {
+        0 => format!("no change point in any of {} figures", h.figures.len()),
+        n => format!(
+            "{n} change point{} in {} of {} figures",
+            if n == 1 { "" } else { "s" },
+            h.figures
+                .iter()
+                .filter(|(s, f)| h.changes.iter().any(|c| &c.stage == s && &c.figure == f))
+                .count(),
+            h.figures.len()
+        ),
+    }
+}
+
+/// The first run after a change: "run 25 (ab12cd34ef56, 2026-12-04T10:00:00Z)".
+fn first_after(h: &History, at: usize) -> String {
+    let r = &h.runs[at];
+    // A commit to 12 hex digits (and stagebench's, named as such).
+    let commit =
+        r.commit.as_deref().map(|c| &c[..c.len().min(c.find('@').map_or(0, |i| i + 1) + 12)]);
+    let commit = commit.unwrap_or("no commit");
+    format!("run {} ({commit}, {})", at + 1, r.created_utc)
+}
+
+/// The table, one row per change point.
+pub fn render(h: &History) -> String {
+    let mut s = format!("{}\n{}\n", heading(h), verdict(h));
+    if h.changes.is_empty() {
+        return s;
+    }
+    let sw = h.changes.iter().map(|c| c.stage.len()).max().unwrap_or(0).max(5);
+    let fw = h.changes.iter().map(|c| c.figure.len()).max().unwrap_or(0).max(6);
+    let _ = writeln!(
+        s,
+        "{:<sw$} {:<fw$} {:>12} {:>12} {:>7} {:>30} {:>7}  first run after",
+        "stage", "figure", "before", "after", "ratio", "interval of the ratio", "p"
+    );
+    for c in &h.changes {
+        let _ = writeln!(
+            s,
+            "{:<sw$} {:<fw$} {:>12} {:>12} {:>7.3} {:>30} {:>7.4}  {}",
+            c.stage,
+            c.figure,
+            crate::fmt::figure(&c.figure, c.before),
+            crate::fmt::figure(&c.figure, c.after),
+            c.ratio,
+            c.interval.cell(|x| format!("{x:.3}")),
+            c.p,
+            first_after(h, c.at)
+        );
+    }
+    s
+}
+
+/// history.md: the marker, the same facts as a table, then the runs.
+pub fn markdown(h: &History) -> String {
+    let mut s = format!("{MARKER}\n# History\n\n{}.\n\n{}.\n\n", heading(h), verdict(h));
+    if !h.changes.is_empty() {
+        s.push_str(
+            "| stage | figure | before | after | ratio | interval | p | first run after |\n",
+        );
+        s.push_str("|---|---|---:|---:|---:|---|---:|---|\n");
+        for c in &h.changes {
+            let _ = writeln!(
+                s,
+                "| `{}` | `{}` | {} | {} | {:.3} | {} | {:.4} | {} |",
+                c.stage,
+                c.figure,
+                crate::fmt::figure(&c.figure, c.before),
+                crate::fmt::figure(&c.figure, c.after),
+                c.ratio,
+                c.interval.cell(|x| format!("{x:.3}")),
+                c.p,
+                first_after(h, c.at)
+            );
+        }
+        s.push('\n');
+    }
+    s.push_str("## Runs, in order\n\n| # | run | started | commit |\n|---:|---|---|---|\n");
+    for (i, r) in h.runs.iter().enumerate() {
+        let _ = writeln!(
+            s,
+            "| {} | `{}` | {} | {} |",
+            i + 1,
+            r.rel,
+            r.created_utc,
+            r.commit.as_deref().unwrap_or("–")
+        );
+    }
+    s
+}
+
+/// Writes (or leaves unchanged) `dir/history.md`; returns a line for a person.
+pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
+    let index = dir.join(INDEX);
+    match std::fs::read(&index) {
+        Ok(old) if !old.starts_with(MARKER.as_bytes()) => {
+            return Err(HistoryError::NotOurs(index.display().to_string()));
+        }
+        _ => {}
+    }
+    let text = markdown(h);
+    let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
+    if !unchanged {
+        evidence::write_atomic(&index, text.as_bytes())
+            .map_err(|e| HistoryError::Write(index.display().to_string(), e))?;
+    }
+    Ok(format!("{} {}", if unchanged { "unchanged" } else { "wrote" }, index.display()))
+}
