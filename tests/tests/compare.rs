@@ -270,10 +270,23 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     assert!((3.0..6.0).contains(&ratio), "0.25 s against 0.05 s plus start-up: {row}");
     let md = std::fs::read_to_string(dir.join("history.md")).unwrap();
     assert!(md.contains("| `nap` | `wall_s` |") && md.contains("| 12 | `r12` |"), "{md}");
+    // A plot per changed figure, linked from history.md.
+    let plot = dir.join("history-plots").join(format!("{:02}-nap-wall_s.svg", 1));
+    assert!(plot.is_file() && md.contains("](history-plots/01-nap-wall_s.svg)"), "{md}");
     // Nothing new: history.md is left as it was.
     let f = history(&dir, &["--min-segment", "3"]);
     assert!(f.stdout.contains("unchanged"), "{}", f.stdout);
-    // A history.md of the user's is refused and left alone.
+    // A history-plots/ of the user's is refused and left alone, as is a
+    // history.md of theirs.
+    let plots = tmp.path().join("moved-plots");
+    std::fs::rename(dir.join("history-plots"), &plots).unwrap();
+    std::fs::create_dir(dir.join("history-plots")).unwrap();
+    std::fs::write(dir.join("history-plots/mine.svg"), "<svg/>").unwrap();
+    let f = history(&dir, &["--min-segment", "3"]);
+    assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
+    assert_eq!(std::fs::read_to_string(dir.join("history-plots/mine.svg")).unwrap(), "<svg/>");
+    std::fs::remove_dir_all(dir.join("history-plots")).unwrap();
+    std::fs::rename(&plots, dir.join("history-plots")).unwrap();
     std::fs::write(dir.join("history.md"), "my notes\n").unwrap();
     let f = history(&dir, &["--min-segment", "3"]);
     assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);

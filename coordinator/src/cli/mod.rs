@@ -137,7 +137,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             };
             let h = report::history::history(&dir, &figures, min_segment)?;
             print!("{}", report::history::text::render(&h));
-            println!("{}", report::history::text::write(&dir, &h)?);
+            println!("{}", report::history::files::write(&dir, &h)?);
             Ok(code::SUCCESS)
         }
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),

@@ -16,8 +16,10 @@
 //!   read and the others are counted, never mixed in.
 //! - Reading only: nothing is re-hashed but the report's body digest
 //!   (that is `verify`'s job), and nothing in DIR is written but
-//!   `history.md` (see [`text`]).
+//!   `history.md` and `history-plots/` ([`files`]).
 
+pub mod files;
+pub mod plot;
 pub mod text;
 
 use crate::compare::{Run, expand, later_keys, samples};
@@ -51,6 +53,8 @@ pub enum HistoryError {
     NotOurs(String),
     #[error("writing '{0}': {1}")]
     Write(String, std::io::Error),
+    #[error("a history plot: {0}")]
+    Plot(#[from] crate::chart::RenderError),
 }
 
 /// One run of the history, in order.
@@ -93,6 +97,8 @@ pub struct History {
     pub min_segment: usize,
     /// Every (stage, figure) read, in plan order.
     pub figures: Vec<(String, String)>,
+    /// Each figure's value per run, in history order (as `figures`).
+    pub series: Vec<Vec<f64>>,
     pub changes: Vec<Change>,
 }
 
@@ -146,11 +152,13 @@ pub fn history(
     order(&mut runs);
     let figures = figures_of(&runs, figures)?;
     let mut changes = Vec::new();
+    let mut all_series = Vec::new();
     for (i, (stage, figure)) in figures.iter().enumerate() {
         let series: Vec<f64> = runs.iter().map(|r| run_median(&r.run, stage, figure)).collect();
         let seed = i as u64;
         let points = stats::change_points(&series, min_segment, seed);
         changes.extend(changes_of(stage, figure, &series, &points, seed));
+        all_series.push(series);
     }
     Ok(History {
         definition: chosen[..12].to_string(),
@@ -163,6 +171,7 @@ pub fn history(
         other_runs,
         min_segment,
         figures,
+        series: all_series,
         changes,
     })
 }

@@ -1,16 +1,9 @@
 //! A history for a person: the table on the console, and `history.md`
-//! in DIR (the table, then every run in order), rewritten only when it
-//! changes. A history.md this command did not write is the user's, and
-//! is refused and left alone, as the dashboard's README.md is.
+//! (the table, a plot per changed figure, then every run in order).
 
-use super::{History, HistoryError};
+use super::History;
+use super::files::{MARKER, PLOTS};
 use std::fmt::Write as _;
-use std::path::Path;
-
-pub const INDEX: &str = "history.md";
-/// The first line of every history.md; one without it is the user's.
-pub const MARKER: &str =
-    "<!-- written by `coordinator history`: rerun it instead of editing this file -->";
 
 /// The opening line: what was read, and what was left out.
 fn heading(h: &History) -> String {
@@ -121,6 +114,10 @@ pub fn markdown(h: &History) -> String {
             );
         }
         s.push('\n');
+        for (i, stage, figure) in changed(h) {
+            let name = super::plot::file_stem(i, stage, figure);
+            let _ = writeln!(s, "![{stage} {figure}]({PLOTS}/{name}.svg)\n");
+        }
     }
     s.push_str("## Runs, in order\n\n| # | run | started | commit |\n|---:|---|---|---|\n");
     for (i, r) in h.runs.iter().enumerate() {
@@ -136,20 +133,12 @@ pub fn markdown(h: &History) -> String {
     s
 }
 
-/// Writes (or leaves unchanged) `dir/history.md`; returns a line for a person.
-pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
-    let index = dir.join(INDEX);
-    match std::fs::read(&index) {
-        Ok(old) if !old.starts_with(MARKER.as_bytes()) => {
-            return Err(HistoryError::NotOurs(index.display().to_string()));
-        }
-        _ => {}
-    }
-    let text = markdown(h);
-    let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
-    if !unchanged {
-        evidence::write_atomic(&index, text.as_bytes())
-            .map_err(|e| HistoryError::Write(index.display().to_string(), e))?;
-    }
-    Ok(format!("{} {}", if unchanged { "unchanged" } else { "wrote" }, index.display()))
+/// The figures with a change point, with their index in [`History::figures`].
+pub fn changed(h: &History) -> impl Iterator<Item = (usize, &String, &String)> {
+    h.figures.iter().enumerate().filter_map(|(i, (stage, figure))| {
+        h.changes
+            .iter()
+            .any(|c| &c.stage == stage && &c.figure == figure)
+            .then_some((i, stage, figure))
+    })
 }

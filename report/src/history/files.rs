@@ -1,0 +1,71 @@
+//! What `coordinator history` writes into DIR: `history.md` and
+//! `history-plots/` (an SVG and a PNG per changed figure), each replaced
+//! only when its bytes change, and only if this command wrote it: a
+//! history.md without the marker on its first line, or a history-plots/
+//! without the marker file, is the user's, refused and left alone.
+
+use super::{History, HistoryError};
+use std::path::Path;
+
+pub const INDEX: &str = "history.md";
+/// The first line of every history.md; one without it is the user's.
+pub const MARKER: &str =
+    "<!-- written by `coordinator history`: rerun it instead of editing this file -->";
+/// The plots' directory in DIR.
+pub const PLOTS: &str = "history-plots";
+/// The file that marks history-plots/ as this command's.
+const PLOTS_MARKER: &str = ".written-by-coordinator-history";
+
+/// Writes (or leaves unchanged) `dir/history.md` and its plots; returns a
+/// line for a person.
+pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
+    let index = dir.join(INDEX);
+    let plots = dir.join(PLOTS);
+    // Both checked before anything is written.
+    if std::fs::read(&index).is_ok_and(|old| !old.starts_with(MARKER.as_bytes())) {
+        return Err(HistoryError::NotOurs(index.display().to_string()));
+    }
+    if plots.symlink_metadata().is_ok() && !plots.join(PLOTS_MARKER).is_file() {
+        return Err(HistoryError::NotOurs(plots.display().to_string()));
+    }
+    let werr = |p: &Path| {
+        let p = p.display().to_string();
+        move |e| HistoryError::Write(p, e)
+    };
+    let mut wanted = Vec::new();
+    for (i, stage, figure) in super::text::changed(h) {
+        let (svg, png) = super::plot::svg_and_png(h, stage, figure, &h.series[i])?;
+        let stem = super::plot::file_stem(i, stage, figure);
+        wanted.push((format!("{stem}.svg"), svg));
+        wanted.push((format!("{stem}.png"), png));
+    }
+    let mut changed = 0;
+    if !wanted.is_empty() || plots.is_dir() {
+        std::fs::create_dir_all(&plots).map_err(werr(&plots))?;
+        std::fs::write(plots.join(PLOTS_MARKER), b"").map_err(werr(&plots))?;
+        // A plot of a figure that no longer changes goes: the directory is ours.
+        for e in std::fs::read_dir(&plots).map_err(werr(&plots))?.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let ours = name.ends_with(".svg") || name.ends_with(".png");
+            if ours && !wanted.iter().any(|(w, _)| *w == name) {
+                std::fs::remove_file(e.path()).map_err(werr(&e.path()))?;
+                changed += 1;
+            }
+        }
+    }
+    let text = super::text::markdown(h);
+    wanted.push((String::new(), text.into_bytes()));
+    for (name, bytes) in &wanted {
+        let path = if name.is_empty() { index.clone() } else { plots.join(name) };
+        if std::fs::read(&path).is_ok_and(|old| old == *bytes) {
+            continue;
+        }
+        evidence::write_atomic(&path, bytes).map_err(werr(&path))?;
+        changed += 1;
+    }
+    let plotted = (wanted.len() - 1) / 2;
+    Ok(match changed {
+        0 => format!("unchanged {} and {plotted} plot(s)", index.display()),
+        _ => format!("wrote {} and {plotted} plot(s) in {}/", index.display(), plots.display()),
+    })
+}
