@@ -4,15 +4,9 @@
 //! history.md without the marker on its first line, or a history-plots/
 //! without the marker file, is the user's, refused and left alone.
 
-use super::{History, HistoryError};
+use super::{History, HistoryError, INDEX, MARKER, PLOTS};
 use std::path::Path;
 
-pub const INDEX: &str = "history.md";
-/// The first line of every history.md; one without it is the user's.
-pub const MARKER: &str =
-    "<!-- written by `coordinator history`: rerun it instead of editing this file -->";
-/// The plots' directory in DIR.
-pub const PLOTS: &str = "history-plots";
 /// The file that marks history-plots/ as this command's.
 const PLOTS_MARKER: &str = ".written-by-coordinator-history";
 

@@ -31,6 +31,14 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// What `coordinator history` writes into DIR (see [`files`]).
+pub const INDEX: &str = "history.md";
+/// The first line of every history.md; one without it is the user's.
+pub const MARKER: &str =
+    "<!-- written by `coordinator history`: rerun it instead of editing this file -->";
+/// The plots' directory in DIR.
+pub const PLOTS: &str = "history-plots";
+
 /// The figures read unless asked: each stage's wall, CPU and tree peak,
 /// and every span's seconds.
 pub const DEFAULT_FIGURES: [&str; 4] = ["wall_s", "cpu_s", "tree_peak_bytes", "span:*"];

@@ -1,8 +1,7 @@
 //! A history for a person: the table on the console, and `history.md`
 //! (the table, a plot per changed figure, then every run in order).
 
-use super::History;
-use super::files::{MARKER, PLOTS};
+use super::{History, MARKER, PLOTS};
 use std::fmt::Write as _;
 
 /// The opening line: what was read, and what was left out.
