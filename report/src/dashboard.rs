@@ -13,20 +13,18 @@
 //! command did not write is refused and left alone.
 
 use crate::campaign::report::CampaignReport;
+use crate::found::{Declared, find_runs, read};
 use crate::modes::Report;
-use crate::rundir::declaration::Declaration;
 use crate::rundir::failure::Failure;
-use crate::rundir::{DECLARATION, FAILURE, REPORT, report};
+use crate::rundir::{FAILURE, REPORT, report};
 use serde::Deserialize;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 pub const INDEX: &str = "README.md";
 /// The first line of every index; a README.md without it is the user's.
 pub const MARKER: &str =
     "<!-- written by `coordinator dashboard`: rerun it instead of editing this file -->";
-/// How deep below DIR run directories are looked for.
-const MAX_DEPTH: usize = 8;
 
 struct Row {
     rel: String,
@@ -37,6 +35,9 @@ struct Row {
     processes: String,
     wall: String,
     headline: String,
+    /// The last change point at or before this run in its definition's
+    /// history (`coordinator history`), or "–".
+    last_change: String,
 }
 
 /// Why no dashboard was written.
@@ -73,6 +74,12 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
     let mut runs = Vec::new();
     find_runs(dir, 0, &mut runs).map_err(|e| DashboardError::Read(dir.display().to_string(), e))?;
     let mut rows: Vec<Row> = runs.iter().map(|(p, decl)| row(dir, p, decl)).collect();
+    let last = crate::history::last_changes(dir, &runs);
+    for r in &mut rows {
+        if let Some(change) = last.get(&r.rel) {
+            r.last_change = change.clone();
+        }
+    }
     // Newest first; ties (and unreadable dates) by path, so the order is total.
     rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
     let text = markdown(&rows);
@@ -88,84 +95,6 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
         rows.len(),
         if rows.len() == 1 { "y" } else { "ies" }
     ))
-}
-
-/// What a directory's declaration.json is, read as its type: a run's, a
-/// campaign's (of which the dashboard reads its start and its steps: the
-/// rest is the campaign file), or one it cannot read.
-pub(crate) enum Declared {
-    Run(Box<Declaration>),
-    Campaign(CampaignDeclared),
-    Unreadable,
-}
-
-/// What the dashboard reads of a campaign's declaration.
-#[derive(serde::Deserialize)]
-pub(crate) struct CampaignDeclared {
-    created_utc: String,
-    campaign: CampaignSteps,
-}
-
-#[derive(serde::Deserialize)]
-struct CampaignSteps {
-    #[serde(default)]
-    step: Vec<serde::de::IgnoredAny>,
-}
-
-impl Declared {
-    fn read(path: &Path) -> Declared {
-        #[derive(serde::Deserialize)]
-        struct Schema {
-            schema: String,
-        }
-        let Ok(bytes) = std::fs::read(path) else { return Declared::Unreadable };
-        let read = match serde_json::from_slice::<Schema>(&bytes) {
-            Ok(s) if s.schema == crate::campaign::SCHEMA_DECLARATION => {
-                serde_json::from_slice(&bytes).map(Declared::Campaign)
-            }
-            _ => serde_json::from_slice(&bytes).map(|d| Declared::Run(Box::new(d))),
-        };
-        read.unwrap_or(Declared::Unreadable)
-    }
-}
-
-/// Directories holding declaration.json, with it read, in path order;
-/// hidden directories (such as a staging `.name.partial-PID`) and symlinks
-/// are not followed.
-pub(crate) fn find_runs(
-    dir: &Path,
-    depth: usize,
-    out: &mut Vec<(PathBuf, Declared)>,
-) -> std::io::Result<()> {
-    if dir.join(DECLARATION).is_file() {
-        let decl = Declared::read(&dir.join(DECLARATION));
-        // A campaign's own runs lie below it (runs/STEP/TRIAL).
-        let campaign = matches!(decl, Declared::Campaign(_));
-        out.push((dir.to_path_buf(), decl));
-        if !campaign {
-            return Ok(());
-        }
-    }
-    if depth == MAX_DEPTH {
-        return Ok(());
-    }
-    let mut children: Vec<PathBuf> = std::fs::read_dir(dir)?
-        .filter_map(Result::ok)
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .filter(|e| !e.file_name().to_string_lossy().starts_with('.'))
-        .map(|e| e.path())
-        .collect();
-    children.sort();
-    for c in children {
-        find_runs(&c, depth + 1, out)?;
-    }
-    Ok(())
-}
-
-/// A file of the run directory read as its type; None when absent or not
-/// of it.
-pub(crate) fn read<T: serde::de::DeserializeOwned>(path: &Path) -> Option<T> {
-    serde_json::from_slice(&std::fs::read(path).ok()?).ok()
 }
 
 fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
@@ -189,6 +118,7 @@ fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
         processes: "–".into(),
         wall: "–".into(),
         headline: String::new(),
+        last_change: "–".into(),
     };
     if dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
         // One ending per run: both is no ending a run writes.
@@ -283,15 +213,17 @@ fn markdown(rows: &[Row]) -> String {
     let _ = writeln!(
         s,
         "{} run director{} below this one, newest first. Status `ok` means report.json's body digest holds; \
-         `coordinator verify DIR` re-checks every binding and artifact.\n",
+         `coordinator verify DIR` re-checks every binding and artifact. \
+         The last change is the latest change point at or before the run in the history of its definition \
+         (`coordinator history DIR`, at least 10 runs).\n",
         rows.len(),
         if rows.len() == 1 { "y" } else { "ies" }
     );
     let _ = writeln!(
         s,
-        "| run | started (UTC) | mode | status | stages | processes | run wall | headline |"
+        "| run | started (UTC) | mode | status | stages | processes | run wall | headline | last change |"
     );
-    let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|");
+    let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|---|");
     for r in rows {
         let link = if r.status == "ok" {
             format!("[{}]({}/summary.md)", cell(&r.rel), r.rel.replace(' ', "%20"))
@@ -300,14 +232,15 @@ fn markdown(rows: &[Row]) -> String {
         };
         let _ = writeln!(
             s,
-            "| {link} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {link} | {} | {} | {} | {} | {} | {} | {} | {} |",
             cell(&r.created),
             cell(&r.mode),
             cell(&r.status),
             r.stages,
             r.processes,
             r.wall,
-            cell(&r.headline)
+            cell(&r.headline),
+            cell(&r.last_change)
         );
     }
     s

@@ -27,11 +27,14 @@ pub mod render;
 pub mod campaign;
 // Floor 6: every binding of a run or campaign directory.
 pub mod verify;
-// Floor 7: two verified runs or campaigns compared; runs listed.
+// Floor 7: the run directories below a directory, found.
+pub mod found;
+// Floor 8: two verified runs or campaigns compared.
 pub mod compare;
-pub mod dashboard;
-// Floor 8: a history of runs, read as compare reads two.
+// Floor 9: a history of runs, read as compare reads two.
 pub mod history;
+// Floor 10: runs listed, each with its definition's last change.
+pub mod dashboard;
 
 pub mod schema;
 

@@ -273,6 +273,27 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     // A plot per changed figure, linked from history.md.
     let plot = dir.join("history-plots").join(format!("{:02}-nap-wall_s.svg", 1));
     assert!(plot.is_file() && md.contains("](history-plots/01-nap-wall_s.svg)"), "{md}");
+    // The dashboard's last change: from run 7 on, that change; before it,
+    // and for the run of another definition, none.
+    let mut c = coordinator();
+    c.arg("dashboard").arg(&dir);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let index = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let row = |name: &str| {
+        let start = format!("| [{name}]({name}/summary.md) |");
+        index.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("{name}: {index}"))
+    };
+    for name in ["r07", "r12"] {
+        assert!(
+            row(name).ends_with(" from r07 |") && row(name).contains("nap wall_s ×"),
+            "{}",
+            row(name)
+        );
+    }
+    for name in ["r01", "r06", "other"] {
+        assert!(row(name).ends_with("| – |"), "{}", row(name));
+    }
     // Nothing new: history.md is left as it was.
     let f = history(&dir, &["--min-segment", "3"]);
     assert!(f.stdout.contains("unchanged"), "{}", f.stdout);

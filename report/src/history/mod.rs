@@ -23,13 +23,13 @@ pub mod plot;
 pub mod text;
 
 use crate::compare::{Run, expand, later_keys, samples};
-use crate::dashboard::{Declared, find_runs, read};
+use crate::found::{Declared, find_runs, read};
 use crate::modes::Report;
 use crate::rundir::{REPORT, report};
 use crate::stats::{self, ChangePoint, Interval};
 use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// What `coordinator history` writes into DIR (see [`files`]).
 pub const INDEX: &str = "history.md";
@@ -159,15 +159,7 @@ pub fn history(
     let mut runs: Vec<Read> = all.into_iter().filter(|r| r.definition == chosen).collect();
     order(&mut runs);
     let figures = figures_of(&runs, figures)?;
-    let mut changes = Vec::new();
-    let mut all_series = Vec::new();
-    for (i, (stage, figure)) in figures.iter().enumerate() {
-        let series: Vec<f64> = runs.iter().map(|r| run_median(&r.run, stage, figure)).collect();
-        let seed = i as u64;
-        let points = stats::change_points(&series, min_segment, seed);
-        changes.extend(changes_of(stage, figure, &series, &points, seed));
-        all_series.push(series);
-    }
+    let (all_series, changes) = analyse(&runs, &figures, min_segment);
     Ok(History {
         definition: chosen[..12].to_string(),
         mode: runs[0].mode.clone(),
@@ -182,6 +174,54 @@ pub fn history(
         series: all_series,
         changes,
     })
+}
+
+/// Each figure's series over `runs` (in order), and its change points.
+fn analyse(
+    runs: &[Read],
+    figures: &[(String, String)],
+    min_segment: usize,
+) -> (Vec<Vec<f64>>, Vec<Change>) {
+    let mut changes = Vec::new();
+    let mut all_series = Vec::new();
+    for (i, (stage, figure)) in figures.iter().enumerate() {
+        let series: Vec<f64> = runs.iter().map(|r| run_median(&r.run, stage, figure)).collect();
+        let seed = i as u64;
+        let points = stats::change_points(&series, min_segment, seed);
+        changes.extend(changes_of(stage, figure, &series, &points, seed));
+        all_series.push(series);
+    }
+    (all_series, changes)
+}
+
+/// For the dashboard: each run's last change, by its directory relative
+/// to `base`. A run's history is its definition's runs (the default
+/// figures, the default minimum segment), and its last change is the
+/// latest change point at or before it (of several at one run, the
+/// largest): "nap wall_s ×1.52 from r07". A run with none has no entry.
+pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<String, String> {
+    let mut groups: BTreeMap<String, Vec<Read>> = BTreeMap::new();
+    for r in found.iter().filter_map(|(path, decl)| read_run(base, path, decl)) {
+        groups.entry(r.definition.clone()).or_default().push(r);
+    }
+    let asked: Vec<String> = DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect();
+    let mut out = BTreeMap::new();
+    for mut runs in groups.into_values().filter(|g| g.len() >= 2 * stats::MIN_SEGMENT) {
+        order(&mut runs);
+        let Ok(figures) = figures_of(&runs, &asked) else { continue };
+        let (_, changes) = analyse(&runs, &figures, stats::MIN_SEGMENT);
+        for (k, run) in runs.iter().enumerate() {
+            let last = changes.iter().filter(|c| c.at <= k).max_by(|a, b| {
+                a.at.cmp(&b.at).then(a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()))
+            });
+            if let Some(c) = last {
+                let text =
+                    format!("{} {} ×{:.2} from {}", c.stage, c.figure, c.ratio, runs[c.at].rel);
+                out.insert(run.rel.clone(), text);
+            }
+        }
+    }
+    out
 }
 
 /// A run directory read for the history; None unless it is a run (not a
