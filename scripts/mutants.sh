@@ -42,6 +42,7 @@ groups() {
 stats|report/src/stats/*.rs|$REPORT|--lib
 compare|report/src/compare/*.rs|$REPORT $TESTS|--lib;--test=compare
 history|report/src/history/*.rs report/src/stats/changes.rs|$REPORT $TESTS|--lib;--test=compare
+bisect|report/src/bisect/*.rs coordinator/src/bisect/*.rs|$COORD $REPORT $TESTS|--lib;--test=bisect
 spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
 runner|coordinator/src/campaign/runner/*.rs|$TESTS|--test=campaign;--test=pipelines
 cold-prep|coordinator/src/modes/cold_prep/assemble.rs coordinator/src/modes/cold_prep/rounds.rs coordinator/src/modes/cold_prep/phases.rs report/src/modes/cold_prep/sweep.rs report/src/modes/cold_prep/warnings.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep

@@ -39,5 +39,7 @@ mod modes;
 mod run;
 // Floor 5: above runs: campaigns, verification, comparison, the dashboard.
 mod campaign;
+// (bisect: commits probed with runs of this coordinator, in their own worktrees)
+mod bisect;
 // Floor 6: the command line.
 pub mod cli;

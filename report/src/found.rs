@@ -34,10 +34,6 @@ pub struct CampaignSteps {
 
 impl Declared {
     pub fn read(path: &Path) -> Declared {
-        #[derive(serde::Deserialize)]
-        struct Schema {
-            schema: String,
-        }
         let Ok(bytes) = std::fs::read(path) else { return Declared::Unreadable };
         let read = match serde_json::from_slice::<Schema>(&bytes) {
             Ok(s) if s.schema == crate::campaign::SCHEMA_DECLARATION => {
@@ -49,6 +45,12 @@ impl Declared {
     }
 }
 
+/// What a declaration says it is.
+#[derive(serde::Deserialize)]
+struct Schema {
+    schema: String,
+}
+
 /// Directories holding declaration.json, with it read, in path order;
 /// hidden directories (such as a staging `.name.partial-PID`) and symlinks
 /// are not followed.
@@ -57,7 +59,10 @@ pub fn find_runs(
     depth: usize,
     out: &mut Vec<(PathBuf, Declared)>,
 ) -> std::io::Result<()> {
-    if dir.join(DECLARATION).is_file() {
+    // A bisection is no run: its probes (probes/COMMIT) are, below it.
+    let bisection = read::<Schema>(&dir.join(DECLARATION))
+        .is_some_and(|d| d.schema == crate::rundir::bisect::SCHEMA_DECLARATION);
+    if dir.join(DECLARATION).is_file() && !bisection {
         let decl = Declared::read(&dir.join(DECLARATION));
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
         let campaign = matches!(decl, Declared::Campaign(_));

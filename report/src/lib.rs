@@ -31,7 +31,8 @@ pub mod verify;
 pub mod found;
 // Floor 8: two verified runs or campaigns compared.
 pub mod compare;
-// Floor 9: a history of runs, read as compare reads two.
+// Floor 9: a history of runs, read as compare reads two; a bisection's probes, read so too.
+pub mod bisect;
 pub mod history;
 // Floor 10: runs listed, each with its definition's last change.
 pub mod dashboard;

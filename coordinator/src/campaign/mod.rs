@@ -257,7 +257,7 @@ fn record_failure(
 /// SIGINT or SIGTERM, for the whole campaign: a run in progress sees the
 /// signal itself (and stops its workers); one that arrives between runs
 /// stops the campaign before the next run starts.
-fn watch_signals() -> Arc<AtomicI32> {
+pub(crate) fn watch_signals() -> Arc<AtomicI32> {
     let flag = Arc::new(AtomicI32::new(0));
     let seen = flag.clone();
     std::thread::spawn(move || {

@@ -103,6 +103,47 @@ pub(super) enum Command {
         #[arg(long, default_value_t = report::stats::MIN_SEGMENT)]
         min_segment: usize,
     },
+    /// Which commit made it slower? Probes a first-parent history from
+    /// --good to --bad, each probe a run (the flags after `--`) in its own
+    /// `git worktree` of the commit, classified by the rank test against
+    /// both endpoints (more rounds when it cannot tell, `unclear` at
+    /// --max-rounds); ends with the first bad commit, the figure's change
+    /// with its interval, and the stage that changed most. Rerun into the
+    /// same --output to resume. Example: `coordinator bisect --good v1.0
+    /// --bad main --output bisect/ -- --mode trials --trials 5 --command
+    /// 'python3 train.py'`
+    Bisect {
+        /// A commit (any revision git names) where the figure was good.
+        #[arg(long, value_name = "REV")]
+        good: String,
+        /// A later commit where it is bad; --good must be on its first-parent history.
+        #[arg(long, value_name = "REV")]
+        bad: String,
+        /// The git repository. [default: the current directory's]
+        #[arg(long, value_name = "DIR")]
+        repo: Option<PathBuf>,
+        /// A shell command run in each probe's worktree before its run; a
+        /// commit whose build fails is skipped, its log kept in builds/.
+        #[arg(long, value_name = "CMD")]
+        build: Option<String>,
+        /// The figure that got worse: wall_s, cpu_s, peak_rss_bytes, or a
+        /// stage's own (span:NAME_s); its stage is the one whose figure
+        /// changed most between the endpoints.
+        #[arg(long, value_name = "NAME", default_value = "wall_s")]
+        figure: String,
+        /// Percent by which a probe must be significantly slower than good to count as bad.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// The most rounds one probe gets before it is `unclear`. [default: three times the run's rounds]
+        #[arg(long, value_name = "N")]
+        max_rounds: Option<u32>,
+        /// The bisection's directory: new, or one this bisection left unfinished (it resumes).
+        #[arg(long, value_name = "DIR")]
+        output: PathBuf,
+        /// A run's own flags, after `--`: what each probe runs.
+        #[arg(last = true, required = true, value_name = "RUN FLAGS")]
+        flags: Vec<String>,
+    },
     /// Print the machine's state as a run would record it (environment.json)
     /// and what in it makes measurements hard to trust, without running
     /// anything. Exits 1 when a warning applies, 0 otherwise.

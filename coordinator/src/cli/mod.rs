@@ -140,6 +140,38 @@ fn command(cli: Cli) -> Result<u8, Error> {
             println!("{}", report::history::files::write(&dir, &h)?);
             Ok(code::SUCCESS)
         }
+        Some(Command::Bisect {
+            good,
+            bad,
+            repo,
+            build,
+            figure,
+            threshold,
+            max_rounds,
+            output,
+            flags,
+        }) => {
+            let rounds = run_flags(&flags)?;
+            let asked = crate::bisect::Asked {
+                good,
+                bad,
+                repo,
+                build,
+                figure,
+                threshold_pct: threshold,
+                max_rounds,
+                output,
+                flags,
+                rounds,
+            };
+            let report = crate::bisect::run(&asked)?;
+            print!("{}", report::bisect::text::render(&report));
+            println!(
+                "evidence: {}/ (report.json; every probe's run under probes/)",
+                asked.output.display()
+            );
+            Ok(code::SUCCESS)
+        }
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
         Some(Command::Campaign { file, output, worker_bin, export_trace }) => {
             let worker_bin = match worker_bin {
@@ -228,6 +260,30 @@ fn command(cli: Cli) -> Result<u8, Error> {
             write_exports(&exports, &summary.report, &summary.dir)
         }
     }
+}
+
+/// `coordinator bisect`'s RUN FLAGS, parsed as a run's: the counted
+/// samples of each stage a run with them makes; refused (exit 2) when they
+/// are not a run's flags, name a command, or give `--output` (a probe's
+/// is its own).
+fn run_flags(flags: &[String]) -> Result<u32, Error> {
+    let argv = std::iter::once("coordinator".to_string()).chain(flags.iter().cloned());
+    let refused = |m: String| Error::Usage(format!("RUN FLAGS: {m}"));
+    let matches = grammar().try_get_matches_from(argv).map_err(|e| {
+        let text = e.to_string();
+        let line = text.lines().next().unwrap_or("not a run's flags");
+        refused(line.trim_start_matches("error: ").to_string())
+    })?;
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| refused(e.to_string()))?;
+    if cli.command.is_some() {
+        return Err(refused("they name a command; give the flags of a run".into()));
+    }
+    if cli.run.output.is_some() {
+        return Err(refused("--output is given; each probe's run goes in probes/COMMIT/".into()));
+    }
+    let mode = crate::modes::by_name(&cli.run.mode)
+        .ok_or_else(|| refused(format!("--mode {}: no such mode", cli.run.mode)))?;
+    Ok(mode.rounds(&matches))
 }
 
 /// Writes the exports of a finished run (the run's evidence is complete

@@ -47,6 +47,11 @@ pub(crate) trait Mode: Sync {
         own: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, crate::error::Refusal>;
+    /// How many counted samples of each stage a run of this mode with
+    /// these flags (its own, in `own`) makes: 1 unless it repeats them.
+    fn rounds(&self, _own: &clap::ArgMatches) -> u32 {
+        1
+    }
 }
 
 /// A flag more than one mode reads (the command line's, not a mode's own).

@@ -125,7 +125,7 @@ type Samples = BTreeMap<String, BTreeMap<String, Vec<f64>>>;
 /// whether its `BASE#R` stages are rounds of `BASE` (a cold-prep round's
 /// phase is defined with its own cache, so its definition differs from
 /// round 1's).
-pub(crate) struct Run {
+pub struct Run {
     pub(crate) planned: Vec<(String, String)>,
     pub(crate) measured: BTreeMap<String, BTreeMap<String, f64>>,
     pub(crate) repeated: Samples,
@@ -291,7 +291,14 @@ fn rows(common: &[String], figures: &[String], runs: [&Run; 2], pct: f64) -> Vec
 }
 
 /// One stage's figure compared: A's samples `xa` against B's `xb`.
-fn row(stage: &str, figure: &str, xa: &[f64], xb: &[f64], threshold_pct: f64, seed: u64) -> Row {
+pub(crate) fn row(
+    stage: &str,
+    figure: &str,
+    xa: &[f64],
+    xb: &[f64],
+    threshold_pct: f64,
+    seed: u64,
+) -> Row {
     let (ma, mb) = (stats::distribution(xa).median, stats::distribution(xb).median);
     let p = if xa.len() >= 2 && xb.len() >= 2 { stats::mann_whitney_p(xa, xb) } else { f64::NAN };
     let ci = stats::ratio_of_medians_interval(xa, xb, seed);

@@ -13,6 +13,7 @@
 //! - No evidence file holds an input path, a user or host name, or a subject
 //!   identifier.
 
+pub mod bisect;
 pub mod declaration;
 pub mod environment;
 pub mod failure;

@@ -79,6 +79,9 @@ pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
     if value["schema"].as_str() == Some(crate::campaign::report::SCHEMA) {
         return verify_campaign(dir, value, verified, accounted);
     }
+    if value["schema"].as_str() == Some(crate::rundir::bisect::SCHEMA) {
+        return verify_bisection(dir, value, verified, accounted);
+    }
     let mut parsed: Report = serde_json::from_value(value)
         .map_err(|e| Mismatch(format!("{REPORT} does not match its schema: {e}")))?;
     // Its timelines, streamed from jobs.jsonl.gz (already hashed above).
@@ -240,6 +243,30 @@ fn verify_campaign(
     Ok(Verified { mode: "campaign".into(), stages: parsed.steps.len(), ..verified })
 }
 
+/// A bisection: its bindings (checked), then every probe's run directory
+/// verified whole (its report.json is the artifact that names it); a
+/// failed build's log is a file artifact. Nothing else may be there.
+fn verify_bisection(
+    dir: &Path,
+    value: Value,
+    verified: Verified,
+    mut accounted: Accounted,
+) -> Result<Verified, Mismatch> {
+    let parsed: crate::rundir::bisect::BisectReport = serde_json::from_value(value)
+        .map_err(|e| Mismatch(format!("{REPORT} does not match the bisection schema: {e}")))?;
+    for a in parsed.artifacts.iter().filter(|a| a.kind == "run" || a.kind == "failed-run") {
+        let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
+        match a.kind == "run" {
+            true => verify(&dir.join(run)),
+            false => verify_ended(&dir.join(run), true),
+        }
+        .map_err(|e| Mismatch(format!("probe {}: {e}", run.display())))?;
+        accounted.subtree(run);
+    }
+    accounted.check(dir)?;
+    Ok(Verified { mode: "bisect".into(), stages: parsed.probes.len(), ..verified })
+}
+
 /// Every binding except the derived files (summary.md, plots); returns the
 /// report with what was checked, and the files those bindings account for.
 fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch> {
@@ -270,8 +297,11 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
         Some(crate::campaign::report::SCHEMA),
         Some(crate::campaign::report::SCHEMA_VERSION as u64),
     );
+    let bisection =
+        (Some(crate::rundir::bisect::SCHEMA), Some(crate::rundir::bisect::SCHEMA_VERSION as u64));
     if (schema, version) != (Some(report::SCHEMA), Some(report::SCHEMA_VERSION as u64))
         && (schema, version) != campaign
+        && (schema, version) != bisection
     {
         return Err(Mismatch(format!(
             "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",

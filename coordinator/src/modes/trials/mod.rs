@@ -18,6 +18,9 @@ use recipe::frozen::Frozen;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+/// Counted trials of every stage when `--trials` is not given.
+const DEFAULT_TRIALS: u32 = 10;
+
 /// The mode, as the registry lists it.
 pub(crate) struct Trials;
 pub(crate) const MODE: Trials = Trials;
@@ -55,6 +58,10 @@ impl super::Mode for Trials {
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
     }
+    fn rounds(&self, own: &clap::ArgMatches) -> u32 {
+        let own = <Args as clap::FromArgMatches>::from_arg_matches(own).ok();
+        own.and_then(|a| a.trials).unwrap_or(DEFAULT_TRIALS)
+    }
     fn resolve(
         &self,
         own: &clap::ArgMatches,
@@ -83,7 +90,7 @@ impl super::Mode for Trials {
         }
         Ok(Box::new(Plan {
             stages,
-            trials: own.trials.unwrap_or(10),
+            trials: own.trials.unwrap_or(DEFAULT_TRIALS),
             warmup: own.warmup.unwrap_or(1),
             seed,
         }))

@@ -1,0 +1,81 @@
+//! The git a bisection needs, each a `git -C REPO` process: names resolved
+//! to commits, the first-parent history between two, whether the work tree
+//! has changes, and detached worktrees added and removed. Nothing here
+//! touches the user's work tree, index or HEAD.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// `git -C repo ARGS`: its stdout trimmed, or its stderr's first line.
+fn git(repo: &Path, args: &[&str]) -> Result<String, String> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(args)
+        .output()
+        .map_err(|e| format!("cannot run git: {e}"))?;
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_string()),
+        false => Err(String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("git failed")
+            .trim_start_matches("fatal: ")
+            .to_string()),
+    }
+}
+
+/// The repository's top directory, or why `dir` is none.
+pub(super) fn toplevel(dir: &Path) -> Result<PathBuf, String> {
+    git(dir, &["rev-parse", "--show-toplevel"])
+        .map(PathBuf::from)
+        .map_err(|e| format!("'{}' is not a git repository ({e})", dir.display()))
+}
+
+/// The commit `rev` names.
+pub(super) fn commit(repo: &Path, rev: &str) -> Result<String, String> {
+    git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")])
+        .map_err(|_| format!("'{rev}' names no commit in this repository"))
+}
+
+/// The first-parent history from `good` to `bad`, both included, oldest
+/// first; an error when `good` is not on `bad`'s first-parent history.
+pub(super) fn first_parent(repo: &Path, good: &str, bad: &str) -> Result<Vec<String>, String> {
+    let mut list: Vec<String> =
+        git(repo, &["rev-list", "--first-parent", "--reverse", &format!("{good}..{bad}")])?
+            .lines()
+            .map(str::to_string)
+            .collect();
+    let parent = match list.first() {
+        Some(first) => git(repo, &["rev-parse", &format!("{first}^")]).ok(),
+        None => None,
+    };
+    if parent.as_deref() != Some(good) {
+        return Err(format!(
+            "--good {} is not on the first-parent history of --bad {} (it must be an earlier commit of it)",
+            &good[..12],
+            &bad[..12]
+        ));
+    }
+    list.insert(0, good.to_string());
+    Ok(list)
+}
+
+/// Whether the work tree or index has uncommitted changes.
+pub(super) fn dirty(repo: &Path) -> Result<bool, String> {
+    git(repo, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty())
+}
+
+/// A detached worktree of `commit` at `path`.
+pub(super) fn add_worktree(repo: &Path, path: &Path, commit: &str) -> Result<(), String> {
+    let path = path.to_string_lossy();
+    git(repo, &["worktree", "add", "--detach", "--force", &path, commit]).map(|_| ())
+}
+
+/// Removes a worktree this bisection added, and git's record of it.
+pub(super) fn remove_worktree(repo: &Path, path: &Path) -> Result<(), String> {
+    if path.exists() {
+        git(repo, &["worktree", "remove", "--force", &path.to_string_lossy()])?;
+    }
+    git(repo, &["worktree", "prune"]).map(|_| ())
+}

@@ -1,0 +1,102 @@
+//! A bisection in words: the one sentence it ends with, and its probes in
+//! the order they were made.
+
+use super::{BisectReport, Endpoints, ProbeVerdict, SHORT};
+use crate::fmt;
+use std::fmt::Write as _;
+
+/// A commit as the text shows it.
+pub fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(SHORT)]
+}
+
+/// "work wall_s 101.2 ms → 141.5 ms, ×1.40 (95% CI 1.35-1.46), p = 0.0002".
+pub fn change(e: &Endpoints) -> String {
+    format!(
+        "{} {} {} → {}, ×{:.2} ({}), p = {}",
+        e.stage,
+        e.figure,
+        fmt::figure(&e.figure, e.median_good),
+        fmt::figure(&e.figure, e.median_bad),
+        e.ratio,
+        e.interval.phrase(|x| format!("{x:.2}")),
+        p_text(e.p)
+    )
+}
+
+fn p_text(p: f64) -> String {
+    match p.is_nan() {
+        true => "–".into(),
+        false => format!("{p:.4}"),
+    }
+}
+
+/// The sentence a bisection ends with.
+pub fn answer(
+    endpoints: Option<&Endpoints>,
+    first_bad: Option<&str>,
+    candidates: &[String],
+    span: Option<&Endpoints>,
+) -> String {
+    let Some(e) = endpoints else {
+        return "the endpoints record no such figure in a common stage: nothing to bisect".into();
+    };
+    if !e.regressed {
+        return format!("no regression between the endpoints: nothing to bisect ({})", change(e));
+    }
+    let span =
+        span.map(|s| format!("; the span that changed most: {}", change(s))).unwrap_or_default();
+    match first_bad {
+        Some(c) => format!(
+            "first bad commit {}: {} (stage {} changed most){span}",
+            short(c),
+            change(e),
+            e.stage
+        ),
+        None => format!(
+            "the first bad commit is one of {} (the others were unclear or did not build): {}",
+            candidates.iter().map(|c| short(c)).collect::<Vec<_>>().join(", "),
+            change(e)
+        ),
+    }
+}
+
+/// The answer, then the probes as a table: commit, verdict, median with its
+/// interval, rounds, p against each endpoint.
+pub fn render(r: &BisectReport) -> String {
+    let mut s = format!("{}\n", r.answer);
+    let figure = &r.figure;
+    let _ = writeln!(
+        s,
+        "{:>3}  {:<12}  {:>8}  {:<9}  {:>10}  {:<32}  {:>6}  {:>7}  {:>7}",
+        "#", "commit", "position", "verdict", "median", "interval", "rounds", "p good", "p bad"
+    );
+    for (i, p) in r.probes.iter().enumerate() {
+        let f = |x: f64| fmt::figure(figure, x);
+        let verdict = match p.verdict {
+            ProbeVerdict::Good => "good",
+            ProbeVerdict::Bad => "bad",
+            ProbeVerdict::Unclear => "unclear",
+            ProbeVerdict::Skipped => "skipped",
+        };
+        let _ = writeln!(
+            s,
+            "{:>3}  {:<12}  {:>8}  {:<9}  {:>10}  {:<32}  {:>6}  {:>7}  {:>7}{}",
+            i + 1,
+            short(&p.commit),
+            p.position,
+            verdict,
+            p.median.map(f).unwrap_or_else(|| "–".into()),
+            p.interval.as_ref().map(|iv| iv.cell(f)).unwrap_or_else(|| "–".into()),
+            p.rounds,
+            p.p_good.map(p_text).unwrap_or_else(|| "–".into()),
+            p.p_bad.map(p_text).unwrap_or_else(|| "–".into()),
+            match (&p.reason, p.reused) {
+                (Some(why), _) => format!("  {why}"),
+                (None, true) => "  (reused)".into(),
+                (None, false) => String::new(),
+            }
+        );
+    }
+    s
+}
