@@ -63,7 +63,7 @@ t=\$(python3 -c 'import subprocess, time; t = time.perf_counter(); subprocess.ru
 python3 -c "import sys; sys.exit(1 if \$t > $limit else 0)"
 EOF
   chmod +x "$work/oracle.sh"
-  (cd "$clone" && git bisect start -q "$bad" "$good" > /dev/null && git bisect run "$work/oracle.sh" > "$work/git.txt" 2>&1 || true)
+  (cd "$clone" && git bisect start "$bad" "$good" > /dev/null && git bisect run "$work/oracle.sh" > "$work/git.txt" 2>&1 || true)
   t3=$(now)
   git_named=$(grep -m1 -o '^[0-9a-f]\{40\} is the first bad commit' "$work/git.txt" | cut -c1-40 || echo none)
   git_probes=$(grep -c '^running ' "$work/git.txt" || true)
