@@ -121,6 +121,14 @@ fn bisect_names_the_commit_that_slowed_a_stage_and_leaves_the_work_tree_alone() 
     let checked = run(v);
     assert_eq!(checked.code(), Some(0), "{}", checked.stderr);
     assert!(checked.stdout.contains("bisect run"), "{}", checked.stdout);
+    // Its summary and plot, redrawn byte for byte by render.
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains(first), "{summary}");
+    let plot = std::fs::read(out.join("plots").join("bisect.svg")).unwrap();
+    let mut r = coordinator();
+    r.arg("render").arg(&out);
+    assert_eq!(run(r).code(), Some(0));
+    assert_eq!(std::fs::read(out.join("plots").join("bisect.svg")).unwrap(), plot);
     // A changed probe is found.
     let probe = out.join("probes").join(short(&commits[0])).join("summary.md");
     std::fs::write(&probe, "edited\n").unwrap();

@@ -135,6 +135,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         environment_sha256,
         figure: asked.figure.clone(),
         threshold_pct: asked.threshold_pct,
+        commits: b.commits.len(),
         endpoints,
         probes: b.probes.clone(),
         first_bad,
@@ -145,6 +146,9 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         artifacts: artifacts(&out, &b.probes)?,
     };
     report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    // The derived files first, report.json last: one ending, as a run's.
+    crate::render::bisect::write_all(&out, &report)
+        .map_err(|e| Error::Failed(format!("cannot draw the bisection: {e}")))?;
     evidence::write_atomic(&out.join(rundir::REPORT), &crate::rundir::report::seal(&report))
         .map_err(|e| Error::Failed(format!("cannot write report.json: {e}")))?;
     Ok(report)

@@ -333,6 +333,9 @@ fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::Pa
         Checked::Campaign(c) => {
             (None, crate::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
         }
+        Checked::Bisection(b) => {
+            (None, crate::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
+        }
     };
     Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))
 }

@@ -11,7 +11,8 @@
 //! spawns a process.
 
 pub mod search;
-pub mod text;
+
+pub use crate::render::bisect::text;
 
 use crate::compare::{self, Row, Run};
 use crate::rundir::declaration::Declaration;

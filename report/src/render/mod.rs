@@ -4,6 +4,7 @@
 //! coordinator build, so `verify` re-renders and compares, and
 //! `coordinator render` redraws them.
 
+pub mod bisect;
 pub mod export;
 pub mod plots;
 mod snakemake;

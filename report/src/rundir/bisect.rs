@@ -133,6 +133,8 @@ pub struct BisectReport {
     pub environment_sha256: String,
     pub figure: String,
     pub threshold_pct: f64,
+    /// The commits of the first-parent history, both endpoints included.
+    pub commits: usize,
     pub endpoints: Option<Endpoints>,
     /// Every probe in the order it was made, the endpoints first.
     pub probes: Vec<Probe>,

@@ -263,6 +263,8 @@ fn verify_bisection(
         .map_err(|e| Mismatch(format!("probe {}: {e}", run.display())))?;
         accounted.subtree(run);
     }
+    let derived = crate::render::bisect::derived(&parsed).map_err(|e| Mismatch(e.to_string()))?;
+    check_derived(dir, derived, &mut accounted)?;
     accounted.check(dir)?;
     Ok(Verified { mode: "bisect".into(), stages: parsed.probes.len(), ..verified })
 }
@@ -386,6 +388,7 @@ fn check_manifest(dir: &Path, path: &str) -> Result<Vec<PathBuf>, Mismatch> {
 pub enum Checked {
     Run(Box<Report>),
     Campaign(Box<crate::campaign::report::CampaignReport>),
+    Bisection(Box<crate::rundir::bisect::BisectReport>),
 }
 
 /// Checks every binding of a run or campaign directory but its derived
@@ -397,6 +400,11 @@ pub fn checked_report(dir: &Path) -> Result<Checked, Mismatch> {
         return serde_json::from_value(value)
             .map(|c| Checked::Campaign(Box::new(c)))
             .map_err(|e| Mismatch(format!("{REPORT} does not match the campaign schema: {e}")));
+    }
+    if value["schema"].as_str() == Some(crate::rundir::bisect::SCHEMA) {
+        return serde_json::from_value(value)
+            .map(|c| Checked::Bisection(Box::new(c)))
+            .map_err(|e| Mismatch(format!("{REPORT} does not match the bisection schema: {e}")));
     }
     serde_json::from_value(value)
         .map(|r| Checked::Run(Box::new(r)))

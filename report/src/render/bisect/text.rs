@@ -1,8 +1,8 @@
 //! A bisection in words: the one sentence it ends with, and its probes in
 //! the order they were made.
 
-use super::{BisectReport, Endpoints, ProbeVerdict, SHORT};
 use crate::fmt;
+use crate::rundir::bisect::{BisectReport, Endpoints, ProbeVerdict, SHORT};
 use std::fmt::Write as _;
 
 /// A commit as the text shows it.
