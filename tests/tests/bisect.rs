@@ -187,13 +187,17 @@ fn endpoints_that_do_not_differ_leave_nothing_to_bisect() {
     );
     let report = harness::json(&out.join("report.json"));
     assert!(report["first_bad"].is_null());
-    assert!(
-        report["probes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .all(|p| p["position"] == 0 || p["position"] == 16)
-    );
+    let probes = report["probes"].as_array().unwrap();
+    assert!(probes.iter().all(|p| p["position"] == 0 || p["position"] == 16));
+    // The dashboard lists the probes' runs, not the bisection as a run.
+    let mut d = coordinator();
+    d.arg("dashboard").arg(tmp.path());
+    assert_eq!(run(d).code(), Some(0));
+    let index = std::fs::read_to_string(tmp.path().join("README.md")).unwrap();
+    let rows: Vec<&str> = index.lines().filter(|l| l.starts_with("| [")).collect();
+    let runs: usize = probes.iter().map(|p| p["runs"].as_array().unwrap().len()).sum();
+    assert_eq!(rows.len(), runs, "{index}");
+    assert!(rows.iter().all(|r| r.starts_with("| [bisect/probes/")), "{index}");
 }
 
 /// The processes still running whose command line or working directory
