@@ -35,5 +35,5 @@ pub use messages::{
 pub use spans::{CommandStage, SpanSummary};
 pub use stage::{
     Definition, EpochInput, LocalPath, ModelStep, ResumePolicy, Stage, StageParseError, StateInput,
-    StateStep,
+    StateStep, Word,
 };

@@ -49,6 +49,50 @@ impl fmt::Display for LocalPath {
     }
 }
 
+/// One word of a program's argv, typed by what it is: text, or a path of
+/// this machine (a word starting with `/`), which a definition leaves blank
+/// as it does every [`LocalPath`]. So `python3 /home/ana/fit.py` and
+/// `python3 /srv/fit.py` define the same stage, and a word that names
+/// where a user keeps their files is never hashed into one.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Word {
+    Text(String),
+    Path(LocalPath),
+}
+
+impl Word {
+    /// The word as the program receives it.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Word::Text(t) => t,
+            Word::Path(p) => p.as_str(),
+        }
+    }
+
+    /// The word as a definition holds it: a path blank.
+    fn definition(self) -> Word {
+        match self {
+            Word::Path(_) => Word::Path(LocalPath::default()),
+            text => text,
+        }
+    }
+}
+
+impl From<&str> for Word {
+    fn from(s: &str) -> Self {
+        match s.starts_with('/') {
+            true => Word::Path(s.into()),
+            false => Word::Text(s.into()),
+        }
+    }
+}
+
+impl From<String> for Word {
+    fn from(s: String) -> Self {
+        Word::from(s.as_str())
+    }
+}
+
 /// What a stage does, without where it does it: the stage with every
 /// [`LocalPath`] blank, serialised as the stage is (so a stage without a
 /// path defines itself). The only way to one is [`Stage::definition`],
@@ -87,7 +131,7 @@ pub enum Stage {
     /// Runs a program with its arguments, in a working directory, with
     /// extra environment variables (a stage of an external pipeline),
     /// measured like [`Stage::Command`].
-    Exec { name: String, argv: Vec<String>, cwd: LocalPath, env: Vec<(String, String)> },
+    Exec { name: String, argv: Vec<Word>, cwd: LocalPath, env: Vec<(String, String)> },
     /// Fits the normalizer over the training series of a prepared cache
     /// (relative to the run directory) and writes `normalizer.json`.
     FitNormalizer { dataset: LocalPath, cache: String },
@@ -289,6 +333,7 @@ impl Stage {
             }
             Stage::Command { name, line } => Stage::Command { name, line },
             Stage::Exec { name, argv, cwd: _, env } => {
+                let argv = argv.into_iter().map(Word::definition).collect();
                 Stage::Exec { name, argv, cwd: blank(), env }
             }
             Stage::FitNormalizer { dataset: _, cache } => {
@@ -386,6 +431,20 @@ mod tests {
         assert_eq!(blank(&a), bytes(&exec("")));
         let back: Stage = crate::frame::read(&mut &bytes(&a)[..]).unwrap();
         assert_eq!(back, a, "the stage itself keeps its path");
+        // A word of argv that is a path is blank in the definition too;
+        // the words that are not still count.
+        let run = |words: &[&str]| Stage::Exec {
+            name: "fit".into(),
+            argv: words.iter().map(|w| Word::from(*w)).collect(),
+            cwd: "/p".into(),
+            env: Vec::new(),
+        };
+        let (home, srv) = (run(&["python3", "/home/ana/fit.py"]), run(&["python3", "/srv/fit.py"]));
+        assert_ne!(bytes(&home), bytes(&srv), "the wire carries the word");
+        assert_eq!(blank(&home), blank(&srv));
+        assert_ne!(blank(&home), blank(&run(&["python3", "fit.py"])));
+        assert_ne!(blank(&home), blank(&run(&["python3", "/home/ana/fit.py", "--fast"])));
+        assert_eq!(Word::from("/home/ana/fit.py").as_str(), "/home/ana/fit.py");
         // A stage without a path is its own definition.
         let sleep = Stage::Sleep { ms: 5 };
         assert_eq!(sleep.definition(), Definition(sleep));

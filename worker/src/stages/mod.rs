@@ -85,8 +85,10 @@ pub fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figure>, Sta
             let Some((program, args)) = argv.split_first() else {
                 return Err(StageError::Failed("the stage has no command".into()));
             };
-            let mut cmd = std::process::Command::new(program);
-            cmd.args(args).current_dir(cwd).envs(env.iter().map(|(k, v)| (k, v)));
+            let mut cmd = std::process::Command::new(program.as_str());
+            cmd.args(args.iter().map(protocol::Word::as_str))
+                .current_dir(cwd)
+                .envs(env.iter().map(|(k, v)| (k, v)));
             command::run(cmd, ctx)
         }
         Stage::FitNormalizer { .. } | Stage::CountContexts { .. } | Stage::LoaderEpoch(_) => {

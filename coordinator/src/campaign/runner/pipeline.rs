@@ -122,7 +122,7 @@ impl Runner<'_> {
             } else {
                 stages.push(protocol::Stage::Exec {
                     name: st.name.clone(),
-                    argv: st.argv.clone(),
+                    argv: st.argv.iter().map(|w| protocol::Word::from(w.as_str())).collect(),
                     cwd: st
                         .cwd
                         .as_deref()
