@@ -48,15 +48,21 @@ pub(crate) struct Asked {
 /// Runs (or resumes) a bisection; its report, written and sealed.
 pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     let usage = |m: String| Error::Usage(m);
+    // A refusal is bad input (exit 2); git that cannot run or answer, a failure.
+    let refused = |flag: &str, e: git::GitError| match e {
+        git::GitError::Refused(m) if flag.is_empty() => Error::Usage(m),
+        git::GitError::Refused(m) => Error::Usage(format!("{flag}: {m}")),
+        other => Error::Failed(format!("git: {other}")),
+    };
     let here =
         std::env::current_dir().map_err(|e| Error::Failed(format!("no working directory: {e}")))?;
-    let repo = git::toplevel(asked.repo.as_deref().unwrap_or(&here)).map_err(usage)?;
-    let good = git::commit(&repo, &asked.good).map_err(|e| usage(format!("--good: {e}")))?;
-    let bad = git::commit(&repo, &asked.bad).map_err(|e| usage(format!("--bad: {e}")))?;
+    let repo = git::toplevel(asked.repo.as_deref().unwrap_or(&here)).map_err(|e| refused("", e))?;
+    let good = git::commit(&repo, &asked.good).map_err(|e| refused("--good", e))?;
+    let bad = git::commit(&repo, &asked.bad).map_err(|e| refused("--bad", e))?;
     if good == bad {
         return Err(usage("--good and --bad name the same commit: nothing to bisect".into()));
     }
-    let commits = git::first_parent(&repo, &good, &bad).map_err(usage)?;
+    let commits = git::first_parent(&repo, &good, &bad).map_err(|e| refused("", e))?;
     let max_rounds = asked.max_rounds.unwrap_or(3 * asked.rounds);
     if max_rounds < asked.rounds {
         return Err(usage(format!(
@@ -77,7 +83,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
             asked.output.display()
         )));
     }
-    let dirty = git::dirty(&repo).map_err(Error::Failed)?;
+    let dirty = git::dirty(&repo).map_err(|e| refused("", e))?;
     // The worker the probes' runs use by default: this coordinator's sibling.
     let worker_sha = std::env::current_exe()
         .ok()
@@ -152,6 +158,18 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     evidence::write_atomic(&out.join(rundir::REPORT), &crate::rundir::report::seal(&report))
         .map_err(|e| Error::Failed(format!("cannot write report.json: {e}")))?;
     Ok(report)
+}
+
+/// Why a commit could not be measured: a finding (its probe is skipped),
+/// not an error of the bisection.
+#[derive(Debug, thiserror::Error)]
+enum Unmeasured {
+    #[error("its build failed earlier (see {0})")]
+    BuiltBefore(String),
+    #[error("its build failed ({status}; see {log})")]
+    Build { status: std::process::ExitStatus, log: String },
+    #[error("its run failed ({status}; see {dir}/failure.json)")]
+    Run { status: std::process::ExitStatus, dir: String },
 }
 
 /// A bisection under way.
@@ -282,7 +300,7 @@ impl Bisection<'_> {
                         k,
                         ProbeVerdict::Skipped,
                         &Probed { dirs: Vec::new(), runs: Vec::new(), reused: false },
-                        Some(why),
+                        Some(why.to_string()),
                     );
                     return Ok(ProbeVerdict::Skipped);
                 }
@@ -377,7 +395,7 @@ impl Bisection<'_> {
     /// verifies, else built and run in the commit's worktree. Err(why)
     /// when the commit cannot be measured (its build or its run failed):
     /// a finding, not an error.
-    fn runs(&mut self, k: usize, batch: u32) -> Result<Result<Probed, String>, Error> {
+    fn runs(&mut self, k: usize, batch: u32) -> Result<Result<Probed, Unmeasured>, Error> {
         let commit = self.commits[k].clone();
         let short = text::short(&commit).to_string();
         let rel = match batch {
@@ -387,7 +405,7 @@ impl Bisection<'_> {
         let dir = self.out.join(&rel);
         let log_rel = format!("{BUILDS}/{short}.log");
         if self.out.join(&log_rel).exists() {
-            return Ok(Err(format!("its build failed earlier (see {log_rel})")));
+            return Ok(Err(Unmeasured::BuiltBefore(log_rel)));
         }
         if let Ok(run) = report::bisect::read_run(&dir) {
             return Ok(Ok(Probed { dirs: vec![rel], runs: vec![run], reused: true }));
@@ -421,7 +439,7 @@ impl Bisection<'_> {
         worktree: &Path,
         dir: &Path,
         log_rel: &str,
-    ) -> Result<Result<(), String>, Error> {
+    ) -> Result<Result<(), Unmeasured>, Error> {
         let stopped = |signal| Error::Interrupted {
             signal,
             message: format!(
@@ -438,7 +456,7 @@ impl Bisection<'_> {
                     std::fs::create_dir_all(self.out.join(BUILDS))
                         .and_then(|_| std::fs::rename(&log, self.out.join(log_rel)))
                         .map_err(|e| Error::Failed(format!("cannot keep {log_rel}: {e}")))?;
-                    return Ok(Err(format!("its build failed ({st}; see {log_rel})")));
+                    return Ok(Err(Unmeasured::Build { status: st, log: log_rel.into() }));
                 }
                 probe::Ended::Exited(_) => {}
             }
@@ -452,7 +470,7 @@ impl Bisection<'_> {
             probe::Ended::Exited(st) if st.success() => Ok(Ok(())),
             probe::Ended::Exited(st) => {
                 let rel = dir.strip_prefix(&self.out).unwrap_or(dir).display().to_string();
-                Ok(Err(format!("its run failed ({st}; see {rel}/failure.json)")))
+                Ok(Err(Unmeasured::Run { status: st, dir: rel }))
             }
         }
     }

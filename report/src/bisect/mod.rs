@@ -3,8 +3,8 @@
 //! and classifying each probe by the rank test against both endpoints.
 //!
 //! Here: the records (the declaration written before the first probe, the
-//! report listing every probe in order), the reading of a probe's samples
-//! (`probe_samples`: each of its run directories verified first), the
+//! report listing every probe in order, `crate::rundir::bisect`'s), the
+//! reading of a probe's run directory (`read_run`: verified first), the
 //! endpoints' test (`endpoints`), each probe's classification
 //! (`classify`), the order of probes (`search`) and the text (`text`). The
 //! coordinator checks commits out, builds and runs them; this module never
@@ -37,24 +37,24 @@ impl From<&Row> for Endpoints {
     }
 }
 
-/// A probe's run directories read for one figure: each verified, then its
-/// samples of `figure` for `stage` (every counted round), pooled in order.
-pub fn probe_samples(dirs: &[&Path], stage: &str, figure: &str) -> Result<Vec<f64>, String> {
-    let mut all = Vec::new();
-    for dir in dirs {
-        let run = read_run(dir)?;
-        all.extend(samples(&run, stage, figure));
-    }
-    Ok(all)
+/// Why a probe's run directory cannot be read.
+#[derive(Debug, thiserror::Error)]
+pub enum ProbeError {
+    #[error("{dir}: {mismatch}")]
+    Unverified { dir: String, mismatch: crate::verify::Mismatch },
+    #[error("{dir}: {file} cannot be read as its type")]
+    Unreadable { dir: String, file: &'static str },
 }
 
 /// A probe's run directory, verified and read as compare reads a run.
-pub fn read_run(dir: &Path) -> Result<Run, String> {
-    crate::verify::verify(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+pub fn read_run(dir: &Path) -> Result<Run, ProbeError> {
+    let shown = || dir.display().to_string();
+    crate::verify::verify(dir)
+        .map_err(|mismatch| ProbeError::Unverified { dir: shown(), mismatch })?;
     let declaration: Declaration = crate::found::read(&dir.join(DECLARATION))
-        .ok_or_else(|| format!("{}: {DECLARATION} cannot be read", dir.display()))?;
+        .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: DECLARATION })?;
     let report: crate::modes::Report = crate::found::read(&dir.join(REPORT))
-        .ok_or_else(|| format!("{}: {REPORT} is not a run's report", dir.display()))?;
+        .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: REPORT })?;
     Ok(Run::new(&declaration, &report))
 }
 
