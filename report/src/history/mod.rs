@@ -40,8 +40,13 @@ pub const MARKER: &str =
 pub const PLOTS: &str = "history-plots";
 
 /// The figures read unless asked: each stage's wall, CPU and tree peak,
-/// and every span's seconds.
-pub const DEFAULT_FIGURES: [&str; 4] = ["wall_s", "cpu_s", "tree_peak_bytes", "span:*"];
+/// every span's seconds, and a cold preparation's speedup (a pattern, so a
+/// history of another mode, which has none, is no error).
+pub const DEFAULT_FIGURES: [&str; 5] = ["wall_s", "cpu_s", "tree_peak_bytes", "span:*", "speedup*"];
+
+/// Where a run's own figures (not a stage's) are read: a cold
+/// preparation's `speedup`, every round's.
+pub const RUN_FIGURES: &str = "run";
 
 /// Why no history was made.
 #[derive(Debug, thiserror::Error)]
@@ -249,8 +254,23 @@ fn read_run(base: &Path, dir: &Path, decl: &Declared) -> Option<Read> {
         commit,
         definition,
         mode: decl.mode.clone(),
-        run: Run::new(decl, &rep),
+        run: with_speedup(Run::new(decl, &rep), &rep),
     })
+}
+
+/// A cold preparation's speedup added to what is read of its run, under
+/// [`RUN_FIGURES`]: every round's (serial wall over parallel wall), or the
+/// one. Higher is better here; a change point has no direction.
+fn with_speedup(mut run: Run, rep: &Report) -> Run {
+    if let crate::modes::Section::ColdPrep(s) = &rep.section {
+        let xs: Vec<f64> = match s.rounds.is_empty() {
+            true => vec![s.speedup],
+            false => s.rounds.iter().map(|r| r.speedup).collect(),
+        };
+        run.planned.push((RUN_FIGURES.to_string(), String::new()));
+        run.repeated.entry(RUN_FIGURES.to_string()).or_default().insert("speedup".into(), xs);
+    }
+    run
 }
 
 /// By commit (in the order each commit's first run started), then start
@@ -344,6 +364,40 @@ mod tests {
                 rounds: false,
             },
         }
+    }
+
+    /// A cold preparation's speedup is a figure of the history by default
+    /// (its drop from run 7 found there), and a history of runs without one
+    /// is no error for it.
+    #[test]
+    fn a_speedup_that_drops_is_a_change_and_its_absence_is_no_error() {
+        let fixture: Report =
+            serde_json::from_str(include_str!("../render/fixtures/cold-prep-report.json")).unwrap();
+        let mut runs = Vec::new();
+        for i in 0..12 {
+            let mut rep = fixture.clone();
+            if let crate::modes::Section::ColdPrep(s) = &mut rep.section {
+                s.speedup = if i < 6 { 1.8 } else { 1.2 } + 0.01 * (i % 3) as f64;
+            }
+            let mut r = read(&format!("r{i:02}"), &format!("2026-12-{:02}T00:00:00Z", i + 1), None);
+            r.run = with_speedup(r.run, &rep);
+            runs.push(r);
+        }
+        assert!(DEFAULT_FIGURES.contains(&"speedup*"));
+        let asked = vec!["speedup*".to_string()];
+        let figures = figures_of(&runs, &asked).unwrap();
+        assert_eq!(figures, [(RUN_FIGURES.to_string(), "speedup".to_string())]);
+        let (_, changes) = analyse(&runs, &figures, 3);
+        assert_eq!(changes.len(), 1, "{changes:?}");
+        assert_eq!((changes[0].at, changes[0].figure.as_str()), (6, "speedup"));
+        assert!(changes[0].ratio < 0.7, "{changes:?}");
+        // Runs of a mode with no speedup: the default pattern finds none.
+        let trials: Report =
+            serde_json::from_str(include_str!("../render/fixtures/trials-report.json")).unwrap();
+        let mut r = read("t", "2026-12-01T00:00:00Z", None);
+        r.run = with_speedup(r.run, &trials);
+        assert!(r.run.planned.is_empty() && r.run.repeated.is_empty());
+        assert_eq!(figures_of(&[r], &asked).unwrap(), []);
     }
 
     #[test]
