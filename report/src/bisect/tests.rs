@@ -101,3 +101,16 @@ fn a_probe_unlike_both_is_called_only_near_one_of_them() {
     // Halfway, unlike both: a partial change, not called.
     assert_eq!(classify(&good, &bad, &tight(0.144), 5.0).verdict, None);
 }
+
+/// A probe surely slower than good is not called bad while bad is slower
+/// than it too, even below the bisection's level (p between 0.01 and 0.05):
+/// it may lie between them.
+#[test]
+fn a_probe_is_not_bad_while_bad_may_still_be_slower_than_it() {
+    let good: Vec<f64> = (0..8).map(|i| 0.050 + 0.0005 * i as f64).collect();
+    let probe: Vec<f64> = (0..8).map(|i| 0.140 + 0.0014 * i as f64).collect();
+    let bad: Vec<f64> = probe.iter().map(|x| x + 0.00532).collect();
+    let against = compare::row("", "", &probe, &bad, 1.0, 2);
+    assert!(against.regressed && against.p > PROBE_ALPHA, "{against:?}");
+    assert_eq!(classify(&good, &bad, &probe, 1.0).verdict, None);
+}
