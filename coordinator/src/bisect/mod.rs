@@ -21,6 +21,7 @@ mod probe;
 use crate::error::Error;
 use crate::rundir;
 use directory::{WORKTREES, artifacts, open};
+use probe::Unmeasured;
 use report::bisect::search::{Ended, Search};
 use report::bisect::{
     BUILDS, BisectDeclaration, BisectReport, Endpoints, PROBES, Probe, ProbeVerdict, SCHEMA,
@@ -119,6 +120,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         good_runs: Vec::new(),
         bad_runs: Vec::new(),
         target: None,
+        warned: Default::default(),
     };
     let result = b.bisect();
     // Whatever happened, no worktree of ours is left.
@@ -160,18 +162,6 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     Ok(report)
 }
 
-/// Why a commit could not be measured: a finding (its probe is skipped),
-/// not an error of the bisection.
-#[derive(Debug, thiserror::Error)]
-enum Unmeasured {
-    #[error("its build failed earlier (see {0})")]
-    BuiltBefore(String),
-    #[error("its build failed ({status}; see {log})")]
-    Build { status: std::process::ExitStatus, log: String },
-    #[error("its run failed ({status}; see {dir}/failure.json)")]
-    Run { status: std::process::ExitStatus, dir: String },
-}
-
 /// A bisection under way.
 struct Bisection<'a> {
     asked: &'a Asked,
@@ -185,6 +175,8 @@ struct Bisection<'a> {
     bad_runs: Vec<Run>,
     /// The stage and figure the endpoints differ in most.
     target: Option<(String, String)>,
+    /// The probes' runs' warnings already shown.
+    warned: std::collections::BTreeSet<String>,
 }
 
 /// What one probe's runs gave: its directories (relative) and their runs.
@@ -435,7 +427,7 @@ impl Bisection<'_> {
     }
 
     fn build_and_run(
-        &self,
+        &mut self,
         worktree: &Path,
         dir: &Path,
         log_rel: &str,
@@ -463,9 +455,19 @@ impl Bisection<'_> {
         }
         let flags: Vec<String> =
             self.asked.flags.iter().filter(|f| *f != "--quiet").cloned().collect();
-        match probe::run(&flags, worktree, dir, &self.stop)
-            .map_err(|e| Error::Failed(format!("cannot start a probe's run: {e}")))?
-        {
+        let stderr = self.out.join(WORKTREES).join("run.stderr");
+        let ended = probe::run(&flags, worktree, dir, &stderr, &self.stop)
+            .map_err(|e| Error::Failed(format!("cannot start a probe's run: {e}")))?;
+        // A failed run's stderr is shown whole; a finished run's warnings
+        // (the machine's, the same for every probe) once each.
+        let said = std::fs::read_to_string(&stderr).unwrap_or_default();
+        let ok = matches!(ended, probe::Ended::Exited(st) if st.success());
+        for line in said.lines() {
+            if !ok || (line.starts_with("warning:") && self.warned.insert(line.to_string())) {
+                eprintln!("{line}");
+            }
+        }
+        match ended {
             probe::Ended::Stopped(s) => Err(stopped(s)),
             probe::Ended::Exited(st) if st.success() => Ok(Ok(())),
             probe::Ended::Exited(st) => {

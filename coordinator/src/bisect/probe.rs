@@ -14,6 +14,18 @@ const STOP_GRACE: Duration = Duration::from_secs(30);
 /// How often a child is looked at while it runs.
 const POLL: Duration = Duration::from_millis(20);
 
+/// Why a commit could not be measured: a finding (its probe is skipped),
+/// not an error of the bisection.
+#[derive(Debug, thiserror::Error)]
+pub(super) enum Unmeasured {
+    #[error("its build failed earlier (see {0})")]
+    BuiltBefore(String),
+    #[error("its build failed ({status}; see {log})")]
+    Build { status: std::process::ExitStatus, log: String },
+    #[error("its run failed ({status}; see {dir}/failure.json)")]
+    Run { status: std::process::ExitStatus, dir: String },
+}
+
 /// How a probe's process ended.
 pub(super) enum Ended {
     Exited(ExitStatus),
@@ -76,14 +88,17 @@ pub(super) fn build(
 }
 
 /// This coordinator with the run's flags and `--output dir`, in `worktree`;
-/// its own console output is left out (`--quiet`), its errors are shown.
+/// its own console output is left out (`--quiet`), its stderr goes to
+/// `stderr` for the bisection to show what is new in it.
 pub(super) fn run(
     flags: &[String],
     worktree: &Path,
     dir: &Path,
+    stderr: &Path,
     stop: &AtomicI32,
 ) -> std::io::Result<Ended> {
     let me = std::env::current_exe()?;
+    let stderr = std::fs::File::create(stderr)?;
     let child = Command::new(me)
         .args(flags)
         .arg("--quiet")
@@ -92,6 +107,7 @@ pub(super) fn run(
         .current_dir(worktree)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
+        .stderr(stderr)
         .process_group(0)
         .spawn()?;
     wait(child, stop, libc::SIGINT)
