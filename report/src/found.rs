@@ -33,15 +33,18 @@ pub struct CampaignSteps {
 }
 
 impl Declared {
-    pub fn read(path: &Path) -> Declared {
-        let Ok(bytes) = std::fs::read(path) else { return Declared::Unreadable };
+    /// What the declaration at `path` declares, read once; None for a
+    /// bisection's, which is no run (its probes, probes/COMMIT, are below it).
+    pub fn read(path: &Path) -> Option<Declared> {
+        let Ok(bytes) = std::fs::read(path) else { return Some(Declared::Unreadable) };
         let read = match serde_json::from_slice::<Schema>(&bytes) {
             Ok(s) if s.schema == crate::campaign::SCHEMA_DECLARATION => {
                 serde_json::from_slice(&bytes).map(Declared::Campaign)
             }
+            Ok(s) if s.schema == crate::rundir::bisect::SCHEMA_DECLARATION => return None,
             _ => serde_json::from_slice(&bytes).map(|d| Declared::Run(Box::new(d))),
         };
-        read.unwrap_or(Declared::Unreadable)
+        Some(read.unwrap_or(Declared::Unreadable))
     }
 }
 
@@ -59,11 +62,8 @@ pub fn find_runs(
     depth: usize,
     out: &mut Vec<(PathBuf, Declared)>,
 ) -> std::io::Result<()> {
-    // A bisection is no run: its probes (probes/COMMIT) are, below it.
-    let bisection = read::<Schema>(&dir.join(DECLARATION))
-        .is_some_and(|d| d.schema == crate::rundir::bisect::SCHEMA_DECLARATION);
-    if dir.join(DECLARATION).is_file() && !bisection {
-        let decl = Declared::read(&dir.join(DECLARATION));
+    let declared = dir.join(DECLARATION).is_file().then(|| Declared::read(&dir.join(DECLARATION)));
+    if let Some(Some(decl)) = declared {
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
         let campaign = matches!(decl, Declared::Campaign(_));
         out.push((dir.to_path_buf(), decl));

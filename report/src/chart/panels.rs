@@ -62,6 +62,40 @@ pub fn row_chart<'a, DB: DrawingBackend>(
     Ok(chart)
 }
 
+pub type SeriesChart<'a, DB> = ChartContext<'a, DB, Cartesian2d<ValueAxis, ValueAxis>>;
+
+/// A chart of a figure's values at whole-numbered places (a history's
+/// runs, a bisection's commits): x over `x` with ticks over `ticks`,
+/// labelled as whole numbers and described by `x_desc`; y over `lo..hi`,
+/// its ticks at binary steps for bytes, labelled as the figure's values.
+pub fn series_chart<'a, DB: DrawingBackend>(
+    body: &'a DrawingArea<DB, Shift>,
+    (x, ticks): (std::ops::Range<f64>, std::ops::Range<f64>),
+    x_desc: &str,
+    figure: &str,
+    (lo, hi): (f64, f64),
+) -> Result<SeriesChart<'a, DB>, RenderError> {
+    let steps = if figure.ends_with("_bytes") { Steps::Binary } else { Steps::Decimal };
+    let x_axis = ValueAxis::new(x, ticks, Steps::Decimal, 10);
+    let y_axis = ValueAxis::new(lo..hi, lo..hi, steps, 5);
+    let mut chart = ChartBuilder::on(body)
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(40)
+        .y_label_area_size(90)
+        .build_cartesian_2d(x_axis, y_axis)
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .x_label_formatter(&|x| format!("{x:.0}"))
+        .y_label_formatter(&|y| crate::fmt::figure(figure, *y))
+        .label_style((SANS, 14))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// A titled panel of one row per label over `0..hi`, with two to four
 /// ticks at round values `steps` apart, none in the last tenth (where its
 /// label would run into the next panel's).

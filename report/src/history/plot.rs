@@ -47,30 +47,19 @@ fn draw(
     let (lo, hi) = (finite().fold(f64::INFINITY, f64::min), finite().fold(0.0, f64::max));
     let lo = if lo.is_finite() { lo.min(0.0) } else { 0.0 };
     let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
-    let steps = if figure.ends_with("_bytes") { Steps::Binary } else { Steps::Decimal };
     let body = caption(
         root,
         &format!(
             "{stage} {figure}: each run's median in commit order; grey lines: the medians between changes; red: a change point before the first run after it"
         ),
     )?;
-    let x_axis = ValueAxis::new(0.5..(n as f64 + 0.5), 1.0..(n as f64), Steps::Decimal, 10);
-    let y_axis = ValueAxis::new(lo..hi, lo..hi, steps, 5);
-    let mut chart = ChartBuilder::on(&body)
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(90)
-        .build_cartesian_2d(x_axis, y_axis)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("run, in history order")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| crate::fmt::figure(figure, *y))
-        .label_style((SANS, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = series_chart(
+        &body,
+        (0.5..(n as f64 + 0.5), 1.0..(n as f64)),
+        "run, in history order",
+        figure,
+        (lo, hi),
+    )?;
     // The segments' medians, between change points.
     let bounds: Vec<usize> =
         std::iter::once(0).chain(changes.iter().map(|c| c.at)).chain([n]).collect();

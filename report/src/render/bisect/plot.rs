@@ -41,7 +41,6 @@ fn draw(root: &Area<'_>, r: &BisectReport) -> Result<(), RenderError> {
     let lo = if lo.is_finite() { lo.min(0.0) } else { 0.0 };
     let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
     let last = r.commits.saturating_sub(1).max(1) as f64;
-    let steps = if figure.ends_with("_bytes") { Steps::Binary } else { Steps::Decimal };
     let body = caption(
         root,
         &format!(
@@ -49,23 +48,13 @@ fn draw(root: &Area<'_>, r: &BisectReport) -> Result<(), RenderError> {
             r.commits.saturating_sub(1)
         ),
     )?;
-    let x_axis = ValueAxis::new(-0.5..(last + 0.5), 0.0..last, Steps::Decimal, 10);
-    let y_axis = ValueAxis::new(lo..hi, lo..hi, steps, 5);
-    let mut chart = ChartBuilder::on(&body)
-        .margin(8)
-        .margin_right(24)
-        .x_label_area_size(40)
-        .y_label_area_size(90)
-        .build_cartesian_2d(x_axis, y_axis)
-        .map_err(err)?;
-    chart
-        .configure_mesh()
-        .x_desc("commit, from good (0) to bad")
-        .x_label_formatter(&|x| format!("{x:.0}"))
-        .y_label_formatter(&|y| crate::fmt::figure(figure, *y))
-        .label_style((SANS, 14))
-        .draw()
-        .map_err(err)?;
+    let mut chart = series_chart(
+        &body,
+        (-0.5..(last + 0.5), 0.0..last),
+        "commit, from good (0) to bad",
+        figure,
+        (lo, hi),
+    )?;
     if let Some(first) = r.first_bad.as_ref().and_then(|c| r.probes.iter().find(|p| &p.commit == c))
     {
         let x = first.position as f64 - 0.5;
