@@ -52,6 +52,25 @@ pub fn mib(bytes: u64) -> String {
     format!("{} MiB", mib_number(bytes))
 }
 
+/// A change of bytes with its sign, in MiB, or in GiB from 1 GiB on:
+/// `+61.0 MiB`, `-1.4 GiB`.
+pub fn bytes_delta(delta: i64) -> String {
+    let sign = if delta < 0 { "-" } else { "+" };
+    let a = delta.unsigned_abs() as f64 / (1024.0 * 1024.0);
+    match a >= 1024.0 {
+        true => format!("{sign}{:.1} GiB", a / 1024.0),
+        false => format!("{sign}{a:.1} MiB"),
+    }
+}
+
+/// A p-value with four decimals, or "–" where none was found.
+pub fn p_value(p: f64) -> String {
+    match p.is_nan() {
+        true => "–".into(),
+        false => format!("{p:.4}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -72,5 +91,8 @@ mod tests {
     fn mebibytes_are_binary() {
         assert_eq!(mib(256 * 1024 * 1024), "256.0 MiB");
         assert_eq!(mib_number(1_572_864), "1.5");
+        assert_eq!(bytes_delta(61 << 20), "+61.0 MiB");
+        assert_eq!(bytes_delta(-(3 << 29)), "-1.5 GiB");
+        assert_eq!(bytes_delta(0), "+0.0 MiB");
     }
 }

@@ -72,7 +72,7 @@ pub(crate) fn recipe_names() -> String {
 
 /// Whether any of `stages` is a `--command` (whose Python `--span` reaches).
 pub(crate) fn any_command(stages: &[PlannedStage]) -> bool {
-    stages.iter().any(|s| matches!(s.stage, Stage::Command { .. }))
+    stages.iter().any(|s| matches!(s.stage, Stage::Command { .. } | Stage::Exec { .. }))
 }
 
 /// Whether a stage's worker can be killed at a point: a command's follows

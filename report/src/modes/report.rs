@@ -122,4 +122,9 @@ impl Report {
     pub fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
         self.section.trials()
     }
+
+    /// A parameter scan's values and recommendation (`--param`).
+    pub fn scan(&self) -> Option<&crate::modes::trials::scan::Scan> {
+        self.section.scan()
+    }
 }

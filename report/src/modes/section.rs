@@ -18,6 +18,10 @@ pub trait ModeSection: std::fmt::Debug + Send + Sync {
     fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
         None
     }
+    /// A parameter scan (`--param`): its values and recommendation.
+    fn scan(&self) -> Option<&crate::modes::trials::scan::Scan> {
+        None
+    }
     /// Its part of summary.md, after the stage table and its warnings.
     fn summary(&self, _r: &Report, _s: &mut String) {}
     /// Its lines on stdout after the stage table; `requested_workers` is

@@ -10,6 +10,7 @@ use super::ordered;
 use crate::modes::Report;
 use crate::rundir::report::{self, TrialSet};
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 pub const SCHEMA: &str = "stagebench.export";
@@ -151,6 +152,11 @@ fn trials_of<'a>(r: &'a Report, key: &str) -> Option<&'a TrialSet> {
     r.trials().and_then(|t| t.get(key))
 }
 
+/// A scanned stage's values, by name (hyperfine's `parameters`).
+fn parameters_of<'a>(r: &'a Report, key: &str) -> Option<&'a BTreeMap<String, String>> {
+    r.scan()?.points.iter().find(|p| p.stage == key).map(|p| &p.parameters)
+}
+
 /// Canonical JSON: one result per stage, with every counted trial's figures
 /// and their statistics when the run had trials.
 fn json_export(r: &Report) -> Vec<u8> {
@@ -168,6 +174,9 @@ fn json_export(r: &Report) -> Vec<u8> {
                 "peak_rss_bytes": st.peak_rss_bytes,
                 "figures": st.figures,
             });
+            if let Some(p) = parameters_of(r, key) {
+                v["parameters"] = json!(p);
+            }
             if let Some(t) = trials_of(r, key) {
                 v["trials"] = json!({
                     "n": t.n,
@@ -181,13 +190,17 @@ fn json_export(r: &Report) -> Vec<u8> {
         })
         .collect();
     let body = serde_json::to_value(r).expect("report serialises");
-    evidence::to_bytes(&json!({
+    let mut export = json!({
         "schema": SCHEMA,
         "schema_version": 1,
         "mode": r.mode(),
         "report_body_sha256": report::body_digest(&body),
         "results": results,
-    }))
+    });
+    if let Some(scan) = r.scan() {
+        export["recommendation"] = json!(scan.recommendation);
+    }
+    evidence::to_bytes(&export)
 }
 
 const CSV_HEADER: &str = "stage,n,wall_median_s,wall_mean_s,wall_stdev_s,wall_min_s,wall_max_s,\
@@ -195,9 +208,14 @@ wall_p5_s,wall_p95_s,wall_ci95_low_s,wall_ci95_high_s,cpu_median_s,user_median_s
 peak_rss_median_bytes";
 
 /// One row per stage. A stage measured once has n = 1, its one value as
-/// median, mean, min and max, and empty spread columns.
+/// median, mean, min and max, and empty spread columns. A scan adds a
+/// `parameter_NAME` column per name, as hyperfine's export does.
 fn csv(r: &Report) -> String {
+    let names = r.scan().map(|s| s.names.as_slice()).unwrap_or_default();
     let mut out = String::from(CSV_HEADER);
+    for n in names {
+        out.push_str(&format!(",parameter_{n}"));
+    }
     out.push('\n');
     for (key, st) in ordered(r) {
         let mut cols = vec![csv_field(key)];
@@ -221,6 +239,12 @@ fn csv(r: &Report) -> String {
         }
         cols.extend([st.cpu_s, st.user_s, st.sys_s].map(|x| x.to_string()));
         cols.push(st.peak_rss_bytes.to_string());
+        let values = parameters_of(r, key);
+        cols.extend(
+            names.iter().map(|n| {
+                csv_field(values.and_then(|v| v.get(n)).map(String::as_str).unwrap_or(""))
+            }),
+        );
         out.push_str(&cols.join(","));
         out.push('\n');
     }

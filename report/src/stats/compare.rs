@@ -138,6 +138,13 @@ pub fn verdict(a: &[f64], b: &[f64], p: f64, ci: [f64; 2]) -> Verdict {
     }
 }
 
+/// The fewest samples a side with which [`verdict`] can call a difference:
+/// the smallest n whose two disjoint samples of n give the rank test
+/// p < [`ALPHA`].
+pub fn fewest_to_judge() -> usize {
+    (2..).find(|&n| smallest_p(n, n) < ALPHA).expect("some n reaches ALPHA")
+}
+
 /// The rank test's p for `n_a` and `n_b` samples that do not overlap at all:
 /// the smallest it can give for these counts.
 fn smallest_p(n_a: usize, n_b: usize) -> f64 {
@@ -309,6 +316,7 @@ mod compare_tests {
     fn counts_that_cannot_reach_significance_say_too_few() {
         assert!(smallest_p(3, 3) > ALPHA && smallest_p(3, 4) > ALPHA, "{}", smallest_p(3, 4));
         assert!(smallest_p(4, 4) < ALPHA && smallest_p(2, 9) < ALPHA);
+        assert_eq!(fewest_to_judge(), 4);
         let (a, far) = ([1.0, 1.01, 0.99], [2.0, 2.02, 1.98]);
         let p = mann_whitney_p(&a, &far);
         assert_eq!(verdict(&a, &far, p, [1.9, 2.1]), Verdict::TooFewTrials, "p {p}");

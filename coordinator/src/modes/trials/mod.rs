@@ -3,6 +3,8 @@
 //! over all stages; warm-up trials are recorded but not counted; each figure
 //! gets statistics and the warnings a careful engineer wants.
 
+mod params;
+
 pub(crate) use report::modes::trials::{FIRST_TRIAL_RATIO, MAX_CV, NAME, Section};
 
 use super::stages::{self, Other};
@@ -38,6 +40,23 @@ pub(crate) struct Args {
     /// Warm-up trials of every stage, recorded but not counted. [default: 1]
     #[arg(long)]
     warmup: Option<u32>,
+    /// Scan the --command over a parameter: NAME=V1,V2,... or NAME=A..B[:STEP]
+    /// (integers); repeat it for a grid. `{NAME}` in the command becomes the
+    /// value, STAGEBENCH_PARAM_NAME is set, and each value is a stage
+    /// (`trial[NAME=V]`), with a recommendation.
+    #[arg(long = "param", value_name = "NAME=VALUES")]
+    params: Vec<params::Param>,
+    /// Allow a --param that no command spells as {NAME}: the program reads
+    /// STAGEBENCH_PARAM_NAME.
+    #[arg(long, requires = "params")]
+    param_env_only: bool,
+    /// Allow a --param grid of more than 64 points.
+    #[arg(long, requires = "params")]
+    yes_many: bool,
+    /// The seed of a scan's shuffled order of values in each round.
+    /// [default: from the clock; recorded in the declaration]
+    #[arg(long, requires = "params")]
+    param_seed: Option<u64>,
 }
 
 impl super::Mode for Trials {
@@ -77,6 +96,17 @@ impl super::Mode for Trials {
                 stages::recipe_names()
             ))),
         })?;
+        let lines: Vec<&str> = shared.commands.iter().map(String::as_str).collect();
+        let grid = params::Grid::checked(own.params, &lines, own.param_env_only, own.yes_many)?;
+        let (stages, scan) = match grid {
+            Some(grid) => {
+                let seed = own.param_seed.unwrap_or_else(params::clock_seed);
+                let name = shared.names.first().map(String::as_str);
+                let (stages, scan) = params::Scan::of(stages, name, grid, seed)?;
+                (stages, Some(scan))
+            }
+            None => (stages, None),
+        };
         if !stages.iter().any(|s| stages::recipe_name(&s.stage)) {
             for (flag, given) in
                 [("--data", shared.data.is_some()), ("--seed", shared.seed.is_some())]
@@ -93,6 +123,7 @@ impl super::Mode for Trials {
             trials: own.trials.unwrap_or(DEFAULT_TRIALS),
             warmup: own.warmup.unwrap_or(1),
             seed,
+            scan,
         }))
     }
 }
@@ -108,6 +139,8 @@ pub(crate) struct Plan {
     pub(crate) warmup: u32,
     /// The loader's shuffle seed, for recipe stages.
     pub(crate) seed: u64,
+    /// A `--param` scan: the stages are its points.
+    pub(crate) scan: Option<params::Scan>,
 }
 
 impl Planned for Plan {
@@ -141,6 +174,9 @@ impl Planned for Plan {
         parameters.insert("trials".into(), self.trials.into());
         parameters.insert("warmup".into(), self.warmup.into());
         parameters.insert("bootstrap_resamples".into(), stats::BOOTSTRAP_RESAMPLES.into());
+        if let Some(scan) = &self.scan {
+            parameters.insert("scan".into(), scan.declared());
+        }
         Ok(Prepared {
             stages: declared(plan, &phases),
             phases,
@@ -280,10 +316,12 @@ impl Planned for Plan {
                 records.artifacts.push(super::checked_artifact(cx.dir, r, path, sha, "file")?);
             }
         }
+        let scan = self.scan.as_ref().map(|scan| scan.assess(&sets, records));
         Ok(super::Section::from(Section {
             counts,
             trials: sets,
             outlier_rule: stats::OUTLIER_RULE.into(),
+            scan,
         }))
     }
 }
@@ -421,10 +459,15 @@ impl Plan {
             Some((dir, frozen)) => prerequisites(self, settings.workers, &mut numbers, dir, frozen),
             None => Vec::new(),
         };
-        let rounds = self.warmup + self.trials;
-        let jobs = (0..rounds)
-            .flat_map(|_| self.stages.iter())
-            .map(|s| numbers.job(s.key.clone(), s.stage.clone()))
+        // A scan runs its values in a new shuffled order each round.
+        let n = self.stages.len();
+        let order = |round| match &self.scan {
+            Some(scan) => params::round_order(n, scan.seed, round),
+            None => (0..n).collect(),
+        };
+        let jobs = (0..self.warmup + self.trials)
+            .flat_map(order)
+            .map(|i| numbers.job(self.stages[i].key.clone(), self.stages[i].stage.clone()))
             .collect();
         phases.push(Phase {
             progress: crate::events::Style::Trials { warmup: self.warmup, trials: self.trials },

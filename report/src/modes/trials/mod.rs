@@ -2,6 +2,8 @@
 //! with statistics, and how it shows itself (`render`).
 
 mod render;
+pub mod scan;
+mod scan_view;
 
 use crate::rundir::report::{Counts, TrialSet};
 use serde::{Deserialize, Serialize};
@@ -26,4 +28,7 @@ pub struct Section {
     pub trials: BTreeMap<String, TrialSet>,
     /// The rule that marks outliers.
     pub outlier_rule: String,
+    /// A parameter scan's values and recommendation (`--param`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<scan::Scan>,
 }

@@ -17,6 +17,10 @@ impl ModeSection for Section {
         Some(&self.trials)
     }
 
+    fn scan(&self) -> Option<&super::scan::Scan> {
+        self.scan.as_ref()
+    }
+
     fn summary(&self, r: &Report, s: &mut String) {
         let trials = &self.trials;
         let _ = writeln!(s, "\n## Trials (wall time)\n");
@@ -34,6 +38,9 @@ impl ModeSection for Section {
                 "| `{k}` | {} | {} | {median} | {interval} | {stdev} | {mad} | {outliers} | {n1} |",
                 t.n, t.warmup,
             );
+        }
+        if let Some(scan) = &self.scan {
+            super::scan_view::summary(scan, s);
         }
         trial_spans(s, r, trials, &keys);
         let shared = shared_warnings(trials);
@@ -87,13 +94,20 @@ impl ModeSection for Section {
             println!("  warning: {warning}");
         }
         println!("  outliers: {}; warm-up trials are recorded, not counted", self.outlier_rule);
+        if let Some(scan) = &self.scan {
+            super::scan_view::console(scan);
+        }
     }
 
     fn plots<'a>(&'a self, r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
-        match self.trials.is_empty() {
-            true => Vec::new(),
-            false => vec![Box::new(TrialsPlot { r, sets: &self.trials })],
+        let mut plots: Vec<Box<dyn Figure + 'a>> = Vec::new();
+        if !self.trials.is_empty() {
+            plots.push(Box::new(TrialsPlot { r, sets: &self.trials }));
         }
+        if let Some(scan) = &self.scan {
+            plots.push(Box::new(super::scan_view::ScanPlot(scan)));
+        }
+        plots
     }
 
     fn headline(&self) -> Option<String> {

@@ -20,15 +20,8 @@ pub fn change(e: &Endpoints) -> String {
         fmt::figure(&e.figure, e.median_bad),
         e.ratio,
         e.interval.phrase(|x| format!("{x:.2}")),
-        p_text(e.p)
+        fmt::p_value(e.p)
     )
-}
-
-fn p_text(p: f64) -> String {
-    match p.is_nan() {
-        true => "–".into(),
-        false => format!("{p:.4}"),
-    }
 }
 
 /// The sentence a bisection ends with.
@@ -89,8 +82,8 @@ pub fn render(r: &BisectReport) -> String {
             p.median.map(f).unwrap_or_else(|| "–".into()),
             p.interval.as_ref().map(|iv| iv.cell(f)).unwrap_or_else(|| "–".into()),
             p.rounds,
-            p.p_good.map(p_text).unwrap_or_else(|| "–".into()),
-            p.p_bad.map(p_text).unwrap_or_else(|| "–".into()),
+            p.p_good.map(fmt::p_value).unwrap_or_else(|| "–".into()),
+            p.p_bad.map(fmt::p_value).unwrap_or_else(|| "–".into()),
             match (&p.reason, p.reused) {
                 (Some(why), _) => format!("  {why}"),
                 (None, true) => "  (reused)".into(),

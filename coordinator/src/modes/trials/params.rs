@@ -1,0 +1,427 @@
+//! `--param NAME=V1,V2|A..B[:STEP]`: a scan of a command over the values
+//! of its own knob. The specs are parsed and checked against the command
+//! lines before anything runs; each grid point becomes a stage of its own
+//! (`trial[workers=4]`), the command with `{NAME}` replaced and
+//! `STAGEBENCH_PARAM_NAME` in its environment; and every round runs the
+//! points in a new shuffled order drawn from a recorded seed.
+
+use crate::error::Refusal;
+use crate::modes::Records;
+use crate::plan::PlannedStage;
+use crate::rundir::report::TrialSet;
+use protocol::{LocalPath, Stage, Word};
+use std::collections::BTreeMap;
+
+/// Grid points above which a scan needs `--yes-many`.
+pub(crate) const MAX_POINTS: usize = 64;
+
+/// The name a scanned command's stages take when `--name` is not given.
+pub(crate) const DEFAULT_NAME: &str = "trial";
+
+/// One `--param`: its name and its values, in the order given.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Param {
+    pub(crate) name: String,
+    pub(crate) values: Vec<String>,
+}
+
+impl std::str::FromStr for Param {
+    type Err = String;
+
+    fn from_str(spec: &str) -> Result<Param, String> {
+        let (name, list) = spec
+            .split_once('=')
+            .ok_or_else(|| "write NAME=V1,V2 or NAME=A..B[:STEP]".to_string())?;
+        if !is_name(name) {
+            return Err(format!(
+                "the name {name:?} must be a letter or _ then letters, digits or _ (at most 32)"
+            ));
+        }
+        let values = match list.split_once("..") {
+            Some((a, b)) => range(a, b)?,
+            None => list.split(',').map(str::to_string).collect(),
+        };
+        if values.iter().all(String::is_empty) {
+            return Err("no value".to_string());
+        }
+        if let Some(v) = values.iter().find(|v| !is_value(v)) {
+            return Err(format!(
+                "the value {v:?} must be 1-64 of A-Z a-z 0-9 and . _ + - (it is put into a command line and names a stage)"
+            ));
+        }
+        for (i, v) in values.iter().enumerate() {
+            if values[..i].contains(v) {
+                return Err(format!("the value {v} is given twice"));
+            }
+        }
+        Ok(Param { name: name.into(), values })
+    }
+}
+
+/// `A..B[:STEP]`: the integers from A to B inclusive, STEP apart.
+fn range(a: &str, b: &str) -> Result<Vec<String>, String> {
+    let (b, step) = match b.split_once(':') {
+        Some((b, s)) => (b, s),
+        None => (b, "1"),
+    };
+    let int = |s: &str| s.parse::<i64>().map_err(|_| format!("{s:?} is not an integer"));
+    let (a, b, step) = (int(a)?, int(b)?, int(step)?);
+    if step <= 0 {
+        return Err("the step must be above 0".to_string());
+    }
+    if a > b {
+        return Err(format!("the range is empty ({a} is above {b})"));
+    }
+    let n = (b - a) / step + 1;
+    if n > 10_000 {
+        return Err(format!("{n} values; a scan takes at most 10000 per name"));
+    }
+    Ok((0..n).map(|i| (a + i * step).to_string()).collect())
+}
+
+fn is_name(s: &str) -> bool {
+    let mut chars = s.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.len() <= 32
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+fn is_value(s: &str) -> bool {
+    (1..=64).contains(&s.len())
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '+' | '-'))
+}
+
+/// The environment variable that carries `name`'s value.
+pub(crate) fn env_name(name: &str) -> String {
+    format!("STAGEBENCH_PARAM_{}", name.to_ascii_uppercase())
+}
+
+/// The `{NAME}` placeholders of a command line: a `{`, not after `$` (the
+/// shell's `${HOME}` is left alone), then a name, then `}`.
+pub(crate) fn placeholders(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let bytes = line.as_bytes();
+    for (i, _) in line.match_indices('{') {
+        if i > 0 && bytes[i - 1] == b'$' {
+            continue;
+        }
+        let rest = &line[i + 1..];
+        if let Some(end) = rest.find('}') {
+            let name = &rest[..end];
+            if is_name(name) && !out.contains(&name) {
+                out.push(name);
+            }
+        }
+    }
+    out
+}
+
+/// A checked scan: its names in order and every point of their grid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Grid {
+    pub(crate) params: Vec<Param>,
+}
+
+impl Grid {
+    /// Checks `params` against the command lines they scan. `env_only`
+    /// allows a name no line spells (the program reads its variable);
+    /// `many` allows more than [`MAX_POINTS`] points.
+    pub(crate) fn checked(
+        params: Vec<Param>,
+        lines: &[&str],
+        env_only: bool,
+        many: bool,
+    ) -> Result<Option<Grid>, Refusal> {
+        if params.is_empty() {
+            return Ok(None);
+        }
+        if lines.is_empty() {
+            return Err(Refusal("--param scans a --command: give one".into()));
+        }
+        for (i, p) in params.iter().enumerate() {
+            if params[..i].iter().any(|q| q.name == p.name) {
+                return Err(Refusal(format!("--param {} is given twice", p.name)));
+            }
+        }
+        for line in lines {
+            if let Some(name) =
+                placeholders(line).into_iter().find(|n| !params.iter().any(|p| p.name == *n))
+            {
+                return Err(Refusal(format!(
+                    "--command has {{{name}}} but no --param {name}=... gives its values"
+                )));
+            }
+        }
+        if !env_only {
+            for p in &params {
+                if !lines.iter().any(|l| placeholders(l).contains(&p.name.as_str())) {
+                    return Err(Refusal(format!(
+                        "--param {}: no --command has {{{}}}; put it in the command, or give --param-env-only when the program reads {}",
+                        p.name,
+                        p.name,
+                        env_name(&p.name)
+                    )));
+                }
+            }
+        }
+        let grid = Grid { params };
+        let n = grid.points().len();
+        if n > MAX_POINTS && !many {
+            return Err(Refusal(format!(
+                "--param: a grid of {n} points (above {MAX_POINTS}); give --yes-many to run it"
+            )));
+        }
+        Ok(Some(grid))
+    }
+
+    /// Every point, the first name varying slowest, each value in order.
+    pub(crate) fn points(&self) -> Vec<Vec<(String, String)>> {
+        let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
+        for p in &self.params {
+            points = points
+                .into_iter()
+                .flat_map(|pt| {
+                    p.values.iter().map(move |v| {
+                        let mut next = pt.clone();
+                        next.push((p.name.clone(), v.clone()));
+                        next
+                    })
+                })
+                .collect();
+        }
+        points
+    }
+
+    /// The stages of `name`'s command `line` over the grid, in point order:
+    /// each the line with every `{NAME}` replaced, run by `sh -c` in `cwd`
+    /// with `STAGEBENCH_PARAM_NAME` set, named `name[a=1,b=2]`.
+    pub(crate) fn stages(&self, name: &str, line: &str, cwd: &str) -> Vec<(Stage, Point)> {
+        self.points()
+            .into_iter()
+            .map(|point| {
+                let mut text = line.to_string();
+                for (k, v) in &point {
+                    text = text.replace(&format!("{{{k}}}"), v);
+                }
+                let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                let stage = Stage::Exec {
+                    name: format!("{name}[{}]", label.join(",")),
+                    argv: vec![Word::from("/bin/sh"), Word::Text("-c".into()), Word::Text(text)],
+                    cwd: LocalPath::from(cwd.to_string()),
+                    env: point.iter().map(|(k, v)| (env_name(k), v.clone())).collect(),
+                };
+                (stage, point)
+            })
+            .collect()
+    }
+}
+
+/// A grid point: each name with its value.
+pub(crate) type Point = Vec<(String, String)>;
+
+/// A trials plan's scan: its names, the seed of its rounds' order, and
+/// each point's stage key, in grid order.
+#[derive(Clone, Debug)]
+pub(crate) struct Scan {
+    pub(crate) grid: Grid,
+    pub(crate) seed: u64,
+    pub(crate) points: Vec<(String, Point)>,
+}
+
+impl Scan {
+    /// The scan of the one `--command` among `stages` (named `name`, when
+    /// `--name` gave one) over `grid`: its stages, one per point, and the scan.
+    pub(crate) fn of(
+        stages: Vec<PlannedStage>,
+        name: Option<&str>,
+        grid: Grid,
+        seed: u64,
+    ) -> Result<(Vec<PlannedStage>, Scan), Refusal> {
+        let [PlannedStage { stage: Stage::Command { line, .. }, .. }] = &stages[..] else {
+            return Err(Refusal("--param scans one --command, and no --stage beside it".into()));
+        };
+        let cwd = std::env::current_dir()
+            .map_err(|e| Refusal(format!("--param: the working directory: {e}")))?;
+        let made = grid.stages(name.unwrap_or(DEFAULT_NAME), line, &cwd.to_string_lossy());
+        let (stages, points): (Vec<Stage>, Vec<Point>) = made.into_iter().unzip();
+        let stages = crate::plan::keyed(stages);
+        let points = stages.iter().map(|s| s.key.clone()).zip(points).collect();
+        Ok((stages, Scan { grid, seed, points }))
+    }
+
+    /// What the declaration records: each name with its values, in order,
+    /// and the seed.
+    pub(crate) fn declared(&self) -> serde_json::Value {
+        let params: Vec<serde_json::Value> = self
+            .grid
+            .params
+            .iter()
+            .map(|p| serde_json::json!({ "name": p.name, "values": p.values }))
+            .collect();
+        serde_json::json!({ "params": params, "order_seed": self.seed })
+    }
+}
+
+impl Scan {
+    /// The scan's section: each point's counted trials, and the
+    /// recommendation computed from them.
+    pub(crate) fn assess(
+        &self,
+        sets: &BTreeMap<String, TrialSet>,
+        records: &Records,
+    ) -> report::modes::trials::scan::Scan {
+        use report::modes::trials::scan::{Measured, scan};
+        let measured: Vec<Measured> = self
+            .points
+            .iter()
+            .filter_map(|(key, point)| {
+                let samples = &sets.get(key)?.samples;
+                let figure = |name: &str| samples.get(name).cloned().unwrap_or_default();
+                Some(Measured {
+                    stage: key.clone(),
+                    parameters: point.iter().cloned().collect(),
+                    walls: figure("wall_s"),
+                    cpus: figure("cpu_s"),
+                    tree_peaks: figure("tree_peak_bytes"),
+                    tree_peak_method: records
+                        .stages
+                        .get(key)
+                        .map(|st| st.tree_peak_method.clone())
+                        .unwrap_or_default(),
+                })
+            })
+            .collect();
+        let names = self.grid.params.iter().map(|p| p.name.clone()).collect();
+        scan(names, self.seed, &measured)
+    }
+}
+
+/// A seed for a scan's order when none is given: the clock's nanoseconds.
+pub(crate) fn clock_seed() -> u64 {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
+    // Below 2^53, so every JSON reader reads it back exactly.
+    now.map(|d| d.as_nanos() as u64 & ((1 << 53) - 1)).unwrap_or(0)
+}
+
+/// The order of `n` points in round `round` of a scan seeded `seed`: a
+/// Fisher–Yates shuffle from a generator of its own per round, so a round's
+/// order does not depend on how many rounds came before.
+pub(crate) fn round_order(n: usize, seed: u64, round: u32) -> Vec<usize> {
+    let mut rng = recipe::rng::Rng::new(seed ^ (round as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in (1..n).rev() {
+        let j = rng.range(0, i as u64 + 1) as usize;
+        order.swap(i, j);
+    }
+    order
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Result<Param, String> {
+        s.parse()
+    }
+
+    #[test]
+    fn lists_and_ranges_parse_in_order() {
+        assert_eq!(p("workers=0,2,4").unwrap().values, ["0", "2", "4"]);
+        assert_eq!(p("n=1..4").unwrap().values, ["1", "2", "3", "4"]);
+        assert_eq!(p("n=0..10:5").unwrap().values, ["0", "5", "10"]);
+        assert_eq!(p("n=-2..2:2").unwrap().values, ["-2", "0", "2"]);
+        assert_eq!(p("n=3..3").unwrap().values, ["3"]);
+        assert_eq!(p("mode=fast").unwrap().values, ["fast"]);
+    }
+
+    #[test]
+    fn bad_specs_are_refused_by_name() {
+        for (spec, says) in [
+            ("workers", "NAME=V1,V2"),
+            ("workers=", "no value"),
+            ("workers=,", "no value"),
+            ("workers=1,1", "given twice"),
+            ("workers=1..4:0", "step must be above 0"),
+            ("workers=4..1", "range is empty"),
+            ("workers=a..4", "not an integer"),
+            ("9x=1", "must be a letter"),
+            ("x=1,2,", "must be 1-64"),
+            ("x=a b", "must be 1-64"),
+            ("x=/etc", "must be 1-64"),
+            ("x=0..100000", "at most 10000"),
+        ] {
+            let e = p(spec).unwrap_err();
+            assert!(e.contains(says), "{spec}: {e}");
+        }
+    }
+
+    #[test]
+    fn placeholders_leave_the_shells_own_braces_alone() {
+        assert_eq!(placeholders("run {workers} {seed} {workers}"), ["workers", "seed"]);
+        assert!(placeholders("echo ${HOME} {} { x }").is_empty());
+    }
+
+    fn grid(specs: &[&str], lines: &[&str], env_only: bool) -> Result<Option<Grid>, String> {
+        let params = specs.iter().map(|s| p(s).unwrap()).collect();
+        Grid::checked(params, lines, env_only, false).map_err(|e| e.0)
+    }
+
+    #[test]
+    fn a_grid_is_checked_against_its_commands() {
+        assert_eq!(grid(&[], &["x"], false).unwrap(), None);
+        let refused = [
+            (vec!["w=1"], vec!["run {w} {v}"], false, "{v} but no --param v"),
+            (vec!["w=1", "v=2"], vec!["run {w}"], false, "--param v: no --command has {v}"),
+            (vec!["w=1", "w=2"], vec!["run {w}"], false, "given twice"),
+            (vec!["w=1"], vec![], false, "scans a --command"),
+            (vec!["a=1..9", "b=1..8"], vec!["{a}{b}"], false, "72 points"),
+        ];
+        for (specs, lines, env_only, says) in refused {
+            let e = grid(&specs, &lines, env_only).unwrap_err();
+            assert!(e.contains(says), "{specs:?}: {e}");
+        }
+        // Env only: a name no line spells is allowed; a placeholder with no
+        // --param is still refused.
+        assert!(grid(&["w=1"], &["run"], true).unwrap().is_some());
+        assert!(grid(&["w=1"], &["run {v}"], true).is_err());
+        let many = vec![p("a=1..9").unwrap(), p("b=1..8").unwrap()];
+        assert_eq!(
+            Grid::checked(many, &["{a}{b}"], false, true).unwrap().unwrap().points().len(),
+            72
+        );
+    }
+
+    #[test]
+    fn stages_replace_the_placeholder_and_set_the_variable() {
+        let g = grid(&["w=1,2", "b=x"], &["run {w} {b} {w}"], false).unwrap().unwrap();
+        let stages = g.stages("trial", "run {w} {b} {w}", "/tmp");
+        assert_eq!(stages.len(), 2);
+        let (Stage::Exec { name, argv, env, .. }, point) = &stages[1].clone() else {
+            panic!("{:?}", stages[1]);
+        };
+        assert_eq!(name, "trial[w=2,b=x]");
+        assert_eq!(argv[2].as_str(), "run 2 x 2");
+        assert_eq!(
+            env,
+            &[("STAGEBENCH_PARAM_W".into(), "2".into()), ("STAGEBENCH_PARAM_B".into(), "x".into())]
+        );
+        assert_eq!(point, &[("w".to_string(), "2".to_string()), ("b".into(), "x".into())]);
+        // The value is in the definition; the working directory is not.
+        let other = g.stages("trial", "run {w} {b} {w}", "/elsewhere");
+        assert_eq!(stages[0].0.clone().definition(), other[0].0.clone().definition());
+        assert_ne!(stages[0].0.clone().definition(), stages[1].0.clone().definition());
+    }
+
+    #[test]
+    fn every_round_is_a_permutation_and_rounds_differ() {
+        let orders: Vec<Vec<usize>> = (0..6).map(|r| round_order(8, 42, r)).collect();
+        for o in &orders {
+            let mut s = o.clone();
+            s.sort();
+            assert_eq!(s, (0..8).collect::<Vec<_>>());
+        }
+        assert!(orders.windows(2).any(|w| w[0] != w[1]), "{orders:?}");
+        assert_eq!(round_order(8, 42, 3), orders[3], "the seed gives the order back");
+        assert_ne!(round_order(8, 43, 3), orders[3]);
+    }
+}

@@ -1,0 +1,187 @@
+//! How a parameter scan shows itself: one table (summary.md and the
+//! console alike), the recommendation's sentence, and a picture of wall and
+//! tree peak against the value, in two panels sharing the x axis.
+
+use super::scan::{Scan, ScanPoint};
+use crate::chart::*;
+use crate::fmt::{self, duration};
+use crate::stats::Verdict;
+use plotters::prelude::*;
+use std::fmt::Write as _;
+
+const HEADER: [&str; 8] = [
+    "value",
+    "n",
+    "wall (median)",
+    "interval of median",
+    "CPU",
+    "tree peak",
+    "speedup vs first",
+    "vs first",
+];
+
+/// A point's cells, in [`HEADER`]'s order.
+fn cells(s: &Scan, p: &ScanPoint) -> [String; 8] {
+    let speedup = match &p.speedup_interval {
+        Some(i) => format!("{:.2}× ({})", p.speedup, i.phrase(|x| format!("{x:.2}"))),
+        None => "1 (the first)".into(),
+    };
+    let versus = match (p.vs_first, p.p_vs_first) {
+        (Some(v), Some(pv)) => format!("{} (p = {})", verdict(v), fmt::p_value(pv)),
+        _ => "–".into(),
+    };
+    [
+        p.label(&s.names),
+        p.n.to_string(),
+        duration(p.wall_median_s),
+        p.wall_interval.cell(duration),
+        duration(p.cpu_median_s),
+        format!("{} ({})", fmt::mib(p.tree_peak_bytes), p.tree_peak_method),
+        speedup,
+        versus,
+    ]
+}
+
+fn verdict(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Faster => "faster",
+        Verdict::Slower => "slower",
+        Verdict::NoSignificantDifference => "no difference",
+        Verdict::TooFewTrials => "too few trials",
+    }
+}
+
+/// The scan's section of summary.md.
+pub(super) fn summary(s: &Scan, out: &mut String) {
+    let _ = writeln!(out, "\n## Scan over {}\n", s.names.join(", "));
+    let _ = writeln!(out, "| {} |", HEADER.join(" | "));
+    let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---|---|");
+    for p in &s.points {
+        let c = cells(s, p);
+        let _ = writeln!(out, "| `{}` | {} |", c[0], c[1..].join(" | "));
+    }
+    let _ = writeln!(out, "\nRecommendation: {}.", s.recommendation.sentence);
+    let _ = writeln!(
+        out,
+        "\nEach round ran the values in a new shuffled order (seed {}); tree peak is the median over trials.",
+        s.order_seed
+    );
+}
+
+/// The same table on the console.
+pub(super) fn console(s: &Scan) {
+    let rows: Vec<[String; 8]> = s.points.iter().map(|p| cells(s, p)).collect();
+    let width = |i: usize| {
+        rows.iter().map(|r| r[i].chars().count()).chain([HEADER[i].len()]).max().unwrap_or(0)
+    };
+    let widths: Vec<usize> = (0..HEADER.len()).map(width).collect();
+    let line = |cells: &[String]| {
+        let parts: Vec<String> = cells
+            .iter()
+            .zip(&widths)
+            .enumerate()
+            .map(|(i, (c, w))| match i {
+                0 | 3 | 5..=7 => format!("{c:<w$}"),
+                _ => format!("{c:>w$}"),
+            })
+            .collect();
+        format!("  {}", parts.join("  ").trim_end())
+    };
+    println!("{}", line(&HEADER.map(String::from)));
+    for r in &rows {
+        println!("{}", line(r));
+    }
+    println!("  recommendation: {}", s.recommendation.sentence);
+}
+
+/// Wall (median with its interval) over tree peak, against the value, the
+/// recommended value marked.
+pub(super) struct ScanPlot<'a>(pub(super) &'a Scan);
+
+impl Figure for ScanPlot<'_> {
+    fn name(&self) -> &'static str {
+        "scan"
+    }
+
+    fn rows(&self) -> usize {
+        12
+    }
+
+    fn draw(&self, root: &Area<'_>) -> Result<(), RenderError> {
+        let s = self.0;
+        let labels: Vec<String> = s.points.iter().map(|p| p.label(&s.names)).collect();
+        let chosen =
+            s.points.iter().position(|p| Some(&p.stage) == s.recommendation.stage.as_ref());
+        let body = caption(
+            root,
+            &format!(
+                "Scan over {}: wall (median and its interval) and the tree's peak memory per value; green: the recommended value",
+                s.names.join(", ")
+            ),
+        )?;
+        let (top, bottom) = body.split_vertically(body.dim_in_pixel().1 / 2);
+        let walls: Vec<(f64, f64, f64)> = s
+            .points
+            .iter()
+            .map(|p| (p.wall_median_s, p.wall_interval.low, p.wall_interval.high))
+            .collect();
+        let peaks: Vec<(f64, f64, f64)> =
+            s.points.iter().map(|p| p.tree_peak_bytes as f64).map(|x| (x, x, x)).collect();
+        panel(&top, &labels, &walls, "wall_s", "wall time", chosen)?;
+        panel(&bottom, &labels, &peaks, "tree_peak_bytes", "tree peak", chosen)?;
+        Ok(())
+    }
+}
+
+/// One panel: each value's (median, low, high) at its place, joined.
+fn panel(
+    area: &Area<'_>,
+    labels: &[String],
+    points: &[(f64, f64, f64)],
+    figure: &str,
+    desc: &str,
+    chosen: Option<usize>,
+) -> Result<(), RenderError> {
+    let hi = points.iter().map(|p| p.2).filter(|x| x.is_finite()).fold(0.0, f64::max);
+    let hi = if hi > 0.0 { hi * 1.1 } else { 1.0 };
+    let last = labels.len().saturating_sub(1) as f64;
+    let steps = if figure.ends_with("_bytes") { Steps::Binary } else { Steps::Decimal };
+    let x_axis = ValueAxis::new(-0.5..last + 0.5, 0.0..last, Steps::Decimal, labels.len().max(2));
+    let mut chart = ChartBuilder::on(area)
+        .margin(8)
+        .margin_right(24)
+        .x_label_area_size(32)
+        .y_label_area_size(90)
+        .build_cartesian_2d(x_axis, ValueAxis::new(0.0..hi, 0.0..hi, steps, 4))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .y_desc(desc)
+        .x_label_formatter(&|x| {
+            let i = x.round();
+            match (x - i).abs() < 1e-9 && i >= 0.0 {
+                true => labels.get(i as usize).cloned().unwrap_or_default(),
+                false => String::new(),
+            }
+        })
+        .y_label_formatter(&|y| fmt::figure(figure, *y))
+        .label_style((SANS, 14))
+        .axis_desc_style((SANS, 12))
+        .draw()
+        .map_err(err)?;
+    let xy: Vec<(f64, f64)> = points.iter().enumerate().map(|(i, p)| (i as f64, p.0)).collect();
+    chart.draw_series([PathElement::new(xy.clone(), BAR.stroke_width(1))]).map_err(err)?;
+    for (i, &(_, low, high)) in points.iter().enumerate() {
+        let x = i as f64;
+        chart
+            .draw_series([PathElement::new(vec![(x, low), (x, high)], BAR.stroke_width(2))])
+            .map_err(err)?;
+    }
+    chart
+        .draw_series(xy.iter().enumerate().map(|(i, &p)| match Some(i) == chosen {
+            true => Circle::new(p, 6, FASTER.filled()),
+            false => Circle::new(p, 4, BAR.filled()),
+        }))
+        .map_err(err)?;
+    Ok(())
+}
