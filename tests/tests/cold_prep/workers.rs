@@ -120,6 +120,25 @@ fn a_workers_sweep_measures_every_count_in_every_round() {
         assert!(!out.join(format!("private-feature-cache-parallel-w{n}")).exists());
     }
     assert!(r["sweep"]["amdahl"]["serial_fraction"].is_f64(), "{}", r["sweep"]);
+    // The counts as a scan: each count's walls over the rounds, its
+    // processes' memory, and with two rounds no verdict but the rounds needed.
+    let scan = &r["sweep"]["scan"];
+    for (i, p) in scan["points"].as_array().unwrap().iter().enumerate() {
+        let n = points[i]["workers"].as_u64().unwrap();
+        assert_eq!(p["parameters"]["workers"], n.to_string(), "{p}");
+        assert_eq!(p["n"], 2);
+        let key = p["stage"].as_str().unwrap();
+        let walls = [stage(key), stage(&format!("{key}#2"))];
+        let median = p["wall_median_s"].as_f64().unwrap();
+        assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12, "{p} {walls:?}");
+        assert!(p["tree_peak_bytes"].as_u64().unwrap() > 0, "{p}");
+    }
+    let rec = &scan["recommendation"];
+    assert_eq!(
+        (rec["outcome"].as_str(), rec["trials_needed"].as_u64()),
+        (Some("too_few_trials"), Some(4))
+    );
+    assert!(rec["sentence"].as_str().unwrap().ends_with("run --rounds 4 or more"), "{rec}");
     // The headline stays the largest count's.
     assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 3);
     assert_eq!(r["speedup"], points[2]["speedup"]);

@@ -7,6 +7,7 @@ use crate::error::{RunError, fail};
 use crate::modes::preparation::{MANIFEST, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side};
 use crate::modes::{Context, PhaseOutcome, Records, stage_from_job};
 use crate::rundir::report::PrepSide;
+use report::modes::trials::scan;
 
 pub(super) fn assemble(
     cx: &Context<'_>,
@@ -62,6 +63,7 @@ pub(super) fn assemble(
     let mut sides = Vec::new();
     let mut all = Vec::new();
     let mut measured: Vec<sweep::Measured> = Vec::new();
+    let mut scanned: Vec<scan::Measured> = Vec::new();
     for round in 1..=plan.rounds {
         let (serial_key, parallel_key) = rounds::keys(&n, round);
         let (serial_stage, serial, counts) =
@@ -72,11 +74,22 @@ pub(super) fn assemble(
             let key = rounds::parallel_key(&n, count, main, round);
             let p = find(outcomes, &key)?;
             let (stage, side, _) = side::summarise(p, order(&key));
-            records.stages.insert(key, stage);
             if measured.len() <= i {
                 measured.push(sweep::Measured { workers: p.phase.workers, walls: Vec::new() });
+                scanned.push(scan::Measured {
+                    stage: key.clone(),
+                    parameters: [("workers".to_string(), count.to_string())].into(),
+                    walls: Vec::new(),
+                    cpus: Vec::new(),
+                    tree_peaks: Vec::new(),
+                    tree_peak_method: format!("sum of each worker's {}", stage.tree_peak_method),
+                });
             }
             measured[i].walls.push((serial.wall_s, side.wall_s));
+            scanned[i].walls.push(side.wall_s);
+            scanned[i].cpus.push(stage.cpu_s);
+            scanned[i].tree_peaks.push(stage.sum_of_peaks_bytes as f64);
+            records.stages.insert(key, stage);
             if count == main {
                 main_side = Some(side);
             }
@@ -131,7 +144,10 @@ pub(super) fn assemble(
     let inputs_bytes = outcomes.iter().find_map(|p| p.phase.inputs.as_ref()).map(|i| i.bytes());
     let storage = storage::storage(plan.os_cache, inputs_bytes, outcomes, &records.stages);
     warnings.extend(storage.iter().flat_map(|s| s.warnings()));
-    let sweep = (measured.len() > 1).then(|| sweep::sweep(&measured, cx.cores));
+    let sweep = (measured.len() > 1).then(|| sweep::Sweep {
+        scan: Some(scan::scan(vec!["workers".into()], None, &scanned, "--rounds")),
+        ..sweep::sweep(&measured, cx.cores)
+    });
     let items = plan.items.as_ref().map(|i| items::Summary {
         count: i.list.len() as u64,
         items_sha256: i.sha256.clone(),

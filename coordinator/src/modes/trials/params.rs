@@ -292,7 +292,7 @@ impl Scan {
             })
             .collect();
         let names = self.grid.params.iter().map(|p| p.name.clone()).collect();
-        scan(names, self.seed, &measured)
+        scan(names, Some(self.seed), &measured, "--trials")
     }
 }
 

@@ -191,6 +191,12 @@ impl ModeSection for Section {
                 ),
                 _ => writeln!(s, "\nNo Amdahl fit: no count above 1."),
             };
+            if let Some(r) = sw.recommendation() {
+                let _ = writeln!(s, "\nRecommendation: {r}.");
+            }
+            if let Some(kf) = sw.karp_flatt_sentence() {
+                let _ = writeln!(s, "\n{kf}.");
+            }
         }
         if let Some(storage) = &prep.storage {
             storage.summary(&prep.names(), parallel.workers.len(), s);
@@ -235,6 +241,13 @@ impl ModeSection for Section {
         );
         if let Some(storage) = &prep.storage {
             println!("  {}", storage.line(&prep.names(), parallel.workers.len()));
+        }
+        if let Some(sw) = &prep.sweep {
+            for line in
+                sw.recommendation().map(String::from).into_iter().chain(sw.karp_flatt_sentence())
+            {
+                println!("  workers sweep: {line}");
+            }
         }
         for w in &prep.warnings {
             println!("  warning: {w}");

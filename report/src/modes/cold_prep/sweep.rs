@@ -22,6 +22,53 @@ pub struct Sweep {
     /// marks them). Absent in reports written before it was recorded.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cores: Option<u32>,
+    /// The counts as a scan: each count's parallel walls over the rounds
+    /// and its processes' memory (the sum of each worker's tree peak, an
+    /// upper bound), with the recommendation a `--param` scan makes.
+    /// Absent in reports written before it was computed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<crate::modes::trials::scan::Scan>,
+    /// The count beyond which Karp–Flatt's serial fraction rises by more
+    /// than [`KARP_FLATT_RISE`] to the next count: past it the loss grows
+    /// with the count (contention, start-up), not a fixed serial part.
+    /// Absent when it never rises so, or in older reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub karp_flatt_rises_after: Option<u32>,
+}
+
+impl Sweep {
+    /// What the sweep recommends, as its sentence (none in older reports).
+    pub fn recommendation(&self) -> Option<&str> {
+        self.scan.as_ref().map(|s| s.recommendation.sentence.as_str())
+    }
+
+    /// Where Karp–Flatt's serial fraction starts to rise, in a sentence.
+    pub fn karp_flatt_sentence(&self) -> Option<String> {
+        let defined = self.points.iter().filter(|p| p.karp_flatt.is_some()).count();
+        match self.karp_flatt_rises_after {
+            Some(count) => Some(format!(
+                "Karp–Flatt's serial fraction rises beyond {count} processes: past that count the loss grows with the count (contention, start-up), so more processes buy less"
+            )),
+            None if self.scan.is_some() && defined >= 2 => Some(format!(
+                "Karp–Flatt's serial fraction does not rise by more than {KARP_FLATT_RISE} from one count to the next: a fixed serial part, not the count, limits the speedup"
+            )),
+            None => None,
+        }
+    }
+}
+
+/// A rise of Karp–Flatt's serial fraction from one count to the next that
+/// counts as rising: two points of the wall, about a round's noise.
+pub const KARP_FLATT_RISE: f64 = 0.02;
+
+/// The count beyond which the serial fraction rises by more than
+/// [`KARP_FLATT_RISE`] (the first such step), over counts above one.
+pub fn karp_flatt_rises_after(points: &[Point]) -> Option<u32> {
+    let defined: Vec<(u32, f64)> = points
+        .iter()
+        .filter_map(|p| Some((p.workers, p.karp_flatt.filter(|e| e.is_finite())?)))
+        .collect();
+    defined.windows(2).find(|w| w[1].1 - w[0].1 > KARP_FLATT_RISE).map(|w| w[0].0)
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
@@ -103,7 +150,8 @@ pub fn sweep(measured: &[Measured], cores: u32) -> Sweep {
         })
         .collect();
     let amdahl = fit(&points);
-    Sweep { points, amdahl, cores: Some(cores) }
+    let karp_flatt_rises_after = karp_flatt_rises_after(&points);
+    Sweep { points, amdahl, cores: Some(cores), scan: None, karp_flatt_rises_after }
 }
 
 /// Least squares of `1/S − 1/p = f (1 − 1/p)` over the points with p > 1.
@@ -163,6 +211,18 @@ mod tests {
         let one = sweep(&measured(0.1, &[1]), 8);
         assert_eq!(one.amdahl.serial_fraction, None);
         assert_eq!(one.amdahl.speedup_limit, None);
+    }
+
+    /// The rise is found where the loss grows with the count, and only
+    /// there: a flat fraction (Amdahl's own) never rises.
+    #[test]
+    fn karp_flatt_rises_where_the_loss_grows_with_the_count() {
+        assert_eq!(sweep(&measured(0.1, &[1, 2, 4, 8]), 8).karp_flatt_rises_after, None);
+        let walls = |s: f64| vec![(10.0, 10.0 / s)];
+        let m = [(1, 1.0), (2, 1.9), (4, 3.4), (8, 3.0)]
+            .map(|(w, s)| Measured { workers: w, walls: walls(s) });
+        // e(2) = 0.053, e(4) = 0.059, e(8) = 0.238: it rises after 4.
+        assert_eq!(sweep(&m, 8).karp_flatt_rises_after, Some(4));
     }
 
     /// Perfect scaling: no serial fraction, no limit.

@@ -19,8 +19,10 @@ use std::collections::BTreeMap;
 pub struct Scan {
     /// The scanned names, in the order given.
     pub names: Vec<String>,
-    /// The seed each round's shuffled order was drawn from.
-    pub order_seed: u64,
+    /// The seed each round's shuffled order was drawn from (absent for a
+    /// workers sweep, whose rounds alternate their order instead).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub order_seed: Option<u64>,
     /// One point per value (per grid point), in the order given; the first
     /// is what every speedup is against.
     pub points: Vec<ScanPoint>,
@@ -109,8 +111,14 @@ pub struct Measured {
     pub tree_peak_method: String,
 }
 
-/// The scan over `measured` (in the order given, at least one value).
-pub fn scan(names: Vec<String>, order_seed: u64, measured: &[Measured]) -> Scan {
+/// The scan over `measured` (in the order given, at least one value);
+/// `repeats` is the flag that gives more samples (`--trials`, `--rounds`).
+pub fn scan(
+    names: Vec<String>,
+    order_seed: Option<u64>,
+    measured: &[Measured],
+    repeats: &str,
+) -> Scan {
     let median = |xs: &[f64]| stats::median(xs);
     let fastest = (0..measured.len())
         .min_by(|&a, &b| median(&measured[a].walls).total_cmp(&median(&measured[b].walls)))
@@ -147,7 +155,7 @@ pub fn scan(names: Vec<String>, order_seed: u64, measured: &[Measured]) -> Scan 
             }
         })
         .collect();
-    let recommendation = recommend(&names, &points, measured, fastest);
+    let recommendation = recommend(&names, &points, measured, fastest, repeats);
     Scan { names, order_seed, points, recommendation }
 }
 
@@ -171,6 +179,7 @@ fn recommend(
     points: &[ScanPoint],
     measured: &[Measured],
     fastest: usize,
+    repeats: &str,
 ) -> Recommendation {
     let label = |i: usize| points[i].label(names);
     let fastest_label = label(fastest);
@@ -180,7 +189,7 @@ fn recommend(
         let sentence = match points.len() < 2 {
             true => "one value: nothing to compare it with".to_string(),
             false => format!(
-                "too few trials to tell: {n} counted per value, and the rank test needs {needed} a value to call any difference at p < {ALPHA}; run --trials {needed} or more"
+                "too few trials to tell: {n} counted per value, and the rank test needs {needed} a value to call any difference at p < {ALPHA}; run {repeats} {needed} or more"
             ),
         };
         return Recommendation {

@@ -22,7 +22,7 @@ fn workers(walls: [f64; 4], n: usize) -> Scan {
         .zip(walls)
         .map(|(w, c)| value("workers", &w.to_string(), c, 40.0 * *w as f64, n, *w as u64))
         .collect();
-    scan(vec!["workers".into()], 7, &m)
+    scan(vec!["workers".into()], Some(7), &m, "--trials")
 }
 
 /// Two cores: 2 workers halve the wall, 4 are no faster and hold twice the
@@ -65,7 +65,7 @@ fn no_difference_recommends_the_cheapest() {
         .iter()
         .map(|(v, mib)| value("batch", &v.to_string(), 0.3, *mib, 10, 11))
         .collect();
-    let s = scan(vec!["batch".into()], 1, &m);
+    let s = scan(vec!["batch".into()], None, &m, "--trials");
     let r = &s.recommendation;
     assert_eq!(r.outcome, Outcome::NoDifference, "{}", r.sentence);
     assert_eq!(r.stage.as_deref(), Some("trial[batch=2]"));
@@ -108,7 +108,7 @@ fn the_first_value_can_be_the_answer() {
 fn a_grid_points_label_keeps_the_names_order() {
     let mut m = value("b", "1", 0.1, 1.0, 4, 1);
     m.parameters.insert("a".into(), "x".into());
-    let s = scan(vec!["b".into(), "a".into()], 0, &[m]);
+    let s = scan(vec!["b".into(), "a".into()], None, &[m], "--trials");
     assert_eq!(s.points[0].label(&s.names), "b=1,a=x");
     assert_eq!(s.recommendation.sentence, "one value: nothing to compare it with");
 }
@@ -120,7 +120,13 @@ fn peaks_within_the_noise_count_as_equal() {
     let mut m: Vec<Measured> =
         [1, 2].iter().map(|v| value("b", &v.to_string(), 0.3, 13.3, 8, 5)).collect();
     m[1].tree_peaks = vec![13.3 * MIB - 8192.0; 8];
-    assert_eq!(scan(vec!["b".into()], 0, &m).recommendation.stage.as_deref(), Some("trial[b=1]"));
+    assert_eq!(
+        scan(vec!["b".into()], None, &m, "--trials").recommendation.stage.as_deref(),
+        Some("trial[b=1]")
+    );
     m[1].tree_peaks = vec![12.0 * MIB; 8];
-    assert_eq!(scan(vec!["b".into()], 0, &m).recommendation.stage.as_deref(), Some("trial[b=2]"));
+    assert_eq!(
+        scan(vec!["b".into()], None, &m, "--trials").recommendation.stage.as_deref(),
+        Some("trial[b=2]")
+    );
 }

@@ -61,11 +61,12 @@ pub(super) fn summary(s: &Scan, out: &mut String) {
         let _ = writeln!(out, "| `{}` | {} |", c[0], c[1..].join(" | "));
     }
     let _ = writeln!(out, "\nRecommendation: {}.", s.recommendation.sentence);
-    let _ = writeln!(
-        out,
-        "\nEach round ran the values in a new shuffled order (seed {}); tree peak is the median over trials.",
-        s.order_seed
-    );
+    if let Some(seed) = s.order_seed {
+        let _ = writeln!(
+            out,
+            "\nEach round ran the values in a new shuffled order (seed {seed}); tree peak is the median over trials."
+        );
+    }
 }
 
 /// The same table on the console.
