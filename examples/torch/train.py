@@ -52,12 +52,13 @@ def main():
     p.add_argument("--work", type=int, default=2000)
     p.add_argument("--width", type=int, default=32)
     p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--num-workers", type=int, default=2)
     p.add_argument("--truth")
     a = p.parse_args()
     torch.manual_seed(0)
     torch.set_num_threads(1)
     data = Sequences(32 * a.batches, a.work)
-    loader = DataLoader(data, batch_size=32, shuffle=True, num_workers=2)
+    loader = DataLoader(data, batch_size=32, shuffle=True, num_workers=a.num_workers)
     w = a.width
     model = nn.Sequential(
         nn.Conv1d(5, w, 5, padding=2), nn.ReLU(),

@@ -2,107 +2,6 @@
 //! values shuffled per round, and a recommendation that can say "no".
 
 use harness::{coordinator_with_output, json, run};
-use std::path::Path;
-
-/// n processes share `max(0.4/n, 0.08)` s of CPU each, on at most two
-/// cores (pinned, so the answer does not depend on the machine's size),
-/// each holding 40 MiB until its work is done.
-const SPREAD: &str = r#"
-import os, sys, time
-n = int(sys.argv[1])
-cpus = sorted(os.sched_getaffinity(0))[:2]
-per = max(0.4 / n, 0.08)
-kids = []
-for _ in range(n):
-    pid = os.fork()
-    if pid == 0:
-        os.sched_setaffinity(0, cpus)
-        block = bytearray(40 << 20)
-        for i in range(0, len(block), 4096):
-            block[i] = 1
-        end = time.process_time() + per
-        while time.process_time() < end:
-            pass
-        os._exit(0)
-    kids.append(pid)
-for pid in kids:
-    assert os.waitpid(pid, 0)[1] == 0
-assert os.environ["STAGEBENCH_PARAM_N"] == sys.argv[1]
-"#;
-
-fn script(dir: &Path, body: &str) -> String {
-    let path = dir.join("spread.py");
-    std::fs::write(&path, body).unwrap();
-    path.display().to_string()
-}
-
-fn figure(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("{v}"))
-}
-
-/// On two cores, 2 processes halve the wall of 1; 4 are no faster and 8
-/// are slower, and each process adds its 40 MiB to the tree's peak. The
-/// scan recommends 2, every round runs the four values in a shuffled order
-/// drawn from the declared seed, and the run verifies.
-#[test]
-fn a_scan_over_processes_recommends_two_and_counts_each_process_memory() {
-    if std::thread::available_parallelism().map_or(1, |n| n.get()) < 2 {
-        return harness::skip("a_scan_over_processes", "it needs two cores");
-    }
-    let (tmp, out, mut c) = coordinator_with_output();
-    let py = script(tmp.path(), SPREAD);
-    c.args(["--mode", "trials", "--trials", "6", "--warmup", "1", "--param-seed", "7"]).args([
-        "--command",
-        &format!("python3 {py} {{n}}"),
-        "--param",
-        "n=1,2,4,8",
-    ]);
-    let f = run(c);
-    assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let scan = &r["scan"];
-    let rec = &scan["recommendation"];
-    assert_eq!(rec["stage"], "trial[n=2]", "{rec}");
-    assert_eq!(rec["outcome"], "recommended");
-    let sentence = rec["sentence"].as_str().unwrap();
-    assert!(sentence.starts_with("n=2: ") && sentence.contains("faster than n=1"), "{sentence}");
-    assert!(f.stdout.contains(&format!("recommendation: {sentence}")), "{}", f.stdout);
-
-    // The tree's peak grows by about 40 MiB a process.
-    let points = scan["points"].as_array().unwrap();
-    let peak = |i: usize| figure(&points[i]["tree_peak_bytes"]) / (1 << 20) as f64;
-    let per_process = (peak(3) - peak(0)) / 7.0;
-    assert!((34.0..48.0).contains(&per_process), "{per_process} MiB a process");
-    let keys: Vec<&str> = points.iter().map(|p| p["stage"].as_str().unwrap()).collect();
-    assert_eq!(keys, ["trial[n=1]", "trial[n=2]", "trial[n=4]", "trial[n=8]"]);
-    assert_eq!(points[2]["parameters"]["n"], "4");
-
-    // The seed and the values are declared; each round is a permutation of
-    // the four, and not every round has the same order.
-    let d = json(&out.join("declaration.json"));
-    assert_eq!(d["parameters"]["scan"]["order_seed"], 7);
-    assert_eq!(
-        d["parameters"]["scan"]["params"][0]["values"],
-        serde_json::json!(["1", "2", "4", "8"])
-    );
-    let started: Vec<&str> = f
-        .stderr
-        .lines()
-        .filter(|l| l.contains("stage started"))
-        .filter_map(|l| l.split("key=").nth(1)?.split_whitespace().next())
-        .collect();
-    assert_eq!(started.len(), 28, "{started:?}");
-    let rounds: Vec<Vec<&str>> = started.chunks(4).map(|c| c.to_vec()).collect();
-    for round in &rounds {
-        let mut sorted = round.clone();
-        sorted.sort();
-        assert_eq!(sorted, keys, "{rounds:?}");
-    }
-    assert!(rounds.windows(2).any(|w| w[0] != w[1]), "{rounds:?}");
-    coordinator::verify::verify(&out).expect("a scan verifies");
-    assert!(out.join("plots/scan.svg").is_file());
-}
 
 /// A scan whose command ignores its value. At α = 0.05 one run in twenty
 /// could call a difference by chance, so a second run is allowed; a rule
@@ -209,4 +108,58 @@ fn bad_scans_are_refused_before_anything_runs() {
         assert!(errors[0].contains(says), "{args:?}: {}", f.stderr);
         assert!(!out.exists(), "{args:?} made {}", out.display());
     }
+}
+
+/// The worked example, a plain Python loader (standard library only): each
+/// value is its own stage with its own tree, and two workers holding their
+/// 24 MiB buffers raise the tree's peak above the main process's alone.
+#[test]
+fn the_loader_example_scans_its_workers() {
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let script = harness::repo().join("examples/scan/loader.py");
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0"])
+        .arg("--command")
+        .arg(format!("python3 '{}' --items 16 --workers {{workers}}", script.display()))
+        .args(["--param", "workers=0,2"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let points = json(&out.join("report.json"))["scan"]["points"].clone();
+    let peak = |i: usize| points[i]["tree_peak_bytes"].as_f64().unwrap() / (1 << 20) as f64;
+    assert!(peak(1) - peak(0) > 30.0, "{} MiB then {} MiB", peak(0), peak(1));
+    assert!(f.stdout.contains("workers=2  2"), "{}", f.stdout);
+    coordinator::verify::verify(&out).expect("the example's scan verifies");
+}
+
+/// examples/torch/train.py scanned over its DataLoader's workers with
+/// `--span preset:torch`, for real where `STAGEBENCH_TORCH_PYTHON` names a
+/// Python with torch (SKIPPED otherwise): each value gets its input-wait
+/// fraction and its loader spans, and the table shows them.
+#[test]
+fn the_torch_example_scans_its_loader_workers() {
+    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
+        Ok(p) if !p.is_empty() => p,
+        _ => {
+            return harness::skip(
+                "the_torch_example_scans_its_loader_workers",
+                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
+            );
+        }
+    };
+    let (_tmp, out, mut c) = coordinator_with_output();
+    let script = harness::repo().join("examples/torch/train.py");
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--span", "preset:torch"])
+        .arg("--command")
+        .arg(format!("'{py}' '{}' --batches 8 --num-workers {{workers}}", script.display()))
+        .args(["--param", "workers=0,2"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let points = json(&out.join("report.json"))["scan"]["points"].clone();
+    for p in points.as_array().unwrap() {
+        let fraction = p["input_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}"));
+        assert!((0.0..1.0).contains(&fraction), "{p}");
+        assert!(p["spans_s"]["step"].as_f64().unwrap() > 0.0, "{p}");
+    }
+    assert!(f.stdout.contains("input wait") && f.stdout.contains("input-bound"), "{}", f.stdout);
 }

@@ -83,6 +83,8 @@ pub(super) fn assemble(
                     cpus: Vec::new(),
                     tree_peaks: Vec::new(),
                     tree_peak_method: format!("sum of each worker's {}", stage.tree_peak_method),
+                    spans: Default::default(),
+                    input_wait: Vec::new(),
                 });
             }
             measured[i].walls.push((serial.wall_s, side.wall_s));

@@ -277,6 +277,13 @@ impl Scan {
             .filter_map(|(key, point)| {
                 let samples = &sets.get(key)?.samples;
                 let figure = |name: &str| samples.get(name).cloned().unwrap_or_default();
+                let spans = samples
+                    .iter()
+                    .filter_map(|(k, xs)| {
+                        let name = report::rundir::spans::sum_name(k, |n| samples.contains_key(n))?;
+                        Some((name.to_string(), xs.clone()))
+                    })
+                    .collect();
                 Some(Measured {
                     stage: key.clone(),
                     parameters: point.iter().cloned().collect(),
@@ -288,6 +295,8 @@ impl Scan {
                         .get(key)
                         .map(|st| st.tree_peak_method.clone())
                         .unwrap_or_default(),
+                    spans,
+                    input_wait: figure("input_wait_fraction"),
                 })
             })
             .collect();

@@ -45,6 +45,14 @@ pub struct ScanPoint {
     pub tree_peak_bytes: u64,
     /// How the tree's peak was found: `cgroup` or `sampled`.
     pub tree_peak_method: String,
+    /// Per span the command reported (`--span`, the helper): the median
+    /// over trials of its seconds in a trial.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub spans_s: BTreeMap<String, f64>,
+    /// With `--span preset:torch` or `preset:keras`: the median over trials
+    /// of the fraction of step time spent waiting for the loader.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_wait_fraction: Option<f64>,
     /// The first value's median wall over this one's.
     pub speedup: f64,
     /// That ratio's interval (absent for the first value).
@@ -109,6 +117,10 @@ pub struct Measured {
     pub cpus: Vec<f64>,
     pub tree_peaks: Vec<f64>,
     pub tree_peak_method: String,
+    /// Per span name, its seconds in each trial.
+    pub spans: BTreeMap<String, Vec<f64>>,
+    /// The input-wait fraction of each trial, where the stage has one.
+    pub input_wait: Vec<f64>,
 }
 
 /// The scan over `measured` (in the order given, at least one value);
@@ -145,6 +157,8 @@ pub fn scan(
                 cpu_median_s: median(&m.cpus),
                 tree_peak_bytes: median(&m.tree_peaks) as u64,
                 tree_peak_method: m.tree_peak_method.clone(),
+                spans_s: m.spans.iter().map(|(k, xs)| (k.clone(), median(xs))).collect(),
+                input_wait_fraction: (!m.input_wait.is_empty()).then(|| median(&m.input_wait)),
                 speedup: median(&first.walls) / wall.median,
                 speedup_interval: (i > 0)
                     .then(|| stats::ratio_of_medians_interval(&m.walls, &first.walls, i as u64)),

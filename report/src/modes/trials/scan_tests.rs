@@ -1,4 +1,5 @@
 use super::*;
+use std::collections::BTreeMap;
 
 const MIB: f64 = 1024.0 * 1024.0;
 
@@ -13,6 +14,8 @@ fn value(name: &str, v: &str, center: f64, mib: f64, n: usize, seed: u64) -> Mea
         walls,
         tree_peaks: vec![mib * MIB; n],
         tree_peak_method: "sampled".into(),
+        spans: BTreeMap::new(),
+        input_wait: Vec::new(),
     }
 }
 

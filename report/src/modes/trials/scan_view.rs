@@ -20,8 +20,41 @@ const HEADER: [&str; 8] = [
     "vs first",
 ];
 
-/// A point's cells, in [`HEADER`]'s order.
-fn cells(s: &Scan, p: &ScanPoint) -> [String; 8] {
+/// Spans a cell names, largest first.
+const SPANS_SHOWN: usize = 3;
+
+/// The header: [`HEADER`], then "input wait" and "spans" where any value has them.
+fn header(s: &Scan) -> Vec<String> {
+    let mut h: Vec<String> = HEADER.map(String::from).to_vec();
+    if s.points.iter().any(|p| p.input_wait_fraction.is_some()) {
+        h.push("input wait".into());
+    }
+    if s.points.iter().any(|p| !p.spans_s.is_empty()) {
+        h.push("spans (median s a trial)".into());
+    }
+    h
+}
+
+/// A point's cells, in [`header`]'s order.
+fn cells(s: &Scan, p: &ScanPoint) -> Vec<String> {
+    let mut out = base_cells(s, p).to_vec();
+    if s.points.iter().any(|p| p.input_wait_fraction.is_some()) {
+        out.push(p.input_wait_fraction.map_or("–".into(), |f| {
+            format!("{:.1}% ({})", 100.0 * f, crate::modes::verdicts::input_bound(f))
+        }));
+    }
+    if s.points.iter().any(|p| !p.spans_s.is_empty()) {
+        let mut spans: Vec<(&String, &f64)> = p.spans_s.iter().collect();
+        spans.sort_by(|a, b| b.1.total_cmp(a.1).then(a.0.cmp(b.0)));
+        let shown: Vec<String> =
+            spans.iter().take(SPANS_SHOWN).map(|(n, x)| format!("{n} {}", duration(**x))).collect();
+        out.push(if shown.is_empty() { "–".into() } else { shown.join(", ") });
+    }
+    out
+}
+
+/// The cells every scan has, in [`HEADER`]'s order.
+fn base_cells(s: &Scan, p: &ScanPoint) -> [String; 8] {
     let speedup = match &p.speedup_interval {
         Some(i) => format!("{:.2}× ({})", p.speedup, i.phrase(|x| format!("{x:.2}"))),
         None => "1 (the first)".into(),
@@ -54,8 +87,10 @@ fn verdict(v: Verdict) -> &'static str {
 /// The scan's section of summary.md.
 pub(super) fn summary(s: &Scan, out: &mut String) {
     let _ = writeln!(out, "\n## Scan over {}\n", s.names.join(", "));
-    let _ = writeln!(out, "| {} |", HEADER.join(" | "));
-    let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---|---|");
+    let header = header(s);
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let extra = "---|".repeat(header.len() - HEADER.len());
+    let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---|---|{extra}");
     for p in &s.points {
         let c = cells(s, p);
         let _ = writeln!(out, "| `{}` | {} |", c[0], c[1..].join(" | "));
@@ -71,24 +106,25 @@ pub(super) fn summary(s: &Scan, out: &mut String) {
 
 /// The same table on the console.
 pub(super) fn console(s: &Scan) {
-    let rows: Vec<[String; 8]> = s.points.iter().map(|p| cells(s, p)).collect();
+    let header = header(s);
+    let rows: Vec<Vec<String>> = s.points.iter().map(|p| cells(s, p)).collect();
     let width = |i: usize| {
-        rows.iter().map(|r| r[i].chars().count()).chain([HEADER[i].len()]).max().unwrap_or(0)
+        rows.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max()
     };
-    let widths: Vec<usize> = (0..HEADER.len()).map(width).collect();
+    let widths: Vec<usize> = (0..header.len()).map(|i| width(i).unwrap_or(0)).collect();
     let line = |cells: &[String]| {
         let parts: Vec<String> = cells
             .iter()
             .zip(&widths)
             .enumerate()
             .map(|(i, (c, w))| match i {
-                0 | 3 | 5..=7 => format!("{c:<w$}"),
-                _ => format!("{c:>w$}"),
+                1 | 2 | 4 => format!("{c:>w$}"),
+                _ => format!("{c:<w$}"),
             })
             .collect();
         format!("  {}", parts.join("  ").trim_end())
     };
-    println!("{}", line(&HEADER.map(String::from)));
+    println!("{}", line(&header));
     for r in &rows {
         println!("{}", line(r));
     }
