@@ -5,8 +5,9 @@
 //! through [`ModeSection`], so no view asks which mode it has. What each
 //! mode runs is the coordinator's; what it records is here.
 
-// Floor 0: the names and wording several modes share.
+// Floor 0: the names, wording and judgments several modes share.
 pub mod preparation;
+pub mod scan;
 pub mod verdicts;
 // Floor 1: each mode's section.
 pub mod cold_prep;

@@ -124,7 +124,7 @@ impl Report {
     }
 
     /// A parameter scan's values and recommendation (`--param`).
-    pub fn scan(&self) -> Option<&crate::modes::trials::scan::Scan> {
+    pub fn scan(&self) -> Option<&crate::modes::scan::Scan> {
         self.section.scan()
     }
 }

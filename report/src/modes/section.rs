@@ -19,7 +19,7 @@ pub trait ModeSection: std::fmt::Debug + Send + Sync {
         None
     }
     /// A parameter scan (`--param`): its values and recommendation.
-    fn scan(&self) -> Option<&crate::modes::trials::scan::Scan> {
+    fn scan(&self) -> Option<&crate::modes::scan::Scan> {
         None
     }
     /// Its part of summary.md, after the stage table and its warnings.

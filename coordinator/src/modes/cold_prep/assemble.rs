@@ -7,7 +7,7 @@ use crate::error::{RunError, fail};
 use crate::modes::preparation::{MANIFEST, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side};
 use crate::modes::{Context, PhaseOutcome, Records, stage_from_job};
 use crate::rundir::report::PrepSide;
-use report::modes::trials::scan;
+use report::modes::scan;
 
 pub(super) fn assemble(
     cx: &Context<'_>,

@@ -269,8 +269,8 @@ impl Scan {
         &self,
         sets: &BTreeMap<String, TrialSet>,
         records: &Records,
-    ) -> report::modes::trials::scan::Scan {
-        use report::modes::trials::scan::{Measured, scan};
+    ) -> report::modes::scan::Scan {
+        use report::modes::scan::{Measured, scan};
         let measured: Vec<Measured> = self
             .points
             .iter()

@@ -27,7 +27,7 @@ pub struct Sweep {
     /// upper bound), with the recommendation a `--param` scan makes.
     /// Absent in reports written before it was computed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scan: Option<crate::modes::trials::scan::Scan>,
+    pub scan: Option<crate::modes::scan::Scan>,
     /// The count beyond which Karp–Flatt's serial fraction rises by more
     /// than [`KARP_FLATT_RISE`] to the next count: past it the loss grows
     /// with the count (contention, start-up), not a fixed serial part.

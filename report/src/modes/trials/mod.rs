@@ -2,8 +2,6 @@
 //! with statistics, and how it shows itself (`render`).
 
 mod render;
-pub mod scan;
-mod scan_view;
 
 use crate::rundir::report::{Counts, TrialSet};
 use serde::{Deserialize, Serialize};
@@ -30,5 +28,5 @@ pub struct Section {
     pub outlier_rule: String,
     /// A parameter scan's values and recommendation (`--param`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub scan: Option<scan::Scan>,
+    pub scan: Option<crate::modes::scan::Scan>,
 }

@@ -17,7 +17,7 @@ impl ModeSection for Section {
         Some(&self.trials)
     }
 
-    fn scan(&self) -> Option<&super::scan::Scan> {
+    fn scan(&self) -> Option<&crate::modes::scan::Scan> {
         self.scan.as_ref()
     }
 
@@ -40,7 +40,7 @@ impl ModeSection for Section {
             );
         }
         if let Some(scan) = &self.scan {
-            super::scan_view::summary(scan, s);
+            crate::modes::scan::view::summary(scan, s);
         }
         trial_spans(s, r, trials, &keys);
         let shared = shared_warnings(trials);
@@ -95,7 +95,7 @@ impl ModeSection for Section {
         }
         println!("  outliers: {}; warm-up trials are recorded, not counted", self.outlier_rule);
         if let Some(scan) = &self.scan {
-            super::scan_view::console(scan);
+            crate::modes::scan::view::console(scan);
         }
     }
 
@@ -105,7 +105,7 @@ impl ModeSection for Section {
             plots.push(Box::new(TrialsPlot { r, sets: &self.trials }));
         }
         if let Some(scan) = &self.scan {
-            plots.push(Box::new(super::scan_view::ScanPlot(scan)));
+            plots.push(Box::new(crate::modes::scan::view::ScanPlot(scan)));
         }
         plots
     }

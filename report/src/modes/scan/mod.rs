@@ -1,5 +1,6 @@
 //! A parameter scan (`--param NAME=...`): one stage per value, and the
-//! recommendation computed from them.
+//! recommendation computed from them; a workers sweep's counts are judged
+//! by the same rule. Its table and plot are [`view`].
 //!
 //! The rule: find the value with the lowest median wall; among the values
 //! the compare test does not call slower than it (rank test p < α and the
@@ -312,6 +313,7 @@ fn and_list(xs: &[String]) -> String {
     }
 }
 
+pub mod view;
+
 #[cfg(test)]
-#[path = "scan_tests.rs"]
 mod tests;

@@ -2,7 +2,7 @@
 //! console alike), the recommendation's sentence, and a picture of wall and
 //! tree peak against the value, in two panels sharing the x axis.
 
-use super::scan::{Scan, ScanPoint};
+use super::{Scan, ScanPoint};
 use crate::chart::*;
 use crate::fmt::{self, duration};
 use crate::stats::Verdict;
@@ -85,7 +85,7 @@ fn verdict(v: Verdict) -> &'static str {
 }
 
 /// The scan's section of summary.md.
-pub(super) fn summary(s: &Scan, out: &mut String) {
+pub fn summary(s: &Scan, out: &mut String) {
     let _ = writeln!(out, "\n## Scan over {}\n", s.names.join(", "));
     let header = header(s);
     let _ = writeln!(out, "| {} |", header.join(" | "));
@@ -105,7 +105,7 @@ pub(super) fn summary(s: &Scan, out: &mut String) {
 }
 
 /// The same table on the console.
-pub(super) fn console(s: &Scan) {
+pub fn console(s: &Scan) {
     let header = header(s);
     let rows: Vec<Vec<String>> = s.points.iter().map(|p| cells(s, p)).collect();
     let width = |i: usize| {
@@ -133,7 +133,7 @@ pub(super) fn console(s: &Scan) {
 
 /// Wall (median with its interval) over tree peak, against the value, the
 /// recommended value marked.
-pub(super) struct ScanPlot<'a>(pub(super) &'a Scan);
+pub struct ScanPlot<'a>(pub &'a Scan);
 
 impl Figure for ScanPlot<'_> {
     fn name(&self) -> &'static str {
