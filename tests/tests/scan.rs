@@ -48,6 +48,13 @@ fn two_trials_are_too_few_to_tell() {
     assert_eq!(rec["outcome"], "too_few_trials", "{rec}");
     assert_eq!(rec["trials_needed"], 4);
     assert!(f.stdout.contains("too few trials to tell: 2 counted per value"), "{}", f.stdout);
+    // The dashboard's headline says it too.
+    let mut d = harness::coordinator();
+    d.arg("dashboard").arg(out.parent().unwrap());
+    let f = run(d);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let index = std::fs::read_to_string(out.parent().unwrap().join("README.md")).unwrap();
+    assert!(index.contains("; scan: too few trials to tell"), "{index}");
 }
 
 /// Exports carry one row per value with hyperfine's `parameters`, and the

@@ -106,5 +106,10 @@ fn a_scan_over_processes_recommends_two_and_counts_each_process_memory() {
     }
     assert!(rounds.windows(2).any(|w| w[0] != w[1]), "{rounds:?}");
     coordinator::verify::verify(&out).expect("a scan verifies");
+    let mut d = harness::coordinator();
+    d.arg("dashboard").arg(tmp.path());
+    assert_eq!(run(d).code(), Some(0));
+    let index = std::fs::read_to_string(tmp.path().join("README.md")).unwrap();
+    assert!(index.contains("; scan recommends n=2"), "{index}");
     assert!(out.join("plots/scan.svg").is_file());
 }

@@ -114,7 +114,15 @@ impl ModeSection for Section {
         let t = &self.trials;
         let n = t.values().map(|s| s.n).max().unwrap_or(0);
         let warnings: usize = t.values().map(|s| s.warnings.len()).sum();
-        Some(format!("{n} trials per stage; {warnings} warning(s)"))
+        let scan = self.scan.as_ref().map(|s| {
+            let r = &s.recommendation;
+            let point = s.points.iter().find(|p| Some(&p.stage) == r.stage.as_ref());
+            match point {
+                Some(p) => format!("; scan recommends {}", p.label(&s.names)),
+                None => "; scan: too few trials to tell".to_string(),
+            }
+        });
+        Some(format!("{n} trials per stage; {warnings} warning(s){}", scan.unwrap_or_default()))
     }
 
     fn stages_plot_note(&self) -> Option<&'static str> {
