@@ -240,7 +240,10 @@ fn recommend(
     let c = &points[chosen];
     let mut sentence = match (chosen, &c.speedup_interval) {
         (0, _) | (_, None) => {
-            format!("{}, the first value: no value is faster at less tree peak", label(0))
+            format!(
+                "{}, the first value: no other value is significantly faster, and none as fast costs less tree peak",
+                label(0)
+            )
         }
         (_, Some(interval)) => format!(
             "{}: {:.2}× {} {} ({})",
