@@ -101,8 +101,10 @@ fn parse(svg: &str) -> (f64, f64, Vec<Element>) {
                 }));
             }
         } else if tag.starts_with("<circle") {
-            let fill = attr(tag, "fill").unwrap_or_default();
-            out.push(Element::Circle(num(tag, "cx"), num(tag, "cy"), fill));
+            // A ring has no fill: its colour is its stroke's.
+            let fill = attr(tag, "fill").filter(|f| f != "none");
+            let colour = fill.or_else(|| attr(tag, "stroke")).unwrap_or_default();
+            out.push(Element::Circle(num(tag, "cx"), num(tag, "cy"), colour));
         } else if tag.starts_with("<polyline") {
             let stroke = attr(tag, "stroke").unwrap_or_default();
             if !matches!(stroke.as_str(), "#000000" | "none" | "") {

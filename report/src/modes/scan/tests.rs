@@ -133,3 +133,78 @@ fn peaks_within_the_noise_count_as_equal() {
         Some("trial[b=2]")
     );
 }
+
+/// A point's own tests are absent where they would compare it with itself:
+/// the first has no test against the first, the fastest none against the
+/// fastest; every other point has both.
+#[test]
+fn no_point_is_tested_against_itself() {
+    let s = workers([0.4, 0.2, 0.25, 0.32], 8);
+    let p = &s.points;
+    assert!(p[0].p_vs_first.is_none() && p[0].p_vs_fastest.is_some());
+    assert!(p[1].p_vs_first.is_some() && p[1].p_vs_fastest.is_none() && p[1].vs_fastest.is_none());
+    assert!(p[2].p_vs_first.is_some() && p[2].p_vs_fastest.is_some());
+}
+
+/// Spans and the input-wait fraction are each value's medians over its
+/// trials; a value without them has none.
+#[test]
+fn spans_and_input_wait_are_medians_over_the_trials() {
+    let mut m = vec![value("w", "0", 0.3, 10.0, 4, 1), value("w", "2", 0.2, 20.0, 4, 2)];
+    m[0].spans.insert("load".into(), vec![0.1, 0.3, 0.2, 0.4]);
+    m[0].input_wait = vec![0.5, 0.4, 0.6, 0.45];
+    let s = scan(vec!["w".into()], None, &m, "--trials");
+    assert_eq!(s.points[0].spans_s["load"], 0.25);
+    assert_eq!(s.points[0].input_wait_fraction, Some(0.475));
+    assert!(s.points[1].spans_s.is_empty() && s.points[1].input_wait_fraction.is_none());
+}
+
+/// Small peaks a fraction of a MiB apart are the same cost too: the 1 MiB
+/// allowance, not only the 2%, keeps the first value.
+#[test]
+fn a_fraction_of_a_mib_is_the_same_cost() {
+    let mut m: Vec<Measured> =
+        [1, 2].iter().map(|v| value("b", &v.to_string(), 0.3, 10.0, 8, 5)).collect();
+    m[1].tree_peaks = vec![10.0 * MIB - 800.0 * 1024.0; 8];
+    let s = scan(vec!["b".into()], None, &m, "--trials");
+    assert_eq!(s.recommendation.stage.as_deref(), Some("trial[b=1]"));
+}
+
+/// Two values with too few trials: too few, not "one value".
+#[test]
+fn two_values_with_too_few_trials_are_too_few() {
+    let m = [value("b", "1", 0.3, 10.0, 2, 1), value("b", "2", 0.1, 10.0, 2, 2)];
+    let r = scan(vec!["b".into()], None, &m, "--rounds").recommendation;
+    assert_eq!(r.outcome, Outcome::TooFewTrials);
+    assert!(r.sentence.starts_with("too few trials to tell: 2 counted"), "{}", r.sentence);
+    assert!(r.sentence.ends_with("run --rounds 4 or more"), "{}", r.sentence);
+}
+
+/// A value significantly faster than the recommended one, yet not chosen:
+/// the fastest is so spread that the recommended value is not slower than
+/// it, while a tight, costlier value beats the recommended one. The
+/// sentence says it is faster, never "no faster".
+#[test]
+fn a_faster_but_costlier_value_is_called_faster() {
+    let spread = |stage: &str, walls: Vec<f64>, mib: f64| Measured {
+        stage: format!("trial[w={stage}]"),
+        parameters: [("w".to_string(), stage.to_string())].into(),
+        cpus: walls.clone(),
+        tree_peaks: vec![mib * MIB; walls.len()],
+        walls,
+        tree_peak_method: "cgroup".into(),
+        spans: BTreeMap::new(),
+        input_wait: Vec::new(),
+    };
+    let m = [
+        spread("0", vec![1.0; 8], 10.0),
+        spread("1", vec![0.05, 0.06, 0.07, 0.08, 0.30, 0.32, 0.35, 0.38], 50.0),
+        spread("2", vec![0.200, 0.201, 0.202, 0.203, 0.204, 0.205, 0.206, 0.207], 20.0),
+        spread("3", vec![0.190, 0.191, 0.192, 0.193, 0.194, 0.195, 0.196, 0.197], 40.0),
+    ];
+    let s = scan(vec!["w".into()], None, &m, "--trials");
+    let r = &s.recommendation;
+    assert_eq!(r.stage.as_deref(), Some("trial[w=2]"), "{}", r.sentence);
+    assert!(r.sentence.contains("w=3 is faster (p = "), "{}", r.sentence);
+    assert!(r.sentence.contains("but not at the lowest tree peak"), "{}", r.sentence);
+}

@@ -244,6 +244,23 @@ impl Figure for SweepPlot<'_> {
             .map_err(err)?
             .label("measured (median; bar: 95% CI from 6 rounds, else the rounds' range)")
             .legend(|(x, y)| Circle::new((x + 10, y), 5, BAR.filled()));
+        // The count the sweep recommends, ringed.
+        let recommended = s.scan.as_ref().and_then(|scan| {
+            let stage = scan.recommendation.stage.as_ref()?;
+            let i = scan.points.iter().position(|p| &p.stage == stage)?;
+            s.points.get(i)
+        });
+        if let Some(p) = recommended {
+            chart
+                .draw_series(std::iter::once(Circle::new(
+                    (f64::from(p.workers), p.speedup),
+                    9,
+                    FASTER.stroke_width(2),
+                )))
+                .map_err(err)?
+                .label("recommended (the scan's rule)")
+                .legend(|(x, y)| Circle::new((x + 10, y), 7, FASTER.stroke_width(2)));
+        }
         let beside =
             TextStyle::from((SANS, 14).into_font()).pos(Pos::new(HPos::Left, VPos::Center));
         chart

@@ -318,3 +318,54 @@ fn the_sweep_caption_states_the_amdahl_fit() {
     let no_fit = caption(None, None);
     assert!(no_fit.contains("no Amdahl fit (no count above 1)"), "{no_fit}");
 }
+
+/// The count the sweep's scan recommends is ringed in green on its dot,
+/// and no other; a sweep with no scan (an older report) has no ring.
+#[test]
+fn the_sweep_plot_rings_the_recommended_count() {
+    use crate::modes::scan::{Measured, scan};
+    let mut s = sweep_fixture();
+    let ring = |s: &super::super::sweep::Sweep| -> Vec<(f64, f64)> {
+        let svg = String::from_utf8(SweepPlot(s).svg_and_png().unwrap().0).unwrap();
+        let elements = elements(&svg);
+        let legend = elements.iter().position(|e| matches!(e, Element::Rect(r) if r.legend));
+        elements[..legend.unwrap()]
+            .iter()
+            .filter_map(|e| match e {
+                Element::Circle(x, y, c) if *c == hex(FASTER) => Some((*x, *y)),
+                _ => None,
+            })
+            .collect()
+    };
+    assert!(ring(&s).is_empty(), "no scan, no ring");
+    // Count 2 (the second point) as fast as the largest and cheaper.
+    let measured: Vec<Measured> = s
+        .points
+        .iter()
+        .enumerate()
+        .map(|(i, p)| Measured {
+            stage: format!("w{}", p.workers),
+            parameters: [("workers".to_string(), p.workers.to_string())].into(),
+            walls: (0..8).map(|k| [1.0, 0.5, 0.5][i] + 0.001 * k as f64).collect(),
+            cpus: vec![1.0; 8],
+            tree_peaks: vec![(p.workers as f64) * 1e8; 8],
+            tree_peak_method: "sampled".into(),
+            spans: Default::default(),
+            input_wait: Vec::new(),
+        })
+        .collect();
+    s.scan = Some(scan(vec!["workers".into()], None, &measured, "--rounds"));
+    assert_eq!(s.scan.as_ref().unwrap().recommendation.stage.as_deref(), Some("w2"));
+    let svg = String::from_utf8(SweepPlot(&s).svg_and_png().unwrap().0).unwrap();
+    let dots: Vec<(f64, f64)> = elements(&svg)
+        .iter()
+        .filter_map(|e| match e {
+            Element::Circle(x, y, c) if *c == hex(BAR) => Some((*x, *y)),
+            _ => None,
+        })
+        .collect();
+    let rings = ring(&s);
+    assert_eq!(rings.len(), 1, "{rings:?}");
+    let d = dots[1];
+    assert!((rings[0].0 - d.0).abs() < 1.0 && (rings[0].1 - d.1).abs() < 1.0, "{rings:?} {dots:?}");
+}
