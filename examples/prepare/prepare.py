@@ -7,6 +7,9 @@ numpy and pyarrow, one training series per item, written as .npy.
                                   per line, with its sample count as weight
   prepare.py --data DATA          serve items (started by stagebench:
                                   coordinator --mode cold-prep --prepare ...)
+      [--threads N]               Arrow's CPU threads for decoding (default:
+                                  Arrow's own, one per core); a knob to scan
+                                  with --param threads=1,2,4
 
 Each item writes OUT/ID/values.npy (float32 [frames, 5]) and OUT/ID/valid.npy
 (bool [frames]), the layout of the built-in cache, after checking the
@@ -92,7 +95,13 @@ def main():
     g = p.add_mutually_exclusive_group(required=True)
     g.add_argument("--list", metavar="DATA", help="print the items file of a frozen dataset")
     g.add_argument("--data", metavar="DATA", help="serve items from this frozen dataset")
+    p.add_argument("--threads", type=int, metavar="N",
+                   help="Arrow's CPU threads for decoding (default: one per core)")
     args = p.parse_args()
+    if args.threads is not None:
+        if args.threads < 1:
+            p.error("--threads must be 1 or more")
+        pa.set_cpu_count(args.threads)
     if args.list:
         for s in Series(args.list).train:
             print("%s\t%d" % (s["id"], s["samples"]))

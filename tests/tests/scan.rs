@@ -170,3 +170,155 @@ fn the_torch_example_scans_its_loader_workers() {
     }
     assert!(f.stdout.contains("input wait") && f.stdout.contains("input-bound"), "{}", f.stdout);
 }
+
+/// A `--prepare` program for the cold-prep scans: each item sleeps `MS`
+/// milliseconds and writes `OUT/ID.txt`, holding `STAGEBENCH_PARAM_MS` too
+/// with `--mark`, and its pid too with `--pid-at V` when the value is V (the
+/// 1-process and 2-process outputs then differ).
+const PREPARE_PY: &str = r#"import os, sys, time
+import stagebench
+ms = float(sys.argv[1])
+mark = '--mark' in sys.argv
+pid_at = sys.argv[sys.argv.index('--pid-at') + 1] if '--pid-at' in sys.argv else None
+def prepare(item, out):
+    with stagebench.span('work'):
+        time.sleep(ms / 1000)
+    text = item * 3
+    if mark:
+        text += ' ' + os.environ['STAGEBENCH_PARAM_MS']
+    if pid_at == sys.argv[1]:
+        text += ' ' + str(os.getpid())
+    with open(os.path.join(out, item + '.txt'), 'w') as f:
+        f.write(text)
+stagebench.serve(prepare)
+"#;
+
+/// `--mode cold-prep --workers 2 --prepare 'PY prepare.py {ms} ARGS'` over
+/// 12 items, with `extra` flags.
+fn prepare_scan(
+    args: &str,
+    extra: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf, harness::Finished) {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let program = tmp.path().join("prepare.py");
+    std::fs::write(&program, PREPARE_PY).unwrap();
+    let items = tmp.path().join("items.txt");
+    let ids: Vec<String> = (1..=12).map(|i| format!("item{i}")).collect();
+    std::fs::write(&items, ids.join("\n") + "\n").unwrap();
+    let py = harness::python(&mut c);
+    c.args(["--mode", "cold-prep", "--workers", "2", "--items"])
+        .arg(&items)
+        .arg("--prepare")
+        .arg(format!("{py} {} {{ms}} {args}", program.display()))
+        .args(extra);
+    let f = run(c);
+    (tmp, out, f)
+}
+
+/// `--param` over a `--prepare` program: each value runs its own serial
+/// and 2-process comparison every round, in a shuffled order from the
+/// declared seed; its parallel phase's walls are the scan's samples, and
+/// 2 ms an item beats 40 ms an item. The value reaches the program both in
+/// its command line and in STAGEBENCH_PARAM_MS, and outputs that differ
+/// between values are said, not hidden.
+#[test]
+fn a_prepare_program_is_scanned_value_by_value() {
+    let (_tmp, out, f) =
+        prepare_scan("--mark", &["--rounds", "4", "--param", "ms=2,40", "--param-seed", "5"]);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let report = json(&out.join("report.json"));
+    let scan = &report["scan"];
+    let stages: Vec<&str> =
+        scan["points"].as_array().unwrap().iter().map(|p| p["stage"].as_str().unwrap()).collect();
+    assert_eq!(stages, ["cold_prepare_parallel", "cold_prepare_parallel[ms=40]"]);
+    assert_eq!(scan["points"][1]["parameters"]["ms"], "40");
+    assert_eq!(scan["points"][1]["n"], 4, "{scan}");
+    assert_eq!(scan["sample"], "round");
+    let rec = &scan["recommendation"];
+    assert_eq!(rec["stage"], "cold_prepare_parallel", "{rec}");
+    assert!(rec["sentence"].as_str().unwrap().contains("ms=40 is slower"), "{rec}");
+    // The 40 ms value's 12 items on 2 processes: at least 6 × 40 ms.
+    let wall = |i: usize| scan["points"][i]["wall_median_s"].as_f64().unwrap();
+    assert!(wall(1) > 0.24 && wall(1) > wall(0) + 0.15, "{} then {}", wall(0), wall(1));
+    assert!(scan["points"][1]["spans_s"]["work"].as_f64().unwrap() > 0.45, "{scan}");
+    // Every value's phases in every round, each value's outputs sealed.
+    for round in ["", "#2", "#3", "#4"] {
+        for stage in ["cold_prepare", "cold_prepare_parallel"] {
+            let key = format!("{stage}[ms=40]{round}");
+            assert!(report["stages"][&key].is_object(), "no stage {key}");
+        }
+    }
+    let artifacts: Vec<&str> = report["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["path"].as_str().unwrap())
+        .collect();
+    for a in ["private-output[ms=40]/manifest.json", "private-output[ms=40]-parallel/manifest.json"]
+    {
+        assert!(artifacts.contains(&a), "{artifacts:?}");
+    }
+    let marked = std::fs::read_to_string(out.join("private-output[ms=40]/item1.txt")).unwrap();
+    assert_eq!(marked, "item1item1item1 40");
+    // Later rounds' outputs were checked, then removed; round 1's stay.
+    assert!(!out.join("private-output[ms=40]-round2").exists());
+    let warnings = report["warnings"].to_string();
+    assert!(
+        warnings.contains("ms=40's outputs differ from ms=2's (12 file(s) differ"),
+        "{warnings}"
+    );
+    let declared = json(&out.join("declaration.json"))["parameters"]["scan"].clone();
+    assert_eq!(declared["order_seed"], 5);
+    assert_eq!(declared["params"][0]["values"], serde_json::json!(["2", "40"]));
+    assert!(f.stdout.contains("recommendation: ms=2"), "{}", f.stdout);
+    assert!(out.join("plots/scan.svg").exists());
+    coordinator::verify::verify(&out).expect("the scan verifies");
+}
+
+/// A value whose 1-process and 2-process outputs differ fails the run, as
+/// the plain comparison does, naming the value and leaving no report.
+#[test]
+fn a_value_whose_outputs_differ_between_its_phases_fails_the_run() {
+    let (_tmp, out, f) = prepare_scan("--pid-at 3", &["--rounds", "1", "--param", "ms=1,3"]);
+    assert_eq!(f.code(), Some(1), "{}", f.stderr);
+    assert!(!out.join("report.json").exists());
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "outputs_differ", "{failure}");
+    let message = failure["message"].as_str().unwrap();
+    assert!(message.contains("at ms=3, the 1-process and 2-process outputs differ"), "{message}");
+    f.assert_no_worker_left();
+}
+
+/// Each cold-prep scan that cannot run is refused in one line, exit 2,
+/// before anything is created.
+#[test]
+fn bad_prepare_scans_are_refused_before_anything_runs() {
+    let cases: [(&[&str], &str); 4] = [
+        (&["--mode", "cold-prep", "--param", "ms=1,2"], "scans your own --prepare program"),
+        (
+            &["--mode", "cold-prep", "--workers", "1,2", "--prepare", "x {ms}", "--param", "ms=1"],
+            "a workers sweep",
+        ),
+        (
+            &["--mode", "cold-prep", "--prepare", "x {n}", "--param", "ms=1"],
+            "--prepare has {n} but no --param n",
+        ),
+        (&["--mode", "cold-prep", "--prepare", "x", "--param", "ms=1,2"], "no --prepare has {ms}"),
+    ];
+    for (args, says) in cases {
+        let (tmp, out, mut c) = coordinator_with_output();
+        let items = tmp.path().join("items.txt");
+        std::fs::write(&items, "a\nb\n").unwrap();
+        c.args(args);
+        if args.contains(&"--prepare") {
+            c.arg("--items").arg(&items);
+        }
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+        let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {}", f.stderr);
+        assert!(errors[0].contains(says), "{args:?}: {}", f.stderr);
+        assert!(!out.exists(), "{args:?} made {}", out.display());
+    }
+}

@@ -330,6 +330,24 @@ pub(super) struct RunArgs {
     /// change fails the run (inputs_changed).
     #[arg(long = "inputs", value_name = "DIR")]
     pub(super) inputs: Vec<std::path::PathBuf>,
+    /// Scan your program over a parameter: NAME=V1,V2,... or NAME=A..B[:STEP]
+    /// (integers); repeat it for a grid. `{NAME}` in the --command (trials)
+    /// or --prepare (cold-prep) becomes the value, STAGEBENCH_PARAM_NAME is
+    /// set, and each value is its own stages (`trial[NAME=V]`), with a
+    /// recommendation.
+    #[arg(long = "param", value_name = "NAME=VALUES")]
+    pub(super) params: Vec<crate::modes::params::Param>,
+    /// Allow a --param that no command spells as {NAME}: the program reads
+    /// STAGEBENCH_PARAM_NAME.
+    #[arg(long, requires = "params")]
+    pub(super) param_env_only: bool,
+    /// Allow a --param grid of more than 64 points.
+    #[arg(long, requires = "params")]
+    pub(super) yes_many: bool,
+    /// The seed of a scan's shuffled order of values in each round.
+    /// [default: from the clock; recorded in the declaration]
+    #[arg(long, requires = "params")]
+    pub(super) param_seed: Option<u64>,
     /// How many worker processes run at once (1 to 1024). A preparation
     /// also takes an increasing list, e.g. 1,2,4,8: a workers sweep, the
     /// parallel preparation once per count.

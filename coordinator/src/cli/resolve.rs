@@ -67,6 +67,12 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         kill_at: args.kill_at.clone(),
         workers: args.workers.0.clone(),
         inputs: args.inputs.clone(),
+        params: crate::modes::params::ParamArgs {
+            params: args.params.clone(),
+            env_only: args.param_env_only,
+            many: args.yes_many,
+            seed: args.param_seed,
+        },
     };
     // The mode's own checks and plan come last: a recipe run claims its
     // state directory, and a refused command line leaves nothing.
@@ -135,6 +141,7 @@ fn not_read_by(mode: &dyn Mode, args: &RunArgs, matches: &clap::ArgMatches) -> R
         (Shared::Data, args.data.as_ref().map(|_| "--data")),
         (Shared::KillAt, args.kill_at.as_ref().map(|_| "--kill-at")),
         (Shared::Inputs, args.inputs.first().map(|_| "--inputs")),
+        (Shared::Params, args.params.first().map(|_| "--param")),
     ];
     for (shared, flag) in given {
         if let Some(flag) = flag.filter(|_| !mode.uses().contains(&shared)) {

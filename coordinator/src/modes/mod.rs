@@ -75,6 +75,9 @@ pub(crate) enum Shared {
     Spans,
     /// `--inputs` (the directories a command or preparation program reads).
     Inputs,
+    /// `--param` and its companions (a scan of a command or preparation
+    /// program over its own knob).
+    Params,
 }
 
 impl Shared {
@@ -102,6 +105,8 @@ pub(crate) struct SharedArgs {
     pub(crate) workers: Vec<u32>,
     /// `--inputs`, as given (digested once the mode has accepted them).
     pub(crate) inputs: Vec<std::path::PathBuf>,
+    /// `--param` and its companions, as given.
+    pub(crate) params: params::ParamArgs,
 }
 
 /// A mode's `name`, in its `impl Mode`.
@@ -143,6 +148,7 @@ pub(crate) mod trials;
 pub(crate) const MODES: &[&dyn Mode] =
     &[&diagnostic::MODE, &cold_prep::MODE, &trials::MODE, &profile::MODE, &recipe::MODE];
 
+pub(crate) mod params;
 pub(crate) mod preparation;
 pub(crate) mod stages;
 

@@ -29,29 +29,25 @@ pub(super) fn assemble(
         }
     }
     // Round 1's caches were sealed as their phases ended.
-    let sealed = |key: &str| -> Result<(Vec<u8>, crate::rundir::report::ArtifactRecord), RunError> {
-        let p = find(outcomes, key)?;
-        let path = format!("{}/{MANIFEST}", p.phase.cache.as_deref().unwrap_or_default());
-        let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
-            fail(Some(key.into()), None, "internal", format!("reading {path}: {e}"))
-        })?;
-        let artifact = side::manifest_artifact(p, &bytes);
-        Ok((bytes, artifact))
-    };
-    let (serial_manifest, serial_art) = sealed(n.serial)?;
-    let (par_manifest, par_art) = sealed(n.parallel)?;
+    let (serial_manifest, serial_art) = side::sealed(dir, find(outcomes, &n.serial)?)?;
+    let (par_manifest, par_art) = side::sealed(dir, find(outcomes, &n.parallel)?)?;
     let identical = serial_manifest == par_manifest;
     if !identical {
-        let workers = find(outcomes, n.parallel)?.phase.workers;
-        let (serial_out, parallel_out) = (n.serial_out, n.parallel_out);
+        let workers = find(outcomes, &n.parallel)?.phase.workers;
+        let (serial_out, parallel_out) = (&n.serial_out, &n.parallel_out);
         if n.items {
             let what = format!(
                 "the 1-process and {workers}-process outputs differ ({serial_out} and {parallel_out})"
             );
-            return Err(outputs::outputs_differ(n.parallel, what, &serial_manifest, &par_manifest));
+            return Err(outputs::outputs_differ(
+                &n.parallel,
+                what,
+                &serial_manifest,
+                &par_manifest,
+            ));
         }
         return Err(fail(
-            Some(n.parallel.into()),
+            Some(n.parallel.to_string()),
             None,
             "caches_differ",
             format!(
@@ -118,10 +114,10 @@ pub(super) fn assemble(
         }
     }
     let (mut serial, mut parallel, counts) = sides.pop().ok_or_else(|| {
-        fail(Some(n.serial.into()), None, "internal", "no round of cold-prep ran".to_string())
+        fail(Some(n.serial.to_string()), None, "internal", "no round of cold-prep ran".to_string())
     })?;
-    placed(&mut serial, find(outcomes, n.serial)?, cx.started);
-    placed(&mut parallel, find(outcomes, n.parallel)?, cx.started);
+    placed(&mut serial, find(outcomes, &n.serial)?, cx.started);
+    placed(&mut parallel, find(outcomes, &n.parallel)?, cx.started);
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
     let (speedup, speedup_interval, all) = if all.len() > 1 {
@@ -130,7 +126,7 @@ pub(super) fn assemble(
     } else {
         (serial.wall_s / parallel.wall_s, None, Vec::new())
     };
-    let workers = find(outcomes, n.parallel)?.phase.workers.max(1) as f64;
+    let workers = find(outcomes, &n.parallel)?.phase.workers.max(1) as f64;
     let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
     let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let unit = if n.items { "item" } else { "series" };
@@ -150,6 +146,13 @@ pub(super) fn assemble(
         scan: Some(scan::scan(vec!["workers".into()], None, &scanned, "--rounds")),
         ..sweep::sweep(&measured, cx.cores)
     });
+    let scan = match super::scan::assess(dir, plan, outcomes, records, order)? {
+        Some((scan, differ)) => {
+            warnings.extend(differ);
+            Some(scan)
+        }
+        None => None,
+    };
     let items = plan.items.as_ref().map(|i| items::Summary {
         count: i.list.len() as u64,
         items_sha256: i.sha256.clone(),
@@ -166,6 +169,7 @@ pub(super) fn assemble(
         speedup_interval,
         rounds: all,
         sweep,
+        scan,
         parallel_efficiency: speedup / workers,
         load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
         caches_identical: (!n.items).then_some(identical),

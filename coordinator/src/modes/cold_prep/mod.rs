@@ -18,6 +18,7 @@ mod assemble;
 pub(crate) mod items;
 mod phases;
 pub(crate) mod rounds;
+mod scan;
 pub(crate) mod storage;
 
 pub(crate) use phases::{Plan, prepare};
@@ -73,7 +74,8 @@ impl super::Mode for ColdPrep {
         "Cold feature-cache preparation (or your own, with --prepare), serial and N-process side by side"
     }
     fn uses(&self) -> &'static [super::Shared] {
-        &[super::Shared::Data, super::Shared::Sweep, super::Shared::Spans, super::Shared::Inputs]
+        use super::Shared::*;
+        &[Data, Sweep, Spans, Inputs, Params]
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
@@ -89,11 +91,13 @@ impl super::Mode for ColdPrep {
     ) -> Result<Box<dyn Planned>, crate::error::Refusal> {
         let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
             .map_err(|e| crate::error::Refusal(e.to_string()))?;
+        let items = items::resolve(&own, shared)?;
         Ok(Box::new(Plan {
             os_cache: own.os_cache.unwrap_or_default(),
             rounds: own.rounds.unwrap_or(DEFAULT_ROUNDS),
             counts: shared.workers.clone(),
-            items: items::resolve(&own, shared)?,
+            scan: phases::scan(shared, items.as_ref())?,
+            items,
         }))
     }
 }

@@ -36,12 +36,12 @@ pub(crate) fn cache(base: &str, round: u32) -> String {
 
 /// The keys of round `round`'s serial and parallel phases.
 pub(crate) fn keys(n: &Names, round: u32) -> (String, String) {
-    (key(n.serial, round), key(n.parallel, round))
+    (key(&n.serial, round), key(&n.parallel, round))
 }
 
 /// The two caches of round `round`.
 pub(crate) fn caches(n: &Names, round: u32) -> (String, String) {
-    (cache(n.serial_out, round), cache(n.parallel_out, round))
+    (cache(&n.serial_out, round), cache(&n.parallel_out, round))
 }
 
 /// The key of the parallel phase with `count` workers in round `round` of
@@ -49,18 +49,18 @@ pub(crate) fn caches(n: &Names, round: u32) -> (String, String) {
 /// another count of a sweep is `<stage>_w<count>`.
 pub(crate) fn parallel_key(n: &Names, count: u32, main: u32, round: u32) -> String {
     if count == main {
-        key(n.parallel, round)
+        key(&n.parallel, round)
     } else {
-        key(&format!("{}_w{count}", n.parallel), round)
+        key(&format!("{}_w{count}", &n.parallel), round)
     }
 }
 
 /// The cache of that phase (`<cache>-w<count>` for another count).
 pub(crate) fn parallel_cache(n: &Names, count: u32, main: u32, round: u32) -> String {
     if count == main {
-        cache(n.parallel_out, round)
+        cache(&n.parallel_out, round)
     } else {
-        cache(&format!("{}-w{count}", n.parallel_out), round)
+        cache(&format!("{}-w{count}", &n.parallel_out), round)
     }
 }
 
@@ -113,17 +113,19 @@ fn check_then_clear(dir: &Path, p: &PhaseOutcome, rest: &mut [Phase]) -> Result<
     clear(dir, &crate::modes::preparation::names_of(&p.phase), &p.phase.key)
 }
 
-/// Removes every checked cache: every cache of the run but the two sealed
-/// ones (`<serial cache>-…` directories other than the parallel cache).
+/// Removes every checked cache: every output of the run's kind of
+/// preparation but the sealed ones ([`Names::is_checked_output`]: the
+/// plain names' serial and parallel outputs, and each scanned value's).
 fn clear(dir: &Path, n: &Names, key: &str) -> Result<(), RunError> {
     let failed = |e: std::io::Error| {
         fail(Some(key.to_string()), None, "internal", format!("removing checked caches: {e}"))
     };
+    let plain =
+        if n.items { crate::modes::preparation::ITEMS } else { crate::modes::preparation::RECIPE };
     for entry in std::fs::read_dir(dir).map_err(failed)? {
         let entry = entry.map_err(failed)?;
         let name = entry.file_name().to_string_lossy().into_owned();
-        let checked = name.starts_with(&format!("{}-", n.serial_out)) && name != n.parallel_out;
-        if checked && entry.file_type().map_err(failed)?.is_dir() {
+        if plain.is_checked_output(&name) && entry.file_type().map_err(failed)?.is_dir() {
             std::fs::remove_dir_all(entry.path()).map_err(failed)?;
         }
     }
@@ -135,7 +137,7 @@ fn clear(dir: &Path, n: &Names, key: &str) -> Result<(), RunError> {
 fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> {
     let n = crate::modes::preparation::names_of(&p.phase);
     let manifest = side::manifest(dir, p)?;
-    let first = format!("{}/{}", n.serial_out, super::MANIFEST);
+    let first = format!("{}/{}", &n.serial_out, super::MANIFEST);
     let sealed = std::fs::read(dir.join(&first)).map_err(|e| {
         fail(Some(p.phase.key.clone()), None, "internal", format!("reading {first}: {e}"))
     })?;
@@ -160,7 +162,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
             "caches_differ",
             format!(
                 "{cache} ({}-process, round {round}) differs from {} (1-process, round 1): the same series prepared twice gave different files",
-                p.phase.workers, n.serial_out,
+                p.phase.workers, &n.serial_out,
             ),
         ));
     }
@@ -196,6 +198,37 @@ mod tests {
         }
         for not_later in [SERIAL, "a#1", "a#0", "a#", "#2", "a#02", "a#+2", "a#x"] {
             assert_eq!(later_round(not_later), None, "{not_later}");
+        }
+    }
+
+    #[test]
+    fn clearing_a_scans_outputs_keeps_each_values_sealed_pair() {
+        let dir = tempfile::tempdir().unwrap();
+        let items = &crate::modes::preparation::ITEMS;
+        let v = items.of_value("chunk=64");
+        let kept = [
+            "private-output",
+            "private-output-parallel",
+            "private-output[chunk=64]",
+            "private-output[chunk=64]-parallel",
+            "private-output[]-round2",
+            "private-outputs",
+        ];
+        let removed = [
+            "private-output-round2",
+            "private-output[chunk=64]-round2",
+            "private-output[chunk=64]-parallel-round3",
+            "private-output[chunk=-w2]-parallel-round3",
+        ];
+        for d in kept.iter().chain(&removed) {
+            std::fs::create_dir(dir.path().join(d)).unwrap();
+        }
+        clear(dir.path(), &v, "k").unwrap();
+        for d in kept {
+            assert!(dir.path().join(d).exists(), "{d} was removed");
+        }
+        for d in removed {
+            assert!(!dir.path().join(d).exists(), "{d} was kept");
         }
     }
 

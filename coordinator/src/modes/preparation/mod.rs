@@ -19,11 +19,16 @@ use protocol::Stage;
 use recipe::frozen::Frozen;
 use std::path::Path;
 
-/// The names of the preparation a phase runs.
+/// The names of the preparation a phase runs: a scanned value's when its
+/// key carries one (`cold_prepare[chunk=64]#2`).
 pub(crate) fn names_of(phase: &Phase) -> Names {
-    match phase.jobs.first().map(|j| &j.stage) {
+    let kind = match phase.jobs.first().map(|j| &j.stage) {
         Some(Stage::PrepareItem { .. }) => ITEMS,
         _ => RECIPE,
+    };
+    match Names::value_of(&phase.key) {
+        Some(label) => kind.of_value(label),
+        None => kind,
     }
 }
 

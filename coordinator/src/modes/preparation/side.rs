@@ -78,6 +78,17 @@ fn manifest_path(p: &PhaseOutcome) -> String {
     format!("{}/{MANIFEST}", p.phase.cache.as_deref().expect("preparation phases have a cache"))
 }
 
+/// The manifest a phase sealed as it ended, read back, and its artifact
+/// record.
+pub(crate) fn sealed(dir: &Path, p: &PhaseOutcome) -> Result<(Vec<u8>, ArtifactRecord), RunError> {
+    let path = manifest_path(p);
+    let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
+        fail(Some(p.phase.key.clone()), None, "internal", format!("reading {path}: {e}"))
+    })?;
+    let artifact = manifest_artifact(p, &bytes);
+    Ok((bytes, artifact))
+}
+
 /// The artifact record of a phase's sealed manifest.
 pub(crate) fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> ArtifactRecord {
     ArtifactRecord {

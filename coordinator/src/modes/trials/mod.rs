@@ -3,7 +3,7 @@
 //! over all stages; warm-up trials are recorded but not counted; each figure
 //! gets statistics and the warnings a careful engineer wants.
 
-mod params;
+mod scan;
 
 pub(crate) use report::modes::trials::{FIRST_TRIAL_RATIO, MAX_CV, NAME, Section};
 
@@ -40,23 +40,6 @@ pub(crate) struct Args {
     /// Warm-up trials of every stage, recorded but not counted. [default: 1]
     #[arg(long)]
     warmup: Option<u32>,
-    /// Scan the --command over a parameter: NAME=V1,V2,... or NAME=A..B[:STEP]
-    /// (integers); repeat it for a grid. `{NAME}` in the command becomes the
-    /// value, STAGEBENCH_PARAM_NAME is set, and each value is a stage
-    /// (`trial[NAME=V]`), with a recommendation.
-    #[arg(long = "param", value_name = "NAME=VALUES")]
-    params: Vec<params::Param>,
-    /// Allow a --param that no command spells as {NAME}: the program reads
-    /// STAGEBENCH_PARAM_NAME.
-    #[arg(long, requires = "params")]
-    param_env_only: bool,
-    /// Allow a --param grid of more than 64 points.
-    #[arg(long, requires = "params")]
-    yes_many: bool,
-    /// The seed of a scan's shuffled order of values in each round.
-    /// [default: from the clock; recorded in the declaration]
-    #[arg(long, requires = "params")]
-    param_seed: Option<u64>,
 }
 
 impl super::Mode for Trials {
@@ -72,6 +55,7 @@ impl super::Mode for Trials {
             Shared::RecipeStage,
             Shared::Spans,
             Shared::Inputs,
+            Shared::Params,
         ]
     }
     fn args(&self, cmd: clap::Command) -> clap::Command {
@@ -97,12 +81,10 @@ impl super::Mode for Trials {
             ))),
         })?;
         let lines: Vec<&str> = shared.commands.iter().map(String::as_str).collect();
-        let grid = params::Grid::checked(own.params, &lines, own.param_env_only, own.yes_many)?;
-        let (stages, scan) = match grid {
-            Some(grid) => {
-                let seed = own.param_seed.unwrap_or_else(params::clock_seed);
+        let (stages, scan) = match shared.params.grid(&lines, "--command")? {
+            Some((grid, seed)) => {
                 let name = shared.names.first().map(String::as_str);
-                let (stages, scan) = params::Scan::of(stages, name, grid, seed)?;
+                let (stages, scan) = scan::Scan::of(stages, name, grid, seed)?;
                 (stages, Some(scan))
             }
             None => (stages, None),
@@ -140,7 +122,7 @@ pub(crate) struct Plan {
     /// The loader's shuffle seed, for recipe stages.
     pub(crate) seed: u64,
     /// A `--param` scan: the stages are its points.
-    pub(crate) scan: Option<params::Scan>,
+    pub(crate) scan: Option<scan::Scan>,
 }
 
 impl Planned for Plan {
@@ -462,7 +444,7 @@ impl Plan {
         // A scan runs its values in a new shuffled order each round.
         let n = self.stages.len();
         let order = |round| match &self.scan {
-            Some(scan) => params::round_order(n, scan.seed, round),
+            Some(scan) => crate::modes::params::round_order(n, scan.seed, round),
             None => (0..n).collect(),
         };
         let jobs = (0..self.warmup + self.trials)

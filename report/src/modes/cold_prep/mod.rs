@@ -49,6 +49,11 @@ pub struct Section {
     /// fit. `parallel` and `speedup` above are the largest count's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep: Option<sweep::Sweep>,
+    /// With `--param` over `--prepare`: every value's parallel phase over
+    /// the rounds, with the recommendation. `serial`, `parallel` and
+    /// `speedup` above are the first value's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scan: Option<crate::modes::scan::Scan>,
     /// Speedup / workers.
     pub parallel_efficiency: f64,
     /// The busiest parallel worker's busy time over the mean.

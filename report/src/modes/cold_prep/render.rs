@@ -85,6 +85,10 @@ impl Section {
 }
 
 impl ModeSection for Section {
+    fn scan(&self) -> Option<&crate::modes::scan::Scan> {
+        self.scan.as_ref()
+    }
+
     fn summary(&self, _r: &Report, s: &mut String) {
         let prep = self;
         let (serial, parallel) = (&prep.serial, &prep.parallel);
@@ -198,6 +202,15 @@ impl ModeSection for Section {
                 let _ = writeln!(s, "\n{kf}.");
             }
         }
+        if let Some(scan) = &prep.scan {
+            let _ = writeln!(
+                s,
+                "\nEach value of the scan ran its own serial and {}-process preparations in every round; the table is its {}-process phase over the rounds, and its tree peak the sum of each worker's.",
+                parallel.workers.len(),
+                parallel.workers.len()
+            );
+            crate::modes::scan::view::summary(scan, s);
+        }
         if let Some(storage) = &prep.storage {
             storage.summary(&prep.names(), parallel.workers.len(), s);
         }
@@ -249,6 +262,9 @@ impl ModeSection for Section {
                 println!("  workers sweep: {line}");
             }
         }
+        if let Some(scan) = &prep.scan {
+            crate::modes::scan::view::console(scan);
+        }
         for w in &prep.warnings {
             println!("  warning: {w}");
         }
@@ -258,6 +274,9 @@ impl ModeSection for Section {
         let mut v: Vec<Box<dyn Figure + 'a>> = vec![Box::new(super::plots::PreparationPlot(self))];
         if let Some(sweep) = &self.sweep {
             v.push(Box::new(super::plots::SweepPlot(sweep)));
+        }
+        if let Some(scan) = &self.scan {
+            v.push(Box::new(crate::modes::scan::view::ScanPlot(scan)));
         }
         v
     }
@@ -288,11 +307,14 @@ impl ModeSection for Section {
     fn headline(&self) -> Option<String> {
         let what = if self.items.is_some() { "outputs" } else { "caches" };
         let same = self.caches_identical.or(self.outputs_identical).unwrap_or(false);
+        let scan =
+            self.scan.as_ref().map(|s| format!("; {}", crate::modes::scan::view::headline(s)));
         Some(format!(
-            "speedup {:.2}x on {} processes; {what} {}",
+            "speedup {:.2}x on {} processes; {what} {}{}",
             self.speedup,
             self.parallel.workers.len(),
-            if same { "identical" } else { "DIFFER" }
+            if same { "identical" } else { "DIFFER" },
+            scan.unwrap_or_default()
         ))
     }
 

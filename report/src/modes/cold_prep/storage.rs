@@ -106,7 +106,7 @@ impl Storage {
 
     /// One line for the console and summary.md.
     pub fn line(&self, n: &Names, processes: usize) -> String {
-        let (serial, parallel) = self.medians(n.serial, n.parallel);
+        let (serial, parallel) = self.medians(&n.serial, &n.parallel);
         let inputs = match self.inputs_bytes {
             Some(b) => format!(" of the inputs' {}", mib(b)),
             None => String::new(),
@@ -240,10 +240,10 @@ mod tests {
             ],
         };
         let names = Names {
-            serial: "serial",
-            parallel: "parallel",
-            serial_out: "",
-            parallel_out: "",
+            serial: "serial".into(),
+            parallel: "parallel".into(),
+            serial_out: "".into(),
+            parallel_out: "".into(),
             items: false,
         };
         assert_eq!(

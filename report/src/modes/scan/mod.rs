@@ -28,6 +28,17 @@ pub struct Scan {
     /// is what every speedup is against.
     pub points: Vec<ScanPoint>,
     pub recommendation: Recommendation,
+    /// What a sample is when not a trial: `round` (a cold-prep scan, whose
+    /// values each ran once a round).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample: Option<String>,
+}
+
+impl Scan {
+    /// What a sample is: `trial`, or what [`Scan::sample`] says.
+    pub fn sample(&self) -> &str {
+        self.sample.as_deref().unwrap_or("trial")
+    }
 }
 
 /// One value of a scan: its stage and figures over the counted trials.
@@ -171,7 +182,11 @@ pub fn scan(
         })
         .collect();
     let recommendation = recommend(&names, &points, measured, fastest, repeats);
-    Scan { names, order_seed, points, recommendation }
+    let sample = match repeats {
+        "--trials" => None,
+        other => Some(other.trim_start_matches("--").trim_end_matches('s').to_string()),
+    };
+    Scan { names, order_seed, points, recommendation, sample }
 }
 
 /// Tree peaks within this fraction (and [`SAME_PEAK_BYTES`]) of the lowest

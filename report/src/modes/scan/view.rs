@@ -30,7 +30,7 @@ fn header(s: &Scan) -> Vec<String> {
         h.push("input wait".into());
     }
     if s.points.iter().any(|p| !p.spans_s.is_empty()) {
-        h.push("spans (median s a trial)".into());
+        h.push(format!("spans (median s a {})", s.sample()));
     }
     h
 }
@@ -99,8 +99,19 @@ pub fn summary(s: &Scan, out: &mut String) {
     if let Some(seed) = s.order_seed {
         let _ = writeln!(
             out,
-            "\nEach round ran the values in a new shuffled order (seed {seed}); tree peak is the median over trials."
+            "\nEach round ran the values in a new shuffled order (seed {seed}); tree peak is the median over {}s.",
+            s.sample()
         );
+    }
+}
+
+/// The scan's phrase in a dashboard headline: the value recommended, or
+/// that the samples (trials, rounds) were too few to tell.
+pub fn headline(s: &Scan) -> String {
+    let r = &s.recommendation;
+    match s.points.iter().find(|p| Some(&p.stage) == r.stage.as_ref()) {
+        Some(p) => format!("scan recommends {}", p.label(&s.names)),
+        None => format!("scan: too few {}s to tell", s.sample()),
     }
 }
 

@@ -114,14 +114,8 @@ impl ModeSection for Section {
         let t = &self.trials;
         let n = t.values().map(|s| s.n).max().unwrap_or(0);
         let warnings: usize = t.values().map(|s| s.warnings.len()).sum();
-        let scan = self.scan.as_ref().map(|s| {
-            let r = &s.recommendation;
-            let point = s.points.iter().find(|p| Some(&p.stage) == r.stage.as_ref());
-            match point {
-                Some(p) => format!("; scan recommends {}", p.label(&s.names)),
-                None => "; scan: too few trials to tell".to_string(),
-            }
-        });
+        let scan =
+            self.scan.as_ref().map(|s| format!("; {}", crate::modes::scan::view::headline(s)));
         Some(format!("{n} trials per stage; {warnings} warning(s){}", scan.unwrap_or_default()))
     }
 

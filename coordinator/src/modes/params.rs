@@ -1,22 +1,35 @@
-//! `--param NAME=V1,V2|A..B[:STEP]`: a scan of a command over the values
-//! of its own knob. The specs are parsed and checked against the command
-//! lines before anything runs; each grid point becomes a stage of its own
-//! (`trial[workers=4]`), the command with `{NAME}` replaced and
-//! `STAGEBENCH_PARAM_NAME` in its environment; and every round runs the
-//! points in a new shuffled order drawn from a recorded seed.
+//! `--param NAME=V1,V2|A..B[:STEP]`, the modes' shared scan of a user's
+//! program over the values of its own knob (trials' `--command`,
+//! cold-prep's `--prepare`). The specs are parsed and checked against the
+//! command lines before anything runs; each grid point becomes stages of
+//! its own (`trial[workers=4]`, `cold_prepare[chunk=64]`), the command with
+//! `{NAME}` replaced and `STAGEBENCH_PARAM_NAME` in its environment; and
+//! every round runs the points in a new shuffled order drawn from a
+//! recorded seed.
 
 use crate::error::Refusal;
-use crate::modes::Records;
-use crate::plan::PlannedStage;
-use crate::rundir::report::TrialSet;
-use protocol::{LocalPath, Stage, Word};
-use std::collections::BTreeMap;
 
 /// Grid points above which a scan needs `--yes-many`.
 pub(crate) const MAX_POINTS: usize = 64;
 
-/// The name a scanned command's stages take when `--name` is not given.
-pub(crate) const DEFAULT_NAME: &str = "trial";
+/// The scan flags, as given (shared: `--param`, `--param-env-only`,
+/// `--yes-many`, `--param-seed`).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ParamArgs {
+    pub(crate) params: Vec<Param>,
+    pub(crate) env_only: bool,
+    pub(crate) many: bool,
+    pub(crate) seed: Option<u64>,
+}
+
+impl ParamArgs {
+    /// The checked grid over `lines` (the program given by `flag`), and
+    /// its rounds' seed: the one given, else the clock's.
+    pub(crate) fn grid(&self, lines: &[&str], flag: &str) -> Result<Option<(Grid, u64)>, Refusal> {
+        let grid = Grid::checked(self.params.clone(), lines, flag, self.env_only, self.many)?;
+        Ok(grid.map(|g| (g, self.seed.unwrap_or_else(clock_seed))))
+    }
+}
 
 /// One `--param`: its name and its values, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -123,12 +136,14 @@ pub(crate) struct Grid {
 }
 
 impl Grid {
-    /// Checks `params` against the command lines they scan. `env_only`
+    /// Checks `params` against the command lines they scan, given by
+    /// `flag` (`--command`, `--prepare`). `env_only`
     /// allows a name no line spells (the program reads its variable);
     /// `many` allows more than [`MAX_POINTS`] points.
     pub(crate) fn checked(
         params: Vec<Param>,
         lines: &[&str],
+        flag: &str,
         env_only: bool,
         many: bool,
     ) -> Result<Option<Grid>, Refusal> {
@@ -136,7 +151,7 @@ impl Grid {
             return Ok(None);
         }
         if lines.is_empty() {
-            return Err(Refusal("--param scans a --command: give one".into()));
+            return Err(Refusal(format!("--param scans a {flag}: give one")));
         }
         for (i, p) in params.iter().enumerate() {
             if params[..i].iter().any(|q| q.name == p.name) {
@@ -148,7 +163,7 @@ impl Grid {
                 placeholders(line).into_iter().find(|n| !params.iter().any(|p| p.name == *n))
             {
                 return Err(Refusal(format!(
-                    "--command has {{{name}}} but no --param {name}=... gives its values"
+                    "{flag} has {{{name}}} but no --param {name}=... gives its values"
                 )));
             }
         }
@@ -156,7 +171,7 @@ impl Grid {
             for p in &params {
                 if !lines.iter().any(|l| placeholders(l).contains(&p.name.as_str())) {
                     return Err(Refusal(format!(
-                        "--param {}: no --command has {{{}}}; put it in the command, or give --param-env-only when the program reads {}",
+                        "--param {}: no {flag} has {{{}}}; put it in the command, or give --param-env-only when the program reads {}",
                         p.name,
                         p.name,
                         env_name(&p.name)
@@ -192,118 +207,40 @@ impl Grid {
         points
     }
 
-    /// The stages of `name`'s command `line` over the grid, in point order:
-    /// each the line with every `{NAME}` replaced, run by `sh -c` in `cwd`
-    /// with `STAGEBENCH_PARAM_NAME` set, named `name[a=1,b=2]`.
-    pub(crate) fn stages(&self, name: &str, line: &str, cwd: &str) -> Vec<(Stage, Point)> {
-        self.points()
-            .into_iter()
-            .map(|point| {
-                let mut text = line.to_string();
-                for (k, v) in &point {
-                    text = text.replace(&format!("{{{k}}}"), v);
-                }
-                let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                let stage = Stage::Exec {
-                    name: format!("{name}[{}]", label.join(",")),
-                    argv: vec![Word::from("/bin/sh"), Word::Text("-c".into()), Word::Text(text)],
-                    cwd: LocalPath::from(cwd.to_string()),
-                    env: point.iter().map(|(k, v)| (env_name(k), v.clone())).collect(),
-                };
-                (stage, point)
-            })
-            .collect()
+    /// `line` with every `{NAME}` replaced by the point's value.
+    pub(crate) fn substituted(line: &str, point: &Point) -> String {
+        let mut text = line.to_string();
+        for (k, v) in point {
+            text = text.replace(&format!("{{{k}}}"), v);
+        }
+        text
+    }
+
+    /// A point's label, `a=1,b=2`: what a stage's key carries in brackets.
+    pub(crate) fn label(point: &Point) -> String {
+        let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        label.join(",")
+    }
+
+    /// What the declaration records: each name with its values, in order,
+    /// and the seed of the rounds' order.
+    pub(crate) fn declared(&self, seed: u64) -> serde_json::Value {
+        let params: Vec<serde_json::Value> = self
+            .params
+            .iter()
+            .map(|p| serde_json::json!({ "name": p.name, "values": p.values }))
+            .collect();
+        serde_json::json!({ "params": params, "order_seed": seed })
+    }
+
+    /// The names, in order.
+    pub(crate) fn names(&self) -> Vec<String> {
+        self.params.iter().map(|p| p.name.clone()).collect()
     }
 }
 
 /// A grid point: each name with its value.
 pub(crate) type Point = Vec<(String, String)>;
-
-/// A trials plan's scan: its names, the seed of its rounds' order, and
-/// each point's stage key, in grid order.
-#[derive(Clone, Debug)]
-pub(crate) struct Scan {
-    pub(crate) grid: Grid,
-    pub(crate) seed: u64,
-    pub(crate) points: Vec<(String, Point)>,
-}
-
-impl Scan {
-    /// The scan of the one `--command` among `stages` (named `name`, when
-    /// `--name` gave one) over `grid`: its stages, one per point, and the scan.
-    pub(crate) fn of(
-        stages: Vec<PlannedStage>,
-        name: Option<&str>,
-        grid: Grid,
-        seed: u64,
-    ) -> Result<(Vec<PlannedStage>, Scan), Refusal> {
-        let [PlannedStage { stage: Stage::Command { line, .. }, .. }] = &stages[..] else {
-            return Err(Refusal("--param scans one --command, and no --stage beside it".into()));
-        };
-        let cwd = std::env::current_dir()
-            .map_err(|e| Refusal(format!("--param: the working directory: {e}")))?;
-        let made = grid.stages(name.unwrap_or(DEFAULT_NAME), line, &cwd.to_string_lossy());
-        let (stages, points): (Vec<Stage>, Vec<Point>) = made.into_iter().unzip();
-        let stages = crate::plan::keyed(stages);
-        let points = stages.iter().map(|s| s.key.clone()).zip(points).collect();
-        Ok((stages, Scan { grid, seed, points }))
-    }
-
-    /// What the declaration records: each name with its values, in order,
-    /// and the seed.
-    pub(crate) fn declared(&self) -> serde_json::Value {
-        let params: Vec<serde_json::Value> = self
-            .grid
-            .params
-            .iter()
-            .map(|p| serde_json::json!({ "name": p.name, "values": p.values }))
-            .collect();
-        serde_json::json!({ "params": params, "order_seed": self.seed })
-    }
-}
-
-impl Scan {
-    /// The scan's section: each point's counted trials, and the
-    /// recommendation computed from them.
-    pub(crate) fn assess(
-        &self,
-        sets: &BTreeMap<String, TrialSet>,
-        records: &Records,
-    ) -> report::modes::scan::Scan {
-        use report::modes::scan::{Measured, scan};
-        let measured: Vec<Measured> = self
-            .points
-            .iter()
-            .filter_map(|(key, point)| {
-                let samples = &sets.get(key)?.samples;
-                let figure = |name: &str| samples.get(name).cloned().unwrap_or_default();
-                let spans = samples
-                    .iter()
-                    .filter_map(|(k, xs)| {
-                        let name = report::rundir::spans::sum_name(k, |n| samples.contains_key(n))?;
-                        Some((name.to_string(), xs.clone()))
-                    })
-                    .collect();
-                Some(Measured {
-                    stage: key.clone(),
-                    parameters: point.iter().cloned().collect(),
-                    walls: figure("wall_s"),
-                    cpus: figure("cpu_s"),
-                    tree_peaks: figure("tree_peak_bytes"),
-                    tree_peak_method: records
-                        .stages
-                        .get(key)
-                        .map(|st| st.tree_peak_method.clone())
-                        .unwrap_or_default(),
-                    spans,
-                    input_wait: figure("input_wait_fraction"),
-                })
-            })
-            .collect();
-        let names = self.grid.params.iter().map(|p| p.name.clone()).collect();
-        scan(names, Some(self.seed), &measured, "--trials")
-    }
-}
 
 /// A seed for a scan's order when none is given: the clock's nanoseconds.
 pub(crate) fn clock_seed() -> u64 {
@@ -372,7 +309,7 @@ mod tests {
 
     fn grid(specs: &[&str], lines: &[&str], env_only: bool) -> Result<Option<Grid>, String> {
         let params = specs.iter().map(|s| p(s).unwrap()).collect();
-        Grid::checked(params, lines, env_only, false).map_err(|e| e.0)
+        Grid::checked(params, lines, "--command", env_only, false).map_err(|e| e.0)
     }
 
     #[test]
@@ -395,30 +332,13 @@ mod tests {
         assert!(grid(&["w=1"], &["run {v}"], true).is_err());
         let many = vec![p("a=1..9").unwrap(), p("b=1..8").unwrap()];
         assert_eq!(
-            Grid::checked(many, &["{a}{b}"], false, true).unwrap().unwrap().points().len(),
+            Grid::checked(many, &["{a}{b}"], "--command", false, true)
+                .unwrap()
+                .unwrap()
+                .points()
+                .len(),
             72
         );
-    }
-
-    #[test]
-    fn stages_replace_the_placeholder_and_set_the_variable() {
-        let g = grid(&["w=1,2", "b=x"], &["run {w} {b} {w}"], false).unwrap().unwrap();
-        let stages = g.stages("trial", "run {w} {b} {w}", "/tmp");
-        assert_eq!(stages.len(), 2);
-        let (Stage::Exec { name, argv, env, .. }, point) = &stages[1].clone() else {
-            panic!("{:?}", stages[1]);
-        };
-        assert_eq!(name, "trial[w=2,b=x]");
-        assert_eq!(argv[2].as_str(), "run 2 x 2");
-        assert_eq!(
-            env,
-            &[("STAGEBENCH_PARAM_W".into(), "2".into()), ("STAGEBENCH_PARAM_B".into(), "x".into())]
-        );
-        assert_eq!(point, &[("w".to_string(), "2".to_string()), ("b".into(), "x".into())]);
-        // The value is in the definition; the working directory is not.
-        let other = g.stages("trial", "run {w} {b} {w}", "/elsewhere");
-        assert_eq!(stages[0].0.clone().definition(), other[0].0.clone().definition());
-        assert_ne!(stages[0].0.clone().definition(), stages[1].0.clone().definition());
     }
 
     #[test]
