@@ -29,6 +29,10 @@ Measures, in one invocation (release build), interleaved over ROUNDS rounds:
              (the floor any timing wrapper pays) and one write(2) of a span
              line (what each call cost when every span was a line).
              `--wrapped-only` measures just this.
+  compiled - `--installed PY`: the same wrapped call under a helper
+             pip-installed into PY, with its compiled hot path
+             (python/stagebench/_fast.c) and with the Python one
+             (STAGEBENCH_SPANS_PURE_PYTHON=1), alternating processes.
   exit     - what the helper's runtime line costs a program's exit: a
              fresh `python -c "import json, stagebench"` under stagebench
              (STAGEBENCH_SPANS set: at exit it writes the interpreter's
@@ -46,6 +50,7 @@ Run by hand on an idle machine; not part of CI. Never run two benchmarks at once
 
 usage: scripts/bench-spans.py [--rounds R] [--spans N] [--baseline TARGET_RELEASE_DIR]
        scripts/bench-spans.py --wrapped-only [--baseline-python OLD_CHECKOUT/python]
+       scripts/bench-spans.py --installed VENV/bin/python [--rounds R]
 """
 import argparse, json, os, select, signal, statistics, subprocess, sys, tempfile, time
 
@@ -130,7 +135,8 @@ def floor_latency():
 
 WRAPPED = """
 import os, sys, tempfile, time
-sys.path.insert(0, {helper!r})
+if {helper!r} is not None:
+    sys.path.insert(0, {helper!r})
 fd, path = tempfile.mkstemp(); os.close(fd)
 os.environ["STAGEBENCH_SPANS"] = path
 from stagebench import autospan
@@ -169,21 +175,51 @@ for _ in range(2):
     least += loop(floor, n // 2)
 flush_all()
 os.unlink(path)
-print(bare / n, timed / n, wrote / n, least / n)
+try:
+    from stagebench._spans import fast
+except ImportError:
+    fast = None
+print(bare / n, timed / n, wrote / n, least / n, int(fast is not None))
 """
 
 
-def wrapped_cost(calls, helper=HELPER, eager=False):
+def wrapped_cost(calls, helper=HELPER, eager=False, python=sys.executable, pure=False):
     """Seconds a call costs bare, wrapped, and as one write(2) of a span
-    line (what a call cost when every span was a line), in one fresh
-    process; with `eager`, as in a run with a kill point."""
+    line (what a call cost when every span was a line), and whether the
+    compiled path timed it, in one fresh process; with `eager`, as in a run
+    with a kill point; `helper` None imports the helper `python` has
+    installed; `pure` forces the Python path (STAGEBENCH_SPANS_PURE_PYTHON)."""
     env = dict(os.environ)
     env.pop("STAGEBENCH_SPANS_EAGER", None)
+    env.pop("STAGEBENCH_SPANS_PURE_PYTHON", None)
     if eager:
         env["STAGEBENCH_SPANS_EAGER"] = "*"
-    out = subprocess.run([sys.executable, "-c", WRAPPED.format(helper=helper, calls=calls)],
+    if pure:
+        env["STAGEBENCH_SPANS_PURE_PYTHON"] = "1"
+    out = subprocess.run([python, "-c", WRAPPED.format(helper=helper, calls=calls)],
                          check=True, capture_output=True, text=True, env=env).stdout.split()
-    return float(out[0]), float(out[1]), float(out[2]), float(out[3])
+    return float(out[0]), float(out[1]), float(out[2]), float(out[3]), out[4] == "1"
+
+
+def compiled_against_pure(python, calls, rounds):
+    """--installed PY: the wrapped call's cost over a bare one with the
+    compiled path (_fast.c, built by `pip install ./python` into PY) and
+    with the Python path in the same installation, alternating processes."""
+    fast, pure = [], []
+    for r in range(rounds):
+        for p in ((False, True) if r % 2 == 0 else (True, False)):
+            c = wrapped_cost(calls, helper=None, python=python, pure=p)
+            if not p and not c[4]:
+                sys.exit(f"{python}: the helper it has installed has no compiled path")
+            (pure if p else fast).append(c)
+    med = statistics.median
+    bare = med(c[0] for c in fast + pure)
+    f, p = med(c[1] - c[0] for c in fast), med(c[1] - c[0] for c in pure)
+    least = med(c[3] - c[0] for c in fast + pure)
+    print(f"compiled: a bare call {bare * 1e6:.3f} us; --span adds {f * 1e6:.3f} us a call "
+          f"compiled, {p * 1e6:.3f} us in Python ({f / p:.2f}x); a wrapper that only reads the "
+          f"clock twice adds {least * 1e6:.3f} us (medians of {rounds} processes each, "
+          f"{calls} calls, alternating)")
 
 
 def exit_cost(python, rounds):
@@ -220,7 +256,12 @@ def main():
     ap.add_argument("--exit-only", action="store_true")
     ap.add_argument("--python", default=sys.executable, help="the Python for `exit`")
     ap.add_argument("--eager-only", action="store_true")
+    ap.add_argument("--installed", metavar="PY", help="a Python with the helper pip-installed "
+                    "(compiled path built): compiled against Python path, then stop")
     a = ap.parse_args()
+    if a.installed:
+        compiled_against_pure(a.installed, a.calls, a.rounds)
+        return
     if a.eager_only:
         plain, eager = [], []
         for r in range(a.rounds):

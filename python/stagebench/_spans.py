@@ -63,7 +63,8 @@ if "*" in EAGER:
 # A name's tally, a list for speed: [0] calls, [1] sum, [2] self, [3] min,
 # [4] max, [5] the first call's ns, [6] its start, [7] histogram (a list
 # by bucket), [8] ns of it beside the thread's own spans, [9] open now, [10]
-# the open call's children's ns, [11] name, [12] the enclosing open tally.
+# the open call's children's ns, [11] name, [12] the enclosing open tally,
+# [13] the open call's start (where _fast times it).
 local = threading.local()
 _all = []
 _slices = []
@@ -90,7 +91,7 @@ def tally(t, name):
     """Thread state ``t``'s tally of ``name``, made on first use."""
     s = t[2].get(name)
     if s is None:
-        s = t[2][name] = [0, 0, 0, _BIG, 0, 0, 0, [0] * BUCKETS, 0, 0, 0, name, None]
+        s = t[2][name] = [0, 0, 0, _BIG, 0, 0, 0, [0] * BUCKETS, 0, 0, 0, name, None, 0]
     return s
 
 
@@ -339,6 +340,57 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+
+# The tally layout _fast.c works on; a compiled part of another layout is
+# not used.
+_LAYOUT = 1
+
+
+def _compiled():
+    """The compiled hot path of a wrapped call (_fast.c): this package's,
+    where ``pip install`` built it, else an installed helper's, since the
+    worker's copy of this package (pure Python, first on ``PYTHONPATH``)
+    shadows the installed one; None where there is none, it has another
+    tally layout, it reads another clock than ``now``, or
+    ``STAGEBENCH_SPANS_PURE_PYTHON`` is set. The wrapper then does the same
+    steps in Python."""
+    if os.environ.get("STAGEBENCH_SPANS_PURE_PYTHON"):
+        return None
+    if time.get_clock_info("perf_counter").implementation != "clock_gettime(CLOCK_MONOTONIC)":
+        return None
+    try:
+        from . import _fast
+
+        return _fast if getattr(_fast, "LAYOUT", None) == _LAYOUT else None
+    except ImportError:
+        pass
+    import importlib.machinery
+    import importlib.util
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    for entry in sys.path:
+        package = os.path.join(entry or ".", "stagebench")
+        if os.path.abspath(package) == here:
+            continue
+        for suffix in importlib.machinery.EXTENSION_SUFFIXES:
+            path = os.path.join(package, "_fast" + suffix)
+            if not os.path.isfile(path):
+                continue
+            try:
+                spec = importlib.util.spec_from_file_location(__package__ + "._fast", path)
+                module = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(module)
+            except Exception:
+                continue
+            if getattr(module, "LAYOUT", None) == _LAYOUT:
+                return module
+    return None
+
+
+fast = _compiled()
+if fast is not None:
+    fast.setup(local, thread, tally, end, flush, _slices, _unsliced, MAX_SLICES)
 
 import atexit  # noqa: E402
 

@@ -382,6 +382,104 @@ def never():
         self.assertEqual(got["gen"]["main"], 0)
         self.assertGreater(got["coro"]["sum"], 15e6)
 
+    def test_the_compiled_path_tallies_what_the_python_path_tallies(self):
+        """A wrapped call's bookkeeping in C (_fast.c, where it was built)
+        and in Python (STAGEBENCH_SPANS_PURE_PYTHON=1) give the same calls,
+        histogram totals and self times, exactly: nesting, recursion, an
+        exception, a span left open inside a call, a thread, and a call
+        that writes its thread's tally on the way out."""
+        import subprocess
+        import sys
+
+        if stagebench._spans.fast is None:
+            self.skipTest("the compiled path was not built here")
+        code = r"""
+import stagebench, threading, time, json, sys
+from stagebench import autospan, _spans
+assert (_spans.fast is None) == (sys.argv[1] == "pure"), _spans.fast
+def inner(x):
+    time.sleep(0.002)
+    return x
+inner = autospan.timed(inner, "inner")
+def outer():
+    return inner(1) + inner(2)
+outer = autospan.timed(outer, "outer")
+def rec(n):
+    return 0 if n == 0 else 1 + rec(n - 1)
+rec = autospan.timed(rec, "rec")
+def boom():
+    raise KeyError("boom")
+boom = autospan.timed(boom, "boom")
+def leaky():
+    stagebench.span("left_open").__enter__()
+    return 7
+leaky = autospan.timed(leaky, "leaky")
+assert outer() == 3 and outer() == 3
+assert rec(5) == 5
+try:
+    boom()
+except KeyError as e:
+    assert e.args == ("boom",)
+else:
+    raise AssertionError("the exception was lost")
+assert leaky() == 7
+t = threading.Thread(target=lambda: [inner(i) for i in range(3)])
+t.start(); t.join()
+_spans.local.t[7] = 0  # the next end writes the thread's tally
+assert inner(9) == 9
+"""
+        got = {}
+        with tempfile.TemporaryDirectory() as tmp:
+            for path in ("fast", "pure"):
+                spans = os.path.join(tmp, path + ".jsonl")
+                open(spans, "w").close()
+                env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), STAGEBENCH_SPANS=spans)
+                env.pop("STAGEBENCH_SPANS_PURE_PYTHON", None)
+                if path == "pure":
+                    env["STAGEBENCH_SPANS_PURE_PYTHON"] = "1"
+                subprocess.run([sys.executable, "-c", code, path], env=env, check=True)
+                with open(spans) as f:
+                    got[path] = tally([json.loads(line) for line in f])
+        for path, t in got.items():
+            self.assertEqual(
+                {k: v["n"] for k, v in t.items()},
+                # A span left open inside a call ends with it, uncounted.
+                {"inner": 8, "outer": 2, "rec": 1, "boom": 1, "leaky": 1},
+                path,
+            )
+            for name, v in t.items():
+                self.assertEqual(v["h"], v["n"], (path, name))
+                self.assertTrue(0 < v["min"] <= v["first"] <= v["max"] <= v["sum"], (path, name, v))
+            # outer's self time is its time less its two inner calls', to the ns.
+            outer_inner = t["outer"]["sum"] - t["outer"]["self"]
+            self.assertGreaterEqual(outer_inner, 4 * 2_000_000 // 2, path)
+            self.assertLess(outer_inner, t["outer"]["sum"], path)
+            # The thread's three calls are not the main thread's five.
+            self.assertGreaterEqual(t["inner"]["main"], 5 * 2_000_000, path)
+            self.assertLess(t["inner"]["main"], t["inner"]["self"], path)
+
+    def test_the_workers_copy_of_the_helper_uses_the_installed_compiled_path(self):
+        """The worker puts a pure-Python copy of the helper first on a
+        command's PYTHONPATH; where the helper is also installed with its
+        compiled part, the copy uses that part."""
+        import shutil
+        import subprocess
+        import sys
+
+        if stagebench._spans.fast is None:
+            self.skipTest("the compiled path was not built here")
+        with tempfile.TemporaryDirectory() as boot:
+            skip = shutil.ignore_patterns("*.so", "*.c", "bootstrap", "__pycache__")
+            shutil.copytree(os.path.join(HERE, "..", "stagebench"), os.path.join(boot, "stagebench"), ignore=skip)
+            env = dict(os.environ, PYTHONPATH=os.pathsep.join([boot] + sys.path))
+            code = "import os, stagebench._spans as s; print(os.path.dirname(s.__file__)); print(s.fast and s.fast.__file__)"
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+            copy, compiled = out.stdout.split("\n")[:2]
+            self.assertEqual(os.path.realpath(copy), os.path.realpath(os.path.join(boot, "stagebench")))
+            self.assertEqual(compiled, stagebench._spans.fast.__file__)
+            env["STAGEBENCH_SPANS_PURE_PYTHON"] = "1"
+            out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
+            self.assertEqual(out.stdout.split("\n")[1], "None")
 
 if __name__ == "__main__":
     unittest.main()

@@ -1,0 +1,253 @@
+/* The hot path of a span wrapped by `--span` (stagebench.autospan.timed), in
+ * C: what _spans.begin and _spans.end do for a plain function's call, on
+ * the same per-thread tallies (Python lists), so everything else (writing,
+ * forks, threads) stays in Python. Optional: where this does not build,
+ * autospan does the same steps in Python, slower.
+ *
+ * A tally is the list _spans.tally makes: [0] calls, [1] sum, [2] self,
+ * [3] min, [4] max, [5] first ns, [6] first start, [7] histogram, [8]
+ * beside, [9] open now, [10] open call's children's ns, [11] name, [12]
+ * enclosing open tally, [13] the open call's start. A thread state is
+ * _spans.thread's list: [0] innermost open tally, [2] tallies by name, [3]
+ * main, [4] top-level ns, [5] first top-level start, [6] last top-level
+ * end, [7] when it next writes. The GIL makes each call's steps atomic
+ * against the program's other threads; the functions called back into
+ * Python (a thread's first span, an out-of-order end, a write) are
+ * _spans' own. */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#ifdef Py_GIL_DISABLED
+/* Without the GIL these steps would race the program's threads: such a
+ * Python keeps the Python path (the build fails, and is optional). */
+#error "stagebench._fast needs the GIL"
+#endif
+#include <limits.h>
+#include <time.h>
+
+static PyObject *local_, *t_str, *new_, *tally_, *end_, *flush_, *slices_, *unsliced_;
+static Py_ssize_t max_slices;
+
+static inline long long now_ns(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* This thread's state (borrowed from local.t, or made by _spans.thread). */
+static PyObject *thread_state(void) {
+    PyObject *t = PyObject_GetAttr(local_, t_str);
+    if (t == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
+        PyErr_Clear();
+        t = PyObject_CallNoArgs(new_);
+    }
+    return t; /* a new reference */
+}
+
+/* list[i] as a C integer; one above LLONG_MAX (a min's start, 2^63) reads
+ * as LLONG_MAX, above any duration. */
+static inline int get(PyObject *list, Py_ssize_t i, long long *out) {
+    int overflow;
+    *out = PyLong_AsLongLongAndOverflow(PyList_GET_ITEM(list, i), &overflow);
+    if (overflow > 0) *out = LLONG_MAX;
+    if (overflow < 0) {
+        PyErr_SetString(PyExc_OverflowError, "a tally below -2^63");
+        return -1;
+    }
+    return (*out == -1 && PyErr_Occurred()) ? -1 : 0;
+}
+
+static inline int set(PyObject *list, Py_ssize_t i, long long v) {
+    PyObject *n = PyLong_FromLongLong(v);
+    if (n == NULL) return -1;
+    PyObject *old = PyList_GET_ITEM(list, i);
+    PyList_SET_ITEM(list, i, n);
+    Py_DECREF(old);
+    return 0;
+}
+
+/* list[i] += d, exactly as Python's unbounded ints would (a sum past
+ * 2^63 nanoseconds, 292 years, is added as Python objects). */
+static inline int add(PyObject *list, Py_ssize_t i, long long d) {
+    long long v, r;
+    if (get(list, i, &v) < 0) return -1;
+    if (v == LLONG_MAX || __builtin_add_overflow(v, d, &r)) {
+        PyObject *dd = PyLong_FromLongLong(d);
+        if (dd == NULL) return -1;
+        PyObject *sum = PyNumber_Add(PyList_GET_ITEM(list, i), dd);
+        Py_DECREF(dd);
+        if (sum == NULL) return -1;
+        PyObject *old = PyList_GET_ITEM(list, i);
+        PyList_SET_ITEM(list, i, sum);
+        Py_DECREF(old);
+        return 0;
+    }
+    return set(list, i, r);
+}
+
+static inline void put(PyObject *list, Py_ssize_t i, PyObject *v) {
+    Py_INCREF(v);
+    PyObject *old = PyList_GET_ITEM(list, i);
+    PyList_SET_ITEM(list, i, v);
+    Py_DECREF(old);
+}
+
+static int is_tally(PyObject *s) { return PyList_CheckExact(s) && PyList_GET_SIZE(s) == 14; }
+static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZE(t) == 8; }
+
+/* enter(name): opens a span called name on this thread; its tally, or
+ * None when one of that name is open here already (recursion: not timed
+ * again). */
+static PyObject *enter(PyObject *self, PyObject *name) {
+    PyObject *t = thread_state();
+    if (t == NULL) return NULL;
+    if (!is_state(t)) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "not a stagebench thread state");
+        return NULL;
+    }
+    PyObject *s = PyDict_GetItemWithError(PyList_GET_ITEM(t, 2), name);
+    if (s == NULL) {
+        if (PyErr_Occurred()) { Py_DECREF(t); return NULL; }
+        s = PyObject_CallFunctionObjArgs(tally_, t, name, NULL);
+        if (s == NULL) { Py_DECREF(t); return NULL; }
+        Py_DECREF(s); /* the dict holds it */
+    }
+    if (!is_tally(s)) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "not a stagebench tally");
+        return NULL;
+    }
+    if (PyObject_IsTrue(PyList_GET_ITEM(s, 9))) {
+        Py_DECREF(t);
+        Py_RETURN_NONE;
+    }
+    put(s, 9, Py_True);
+    if (set(s, 10, 0) < 0) { Py_DECREF(t); return NULL; }
+    put(s, 12, PyList_GET_ITEM(t, 0));
+    put(t, 0, s);
+    Py_DECREF(t);
+    if (set(s, 13, now_ns()) < 0) return NULL;
+    Py_INCREF(s);
+    return s;
+}
+
+/* leave(s): ends the span enter gave, as _spans.end does. */
+static PyObject *leave(PyObject *self, PyObject *s) {
+    long long end = now_ns(), start, ns, children, v;
+    if (!is_tally(s)) {
+        PyErr_SetString(PyExc_TypeError, "not a stagebench tally");
+        return NULL;
+    }
+    if (get(s, 13, &start) < 0) return NULL;
+    ns = end - start;
+    PyObject *t = thread_state();
+    if (t == NULL) return NULL;
+    if (!is_state(t)) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "not a stagebench thread state");
+        return NULL;
+    }
+    if (PyList_GET_ITEM(t, 0) != s) {
+        /* Closed out of order: _spans.end's own steps. */
+        PyObject *r = PyObject_CallFunction(end_, "OOLL", t, s, start, ns);
+        Py_DECREF(t);
+        return r;
+    }
+    PyObject *p = PyList_GET_ITEM(s, 12);
+    put(s, 9, Py_False);
+    put(t, 0, p);
+    if (p != Py_None) {
+        if (add(p, 10, ns) < 0) goto fail;
+    } else if (PyObject_IsTrue(PyList_GET_ITEM(t, 3))) {
+        if (add(t, 4, ns) < 0) goto fail;
+        if (PyList_GET_ITEM(t, 5) == Py_None && set(t, 5, start) < 0) goto fail;
+        if (set(t, 6, start + ns) < 0) goto fail;
+    }
+    if (get(s, 10, &children) < 0) goto fail;
+    if (add(s, 0, 1) < 0 || add(s, 1, ns) < 0 || add(s, 2, ns - children) < 0) goto fail;
+    if (get(s, 4, &v) < 0) goto fail;
+    if (ns > v && set(s, 4, ns) < 0) goto fail;
+    if (get(s, 3, &v) < 0) goto fail;
+    if (ns < v && set(s, 3, ns) < 0) goto fail;
+    PyObject *hist = PyList_GET_ITEM(s, 7);
+    Py_ssize_t b;
+    if (ns < 128) {
+        b = (Py_ssize_t)(ns < 0 ? 0 : ns);
+    } else {
+        int e = 64 - __builtin_clzll((unsigned long long)ns);
+        b = ((Py_ssize_t)e << 6) + (Py_ssize_t)(ns >> (e - 7)) - 64;
+    }
+    if (!PyList_CheckExact(hist) || b >= PyList_GET_SIZE(hist)) {
+        PyErr_SetString(PyExc_TypeError, "not a stagebench histogram");
+        goto fail;
+    }
+    if (add(hist, b, 1) < 0) goto fail;
+    if (get(s, 0, &v) < 0) goto fail;
+    if (v == 1 && (set(s, 5, ns) < 0 || set(s, 6, start) < 0)) goto fail;
+    long long unsliced;
+    if (get(unsliced_, 0, &unsliced) < 0) goto fail;
+    if (unsliced || PyList_GET_SIZE(slices_) >= max_slices) {
+        if (set(unsliced_, 0, unsliced + 1) < 0) goto fail;
+    } else {
+        PyObject *slice = Py_BuildValue("(OLL)", PyList_GET_ITEM(s, 11), start, ns);
+        if (slice == NULL) goto fail;
+        int r = PyList_Append(slices_, slice);
+        Py_DECREF(slice);
+        if (r < 0) goto fail;
+    }
+    if (get(t, 7, &v) < 0) goto fail;
+    if (start >= v) {
+        PyObject *r = PyObject_CallOneArg(flush_, t);
+        if (r == NULL) goto fail;
+        Py_DECREF(r);
+    }
+    Py_DECREF(t);
+    Py_RETURN_NONE;
+fail:
+    Py_DECREF(t);
+    return NULL;
+}
+
+/* setup(local, thread, tally, end, flush, slices, unsliced, max_slices):
+ * _spans' objects, once at its import. */
+static PyObject *setup(PyObject *self, PyObject *args) {
+    PyObject *l, *n, *ta, *e, *f, *sl, *un;
+    Py_ssize_t m;
+    if (!PyArg_ParseTuple(args, "OOOOOO!O!n", &l, &n, &ta, &e, &f, &PyList_Type, &sl,
+                          &PyList_Type, &un, &m))
+        return NULL;
+    if (PyList_GET_SIZE(un) != 1) {
+        PyErr_SetString(PyExc_ValueError, "unsliced must hold one count");
+        return NULL;
+    }
+    PyObject *objs[] = {l, n, ta, e, f, sl, un};
+    PyObject **slots[] = {&local_, &new_, &tally_, &end_, &flush_, &slices_, &unsliced_};
+    for (int i = 0; i < 7; i++) {
+        Py_INCREF(objs[i]);
+        Py_XSETREF(*slots[i], objs[i]);
+    }
+    max_slices = m;
+    Py_RETURN_NONE;
+}
+
+static PyMethodDef methods[] = {
+    {"setup", setup, METH_VARARGS, "setup(local, thread, tally, end, flush, slices, unsliced, max_slices)"},
+    {"enter", enter, METH_O, "enter(name) -> tally or None"},
+    {"leave", leave, METH_O, "leave(tally)"},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "_fast", NULL, -1, methods};
+
+PyMODINIT_FUNC PyInit__fast(void) {
+    t_str = PyUnicode_InternFromString("t");
+    if (t_str == NULL) return NULL;
+    PyObject *m = PyModule_Create(&module);
+    /* The tally layout these steps work on (_spans._LAYOUT). */
+    if (m != NULL && PyModule_AddIntConstant(m, "LAYOUT", 1) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+    return m;
+}
