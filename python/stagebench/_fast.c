@@ -33,15 +33,23 @@ static inline long long now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-/* This thread's state (borrowed from local.t, or made by _spans.thread). */
+static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZE(t) == 8; }
+
+/* This thread's state, a new reference (local.t, or made by _spans.thread). */
 static PyObject *thread_state(void) {
     PyObject *t = PyObject_GetAttr(local_, t_str);
     if (t == NULL) {
         if (!PyErr_ExceptionMatches(PyExc_AttributeError)) return NULL;
         PyErr_Clear();
         t = PyObject_CallNoArgs(new_);
+        if (t == NULL) return NULL;
     }
-    return t; /* a new reference */
+    if (!is_state(t)) {
+        Py_DECREF(t);
+        PyErr_SetString(PyExc_TypeError, "not a stagebench thread state");
+        return NULL;
+    }
+    return t;
 }
 
 /* list[i] as a C integer; one above LLONG_MAX (a min's start, 2^63) reads
@@ -93,7 +101,6 @@ static inline void put(PyObject *list, Py_ssize_t i, PyObject *v) {
 }
 
 static int is_tally(PyObject *s) { return PyList_CheckExact(s) && PyList_GET_SIZE(s) == 14; }
-static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZE(t) == 8; }
 
 /* enter(name): opens a span called name on this thread; its tally, or
  * None when one of that name is open here already (recursion: not timed
@@ -101,11 +108,6 @@ static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZ
 static PyObject *enter(PyObject *self, PyObject *name) {
     PyObject *t = thread_state();
     if (t == NULL) return NULL;
-    if (!is_state(t)) {
-        Py_DECREF(t);
-        PyErr_SetString(PyExc_TypeError, "not a stagebench thread state");
-        return NULL;
-    }
     PyObject *s = PyDict_GetItemWithError(PyList_GET_ITEM(t, 2), name);
     if (s == NULL) {
         if (PyErr_Occurred()) { Py_DECREF(t); return NULL; }
@@ -143,11 +145,6 @@ static PyObject *leave(PyObject *self, PyObject *s) {
     ns = end - start;
     PyObject *t = thread_state();
     if (t == NULL) return NULL;
-    if (!is_state(t)) {
-        Py_DECREF(t);
-        PyErr_SetString(PyExc_TypeError, "not a stagebench thread state");
-        return NULL;
-    }
     if (PyList_GET_ITEM(t, 0) != s) {
         /* Closed out of order: _spans.end's own steps. */
         PyObject *r = PyObject_CallFunction(end_, "OOLL", t, s, start, ns);

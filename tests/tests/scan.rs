@@ -108,13 +108,18 @@ fn bad_scans_are_refused_before_anything_runs() {
     for (args, says) in cases {
         let (_tmp, out, mut c) = coordinator_with_output();
         c.args(["--mode", "trials"]).args(args);
-        let f = run(c);
-        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
-        let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
-        assert_eq!(errors.len(), 1, "{args:?}: {}", f.stderr);
-        assert!(errors[0].contains(says), "{args:?}: {}", f.stderr);
-        assert!(!out.exists(), "{args:?} made {}", out.display());
+        assert_refused(run(c), args, says, &out);
     }
+}
+
+/// `f` (the run of `args`) was refused in one `error:` line saying `says`,
+/// with exit 2 and no run directory at `out`.
+fn assert_refused(f: harness::Finished, args: &[&str], says: &str, out: &std::path::Path) {
+    assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
+    let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(errors.len(), 1, "{args:?}: {}", f.stderr);
+    assert!(errors[0].contains(says), "{args:?}: {}", f.stderr);
+    assert!(!out.exists(), "{args:?} made {}", out.display());
 }
 
 /// The worked example, a plain Python loader (standard library only): each
@@ -314,11 +319,6 @@ fn bad_prepare_scans_are_refused_before_anything_runs() {
         if args.contains(&"--prepare") {
             c.arg("--items").arg(&items);
         }
-        let f = run(c);
-        assert_eq!(f.code(), Some(2), "{args:?}: {}", f.stderr);
-        let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
-        assert_eq!(errors.len(), 1, "{args:?}: {}", f.stderr);
-        assert!(errors[0].contains(says), "{args:?}: {}", f.stderr);
-        assert!(!out.exists(), "{args:?} made {}", out.display());
+        assert_refused(run(c), args, says, &out);
     }
 }
