@@ -277,6 +277,14 @@ fn a_prepare_program_is_scanned_value_by_value() {
     assert_eq!(declared["order_seed"], 5);
     assert_eq!(declared["params"][0]["values"], serde_json::json!(["2", "40"]));
     assert!(f.stdout.contains("recommendation: ms=2"), "{}", f.stdout);
+    // The console shows round 1's spans; every round's are in summary.md.
+    assert!(
+        f.stdout.contains("spans: 12 later-round phase(s) (`#2` on) not shown"),
+        "{}",
+        f.stdout
+    );
+    assert!(!f.stdout.contains("spans: cold_prepare[ms=40]#2:"), "{}", f.stdout);
+    assert!(f.stdout.contains("spans: cold_prepare[ms=40]:"), "{}", f.stdout);
     assert!(out.join("plots/scan.svg").exists());
     coordinator::verify::verify(&out).expect("the scan verifies");
 }

@@ -40,6 +40,11 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     }
     let mut ordered: Vec<_> = r.stages.iter().collect();
     ordered.sort_by_key(|(_, st)| st.order);
+    // A later round's phase (`BASE#R`) repeats its first round's spans:
+    // the console shows round 1's, summary.md and report.json every round's.
+    let rounds = r.section.has_rounds();
+    let later = |key: &str| rounds && crate::plan::repeat_of(key).is_some();
+    let mut unshown = 0;
     for (key, st) in ordered {
         if let Some(w) = st.spans_not_found_warning(key) {
             println!("  warning: {w}");
@@ -50,8 +55,12 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         if let Some(note) = st.memory_note(key) {
             println!("  note: {note}");
         }
-        for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
-            println!("  {line}");
+        if later(key) && !st.spans.is_empty() {
+            unshown += 1;
+        } else {
+            for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
+                println!("  {line}");
+            }
         }
         if !st.command_stages.is_empty() {
             use crate::rundir::spans::{COMMAND_STAGE_COLUMNS as C, command_stage_cells};
@@ -73,6 +82,11 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             let trials = if r.trials().is_some() { "; medians over trials" } else { "" };
             println!("  input: {key} {v}{trials}");
         }
+    }
+    if unshown > 0 {
+        println!(
+            "  spans: {unshown} later-round phase(s) (`#2` on) not shown here: summary.md and report.json hold each"
+        );
     }
     r.section.console(r, requested_workers);
     if let Some(line) = r.inputs_line() {

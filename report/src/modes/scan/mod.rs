@@ -219,7 +219,8 @@ fn recommend(
         let sentence = match points.len() < 2 {
             true => "one value: nothing to compare it with".to_string(),
             false => format!(
-                "too few trials to tell: {n} counted per value, and the rank test needs {needed} a value to call any difference at p < {ALPHA}; run {repeats} {needed} or more"
+                "too few {} to tell: {n} counted per value, and the rank test needs {needed} a value to call any difference at p < {ALPHA}; run {repeats} {needed} or more",
+                repeats.trim_start_matches("--")
             ),
         };
         return Recommendation {

@@ -176,7 +176,7 @@ fn two_values_with_too_few_trials_are_too_few() {
     let m = [value("b", "1", 0.3, 10.0, 2, 1), value("b", "2", 0.1, 10.0, 2, 2)];
     let r = scan(vec!["b".into()], None, &m, "--rounds").recommendation;
     assert_eq!(r.outcome, Outcome::TooFewTrials);
-    assert!(r.sentence.starts_with("too few trials to tell: 2 counted"), "{}", r.sentence);
+    assert!(r.sentence.starts_with("too few rounds to tell: 2 counted"), "{}", r.sentence);
     assert!(r.sentence.ends_with("run --rounds 4 or more"), "{}", r.sentence);
 }
 

@@ -60,7 +60,7 @@ fn base_cells(s: &Scan, p: &ScanPoint) -> [String; 8] {
         None => "1 (the first)".into(),
     };
     let versus = match (p.vs_first, p.p_vs_first) {
-        (Some(v), Some(pv)) => format!("{} (p = {})", verdict(v), fmt::p_value(pv)),
+        (Some(v), Some(pv)) => format!("{} (p = {})", verdict(v, s), fmt::p_value(pv)),
         _ => "–".into(),
     };
     [
@@ -75,12 +75,12 @@ fn base_cells(s: &Scan, p: &ScanPoint) -> [String; 8] {
     ]
 }
 
-fn verdict(v: Verdict) -> &'static str {
+fn verdict(v: Verdict, s: &Scan) -> String {
     match v {
-        Verdict::Faster => "faster",
-        Verdict::Slower => "slower",
-        Verdict::NoSignificantDifference => "no difference",
-        Verdict::TooFewTrials => "too few trials",
+        Verdict::Faster => "faster".into(),
+        Verdict::Slower => "slower".into(),
+        Verdict::NoSignificantDifference => "no difference".into(),
+        Verdict::TooFewTrials => format!("too few {}s", s.sample()),
     }
 }
 
