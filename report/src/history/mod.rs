@@ -202,8 +202,8 @@ fn analyse(
 /// For the dashboard: each run's last change, by its directory relative
 /// to `base`. A run's history is its definition's runs (the default
 /// figures, the default minimum segment), and its last change is the
-/// latest change point at or before it (of several at one run, the
-/// largest): "nap wall_s ×1.52 from r07". A run with none has no entry.
+/// latest change event at or before it ([`last_change`]): "nap wall_s
+/// ×1.52 from r07". A run with none has no entry.
 pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<String, String> {
     let mut groups: BTreeMap<String, Vec<Read>> = BTreeMap::new();
     for r in found.iter().filter_map(|(path, decl)| read_run(base, path, decl)) {
@@ -216,10 +216,7 @@ pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<Stri
         let Ok(figures) = figures_of(&runs, &asked) else { continue };
         let (_, changes) = analyse(&runs, &figures, stats::MIN_SEGMENT);
         for (k, run) in runs.iter().enumerate() {
-            let last = changes.iter().filter(|c| c.at <= k).max_by(|a, b| {
-                a.at.cmp(&b.at).then(a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()))
-            });
-            if let Some(c) = last {
+            if let Some(c) = last_change(&changes, k, stats::MIN_SEGMENT) {
                 let text =
                     format!("{} {} ×{:.2} from {}", c.stage, c.figure, c.ratio, runs[c.at].rel);
                 out.insert(run.rel.clone(), text);
@@ -227,6 +224,21 @@ pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<Stri
         }
     }
     out
+}
+
+/// The last change event at or before run `k`, named by its largest
+/// change. Change points of different figures fewer than `min_segment`
+/// runs apart are one event: the method cannot place a change closer than
+/// a segment, so one shift that moves a wall ×5 and a CPU ×1.2 may put the
+/// CPU's point a run later, and the event is the wall's. Of the event's
+/// points (the latest at or before `k`, and those within `min_segment`
+/// runs before it), the one with the largest |ln ratio|.
+fn last_change(changes: &[Change], k: usize, min_segment: usize) -> Option<&Change> {
+    let latest = changes.iter().filter(|c| c.at <= k).map(|c| c.at).max()?;
+    changes
+        .iter()
+        .filter(|c| c.at <= latest && c.at + min_segment > latest)
+        .max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()).then(a.at.cmp(&b.at)))
 }
 
 /// A run directory read for the history; None unless it is a run (not a
@@ -398,6 +410,32 @@ mod tests {
         r.run = with_speedup(r.run, &trials);
         assert!(r.run.planned.is_empty() && r.run.repeated.is_empty());
         assert_eq!(figures_of(&[r], &asked).unwrap(), []);
+    }
+
+    fn change(figure: &str, at: usize, ratio: f64) -> Change {
+        let interval = stats::ratio_of_medians_interval(&[1.0; 5], &[ratio; 5], 0);
+        let (stage, figure) = ("nap".into(), figure.into());
+        Change { stage, figure, at, before: 1.0, after: ratio, ratio, interval, p: 0.002 }
+    }
+
+    /// One shift placed a run apart in two figures is one event, named by
+    /// its larger change (CI once showed "cpu_s ×1.22 from r08" for a wall
+    /// ×5 from r07); a change a segment later is a new event.
+    #[test]
+    fn the_last_change_is_the_latest_event_named_by_its_largest_figure() {
+        let changes = [change("wall_s", 6, 5.0), change("cpu_s", 7, 1.22)];
+        let name =
+            |k, changes: &[Change]| last_change(changes, k, 5).map(|c| (c.figure.clone(), c.at));
+        assert_eq!(name(5, &changes), None);
+        assert_eq!(name(6, &changes), Some(("wall_s".into(), 6)));
+        assert_eq!(name(11, &changes), Some(("wall_s".into(), 6)));
+        // A slowdown by 0.5 (ln 0.69) outweighs ×1.22 the same way.
+        let changes = [change("wall_s", 6, 0.5), change("cpu_s", 6, 1.22)];
+        assert_eq!(name(9, &changes), Some(("wall_s".into(), 6)));
+        // A segment apart: two events, the later one is the last change.
+        let changes = [change("wall_s", 5, 5.0), change("cpu_s", 10, 1.22)];
+        assert_eq!(name(9, &changes), Some(("wall_s".into(), 5)));
+        assert_eq!(name(10, &changes), Some(("cpu_s".into(), 10)));
     }
 
     #[test]
