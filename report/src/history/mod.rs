@@ -202,7 +202,7 @@ fn analyse(
 /// For the dashboard: each run's last change, by its directory relative
 /// to `base`. A run's history is its definition's runs (the default
 /// figures, the default minimum segment), and its last change is the
-/// latest change event at or before it ([`last_change`]): "nap wall_s
+/// latest change event at or before it (see `last_change`): "nap wall_s
 /// ×1.52 from r07". A run with none has no entry.
 pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<String, String> {
     let mut groups: BTreeMap<String, Vec<Read>> = BTreeMap::new();
