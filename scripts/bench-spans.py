@@ -141,13 +141,18 @@ fd, path = tempfile.mkstemp(); os.close(fd)
 os.environ["STAGEBENCH_SPANS"] = path
 from stagebench import autospan
 try:
+    from stagebench._wrap import timed as _timed_now
+except ImportError:
+    _timed_now = None
+try:
     from stagebench._spans import flush_all
 except ImportError:
     flush_all = lambda: None
 def work(x):
     return x + 1
-# An older helper (--baseline-python) has _timed, which wrote a line a call.
-wrapped = (autospan.timed if hasattr(autospan, "timed") else autospan._timed)(work, "work")
+# An older helper (--baseline-python) has autospan.timed, or before that
+# autospan._timed, which wrote a line a call.
+wrapped = (_timed_now or getattr(autospan, "timed", None) or autospan._timed)(work, "work")
 line = b'{{"name":"work","seconds":1234e-9,"start":5678e-9}}\\n'
 out = os.open(path, os.O_WRONLY | os.O_APPEND)
 def write(x):

@@ -1,7 +1,7 @@
 //! `--inputs DIR` (repeatable): the directories a user's command reads,
 //! bound to the run and held still through it.
 //!
-//! - Each is walked into a manifest ([`crate::manifest`]) before the run
+//! - Each is walked into a manifest ([`report::manifest`]) before the run
 //!   directory exists; the declaration binds their digests
 //!   (`inputs_sha256`, `inputs_files`), never their paths, so two runs over
 //!   the same data have the same definition wherever it lives.
@@ -14,7 +14,7 @@
 //!   (the run's own writes would be read as a change).
 
 use crate::error::{Refusal, RunError, fail};
-pub(crate) use report::inputs::{Digest, combined};
+use report::inputs::{Digest, combined};
 use std::path::{Path, PathBuf};
 
 /// One `--inputs` directory, as digested before the run.
@@ -28,10 +28,10 @@ pub(crate) struct InputDir {
 }
 
 /// `dir` walked: its digest, and the path of every file in it.
-fn digest(dir: &Path) -> Result<(Digest, Vec<PathBuf>), crate::manifest::Unwalkable> {
-    let files = crate::manifest::files(dir, None)?;
+fn digest(dir: &Path) -> Result<(Digest, Vec<PathBuf>), report::manifest::Unwalkable> {
+    let files = report::manifest::files(dir, None)?;
     let paths = files.keys().map(|rel| dir.join(rel)).collect();
-    let manifest = crate::manifest::Manifest::of_output(files);
+    let manifest = report::manifest::Manifest::of_output(files);
     let digest = Digest {
         files: manifest.files.len() as u64,
         bytes: manifest.files.values().map(|f| f.bytes).sum(),
@@ -46,7 +46,7 @@ fn digest(dir: &Path) -> Result<(Digest, Vec<PathBuf>), crate::manifest::Unwalka
 /// default's parent).
 pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>, Refusal> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
-    let run_dir = crate::rundir::resolved(&cwd, run_dir);
+    let run_dir = report::rundir::resolved(&cwd, run_dir);
     let mut seen: Vec<(&Path, PathBuf)> = Vec::new();
     let mut out = Vec::new();
     for dir in dirs {
@@ -54,7 +54,7 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
         if !dir.is_dir() {
             return Err(Refusal(format!("--inputs {shown}: not a directory")));
         }
-        let real = crate::rundir::resolved(&cwd, dir);
+        let real = report::rundir::resolved(&cwd, dir);
         if let Some((other, _)) =
             seen.iter().find(|(_, r)| r.starts_with(&real) || real.starts_with(r))
         {
@@ -80,7 +80,7 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
 /// The declaration's parameters for `--inputs`: `inputs_sha256` and
 /// `inputs_files` (of all of them), and with several, `inputs_each_sha256`.
 pub(crate) fn parameters(dirs: &[InputDir]) -> Vec<(String, serde_json::Value)> {
-    use crate::rundir::declaration::keys;
+    use report::rundir::declaration::keys;
     let before: Vec<Digest> = dirs.iter().map(|d| d.before.clone()).collect();
     let Some(all) = combined(&before) else { return Vec::new() };
     let mut p = vec![

@@ -5,9 +5,8 @@
 //! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
 
 // The evidence's records, statistics, charts and renderings live in the
-// `report` crate; the coordinator writes through it, by these names.
-pub use report::verify;
-use report::{compare, dashboard, fmt, manifest, render, rundir, stats, timestamp};
+// `report` crate; the coordinator writes through it and names it so
+// (`report::rundir`, never a local alias).
 
 // Floor 0: vocabulary; no I/O beyond the clock and /proc.
 mod error;
@@ -16,6 +15,8 @@ mod interrupt;
 // Floor 1: the run directory and its evidence records; locks on directories runs share;
 // inputs dropped from the page cache; directories walked into manifests, and `--inputs`.
 mod dirlock;
+// (machine: this machine's record, environment.json, read from /proc and /sys)
+mod machine;
 mod pagecache;
 // (inputs: `--inputs`, digested before a run and checked after)
 mod inputs;

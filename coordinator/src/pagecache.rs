@@ -34,7 +34,7 @@ impl Inputs {
     }
 }
 
-pub(crate) use report::rundir::report::Eviction;
+use report::rundir::report::Eviction;
 
 /// Drops `files` from the page cache, as far as the kernel allows, and
 /// counts what stayed.

@@ -258,7 +258,7 @@ impl Settings {
         p.insert("sample_ms".into(), self.sample_ms.into());
         if !self.sources.is_empty() {
             p.insert(
-                crate::rundir::declaration::keys::SOURCES.into(),
+                report::rundir::declaration::keys::SOURCES.into(),
                 serde_json::json!(self.sources),
             );
         }
@@ -302,7 +302,7 @@ impl Settings {
     }
 }
 
-pub(crate) use report::rundir::keys::{repeat_key, repeat_of};
+use report::rundir::keys::repeat_key;
 
 /// Gives every stage a unique key: its spelling, with `#2`, `#3`, … on repeats.
 pub(crate) fn keyed(stages: Vec<Stage>) -> Vec<PlannedStage> {

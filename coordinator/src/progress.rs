@@ -6,7 +6,7 @@
 //! results go to report.json.
 
 use crate::events::{Event, Style};
-use crate::fmt::{duration, mib};
+use report::fmt::{duration, mib};
 use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::time::Instant;
@@ -120,7 +120,7 @@ fn trial_line(key: &str, walls: &[f64], warmup: u32, trials: u32) -> String {
     if i <= w {
         return format!("{key}: warm-up {i} of {warmup}, last {last}");
     }
-    let median = duration(crate::stats::distribution(&walls[w..]).median);
+    let median = duration(report::stats::distribution(&walls[w..]).median);
     format!("{key}: trial {} of {trials}, last {last}, running median {median}", i - w)
 }
 

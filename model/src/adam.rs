@@ -194,7 +194,7 @@ mod tests {
     #[test]
     fn moments_match_candles_ops_bit_for_bit() {
         let dev = Device::Cpu;
-        let mut r = recipe::rng::Rng::new(3);
+        let mut r = evidence::rng::Rng::new(3);
         let mut draw = |n: usize, scale: f64| -> Vec<f32> {
             (0..n)
                 .map(|i| ((r.uniform() - 0.5) * scale * 10f64.powi(i as i32 % 9 - 6)) as f32)

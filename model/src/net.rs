@@ -11,8 +11,8 @@
 use crate::adam::{Adam, SlotState};
 use crate::conv::{Conv, conv, residual};
 use candle_core::{D, DType, Device, Result, Tensor, Var};
+use evidence::rng::Rng;
 use recipe::contract::N_FEATURES;
-use recipe::rng::Rng;
 
 /// Hidden channels.
 pub const WIDTH: usize = 16;

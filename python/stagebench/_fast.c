@@ -1,17 +1,14 @@
-/* The hot path of a span wrapped by `--span` (stagebench.autospan.timed), in
+/* The hot path of a span wrapped by `--span` (stagebench._wrap.timed), in
  * C: what _spans.begin and _spans.end do for a plain function's call, on
  * the same per-thread tallies (Python lists), so everything else (writing,
  * forks, threads) stays in Python. Optional: where this does not build,
- * autospan does the same steps in Python, slower.
+ * _wrap does the same steps in Python, slower.
  *
- * A tally is the list _spans.tally makes: [0] calls, [1] sum, [2] self,
- * [3] min, [4] max, [5] first ns, [6] first start, [7] histogram, [8]
- * beside, [9] open now, [10] open call's children's ns, [11] name, [12]
- * enclosing open tally, [13] the open call's start. A thread state is
- * _spans.thread's list: [0] innermost open tally, [2] tallies by name, [3]
- * main, [4] top-level ns, [5] first top-level start, [6] last top-level
- * end, [7] when it next writes. The GIL makes each call's steps atomic
- * against the program's other threads; the functions called back into
+ * A tally is the list _spans.tally makes and a thread state is
+ * _spans.thread's list, both indexed by the names _layout.py gives (the
+ * SB_ #defines below, which a test holds to _layout.py's names and
+ * values). The GIL makes each call's steps atomic against the program's
+ * other threads; the functions called back into
  * Python (a thread's first span, an out-of-order end, a write) are
  * _spans' own. */
 #define PY_SSIZE_T_CLEAN
@@ -24,6 +21,36 @@
 #include <limits.h>
 #include <time.h>
 
+/* The tally layout, as _layout.py names it (each name with SB_ before it,
+ * clear of the C library's MIN and MAX): bumped with any change to it. */
+#define SB_LAYOUT 1
+/* A span name's tally. */
+#define SB_CALLS 0
+#define SB_SUM 1
+#define SB_SELF 2
+#define SB_MIN 3
+#define SB_MAX 4
+#define SB_FIRST_NS 5
+#define SB_FIRST_AT 6
+#define SB_HIST 7
+#define SB_BESIDE 8
+#define SB_OPEN 9
+#define SB_CHILDREN 10
+#define SB_NAME 11
+#define SB_PARENT 12
+#define SB_START 13
+#define SB_TALLY_SIZE 14
+/* A thread's state. */
+#define SB_T_INNER 0
+#define SB_T_ID 1
+#define SB_T_TALLIES 2
+#define SB_T_MAIN 3
+#define SB_T_TOP_NS 4
+#define SB_T_TOP_FIRST 5
+#define SB_T_TOP_LAST 6
+#define SB_T_FLUSH_AT 7
+#define SB_STATE_SIZE 8
+
 static PyObject *local_, *t_str, *new_, *tally_, *end_, *flush_, *slices_, *unsliced_;
 static Py_ssize_t max_slices;
 
@@ -33,7 +60,7 @@ static inline long long now_ns(void) {
     return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
-static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZE(t) == 8; }
+static int is_state(PyObject *t) { return PyList_CheckExact(t) && PyList_GET_SIZE(t) == SB_STATE_SIZE; }
 
 /* This thread's state, a new reference (local.t, or made by _spans.thread). */
 static PyObject *thread_state(void) {
@@ -100,7 +127,7 @@ static inline void put(PyObject *list, Py_ssize_t i, PyObject *v) {
     Py_DECREF(old);
 }
 
-static int is_tally(PyObject *s) { return PyList_CheckExact(s) && PyList_GET_SIZE(s) == 14; }
+static int is_tally(PyObject *s) { return PyList_CheckExact(s) && PyList_GET_SIZE(s) == SB_TALLY_SIZE; }
 
 /* enter(name): opens a span called name on this thread; its tally, or
  * None when one of that name is open here already (recursion: not timed
@@ -108,7 +135,7 @@ static int is_tally(PyObject *s) { return PyList_CheckExact(s) && PyList_GET_SIZ
 static PyObject *enter(PyObject *self, PyObject *name) {
     PyObject *t = thread_state();
     if (t == NULL) return NULL;
-    PyObject *s = PyDict_GetItemWithError(PyList_GET_ITEM(t, 2), name);
+    PyObject *s = PyDict_GetItemWithError(PyList_GET_ITEM(t, SB_T_TALLIES), name);
     if (s == NULL) {
         if (PyErr_Occurred()) { Py_DECREF(t); return NULL; }
         s = PyObject_CallFunctionObjArgs(tally_, t, name, NULL);
@@ -120,16 +147,16 @@ static PyObject *enter(PyObject *self, PyObject *name) {
         PyErr_SetString(PyExc_TypeError, "not a stagebench tally");
         return NULL;
     }
-    if (PyObject_IsTrue(PyList_GET_ITEM(s, 9))) {
+    if (PyObject_IsTrue(PyList_GET_ITEM(s, SB_OPEN))) {
         Py_DECREF(t);
         Py_RETURN_NONE;
     }
-    put(s, 9, Py_True);
-    if (set(s, 10, 0) < 0) { Py_DECREF(t); return NULL; }
-    put(s, 12, PyList_GET_ITEM(t, 0));
-    put(t, 0, s);
+    put(s, SB_OPEN, Py_True);
+    if (set(s, SB_CHILDREN, 0) < 0) { Py_DECREF(t); return NULL; }
+    put(s, SB_PARENT, PyList_GET_ITEM(t, SB_T_INNER));
+    put(t, SB_T_INNER, s);
     Py_DECREF(t);
-    if (set(s, 13, now_ns()) < 0) return NULL;
+    if (set(s, SB_START, now_ns()) < 0) return NULL;
     Py_INCREF(s);
     return s;
 }
@@ -141,33 +168,33 @@ static PyObject *leave(PyObject *self, PyObject *s) {
         PyErr_SetString(PyExc_TypeError, "not a stagebench tally");
         return NULL;
     }
-    if (get(s, 13, &start) < 0) return NULL;
+    if (get(s, SB_START, &start) < 0) return NULL;
     ns = end - start;
     PyObject *t = thread_state();
     if (t == NULL) return NULL;
-    if (PyList_GET_ITEM(t, 0) != s) {
+    if (PyList_GET_ITEM(t, SB_T_INNER) != s) {
         /* Closed out of order: _spans.end's own steps. */
         PyObject *r = PyObject_CallFunction(end_, "OOLL", t, s, start, ns);
         Py_DECREF(t);
         return r;
     }
-    PyObject *p = PyList_GET_ITEM(s, 12);
-    put(s, 9, Py_False);
-    put(t, 0, p);
+    PyObject *p = PyList_GET_ITEM(s, SB_PARENT);
+    put(s, SB_OPEN, Py_False);
+    put(t, SB_T_INNER, p);
     if (p != Py_None) {
-        if (add(p, 10, ns) < 0) goto fail;
-    } else if (PyObject_IsTrue(PyList_GET_ITEM(t, 3))) {
-        if (add(t, 4, ns) < 0) goto fail;
-        if (PyList_GET_ITEM(t, 5) == Py_None && set(t, 5, start) < 0) goto fail;
-        if (set(t, 6, start + ns) < 0) goto fail;
+        if (add(p, SB_CHILDREN, ns) < 0) goto fail;
+    } else if (PyObject_IsTrue(PyList_GET_ITEM(t, SB_T_MAIN))) {
+        if (add(t, SB_T_TOP_NS, ns) < 0) goto fail;
+        if (PyList_GET_ITEM(t, SB_T_TOP_FIRST) == Py_None && set(t, SB_T_TOP_FIRST, start) < 0) goto fail;
+        if (set(t, SB_T_TOP_LAST, start + ns) < 0) goto fail;
     }
-    if (get(s, 10, &children) < 0) goto fail;
-    if (add(s, 0, 1) < 0 || add(s, 1, ns) < 0 || add(s, 2, ns - children) < 0) goto fail;
-    if (get(s, 4, &v) < 0) goto fail;
-    if (ns > v && set(s, 4, ns) < 0) goto fail;
-    if (get(s, 3, &v) < 0) goto fail;
-    if (ns < v && set(s, 3, ns) < 0) goto fail;
-    PyObject *hist = PyList_GET_ITEM(s, 7);
+    if (get(s, SB_CHILDREN, &children) < 0) goto fail;
+    if (add(s, SB_CALLS, 1) < 0 || add(s, SB_SUM, ns) < 0 || add(s, SB_SELF, ns - children) < 0) goto fail;
+    if (get(s, SB_MAX, &v) < 0) goto fail;
+    if (ns > v && set(s, SB_MAX, ns) < 0) goto fail;
+    if (get(s, SB_MIN, &v) < 0) goto fail;
+    if (ns < v && set(s, SB_MIN, ns) < 0) goto fail;
+    PyObject *hist = PyList_GET_ITEM(s, SB_HIST);
     Py_ssize_t b;
     if (ns < 128) {
         b = (Py_ssize_t)(ns < 0 ? 0 : ns);
@@ -180,20 +207,20 @@ static PyObject *leave(PyObject *self, PyObject *s) {
         goto fail;
     }
     if (add(hist, b, 1) < 0) goto fail;
-    if (get(s, 0, &v) < 0) goto fail;
-    if (v == 1 && (set(s, 5, ns) < 0 || set(s, 6, start) < 0)) goto fail;
+    if (get(s, SB_CALLS, &v) < 0) goto fail;
+    if (v == 1 && (set(s, SB_FIRST_NS, ns) < 0 || set(s, SB_FIRST_AT, start) < 0)) goto fail;
     long long unsliced;
     if (get(unsliced_, 0, &unsliced) < 0) goto fail;
     if (unsliced || PyList_GET_SIZE(slices_) >= max_slices) {
         if (set(unsliced_, 0, unsliced + 1) < 0) goto fail;
     } else {
-        PyObject *slice = Py_BuildValue("(OLL)", PyList_GET_ITEM(s, 11), start, ns);
+        PyObject *slice = Py_BuildValue("(OLL)", PyList_GET_ITEM(s, SB_NAME), start, ns);
         if (slice == NULL) goto fail;
         int r = PyList_Append(slices_, slice);
         Py_DECREF(slice);
         if (r < 0) goto fail;
     }
-    if (get(t, 7, &v) < 0) goto fail;
+    if (get(t, SB_T_FLUSH_AT, &v) < 0) goto fail;
     if (start >= v) {
         PyObject *r = PyObject_CallOneArg(flush_, t);
         if (r == NULL) goto fail;
@@ -241,8 +268,8 @@ PyMODINIT_FUNC PyInit__fast(void) {
     t_str = PyUnicode_InternFromString("t");
     if (t_str == NULL) return NULL;
     PyObject *m = PyModule_Create(&module);
-    /* The tally layout these steps work on (_spans._LAYOUT). */
-    if (m != NULL && PyModule_AddIntConstant(m, "LAYOUT", 1) < 0) {
+    /* The tally layout these steps work on (_layout.LAYOUT). */
+    if (m != NULL && PyModule_AddIntConstant(m, "LAYOUT", SB_LAYOUT) < 0) {
         Py_DECREF(m);
         return NULL;
     }

@@ -4,7 +4,7 @@ user's code.
 
 ``PRESETS`` maps a preset to ``(module, qualname, installer)`` entries: each
 installer runs when its module has been imported (see
-:mod:`stagebench.autospan`), and raises :class:`autospan.Refused`, with the
+:mod:`stagebench.autospan`), and raises :class:`_wrap.Refused`, with the
 reason, when the module has not what it hooks (another version).
 
 ``preset:torch`` (PyTorch's DataLoader and optimizers):
@@ -51,13 +51,8 @@ import functools
 import os
 import threading
 
-from stagebench import _spans
-
-
-def _refused(why):
-    from stagebench.autospan import Refused
-
-    return Refused(why)
+from stagebench import _sink, _spans
+from stagebench._wrap import Refused, timed
 
 
 # ---------------------------------------------------------------- torch
@@ -71,12 +66,10 @@ def _torch_steps(module):
     holds the block's own cost too (its hooks, timed from inside, missed
     0.25 to 0.9 ms a call). A subclass's ``step`` calling its parent's is
     one call."""
-    from stagebench.autospan import timed
-
     cls = getattr(module, "Optimizer", None)
     patch = getattr(cls, "_patch_step_function", None)
     if patch is None:
-        raise _refused("torch: %s has no Optimizer._patch_step_function" % module.__name__)
+        raise Refused("torch: %s has no Optimizer._patch_step_function" % module.__name__)
 
     @functools.wraps(patch)
     def _patch_step_function(self):
@@ -270,11 +263,11 @@ def _keras_trainer(module):
         None,
     )
     if cls is None:
-        raise _refused("keras: %s has no trainer with make_train_function" % module.__name__)
+        raise Refused("keras: %s has no trainer with make_train_function" % module.__name__)
     for maker, attr, *names in _KERAS_STEPS:
         original = cls.__dict__.get(maker)
         if original is None:
-            raise _refused("keras: %s has no %s" % (cls.__name__, maker))
+            raise Refused("keras: %s has no %s" % (cls.__name__, maker))
         setattr(cls, maker, _keras_maker(original, attr, names, backend))
 
 
@@ -318,7 +311,7 @@ def _keras_pydataset(module):
     before and after this ran."""
     base = getattr(module, "PyDataset", None)
     if base is None:
-        raise _refused("keras: %s has no PyDataset" % module.__name__)
+        raise Refused("keras: %s has no PyDataset" % module.__name__)
 
     def wrap(cls):
         own = cls.__dict__.get("__getitem__")
@@ -347,7 +340,7 @@ def _keras_generator(module):
     yields is a span ``loader_produce``."""
     cls = getattr(module, "GeneratorDataAdapter", None)
     if cls is None or "__init__" not in cls.__dict__:
-        raise _refused("keras: %s has no GeneratorDataAdapter" % module.__name__)
+        raise Refused("keras: %s has no GeneratorDataAdapter" % module.__name__)
     original = cls.__init__
 
     def produced(generator):
@@ -372,7 +365,7 @@ def _keras_epoch(module):
     is a ``loader_wait``."""
     cls = getattr(module, "EpochIterator", None)
     if cls is None or "__next__" not in cls.__dict__:
-        raise _refused("keras: %s has no EpochIterator.__next__" % module.__name__)
+        raise Refused("keras: %s has no EpochIterator.__next__" % module.__name__)
     original = cls.__next__
 
     @functools.wraps(original)
@@ -423,9 +416,7 @@ def _keras_resident():
             for v, value in kept:
                 v.assign(value)
     except Exception as e:  # noqa: BLE001 - never break the program we measure
-        from stagebench import _append
-
-        _append({"refused": "--keras-resident", "why": "%s: %s" % (type(e).__name__, e)})
+        _sink.append({"refused": "--keras-resident", "why": "%s: %s" % (type(e).__name__, e)})
 
 
 # preset -> (module, qualname or preset name, span name or installer)

@@ -30,11 +30,34 @@ import threading
 import time
 from itertools import compress
 
+from stagebench import _sink
+from stagebench._layout import (
+    BESIDE,
+    CALLS,
+    CHILDREN,
+    FIRST_AT,
+    FIRST_NS,
+    HIST,
+    LAYOUT,
+    MAX,
+    MIN,
+    NAME,
+    OPEN,
+    PARENT,
+    SELF,
+    SUM,
+    T_FLUSH_AT,
+    T_INNER,
+    T_MAIN,
+    T_TALLIES,
+    T_TOP_FIRST,
+    T_TOP_LAST,
+    T_TOP_NS,
+)
+
 MAX_SLICES = 4096
 FLUSH_NS = 1_000_000_000
 BUCKETS = 64 * 64 + 64
-
-_ENV = "STAGEBENCH_SPANS"
 
 # Where perf_counter reads the monotonic clock (Linux: both are
 # CLOCK_MONOTONIC), it gives a span both its start on the machine's clock
@@ -55,16 +78,8 @@ if "*" in EAGER:
 
     EAGER = _Every(EAGER)
 
-# A thread's state, a list for speed: [0] the innermost open span's tally
-# (or None), [1] its thread id, [2] tallies by name, [3] whether it is the
-# main thread of a process not forked from another, [4] top-level ns, [5]
-# first top-level start, [6] last top-level end, [7] when it next writes.
-#
-# A name's tally, a list for speed: [0] calls, [1] sum, [2] self, [3] min,
-# [4] max, [5] the first call's ns, [6] its start, [7] histogram (a list
-# by bucket), [8] ns of it beside the thread's own spans, [9] open now, [10]
-# the open call's children's ns, [11] name, [12] the enclosing open tally,
-# [13] the open call's start (where _fast times it).
+# A thread's state and a name's tally are lists, for speed, indexed by the
+# names _layout gives (T_INNER, T_TALLIES, …; CALLS, SUM, …).
 local = threading.local()
 _all = []
 _slices = []
@@ -89,9 +104,9 @@ def thread():
 
 def tally(t, name):
     """Thread state ``t``'s tally of ``name``, made on first use."""
-    s = t[2].get(name)
+    s = t[T_TALLIES].get(name)
     if s is None:
-        s = t[2][name] = [0, 0, 0, _BIG, 0, 0, 0, [0] * BUCKETS, 0, 0, 0, name, None, 0]
+        s = t[T_TALLIES][name] = [0, 0, 0, _BIG, 0, 0, 0, [0] * BUCKETS, 0, 0, 0, name, None, 0]
     return s
 
 
@@ -107,66 +122,66 @@ def begin(t, name):
     """Opens a span called ``name`` on thread state ``t``: its tally, or
     None when a span of that name is already open there (not timed again)."""
     s = tally(t, name)
-    if s[9]:
+    if s[OPEN]:
         return None
-    s[9] = 1
-    s[10] = 0
-    s[12] = t[0]
-    t[0] = s
+    s[OPEN] = 1
+    s[CHILDREN] = 0
+    s[PARENT] = t[T_INNER]
+    t[T_INNER] = s
     return s
 
 
 def end(t, s, start, ns):
     """Ends the open span ``s`` that began at ``start`` and lasted ``ns``."""
-    if t[0] is not s:
+    if t[T_INNER] is not s:
         # Closed out of order: the spans opened inside it and left open (a
         # loop left early) end with it.
-        inner = t[0]
+        inner = t[T_INNER]
         while inner is not None and inner is not s:
-            inner[9] = 0
-            inner = inner[12]
+            inner[OPEN] = 0
+            inner = inner[PARENT]
         if inner is None:
             return
-    s[9] = 0
-    p = t[0] = s[12]
+    s[OPEN] = 0
+    p = t[T_INNER] = s[PARENT]
     if p is not None:
-        p[10] += ns
-    elif t[3]:
-        t[4] += ns
-        if t[5] is None:
-            t[5] = start
-        t[6] = start + ns
-    count(t, s, start, ns, ns - s[10])
+        p[CHILDREN] += ns
+    elif t[T_MAIN]:
+        t[T_TOP_NS] += ns
+        if t[T_TOP_FIRST] is None:
+            t[T_TOP_FIRST] = start
+        t[T_TOP_LAST] = start + ns
+    count(t, s, start, ns, ns - s[CHILDREN])
 
 
 def count(t, s, start, ns, own):
     """Adds one call of ``ns`` that began at ``start``, ``own`` of it its
     self time, to tally ``s`` of thread state ``t``."""
-    s[0] += 1
-    s[1] += ns
-    s[2] += own
-    if ns > s[4]:
-        s[4] = ns
-    if ns < s[3]:
-        s[3] = ns
-    s[7][bucket(ns)] += 1
-    if s[0] == 1:
-        s[5] = ns
-        s[6] = start
+    s[CALLS] += 1
+    s[SUM] += ns
+    s[SELF] += own
+    if ns > s[MAX]:
+        s[MAX] = ns
+    if ns < s[MIN]:
+        s[MIN] = ns
+    s[HIST][bucket(ns)] += 1
+    if s[CALLS] == 1:
+        s[FIRST_NS] = ns
+        s[FIRST_AT] = start
     if _unsliced[0] or len(_slices) >= MAX_SLICES:
         _unsliced[0] += 1
     else:
-        _slices.append((s[11], start, ns))
-    if start >= t[7] or s[11] in EAGER:
+        _slices.append((s[NAME], start, ns))
+    if start >= t[T_FLUSH_AT] or s[NAME] in EAGER:
         flush(t)
 
 
 def cancel(t, s):
     """Closes the open span ``s`` without counting it (a loader's
     ``next()`` that ended the epoch returned no batch)."""
-    if t[0] is s:
-        s[9] = 0
-        t[0] = s[12]
+    if t[T_INNER] is s:
+        s[OPEN] = 0
+        t[T_INNER] = s[PARENT]
 
 
 def beside(name, start, ns):
@@ -176,7 +191,7 @@ def beside(name, start, ns):
     reported as concurrent, never as a share of the wall."""
     t = thread()
     s = tally(t, name)
-    s[8] += ns
+    s[BESIDE] += ns
     count(t, s, start, ns, ns)
 
 
@@ -221,13 +236,11 @@ def stage_begin():
 
 def stage_end(name, before):
     """Writes the line of a stage that began with ``before``."""
-    from stagebench import _append
-
     end = now()
     start, cpu, rss, hwm, reset = before
     cpu_end = _cpu()
     rss_end, peak = _memory()
-    _append(
+    _sink.append(
         {
             "stage": {
                 "name": name,
@@ -247,26 +260,26 @@ def stage_end(name, before):
 def _line(t):
     """Thread state ``t``'s tally as one line (bytes), and resets it."""
     spans = []
-    for name, s in list(t[2].items()):
-        if not s[0]:
+    for name, s in list(t[T_TALLIES].items()):
+        if not s[CALLS]:
             continue
         # Only the buckets between this interval's min and max can hold a
         # call, and compress finds them in C: a line per item costs
         # microseconds, not a walk of every bucket.
-        h = s[7]
-        lo, hi = bucket(s[3]), bucket(s[4]) + 1
+        h = s[HIST]
+        lo, hi = bucket(s[MIN]), bucket(s[MAX]) + 1
         hist = []
         for k in compress(range(lo, hi), h[lo:hi]):
             hist.append("%d,%d" % (k, h[k]))
             h[k] = 0
         spans.append(
             '"%s":{"n":%d,"sum":%d,"self":%d,"beside":%d,"min":%d,"max":%d,"first":%d,"at":%d,"h":[%s]}'
-            % (name, s[0], s[1], s[2], s[8], s[3], s[4], s[5], s[6], ",".join(hist))
+            % (name, s[CALLS], s[SUM], s[SELF], s[BESIDE], s[MIN], s[MAX], s[FIRST_NS], s[FIRST_AT], ",".join(hist))
         )
-        s[0] = s[1] = s[2] = s[8] = s[4] = 0
-        s[3] = _BIG
-    window = "[%d,%d,%d]" % (t[4], t[5] or 0, t[6] or 0)
-    t[4], t[5], t[6] = 0, None, None
+        s[CALLS] = s[SUM] = s[SELF] = s[BESIDE] = s[MAX] = 0
+        s[MIN] = _BIG
+    window = "[%d,%d,%d]" % (t[T_TOP_NS], t[T_TOP_FIRST] or 0, t[T_TOP_LAST] or 0)
+    t[T_TOP_NS], t[T_TOP_FIRST], t[T_TOP_LAST] = 0, None, None
     with _lock:
         slices = _slices[:]
         del _slices[:]
@@ -277,7 +290,7 @@ def _line(t):
         % (
             _process["pid"],
             "true" if _process["forked"] else "false",
-            "true" if t[3] else "false",
+            "true" if t[T_MAIN] else "false",
             window,
             ",".join(spans),
             sl,
@@ -289,14 +302,11 @@ def _line(t):
 def flush(t):
     """Writes thread state ``t``'s tally (if anything changed). Never
     raises: measuring must not fail the program."""
-    t[7] = now() + FLUSH_NS
-    if not t[4] and not any(s[0] for s in list(t[2].values())):
+    t[T_FLUSH_AT] = now() + FLUSH_NS
+    if not t[T_TOP_NS] and not any(s[CALLS] for s in list(t[T_TALLIES].values())):
         return
     try:
-        line = _line(t)
-        from stagebench import _write
-
-        _write(line)
+        _sink.write(_line(t))
     except Exception:  # noqa: BLE001 - a measured program must not fail for us
         pass
 
@@ -319,15 +329,15 @@ def _after_fork_in_child():
     mine = getattr(local, "t", None)
     del _all[:]
     if mine is not None:
-        for s in mine[2].values():
-            s[0] = s[1] = s[2] = s[8] = s[4] = 0
-            s[3] = _BIG
-            s[7][:] = [0] * BUCKETS
-        mine[3], mine[4], mine[5], mine[6] = False, 0, None, None
+        for s in mine[T_TALLIES].values():
+            s[CALLS] = s[SUM] = s[SELF] = s[BESIDE] = s[MAX] = 0
+            s[MIN] = _BIG
+            s[HIST][:] = [0] * BUCKETS
+        mine[T_MAIN], mine[T_TOP_NS], mine[T_TOP_FIRST], mine[T_TOP_LAST] = False, 0, None, None
         _all.append(mine)
     del _slices[:]
     _unsliced[0] = 0
-    if os.environ.get(_ENV) and not getattr(os._exit, "__stagebench__", False):
+    if _sink.active() and not getattr(os._exit, "__stagebench__", False):
         original = os._exit
 
         def _exit(code):
@@ -340,10 +350,6 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
-
-# The tally layout _fast.c works on; a compiled part of another layout is
-# not used.
-_LAYOUT = 1
 
 
 def _compiled():
@@ -361,7 +367,7 @@ def _compiled():
     try:
         from . import _fast
 
-        return _fast if getattr(_fast, "LAYOUT", None) == _LAYOUT else None
+        return _fast if getattr(_fast, "LAYOUT", None) == LAYOUT else None
     except ImportError:
         pass
     import importlib.machinery
@@ -383,7 +389,7 @@ def _compiled():
                 spec.loader.exec_module(module)
             except Exception:
                 continue
-            if getattr(module, "LAYOUT", None) == _LAYOUT:
+            if getattr(module, "LAYOUT", None) == LAYOUT:
                 return module
     return None
 

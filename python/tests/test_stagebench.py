@@ -395,25 +395,25 @@ def never():
             self.skipTest("the compiled path was not built here")
         code = r"""
 import stagebench, threading, time, json, sys
-from stagebench import autospan, _spans
+from stagebench import _layout, _spans, _wrap
 assert (_spans.fast is None) == (sys.argv[1] == "pure"), _spans.fast
 def inner(x):
     time.sleep(0.002)
     return x
-inner = autospan.timed(inner, "inner")
+inner = _wrap.timed(inner, "inner")
 def outer():
     return inner(1) + inner(2)
-outer = autospan.timed(outer, "outer")
+outer = _wrap.timed(outer, "outer")
 def rec(n):
     return 0 if n == 0 else 1 + rec(n - 1)
-rec = autospan.timed(rec, "rec")
+rec = _wrap.timed(rec, "rec")
 def boom():
     raise KeyError("boom")
-boom = autospan.timed(boom, "boom")
+boom = _wrap.timed(boom, "boom")
 def leaky():
     stagebench.span("left_open").__enter__()
     return 7
-leaky = autospan.timed(leaky, "leaky")
+leaky = _wrap.timed(leaky, "leaky")
 assert outer() == 3 and outer() == 3
 assert rec(5) == 5
 try:
@@ -425,7 +425,7 @@ else:
 assert leaky() == 7
 t = threading.Thread(target=lambda: [inner(i) for i in range(3)])
 t.start(); t.join()
-_spans.local.t[7] = 0  # the next end writes the thread's tally
+_spans.local.t[_layout.T_FLUSH_AT] = 0  # the next end writes the thread's tally
 assert inner(9) == 9
 """
         got = {}
@@ -480,6 +480,38 @@ assert inner(9) == 9
             env["STAGEBENCH_SPANS_PURE_PYTHON"] = "1"
             out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
             self.assertEqual(out.stdout.split("\n")[1], "None")
+
+class Layout(unittest.TestCase):
+    """The tally layout is named once (_layout.py): the compiled path's
+    SB_ #defines are its names and values, and the lists the Python path
+    makes are as long as it says."""
+
+    def test_the_c_path_defines_every_name_of_the_layout_with_its_value(self):
+        import re
+
+        from stagebench import _layout
+
+        with open(os.path.join(HERE, "..", "stagebench", "_fast.c")) as f:
+            defined = {m.group(1): int(m.group(2)) for m in re.finditer(r"^#define SB_(\w+) (\d+)$", f.read(), re.M)}
+        named = {k: v for k, v in vars(_layout).items() if k.isupper()}
+        self.assertGreater(len(named), 20)
+        self.assertEqual(defined, named)
+        # Each list's indices are 0 to its size, each once.
+        tally = sorted(v for k, v in named.items() if not k.startswith("T_") and k not in ("LAYOUT", "TALLY_SIZE", "STATE_SIZE"))
+        self.assertEqual(tally, list(range(named["TALLY_SIZE"])))
+        state = sorted(v for k, v in named.items() if k.startswith("T_"))
+        self.assertEqual(state, list(range(named["STATE_SIZE"])))
+
+    def test_the_lists_the_python_path_makes_have_the_layouts_sizes(self):
+        from stagebench import _layout, _spans
+
+        t = _spans.thread()
+        s = _spans.tally(t, "layout_probe")
+        self.assertEqual((len(t), len(s)), (_layout.STATE_SIZE, _layout.TALLY_SIZE))
+        self.assertEqual(s[_layout.NAME], "layout_probe")
+        self.assertIs(t[_layout.T_TALLIES]["layout_probe"], s)
+        del t[_layout.T_TALLIES]["layout_probe"]
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -8,7 +8,7 @@ use recipe::features::{FrameBuilder, extract};
 
 fn main() {
     let n = 2_000_000usize;
-    let mut r = recipe::rng::Rng::new(1);
+    let mut r = evidence::rng::Rng::new(1);
     let ts: Vec<u32> = (0..n).map(|i| ((i * 5) % 86_400) as u32).collect();
     let e: Vec<f32> = (0..n).map(|_| r.uniform() as f32).collect();
     let a: Vec<f32> = (0..n).map(|_| (r.uniform() * 180.0 - 90.0) as f32).collect();

@@ -200,7 +200,7 @@ impl FrameBuilder {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rng::Rng;
+    use evidence::rng::Rng;
 
     fn bits(f: &Features) -> (Vec<u32>, Vec<bool>) {
         (f.values.iter().map(|v| v.to_bits()).collect(), f.valid.to_vec())

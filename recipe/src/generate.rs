@@ -7,10 +7,10 @@
 
 use crate::clock;
 use crate::contract::SAMPLE_SECONDS;
-use crate::rng::Rng;
 use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, Float32Array, RecordBatch, StringArray, UInt32Array};
 use arrow_schema::{DataType, Field, Schema};
+use evidence::rng::Rng;
 use parquet::arrow::ArrowWriter;
 use rayon::prelude::*;
 use std::fmt::Write as _;

@@ -17,7 +17,6 @@ pub mod generate;
 pub mod loader;
 pub mod normalizer;
 pub mod npy;
-pub mod rng;
 pub mod rows;
 pub mod source;
 pub mod state;

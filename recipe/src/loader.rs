@@ -12,8 +12,8 @@
 
 use crate::contract::N_FEATURES;
 use crate::normalizer::Normalizer;
-use crate::rng::Rng;
 use crate::targets::CONTEXT_FRAMES;
+use evidence::rng::Rng;
 use ndarray::{Array1, Array2, Array3};
 use std::sync::mpsc;
 

@@ -149,7 +149,7 @@ mod tests {
 
     #[test]
     fn merging_series_equals_one_pass_over_all_frames() {
-        let mut rng = crate::rng::Rng::new(7);
+        let mut rng = evidence::rng::Rng::new(7);
         let a: Vec<f32> = (0..500).map(|_| rng.uniform() as f32 * 100.0).collect();
         let b: Vec<f32> = (0..300).map(|_| rng.uniform() as f32 - 3.0).collect();
         let (va, vb) = (Array1::from_elem(100, true), Array1::from_elem(60, true));

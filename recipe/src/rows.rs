@@ -201,7 +201,7 @@ mod tests {
     /// report the same first error, on clean and on damaged input.
     #[test]
     fn push_raw_agrees_with_push() {
-        let mut rng = crate::rng::Rng::new(11);
+        let mut rng = evidence::rng::Rng::new(11);
         for case in 0..300 {
             let n = rng.range(1, 400) as usize;
             let start = 1_541_300_000 + rng.range(0, 2000) as i64 * 5; // spans the 2018-11-04 DST change

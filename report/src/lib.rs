@@ -11,7 +11,6 @@
 // Floor 0: vocabulary; no I/O beyond the clock.
 pub mod fmt;
 pub mod stats;
-pub mod timestamp;
 // Floor 1: the run directory and its records; directories walked into manifests.
 pub mod inputs;
 pub mod manifest;

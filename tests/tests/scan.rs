@@ -140,7 +140,7 @@ fn the_loader_example_scans_its_workers() {
     let peak = |i: usize| points[i]["tree_peak_bytes"].as_f64().unwrap() / (1 << 20) as f64;
     assert!(peak(1) - peak(0) > 30.0, "{} MiB then {} MiB", peak(0), peak(1));
     assert!(f.stdout.contains("workers=2  2"), "{}", f.stdout);
-    coordinator::verify::verify(&out).expect("the example's scan verifies");
+    report::verify::verify(&out).expect("the example's scan verifies");
 }
 
 /// examples/torch/train.py scanned over its DataLoader's workers with
@@ -286,7 +286,7 @@ fn a_prepare_program_is_scanned_value_by_value() {
     assert!(!f.stdout.contains("spans: cold_prepare[ms=40]#2:"), "{}", f.stdout);
     assert!(f.stdout.contains("spans: cold_prepare[ms=40]:"), "{}", f.stdout);
     assert!(out.join("plots/scan.svg").exists());
-    coordinator::verify::verify(&out).expect("the scan verifies");
+    report::verify::verify(&out).expect("the scan verifies");
 }
 
 /// A value whose 1-process and 2-process outputs differ fails the run, as

@@ -105,7 +105,7 @@ fn a_scan_over_processes_recommends_two_and_counts_each_process_memory() {
         assert_eq!(sorted, keys, "{rounds:?}");
     }
     assert!(rounds.windows(2).any(|w| w[0] != w[1]), "{rounds:?}");
-    coordinator::verify::verify(&out).expect("a scan verifies");
+    report::verify::verify(&out).expect("a scan verifies");
     let mut d = harness::coordinator();
     d.arg("dashboard").arg(tmp.path());
     assert_eq!(run(d).code(), Some(0));

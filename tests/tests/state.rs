@@ -220,7 +220,7 @@ fn two_runs_never_share_a_state_and_a_killed_holder_leaves_no_lock() {
     // The first run goes on untouched.
     let (status, stderr) = first.finish();
     assert!(status.success(), "{stderr}");
-    coordinator::verify::verify(&tmp.path().join("first")).expect("the first run verifies");
+    report::verify::verify(&tmp.path().join("first")).expect("the first run verifies");
 
     // A holder killed with SIGKILL leaves no lock: the next run proceeds.
     let mut killed = recipe_running(&state, &tmp.path().join("killed"));

@@ -61,7 +61,7 @@ fn trials_are_fresh_interleaved_and_summarised() {
     assert!(r["outlier_rule"].as_str().unwrap().contains("Tukey"));
     assert!(f.stdout.contains("interval of median"), "{}", f.stdout);
     assert!(f.stdout.contains("(range, 87.5%)") && !f.stdout.contains("95% CI"), "{}", f.stdout);
-    coordinator::verify::verify(&out).expect("a trials run verifies");
+    report::verify::verify(&out).expect("a trials run verifies");
 }
 
 /// Storage and system-call I/O per trial, for the whole tree: a command

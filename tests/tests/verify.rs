@@ -1,8 +1,8 @@
 //! `verify` passes on an untouched run and fails after any single byte of
 //! the declaration, environment, report or an artifact changes.
 
-use coordinator::verify::verify;
 use harness::{coordinator, run};
+use report::verify::verify;
 use std::path::{Path, PathBuf};
 
 fn a_run(tmp: &Path) -> PathBuf {

@@ -5,8 +5,8 @@
 
 use model::net::{HostBatch, Model};
 
+use evidence::rng::Rng;
 use recipe::loader::Batch;
-use recipe::rng::Rng;
 
 fn main() {
     worker::alloc::configure();

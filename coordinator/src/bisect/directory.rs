@@ -2,11 +2,11 @@
 //! environment, or reopened to resume; and what its report binds.
 
 use crate::error::Error;
-use crate::rundir::{self, environment};
 use report::bisect::text;
 use report::bisect::{
     Artifact, BUILDS, BisectDeclaration, PROBES, Probe, ProbeVerdict, SCHEMA_DECLARATION,
 };
+use report::rundir;
 use std::path::Path;
 
 /// Where the worktrees go while a probe runs (hidden: never evidence).
@@ -55,7 +55,8 @@ pub(super) fn open(out: &Path, declaration: &BisectDeclaration) -> Result<(Strin
         dir.write_evidence(name, bytes).map_err(|e| Error::Failed(e.to_string()))
     };
     let d = write(rundir::DECLARATION, &evidence::to_bytes(declaration))?;
-    let e = write(rundir::ENVIRONMENT, &evidence::to_bytes(&environment::capture("local", out)))?;
+    let e =
+        write(rundir::ENVIRONMENT, &evidence::to_bytes(&crate::machine::capture("local", out)))?;
     Ok((d, e))
 }
 

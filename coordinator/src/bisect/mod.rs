@@ -19,7 +19,6 @@ mod git;
 mod probe;
 
 use crate::error::Error;
-use crate::rundir;
 use directory::{WORKTREES, artifacts, open};
 use probe::Unmeasured;
 use report::bisect::search::{Ended, Search};
@@ -28,6 +27,7 @@ use report::bisect::{
     SCHEMA_DECLARATION, SCHEMA_VERSION, text,
 };
 use report::compare::Run;
+use report::rundir;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI32;
 
@@ -94,7 +94,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     let declaration = BisectDeclaration {
         schema: SCHEMA_DECLARATION.into(),
         schema_version: SCHEMA_VERSION,
-        created_utc: crate::timestamp::rfc3339_utc_now(),
+        created_utc: evidence::timestamp::rfc3339_utc_now(),
         good: good.clone(),
         bad: bad.clone(),
         commits: commits.clone(),
@@ -105,7 +105,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         rounds: asked.rounds,
         max_rounds,
         work_tree_dirty: dirty,
-        program: crate::rundir::declaration::Program::current(worker_sha),
+        program: report::rundir::declaration::Program::current(worker_sha),
     };
     let (declaration_sha256, environment_sha256) = open(&out, &declaration)?;
     let stop = crate::campaign::watch_signals();
@@ -155,9 +155,9 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     };
     report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
     // The derived files first, report.json last: one ending, as a run's.
-    crate::render::bisect::write_all(&out, &report)
+    report::render::bisect::write_all(&out, &report)
         .map_err(|e| Error::Failed(format!("cannot draw the bisection: {e}")))?;
-    evidence::write_atomic(&out.join(rundir::REPORT), &crate::rundir::report::seal(&report))
+    evidence::write_atomic(&out.join(rundir::REPORT), &report::rundir::report::seal(&report))
         .map_err(|e| Error::Failed(format!("cannot write report.json: {e}")))?;
     Ok(report)
 }

@@ -21,13 +21,11 @@
 
 pub(crate) mod file;
 mod runner;
-mod spans;
-
-pub(crate) use ::report::campaign::{PRIVATE, SCHEMA_DECLARATION, report, summary, trace};
 
 use crate::dataset::DatasetError;
-use crate::rundir::{self, RunDir, environment};
-use report::CampaignReport;
+use report::campaign::report::{self as records, CampaignReport};
+use report::campaign::{PRIVATE, SCHEMA_DECLARATION};
+use report::rundir::{self, RunDir};
 use runner::Runner;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -113,11 +111,11 @@ pub(crate) fn run(
     let declaration = serde_json::json!({
         "schema": SCHEMA_DECLARATION,
         "schema_version": 1,
-        "created_utc": crate::timestamp::rfc3339_utc_now(),
+        "created_utc": evidence::timestamp::rfc3339_utc_now(),
         "campaign": campaign,
         "file_sha256": evidence::sha256_hex(&bytes),
         "dataset_fingerprint": fingerprint,
-        "program": crate::rundir::declaration::Program::current(worker_sha),
+        "program": report::rundir::declaration::Program::current(worker_sha),
     });
     let write = |name: &str, bytes: &[u8]| {
         dir.write_evidence(name, bytes).map_err(|e| CampaignError::Failed(e.to_string()))
@@ -125,7 +123,7 @@ pub(crate) fn run(
     let declaration_sha256 = write(rundir::DECLARATION, &evidence::to_bytes(&declaration))?;
     let environment_sha256 = write(
         rundir::ENVIRONMENT,
-        &evidence::to_bytes(&environment::capture("local", dir.path())),
+        &evidence::to_bytes(&crate::machine::capture("local", dir.path())),
     )?;
     let stop = watch_signals();
     let runner = Runner {
@@ -143,14 +141,14 @@ pub(crate) fn run(
         let runner::Ran { steps, reference, artifacts, failed, not_run, identity } = ran;
         let pipeline = !campaign.pipeline.is_empty();
         // A failed trial is the campaign's first finding.
-        let mut judgment = report::failures(&failed, &not_run, campaign.campaign.trials);
+        let mut judgment = records::failures(&failed, &not_run, campaign.campaign.trials);
         judgment.extend(match pipeline {
-            true => spans::judgment(&steps, &campaign, identity.as_ref()),
-            false => report::judgment(&steps, campaign.campaign.epochs),
+            true => report::campaign::spans::judgment(&steps, &campaign.roles(), identity.as_ref()),
+            false => records::judgment(&steps, campaign.campaign.epochs),
         });
         let mut report = CampaignReport {
-            schema: report::SCHEMA.into(),
-            schema_version: report::SCHEMA_VERSION,
+            schema: records::SCHEMA.into(),
+            schema_version: records::SCHEMA_VERSION,
             name: campaign.campaign.name.clone(),
             declaration_sha256: declaration_sha256.clone(),
             environment_sha256: environment_sha256.clone(),
@@ -167,10 +165,10 @@ pub(crate) fn run(
             identity,
         };
         report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
-        report.states = report::states(dir.path())
+        report.states = records::states(dir.path())
             .map_err(|e| CampaignError::Failed(format!("digesting the state directories: {e}")))?;
         // The derived files first, report.json last: one ending, as a run's.
-        let derived = summary::write_all(dir.path(), &report)
+        let derived = report::campaign::summary::write_all(dir.path(), &report)
             .map_err(|e| CampaignError::Failed(e.to_string()))?;
         // The walk verify makes, before the report says ok (as a run's).
         let strays = strays(dir.path(), &report, &derived);
@@ -182,7 +180,7 @@ pub(crate) fn run(
                 first.what()
             )));
         }
-        write(rundir::REPORT, &crate::rundir::report::seal(&report))?;
+        write(rundir::REPORT, &report::rundir::report::seal(&report))?;
         Ok(report)
     });
     match finished {
@@ -197,9 +195,9 @@ pub(crate) fn run(
 fn strays(
     dir: &std::path::Path,
     report: &CampaignReport,
-    derived: &[crate::render::Rendered],
-) -> Vec<crate::rundir::tree::Stray> {
-    let mut accounted = crate::rundir::tree::Accounted::default();
+    derived: &[report::render::Rendered],
+) -> Vec<report::rundir::tree::Stray> {
+    let mut accounted = report::rundir::tree::Accounted::default();
     for f in [rundir::DECLARATION, rundir::ENVIRONMENT, rundir::REPORT] {
         accounted.file(f);
     }
@@ -217,7 +215,7 @@ fn strays(
     for f in derived {
         accounted.file(&f.path);
     }
-    accounted.strays(dir, crate::rundir::tree::MAX_STRAYS)
+    accounted.strays(dir, report::rundir::tree::MAX_STRAYS)
 }
 
 /// What a stopped campaign keeps beside failure.json: its runs, each with
@@ -239,7 +237,7 @@ fn record_failure(
         CampaignError::Failed(m) => ("campaign_failed", m.clone()),
         CampaignError::Interrupted(s) => ("interrupted", format!("interrupted by signal {s}")),
     };
-    let mut f = crate::rundir::failure::Failure::new(
+    let mut f = report::rundir::failure::Failure::new(
         "campaign",
         (None, None, reason),
         message,

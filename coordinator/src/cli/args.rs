@@ -4,9 +4,9 @@
 use crate::error::Refusal;
 use crate::interrupt::KillAt;
 use crate::plan::{Isolation, LeakPolicy, positive_secs};
-use crate::render::export::Exports;
 use clap::{Args, Parser, Subcommand};
 use recipe::generate::Scale;
+use report::render::export::Exports;
 use std::path::PathBuf;
 use std::time::Duration;
 

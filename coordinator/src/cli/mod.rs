@@ -14,10 +14,10 @@ mod resolve;
 pub use args::Cli;
 
 use crate::error::Error;
-use crate::render::export::Exports;
 use args::{Command, DatasetCommand};
 use clap::FromArgMatches;
 use protocol::exit::coordinator as code;
+use report::render::export::Exports;
 use std::path::Path;
 use std::process::ExitCode;
 
@@ -96,20 +96,20 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 return Err(Error::Usage(format!("output '{}' already exists", out.display())));
             }
             let figures = match figures.is_empty() {
-                true => crate::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
+                true => report::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
                 false => figures,
             };
-            let asked = crate::compare::Asked {
+            let asked = report::compare::Asked {
                 threshold_pct: threshold,
                 allow_incomparable,
                 strict,
                 figures: &figures,
             };
-            let c = crate::compare::compare(&run_a, &run_b, &asked)?;
-            print!("{}", crate::compare::render(&c, threshold));
+            let c = report::compare::compare(&run_a, &run_b, &asked)?;
+            print!("{}", report::compare::render(&c, threshold));
             if let Some(out) = &output {
-                crate::compare::write_output(out, &c, threshold)?;
-                println!("wrote {}/ ({})", out.display(), crate::compare::OUTPUT_FILES.join(", "));
+                report::compare::write_output(out, &c, threshold)?;
+                println!("wrote {}/ ({})", out.display(), report::compare::OUTPUT_FILES.join(", "));
             }
             Ok(if c.rows.iter().any(|r| r.regressed) { code::REGRESSION } else { code::SUCCESS })
         }
@@ -127,7 +127,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             }
         }
         Some(Command::Dashboard { dir }) => {
-            println!("{}", crate::dashboard::write(&dir)?);
+            println!("{}", report::dashboard::write(&dir)?);
             Ok(code::SUCCESS)
         }
         Some(Command::History { dir, figures, min_segment }) => {
@@ -183,7 +183,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             exports.check(output.as_deref())?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {
-                let bytes = crate::campaign::trace::chrome(&done.report).map_err(|e| {
+                let bytes = report::campaign::trace::chrome(&done.report).map_err(|e| {
                     Error::Usage(format!("--export-trace '{}': {e}", path.display()))
                 })?;
                 evidence::write_new(path, &bytes).map_err(|e| {
@@ -229,7 +229,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             if !dir.is_dir() {
                 return Err(Error::Usage(format!("'{}' is not a directory", dir.display())));
             }
-            let v = crate::verify::verify(&dir).map_err(|e| {
+            let v = report::verify::verify(&dir).map_err(|e| {
                 Error::Unverified(format!("verification of '{}' failed: {e}", dir.display()))
             })?;
             println!("verified {}: {v}", dir.display());
@@ -288,11 +288,7 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
 
 /// Writes the exports of a finished run (the run's evidence is complete
 /// either way): a path found taken is a usage error, a failed write a failure.
-fn write_exports(
-    exports: &Exports,
-    report: &crate::modes::Report,
-    dir: &Path,
-) -> Result<u8, Error> {
+fn write_exports(exports: &Exports, report: &report::Report, dir: &Path) -> Result<u8, Error> {
     for p in exports.write(report, dir)? {
         println!("exported {}", Path::new(&p).display());
     }
@@ -315,26 +311,26 @@ fn init_logging() {
 /// summary.md and the plots redrawn from report.json; a run's parsed report
 /// comes back for the exports (a campaign has none).
 /// A directory that does not verify exits 3; a redraw that cannot be written, 1.
-fn redraw(dir: &Path) -> Result<(Option<crate::modes::Report>, Vec<std::path::PathBuf>), Error> {
-    use crate::verify::Checked;
+fn redraw(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>), Error> {
+    use report::verify::Checked;
     let failed = |e: &dyn std::fmt::Display| {
         Error::Failed(format!("rendering '{}' failed: {e}", dir.display()))
     };
-    let checked = crate::verify::checked_report(dir)
+    let checked = report::verify::checked_report(dir)
         .map_err(|e| Error::Unverified(format!("rendering '{}' failed: {e}", dir.display())))?;
     let (report, files) = match checked {
         Checked::Run(mut r) => {
             r.read_jobs(dir, false).map_err(|e| {
                 Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
             })?;
-            let files = crate::render::write_all(dir, &r).map_err(|e| failed(&e))?;
+            let files = report::render::write_all(dir, &r).map_err(|e| failed(&e))?;
             (Some(*r), files)
         }
         Checked::Campaign(c) => {
-            (None, crate::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
+            (None, report::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
         }
         Checked::Bisection(b) => {
-            (None, crate::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
+            (None, report::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
         }
     };
     Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))

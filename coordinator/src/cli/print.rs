@@ -1,9 +1,9 @@
 //! What a person reads on stdout when a run ends: the stage table, the
 //! cold-prep and trials lines, and where the evidence is.
 
-use crate::fmt::mib;
 use crate::run::RunSummary;
 use protocol::exit::coordinator as code;
+use report::fmt::mib;
 
 /// `requested_workers`: what `--workers` asked for (cold-prep starts no more
 /// processes than series).
@@ -43,7 +43,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     // A later round's phase (`BASE#R`) repeats its first round's spans:
     // the console shows round 1's, summary.md and report.json every round's.
     let rounds = r.section.has_rounds();
-    let later = |key: &str| rounds && crate::plan::repeat_of(key).is_some();
+    let later = |key: &str| rounds && report::rundir::keys::repeat_of(key).is_some();
     let mut unshown = 0;
     for (key, st) in ordered {
         if let Some(w) = st.spans_not_found_warning(key) {
@@ -58,12 +58,12 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
         if later(key) && !st.spans.is_empty() {
             unshown += 1;
         } else {
-            for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
+            for line in report::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
                 println!("  {line}");
             }
         }
         if !st.command_stages.is_empty() {
-            use crate::rundir::spans::{COMMAND_STAGE_COLUMNS as C, command_stage_cells};
+            use report::rundir::spans::{COMMAND_STAGE_COLUMNS as C, command_stage_cells};
             println!("  stages inside {key} (its process's own CPU and memory):");
             println!(
                 "    {:<20} {:>9} {:>9} {:>12} {:>12}  {}",
@@ -77,7 +77,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             }
         }
         if let (Some(v), "command") =
-            (crate::modes::stages::preset_verdict(&st.figures), st.stage_kind())
+            (report::modes::verdicts::preset_verdict(&st.figures), st.stage_kind())
         {
             let trials = if r.trials().is_some() { "; medians over trials" } else { "" };
             println!("  input: {key} {v}{trials}");
@@ -95,7 +95,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
     for w in &r.machine_warnings {
         eprintln!("warning: {w}");
     }
-    let jobs = r.artifacts.iter().any(|a| a.kind == crate::rundir::jobs::KIND);
+    let jobs = r.artifacts.iter().any(|a| a.kind == report::rundir::jobs::KIND);
     println!(
         "evidence: {}/ (declaration.json, environment.json, report.json{}; summary.md and plots/ derived from it)",
         s.dir.display(),
@@ -105,8 +105,8 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
 
 /// `coordinator doctor`: the machine's state and its warnings; the exit code.
 pub(super) fn doctor(workers: u32) -> u8 {
-    use crate::rundir::environment;
-    let env = environment::capture("local", std::path::Path::new("."));
+    use report::rundir::environment;
+    let env = crate::machine::capture("local", std::path::Path::new("."));
     let or = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
     let c = &env.cpu;
     println!("cpu: {}", or(c.model.clone()));
@@ -123,8 +123,8 @@ pub(super) fn doctor(workers: u32) -> u8 {
     );
     println!(
         "memory: {} total; cgroup limit {}; cgroup CPU quota {}",
-        or(env.memory_bytes.map(crate::fmt::mib)),
-        env.limits.memory_limit_bytes.map_or("none".into(), crate::fmt::mib),
+        or(env.memory_bytes.map(report::fmt::mib)),
+        env.limits.memory_limit_bytes.map_or("none".into(), report::fmt::mib),
         env.limits.cpu_quota_cores.map_or("none".into(), |q| format!("{q:.2} cores"))
     );
     println!(

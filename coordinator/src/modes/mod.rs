@@ -10,15 +10,15 @@
 mod records;
 
 pub(crate) use records::{checked_artifact, process_records, stage_from_job};
-pub(crate) use report::modes::{Report, Section};
+use report::modes::Section;
 
 use crate::dispatch::DispatchOutcome;
 use crate::error::RunError;
 use crate::plan::Settings;
-use crate::rundir::declaration::{DeclaredStage, definition_sha256, phase_definition_sha256};
-use crate::rundir::report::{ArtifactRecord, StageRecord};
 use crate::supervisor::{Job, JobResult};
 use protocol::JobId;
+use report::rundir::declaration::{DeclaredStage, definition_sha256, phase_definition_sha256};
+use report::rundir::report::{ArtifactRecord, StageRecord};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -319,7 +319,7 @@ pub(crate) struct PhaseOutcome {
     /// What the phase's `after` step refused, if anything.
     pub(crate) after_error: Option<RunError>,
     /// What dropping its inputs from the page cache did, if asked.
-    pub(crate) eviction: Option<crate::pagecache::Eviction>,
+    pub(crate) eviction: Option<report::rundir::report::Eviction>,
     /// Accepts that failed while it ran (descriptors ran out), if any.
     pub(crate) accept_trouble: Option<crate::gate::AcceptTrouble>,
 }
@@ -390,7 +390,7 @@ pub(crate) struct Context<'a> {
     /// The machine's logical cores (from environment.json).
     pub(crate) cores: u32,
     /// `--inputs`, digested again after the last phase (unchanged).
-    pub(crate) inputs: &'a [crate::inputs::Digest],
+    pub(crate) inputs: &'a [report::inputs::Digest],
 }
 
 #[cfg(test)]

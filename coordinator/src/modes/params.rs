@@ -253,7 +253,8 @@ pub(crate) fn clock_seed() -> u64 {
 /// Fisher–Yates shuffle from a generator of its own per round, so a round's
 /// order does not depend on how many rounds came before.
 pub(crate) fn round_order(n: usize, seed: u64, round: u32) -> Vec<usize> {
-    let mut rng = recipe::rng::Rng::new(seed ^ (round as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
+    let mut rng =
+        evidence::rng::Rng::new(seed ^ (round as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut order: Vec<usize> = (0..n).collect();
     for i in (1..n).rev() {
         let j = rng.range(0, i as u64 + 1) as usize;

@@ -4,11 +4,11 @@
 
 use super::PhaseOutcome;
 use crate::error::RunError;
-use crate::rundir::report::{
+use crate::supervisor::JobResult;
+use report::rundir::report::{
     ArtifactRecord, JobSlice, Leaked, ProcessRecord, RuntimeRecord, StageIo, StageRecord,
     TimedSlice,
 };
-use crate::supervisor::JobResult;
 use std::path::Path;
 
 fn secs(ns: u64) -> f64 {
@@ -18,7 +18,7 @@ fn secs(ns: u64) -> f64 {
 /// A stage record from one job's own measurement.
 pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
     let m = &r.measurement;
-    let spans = crate::rundir::spans::records([(secs(m.wall_ns), &m.spans[..])]);
+    let spans = report::rundir::spans::records([(secs(m.wall_ns), &m.spans[..])]);
     StageRecord {
         stage: r.job.stage.to_string(),
         order,

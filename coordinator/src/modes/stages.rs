@@ -4,13 +4,11 @@
 //! what it makes of a recipe stage and how it names an unknown one.
 
 use super::SharedArgs;
-use super::preparation::SERIAL_CACHE;
 use crate::error::Refusal;
 use crate::plan::{self, PlannedStage};
 use protocol::{EpochInput, LocalPath, ModelStep, Stage, StageParseError};
+use report::modes::preparation::SERIAL_CACHE;
 use std::path::Path;
-
-pub(crate) use report::modes::verdicts::{input_bound, preset_verdict};
 
 /// A `--stage` that is not a diagnostic stage: a recipe stage (its
 /// spelling), or a spelling nothing knows.
@@ -107,7 +105,7 @@ pub(crate) fn kill_point(
 // The recipe's stages, as the modes that run them name them.
 
 /// The recipe's cache preparation, by its profile name.
-pub(crate) const PREPARE: &str = super::preparation::SERIAL;
+pub(crate) const PREPARE: &str = report::modes::preparation::SERIAL;
 pub(crate) const FIT: &str = "warm_fit_normalizer";
 pub(crate) const COUNT: &str = "count_eligible_contexts";
 pub(crate) const LOADER: &str = "warm_loader_epoch";

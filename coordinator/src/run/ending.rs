@@ -4,10 +4,11 @@
 
 use super::Done;
 use crate::error::{RunError, fail};
-use crate::modes::{PhaseOutcome, Report};
+use crate::modes::PhaseOutcome;
 use crate::plan::LeakPolicy;
-use crate::rundir;
 use crate::supervisor::WorkerEnd;
+use report::Report;
+use report::rundir;
 use std::path::Path;
 
 /// The phase's first failed worker, as the run's failure: its ending in
@@ -51,7 +52,7 @@ pub(super) fn first_failure(p: &PhaseOutcome) -> Option<RunError> {
 pub(super) fn strays(
     dir: &Path,
     report: &Report,
-    derived: &[crate::render::Rendered],
+    derived: &[report::render::Rendered],
 ) -> std::io::Result<Vec<rundir::tree::Stray>> {
     let mut accounted = rundir::tree::Accounted::default();
     for f in [rundir::DECLARATION, rundir::ENVIRONMENT, rundir::REPORT] {
@@ -61,7 +62,7 @@ pub(super) fn strays(
         accounted.file(&a.path);
         if a.kind == "manifest" {
             let base = Path::new(&a.path).parent().unwrap_or(Path::new(""));
-            for rel in crate::manifest::Manifest::read(&dir.join(&a.path))?.files.into_keys() {
+            for rel in report::manifest::Manifest::read(&dir.join(&a.path))?.files.into_keys() {
                 accounted.file(base.join(rel));
             }
         }
@@ -76,7 +77,7 @@ pub(super) fn strays(
 /// failed or killed one's up to its end, by stage key; and the failed
 /// one's stderr tail.
 pub(super) fn done_calls(outcomes: &[PhaseOutcome]) -> Done {
-    use crate::rundir::spans::calls_of_slices;
+    use report::rundir::spans::calls_of_slices;
     let mut done = Done::default();
     for p in outcomes {
         for r in p.results() {

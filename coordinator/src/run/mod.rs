@@ -6,9 +6,10 @@ mod ending;
 mod phases;
 
 use crate::error::{RunError, fail};
-use crate::modes::{self, Phase, Report, RunPlan};
-use crate::rundir::declaration::{Declaration, Program};
-use crate::rundir::{self, RunDir, environment, failure::Failure, report};
+use crate::modes::{self, Phase, RunPlan};
+use report::Report;
+use report::rundir::declaration::{Declaration, Program};
+use report::rundir::{self, RunDir, environment, failure::Failure};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -32,7 +33,7 @@ pub(crate) struct RunFailure {
 /// stays small.
 #[derive(Debug, Default)]
 pub(crate) struct Done {
-    pub(crate) calls: BTreeMap<String, crate::rundir::spans::Calls>,
+    pub(crate) calls: BTreeMap<String, report::rundir::spans::Calls>,
     pub(crate) stderr_tail: Option<String>,
 }
 
@@ -127,7 +128,7 @@ fn record_failure(
     plan: &RunPlan,
     bound: &Bound,
     e: &RunError,
-) -> Result<PathBuf, crate::rundir::RunDirError> {
+) -> Result<PathBuf, report::rundir::RunDirError> {
     let mut f = Failure::new(
         plan.mode.name(),
         e.recorded_as(),
@@ -154,7 +155,7 @@ fn run_in(
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(|e| internal("writing the declaration", &e))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
-    let env = environment::capture(plan.settings.launcher.as_str(), dir.path());
+    let env = crate::machine::capture(plan.settings.launcher.as_str(), dir.path());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(|e| internal("writing the environment", &e))?;
@@ -220,8 +221,8 @@ fn run_in(
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
     let mut report = Report {
-        schema: report::SCHEMA.into(),
-        schema_version: report::SCHEMA_VERSION,
+        schema: rundir::report::SCHEMA.into(),
+        schema_version: rundir::report::SCHEMA_VERSION,
         isolation: settings.isolation.as_str().into(),
         declaration_sha256: decl_sha,
         environment_sha256: env_sha,
@@ -234,7 +235,7 @@ fn run_in(
         machine_warnings: environment::warnings(
             &env,
             settings.workers,
-            environment::load_average(),
+            crate::machine::load_average(),
             // Trials warn about load per stage already.
             !plan.mode.warns_of_load_per_stage(),
         )
@@ -276,7 +277,7 @@ fn run_in(
     // Derived from the report alone (verify re-renders them and compares),
     // and written before it: report.json, written last and atomically, is
     // the run's one sign that everything it names is there.
-    let derived = crate::render::write_all(dir.path(), &report).map_err(|e| {
+    let derived = report::render::write_all(dir.path(), &report).map_err(|e| {
         fail(None, None, "internal", format!("rendering the summary and plots: {e}"))
     })?;
     // The walk verify makes, before the report says ok: a program that
@@ -300,7 +301,7 @@ fn run_in(
             ),
         ));
     }
-    dir.write_evidence(rundir::REPORT, &report::seal(&report))
+    dir.write_evidence(rundir::REPORT, &rundir::report::seal(&report))
         .map_err(|e| internal("writing the report", &e))?;
     Ok(report)
 }

@@ -318,7 +318,7 @@ async fn run_job(
                 return Err(WorkerEnd::KilledAtPoint { key: job.key.clone(), at, done: slices });
             }
             Some(Ok(FromWorker::Artifact { job: j, path, sha256 })) if j == job.id => {
-                if !crate::rundir::is_safe_relative(&path) {
+                if !report::rundir::is_safe_relative(&path) {
                     return Err(violation(format!(
                         "artifact path '{path}' is not a plain relative path"
                     )));

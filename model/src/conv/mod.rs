@@ -283,7 +283,7 @@ mod tests {
     }
 
     fn seeded(shape: &[usize], seed: u64) -> Vec<f32> {
-        let mut r = recipe::rng::Rng::new(seed);
+        let mut r = evidence::rng::Rng::new(seed);
         (0..shape.iter().product::<usize>()).map(|_| r.uniform() as f32 * 2.0 - 1.0).collect()
     }
 

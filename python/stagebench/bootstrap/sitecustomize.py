@@ -18,9 +18,9 @@ try:
         import stagebench  # noqa: F401 - its exit handler reports the runtime
 except Exception as _e:  # noqa: BLE001 - the program runs whatever we make of its targets
     try:
-        from stagebench import _append
+        from stagebench._sink import append
 
-        _append({"refused": "--span", "why": "%s: %s" % (type(_e).__name__, _e)})
+        append({"refused": "--span", "why": "%s: %s" % (type(_e).__name__, _e)})
     except Exception:  # noqa: BLE001
         pass
 finally:

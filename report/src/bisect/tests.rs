@@ -2,7 +2,7 @@ use super::*;
 use crate::rundir::declaration::Program;
 
 fn sample(seed: u64, n: usize, center: f64) -> Vec<f64> {
-    let mut rng = recipe::rng::Rng::new(seed);
+    let mut rng = evidence::rng::Rng::new(seed);
     (0..n).map(|_| center * (1.0 + 0.03 * rng.normal())).collect()
 }
 

@@ -5,6 +5,9 @@
 
 mod plot;
 pub mod report;
+pub mod roles;
+// (spans: a pipeline's campaign judged by its own spans and their roles)
+pub mod spans;
 pub mod summary;
 pub mod trace;
 

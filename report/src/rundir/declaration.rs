@@ -117,7 +117,7 @@ impl Declaration {
         Declaration {
             schema: SCHEMA.into(),
             schema_version: SCHEMA_VERSION,
-            created_utc: crate::timestamp::rfc3339_utc_now(),
+            created_utc: evidence::timestamp::rfc3339_utc_now(),
             mode: mode.into(),
             isolation: isolation.into(),
             workers,

@@ -75,7 +75,7 @@ impl RunDir {
     /// Creates a new directory `runs/<UTC timestamp>-<mode>` under `base`,
     /// adding `-2`, `-3`, … if a run started in the same second.
     pub fn create_default(base: &Path, mode: &str) -> Result<RunDir, RunDirError> {
-        let stem = format!("{}-{mode}", crate::timestamp::compact_utc_now());
+        let stem = format!("{}-{mode}", evidence::timestamp::compact_utc_now());
         for n in 1.. {
             let name = if n == 1 { stem.clone() } else { format!("{stem}-{n}") };
             match RunDir::create(&base.join(name)) {

@@ -28,7 +28,7 @@ pub struct ChangePoint {
 /// than twice that has none. `seed` makes the permutations repeatable.
 pub fn change_points(xs: &[f64], min_segment: usize, seed: u64) -> Vec<ChangePoint> {
     let min = min_segment.max(2);
-    let mut rng = recipe::rng::Rng::new(seed);
+    let mut rng = evidence::rng::Rng::new(seed);
     let mut found: Vec<ChangePoint> = Vec::new();
     // Segments still to search, as [start, end).
     let mut segments = vec![(0, xs.len())];
@@ -89,7 +89,7 @@ fn best_split(xs: &[f64], min: usize) -> Option<(usize, f64)> {
 
 /// The share of reshufflings of `xs` whose best split separates at least
 /// as well as `q` (counting the series itself, so never 0).
-fn permutation_p(xs: &[f64], min: usize, q: f64, rng: &mut recipe::rng::Rng) -> f64 {
+fn permutation_p(xs: &[f64], min: usize, q: f64, rng: &mut evidence::rng::Rng) -> f64 {
     let mut shuffled = xs.to_vec();
     let mut as_good = 0;
     for _ in 0..PERMUTATIONS {
@@ -111,7 +111,7 @@ mod tests {
     /// 100 ms per run with 3% noise, `step` added from run `from` on
     /// (0-based index).
     fn series(n: usize, from: usize, step: f64, seed: u64) -> Vec<f64> {
-        let mut rng = recipe::rng::Rng::new(seed);
+        let mut rng = evidence::rng::Rng::new(seed);
         (0..n)
             .map(|i| {
                 let base = if i >= from { 0.1 * (1.0 + step) } else { 0.1 };

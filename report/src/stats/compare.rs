@@ -89,7 +89,7 @@ pub fn ratio_of_medians_ci(a: &[f64], b: &[f64], seed: u64) -> [f64; 2] {
     if a.is_empty() || b.is_empty() {
         return [f64::NAN, f64::NAN];
     }
-    let mut rng = recipe::rng::Rng::new(seed);
+    let mut rng = evidence::rng::Rng::new(seed);
     let mut ra = vec![0.0; a.len()];
     let mut rb = vec![0.0; b.len()];
     let mut ratios = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
@@ -159,7 +159,7 @@ mod compare_tests {
     use crate::stats::{median, range_coverage};
 
     fn sample(seed: u64, n: usize, center: f64) -> Vec<f64> {
-        let mut rng = recipe::rng::Rng::new(seed);
+        let mut rng = evidence::rng::Rng::new(seed);
         (0..n).map(|_| center * (1.0 + 0.02 * rng.normal())).collect()
     }
 

@@ -127,7 +127,7 @@ fn bootstrap_median_ci(v: &[f64], seed: u64) -> [f64; 2] {
         let x = v.first().copied().unwrap_or(f64::NAN);
         return [x, x];
     }
-    let mut rng = recipe::rng::Rng::new(seed);
+    let mut rng = evidence::rng::Rng::new(seed);
     let mut medians = Vec::with_capacity(BOOTSTRAP_RESAMPLES);
     let mut resample = vec![0.0; v.len()];
     for _ in 0..BOOTSTRAP_RESAMPLES {

@@ -260,7 +260,7 @@ mod tests {
             assert_eq!(range_coverage(n), stated);
             let runs = 20_000;
             let mut covered = 0;
-            let mut rng = recipe::rng::Rng::new(n as u64);
+            let mut rng = evidence::rng::Rng::new(n as u64);
             for seed in 0..runs {
                 let xs: Vec<f64> = (0..n).map(|_| 10.0 + rng.normal()).collect();
                 let s = summarize(&xs, seed);
@@ -291,7 +291,7 @@ mod tests {
         let mut covered = 0;
         let runs = 80;
         for seed in 0..runs {
-            let mut rng = recipe::rng::Rng::new(1000 + seed);
+            let mut rng = evidence::rng::Rng::new(1000 + seed);
             let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
             let s = summarize(&sample, seed);
             let ci = s.median_ci95.unwrap();
@@ -308,7 +308,7 @@ mod tests {
         // so a 95% interval is about 2 x 1.96 x 0.196 = 0.77 wide.
         let widths: Vec<f64> = (0..runs)
             .map(|seed| {
-                let mut rng = recipe::rng::Rng::new(1000 + seed);
+                let mut rng = evidence::rng::Rng::new(1000 + seed);
                 let sample: Vec<f64> = (0..41).map(|_| 10.0 + rng.normal()).collect();
                 let ci = summarize(&sample, seed).median_ci95.unwrap();
                 ci[1] - ci[0]
@@ -320,7 +320,7 @@ mod tests {
 
     #[test]
     fn the_normal_generator_is_standard() {
-        let mut rng = recipe::rng::Rng::new(3);
+        let mut rng = evidence::rng::Rng::new(3);
         let xs: Vec<f64> = (0..100_000).map(|_| rng.normal()).collect();
         let s = summarize(&xs[..2000], 1);
         let mean = xs.iter().sum::<f64>() / xs.len() as f64;

@@ -222,7 +222,7 @@ fn verify_campaign(
         if !is_safe_relative(&s.path) {
             return Err(Mismatch(format!("state path '{}' leaves the campaign directory", s.path)));
         }
-        let found = recipe::state::digest(&dir.join(&s.path))
+        let found = evidence::digest::digest(&dir.join(&s.path))
             .map_err(|e| Mismatch(format!("state directory {} cannot be read: {e}", s.path)))?;
         if found.sha256 != s.sha256 || found.files != s.files || found.bytes != s.bytes {
             return Err(Mismatch(format!(

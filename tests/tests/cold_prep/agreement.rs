@@ -278,7 +278,7 @@ fn serial_and_parallel_preparation_agree_and_verify() {
         std::fs::read(out.join("private-feature-cache/manifest.json")).unwrap(),
         std::fs::read(out.join("private-feature-cache-parallel/manifest.json")).unwrap()
     );
-    coordinator::verify::verify(&out).expect("the run verifies");
+    report::verify::verify(&out).expect("the run verifies");
     f.assert_no_worker_left();
 
     // A changed cache file is caught through its manifest.
@@ -288,7 +288,7 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     let last = bytes.len() - 1;
     bytes[last] ^= 1;
     std::fs::write(&npy, bytes).unwrap();
-    let err = coordinator::verify::verify(&out).unwrap_err().to_string().to_string();
+    let err = report::verify::verify(&out).unwrap_err().to_string().to_string();
     assert!(
         err.contains("does not match its SHA-256 in private-feature-cache-parallel/manifest.json"),
         "{err}"

@@ -152,6 +152,6 @@ fn a_workers_sweep_measures_every_count_in_every_round() {
         "{summary}"
     );
     assert!(out.join("plots/sweep.svg").exists() && out.join("plots/sweep.png").exists());
-    coordinator::verify::verify(&out).expect("the run verifies");
+    report::verify::verify(&out).expect("the run verifies");
     f.assert_no_worker_left();
 }

@@ -15,13 +15,21 @@ use protocol::SpanTarget;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// The files of the bootstrap directory, from the helper package.
-const FILES: [(&str, &str); 5] = [
+/// The files of the bootstrap directory: the helper package's every
+/// module (a test holds this list to the package's folder).
+const FILES: [(&str, &str); 12] = [
     ("sitecustomize.py", include_str!("../../../python/stagebench/bootstrap/sitecustomize.py")),
     ("stagebench/__init__.py", include_str!("../../../python/stagebench/__init__.py")),
-    ("stagebench/autospan.py", include_str!("../../../python/stagebench/autospan.py")),
+    ("stagebench/_sink.py", include_str!("../../../python/stagebench/_sink.py")),
+    ("stagebench/_layout.py", include_str!("../../../python/stagebench/_layout.py")),
     ("stagebench/_spans.py", include_str!("../../../python/stagebench/_spans.py")),
+    ("stagebench/_hooks.py", include_str!("../../../python/stagebench/_hooks.py")),
+    ("stagebench/_runtime.py", include_str!("../../../python/stagebench/_runtime.py")),
+    ("stagebench/_serve.py", include_str!("../../../python/stagebench/_serve.py")),
+    ("stagebench/_wrap.py", include_str!("../../../python/stagebench/_wrap.py")),
+    ("stagebench/_api.py", include_str!("../../../python/stagebench/_api.py")),
     ("stagebench/_presets.py", include_str!("../../../python/stagebench/_presets.py")),
+    ("stagebench/autospan.py", include_str!("../../../python/stagebench/autospan.py")),
 ];
 
 /// The variable naming the targets, as JSON.
@@ -207,6 +215,25 @@ impl Drop for Bootstrap {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every module of the helper package rides in the bootstrap, and
+    /// nothing that is not one: a module added to python/stagebench/ and
+    /// left out here would make `--span` fail with an ImportError.
+    #[test]
+    fn the_bootstrap_holds_every_module_of_the_helper() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/stagebench");
+        let mut on_disk: Vec<String> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .filter(|n| n.ends_with(".py"))
+            .map(|n| format!("stagebench/{n}"))
+            .collect();
+        on_disk.push("sitecustomize.py".into());
+        on_disk.sort();
+        let mut embedded: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
+        embedded.sort();
+        assert_eq!(embedded, on_disk);
+    }
 
     fn summary(name: &str, calls: &[f64], self_s: f64) -> protocol::SpanSummary {
         let mut s = protocol::SpanSummary::new(name);

@@ -12,6 +12,7 @@ use crate::interrupt::KillAt;
 use crate::modes::recipe::MAX_EPOCHS;
 use paths::resolve_pipeline;
 pub(crate) use paths::{Places, guard_scratch};
+use report::campaign::roles::{Role, Roles};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -58,38 +59,6 @@ pub(crate) struct PipelineStage {
     /// Functions this stage's Python wraps as spans, beside the campaign's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) spans: Vec<String>,
-}
-
-/// What a pipeline's span is, in the vocabulary of the recipe's components:
-/// with roles, a pipeline's judgment says what the recipe's says.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub(crate) enum Role {
-    Startup,
-    Integrity,
-    RecordCheck,
-    Load,
-    Restore,
-    Recompute,
-    Work,
-}
-
-impl Role {
-    /// The component (see `report::COMPONENTS`) the role's seconds join.
-    /// A start-up span is inside its stage's wall, so it is kept apart from
-    /// process start-up (`startup`, the time before the stage began, which
-    /// the worker measures): each second is counted once.
-    pub(crate) fn component(self) -> &'static str {
-        match self {
-            Role::Startup => "startup_spans",
-            Role::Integrity => "integrity",
-            Role::RecordCheck => "record_check",
-            Role::Load => "load",
-            Role::Restore => "restore",
-            Role::Recompute => "recompute",
-            Role::Work => "work",
-        }
-    }
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -165,6 +134,16 @@ pub(crate) enum StepKind {
 pub(crate) enum PolicyName {
     Load,
     Recompute,
+}
+
+impl CampaignFile {
+    /// Every role the file gives: the campaign's and each stage's own.
+    pub(crate) fn roles(&self) -> Roles {
+        Roles {
+            campaign: self.campaign.roles.clone(),
+            stages: self.pipeline.iter().map(|p| (p.name.clone(), p.roles.clone())).collect(),
+        }
+    }
 }
 
 impl Settings {

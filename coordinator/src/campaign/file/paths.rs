@@ -5,7 +5,7 @@
 
 use super::CampaignFile;
 use crate::error::Refusal;
-pub(super) use crate::rundir::resolved;
+pub(super) use report::rundir::resolved;
 use std::path::{Component, Path, PathBuf};
 
 /// The places a scratch directory must not hold, all absolute with symlinks

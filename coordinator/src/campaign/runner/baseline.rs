@@ -2,7 +2,7 @@
 //! they differ among themselves (the baseline), what a resume changes
 //! beyond them, and the paths, which go to `private/identity.txt` only.
 
-use crate::campaign::report;
+use report::campaign::report as records;
 use std::collections::{BTreeMap, BTreeSet};
 
 /// A pipeline's scratch state compared file by file: the first cold
@@ -13,12 +13,12 @@ use std::collections::{BTreeMap, BTreeSet};
 pub(super) struct Baseline {
     reference: Option<BTreeMap<String, String>>,
     paths: BTreeSet<String>,
-    identity: report::Identity,
+    identity: records::Identity,
     private: Vec<String>,
 }
 
 impl Baseline {
-    /// A trial's scratch files (`recipe::state::files_all_but`): their
+    /// A trial's scratch files (`evidence::digest::files_all_but`): their
     /// digest once `exclude` left some out, and against the reference the
     /// files that differ and how many of them lie beyond the baseline.
     pub(super) fn judge(
@@ -30,7 +30,7 @@ impl Baseline {
     ) -> (String, u64, u64) {
         let (kept, left): (Vec<_>, Vec<_>) =
             files.into_iter().partition(|(rel, _, _)| !exclude.iter().any(|p| p.matches(rel)));
-        let digest = recipe::state::files_sha256(&kept);
+        let digest = evidence::digest::files_sha256(&kept);
         let now: BTreeMap<String, String> = kept.into_iter().map(|(r, s, _)| (r, s)).collect();
         let first = self.reference.is_none();
         if first {
@@ -57,8 +57,8 @@ impl Baseline {
 
     /// What the report records: how the cold runs compared, with the
     /// campaign's `identity_exclude`.
-    pub(super) fn identity(&self, exclude: &[String]) -> report::Identity {
-        report::Identity { exclude: exclude.to_vec(), ..self.identity.clone() }
+    pub(super) fn identity(&self, exclude: &[String]) -> records::Identity {
+        records::Identity { exclude: exclude.to_vec(), ..self.identity.clone() }
     }
 
     /// The differing paths, one line each, into `private/identity.txt` in
@@ -67,7 +67,7 @@ impl Baseline {
         if self.private.is_empty() {
             return Ok(());
         }
-        let private = dir.join(crate::campaign::PRIVATE);
+        let private = dir.join(report::campaign::PRIVATE);
         std::fs::create_dir_all(&private)?;
         let mut text = self.private.join("\n");
         text.push('\n');

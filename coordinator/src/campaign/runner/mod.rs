@@ -8,13 +8,13 @@ mod recipe;
 
 use super::CampaignError;
 use super::file::{CampaignFile, StepKind, StepSpec};
-use super::report::{self, FailedTrial, Killed, StepReport};
 use crate::error::RunError;
 use crate::modes::RunPlan;
 use crate::plan::{Isolation, Settings};
 use crate::run;
-use crate::rundir;
 use baseline::Baseline;
+use report::campaign::report::{self as records, FailedTrial, Killed, StepReport};
+use report::rundir;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -39,11 +39,11 @@ pub(super) struct Ran {
     pub(super) steps: Vec<StepReport>,
     /// The first cold trial's state digest ("" when none completed).
     pub(super) reference: String,
-    pub(super) artifacts: Vec<crate::rundir::report::ArtifactRecord>,
+    pub(super) artifacts: Vec<report::rundir::report::ArtifactRecord>,
     pub(super) failed: Vec<FailedTrial>,
     pub(super) not_run: Vec<String>,
     /// A pipeline's scratch state against its cold runs' (with a scratch).
-    pub(super) identity: Option<report::Identity>,
+    pub(super) identity: Option<records::Identity>,
 }
 
 pub(super) struct Runner<'a> {
@@ -171,11 +171,11 @@ impl Runner<'_> {
                 println!(
                     "  {:<20} trial {t}/{trials}: {:>10}{}",
                     step.name,
-                    crate::fmt::duration(trial.total_s),
+                    report::fmt::duration(trial.total_s),
                     match (&trial.killed, trial.identical_to_cold) {
                         (Some(k), true) => format!(
                             "  (killed after {}, resumed: artifacts identical to cold)",
-                            crate::fmt::duration(k.wall_s)
+                            report::fmt::duration(k.wall_s)
                         ),
                         (Some(_), false) =>
                             "  (killed, resumed: artifacts DIFFER from cold)".into(),
@@ -187,7 +187,7 @@ impl Runner<'_> {
             if done.is_empty() {
                 continue;
             }
-            let median = report::medians(&done);
+            let median = records::medians(&done);
             let totals: Vec<f64> = done.iter().map(|t| t.total_s).collect();
             steps.push(StepReport {
                 name: step.name.clone(),
@@ -197,9 +197,9 @@ impl Runner<'_> {
                 kill_at: step.kill_at.clone(),
                 trials: done,
                 median,
-                median_total_s: crate::stats::median(&totals),
+                median_total_s: report::stats::median(&totals),
                 median_total_interval: (totals.len() >= 2)
-                    .then(|| crate::stats::summarize(&totals, steps.len() as u64).median_interval),
+                    .then(|| report::stats::summarize(&totals, steps.len() as u64).median_interval),
             });
         }
         let reference = reference.map(|(r, _)| r).unwrap_or_default();
@@ -208,7 +208,10 @@ impl Runner<'_> {
             settings.scratch.as_ref().map(|_| baseline.identity(&settings.identity_exclude));
         // The paths that differ: for the person, never evidence.
         baseline.write_private(self.dir).map_err(|e| {
-            CampaignError::Failed(format!("writing {}/identity.txt: {e}", super::PRIVATE))
+            CampaignError::Failed(format!(
+                "writing {}/identity.txt: {e}",
+                report::campaign::PRIVATE
+            ))
         })?;
         Ok(Ran { steps, reference, artifacts, failed, not_run, identity })
     }
@@ -220,7 +223,7 @@ impl Runner<'_> {
         t: u32,
         plan: RunPlan,
         run_rel: &str,
-        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
+        artifacts: &mut Vec<report::rundir::report::ArtifactRecord>,
     ) -> Result<Killed, Trouble> {
         let (outcome, span_s) = self.execute(&plan);
         let elapsed = span_s.map_or(0.0, |[a, b]| b - a);
@@ -257,10 +260,10 @@ impl Runner<'_> {
         &self,
         rel: &str,
         step: &str,
-    ) -> Result<crate::rundir::report::ArtifactRecord, CampaignError> {
+    ) -> Result<report::rundir::report::ArtifactRecord, CampaignError> {
         let (sha256, bytes) = evidence::file_sha256(&self.dir.join(rel))
             .map_err(|e| CampaignError::Failed(format!("{rel}: {e}")))?;
-        Ok(crate::rundir::report::ArtifactRecord {
+        Ok(report::rundir::report::ArtifactRecord {
             path: rel.into(),
             sha256,
             bytes,
@@ -283,8 +286,9 @@ impl Runner<'_> {
             return Trouble::Abort(CampaignError::Interrupted(signal));
         }
         let (stage, _, reason) = f.error.recorded_as();
-        let last_span =
-            stage.as_ref().and_then(|s| super::spans::last_finished(f.done.calls.get(s)?));
+        let last_span = stage
+            .as_ref()
+            .and_then(|s| report::campaign::spans::last_finished(f.done.calls.get(s)?));
         let stderr_tail_file = match &f.done.stderr_tail {
             Some(text) => match self.keep_stderr_tail(run, text) {
                 Ok(rel) => Some(rel),
@@ -312,7 +316,7 @@ impl Runner<'_> {
     /// paths and data, so it stays outside the evidence.
     fn keep_stderr_tail(&self, run: &str, text: &str) -> Result<String, CampaignError> {
         let name = run.strip_prefix("runs/").unwrap_or(run).replace('/', ".");
-        let rel = format!("{}/stderr/{name}.txt", super::PRIVATE);
+        let rel = format!("{}/stderr/{name}.txt", report::campaign::PRIVATE);
         let path = self.dir.join(&rel);
         path.parent()
             .map_or(Ok(()), std::fs::create_dir_all)

@@ -5,9 +5,9 @@
 use super::{Baseline, Runner, Trouble};
 use crate::campaign::CampaignError;
 use crate::campaign::file::{StepKind, StepSpec};
-use crate::campaign::report::{self, TrialReport};
 use crate::modes::{RunPlan, diagnostic};
 use crate::plan::Settings;
+use report::campaign::report::{self as records, TrialReport};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -25,7 +25,7 @@ impl Runner<'_> {
         t: u32,
         run_rel: &str,
         (reference, baseline): (&mut Option<(String, PathBuf)>, &mut Baseline),
-        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
+        artifacts: &mut Vec<report::rundir::report::ArtifactRecord>,
     ) -> Result<TrialReport, Trouble> {
         let fail =
             |what: String| CampaignError::Failed(format!("step '{}' trial {t}: {what}", step.name));
@@ -51,8 +51,8 @@ impl Runner<'_> {
         let (plan, skipped) = self.pipeline_plan(step.kind != StepKind::Cold, run_rel, None);
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, run_rel, false, f))?;
-        let mut parts = report::stage_parts(&summary.report);
-        let calls = report::stage_calls(&summary.report);
+        let mut parts = records::stage_parts(&summary.report);
+        let calls = records::stage_calls(&summary.report);
         // A run's stages are numbered in its own plan, which leaves out the
         // skipped ones: each keeps its place in the pipeline instead.
         for (name, part) in parts.iter_mut() {
@@ -64,11 +64,11 @@ impl Runner<'_> {
         for (name, part) in skipped {
             parts.insert(name, part);
         }
-        crate::campaign::spans::apply_roles(&mut parts, self.campaign);
+        report::campaign::spans::apply_roles(&mut parts, &self.campaign.roles());
         let cold = step.kind == StepKind::Cold;
         let (digest, differing, beyond) = match &self.campaign.campaign.scratch {
             Some(dir) => {
-                let files = recipe::state::files_all_but(dir, &[crate::dirlock::LOCK_FILE])
+                let files = evidence::digest::files_all_but(dir, &[crate::dirlock::LOCK_FILE])
                     .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?;
                 let label = format!("{} {t}", step.name);
                 let excluded = self.campaign.campaign.excluded();
@@ -105,7 +105,7 @@ impl Runner<'_> {
         skip_complete: bool,
         run_rel: &str,
         kill: Option<crate::interrupt::KillAt>,
-    ) -> (RunPlan, Vec<(String, report::StagePart)>) {
+    ) -> (RunPlan, Vec<(String, records::StagePart)>) {
         let pipeline = &self.campaign.pipeline;
         let mut skipped = Vec::new();
         let mut stages = Vec::new();
@@ -115,7 +115,7 @@ impl Runner<'_> {
             if complete {
                 // The check is all a skipped stage costs: its wall.
                 let checked = started.elapsed().as_secs_f64();
-                let mut part = report::StagePart { order, wall_s: checked, ..Default::default() };
+                let mut part = records::StagePart { order, wall_s: checked, ..Default::default() };
                 part.components.insert("record_check".into(), checked);
                 part.skipped = true;
                 skipped.push((st.name.clone(), part));

@@ -5,9 +5,9 @@
 use super::{Runner, Trouble};
 use crate::campaign::CampaignError;
 use crate::campaign::file::{StepKind, StepSpec};
-use crate::campaign::report::{self, TrialReport};
 use crate::modes::{RunPlan, recipe as recipe_mode};
 use crate::plan::Settings;
+use report::campaign::report::{self as records, TrialReport};
 use std::path::{Path, PathBuf};
 
 impl Runner<'_> {
@@ -44,7 +44,7 @@ impl Runner<'_> {
         t: u32,
         run_rel: &str,
         reference: &mut Option<(String, PathBuf)>,
-        artifacts: &mut Vec<crate::rundir::report::ArtifactRecord>,
+        artifacts: &mut Vec<report::rundir::report::ArtifactRecord>,
     ) -> Result<TrialReport, Trouble> {
         let (state, killed) = match step.kind {
             StepKind::Cold => (self.state(&format!("{}-{t}", step.name))?, None),
@@ -64,7 +64,7 @@ impl Runner<'_> {
         let (outcome, span_s) = self.execute(&plan);
         let summary = outcome.map_err(|f| self.failed(step, t, run_rel, false, f))?;
         let digest = match &summary.report.section {
-            crate::modes::Section::Recipe(r) => r.state.sha256.clone(),
+            report::Section::Recipe(r) => r.state.sha256.clone(),
             _ => String::new(),
         };
         if reference.is_none() {
@@ -75,7 +75,7 @@ impl Runner<'_> {
             reference.as_mut().expect("set above").1 = state.clone();
         }
         let identical = reference.as_ref().is_some_and(|(r, _)| *r == digest);
-        let stages = report::stage_parts(&summary.report);
+        let stages = records::stage_parts(&summary.report);
         let train = summary.report.stages.get("train");
         let fig = |n: &str| train.and_then(|s| s.figures.get(n)).copied();
         Ok(TrialReport {

@@ -2,12 +2,13 @@
 //! stage records, the sealed manifests compared, each round's sides, the
 //! speedup with its interval, the sweep, storage and warnings.
 
-use super::{Plan, Section, items, rounds, storage, sweep, warnings::warnings};
+use super::{Plan, Section, rounds, storage, sweep, warnings::warnings};
 use crate::error::{RunError, fail};
-use crate::modes::preparation::{MANIFEST, VERIFY_AFTER, VERIFY_BEFORE, find, outputs, side};
+use crate::modes::preparation::{find, outputs, side};
 use crate::modes::{Context, PhaseOutcome, Records, stage_from_job};
-use crate::rundir::report::PrepSide;
+use report::modes::preparation::{MANIFEST, VERIFY_AFTER, VERIFY_BEFORE};
 use report::modes::scan;
+use report::rundir::report::PrepSide;
 
 pub(super) fn assemble(
     cx: &Context<'_>,
@@ -100,9 +101,9 @@ pub(super) fn assemble(
                 format!("{parallel_key} did not run"),
             )
         })?;
-        all.push(rounds::Round {
+        all.push(report::modes::cold_prep::rounds::Round {
             round,
-            first: rounds::First::of(round),
+            first: report::modes::cold_prep::rounds::First::of(round),
             serial_wall_s: serial.wall_s,
             parallel_wall_s: parallel.wall_s,
             serial_cpu_s: serial.cpu_s,
@@ -121,7 +122,7 @@ pub(super) fn assemble(
     records.artifacts.push(serial_art);
     records.artifacts.push(par_art);
     let (speedup, speedup_interval, all) = if all.len() > 1 {
-        let s = crate::stats::summarize(&all.iter().map(|r| r.speedup).collect::<Vec<_>>(), 0);
+        let s = report::stats::summarize(&all.iter().map(|r| r.speedup).collect::<Vec<_>>(), 0);
         (s.median, Some(s.median_interval), all)
     } else {
         (serial.wall_s / parallel.wall_s, None, Vec::new())
@@ -153,11 +154,11 @@ pub(super) fn assemble(
         }
         None => None,
     };
-    let items = plan.items.as_ref().map(|i| items::Summary {
+    let items = plan.items.as_ref().map(|i| report::modes::cold_prep::items::Summary {
         count: i.list.len() as u64,
         items_sha256: i.sha256.clone(),
         weighted: i.list.iter().any(|i| i.weight.is_some()),
-        inputs: crate::inputs::combined(cx.inputs),
+        inputs: report::inputs::combined(cx.inputs),
     });
     Ok(Section {
         counts: items.is_none().then_some(counts),
@@ -189,7 +190,7 @@ fn placed(side: &mut PrepSide, p: &PhaseOutcome, t0: std::time::Instant) {
         let (start_s, end_s) = r.interval_since(t0);
         (r.worker.0, start_s, end_s)
     });
-    side.timeline = crate::rundir::report::timeline(jobs, started_s);
+    side.timeline = report::rundir::report::timeline(jobs, started_s);
     side.phase = Some(p.phase.key.clone());
     side.started_s = Some(started_s);
 }

@@ -19,8 +19,6 @@
 
 use std::path::Path;
 
-pub(crate) use report::modes::cold_prep::items::Summary;
-
 /// What `--prepare` runs over.
 #[derive(Clone, Debug)]
 pub(crate) struct Items {

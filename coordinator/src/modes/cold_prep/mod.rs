@@ -22,11 +22,12 @@ mod scan;
 pub(crate) mod storage;
 
 pub(crate) use phases::{Plan, prepare};
-pub(crate) use report::modes::cold_prep::{NAME, Section, sweep, warnings};
+use report::modes::cold_prep::{NAME, Section, sweep, warnings};
 
-use super::preparation::{MANIFEST, Names, side};
+use super::preparation::side;
 use super::{Context, PhaseOutcome, Planned, Prepared, Records};
 use crate::error::RunError;
+use report::modes::preparation::{MANIFEST, Names};
 
 /// The mode, as the registry lists it.
 pub(crate) struct ColdPrep;

@@ -6,13 +6,12 @@ use super::storage::OsCache;
 use super::{items, rounds};
 use crate::error::RunError;
 use crate::modes::params::{Grid, Point, env_name, round_order};
-use crate::modes::preparation::{
-    ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE, prepare_phase, verify_phase,
-};
+use crate::modes::preparation::{prepare_phase, verify_phase};
 use crate::modes::{JobNumbers, Phase, Prepared};
 use crate::pagecache::Inputs;
 use crate::plan::Settings;
 use protocol::Stage;
+use report::modes::preparation::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

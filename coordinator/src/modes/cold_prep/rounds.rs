@@ -22,12 +22,12 @@
 use super::{Names, side};
 use crate::error::{RunError, fail};
 use crate::modes::{Phase, PhaseOutcome};
-pub(crate) use report::modes::cold_prep::rounds::{First, Round};
+use report::modes::cold_prep::rounds::First;
 use std::path::Path;
 
-/// A phase's key in round `round` (round 1 keeps the plain name), and
-/// the inverse: the stage keys' repeat rule.
-pub(crate) use crate::plan::{repeat_key as key, repeat_of as later_round};
+// A phase's key in round `round` (round 1 keeps the plain name), and the
+// inverse: the stage keys' repeat rule, report's.
+use report::rundir::keys::{repeat_key, repeat_of};
 
 /// A phase's cache in round `round` (round 1 keeps the plain name).
 pub(crate) fn cache(base: &str, round: u32) -> String {
@@ -36,7 +36,7 @@ pub(crate) fn cache(base: &str, round: u32) -> String {
 
 /// The keys of round `round`'s serial and parallel phases.
 pub(crate) fn keys(n: &Names, round: u32) -> (String, String) {
-    (key(&n.serial, round), key(&n.parallel, round))
+    (repeat_key(&n.serial, round), repeat_key(&n.parallel, round))
 }
 
 /// The two caches of round `round`.
@@ -49,9 +49,9 @@ pub(crate) fn caches(n: &Names, round: u32) -> (String, String) {
 /// another count of a sweep is `<stage>_w<count>`.
 pub(crate) fn parallel_key(n: &Names, count: u32, main: u32, round: u32) -> String {
     if count == main {
-        key(&n.parallel, round)
+        repeat_key(&n.parallel, round)
     } else {
-        key(&format!("{}_w{count}", &n.parallel), round)
+        repeat_key(&format!("{}_w{count}", &n.parallel), round)
     }
 }
 
@@ -120,8 +120,11 @@ fn clear(dir: &Path, n: &Names, key: &str) -> Result<(), RunError> {
     let failed = |e: std::io::Error| {
         fail(Some(key.to_string()), None, "internal", format!("removing checked caches: {e}"))
     };
-    let plain =
-        if n.items { crate::modes::preparation::ITEMS } else { crate::modes::preparation::RECIPE };
+    let plain = if n.items {
+        report::modes::preparation::ITEMS
+    } else {
+        report::modes::preparation::RECIPE
+    };
     for entry in std::fs::read_dir(dir).map_err(failed)? {
         let entry = entry.map_err(failed)?;
         let name = entry.file_name().to_string_lossy().into_owned();
@@ -142,7 +145,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
         fail(Some(p.phase.key.clone()), None, "internal", format!("reading {first}: {e}"))
     })?;
     let cache = p.phase.cache.as_deref().expect("preparation phases have a cache");
-    let round = later_round(&p.phase.key).map_or(1, |(_, r)| r);
+    let round = repeat_of(&p.phase.key).map_or(1, |(_, r)| r);
     if manifest != sealed && n.items {
         let what = format!(
             "{cache} ({}-process, round {round}) differs from {} (1-process, round 1)",
@@ -172,7 +175,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::preparation::{PARALLEL, PARALLEL_CACHE, RECIPE, SERIAL, SERIAL_CACHE};
+    use report::modes::preparation::{PARALLEL, PARALLEL_CACHE, RECIPE, SERIAL, SERIAL_CACHE};
 
     #[test]
     fn rounds_alternate_and_round_one_keeps_the_plain_names() {
@@ -187,24 +190,24 @@ mod tests {
         assert_eq!(parallel_key(n, 8, 8, 1), PARALLEL);
         assert_eq!(parallel_key(n, 2, 8, 3), format!("{PARALLEL}_w2#3"));
         assert_eq!(parallel_cache(n, 2, 8, 1), format!("{PARALLEL_CACHE}-w2"));
-        let items = &crate::modes::preparation::ITEMS;
+        let items = &report::modes::preparation::ITEMS;
         assert_eq!(caches(items, 1), ("private-output".into(), "private-output-parallel".into()));
     }
 
     #[test]
     fn a_later_rounds_key_reads_back_as_its_phase_and_round() {
         for round in [2, 3, 10] {
-            assert_eq!(later_round(&key(SERIAL, round)), Some((SERIAL, round)));
+            assert_eq!(repeat_of(&repeat_key(SERIAL, round)), Some((SERIAL, round)));
         }
         for not_later in [SERIAL, "a#1", "a#0", "a#", "#2", "a#02", "a#+2", "a#x"] {
-            assert_eq!(later_round(not_later), None, "{not_later}");
+            assert_eq!(repeat_of(not_later), None, "{not_later}");
         }
     }
 
     #[test]
     fn clearing_a_scans_outputs_keeps_each_values_sealed_pair() {
         let dir = tempfile::tempdir().unwrap();
-        let items = &crate::modes::preparation::ITEMS;
+        let items = &report::modes::preparation::ITEMS;
         let v = items.of_value("chunk=64");
         let kept = [
             "private-output",

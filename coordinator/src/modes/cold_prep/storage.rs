@@ -7,10 +7,10 @@
 //! from storage was served from the page cache, and is said to be not cold.
 
 use super::PhaseOutcome;
-use crate::rundir::report::StageRecord;
+use report::rundir::report::StageRecord;
 use std::collections::BTreeMap;
 
-pub(crate) use report::modes::cold_prep::storage::{PhaseStorage, Storage};
+use report::modes::cold_prep::storage::{PhaseStorage, Storage};
 
 /// `--os-cache`.
 #[derive(clap::ValueEnum, Clone, Copy, Debug, PartialEq, Eq, Default)]

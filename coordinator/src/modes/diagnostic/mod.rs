@@ -9,7 +9,7 @@ use super::{
 use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError};
 use crate::plan::{PlannedStage, Settings};
-pub(crate) use report::modes::diagnostic::{NAME, Section};
+use report::modes::diagnostic::{NAME, Section};
 use std::collections::BTreeMap;
 
 /// The mode, as the registry lists it.

@@ -11,7 +11,7 @@ pub(crate) mod side;
 
 pub(crate) use side::side;
 
-pub(crate) use report::modes::preparation::*;
+use report::modes::preparation::*;
 
 use super::{JobNumbers, Phase, PhaseOutcome};
 use crate::error::{RunError, fail};

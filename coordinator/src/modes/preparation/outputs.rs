@@ -4,7 +4,7 @@
 //! to stderr only, never into evidence.
 
 use crate::error::{RunError, fail};
-use crate::manifest::{Differences, Manifest, files};
+use report::manifest::{Differences, Manifest, files};
 use std::path::Path;
 
 /// A phase's output directory sealed as a manifest: canonical bytes.

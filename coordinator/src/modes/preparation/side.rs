@@ -3,14 +3,14 @@
 
 use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
-use crate::manifest::{Listed, Manifest};
 use crate::modes::{PhaseOutcome, checked_artifact};
-use crate::rundir::report::{
-    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, StageIo, StageRecord,
-};
-use crate::stats::distribution;
 use protocol::Faults;
 use rayon::prelude::*;
+use report::manifest::{Listed, Manifest};
+use report::rundir::report::{
+    ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, StageIo, StageRecord,
+};
+use report::stats::distribution;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -217,7 +217,7 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
     let io = StageIo::sum(trees_measured.iter().map(|m| m.io.as_ref()));
     let runtime = trees_measured.iter().find_map(|m| RuntimeRecord::measured(&m.runtime));
     // Every item's spans pooled, against the items' own wall times.
-    let spans = crate::rundir::spans::records(
+    let spans = report::rundir::spans::records(
         results.iter().map(|r| (r.measurement.wall_ns as f64 / 1e9, &r.measurement.spans[..])),
     );
     let stage = StageRecord {

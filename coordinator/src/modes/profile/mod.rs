@@ -13,11 +13,11 @@
 //! digest. Every artifact is re-hashed against what its stage reported, so
 //! one altered between stages fails the run.
 
-use super::preparation::{self, VERIFY_AFTER, VERIFY_BEFORE};
-use super::stages::{
-    COUNT, FIT, LOADER, PREPARE, input_bound, recipe_stage_over, trial_stage_names,
-};
-pub(crate) use report::modes::profile::{NAME, Section};
+use super::preparation;
+use super::stages::{COUNT, FIT, LOADER, PREPARE, recipe_stage_over, trial_stage_names};
+use report::modes::preparation::{SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
+use report::modes::profile::{NAME, Section};
+use report::modes::verdicts::input_bound;
 
 use super::{
     Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, checked_artifact,
@@ -95,7 +95,7 @@ impl Plan {
         let mut prepare = preparation::prepare_phase(
             &mut numbers,
             PREPARE,
-            preparation::SERIAL_CACHE,
+            SERIAL_CACHE,
             settings.workers,
             dataset,
             frozen,
@@ -199,7 +199,7 @@ fn assemble(
 
 #[cfg(test)]
 mod tests {
-    use crate::modes::stages::input_bound;
+    use report::modes::verdicts::input_bound;
 
     #[test]
     fn input_wait_is_graded_as_the_tensorflow_profiler_grades_it() {

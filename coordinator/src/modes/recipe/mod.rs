@@ -8,8 +8,9 @@
 //! left it, naming no file, so two runs can be shown to have left the same
 //! artifacts.
 
-use super::preparation::{self, VERIFY_BEFORE};
-pub(crate) use report::modes::recipe::{NAME, Section};
+use super::preparation;
+use report::modes::preparation::VERIFY_BEFORE;
+use report::modes::recipe::{NAME, Section};
 
 use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use crate::error::{Refusal, RunError, fail};
@@ -164,7 +165,7 @@ impl Planned for Plan {
                 )?;
             records.stages.insert(key.into(), stage_from_job(r, order));
         }
-        let state = ::recipe::state::digest(&self.state).map_err(|e| {
+        let state = evidence::digest::digest(&self.state).map_err(|e| {
             fail(None, None, "internal", format!("digesting the state directory: {e}"))
         })?;
         Ok(super::Section::from(Section { state }))

@@ -5,18 +5,18 @@
 
 mod scan;
 
-pub(crate) use report::modes::trials::{FIRST_TRIAL_RATIO, MAX_CV, NAME, Section};
+use report::modes::trials::{NAME, Section};
 
 use super::stages::{self, Other};
 use super::{Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, stage_from_job};
 use super::{Shared, SharedArgs};
 use crate::error::{Refusal, RunError, fail};
 use crate::plan::{PlannedStage, Settings};
-use crate::rundir::declaration::{DeclaredStage, definition_sha256};
-use crate::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TOP_LEVEL_FIGURES, TrialSet};
-use crate::stats::{self, Summary};
 use crate::supervisor::JobResult;
 use recipe::frozen::Frozen;
+use report::rundir::declaration::{DeclaredStage, definition_sha256};
+use report::rundir::report::{Counts, IO_COUNTERS, Leaked, StageIo, TOP_LEVEL_FIGURES, TrialSet};
+use report::stats::{self, Summary};
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -174,7 +174,7 @@ impl Planned for Plan {
         outcomes: &[PhaseOutcome],
         records: &mut Records,
     ) -> Result<super::Section, RunError> {
-        let load_end = crate::rundir::environment::load_average();
+        let load_end = crate::machine::load_average();
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
         results.sort_by_key(|r| r.job.order);
@@ -197,30 +197,12 @@ impl Planned for Plan {
                 })
                 .collect();
             let wall = &summary["wall_s"];
-            let mut warnings = Vec::new();
-            let cv = wall.stdev / wall.mean;
-            if cv > MAX_CV {
-                warnings.push(format!(
-                    "wall time is unstable: coefficient of variation {:.1}% (above {:.0}%)",
-                    100.0 * cv,
-                    100.0 * MAX_CV
-                ));
-            }
-            let walls = &samples["wall_s"];
-            if walls.len() >= 3 {
-                let rest = stats::distribution(&walls[1..]).median;
-                if walls[0] > FIRST_TRIAL_RATIO * rest {
-                    warnings.push(format!(
-                    "the first counted trial took {:.2}x the median of the rest: consider more --warmup",
-                    walls[0] / rest
-                ));
-                }
-            }
-            warnings.extend(crate::rundir::environment::load_warnings(
-                cx.load_at_start,
-                load_end,
+            let warnings = report::modes::trials::warnings::warnings(
+                wall,
+                &samples["wall_s"],
+                [cx.load_at_start, load_end],
                 cores,
-            ));
+            );
             // The stage record carries medians; every trial is under `trials`.
             let mut record = stage_from_job(last, order);
             record.wall_s = wall.median;
@@ -245,7 +227,7 @@ impl Planned for Plan {
             missed.dedup();
             record.spans_not_found = missed;
             // The counted trials' spans pooled, against their walls.
-            let pooled = crate::rundir::spans::records(
+            let pooled = report::rundir::spans::records(
                 counted
                     .iter()
                     .map(|r| (r.measurement.wall_ns as f64 / 1e9, &r.measurement.spans[..])),
@@ -257,7 +239,7 @@ impl Planned for Plan {
             notes.sort();
             notes.dedup();
             record.span_warnings = notes;
-            record.command_stages = crate::stats::median_stages(
+            record.command_stages = report::stats::median_stages(
                 &counted.iter().map(|r| &r.measurement.command_stages[..]).collect::<Vec<_>>(),
             );
             record.worker = None;
@@ -324,7 +306,7 @@ fn prerequisites(
     let mut prepare = preparation::prepare_phase(
         numbers,
         &prerequisite(profile::PREPARE),
-        preparation::SERIAL_CACHE,
+        report::modes::preparation::SERIAL_CACHE,
         workers,
         dir,
         frozen,

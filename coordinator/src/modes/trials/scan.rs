@@ -7,8 +7,8 @@ use crate::error::Refusal;
 use crate::modes::Records;
 use crate::modes::params::{Grid, Point, env_name};
 use crate::plan::PlannedStage;
-use crate::rundir::report::TrialSet;
 use protocol::{LocalPath, Stage, Word};
+use report::rundir::report::TrialSet;
 use std::collections::BTreeMap;
 
 /// The name a scanned command's stages take when `--name` is not given.

@@ -42,7 +42,7 @@ pub struct CampaignReport {
     pub environment_sha256: String,
     pub trials: u32,
     pub epochs: u32,
-    /// Digest of the state the first cold trial left (`recipe::state::digest`;
+    /// Digest of the state the first cold trial left (`evidence::digest::digest`;
     /// a pipeline's scratch directory: `digest_all_but`, dot-files included).
     pub reference_state_sha256: String,
     /// The steps ran an external pipeline (`[[pipeline]]`), not the recipe:
@@ -171,7 +171,7 @@ pub fn states(dir: &std::path::Path) -> std::io::Result<Vec<StateRecord>> {
     names
         .into_iter()
         .map(|name| {
-            let d = recipe::state::digest(&root.join(&name))?;
+            let d = evidence::digest::digest(&root.join(&name))?;
             Ok(StateRecord {
                 path: format!("state/{name}"),
                 files: d.files,

@@ -14,7 +14,7 @@ pub const NAME: &str = "recipe";
 #[schemars(rename = "RecipeSection")]
 pub struct Section {
     /// The state directory as the run left it (no file named).
-    pub state: ::recipe::state::Digest,
+    pub state: evidence::digest::Digest,
 }
 
 /// The components a stage's time is split into (a recipe stage's

@@ -5,7 +5,7 @@ const MIB: f64 = 1024.0 * 1024.0;
 
 /// `n` walls around `center` (2% noise, seeded) and a peak of `mib`.
 fn value(name: &str, v: &str, center: f64, mib: f64, n: usize, seed: u64) -> Measured {
-    let mut rng = recipe::rng::Rng::new(seed);
+    let mut rng = evidence::rng::Rng::new(seed);
     let walls: Vec<f64> = (0..n).map(|_| center * (1.0 + 0.02 * rng.normal())).collect();
     Measured {
         stage: format!("trial[{name}={v}]"),

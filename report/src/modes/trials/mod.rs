@@ -2,6 +2,7 @@
 //! with statistics, and how it shows itself (`render`).
 
 mod render;
+pub mod warnings;
 
 use crate::rundir::report::{Counts, TrialSet};
 use serde::{Deserialize, Serialize};

@@ -77,8 +77,20 @@ pub(crate) struct Reading {
     pub(crate) names: BTreeSet<(String, String)>,
 }
 
-/// A call with its place: `(place, name, [start, seconds])`.
-type Placed = (String, String, [f64; 2]);
+/// A call with its place.
+struct Placed {
+    /// `NAME#K/NAME#K/…`, from the outermost enclosing call down.
+    place: String,
+    name: String,
+    /// `[start, seconds]`.
+    call: [f64; 2],
+}
+
+impl Placed {
+    fn end(&self) -> f64 {
+        self.call[0] + self.call[1]
+    }
+}
 
 /// One stage's calls with their places: each call's enclosing call is the
 /// innermost earlier one whose interval holds it (on any thread: a call
@@ -104,7 +116,7 @@ fn placed(calls: &Calls) -> Vec<Placed> {
             false => format!("{parent}/{name}#{k}"),
         };
         open.push((place.clone(), end));
-        out.push((place, name.clone(), c));
+        out.push(Placed { place, name: name.clone(), call: c });
     }
     out
 }
@@ -113,14 +125,15 @@ fn placed(calls: &Calls) -> Vec<Placed> {
 /// within a millisecond of the last end (an exception leaves the spans it
 /// crosses together), the innermost, with its enclosing calls
 /// (`search_fit › restore`; `#k` where it was not the first of its name).
-pub(crate) fn last_finished(calls: &Calls) -> Option<String> {
+pub fn last_finished(calls: &Calls) -> Option<String> {
     let all = placed(calls);
-    let last = all.iter().map(|(_, _, c)| c[0] + c[1]).fold(f64::NEG_INFINITY, f64::max);
-    let (place, _, _) = all
+    let last = all.iter().map(Placed::end).fold(f64::NEG_INFINITY, f64::max);
+    let innermost = all
         .iter()
-        .filter(|(_, _, c)| c[0] + c[1] >= last - 1e-3)
-        .max_by_key(|(p, _, _)| p.matches('/').count())?;
-    let shown: Vec<String> = place
+        .filter(|p| p.end() >= last - 1e-3)
+        .max_by_key(|p| p.place.matches('/').count())?;
+    let shown: Vec<String> = innermost
+        .place
         .split('/')
         .map(|seg| match seg.split_once('#') {
             Some((name, "1")) => name.to_string(),
@@ -137,16 +150,22 @@ fn cold_calls(cold: &StepReport) -> BTreeMap<(String, String), f64> {
     let mut per: BTreeMap<(String, String), Vec<f64>> = BTreeMap::new();
     for t in &cold.trials {
         for (stage, calls) in &t.calls {
-            for (place, _, c) in placed(calls) {
-                per.entry((stage.clone(), place)).or_default().push(c[1]);
+            for p in placed(calls) {
+                per.entry((stage.clone(), p.place)).or_default().push(p.call[1]);
             }
         }
     }
     per.into_iter().map(|(k, v)| (k, median(&v))).collect()
 }
 
-/// A trial's call: stage, place, name, its fate and seconds.
-type Fated = (String, String, String, Fate, f64);
+/// A trial's call with its fate.
+struct Fated {
+    stage: String,
+    place: String,
+    name: String,
+    fate: Fate,
+    seconds: f64,
+}
 
 /// One trial's calls with their fates, and its repeated seconds.
 fn trial_fates(t: &TrialReport, cold: &BTreeMap<(String, String), f64>) -> (Vec<Fated>, f64) {
@@ -158,14 +177,14 @@ fn trial_fates(t: &TrialReport, cold: &BTreeMap<(String, String), f64>) -> (Vec<
     let done: Option<BTreeSet<(String, String)>> = t.killed.as_ref().map(|k| {
         k.calls
             .iter()
-            .flat_map(|(stage, c)| placed(c).into_iter().map(move |(p, _, _)| (stage.clone(), p)))
+            .flat_map(|(stage, c)| placed(c).into_iter().map(move |p| (stage.clone(), p.place)))
             .collect()
     });
     let stages: BTreeSet<&String> = t.calls.keys().chain(cold.keys().map(|(s, _)| s)).collect();
     for stage in stages {
         let own = placed(t.calls.get(stage).unwrap_or(&empty));
         let mut repeated: Vec<[f64; 2]> = Vec::new();
-        for (place, name, c) in &own {
+        for Placed { place, name, call: c } in &own {
             let key = (stage.clone(), place.clone());
             let was_done = done.as_ref().is_none_or(|d| d.contains(&key));
             let fate = match cold.get(&key) {
@@ -177,13 +196,25 @@ fn trial_fates(t: &TrialReport, cold: &BTreeMap<(String, String), f64>) -> (Vec<
             if fate == Fate::Repeated {
                 repeated.push(*c);
             }
-            out.push((stage.clone(), place.clone(), name.clone(), fate, c[1]));
+            out.push(Fated {
+                stage: stage.clone(),
+                place: place.clone(),
+                name: name.clone(),
+                fate,
+                seconds: c[1],
+            });
         }
         for ((s, place), _) in cold.iter().filter(|((s, _), _)| s == stage) {
-            if !own.iter().any(|(p, _, _)| p == place) {
+            if !own.iter().any(|p| p.place == *place) {
                 let name = place.rsplit('/').next().unwrap_or(place);
                 let name = name.split('#').next().unwrap_or(name).to_string();
-                out.push((s.clone(), place.clone(), name, Fate::Skipped, 0.0));
+                out.push(Fated {
+                    stage: s.clone(),
+                    place: place.clone(),
+                    name,
+                    fate: Fate::Skipped,
+                    seconds: 0.0,
+                });
             }
         }
         repeated_s += union(&mut repeated);
@@ -238,8 +269,8 @@ pub(crate) fn read(step: &StepReport, cold: &StepReport) -> Option<Reading> {
     for t in &step.trials {
         let (fates, r) = trial_fates(t, &cold_calls);
         repeated.push(r);
-        for (stage, place, name, fate, s) in fates {
-            per.entry((stage, place)).or_insert_with(|| (name, Vec::new())).1.push((fate, s));
+        for Fated { stage, place, name, fate, seconds } in fates {
+            per.entry((stage, place)).or_insert_with(|| (name, Vec::new())).1.push((fate, seconds));
         }
     }
     let mut reading = Reading { repeated_s: median(&repeated), ..Default::default() };

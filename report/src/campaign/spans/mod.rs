@@ -7,10 +7,10 @@
 
 mod calls;
 
-pub(crate) use calls::last_finished;
+pub use calls::last_finished;
 
-use super::file::CampaignFile;
 use super::report::{StagePart, StepReport, component_total, label, outside, pct, span_totals};
+use super::roles::{Role, Roles};
 use crate::fmt::duration;
 use crate::stats::median;
 use std::collections::BTreeMap;
@@ -20,12 +20,9 @@ use std::collections::BTreeMap;
 /// with the role `startup` in `startup_spans`, inside the wall), and
 /// everything else (spans without a role, time outside spans) as `other`;
 /// so the components add up to the stage's total, each second once.
-pub(crate) fn apply_roles(parts: &mut BTreeMap<String, StagePart>, campaign: &CampaignFile) {
+pub fn apply_roles(parts: &mut BTreeMap<String, StagePart>, roles: &Roles) {
     for (stage, part) in parts.iter_mut().filter(|(_, p)| !p.skipped) {
-        let own = campaign.pipeline.iter().find(|p| p.name == *stage).map(|p| &p.roles);
-        let role = |span: &str| {
-            own.and_then(|r| r.get(span)).or_else(|| campaign.campaign.roles.get(span)).copied()
-        };
+        let role = |span: &str| roles.of(stage, span);
         let startup = part.components.get("startup").copied().unwrap_or(0.0);
         part.components.clear();
         let mut roled = 0.0;
@@ -224,9 +221,9 @@ fn outside_total(step: &StepReport) -> f64 {
 
 /// The judgment of a pipeline campaign: a few plain sentences, every number
 /// from the steps' medians.
-pub(crate) fn judgment(
+pub fn judgment(
     steps: &[StepReport],
-    campaign: &CampaignFile,
+    roles: &Roles,
     identity: Option<&super::report::Identity>,
 ) -> Vec<String> {
     let mut out = Vec::new();
@@ -251,22 +248,14 @@ pub(crate) fn judgment(
     if let Some(identity) = identity {
         out.push(super::report::cold_identity(identity));
     }
-    let has_roles = !campaign.campaign.roles.is_empty()
-        || campaign.pipeline.iter().any(|p| !p.roles.is_empty());
+    let has_roles = roles.any();
     // `STAGE/NAME` of the spans whose role is work: still to do, never
     // something to persist.
     let is_work = |key: &str| {
         let (stage, name) = key.split_once('/').unwrap_or(("", key));
-        let own =
-            campaign.pipeline.iter().find(|p| p.name == stage).and_then(|p| p.roles.get(name));
-        own.or_else(|| campaign.campaign.roles.get(name)).is_some_and(|r| r.component() == "work")
+        roles.of(stage, name) == Some(Role::Work)
     };
-    let has_work = campaign
-        .pipeline
-        .iter()
-        .flat_map(|p| p.roles.values())
-        .chain(campaign.campaign.roles.values())
-        .any(|r| r.component() == "work");
+    let has_work = roles.names(Role::Work);
     for step in steps.iter().filter(|s| s.kind != "cold") {
         let r = step.median_total_s;
         let opening = match step.kind.as_str() {

@@ -2,13 +2,15 @@
 
 use super::*;
 use crate::campaign::report::StepReport;
+use crate::campaign::roles::{Role, Roles};
 use serde_json::json;
 
-fn campaign(roles: &str) -> CampaignFile {
-    toml::from_str(&format!(
-        "[campaign]\nname = \"c\"\nroles = {{ {roles} }}\n\n[[pipeline]]\nname = \"a\"\nargv = [\"true\"]\n\n[[pipeline]]\nname = \"b\"\nargv = [\"true\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n"
-    ))
-    .unwrap()
+/// A campaign's roles: `(span, role)` for every stage.
+fn campaign(roles: &[(&str, Role)]) -> Roles {
+    Roles {
+        campaign: roles.iter().map(|(span, role)| (span.to_string(), *role)).collect(),
+        stages: BTreeMap::new(),
+    }
 }
 
 /// A stage: its name, wall, process start-up and spans (name, seconds).
@@ -49,7 +51,7 @@ fn step(name: &str, kind: &str, stages: &[Stage<'_>]) -> StepReport {
 /// and the components add up to the stage's total, each second once.
 #[test]
 fn a_startup_span_is_counted_once_and_the_parts_sum_to_the_stage() {
-    let c = campaign("jit_compile = \"startup\", fit = \"work\"");
+    let c = campaign(&[("jit_compile", Role::Startup), ("fit", Role::Work)]);
     let s = step("cold", "cold", &[("a", 1.0, 0.2, &[("jit_compile", 0.3), ("fit", 0.5)])]);
     let mut parts = s.median.clone();
     apply_roles(&mut parts, &c);
@@ -68,8 +70,8 @@ fn a_startup_span_is_counted_once_and_the_parts_sum_to_the_stage() {
 /// interrupted step opens with its kill and what the interruption cost.
 #[test]
 fn own_work_roles_interrupted_steps_and_the_role_sentence() {
-    let mut c = campaign("");
-    c.pipeline[0].roles.insert("search".into(), super::super::file::Role::Work);
+    let mut c = campaign(&[]);
+    c.stages.entry("a".into()).or_default().insert("search".into(), Role::Work);
     let stages: &[Stage<'_>] = &[
         ("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)]),
         ("b", 1.0, 0.1, &[("plot", 0.1)]),
@@ -80,12 +82,12 @@ fn own_work_roles_interrupted_steps_and_the_role_sentence() {
     let persist = j.iter().find(|l| l.contains("first thing to persist")).unwrap();
     assert!(persist.contains(", recompute (500.0 ms"), "{persist}");
     assert!(j.iter().any(|l| l.starts_with("By role, ")), "{j:?}");
-    let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(""), None);
+    let plain = judgment(&[cold.clone(), step("resume", "resume", stages)], &campaign(&[]), None);
     assert!(!plain.iter().any(|l| l.starts_with("By role")), "{plain:?}");
 
     let mut none = step("resume", "resume", stages);
     none.median.values_mut().for_each(|p| p.skipped = true);
-    let j = judgment(&[cold.clone(), none], &campaign(""), None);
+    let j = judgment(&[cold.clone(), none], &campaign(&[]), None);
     assert!(
         j[1].starts_with("Resuming (resume) ran no stage: every stage's completion marker existed"),
         "{j:?}"
@@ -104,7 +106,7 @@ fn own_work_roles_interrupted_steps_and_the_role_sentence() {
         span_s: None,
         calls: Default::default(),
     });
-    let j = judgment(&[cold, killed], &campaign(""), None);
+    let j = judgment(&[cold, killed], &campaign(&[]), None);
     assert!(
         j[1].starts_with("Killed with SIGKILL at a:0.5 after 1.000 s and resumed (killed): the resume took 4.200 s (1.000× the cold run), so the interruption cost 1.000 s beyond one cold run; the scratch state was identical to the cold run's in 1 of 1 trials."),
         "{}",
@@ -130,7 +132,7 @@ fn the_role_sentence_weighs_work_and_what_loading_would_save() {
     assert!(by_role(&s, false).starts_with("By role: time outside roled spans 300.0 ms"));
     assert!(!by_role(&s, false).contains("Loading instead"));
 
-    let c = campaign("");
+    let c = campaign(&[]);
     let cold = step("cold", "cold", &[("a", 1.0, 0.1, &[("fit", 0.5)])]);
     let resume = step("resume", "resume", &[("a", 1.0, 0.1, &[("fit", 0.0)])]);
     let j = judgment(&[cold, resume], &c, None);
@@ -154,9 +156,9 @@ fn a_long_list_names_six_then_counts_the_rest() {
 /// over the campaign's.
 #[test]
 fn a_stages_own_roles_apply_to_it_alone_and_win() {
-    let mut c = campaign("load = \"load\"");
-    c.pipeline[0].roles.insert("fit".into(), super::super::file::Role::Work);
-    c.pipeline[0].roles.insert("load".into(), super::super::file::Role::Recompute);
+    let mut c = campaign(&[("load", Role::Load)]);
+    c.stages.entry("a".into()).or_default().insert("fit".into(), Role::Work);
+    c.stages.entry("a".into()).or_default().insert("load".into(), Role::Recompute);
     let spans: &[(&str, f64)] = &[("fit", 0.5), ("load", 0.25)];
     let s = step("cold", "cold", &[("a", 1.0, 0.0, spans), ("b", 1.0, 0.0, spans)]);
     let mut parts = s.median.clone();
@@ -173,7 +175,7 @@ fn a_stages_own_roles_apply_to_it_alone_and_win() {
 /// and never called repeated.
 #[test]
 fn the_persist_sentence_skips_work_and_resume_only_spans_are_their_own() {
-    let c = campaign("search = \"work\"");
+    let c = campaign(&[("search", Role::Work)]);
     let cold = step(
         "cold",
         "cold",
@@ -223,7 +225,7 @@ fn the_persist_sentence_skips_work_and_resume_only_spans_are_their_own() {
         "{persist}"
     );
     // Without roles, the largest repeated span is the one to persist.
-    let plain = campaign("");
+    let plain = campaign(&[]);
     let cold = step("cold", "cold", &[("a", 3.0, 0.1, &[("search", 2.0), ("recompute", 0.5)])]);
     let resume = step(
         "resume",

@@ -1,0 +1,292 @@
+"""A function made a span: :func:`timed` wraps a function, method,
+generator, coroutine or async generator function as a span of its own
+kind, and :func:`wrap` replaces a module's or class's attribute by it in
+place, or refuses (:class:`Refused`) what cannot be wrapped without
+changing what the program does. Each wrap writes one line
+``{"wrapped": "MODULE:QUALNAME", "span": NAME}`` (a typo must never look
+like zero time); a refusal one ``{"refused": ..., "why": ...}``.
+
+A call made while a span of the same NAME is open on the same thread
+(recursion, or a wrapped method calling its wrapped override) is not
+timed again: nesting of different names is recorded as nesting, and no
+second is counted twice.
+"""
+
+import functools
+import inspect
+
+from stagebench import _layout as L
+from stagebench import _sink, _spans
+
+
+class StageName(str):
+    """The span name of a stage target (``MODULE:QUALNAME=NAME:stage``):
+    :func:`timed` makes its function a stage too (:func:`_staged`)."""
+
+
+def _staged(func, name):
+    """``func`` as a span ``name`` that is also a stage of the process: at
+    its start and end the process's CPU (``getrusage``) and memory (RSS and
+    peak, ``/proc/self/status``) are read, and the peak is reset at its
+    start (``/proc/self/clear_refs``) where the kernel allows; one line
+    ``{"stage": NAME, ...}`` says what they were. Only the main thread of
+    a process not forked from another makes stages; elsewhere it is a
+    span."""
+    inner = timed(func, str(name))
+
+    @functools.wraps(func)
+    def stage(*args, **kwargs):
+        t = _spans.thread()
+        if not t[L.T_MAIN] or t[L.T_INNER] is not None and t[L.T_INNER][L.NAME] == str(name):
+            return inner(*args, **kwargs)
+        before = _spans.stage_begin()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            _spans.stage_end(str(name), before)
+
+    stage.__stagebench_span__ = True
+    return stage
+
+
+def _compiled(func, name, fast):
+    """``timed`` for a plain function, its bookkeeping in C (_fast.c): the
+    same steps, on the same tallies. Still a Python function, so the
+    program sees what it sees of any wrapper (``functools.wraps``)."""
+    enter, leave = fast.enter, fast.leave
+
+    @functools.wraps(func)
+    def span(*args, **kwargs):
+        s = enter(name)
+        if s is None:
+            return func(*args, **kwargs)
+        try:
+            return func(*args, **kwargs)
+        finally:
+            leave(s)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def timed(func, name):
+    """``func`` made a span called ``name``, of the same kind: a generator
+    function stays one (its span runs from the first ``next`` to its end),
+    a coroutine function too (until its result), and so does an async
+    generator function. A call made inside an open span of the same name
+    on the same thread (recursion) is not timed again."""
+    if isinstance(name, StageName) and not (
+        inspect.isasyncgenfunction(func) or inspect.iscoroutinefunction(func) or inspect.isgeneratorfunction(func)
+    ):
+        return _staged(func, name)
+    name = str(name)
+    if inspect.isasyncgenfunction(func):
+        return _timed_asyncgen(func, name)
+    if inspect.iscoroutinefunction(func):
+        return _timed_coroutine(func, name)
+    if inspect.isgeneratorfunction(func):
+        return _timed_generator(func, name)
+    local, new, tally, now = _spans.local, _spans.thread, _spans.tally, _spans.now
+    slices, unsliced, max_slices = _spans._slices, _spans._unsliced, _spans.MAX_SLICES
+    flush, eager = _spans.flush, name in _spans.EAGER
+    if _spans.fast is not None and not eager:
+        return _compiled(func, name, _spans.fast)
+    # The layout's indices, bound here: the wrapper reads them as its own
+    # cells, as cheap as the literals they name (a global each would not be).
+    CALLS, SUM, SELF, MIN, MAX, FIRST_NS, FIRST_AT, HIST = (
+        L.CALLS, L.SUM, L.SELF, L.MIN, L.MAX, L.FIRST_NS, L.FIRST_AT, L.HIST
+    )
+    OPEN, CHILDREN, PARENT = L.OPEN, L.CHILDREN, L.PARENT
+    T_INNER, T_TALLIES, T_MAIN, T_FLUSH_AT = L.T_INNER, L.T_TALLIES, L.T_MAIN, L.T_FLUSH_AT
+    T_TOP_NS, T_TOP_FIRST, T_TOP_LAST = L.T_TOP_NS, L.T_TOP_FIRST, L.T_TOP_LAST
+
+    # _spans.begin and _spans.end, inline: a wrapped call's cost is mostly
+    # these steps, and two calls more would add a fifth to it.
+    @functools.wraps(func)
+    def span(*args, **kwargs):
+        try:
+            t = local.t
+        except AttributeError:
+            t = new()
+        s = t[T_TALLIES].get(name)
+        if s is None:
+            s = tally(t, name)
+        elif s[OPEN]:
+            return func(*args, **kwargs)
+        s[OPEN] = 1
+        s[CHILDREN] = 0
+        s[PARENT] = t[T_INNER]
+        t[T_INNER] = s
+        start = now()
+        try:
+            return func(*args, **kwargs)
+        finally:
+            ns = now() - start
+            if t[T_INNER] is not s:
+                _spans.end(t, s, start, ns)
+            else:
+                s[OPEN] = 0
+                p = t[T_INNER] = s[PARENT]
+                if p is not None:
+                    p[CHILDREN] += ns
+                elif t[T_MAIN]:
+                    t[T_TOP_NS] += ns
+                    if t[T_TOP_FIRST] is None:
+                        t[T_TOP_FIRST] = start
+                    t[T_TOP_LAST] = start + ns
+                s[CALLS] += 1
+                s[SUM] += ns
+                s[SELF] += ns - s[CHILDREN]
+                if ns > s[MAX]:
+                    s[MAX] = ns
+                if ns < s[MIN]:
+                    s[MIN] = ns
+                if ns < 128:
+                    s[HIST][ns] += 1
+                else:
+                    e = ns.bit_length()
+                    s[HIST][(e << 6) + (ns >> (e - 7)) - 64] += 1
+                if s[CALLS] == 1:
+                    s[FIRST_NS] = ns
+                    s[FIRST_AT] = start
+                if unsliced[0] or len(slices) >= max_slices:
+                    unsliced[0] += 1
+                else:
+                    slices.append((name, start, ns))
+                if eager or start >= t[T_FLUSH_AT]:
+                    flush(t)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def _timed_generator(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    def span(*args, **kwargs):
+        gen = func(*args, **kwargs)
+        # This body runs from the first next(): the span starts there.
+        start = now()
+        try:
+            return (yield from gen)
+        finally:
+            beside(name, start, now() - start)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def _timed_coroutine(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    async def span(*args, **kwargs):
+        start = now()
+        try:
+            return await func(*args, **kwargs)
+        finally:
+            beside(name, start, now() - start)
+
+    span.__stagebench_span__ = True
+    return span
+
+
+def _timed_asyncgen(func, name):
+    now, beside = _spans.now, _spans.beside
+
+    @functools.wraps(func)
+    async def span(*args, **kwargs):
+        agen = func(*args, **kwargs)
+        start = now()
+        try:
+            sent = None
+            while True:
+                try:
+                    item = await agen.asend(sent)
+                except StopAsyncIteration:
+                    return
+                sent = yield item
+        finally:
+            beside(name, start, now() - start)
+            await agen.aclose()
+
+    span.__stagebench_span__ = True
+    return span
+
+
+class Refused(Exception):
+    """A target that cannot be wrapped, with the reason."""
+
+
+def wrap(module, qualname, name, spelled=None):
+    """Wraps MODULE.QUALNAME in place; whether it was found. Raises
+    :class:`Refused` for what cannot be wrapped without changing what the
+    program does."""
+    spelled = spelled or "%s:%s" % (module.__name__, qualname)
+    if callable(name):
+        # A preset's own installer (see stagebench._presets).
+        name(module)
+        _sink.append({"wrapped": spelled})
+        return True
+
+    owner = module
+    parts = qualname.split(".")
+    for part in parts[:-1]:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return False
+    last = parts[-1]
+    if isinstance(owner, type):
+        missing = object()
+        raw = missing
+        for klass in owner.__mro__:
+            if last in klass.__dict__:
+                raw = klass.__dict__[last]
+                break
+        if raw is missing:
+            return False
+    else:
+        raw = getattr(owner, last, None)
+        if raw is None:
+            return False
+    if getattr(raw, "__stagebench_span__", False):
+        _sink.append({"wrapped": spelled, "span": str(name)})
+        return True
+    if isinstance(raw, staticmethod):
+        wrapped = staticmethod(timed(raw.__func__, name))
+    elif isinstance(raw, classmethod):
+        wrapped = classmethod(timed(raw.__func__, name))
+    elif isinstance(raw, property):
+        if raw.fget is None:
+            raise Refused("a property without a getter")
+        wrapped = property(timed(raw.fget, name), raw.fset, raw.fdel, raw.__doc__)
+    elif isinstance(raw, functools.cached_property):
+        wrapped = functools.cached_property(timed(raw.func, name))
+        wrapped.__set_name__(owner, last)
+    elif isinstance(raw, type):
+        raise Refused("a class: name one of its methods")
+    elif callable(raw):
+        wrapped = timed(raw, name)
+    else:
+        raise Refused("not callable (a %s)" % type(raw).__name__)
+    try:
+        setattr(owner, last, wrapped)
+    except (TypeError, AttributeError) as e:
+        if isinstance(owner, type):
+            raise Refused("an attribute of an immutable built-in type cannot be wrapped") from e
+        raise Refused("cannot be replaced: %s" % e) from e
+    _sink.append({"wrapped": spelled, "span": str(name)})
+    return True
+
+
+def attempt(module, qualname, name, spelled):
+    """Wraps one target; a refusal is reported for it alone, and no error
+    of ours ever reaches the program."""
+    try:
+        return wrap(module, qualname, name, spelled)
+    except Refused as why:
+        _sink.append({"refused": spelled, "why": str(why)})
+    except Exception as e:  # noqa: BLE001 - never break the program we measure
+        _sink.append({"refused": spelled, "why": "%s: %s" % (type(e).__name__, e)})
+    return True
