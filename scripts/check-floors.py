@@ -2,7 +2,8 @@
 """Fails when any crate of the workspace has a cycle between sibling modules, at any depth,
 when a crate depends on one listed after it in the workspace's members (the crates'
 floors: protocol < evidence < recipe < model < worker < report < coordinator < tests),
-or when a Rust file has more than 500 lines.
+or when a Rust file has more than 500 lines; and when the modules of the
+Python helper (python/stagebench/) import each other in a circle.
 
 A module may use the floors below it, never above (ARCHITECTURE.md), and that holds
 inside every module as at the crate root. This reads every `crate::`, `super::` and
@@ -14,12 +15,21 @@ children must have no cycle. Strings, comments and character literals are remove
 first; a path inside an inline `mod` is resolved against that inline module.
 Binaries under src/bin/ are crate roots of their own and are skipped.
 
+The Python helper's modules are read with `ast`: every `import` and
+`from … import` of a module of the package, at any depth in a file (an
+import inside a function is an edge too: it only delays the circle), is an
+edge; `from PKG import NAME` is an edge to PKG.NAME where that is a module,
+else to the package's `__init__`. A submodule's import does not count as
+an import of `__init__` (Python runs it first, but the package re-exports
+what lies below it, which is the point of the floors).
+
 Usage: scripts/check-floors.py [WORKSPACE_DIR]   (default: this checkout)
        scripts/check-floors.py --self-test        (proves the check can fail)
        scripts/check-floors.py --edges CRATE_DIR   (prints one crate's module graph)
 Exit 0: no cycle; 1: a cycle (each printed with one place per edge); 2: usage.
 """
 
+import ast
 import os
 import re
 import sys
@@ -315,6 +325,61 @@ def check(workspace):
     return bad
 
 
+PYTHON_PACKAGE = os.path.join('python', 'stagebench')
+
+
+def python_graph(package_dir):
+    """Module -> {imported module: 'file:line'} among the `.py` files of a
+    package directory (top level only), by name without the package
+    (`__init__`, `_spans`, …)."""
+    package = os.path.basename(os.path.normpath(package_dir))
+    mods = {f[:-3] for f in os.listdir(package_dir) if f.endswith('.py')}
+    # A compiled module (`_fast.c`) imports nothing of the package.
+    compiled = {f[:-2] for f in os.listdir(package_dir) if f.endswith('.c')}
+    graph = {m: {} for m in mods}
+    for m in sorted(mods):
+        rel = f'{package}/{m}.py'
+        with open(os.path.join(package_dir, m + '.py')) as f:
+            tree = ast.parse(f.read(), rel)
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    parts = a.name.split('.')
+                    if parts[0] == package:
+                        targets.append(parts[1] if len(parts) > 1 else '__init__')
+            elif isinstance(node, ast.ImportFrom):
+                parts = (node.module or '').split('.') if node.module else []
+                if node.level == 0 and (not parts or parts[0] != package):
+                    continue
+                inside = parts[1:] if node.level == 0 else parts
+                if inside:
+                    targets.append(inside[0])
+                else:
+                    targets += [a.name if a.name in mods | compiled else '__init__' for a in node.names]
+            for t in targets:
+                if t in mods and t != m:
+                    graph[m].setdefault(t, f'{rel}:{node.lineno}')
+    return graph
+
+
+def check_python(workspace):
+    """Prints each import circle of the Python helper's modules with one
+    place per edge; returns how many there are."""
+    package_dir = os.path.join(workspace, PYTHON_PACKAGE)
+    if not os.path.isdir(package_dir):
+        return 0
+    graph = python_graph(package_dir)
+    found = cycles(graph)
+    for comp in found:
+        print(f'{PYTHON_PACKAGE}: the modules {", ".join(comp)} import each other in a circle:')
+        for a in comp:
+            for b, where in sorted(graph[a].items()):
+                if b in comp:
+                    print(f'  {a} -> {b}  ({where})')
+    return len(found)
+
+
 def self_test():
     """Each case is a tiny crate; the check must find exactly the cycles named."""
     cases = {
@@ -404,7 +469,30 @@ def self_test():
             if got != want:
                 print(f'self-test crate floors {order}, {long} lines: {got} failure(s), expected {want}')
                 failures += 1
-    total = len(cases) + len(nested) + 5
+    # The Python helper: a circle through a function's own import counts,
+    # a package re-exporting what lies below it does not.
+    py_cases = {
+        'a circle, one side inside a function': (
+            {'__init__.py': 'from pkg.a import f\n', 'a.py': 'def f():\n    from pkg import b\n',
+             'b.py': 'from pkg.a import f\n'}, 1),
+        'relative imports in a circle': ({'a.py': 'from . import b\n', 'b.py': 'from .a import x\n'}, 1),
+        'through the package': ({'__init__.py': 'from pkg.a import f\n', 'a.py': 'import pkg\n'}, 1),
+        'one way, the package on top': (
+            {'__init__.py': 'from pkg.b import g\nfrom pkg import a\n', 'a.py': 'from pkg import b\n',
+             'b.py': 'import os\nfrom pkg import _fast\n', '_fast.c': ''}, 0),
+    }
+    for name, (files, want) in py_cases.items():
+        with tempfile.TemporaryDirectory() as ws:
+            pkg = os.path.join(ws, 'pkg')
+            os.makedirs(pkg)
+            for rel, text in files.items():
+                with open(os.path.join(pkg, rel), 'w') as f:
+                    f.write(text)
+            got = len(cycles(python_graph(pkg)))
+            if got != want:
+                print(f'self-test python {name}: found {got} circle(s), expected {want}')
+                failures += 1
+    total = len(cases) + len(nested) + 5 + len(py_cases)
     print(f'{total - failures} passed, {failures} failed')
     return failures
 
@@ -423,13 +511,13 @@ def main(argv):
         print('usage: check-floors.py [WORKSPACE_DIR] | --self-test')
         return 2
     workspace = argv[1] if len(argv) == 2 else os.path.join(os.path.dirname(os.path.abspath(__file__)), '..')
-    bad = check(workspace)
+    bad = check(workspace) + check_python(workspace)
     if bad:
         print(f'{bad} crate(s) with a cycle or a module above its floor; see ARCHITECTURE.md for the floors')
         return 1
     print(f'no cycle between sibling modules, at any depth, in {len(members(workspace))} crates; '
           f'each crate depends only on crates listed before it ({" < ".join(members(workspace))}); '
-          f'no Rust file over {MAX_LINES} lines')
+          f'no Rust file over {MAX_LINES} lines; no import circle among the modules of {PYTHON_PACKAGE}/')
     return 0
 
 
