@@ -37,7 +37,7 @@ pub(crate) struct DispatchConfig {
     /// How long one item job may take (`--item-timeout`).
     pub(crate) item_timeout: Option<Duration>,
     pub(crate) grace: Duration,
-    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
+    pub(crate) kill_at: Option<crate::kill_points::KillAt>,
 }
 
 /// What happened to every worker, and the first failure if there was one.
@@ -93,7 +93,7 @@ pub(crate) async fn dispatch(
         // Long-lived workers through a scheduler: one job step for the phase.
         let n = cfg.workers.max(1).min(jobs_count.max(1) as u32);
         let first = WorkerId(next_rank.fetch_add(n, Ordering::Relaxed));
-        let conns: Vec<_> = (0..n).map(|i| slot.gate.expect(WorkerId(first.0 + i))).collect();
+        let conns: Vec<_> = (0..n).map(|i| slot.gate.register(WorkerId(first.0 + i))).collect();
         match launcher.launch(first, n) {
             Ok(procs) => {
                 step = procs.first().cloned();
@@ -120,7 +120,7 @@ pub(crate) async fn dispatch(
                 let mut outcomes = Vec::new();
                 while !slot.shared.cancel.is_cancelled() && slot.shared.has_work().await {
                     let rank = WorkerId(next_rank.fetch_add(1, Ordering::Relaxed));
-                    let conn = slot.gate.expect(rank);
+                    let conn = slot.gate.register(rank);
                     let proc = match launcher.launch(rank, 1) {
                         Ok(mut p) => p.remove(0),
                         Err(e) => {

@@ -164,7 +164,7 @@ impl Gate {
     }
 
     /// Registers a worker about to be launched; its connection arrives on the receiver.
-    pub(crate) fn expect(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
+    pub(crate) fn register(&self, rank: WorkerId) -> oneshot::Receiver<Connection> {
         let (tx, rx) = oneshot::channel();
         self.lock().insert(rank, Pending { expected_pid: None, tx });
         rx

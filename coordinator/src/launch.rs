@@ -6,19 +6,11 @@
 //! `srun` passes the environment on to its tasks.
 
 use crate::process::{WorkerProcess, spawn_in_group};
+use protocol::stream::Endpoint;
 use protocol::{Token, WorkerId, env};
 use std::io;
 use std::path::PathBuf;
 use std::process::Command;
-
-/// Where workers connect, as handed to them.
-#[derive(Clone, Debug)]
-pub(crate) enum Endpoint {
-    /// A Unix socket in a private directory.
-    Unix(PathBuf),
-    /// `HOST:PORT` of a TCP listener.
-    Tcp(String),
-}
 
 /// `--launcher slurm` settings.
 #[derive(Clone, Debug, Default)]

@@ -11,7 +11,7 @@
 // Floor 0: vocabulary; no I/O beyond the clock and /proc.
 mod error;
 mod events;
-mod interrupt;
+mod kill_points;
 // Floor 1: the run directory and its evidence records; locks on directories runs share;
 // inputs dropped from the page cache; directories walked into manifests, and `--inputs`.
 mod dirlock;

@@ -1,7 +1,7 @@
 //! What a run will do, resolved from the command line before anything runs.
 
 use crate::error::Refusal;
-use crate::interrupt::KillAt;
+use crate::kill_points::KillAt;
 use protocol::Stage;
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -7,10 +7,13 @@ use std::net::TcpStream;
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 
-/// Where the coordinator listens.
+/// Where the coordinator listens, as a worker is handed it (the one type
+/// for both ends).
 #[derive(Clone, Debug)]
 pub enum Endpoint {
+    /// A Unix socket in a private directory.
     Unix(PathBuf),
+    /// `HOST:PORT` of a TCP listener.
     Tcp(String),
 }
 

@@ -13,10 +13,10 @@
 //! command did not write is refused and left alone.
 
 use crate::campaign::report::CampaignReport;
-use crate::found::{Declared, find_runs, read};
 use crate::modes::Report;
 use crate::rundir::failure::Failure;
 use crate::rundir::{FAILURE, REPORT, report};
+use crate::runs_below::{Declared, find_runs, read};
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;

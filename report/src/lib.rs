@@ -27,7 +27,7 @@ pub mod campaign;
 // Floor 6: every binding of a run or campaign directory.
 pub mod verify;
 // Floor 7: the run directories below a directory, found.
-pub mod found;
+pub mod runs_below;
 // Floor 8: two verified runs or campaigns compared.
 pub mod compare;
 // Floor 9: a history of runs, read as compare reads two; a bisection's probes, read so too.

@@ -2,7 +2,7 @@
 //! their help. Nothing here runs anything.
 
 use crate::error::Refusal;
-use crate::interrupt::KillAt;
+use crate::kill_points::KillAt;
 use crate::plan::{Isolation, LeakPolicy, positive_secs};
 use clap::{Args, Parser, Subcommand};
 use recipe::generate::Scale;

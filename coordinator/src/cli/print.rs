@@ -77,7 +77,7 @@ pub(super) fn print_summary(s: &RunSummary, requested_workers: u32) {
             }
         }
         if let (Some(v), "command") =
-            (report::modes::verdicts::preset_verdict(&st.figures), st.stage_kind())
+            (report::modes::input_wait::preset_verdict(&st.figures), st.stage_kind())
         {
             let trials = if r.trials().is_some() { "; medians over trials" } else { "" };
             println!("  input: {key} {v}{trials}");

@@ -100,7 +100,7 @@ pub(crate) struct SharedArgs {
     pub(crate) names: Vec<String>,
     pub(crate) seed: Option<u64>,
     pub(crate) data: Option<std::path::PathBuf>,
-    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
+    pub(crate) kill_at: Option<crate::kill_points::KillAt>,
     /// `--workers`: one count, or a sweep's.
     pub(crate) workers: Vec<u32>,
     /// `--inputs`, as given (digested once the mode has accepted them).

@@ -38,33 +38,52 @@ pub(crate) struct Param {
     pub(crate) values: Vec<String>,
 }
 
-impl std::str::FromStr for Param {
-    type Err = String;
+/// Why a `--param` spec is refused (clap prints it after the flag).
+#[derive(Debug, PartialEq, Eq, thiserror::Error)]
+pub(crate) enum BadParam {
+    #[error("write NAME=V1,V2 or NAME=A..B[:STEP]")]
+    Spelling,
+    #[error("the name {0:?} must be a letter or _ then letters, digits or _ (at most 32)")]
+    Name(String),
+    #[error("no value")]
+    NoValue,
+    #[error(
+        "the value {0:?} must be 1-64 of A-Z a-z 0-9 and . _ + - (it is put into a command line and names a stage)"
+    )]
+    Value(String),
+    #[error("the value {0} is given twice")]
+    Twice(String),
+    #[error("{0:?} is not an integer")]
+    NotInteger(String),
+    #[error("the step must be above 0")]
+    Step,
+    #[error("the range is empty ({0} is above {1})")]
+    Empty(i64, i64),
+    #[error("{0} values; a scan takes at most 10000 per name")]
+    TooMany(i64),
+}
 
-    fn from_str(spec: &str) -> Result<Param, String> {
-        let (name, list) = spec
-            .split_once('=')
-            .ok_or_else(|| "write NAME=V1,V2 or NAME=A..B[:STEP]".to_string())?;
+impl std::str::FromStr for Param {
+    type Err = BadParam;
+
+    fn from_str(spec: &str) -> Result<Param, BadParam> {
+        let (name, list) = spec.split_once('=').ok_or(BadParam::Spelling)?;
         if !is_name(name) {
-            return Err(format!(
-                "the name {name:?} must be a letter or _ then letters, digits or _ (at most 32)"
-            ));
+            return Err(BadParam::Name(name.into()));
         }
         let values = match list.split_once("..") {
             Some((a, b)) => range(a, b)?,
             None => list.split(',').map(str::to_string).collect(),
         };
         if values.iter().all(String::is_empty) {
-            return Err("no value".to_string());
+            return Err(BadParam::NoValue);
         }
         if let Some(v) = values.iter().find(|v| !is_value(v)) {
-            return Err(format!(
-                "the value {v:?} must be 1-64 of A-Z a-z 0-9 and . _ + - (it is put into a command line and names a stage)"
-            ));
+            return Err(BadParam::Value(v.clone()));
         }
         for (i, v) in values.iter().enumerate() {
             if values[..i].contains(v) {
-                return Err(format!("the value {v} is given twice"));
+                return Err(BadParam::Twice(v.clone()));
             }
         }
         Ok(Param { name: name.into(), values })
@@ -72,22 +91,22 @@ impl std::str::FromStr for Param {
 }
 
 /// `A..B[:STEP]`: the integers from A to B inclusive, STEP apart.
-fn range(a: &str, b: &str) -> Result<Vec<String>, String> {
+fn range(a: &str, b: &str) -> Result<Vec<String>, BadParam> {
     let (b, step) = match b.split_once(':') {
         Some((b, s)) => (b, s),
         None => (b, "1"),
     };
-    let int = |s: &str| s.parse::<i64>().map_err(|_| format!("{s:?} is not an integer"));
+    let int = |s: &str| s.parse::<i64>().map_err(|_| BadParam::NotInteger(s.into()));
     let (a, b, step) = (int(a)?, int(b)?, int(step)?);
     if step <= 0 {
-        return Err("the step must be above 0".to_string());
+        return Err(BadParam::Step);
     }
     if a > b {
-        return Err(format!("the range is empty ({a} is above {b})"));
+        return Err(BadParam::Empty(a, b));
     }
     let n = (b - a) / step + 1;
     if n > 10_000 {
-        return Err(format!("{n} values; a scan takes at most 10000 per name"));
+        return Err(BadParam::TooMany(n));
     }
     Ok((0..n).map(|i| (a + i * step).to_string()).collect())
 }
@@ -268,7 +287,7 @@ mod tests {
     use super::*;
 
     fn p(s: &str) -> Result<Param, String> {
-        s.parse()
+        s.parse().map_err(|e: BadParam| e.to_string())
     }
 
     #[test]

@@ -82,7 +82,7 @@ pub(crate) fn is_command(stage: &Stage) -> bool {
 /// `--kill-at`'s stage checked against the stages that can be killed at a
 /// point (`known`, not empty), and a span or clock point against its stage.
 pub(crate) fn kill_point(
-    k: &crate::interrupt::KillAt,
+    k: &crate::kill_points::KillAt,
     known: &[String],
     stages: &[PlannedStage],
 ) -> Result<(), Refusal> {

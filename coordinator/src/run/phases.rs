@@ -22,7 +22,7 @@ pub(super) async fn supervise_run(
     plan: &Settings,
     phases: Vec<Phase>,
     listener: crate::launch::BoundListener,
-    endpoint: crate::launch::Endpoint,
+    endpoint: protocol::stream::Endpoint,
     token: Token,
     run_dir: &Path,
 ) -> std::io::Result<(Vec<PhaseOutcome>, Option<i32>)> {

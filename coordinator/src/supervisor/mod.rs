@@ -58,7 +58,7 @@ pub(crate) struct Shared {
     pub(crate) grace: Duration,
     pub(crate) jobs_per_process: usize,
     /// Where to kill a worker on purpose (`--kill-at`).
-    pub(crate) kill_at: Option<crate::interrupt::KillAt>,
+    pub(crate) kill_at: Option<crate::kill_points::KillAt>,
 }
 
 impl Shared {

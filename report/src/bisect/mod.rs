@@ -51,9 +51,9 @@ pub fn read_run(dir: &Path) -> Result<Run, ProbeError> {
     let shown = || dir.display().to_string();
     crate::verify::verify(dir)
         .map_err(|mismatch| ProbeError::Unverified { dir: shown(), mismatch })?;
-    let declaration: Declaration = crate::found::read(&dir.join(DECLARATION))
+    let declaration: Declaration = crate::runs_below::read(&dir.join(DECLARATION))
         .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: DECLARATION })?;
-    let report: crate::modes::Report = crate::found::read(&dir.join(REPORT))
+    let report: crate::modes::Report = crate::runs_below::read(&dir.join(REPORT))
         .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: REPORT })?;
     Ok(Run::new(&declaration, &report))
 }

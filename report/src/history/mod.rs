@@ -23,9 +23,9 @@ pub mod plot;
 pub mod text;
 
 use crate::compare::{Run, expand, later_keys, samples};
-use crate::found::{Declared, find_runs, read};
 use crate::modes::Report;
 use crate::rundir::{REPORT, report};
+use crate::runs_below::{Declared, find_runs, read};
 use crate::stats::{self, ChangePoint, Interval};
 use serde::Deserialize;
 use std::collections::BTreeMap;

@@ -6,9 +6,9 @@
 //! mode runs is the coordinator's; what it records is here.
 
 // Floor 0: the names, wording and judgments several modes share.
+pub mod input_wait;
 pub mod preparation;
 pub mod scan;
-pub mod verdicts;
 // Floor 1: each mode's section.
 pub mod cold_prep;
 pub mod diagnostic;

@@ -101,7 +101,7 @@ fn spans_not_found(s: &mut String, r: &Report) {
             }
         }
         if let (Some(v), "command") =
-            (crate::modes::verdicts::preset_verdict(&st.figures), st.stage_kind())
+            (crate::modes::input_wait::preset_verdict(&st.figures), st.stage_kind())
         {
             let _ = writeln!(
                 s,

@@ -8,7 +8,7 @@ mod paths;
 mod tests;
 
 use crate::error::Refusal;
-use crate::interrupt::KillAt;
+use crate::kill_points::KillAt;
 use crate::modes::recipe::MAX_EPOCHS;
 use paths::resolve_pipeline;
 pub(crate) use paths::{Places, guard_scratch};

@@ -104,7 +104,7 @@ impl Runner<'_> {
         &self,
         skip_complete: bool,
         run_rel: &str,
-        kill: Option<crate::interrupt::KillAt>,
+        kill: Option<crate::kill_points::KillAt>,
     ) -> (RunPlan, Vec<(String, records::StagePart)>) {
         let pipeline = &self.campaign.pipeline;
         let mut skipped = Vec::new();

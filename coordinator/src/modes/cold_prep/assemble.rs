@@ -64,13 +64,13 @@ pub(super) fn assemble(
     for round in 1..=plan.rounds {
         let (serial_key, parallel_key) = rounds::keys(&n, round);
         let (serial_stage, serial, counts) =
-            side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
+            side::summarise(find(outcomes, &serial_key)?, order(&serial_key))?;
         records.stages.insert(serial_key, serial_stage);
         let mut main_side = None;
         for (i, &count) in plan.counts.iter().enumerate() {
             let key = rounds::parallel_key(&n, count, main, round);
             let p = find(outcomes, &key)?;
-            let (stage, side, _) = side::summarise(p, order(&key));
+            let (stage, side, _) = side::summarise(p, order(&key))?;
             if measured.len() <= i {
                 measured.push(sweep::Measured { workers: p.phase.workers, walls: Vec::new() });
                 scanned.push(scan::Measured {

@@ -144,7 +144,7 @@ fn check(dir: &Path, p: &PhaseOutcome, _: &mut [Phase]) -> Result<(), RunError> 
     let sealed = std::fs::read(dir.join(&first)).map_err(|e| {
         fail(Some(p.phase.key.clone()), None, "internal", format!("reading {first}: {e}"))
     })?;
-    let cache = p.phase.cache.as_deref().expect("preparation phases have a cache");
+    let cache = crate::modes::preparation::side::Preparation::of(p)?.cache;
     let round = repeat_of(&p.phase.key).map_or(1, |(_, r)| r);
     if manifest != sealed && n.items {
         let what = format!(

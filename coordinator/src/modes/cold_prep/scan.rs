@@ -76,7 +76,7 @@ pub(super) fn assess(
         for round in 1..=plan.rounds {
             let (serial_key, parallel_key) = rounds::keys(n, round);
             let (stage, side, _) =
-                side::summarise(find(outcomes, &parallel_key)?, order(&parallel_key));
+                side::summarise(find(outcomes, &parallel_key)?, order(&parallel_key))?;
             m.walls.push(side.wall_s);
             m.cpus.push(stage.cpu_s);
             m.tree_peaks.push(stage.sum_of_peaks_bytes as f64);
@@ -88,7 +88,7 @@ pub(super) fn assess(
             }
             if i > 0 {
                 let (serial_stage, _, _) =
-                    side::summarise(find(outcomes, &serial_key)?, order(&serial_key));
+                    side::summarise(find(outcomes, &serial_key)?, order(&serial_key))?;
                 records.stages.insert(serial_key, serial_stage);
                 records.stages.insert(parallel_key, stage);
             }

@@ -14,20 +14,53 @@ use report::stats::distribution;
 use std::collections::BTreeMap;
 use std::path::Path;
 
-pub(crate) type Side = (StageRecord, PrepSide, Vec<u8>, ArtifactRecord, Counts);
+/// One preparation phase summed up, its manifest sealed: its stage record,
+/// the manifest's artifact record and the partition's counts.
+pub(crate) struct Side {
+    pub(crate) stage: StageRecord,
+    pub(crate) artifact: ArtifactRecord,
+    pub(crate) counts: Counts,
+}
+
+/// A preparation phase's outcome with the cache it wrote: only a
+/// preparation phase has one, and asking any other for it is an internal
+/// error, never a panic.
+pub(crate) struct Preparation<'a> {
+    /// The cache's directory, relative to the run directory.
+    pub(crate) cache: &'a str,
+}
+
+impl<'a> Preparation<'a> {
+    pub(crate) fn of(p: &'a PhaseOutcome) -> Result<Self, RunError> {
+        match p.phase.cache.as_deref() {
+            Some(cache) => Ok(Preparation { cache }),
+            None => Err(fail(
+                Some(p.phase.key.clone()),
+                None,
+                "internal",
+                format!("{} is not a preparation phase: it wrote no cache", p.phase.key),
+            )),
+        }
+    }
+
+    /// Where its manifest is, relative to the run directory.
+    fn manifest_path(&self) -> String {
+        format!("{}/{MANIFEST}", self.cache)
+    }
+}
 
 /// Checks one preparation phase's cache, writes its manifest, and sums it up.
 pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, RunError> {
     let manifest = seal(dir, p)?;
-    let artifact = manifest_artifact(p, &manifest);
-    let (stage, side, counts) = summarise(p, order);
-    Ok((stage, side, manifest, artifact, counts))
+    let artifact = manifest_artifact(p, &manifest)?;
+    let (stage, _, counts) = summarise(p, order)?;
+    Ok(Side { stage, artifact, counts })
 }
 
 /// The manifest of a phase's cache, after re-hashing every file its workers
 /// reported (trust, but verify), in parallel.
 pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
-    let cache = p.phase.cache.as_deref().expect("preparation phases have a cache");
+    let cache = Preparation::of(p)?.cache;
     let results: Vec<_> = p.results().collect();
     if results.len() != p.phase.jobs.len() {
         return Err(fail(
@@ -67,43 +100,43 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
 /// [`manifest`], written into the cache as `manifest.json`.
 pub(crate) fn seal(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
     let manifest = manifest(dir, p)?;
-    let path = manifest_path(p);
+    let path = Preparation::of(p)?.manifest_path();
     evidence::write_atomic(&dir.join(&path), &manifest).map_err(|e| {
         fail(Some(p.phase.key.clone()), None, "internal", format!("writing {path}: {e}"))
     })?;
     Ok(manifest)
 }
 
-fn manifest_path(p: &PhaseOutcome) -> String {
-    format!("{}/{MANIFEST}", p.phase.cache.as_deref().expect("preparation phases have a cache"))
-}
-
 /// The manifest a phase sealed as it ended, read back, and its artifact
 /// record.
 pub(crate) fn sealed(dir: &Path, p: &PhaseOutcome) -> Result<(Vec<u8>, ArtifactRecord), RunError> {
-    let path = manifest_path(p);
+    let path = Preparation::of(p)?.manifest_path();
     let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
         fail(Some(p.phase.key.clone()), None, "internal", format!("reading {path}: {e}"))
     })?;
-    let artifact = manifest_artifact(p, &bytes);
+    let artifact = manifest_artifact(p, &bytes)?;
     Ok((bytes, artifact))
 }
 
 /// The artifact record of a phase's sealed manifest.
-pub(crate) fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> ArtifactRecord {
-    ArtifactRecord {
-        path: manifest_path(p),
+fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> Result<ArtifactRecord, RunError> {
+    Ok(ArtifactRecord {
+        path: Preparation::of(p)?.manifest_path(),
         sha256: evidence::sha256_hex(manifest),
         bytes: manifest.len() as u64,
         stage: p.phase.key.clone(),
         kind: "manifest".into(),
-    }
+    })
 }
 
 /// A phase's stage record, its side of the comparison and the partition's
 /// counts, from what its workers reported and `wait4` measured (no file is
 /// read).
-pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSide, Counts) {
+pub(crate) fn summarise(
+    p: &PhaseOutcome,
+    order: usize,
+) -> Result<(StageRecord, PrepSide, Counts), RunError> {
+    let manifest = Preparation::of(p)?.manifest_path();
     let results: Vec<_> = p.results().collect();
     let items = super::names_of(&p.phase).items;
     let fig = |r: &crate::supervisor::JobResult, name: &str| {
@@ -280,14 +313,14 @@ pub(crate) fn summarise(p: &PhaseOutcome, order: usize) -> (StageRecord, PrepSid
         workers,
         per_series_s: distribution(&walls),
         components_s: components,
-        manifest: manifest_path(p),
+        manifest,
         // Placed on the run's clock by a mode that draws it (cold-prep's
         // round 1): every round's would hold every item again.
         phase: None,
         started_s: None,
         timeline: Vec::new(),
     };
-    (stage, side, counts)
+    Ok((stage, side, counts))
 }
 
 fn add(a: Faults, b: Faults) -> Faults {

@@ -15,9 +15,9 @@
 
 use super::preparation;
 use super::stages::{COUNT, FIT, LOADER, PREPARE, recipe_stage_over, trial_stage_names};
+use report::modes::input_wait::input_bound;
 use report::modes::preparation::{SERIAL_CACHE, VERIFY_AFTER, VERIFY_BEFORE};
 use report::modes::profile::{NAME, Section};
-use report::modes::verdicts::input_bound;
 
 use super::{
     Context, JobNumbers, Phase, PhaseOutcome, Planned, Prepared, Records, checked_artifact,
@@ -137,10 +137,10 @@ fn assemble(
     outcomes: &[PhaseOutcome],
     records: &mut Records,
 ) -> Result<Section, RunError> {
-    let (prep_stage, _, _, manifest, mut counts) =
-        preparation::side(dir, preparation::find(outcomes, PREPARE)?, 1)?;
-    records.stages.insert(PREPARE.into(), prep_stage);
-    records.artifacts.push(manifest);
+    let prep = preparation::side(dir, preparation::find(outcomes, PREPARE)?, 1)?;
+    let mut counts = prep.counts;
+    records.stages.insert(PREPARE.into(), prep.stage);
+    records.artifacts.push(prep.artifact);
     let keys = [VERIFY_BEFORE, PREPARE, FIT, COUNT, LOADER]
         .into_iter()
         .chain(ModelStep::ALL.iter().map(|s| s.name()))
@@ -199,7 +199,7 @@ fn assemble(
 
 #[cfg(test)]
 mod tests {
-    use report::modes::verdicts::input_bound;
+    use report::modes::input_wait::input_bound;
 
     #[test]
     fn input_wait_is_graded_as_the_tensorflow_profiler_grades_it() {

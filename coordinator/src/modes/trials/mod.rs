@@ -364,10 +364,10 @@ fn bind_prerequisites(
     for (i, p) in before.enumerate() {
         let order = first_order + i;
         if p.phase.key == prerequisite(profile::PREPARE) {
-            let (stage, _, _, manifest, counts) = preparation::side(dir, p, order)?;
-            records.stages.insert(p.phase.key.clone(), stage);
-            records.artifacts.push(manifest);
-            prepared = Some(counts);
+            let prep = preparation::side(dir, p, order)?;
+            records.stages.insert(p.phase.key.clone(), prep.stage);
+            records.artifacts.push(prep.artifact);
+            prepared = Some(prep.counts);
             continue;
         }
         for r in p.results() {

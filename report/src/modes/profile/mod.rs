@@ -16,7 +16,7 @@ pub struct Section {
     /// The training partition's counts, with contexts and batches.
     pub counts: Counts,
     /// The fit epoch's loader waits as a share of its step time (waiting
-    /// plus computing), and its grade (see [`crate::modes::verdicts::input_bound`]).
+    /// plus computing), and its grade (see [`crate::modes::input_wait::input_bound`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_wait_fraction: Option<f64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]

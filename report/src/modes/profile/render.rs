@@ -5,7 +5,7 @@ use super::Section;
 use crate::fmt::duration;
 use crate::modes::ModeSection;
 use crate::modes::Report;
-use crate::modes::verdicts::input_phrase;
+use crate::modes::input_wait::input_phrase;
 use std::fmt::Write as _;
 
 impl ModeSection for Section {

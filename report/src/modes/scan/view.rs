@@ -40,7 +40,7 @@ fn cells(s: &Scan, p: &ScanPoint) -> Vec<String> {
     let mut out = base_cells(s, p).to_vec();
     if s.points.iter().any(|p| p.input_wait_fraction.is_some()) {
         out.push(p.input_wait_fraction.map_or("–".into(), |f| {
-            format!("{:.1}% ({})", 100.0 * f, crate::modes::verdicts::input_bound(f))
+            format!("{:.1}% ({})", 100.0 * f, crate::modes::input_wait::input_bound(f))
         }));
     }
     if s.points.iter().any(|p| !p.spans_s.is_empty()) {
