@@ -43,7 +43,7 @@ stats|report/src/stats/*.rs|$REPORT|--lib
 compare|report/src/compare/*.rs|$REPORT $TESTS|--lib;--test=compare
 history|report/src/history/*.rs report/src/stats/changes.rs|$REPORT $TESTS|--lib;--test=compare
 bisect|report/src/bisect/*.rs coordinator/src/bisect/*.rs|$COORD $REPORT $TESTS|--lib;--test=bisect
-spans|coordinator/src/campaign/spans/*.rs|$COORD $TESTS|--lib;--test=campaign;--test=pipelines
+spans|report/src/campaign/spans/*.rs|$REPORT $TESTS|--lib;--test=campaign;--test=pipelines
 runner|coordinator/src/campaign/runner/*.rs|$TESTS|--test=campaign;--test=pipelines
 cold-prep|coordinator/src/modes/cold_prep/assemble.rs coordinator/src/modes/cold_prep/rounds.rs coordinator/src/modes/cold_prep/phases.rs report/src/modes/cold_prep/sweep.rs report/src/modes/cold_prep/warnings.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep
 cold-prep-output|report/src/modes/cold_prep/render.rs report/src/modes/cold_prep/storage.rs report/src/modes/cold_prep/items.rs report/src/modes/cold_prep/plots/mod.rs coordinator/src/modes/cold_prep/storage.rs coordinator/src/modes/cold_prep/items.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep

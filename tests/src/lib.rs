@@ -3,6 +3,7 @@
 //! worker process outlived it.
 
 pub mod data;
+pub mod reports;
 pub mod schema;
 pub mod slurm;
 pub mod trace;
@@ -57,6 +58,35 @@ pub fn bins() -> &'static Bins {
 pub fn skip(test: &str, reason: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
+
+/// The Python with torch that `STAGEBENCH_TORCH_PYTHON` names, for a test
+/// of the torch preset; None (the test says SKIPPED) where none is named,
+/// unless `STAGEBENCH_TORCH_REQUIRED=1` (`.ci/run` sets it once it has
+/// installed torch), where a missing or torch-less Python fails the test.
+pub fn torch_python(test: &str) -> Option<String> {
+    let required = std::env::var("STAGEBENCH_TORCH_REQUIRED").is_ok_and(|v| v == "1");
+    let py = std::env::var("STAGEBENCH_TORCH_PYTHON").ok().filter(|p| !p.is_empty());
+    let Some(py) = py else {
+        assert!(
+            !required,
+            "STAGEBENCH_TORCH_REQUIRED=1 but STAGEBENCH_TORCH_PYTHON names no Python"
+        );
+        skip(test, "STAGEBENCH_TORCH_PYTHON names no Python with torch");
+        return None;
+    };
+    let imports = Command::new(&py)
+        .args(["-c", "import torch"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !imports {
+        assert!(!required, "STAGEBENCH_TORCH_REQUIRED=1 but {py} cannot import torch");
+        skip(test, &format!("{py} cannot import torch"));
+        return None;
+    }
+    Some(py)
 }
 
 /// The repository's root.

@@ -4,7 +4,9 @@
 //! build that fails, SIGINT and a resume, and the bad inputs refused before
 //! any probe.
 
+use harness::reports::bisection;
 use harness::{coordinator, run};
+use report::rundir::bisect::ProbeVerdict;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -108,13 +110,12 @@ fn bisect_names_the_commit_that_slowed_a_stage_and_leaves_the_work_tree_alone() 
     assert!(probes.len() <= 7, "{} probes:\n{}", probes.len(), f.stderr);
     assert_eq!(work_tree(&repo), before, "the work tree, index or HEAD changed");
     assert_eq!(git(&repo, &["worktree", "list"]).lines().count(), 1, "a worktree was left");
-    let report = harness::json(&out.join("report.json"));
-    assert_eq!(report["first_bad"], commits[10].as_str());
-    assert_eq!(report["work_tree_dirty"], true);
-    assert_eq!(report["probes"].as_array().unwrap().len(), probes.len());
-    let verdicts: Vec<&str> =
-        report["probes"].as_array().unwrap().iter().filter_map(|p| p["verdict"].as_str()).collect();
-    assert_eq!(&verdicts[..2], ["good", "bad"], "the endpoints first");
+    let report = bisection(&out);
+    assert_eq!(report.first_bad.as_deref(), Some(commits[10].as_str()));
+    assert!(report.work_tree_dirty);
+    assert_eq!(report.probes.len(), probes.len());
+    let verdicts: Vec<ProbeVerdict> = report.probes.iter().map(|p| p.verdict).collect();
+    assert_eq!(&verdicts[..2], [ProbeVerdict::Good, ProbeVerdict::Bad], "the endpoints first");
     // Every probe is a complete run directory, and the whole verifies.
     let mut v = coordinator();
     v.arg("verify").arg(&out);
@@ -158,11 +159,11 @@ fn a_commit_that_does_not_build_is_skipped_and_the_answer_holds() {
         f.stdout,
         f.stderr
     );
-    let report = harness::json(&out.join("report.json"));
-    let skipped: Vec<&serde_json::Value> =
-        report["probes"].as_array().unwrap().iter().filter(|p| p["verdict"] == "skipped").collect();
+    let report = bisection(&out);
+    let skipped: Vec<_> =
+        report.probes.iter().filter(|p| p.verdict == ProbeVerdict::Skipped).collect();
     assert_eq!(skipped.len(), 1, "{}", f.stderr);
-    assert_eq!(skipped[0]["commit"], commits[8].as_str());
+    assert_eq!(skipped[0].commit, commits[8]);
     let log = out.join("builds").join(format!("{}.log", short(&commits[8])));
     assert!(log.is_file(), "the failed build's log is kept");
     let mut v = coordinator();
@@ -185,17 +186,17 @@ fn endpoints_that_do_not_differ_leave_nothing_to_bisect() {
         f.stdout,
         f.stderr
     );
-    let report = harness::json(&out.join("report.json"));
-    assert!(report["first_bad"].is_null());
-    let probes = report["probes"].as_array().unwrap();
-    assert!(probes.iter().all(|p| p["position"] == 0 || p["position"] == 16));
+    let report = bisection(&out);
+    assert!(report.first_bad.is_none());
+    let probes = &report.probes;
+    assert!(probes.iter().all(|p| p.position == 0 || p.position == 16));
     // The dashboard lists the probes' runs, not the bisection as a run.
     let mut d = coordinator();
     d.arg("dashboard").arg(tmp.path());
     assert_eq!(run(d).code(), Some(0));
     let index = std::fs::read_to_string(tmp.path().join("README.md")).unwrap();
     let rows: Vec<&str> = index.lines().filter(|l| l.starts_with("| [")).collect();
-    let runs: usize = probes.iter().map(|p| p["runs"].as_array().unwrap().len()).sum();
+    let runs: usize = probes.iter().map(|p| p.runs.len()).sum();
     assert_eq!(rows.len(), runs, "{index}");
     assert!(rows.iter().all(|r| r.starts_with("| [bisect/probes/")), "{index}");
 }
@@ -270,9 +271,7 @@ fn sigint_stops_a_bisection_and_a_rerun_resumes_it_without_repeating_a_probe() {
     let lines = probe_lines(&f.stderr);
     let reused = lines.iter().filter(|l| l.ends_with("(reused: its runs verify)")).count();
     assert_eq!(reused, done, "{}", f.stderr);
-    let report = harness::json(&out.join("report.json"));
-    let flagged =
-        report["probes"].as_array().unwrap().iter().filter(|p| p["reused"] == true).count();
+    let flagged = bisection(&out).probes.iter().filter(|p| p.reused).count();
     assert_eq!(flagged, done);
 }
 

@@ -1,6 +1,7 @@
 //! `--command`: anyone's command as a stage, measured with its whole process
 //! tree, its exit status checked, killed with its worker, kept from secrets.
 
+use harness::reports::{self, figure, stage};
 use harness::{coordinator_with_output, json, run};
 
 #[test]
@@ -24,9 +25,9 @@ fn commands_are_measured_as_whole_process_trees() {
     ]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let busy = &r["stages"]["busy"];
-    let (wall, cpu) = (busy["wall_s"].as_f64().unwrap(), busy["cpu_s"].as_f64().unwrap());
+    let r = reports::read(&out);
+    let busy = stage(&r, "busy");
+    let (wall, cpu) = (busy.wall_s, busy.cpu_s);
     // A busy loop is CPU-bound, but on a loaded 2-core machine it can be
     // descheduled for much of its wall (measurements.rs had to lower the
     // same bound to 0.25 after seeing 0.5 fail).
@@ -34,9 +35,9 @@ fn commands_are_measured_as_whole_process_trees() {
         cpu > 0.25 * wall && cpu <= 1.05 * wall + 0.01,
         "a shell loop's CPU {cpu} vs wall {wall}"
     );
-    let peak = r["stages"]["alloc100"]["peak_rss_bytes"].as_u64().unwrap();
+    let peak = stage(&r, "alloc100").peak_rss_bytes;
     assert!(peak >= 100 << 20, "a child's 100 MiB allocation shows as {peak}");
-    assert_eq!(r["stages"]["no-secrets"]["figures"]["exit_code"], 0.0);
+    assert_eq!(figure(stage(&r, "no-secrets"), "exit_code"), 0.0);
     f.assert_no_worker_left();
 }
 
@@ -77,11 +78,11 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     c.args(["--command", "test -z \"$STAGEBENCH_ADDR$STAGEBENCH_TOKEN_FILE\"", "--name", "env"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let samples = &r["trials"]["spans"]["samples"];
-    assert_eq!(samples["span:load_s"], serde_json::json!([0.75, 0.75]), "{samples}");
-    assert_eq!(samples["span:load_n"], serde_json::json!([2.0, 2.0]));
-    assert_eq!(samples["span:adapt_images_s"], serde_json::json!([54.7, 54.7]));
+    let r = reports::read(&out);
+    let samples = &reports::trials(&r).trials["spans"].samples;
+    assert_eq!(samples.get("span:load_s"), Some(&vec![0.75, 0.75]), "{samples:?}");
+    assert_eq!(samples.get("span:load_n"), Some(&vec![2.0, 2.0]));
+    assert_eq!(samples.get("span:adapt_images_s"), Some(&vec![54.7, 54.7]));
     // The spans files were the worker's own: none is left in the run directory.
     let left: Vec<_> = std::fs::read_dir(&out)
         .unwrap()
@@ -187,8 +188,8 @@ fn commands_run_as_trials() {
     ]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["trials"]["t"]["n"], 3);
+    let r = reports::read(&out);
+    assert_eq!(reports::trials(&r).trials["t"].n, 3);
     assert_eq!(f.worker_pids().len(), 4);
 }
 
@@ -239,22 +240,22 @@ fn a_commands_commit_dirty_tree_and_thread_settings_are_recorded() {
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
         let text = std::fs::read_to_string(out.join("report.json")).unwrap();
         assert!(!text.contains(dir.to_str().unwrap()), "the work tree's path is in the report");
-        json(&out.join("report.json"))["stages"]["train"]["runtime"].clone()
+        stage(&reports::read(&out), "train").runtime.clone()
     };
     let threads = [("OMP_NUM_THREADS", "3"), ("TF_NUM_INTRAOP_THREADS", "2")];
-    let clean = runtime_of(repo.path(), &threads);
-    assert_eq!(clean["git_commit"], head.as_str(), "{clean}");
-    assert_eq!(clean["git_dirty"], false, "{clean}");
-    assert_eq!(clean["thread_settings"]["OMP_NUM_THREADS"], "3", "{clean}");
-    assert_eq!(clean["thread_settings"]["TF_NUM_INTRAOP_THREADS"], "2", "{clean}");
-    assert!(clean["thread_settings"].get("MKL_NUM_THREADS").is_none(), "{clean}");
+    let clean = runtime_of(repo.path(), &threads).expect("a commit and thread settings");
+    assert_eq!(clean.git_commit.as_deref(), Some(head.as_str()), "{clean:?}");
+    assert_eq!(clean.git_dirty, Some(false), "{clean:?}");
+    assert_eq!(clean.thread_settings["OMP_NUM_THREADS"], "3", "{clean:?}");
+    assert_eq!(clean.thread_settings["TF_NUM_INTRAOP_THREADS"], "2", "{clean:?}");
+    assert!(!clean.thread_settings.contains_key("MKL_NUM_THREADS"), "{clean:?}");
     std::fs::write(repo.path().join("train.py"), "pass  # edited\n").unwrap();
-    let dirty = runtime_of(repo.path(), &[]);
-    assert_eq!((&dirty["git_commit"], &dirty["git_dirty"]), (&clean["git_commit"], &true.into()));
-    assert!(dirty.get("thread_settings").is_none(), "{dirty}");
+    let dirty = runtime_of(repo.path(), &[]).expect("a commit");
+    assert_eq!((&dirty.git_commit, dirty.git_dirty), (&clean.git_commit, Some(true)));
+    assert!(dirty.thread_settings.is_empty(), "{dirty:?}");
     // Outside a work tree, with no thread setting: nothing to say.
     let plain = tempfile::tempdir().unwrap();
-    assert!(runtime_of(plain.path(), &[]).is_null());
+    assert!(runtime_of(plain.path(), &[]).is_none());
 }
 
 /// `--inputs DIR`, repeatable, in any mode that runs a command: each
@@ -280,16 +281,16 @@ fn every_inputs_directory_of_a_command_is_bound_and_held_still() {
     inputs(&mut c);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
+    let r = reports::read(&out);
     let d = json(&out.join("declaration.json"));
-    let each = r["inputs"].as_array().expect("report.inputs");
-    assert_eq!(each.len(), 2, "{}", r["inputs"]);
-    assert_eq!((each[0]["files"].as_u64(), each[0]["bytes"].as_u64()), (Some(1), Some(5)));
-    assert_eq!((each[1]["files"].as_u64(), each[1]["bytes"].as_u64()), (Some(1), Some(3)));
-    assert!(each.iter().all(|i| i["unchanged"] == true));
+    let each = &r.inputs;
+    assert_eq!(each.len(), 2, "{each:?}");
+    assert_eq!((each[0].files, each[0].bytes), (1, 5));
+    assert_eq!((each[1].files, each[1].bytes), (1, 3));
+    assert!(each.iter().all(|i| i.unchanged));
     let declared = &d["parameters"]["inputs_each_sha256"];
-    assert_eq!(declared[0], each[0]["sha256"]);
-    assert_eq!(declared[1], each[1]["sha256"]);
+    assert_eq!(declared[0], each[0].sha256.as_str());
+    assert_eq!(declared[1], each[1].sha256.as_str());
     assert_eq!(d["parameters"]["inputs_files"], 2);
     assert!(
         f.stdout.contains("inputs: 2 files, 0.0 MiB in 2 directories, unchanged"),

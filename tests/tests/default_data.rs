@@ -13,15 +13,17 @@ fn the_built_in_cohort_is_made_once_reused_and_checked() {
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
         assert!(f.stderr.contains("preparing the built-in small synthetic cohort"), "{}", f.stderr);
-        let r = json(&out.join("report.json"));
-        assert_eq!(r["caches_identical"], true);
-        assert_eq!(r["counts"]["train_series"], 25, "36 series split 25/5/6");
+        let report = harness::reports::read(&out);
+        let r = harness::reports::cold_prep(&report);
+        assert_eq!(r.caches_identical, Some(true));
+        let counts = r.counts.as_ref().expect("the recipe's counts");
+        assert_eq!(counts.train_series, 25, "36 series split 25/5/6");
         // The coordinator generated nothing itself: its peak, which Linux
         // carries into every worker, stayed small.
-        for w in r["workers"].as_array().unwrap() {
-            assert!(w["peak_rss_floor_bytes"].as_u64().unwrap() < 48 << 20, "{w}");
+        for w in &report.workers {
+            assert!(w.peak_rss_floor_bytes < 48 << 20, "{w:?}");
         }
-        assert!(r["stages"]["verify_before"]["peak_rss_bytes"].as_u64().unwrap() < 48 << 20);
+        assert!(harness::reports::stage(&report, "verify_before").peak_rss_bytes < 48 << 20);
         f.assert_no_worker_left();
         json(&out.join("declaration.json"))["dataset_fingerprint"].clone()
     };

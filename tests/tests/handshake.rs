@@ -154,7 +154,7 @@ fn accepts_that_failed_inside_a_phase_are_recorded_with_the_run() {
         if f.code() != Some(0) {
             continue;
         }
-        let warnings = json(&out.join("report.json"))["machine_warnings"].to_string();
+        let warnings = harness::reports::read(&out).machine_warnings.join("\n");
         let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
         let said = "accepting workers' connections failed";
         if !failed_accepts {

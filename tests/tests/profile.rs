@@ -4,6 +4,7 @@
 //! normalizer, contexts, loader order and trained weights.
 
 use harness::data::{Raw, tiny};
+use harness::reports::{self, figure};
 use harness::{coordinator, json, run};
 use std::path::{Path, PathBuf};
 
@@ -37,19 +38,20 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     let mut keep = Vec::new();
     let (a, f) = profile(&tiny().frozen, "0", &mut keep);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&a.join("report.json"));
+    let report = reports::read(&a);
+    let r = reports::profile(&report);
     // The input-bound verdict: the fit epoch's loader waits against its
     // step time, graded as the TensorFlow profiler grades it.
-    let fraction = r["input_wait_fraction"].as_f64().expect("an input-wait fraction");
+    let fraction = r.input_wait_fraction.expect("an input-wait fraction");
     assert!((0.0..=1.0).contains(&fraction), "{fraction}");
-    let fit = &r["stages"]["end_to_end_fit_epoch"]["figures"];
-    assert_eq!(fit["input_wait_fraction"].as_f64(), Some(fraction));
+    let stage = |k: &str| reports::stage(&report, k);
+    assert_eq!(figure(stage("end_to_end_fit_epoch"), "input_wait_fraction"), fraction);
     let grade = match fraction {
         f if f < 0.05 => "not input-bound",
         f if f < 0.20 => "moderately input-bound",
         _ => "highly input-bound",
     };
-    assert_eq!(r["input_bound"], grade);
+    assert_eq!(r.input_bound.as_deref(), Some(grade));
     // The README's headline figures are in summary.md too.
     let summary = std::fs::read_to_string(a.join("summary.md")).unwrap();
     assert!(summary.contains(&format!("so it is {grade}")), "{summary}");
@@ -58,7 +60,7 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
         summary.contains("Model, end to end: one fit epoch through the loader at"),
         "{summary}"
     );
-    let keys: Vec<&String> = r["stages"].as_object().unwrap().keys().collect();
+    let keys: Vec<&String> = report.stages.keys().collect();
     for k in [
         "verify_before",
         "cold_feature_cache_prepare",
@@ -75,51 +77,46 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
         assert!(keys.iter().any(|x| *x == k), "no stage {k} in {keys:?}");
     }
     assert_eq!(keys.len(), 11, "{keys:?}");
-    let c = &r["counts"];
-    let eligible = c["eligible_contexts"].as_u64().unwrap();
-    let batches = c["batches"].as_u64().unwrap();
-    assert!(eligible >= 2, "the tiny cohort should have contexts to shuffle: {c}");
-    assert_eq!(batches, eligible.div_ceil(32), "{c}");
-    assert_eq!(c["final_batch"].as_u64().unwrap(), eligible - 32 * (batches - 1), "{c}");
+    let c = &r.counts;
+    let eligible = c.eligible_contexts.expect("eligible contexts");
+    let batches = c.batches.expect("batches");
+    assert!(eligible >= 2, "the tiny cohort should have contexts to shuffle: {c:?}");
+    assert_eq!(batches, eligible.div_ceil(32), "{c:?}");
+    assert_eq!(c.final_batch, Some(eligible - 32 * (batches - 1)), "{c:?}");
     let normalizer = json(&a.join("normalizer.json"));
-    assert_eq!(normalizer["count"], c["valid_frames"], "fitted on every valid frame");
-    let loader = &r["stages"]["warm_loader_epoch"]["figures"];
-    assert_eq!(loader["contexts"].as_f64(), Some(eligible as f64));
-    assert!(loader["p95_wait_s"].as_f64().unwrap() >= loader["median_wait_s"].as_f64().unwrap());
+    assert_eq!(normalizer["count"], c.valid_frames, "fitted on every valid frame");
+    let loader = |name: &str| figure(stage("warm_loader_epoch"), name);
+    assert_eq!(loader("contexts"), eligible as f64);
+    assert!(loader("p95_wait_s") >= loader("median_wait_s"));
     // The model: the seed recipe's size, trained over exactly the counted epoch.
-    let stage = |k: &str| &r["stages"][k]["figures"];
     for k in ["resident_model_build", "end_to_end_model_build"] {
-        assert_eq!(stage(k)["parameters"], 4018.0, "{k}");
+        assert_eq!(figure(stage(k), "parameters"), 4018.0, "{k}");
     }
-    let fit = stage("end_to_end_fit_epoch");
-    assert_eq!(fit["contexts"].as_f64(), Some(eligible as f64), "{fit}");
-    assert_eq!(fit["batches"].as_f64(), Some(batches as f64), "{fit}");
-    assert_eq!(fit["final_batch"].as_f64(), c["final_batch"].as_f64(), "{fit}");
-    assert!(
-        fit["loss_last_tenth"].as_f64().unwrap() < fit["loss_first_tenth"].as_f64().unwrap(),
-        "the fit epoch did not learn: {fit}"
-    );
-    let steps = stage("resident_model_steps");
-    assert_eq!(steps["steps"], 20.0);
-    assert_eq!(stage("resident_compile_and_warmup")["warmup_steps"], 2.0);
-    assert!(steps["last_loss"].as_f64().unwrap() < steps["first_loss"].as_f64().unwrap());
+    let fit = |name: &str| figure(stage("end_to_end_fit_epoch"), name);
+    assert_eq!(fit("contexts"), eligible as f64);
+    assert_eq!(fit("batches"), batches as f64);
+    assert_eq!(Some(fit("final_batch")), c.final_batch.map(|b| b as f64));
+    assert!(fit("loss_last_tenth") < fit("loss_first_tenth"), "the fit epoch did not learn");
+    let steps = |name: &str| figure(stage("resident_model_steps"), name);
+    assert_eq!(steps("steps"), 20.0);
+    assert_eq!(figure(stage("resident_compile_and_warmup"), "warmup_steps"), 2.0);
+    assert!(steps("last_loss") < steps("first_loss"));
     // Setup a shared process would have done is timed apart from the stage.
     for k in ["resident_compile_and_warmup", "resident_model_steps", "end_to_end_fit_epoch"] {
-        assert!(stage(k)["setup_s"].as_f64().unwrap() > 0.0, "{k}");
+        assert!(figure(stage(k), "setup_s") > 0.0, "{k}");
     }
     assert!(
-        steps["min_step_s"].as_f64().unwrap() * 20.0
-            <= r["stages"]["resident_model_steps"]["wall_s"].as_f64().unwrap(),
-        "20 steps took less than 20 times the shortest: {steps}"
+        steps("min_step_s") * 20.0 <= stage("resident_model_steps").wall_s,
+        "20 steps took less than 20 times the shortest"
     );
     // Every stage ran in its own process.
-    let stages = r["stages"].as_object().unwrap();
-    let ranks: Vec<u64> = stages.values().filter_map(|s| s["worker"].as_u64()).collect();
+    let stages = &report.stages;
+    let ranks: Vec<u32> = stages.values().filter_map(|s| s.worker).collect();
     // All but the cache preparation (a phase of one job per series, whose
     // record has no single worker) have a worker of their own: the check
     // below is over every one of them, not over what was left.
     let phases: Vec<&String> =
-        stages.iter().filter(|(_, s)| s["worker"].is_null()).map(|(k, _)| k).collect();
+        stages.iter().filter(|(_, s)| s.worker.is_none()).map(|(k, _)| k).collect();
     assert_eq!(phases, ["cold_feature_cache_prepare"], "stages without a worker");
     assert_eq!(ranks.len(), stages.len() - 1);
     assert!(ranks.len() >= 8, "{} stages checked", ranks.len());
@@ -153,14 +150,15 @@ fn profile_counts_agree_and_a_seed_repeats_its_epoch() {
     let (one, f) = profile_with(&tiny().frozen, "0", &["--isolation", "run"], &mut keep);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     assert_eq!(f.worker_pids().len(), 3, "verify, prepare, and one for the rest");
-    let r1 = json(&one.join("report.json"));
-    let shared = r1["stages"]["warm_fit_normalizer"]["worker"].clone();
-    for (k, s) in r1["stages"].as_object().unwrap() {
+    let report1 = reports::read(&one);
+    let shared = reports::stage(&report1, "warm_fit_normalizer").worker;
+    assert!(shared.is_some(), "the shared process has a rank");
+    for (k, s) in &report1.stages {
         if !["verify_before", "cold_feature_cache_prepare"].contains(&k.as_str()) {
-            assert_eq!(s["worker"], shared, "{k} ran in another process");
+            assert_eq!(s.worker, shared, "{k} ran in another process");
         }
     }
-    assert_eq!(r1["counts"], r["counts"]);
+    assert_eq!(reports::profile(&report1).counts, r.counts);
     for file in ["normalizer.json", "loader-order.sha256", "fit-weights.sha256"] {
         assert_eq!(read(a.join(file)), read(one.join(file)), "{file} depends on the isolation");
     }
@@ -206,14 +204,14 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
         .filter(|l| l.contains("prerequisite:") && (l.contains(" series, ") || l.contains("[")))
         .collect();
     assert!(progress.is_empty(), "{progress:?}");
-    let r = json(&out.join("report.json"));
+    let report = reports::read(&out);
+    let r = reports::trials(&report);
     for k in ["warm_loader_epoch", "warm_fit_normalizer"] {
-        assert_eq!(r["trials"][k]["n"], 2, "{k}");
+        assert_eq!(r.trials[k].n, 2, "{k}");
     }
     // What the trials wrote (the loader's order digest) is bound: it
     // verifies (issue 44: it once said ok and failed verify).
-    let paths: Vec<&str> =
-        r["artifacts"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+    let paths: Vec<&str> = report.artifacts.iter().map(|a| a.path.as_str()).collect();
     assert!(paths.contains(&"loader-order.sha256"), "{paths:?}");
     let mut v = harness::coordinator();
     v.arg("verify").arg(&out);
@@ -225,11 +223,10 @@ fn recipe_stages_repeat_as_trials_after_their_prerequisites_run_once() {
         "prerequisite:warm_fit_normalizer",
         "prerequisite:count_eligible_contexts",
     ] {
-        assert!(r["stages"][k].is_object(), "no {k}");
-        assert!(r["trials"][k].is_null(), "{k} counted as a trial");
+        reports::stage(&report, k);
+        assert!(!r.trials.contains_key(k), "{k} counted as a trial");
     }
-    let artifacts: Vec<&str> =
-        r["artifacts"].as_array().unwrap().iter().map(|a| a["path"].as_str().unwrap()).collect();
+    let artifacts: Vec<&str> = report.artifacts.iter().map(|a| a.path.as_str()).collect();
     assert!(artifacts.contains(&"normalizer.json"), "{artifacts:?}");
     // Every trial in a fresh process (prepare 1 + fit 1 + count 1 + 4 trials).
     let mut pids = f.worker_pids();
@@ -253,17 +250,18 @@ fn model_stages_repeat_as_trials_each_in_a_fresh_process() {
     c.args(["--stage", "resident_model_steps", "--stage", "end_to_end_fit_epoch"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let t = &r["trials"]["resident_model_steps"]["samples"];
-    assert_eq!(t["median_step_s"].as_array().map(Vec::len), Some(2), "{t}");
+    let report = reports::read(&out);
+    let r = reports::trials(&report);
+    let t = &r.trials["resident_model_steps"].samples;
+    assert_eq!(t["median_step_s"].len(), 2, "{t:?}");
     // Training is deterministic: both fit trials end on the same loss.
-    let losses = &r["trials"]["end_to_end_fit_epoch"]["samples"]["loss_last_tenth"];
-    assert_eq!(losses[0], losses[1], "{losses}");
+    let fit = &r.trials["end_to_end_fit_epoch"].samples;
+    let losses = &fit["loss_last_tenth"];
+    assert_eq!(losses[0], losses[1], "{losses:?}");
     // Each fit trial carries its input-wait fraction.
-    let waits =
-        r["trials"]["end_to_end_fit_epoch"]["samples"]["input_wait_fraction"].as_array().unwrap();
+    let waits = &fit["input_wait_fraction"];
     assert_eq!(waits.len(), 2);
-    assert!(waits.iter().all(|w| (0.0..=1.0).contains(&w.as_f64().unwrap())), "{waits:?}");
+    assert!(waits.iter().all(|w| (0.0..=1.0).contains(w)), "{waits:?}");
     // prepare + fit + count, then 4 trials.
     assert_eq!(f.worker_pids().len(), 7);
     f.assert_no_worker_left();

@@ -111,10 +111,8 @@ fn exports_hold_every_stage_and_never_overwrite() {
     assert_eq!(row[1], "3");
     let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
     let median: f64 = row[col("wall_median_s")].parse().unwrap();
-    assert_eq!(
-        median,
-        report["trials"]["sleep:5"]["summary"]["wall_s"]["median"].as_f64().unwrap()
-    );
+    let typed = harness::reports::read(&out);
+    assert_eq!(median, harness::reports::trials(&typed).trials["sleep:5"].summary["wall_s"].median);
     assert!(median >= 0.005, "sleep:5 took {median} s");
 
     assert_eq!(std::fs::read(&mdf).unwrap(), std::fs::read(out.join("summary.md")).unwrap());

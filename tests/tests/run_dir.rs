@@ -65,22 +65,20 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     let decl = json(&out.join("declaration.json"));
     let report = json(&out.join("report.json"));
+    let typed = harness::reports::read(&out);
     let keys: Vec<_> =
         decl["stages"].as_array().unwrap().iter().map(|s| s["key"].as_str().unwrap()).collect();
     assert_eq!(keys, ["noop", "write:4", "noop#2"]);
     for k in &keys {
-        let st = &report["stages"][k];
-        assert!(
-            st["wall_s"].is_f64() && st["cpu_s"].is_f64() && st["peak_rss_bytes"].is_u64(),
-            "{st}"
-        );
+        let st = harness::reports::stage(&typed, k);
+        assert!(st.wall_s >= 0.0 && st.cpu_s >= 0.0 && st.peak_rss_bytes > 0, "{st:?}");
     }
-    assert_eq!(report["workers"].as_array().unwrap().len(), 3, "one process per stage");
+    assert_eq!(typed.workers.len(), 3, "one process per stage");
     // wait4's fault and switch counts per process: a process that ran faulted.
-    for w in report["workers"].as_array().unwrap() {
-        assert!(w["minor_faults"].as_u64().unwrap() > 0, "{w}");
-        assert!(w["major_faults"].is_u64() && w["voluntary_switches"].is_u64(), "{w}");
-        assert!(w["involuntary_switches"].is_u64(), "{w}");
+    for w in &typed.workers {
+        assert!(w.minor_faults.is_some_and(|n| n > 0), "{w:?}");
+        assert!(w.major_faults.is_some() && w.voluntary_switches.is_some(), "{w:?}");
+        assert!(w.involuntary_switches.is_some(), "{w:?}");
     }
     // The machine's huge-page mode, where the kernel shows it.
     let env = json(&out.join("environment.json"));
@@ -91,7 +89,7 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
         ),
         None => assert!(env["transparent_hugepages"]["enabled"].is_null()),
     }
-    assert_eq!(report["artifacts"][0]["path"], "artifacts/job-1-write.bin");
+    assert_eq!(typed.artifacts[0].path, "artifacts/job-1-write.bin");
     assert_eq!(decl["program"]["source_sha256"].as_str().unwrap().len(), 64);
 
     // The bindings, recomputed here as docs/evidence.md describes them (not
@@ -191,11 +189,11 @@ fn isolation_run_uses_one_process_for_every_stage() {
     c.args(["--isolation", "run", "--stage", "noop", "--stage", "sleep:10", "--stage", "noop"]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
-    let workers = report["workers"].as_array().unwrap();
+    let report = harness::reports::read(&out);
+    let workers = &report.workers;
     assert_eq!(workers.len(), 1);
-    assert_eq!(workers[0]["stages"].as_array().unwrap().len(), 3);
-    assert_eq!(workers[0]["exit"], "exited 0");
+    assert_eq!(workers[0].stages.len(), 3);
+    assert_eq!(workers[0].exit, "exited 0");
     assert_eq!(f.worker_pids().len(), 1);
     f.assert_no_worker_left();
 }
@@ -209,8 +207,7 @@ fn several_workers_share_the_queue() {
     }
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
-    assert_eq!(report["stages"].as_object().unwrap().len(), 6);
+    assert_eq!(harness::reports::read(&out).stages.len(), 6);
     // Concurrency from the order of events, not from timing: the most
     // workers alive at once (spawned and not yet ended) must reach three.
     let mut alive = 0i32;
@@ -248,10 +245,9 @@ fn doctor_and_runs_warn_about_the_machine_as_pyperf_does() {
     c.args(["--quiet", "--stage", "noop", "--workers"]).arg((cores + 1).to_string());
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
-    let warned = report["machine_warnings"].as_array().expect("machine warnings");
+    let warned = harness::reports::read(&out).machine_warnings;
     let says = format!("{} workers on {cores} cores", cores + 1);
-    assert!(warned.iter().any(|w| w.as_str().unwrap().starts_with(&says)), "{warned:?}");
+    assert!(warned.iter().any(|w| w.starts_with(&says)), "{warned:?}");
     assert!(f.stderr.contains(&format!("warning: {says}")), "{}", f.stderr);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("## The machine"), "{summary}");

@@ -1,7 +1,14 @@
 //! `--param`: a scan of a command over its own knob, one stage per value,
 //! values shuffled per round, and a recommendation that can say "no".
 
+use harness::reports;
 use harness::{coordinator_with_output, json, run};
+use report::modes::scan::{Outcome, Scan};
+
+/// The scan of the run in `out`.
+fn scan_of(out: &std::path::Path) -> Scan {
+    reports::read(out).scan().expect("a scan").clone()
+}
 
 /// A scan whose command ignores its value. At α = 0.05 one run in twenty
 /// could call a difference by chance, so a second run is allowed; a rule
@@ -20,13 +27,13 @@ fn a_command_that_ignores_its_parameter_differs_in_no_value() {
         ]);
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
-        let rec = json(&out.join("report.json"))["scan"]["recommendation"].clone();
-        if rec["outcome"] == "no_difference" {
-            let s = rec["sentence"].as_str().unwrap();
+        let rec = scan_of(&out).recommendation;
+        if rec.outcome == Outcome::NoDifference {
+            let s = &rec.sentence;
             assert!(s.starts_with("no value differs significantly from x=a (p = "), "{s}");
             return;
         }
-        last = rec.to_string();
+        last = format!("{rec:?}");
     }
     panic!("two runs of a command that ignores its value both found a difference: {last}");
 }
@@ -44,9 +51,9 @@ fn two_trials_are_too_few_to_tell() {
     ]);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let rec = &json(&out.join("report.json"))["scan"]["recommendation"];
-    assert_eq!(rec["outcome"], "too_few_trials", "{rec}");
-    assert_eq!(rec["trials_needed"], 4);
+    let rec = scan_of(&out).recommendation;
+    assert_eq!(rec.outcome, Outcome::TooFewTrials, "{rec:?}");
+    assert_eq!(rec.trials_needed, Some(4));
     assert!(f.stdout.contains("too few trials to tell: 2 counted per value"), "{}", f.stdout);
     // The dashboard's headline says it too.
     let mut d = harness::coordinator();
@@ -136,8 +143,8 @@ fn the_loader_example_scans_its_workers() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let points = json(&out.join("report.json"))["scan"]["points"].clone();
-    let peak = |i: usize| points[i]["tree_peak_bytes"].as_f64().unwrap() / (1 << 20) as f64;
+    let points = scan_of(&out).points;
+    let peak = |i: usize| points[i].tree_peak_bytes as f64 / (1 << 20) as f64;
     assert!(peak(1) - peak(0) > 30.0, "{} MiB then {} MiB", peak(0), peak(1));
     assert!(f.stdout.contains("workers=2  2"), "{}", f.stdout);
     report::verify::verify(&out).expect("the example's scan verifies");
@@ -149,14 +156,8 @@ fn the_loader_example_scans_its_workers() {
 /// fraction and its loader spans, and the table shows them.
 #[test]
 fn the_torch_example_scans_its_loader_workers() {
-    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            return harness::skip(
-                "the_torch_example_scans_its_loader_workers",
-                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
-            );
-        }
+    let Some(py) = harness::torch_python("the_torch_example_scans_its_loader_workers") else {
+        return;
     };
     let (_tmp, out, mut c) = coordinator_with_output();
     let script = harness::repo().join("examples/torch/train.py");
@@ -167,11 +168,10 @@ fn the_torch_example_scans_its_loader_workers() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let points = json(&out.join("report.json"))["scan"]["points"].clone();
-    for p in points.as_array().unwrap() {
-        let fraction = p["input_wait_fraction"].as_f64().unwrap_or_else(|| panic!("{p}"));
-        assert!((0.0..1.0).contains(&fraction), "{p}");
-        assert!(p["spans_s"]["step"].as_f64().unwrap() > 0.0, "{p}");
+    for p in scan_of(&out).points {
+        let fraction = p.input_wait_fraction.unwrap_or_else(|| panic!("{p:?}"));
+        assert!((0.0..1.0).contains(&fraction), "{p:?}");
+        assert!(p.spans_s["step"] > 0.0, "{p:?}");
     }
     assert!(f.stdout.contains("input wait") && f.stdout.contains("input-bound"), "{}", f.stdout);
 }
@@ -232,34 +232,27 @@ fn a_prepare_program_is_scanned_value_by_value() {
         prepare_scan("--mark", &["--rounds", "4", "--param", "ms=2,40", "--param-seed", "5"]);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let report = json(&out.join("report.json"));
-    let scan = &report["scan"];
-    let stages: Vec<&str> =
-        scan["points"].as_array().unwrap().iter().map(|p| p["stage"].as_str().unwrap()).collect();
+    let report = reports::read(&out);
+    let scan = report.scan().expect("a scan");
+    let stages: Vec<&str> = scan.points.iter().map(|p| p.stage.as_str()).collect();
     assert_eq!(stages, ["cold_prepare_parallel", "cold_prepare_parallel[ms=40]"]);
-    assert_eq!(scan["points"][1]["parameters"]["ms"], "40");
-    assert_eq!(scan["points"][1]["n"], 4, "{scan}");
-    assert_eq!(scan["sample"], "round");
-    let rec = &scan["recommendation"];
-    assert_eq!(rec["stage"], "cold_prepare_parallel", "{rec}");
-    assert!(rec["sentence"].as_str().unwrap().contains("ms=40 is slower"), "{rec}");
+    assert_eq!(scan.points[1].parameters["ms"], "40");
+    assert_eq!(scan.points[1].n, 4, "{scan:?}");
+    assert_eq!(scan.sample.as_deref(), Some("round"));
+    let rec = &scan.recommendation;
+    assert_eq!(rec.stage.as_deref(), Some("cold_prepare_parallel"), "{rec:?}");
+    assert!(rec.sentence.contains("ms=40 is slower"), "{rec:?}");
     // The 40 ms value's 12 items on 2 processes: at least 6 × 40 ms.
-    let wall = |i: usize| scan["points"][i]["wall_median_s"].as_f64().unwrap();
+    let wall = |i: usize| scan.points[i].wall_median_s;
     assert!(wall(1) > 0.24 && wall(1) > wall(0) + 0.15, "{} then {}", wall(0), wall(1));
-    assert!(scan["points"][1]["spans_s"]["work"].as_f64().unwrap() > 0.45, "{scan}");
+    assert!(scan.points[1].spans_s["work"] > 0.45, "{scan:?}");
     // Every value's phases in every round, each value's outputs sealed.
     for round in ["", "#2", "#3", "#4"] {
         for stage in ["cold_prepare", "cold_prepare_parallel"] {
-            let key = format!("{stage}[ms=40]{round}");
-            assert!(report["stages"][&key].is_object(), "no stage {key}");
+            reports::stage(&report, &format!("{stage}[ms=40]{round}"));
         }
     }
-    let artifacts: Vec<&str> = report["artifacts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|a| a["path"].as_str().unwrap())
-        .collect();
+    let artifacts: Vec<&str> = report.artifacts.iter().map(|a| a.path.as_str()).collect();
     for a in ["private-output[ms=40]/manifest.json", "private-output[ms=40]-parallel/manifest.json"]
     {
         assert!(artifacts.contains(&a), "{artifacts:?}");
@@ -268,7 +261,7 @@ fn a_prepare_program_is_scanned_value_by_value() {
     assert_eq!(marked, "item1item1item1 40");
     // Later rounds' outputs were checked, then removed; round 1's stay.
     assert!(!out.join("private-output[ms=40]-round2").exists());
-    let warnings = report["warnings"].to_string();
+    let warnings = reports::cold_prep(&report).warnings.join("\n");
     assert!(
         warnings.contains("ms=40's outputs differ from ms=2's (12 file(s) differ"),
         "{warnings}"

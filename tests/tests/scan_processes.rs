@@ -44,10 +44,6 @@ fn script(dir: &Path, body: &str) -> String {
     path.display().to_string()
 }
 
-fn figure(v: &serde_json::Value) -> f64 {
-    v.as_f64().unwrap_or_else(|| panic!("{v}"))
-}
-
 /// On two cores, 2 processes halve the wall of 1; 4 are no faster and 8
 /// are slower, and each process adds its 40 MiB to the tree's peak. The
 /// scan recommends 2, every round runs the four values in a shuffled order
@@ -65,23 +61,23 @@ fn a_scan_over_processes_recommends_two_and_counts_each_process_memory() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let scan = &r["scan"];
-    let rec = &scan["recommendation"];
-    assert_eq!(rec["stage"], "trial[n=2]", "{rec}");
-    assert_eq!(rec["outcome"], "recommended");
-    let sentence = rec["sentence"].as_str().unwrap();
+    let r = harness::reports::read(&out);
+    let scan = r.scan().expect("a scan");
+    let rec = &scan.recommendation;
+    assert_eq!(rec.stage.as_deref(), Some("trial[n=2]"), "{rec:?}");
+    assert_eq!(rec.outcome, report::modes::scan::Outcome::Recommended);
+    let sentence = &rec.sentence;
     assert!(sentence.starts_with("n=2: ") && sentence.contains("faster than n=1"), "{sentence}");
     assert!(f.stdout.contains(&format!("recommendation: {sentence}")), "{}", f.stdout);
 
     // The tree's peak grows by about 40 MiB a process.
-    let points = scan["points"].as_array().unwrap();
-    let peak = |i: usize| figure(&points[i]["tree_peak_bytes"]) / (1 << 20) as f64;
+    let points = &scan.points;
+    let peak = |i: usize| points[i].tree_peak_bytes as f64 / (1 << 20) as f64;
     let per_process = (peak(3) - peak(0)) / 7.0;
     assert!((34.0..48.0).contains(&per_process), "{per_process} MiB a process");
-    let keys: Vec<&str> = points.iter().map(|p| p["stage"].as_str().unwrap()).collect();
+    let keys: Vec<&str> = points.iter().map(|p| p.stage.as_str()).collect();
     assert_eq!(keys, ["trial[n=1]", "trial[n=2]", "trial[n=4]", "trial[n=8]"]);
-    assert_eq!(points[2]["parameters"]["n"], "4");
+    assert_eq!(points[2].parameters["n"], "4");
 
     // The seed and the values are declared; each round is a permutation of
     // the four, and not every round has the same order.

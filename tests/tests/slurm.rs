@@ -51,15 +51,16 @@ fn a_teams_preparation_through_slurm() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     assert!(f.stderr.contains("srun started"), "not through srun: {}", f.stderr);
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["launcher"], "slurm");
-    assert_eq!(r["outputs_identical"], true);
-    let tasks = r["parallel"]["workers"].as_array().unwrap();
+    let report = harness::reports::read(&out);
+    assert_eq!(report.launcher, "slurm");
+    let r = harness::reports::cold_prep(&report);
+    assert_eq!(r.outputs_identical, Some(true));
+    let tasks = &r.parallel.workers;
     assert_eq!(tasks.len(), 2);
     for t in tasks {
-        assert!(t["startup_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(t.startup_s.is_some_and(|s| s > 0.0), "{t:?}");
         // A task's CPU is its own figures', its program's close included.
-        assert!(t["cpu_s"].as_f64().unwrap() > 0.0, "{t}");
+        assert!(t.cpu_s > 0.0, "{t:?}");
     }
     let mut v = coordinator();
     v.arg("verify").arg(&out);
@@ -88,21 +89,21 @@ fn cold_prep_through_slurm_matches_a_local_run() {
     c.args(["--mode", "cold-prep", "--workers", "2", "--data"]).arg(&tiny().frozen);
     assert_eq!(run(c).code(), Some(0));
 
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["launcher"], "slurm");
-    assert_eq!(r["hosts"], 1);
-    assert_eq!(r["caches_identical"], true);
-    let train = r["counts"]["train_series"].as_u64().unwrap();
-    let tasks = r["parallel"]["workers"].as_array().unwrap();
+    let report = harness::reports::read(&out);
+    assert_eq!(report.launcher, "slurm");
+    assert_eq!(report.hosts, 1);
+    let r = harness::reports::cold_prep(&report);
+    assert_eq!(r.caches_identical, Some(true));
+    let train = r.counts.as_ref().expect("the recipe's counts").train_series;
+    let tasks = &r.parallel.workers;
     assert_eq!(tasks.len() as u64, 8.min(train), "one task per worker slot");
-    let records: Vec<_> = r["workers"]
-        .as_array()
-        .unwrap()
+    let records: Vec<_> = report
+        .workers
         .iter()
-        .filter(|w| w["phase"] == "cold_feature_cache_prepare_parallel")
+        .filter(|w| w.phase == "cold_feature_cache_prepare_parallel")
         .collect();
     assert_eq!(records.len(), tasks.len(), "the parallel phase's records: {records:?}");
-    assert!(records.iter().all(|w| w["task_of_step"] == true), "{records:?}");
+    assert!(records.iter().all(|w| w.task_of_step), "{records:?}");
     for cache in ["private-feature-cache", "private-feature-cache-parallel"] {
         assert_eq!(manifest(&out, cache), manifest(&local, cache), "{cache}");
     }

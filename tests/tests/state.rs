@@ -10,11 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// One `--mode recipe` run over the tiny cohort; returns its report (if it
 /// wrote one) and how it ended.
-fn recipe(
-    state: &Path,
-    out: &Path,
-    extra: &[&str],
-) -> (Option<serde_json::Value>, harness::Finished) {
+fn recipe(state: &Path, out: &Path, extra: &[&str]) -> (Option<report::Report>, harness::Finished) {
     let mut c = coordinator();
     c.args(["--quiet", "--mode", "recipe", "--epochs", "2", "--data"])
         .arg(&tiny().frozen)
@@ -24,22 +20,22 @@ fn recipe(
         .arg(out)
         .args(extra);
     let f = run(c);
-    let report = out.join("report.json");
-    (report.exists().then(|| json(&report)), f)
+    (out.join("report.json").exists().then(|| harness::reports::read(out)), f)
 }
 
-fn fig(r: &serde_json::Value, stage: &str, name: &str) -> f64 {
-    r["stages"][stage]["figures"][name]
-        .as_f64()
-        .unwrap_or_else(|| panic!("{stage} has no figure {name}: {}", r["stages"][stage]))
+fn fig(r: &report::Report, stage: &str, name: &str) -> f64 {
+    harness::reports::figure(harness::reports::stage(r, stage), name)
 }
 
-fn digest(r: &serde_json::Value) -> String {
-    r["state"]["sha256"].as_str().expect("a state digest").to_string()
+fn digest(r: &report::Report) -> String {
+    match &r.section {
+        report::Section::Recipe(s) => s.state.sha256.clone(),
+        other => panic!("a {} report has no state digest", other.mode()),
+    }
 }
 
 /// A cold run's report in a fresh state directory.
-fn cold(tmp: &Path, name: &str) -> (PathBuf, serde_json::Value) {
+fn cold(tmp: &Path, name: &str) -> (PathBuf, report::Report) {
     let state = tmp.join(format!("state-{name}"));
     let (r, f) = recipe(&state, &tmp.join(format!("run-{name}")), &[]);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);

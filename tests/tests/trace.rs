@@ -2,24 +2,24 @@
 //! one track per worker process, every B closed by its E, slices nested.
 
 use harness::data::tiny;
+use harness::reports;
 use harness::{json, run};
+use report::Report;
 use std::collections::BTreeSet;
 
 /// Checks the trace's structure against its run's report (and its
 /// jobs.jsonl.gz, which holds a cold-prep's jobs: `jobs`).
-fn check(trace: &serde_json::Value, report: &serde_json::Value, jobs: &[serde_json::Value]) {
+fn check(trace: &serde_json::Value, report: &Report, jobs: &[serde_json::Value]) {
     let t = harness::trace::check(trace);
-    let workers = report["workers"].as_array().unwrap();
+    let workers = &report.workers;
     // One track per worker process, plus the phases' track, and lanes for
     // spans that overlapped without nesting.
-    let own: BTreeSet<String> =
-        workers.iter().map(|w| format!("worker {}", w["rank"].as_u64().unwrap())).collect();
+    let own: BTreeSet<String> = workers.iter().map(|w| format!("worker {}", w.rank)).collect();
     let tracks: BTreeSet<String> =
         t.names.values().filter(|n| n.as_str() != "phases").cloned().collect();
     assert!(own.is_subset(&tracks), "a track per worker: {tracks:?}");
     assert!(tracks.difference(&own).all(|t| t.contains(": overlapping spans")), "{tracks:?}");
-    let jobs = jobs.len()
-        + workers.iter().map(|w| w["jobs"].as_array().map_or(0, Vec::len)).sum::<usize>();
+    let jobs = jobs.len() + workers.iter().map(|w| w.jobs.len()).sum::<usize>();
     assert!(jobs > 0);
     assert_eq!(t.slices.get("stage").copied().unwrap_or(0), jobs, "a slice per job");
 }
@@ -35,12 +35,12 @@ fn a_cold_prep_sweep_traces_every_worker_and_render_derives_the_same_trace() {
         .arg(&trace_path);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
+    let report = reports::read(&out);
     let trace = json(&trace_path);
     let jobs = harness::jobs(&out);
     // 2 rounds of a serial phase and two counts' parallel phases, and the
     // sources' checks before and after.
-    let series = report["serial"]["per_series_s"]["n"].as_u64().unwrap() as usize;
+    let series = reports::cold_prep(&report).serial.per_series_s.n as usize;
     assert_eq!(jobs.len(), 6 * series + 2);
     check(&trace, &report, &jobs);
     assert_eq!(trace["otherData"]["schema"], "stagebench.trace");
@@ -81,9 +81,9 @@ fn trials_trace_one_process_per_trial() {
         .arg(&trace_path);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
+    let report = reports::read(&out);
     check(&json(&trace_path), &report, &harness::jobs(&out));
-    assert_eq!(report["workers"].as_array().unwrap().len(), 4, "a process per trial");
+    assert_eq!(report.workers.len(), 4, "a process per trial");
 }
 
 /// A command's spans through the Python helper: nested spans nest inside
@@ -106,7 +106,7 @@ fn a_commands_spans_nest_inside_its_stage() {
         .arg(&trace_path);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let report = json(&out.join("report.json"));
+    let report = reports::read(&out);
     let trace = json(&trace_path);
     check(&trace, &report, &harness::jobs(&out));
     let events = trace["traceEvents"].as_array().unwrap();
@@ -131,7 +131,7 @@ fn a_commands_spans_nest_inside_its_stage() {
             ("E", "outer")
         ]
     );
-    let worker_tid = report["workers"][0]["rank"].as_u64().unwrap() + 1;
+    let worker_tid = u64::from(report.workers[0].rank) + 1;
     assert!(spans.iter().filter(|s| s.1 == "outer").all(|s| s.2 == worker_tid));
     // The three overlapping spans all appear, once each.
     for name in ["from_thread", "from_child", "from_main"] {
@@ -142,12 +142,12 @@ fn a_commands_spans_nest_inside_its_stage() {
         );
     }
     // And each job's slices lie inside the job.
-    for w in report["workers"].as_array().unwrap() {
-        for j in w["jobs"].as_array().unwrap() {
-            let (b, e) = (j["start_s"].as_f64().unwrap(), j["end_s"].as_f64().unwrap());
-            for s in j["slices"].as_array().into_iter().flatten() {
-                let (sb, se) = (s["start_s"].as_f64().unwrap(), s["end_s"].as_f64().unwrap());
-                assert!(b - 0.01 <= sb && se <= e + 0.01, "{s} outside {b}..{e}");
+    for w in &report.workers {
+        for j in &w.jobs {
+            let (b, e) = (j.start_s, j.end_s);
+            for s in &j.slices {
+                let (sb, se) = (s.start_s, s.end_s);
+                assert!(b - 0.01 <= sb && se <= e + 0.01, "{s:?} outside {b}..{e}");
             }
         }
     }

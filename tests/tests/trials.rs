@@ -1,7 +1,9 @@
 //! `--mode trials`: each trial a fresh process, stages interleaved, warm-up
 //! recorded but not counted, statistics over the counted trials.
 
-use harness::{coordinator_with_output, json, run};
+use harness::reports::{self, stage};
+use harness::{coordinator_with_output, run};
+use report::stats::IntervalMethod;
 
 #[test]
 fn trials_are_fresh_interleaved_and_summarised() {
@@ -29,36 +31,36 @@ fn trials_are_fresh_interleaved_and_summarised() {
     assert_eq!(order.concat(), "ABABABABAB");
     f.assert_no_worker_left();
 
-    let r = json(&out.join("report.json"));
-    let t = &r["trials"]["sleep:30"];
-    assert_eq!(t["n"], 4);
-    assert_eq!(t["warmup"], 1);
-    let walls: Vec<f64> =
-        t["samples"]["wall_s"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let report = reports::read(&out);
+    let r = reports::trials(&report);
+    let t = &r.trials["sleep:30"];
+    assert_eq!(t.n, 4);
+    assert_eq!(t.warmup, 1);
+    let walls = t.samples["wall_s"].clone();
     assert_eq!(walls.len(), 4);
-    assert_eq!(t["warmup_samples"]["wall_s"].as_array().unwrap().len(), 1);
+    assert_eq!(t.warmup_samples["wall_s"].len(), 1);
     assert!(walls.iter().all(|w| *w >= 0.03), "{walls:?}");
     // The summary is computed from exactly those samples.
     let mut sorted = walls.clone();
     sorted.sort_by(f64::total_cmp);
     let median = (sorted[1] + sorted[2]) / 2.0;
-    let s = &t["summary"]["wall_s"];
-    assert!((s["median"].as_f64().unwrap() - median).abs() < 1e-12);
-    assert_eq!(s["min"].as_f64().unwrap(), sorted[0]);
-    assert_eq!(s["max"].as_f64().unwrap(), sorted[3]);
+    let s = &t.summary["wall_s"];
+    assert!((s.median - median).abs() < 1e-12);
+    assert_eq!(s.min, sorted[0]);
+    assert_eq!(s.max, sorted[3]);
     // Four trials have no 95% interval: the interval is their range, with
     // the range's coverage for four (87.5%).
-    assert!(s.get("median_ci95").is_none(), "4 trials have no 95% interval: {s}");
-    let i = &s["median_interval"];
-    assert_eq!((i["method"].as_str(), i["n"].as_u64()), (Some("range"), Some(4)), "{i}");
-    assert_eq!((i["low"].as_f64(), i["high"].as_f64()), (Some(sorted[0]), Some(sorted[3])));
-    assert_eq!(i["coverage"], 0.875);
-    assert_eq!(r["stages"]["sleep:30"]["wall_s"].as_f64().unwrap(), s["median"].as_f64().unwrap());
+    assert!(s.median_ci95.is_none(), "4 trials have no 95% interval: {s:?}");
+    let i = &s.median_interval;
+    assert_eq!((i.method, i.n), (IntervalMethod::Range, 4), "{i:?}");
+    assert_eq!((i.low, i.high), (sorted[0], sorted[3]));
+    assert_eq!(i.coverage, 0.875);
+    assert_eq!(stage(&report, "sleep:30").wall_s, s.median);
     // Peak RSS per trial is that trial's own process's, so each is small.
-    for v in t["samples"]["peak_rss_bytes"].as_array().unwrap() {
-        assert!(v.as_f64().unwrap() < 64.0 * 1024.0 * 1024.0);
+    for v in &t.samples["peak_rss_bytes"] {
+        assert!(*v < 64.0 * 1024.0 * 1024.0);
     }
-    assert!(r["outlier_rule"].as_str().unwrap().contains("Tukey"));
+    assert!(r.outlier_rule.contains("Tukey"));
     assert!(f.stdout.contains("interval of median"), "{}", f.stdout);
     assert!(f.stdout.contains("(range, 87.5%)") && !f.stdout.contains("95% CI"), "{}", f.stdout);
     report::verify::verify(&out).expect("a trials run verifies");
@@ -83,23 +85,25 @@ fn a_trees_writes_are_counted_per_trial_with_statistics() {
     c.arg("--export-benchmark-tsv").arg(&tsv);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    snakemake_table(&std::fs::read_to_string(&tsv).unwrap(), &r);
+    let report = reports::read(&out);
+    let r = reports::trials(&report);
+    snakemake_table(&std::fs::read_to_string(&tsv).unwrap(), r);
     let mib2 = 2u64 << 20;
-    let writes = &r["trials"]["writes"];
+    let writes = &r.trials["writes"];
     for name in ["write_bytes", "wchar"] {
-        let samples = writes["samples"][name].as_array().unwrap();
-        assert_eq!(samples.len(), 3, "{name}: {writes}");
-        assert!(samples.iter().all(|v| v.as_f64().unwrap() >= mib2 as f64), "{name}: {samples:?}");
-        assert!(writes["summary"][name]["median"].as_f64().unwrap() >= mib2 as f64);
+        let samples = &writes.samples[name];
+        assert_eq!(samples.len(), 3, "{name}: {writes:?}");
+        assert!(samples.iter().all(|v| *v >= mib2 as f64), "{name}: {samples:?}");
+        assert!(writes.summary[name].median >= mib2 as f64);
     }
-    let record = &r["stages"]["writes"];
-    assert_eq!(record["io_method"], "procfs");
-    assert!(record["write_bytes"].as_u64().unwrap() >= mib2, "{record}");
-    assert!(record["figures"].get("write_bytes").is_none(), "counters are not figures");
-    let control = &r["stages"]["control"];
-    assert_eq!(control["write_bytes"], 0, "{control}");
-    assert!(control["wchar"].as_u64().unwrap() < 64 << 10, "{control}");
+    let record = stage(&report, "writes");
+    let io = record.io.as_ref().expect("the stage's I/O");
+    assert_eq!(io.io_method, "procfs");
+    assert!(io.write_bytes >= mib2, "{record:?}");
+    assert!(!record.figures.contains_key("write_bytes"), "counters are not figures");
+    let control = stage(&report, "control").io.as_ref().expect("the control's I/O");
+    assert_eq!(control.write_bytes, 0, "{control:?}");
+    assert!(control.wchar < 64 << 10, "{control:?}");
 }
 
 /// The benchmark table read as Snakemake's documentation lists its columns
@@ -107,7 +111,7 @@ fn a_trees_writes_are_counted_per_trial_with_statistics() {
 /// `io_out`, `mean_load`, `cpu_time`; the extended format's `jobid` and
 /// `rule` after them): a row per stage and trial, in its units, each value
 /// the report's own trial sample.
-fn snakemake_table(text: &str, r: &serde_json::Value) {
+fn snakemake_table(text: &str, r: &report::modes::trials::Section) {
     const DOCUMENTED: [&str; 10] = [
         "s",
         "h:m:s",
@@ -132,19 +136,19 @@ fn snakemake_table(text: &str, r: &serde_json::Value) {
         })
         .collect();
     assert_eq!(rows.len(), 6, "two stages, three trials each: {text}");
-    let mb = |v: &serde_json::Value| format!("{:.2}", v.as_f64().unwrap() / (1024.0 * 1024.0));
+    let mb = |v: f64| format!("{:.2}", v / (1024.0 * 1024.0));
     for (i, row) in rows.iter().enumerate() {
         let stage = if i < 3 { "writes" } else { "control" };
         let trial = i % 3;
         assert_eq!((row["rule"], row["jobid"]), (stage, (trial + 1).to_string().as_str()));
-        let samples = &r["trials"][stage]["samples"];
-        let wall = samples["wall_s"][trial].as_f64().unwrap();
+        let samples = &r.trials[stage].samples;
+        let wall = samples["wall_s"][trial];
         assert_eq!(row["s"], format!("{wall:.4}"));
         assert_eq!(row["h:m:s"], "0:00:00");
-        assert_eq!(row["io_out"], mb(&samples["write_bytes"][trial]), "{row:?}");
-        assert_eq!(row["io_in"], mb(&samples["read_bytes"][trial]), "{row:?}");
-        assert_eq!(row["max_rss"], mb(&samples["tree_peak_bytes"][trial]), "{row:?}");
-        let cpu = samples["cpu_s"][trial].as_f64().unwrap();
+        assert_eq!(row["io_out"], mb(samples["write_bytes"][trial]), "{row:?}");
+        assert_eq!(row["io_in"], mb(samples["read_bytes"][trial]), "{row:?}");
+        assert_eq!(row["max_rss"], mb(samples["tree_peak_bytes"][trial]), "{row:?}");
+        let cpu = samples["cpu_s"][trial];
         assert_eq!(row["cpu_time"], format!("{cpu:.2}"));
         assert_eq!(row["mean_load"], format!("{:.2}", 100.0 * cpu / wall));
         for unmeasured in ["max_vms", "max_uss", "max_pss", "threads", "resources"] {

@@ -7,8 +7,8 @@
 //! namespace itself), when a second host that cannot be made fails.
 
 use harness::data::tiny;
+use harness::run;
 use harness::slurm::skip;
-use harness::{json, run};
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
@@ -111,9 +111,9 @@ fn workers_on_a_second_host_connect_over_tcp_and_are_counted_not_named() {
         "no connection came from the second host's address:\n{}",
         f.stderr
     );
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["hosts"], 2, "{}", r["workers"]);
-    assert_eq!(r["caches_identical"], true);
+    let r = harness::reports::read(&out);
+    assert_eq!(r.hosts, 2, "{:?}", r.workers);
+    assert_eq!(harness::reports::cold_prep(&r).caches_identical, Some(true));
     let report = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(!report.contains("stagebench-second-host"), "a host name in the report");
     f.assert_no_worker_left();

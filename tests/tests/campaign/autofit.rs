@@ -3,7 +3,7 @@
 //! in the campaign file by qualname. With `STAGEBENCH_AUTOFIT_PYTHON`
 //! naming a Python (≥ 3.12) with autofit; SKIPPED otherwise.
 
-use harness::{coordinator, json, repo, run, run_within};
+use harness::{coordinator, repo, run, run_within};
 
 /// Cold, resume and killed after the first search's recompute, two trials
 /// each: the cold runs differ among themselves (Dynesty is not seeded),
@@ -40,9 +40,8 @@ fn the_autofit_example_is_read_call_by_call_against_its_cold_runs() {
     let f = run_within(c, std::time::Duration::from_secs(600));
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let j: Vec<&str> =
-        r["judgment"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    let r = harness::reports::campaign(&out);
+    let j: Vec<&str> = r.judgment.iter().map(String::as_str).collect();
     let after = |start: &str| {
         let i =
             j.iter().position(|l| l.starts_with(start)).unwrap_or_else(|| panic!("{start}: {j:?}"));

@@ -2,6 +2,7 @@
 //! is not idempotent, a stage that fails, and an interrupted campaign.
 
 use crate::pipeline;
+use harness::reports;
 use harness::{coordinator, json, run, run_campaign};
 
 #[test]
@@ -14,46 +15,43 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let steps = r["steps"].as_array().unwrap();
-    let (cold, resume) = (&steps[0], &steps[1]);
+    let r = reports::campaign(&out);
+    let (cold, resume) = (&r.steps[0], &r.steps[1]);
     // A pipeline's steps have no resume policy: a resume skips what is marked.
-    assert_eq!(resume["policy"], serde_json::Value::Null, "{resume}");
-    for t in cold["trials"].as_array().unwrap() {
+    assert_eq!(resume.policy, None, "{resume:?}");
+    for t in &cold.trials {
         for stage in ["adapt_images", "fit_likelihood", "sample"] {
-            let part = &t["stages"][stage];
-            assert_eq!(part["skipped"], serde_json::Value::Null, "{stage} skipped cold");
+            let part = &t.stages[stage];
+            assert!(!part.skipped, "{stage} skipped cold");
             // No roles: no second of it is called work; all but start-up is other.
-            assert!(part["components"].get("work").is_none(), "{stage}: {part}");
-            assert!(part["components"]["other"].as_f64().unwrap() > 0.0, "{stage}");
-            assert!(
-                part["spans"][format!("compute_{stage}")].as_f64().is_some(),
-                "{stage}: {part}"
-            );
+            assert!(!part.components.contains_key("work"), "{stage}: {part:?}");
+            assert!(part.components["other"] > 0.0, "{stage}");
+            assert!(part.spans.contains_key(&format!("compute_{stage}")), "{stage}: {part:?}");
         }
         // The run's own report carries the spans beside the process figures.
-        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
-        assert!(run["stages"]["sample"]["figures"]["span:compute_sample_s"].is_number(), "{run}");
-        assert!(run["stages"]["sample"]["peak_rss_bytes"].as_u64().unwrap() > 0);
+        let run = reports::read(&out.join(&t.run));
+        let sample = reports::stage(&run, "sample");
+        reports::figure(sample, "span:compute_sample_s");
+        assert!(sample.peak_rss_bytes > 0);
     }
-    for t in resume["trials"].as_array().unwrap() {
-        assert_eq!(t["stages"]["adapt_images"]["skipped"], true);
-        assert_eq!(t["stages"]["fit_likelihood"]["skipped"], true);
+    for t in &resume.trials {
+        assert!(t.stages["adapt_images"].skipped);
+        assert!(t.stages["fit_likelihood"].skipped);
         for (order, stage) in ["adapt_images", "fit_likelihood", "sample"].iter().enumerate() {
             // Skipped or run, a stage keeps its place in the pipeline.
-            assert_eq!(t["stages"][stage]["order"], order, "{stage}: {t}");
+            assert_eq!(t.stages[*stage].order, order, "{stage}: {t:?}");
         }
         for stage in ["adapt_images", "fit_likelihood"] {
             // A skipped stage's wall is its marker check, all of it.
-            let part = &t["stages"][stage];
-            let check = part["components"]["record_check"].as_f64().unwrap();
-            assert!(check > 0.0 && check < 0.1, "{stage}: {part}");
-            assert_eq!(part["wall_s"].as_f64(), Some(check), "{stage}: {part}");
+            let part = &t.stages[stage];
+            let check = part.components["record_check"];
+            assert!(check > 0.0 && check < 0.1, "{stage}: {part:?}");
+            assert_eq!(part.wall_s, check, "{stage}: {part:?}");
         }
-        assert_eq!(t["stages"]["sample"]["skipped"], serde_json::Value::Null);
-        assert_eq!(t["identical_to_cold"], true, "a resume changed the outputs");
-        let run = json(&out.join(t["run"].as_str().unwrap()).join("report.json"));
-        assert_eq!(run["stages"].as_object().unwrap().len(), 1, "only the unmarked stage ran");
+        assert!(!t.stages["sample"].skipped);
+        assert!(t.identical_to_cold, "a resume changed the outputs");
+        let run = reports::read(&out.join(&t.run));
+        assert_eq!(run.stages.len(), 1, "only the unmarked stage ran");
     }
     assert_eq!(
         std::fs::read_to_string(tmp.path().join("work/sample/out.txt")).unwrap(),
@@ -62,7 +60,7 @@ fn an_external_pipeline_runs_cold_and_resumed_with_its_spans_in_the_report() {
     assert_eq!(std::fs::read(tmp.path().join("work/keep.txt")).unwrap(), b"mine");
     // The judgment is the pipeline's own spans: what the resume skipped (the
     // marked stages' spans), what it repeated, and never "work" unasked.
-    let judgment = r["judgment"].to_string();
+    let judgment = r.judgment.join("\n");
     assert!(!judgment.contains("work still to do"), "{judgment}");
     assert!(
         judgment.contains("It skipped") && judgment.contains("adapt_images/compute_adapt_images")
@@ -99,17 +97,15 @@ fn not_identical_to_cold(tally: &str) {
     // campaign, with its report.
     assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
     assert!(f.stderr.contains("did not reproduce a cold run in 2 of 2 trials"), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let steps = r["steps"].as_array().unwrap();
-    for t in steps[0]["trials"].as_array().unwrap() {
-        assert_eq!(t["identical_to_cold"], true, "a cold trial starts from its reset");
+    let r = reports::campaign(&out);
+    for t in &r.steps[0].trials {
+        assert!(t.identical_to_cold, "a cold trial starts from its reset");
     }
-    for t in steps[1]["trials"].as_array().unwrap() {
-        assert_eq!(t["identical_to_cold"], false, "the resume appended a line: {t}");
-        assert_ne!(t["state_sha256"], r["reference_state_sha256"]);
+    for t in &r.steps[1].trials {
+        assert!(!t.identical_to_cold, "the resume appended a line: {t:?}");
+        assert_ne!(t.state_sha256, r.reference_state_sha256);
     }
-    let judgment: Vec<&str> =
-        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
+    let judgment = &r.judgment;
     assert!(
         judgment.iter().any(|j| j.contains(
             "The scratch state after resuming (resume) DIFFERED from the cold run's in 2 of 2 trials"
@@ -137,12 +133,11 @@ fn a_pipeline_stage_that_fails_is_a_finding_and_the_steps_after_it_are_not_run()
     );
     assert!(f.stderr.contains("error: not run: resume"), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["steps"].as_array().map(Vec::len), Some(0), "no trial completed");
-    assert_eq!(r["failed_trials"].as_array().map(Vec::len), Some(2));
-    assert_eq!(r["failed_trials"][0]["stage"], "broken");
-    let judgment: Vec<&str> =
-        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
+    let r = reports::campaign(&out);
+    assert_eq!(r.steps.len(), 0, "no trial completed");
+    assert_eq!(r.failed_trials.len(), 2);
+    assert_eq!(r.failed_trials[0].stage.as_deref(), Some("broken"));
+    let judgment = &r.judgment;
     assert!(
         judgment[0].starts_with("A cold run (cold) FAILED in 2 of 2 trials (stage broken: the command exited with status 1)"),
         "{judgment:?}"
@@ -184,12 +179,12 @@ fn failed_writing_beside_its_spans(
 #[test]
 fn a_stage_that_writes_into_its_run_directory_fails_its_trial() {
     let (_tmp, out, _f) = failed_writing_beside_its_spans("beside", "beside.txt");
-    let r = json(&out.join("report.json"));
-    let failed = r["failed_trials"].as_array().unwrap();
+    let r = reports::campaign(&out);
+    let failed = &r.failed_trials;
     assert_eq!(failed.len(), 2, "{failed:?}");
     for t in failed {
-        assert_eq!(t["reason"], "unaccounted_output", "{t}");
-        let run = out.join(t["run"].as_str().unwrap());
+        assert_eq!(t.reason, "unaccounted_output", "{t:?}");
+        let run = out.join(&t.run);
         assert_eq!(std::fs::read_to_string(run.join("beside.txt")).unwrap(), "mine\n");
         let failure = json(&run.join("failure.json"));
         assert_eq!(failure["kept"], serde_json::json!(["beside.txt"]), "{failure}");
@@ -278,9 +273,8 @@ fn an_interrupted_chain_is_read_call_by_call() {
         ),
     );
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
-    let r = json(&out.join("report.json"));
-    let j: Vec<String> =
-        r["judgment"].as_array().unwrap().iter().map(|s| s.as_str().unwrap().to_string()).collect();
+    let r = reports::campaign(&out);
+    let j = &r.judgment;
     let killed = j
         .iter()
         .position(|l| l.starts_with("Killed with SIGKILL"))
@@ -326,10 +320,10 @@ fn an_interrupted_chain_is_read_call_by_call() {
     assert!(after.contains("It loaded 2 call(s)"), "{after}");
     assert!(!after.contains("Not yet done"), "{after}");
     // The killed attempts' calls are in the report: what ended before the kill.
-    let t = &r["steps"][1]["trials"][0]["killed"]["calls"];
-    assert_eq!(t["one"]["search"].as_array().map(Vec::len), Some(1), "{t}");
-    assert_eq!(t["two"]["recompute"].as_array().map(Vec::len), Some(1), "{t}");
-    assert!(t["two"].get("search").is_none(), "{t}");
+    let t = &r.steps[1].trials[0].killed.as_ref().expect("the killed attempt").calls;
+    assert_eq!(t["one"]["search"].len(), 1, "{t:?}");
+    assert_eq!(t["two"]["recompute"].len(), 1, "{t:?}");
+    assert!(!t["two"].contains_key("search"), "{t:?}");
     let mut c = coordinator();
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(0));
@@ -358,22 +352,21 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
     let errors: Vec<&str> = f.stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(errors.len(), 2, "{}", f.stderr);
     assert!(errors[0].contains("step 'killed' trial 1"), "{}", errors[0]);
-    let r = json(&out.join("report.json"));
-    let steps: Vec<&str> =
-        r["steps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+    let r = reports::campaign(&out);
+    let steps: Vec<&str> = r.steps.iter().map(|s| s.name.as_str()).collect();
     assert_eq!(steps, ["cold", "resume", "cold_again"], "every measurement kept");
-    let failed = r["failed_trials"].as_array().unwrap();
+    let failed = &r.failed_trials;
     assert_eq!(failed.len(), 2, "{failed:?}");
     for (i, t) in failed.iter().enumerate() {
-        assert_eq!(t["step"], "killed");
-        assert_eq!(t["trial"], i + 1);
-        assert_eq!(t["reason"], "stage_failed", "{t}");
-        assert_eq!(t["stage"], "one");
-        assert_eq!(t["killed_attempt"], false, "the resume failed, not the attempt: {t}");
-        assert_eq!(t["last_span"], "restore", "{t}");
-        assert!(t["message"].as_str().unwrap().contains("exited with status 1"), "{t}");
+        assert_eq!(t.step, "killed");
+        assert_eq!(t.trial as usize, i + 1);
+        assert_eq!(t.reason, "stage_failed", "{t:?}");
+        assert_eq!(t.stage.as_deref(), Some("one"));
+        assert!(!t.killed_attempt, "the resume failed, not the attempt: {t:?}");
+        assert_eq!(t.last_span.as_deref(), Some("restore"), "{t:?}");
+        assert!(t.message.contains("exited with status 1"), "{t:?}");
     }
-    let judgment = r["judgment"][0].as_str().unwrap();
+    let judgment = &r.judgment[0];
     assert!(
         judgment.starts_with("Resuming after an interruption at one:span:half_written:1 (killed) FAILED in 2 of 2 trials (stage one: the command exited with status 1, after its last finished span restore)"),
         "{judgment}"
@@ -382,10 +375,11 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
     // stagebench's stderr as it wrote them, and (that stderr being no
     // terminal here) their end in a private file per failed trial.
     assert!(f.stderr.contains("result.txt is truncated"), "{}", f.stderr);
-    assert!(!r.to_string().contains("truncated"), "the program's stderr is no evidence");
+    let text = std::fs::read_to_string(out.join("report.json")).unwrap();
+    assert!(!text.contains("truncated"), "the program's stderr is no evidence");
     for (i, t) in failed.iter().enumerate() {
         let kept = format!("private/stderr/killed.{}.txt", i + 1);
-        assert_eq!(t["stderr_tail_file"], kept.as_str(), "{t}");
+        assert_eq!(t.stderr_tail_file.as_deref(), Some(kept.as_str()), "{t:?}");
         let tail = std::fs::read_to_string(out.join(&kept)).unwrap();
         assert!(tail.contains("Traceback (most recent call last)"), "{tail}");
         assert!(
@@ -402,7 +396,7 @@ fn a_resume_that_crashes_after_an_interruption_is_a_finding() {
     let v = run(c);
     assert_eq!(v.code(), Some(0), "{}", v.stderr);
     // An edited failure.json of a failed trial is caught.
-    let failure = out.join(failed[0]["run"].as_str().unwrap()).join("failure.json");
+    let failure = out.join(&failed[0].run).join("failure.json");
     let text = std::fs::read_to_string(&failure).unwrap();
     std::fs::write(&failure, text.replace("stage_failed", "stage_faile_")).unwrap();
     let mut c = coordinator();
@@ -432,49 +426,48 @@ fn a_resume_is_judged_against_how_cold_runs_differ_among_themselves() {
         .unwrap();
         let out = tmp.path().join("campaign");
         let f = harness::run_campaign(&file, &out);
-        let r = json(&out.join("report.json"));
+        let r = reports::campaign(&out);
         let mut c = coordinator();
         c.arg("verify").arg(&out);
         assert_eq!(run(c).code(), Some(0), "a campaign with private/ verifies");
         let private = std::fs::read_to_string(out.join("private/identity.txt")).unwrap_or_default();
-        (tmp, f, r, private)
+        let text = std::fs::read_to_string(out.join("report.json")).unwrap_or_default();
+        (tmp, f, r, private, text)
     };
     let stamp =
         "mkdir -p work/s && echo result > work/s/out.txt && date +%s%N > work/s/timings.json";
-    let (_t, f, r, private) = campaign(stamp, "");
+    let (_t, f, r, private, text) = campaign(stamp, "");
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
-    assert_eq!(r["identity"]["cold_trials"], 2, "{}", r["identity"]);
-    assert_eq!(r["identity"]["cold_identical"], 1);
-    assert_eq!(r["identity"]["baseline_files"], 1, "{private}");
-    let judgment = r["judgment"].to_string();
+    let identity = r.identity.as_ref().expect("the cold runs' identity");
+    assert_eq!(identity.cold_trials, 2, "{identity:?}");
+    assert_eq!(identity.cold_identical, 1);
+    assert_eq!(identity.baseline_files, 1, "{private}");
+    let judgment = r.judgment.join("\n");
     assert!(judgment.contains("Cold runs differ among themselves: 1 of 2 cold trials left a scratch state other than the first's, in 1 file(s) (listed in private/identity.txt"), "{judgment}");
     assert!(
         judgment.contains("differed only in files the cold runs differ in among themselves (1)"),
         "{judgment}"
     );
-    assert!(!r.to_string().contains("timings.json"), "a path in evidence");
+    assert!(!text.contains("timings.json"), "a path in evidence");
     assert!(private.contains("cold 2\tdiffers among cold runs\ts/timings.json"), "{private}");
-    for t in r["steps"][1]["trials"].as_array().unwrap() {
-        assert_eq!(
-            (t["differing_files"].as_u64(), t["beyond_baseline"].as_u64()),
-            (Some(1), Some(0)),
-            "{t}"
-        );
+    for t in &r.steps[1].trials {
+        assert_eq!((t.differing_files, t.beyond_baseline), (Some(1), Some(0)), "{t:?}");
     }
 
-    let (_t, f, r, _) = campaign(stamp, "identity_exclude = [\"**/timings.json\"]\n");
+    let (_t, f, r, _, _) = campaign(stamp, "identity_exclude = [\"**/timings.json\"]\n");
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
-    assert_eq!(r["identity"]["excluded_files"], 1, "{}", r["identity"]);
-    assert_eq!(r["identity"]["exclude"][0], "**/timings.json");
-    assert_eq!(r["identity"]["cold_identical"], 2);
-    let judgment = r["judgment"].to_string();
+    let identity = r.identity.as_ref().expect("the cold runs' identity");
+    assert_eq!(identity.excluded_files, 1, "{identity:?}");
+    assert_eq!(identity.exclude[0], "**/timings.json");
+    assert_eq!(identity.cold_identical, 2);
+    let judgment = r.judgment.join("\n");
     assert!(judgment.contains("Cold runs reproduce each other: the 2 cold trials left the same scratch state. identity_exclude (**/timings.json) left 1 file(s) out"), "{judgment}");
     assert!(judgment.contains("was identical to the cold run's in 2 of 2 trials"), "{judgment}");
 
     // Beyond the baseline: the result itself changes on a resume.
     let grows =
         "mkdir -p work/s && echo result >> work/s/out.txt && date +%s%N > work/s/timings.json";
-    let (_t, f, r, _) = campaign(grows, "");
+    let (_t, f, r, _, _) = campaign(grows, "");
     assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
     assert!(
         f.stderr.contains(
@@ -483,7 +476,7 @@ fn a_resume_is_judged_against_how_cold_runs_differ_among_themselves() {
         "{}",
         f.stderr
     );
-    let judgment = r["judgment"].to_string();
+    let judgment = r.judgment.join("\n");
     assert!(judgment.contains("DIFFERED from the cold run's in 2 of 2 trials, beyond what cold runs differ in among themselves (up to 1 file(s) more than the 1 in which they do)"), "{judgment}");
 }
 

@@ -2,7 +2,9 @@
 //! and a resume that trains differently judged not identical.
 
 use crate::{CAMPAIGN, campaign_file};
+use harness::reports;
 use harness::{coordinator, json, run, run_campaign};
+use report::campaign::report::StepReport;
 
 #[test]
 fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
@@ -11,35 +13,27 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
     let out = tmp.path().join("campaign");
     let f = run_campaign(&file, &out);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["schema"], "stagebench.campaign");
-    let steps = r["steps"].as_array().unwrap();
+    let r = reports::campaign(&out);
+    assert_eq!(r.schema, "stagebench.campaign");
+    let steps = &r.steps;
     assert_eq!(steps.len(), 5);
     // A recipe step's resume policy is recorded for the steps that resume.
-    let policies: Vec<&serde_json::Value> = steps.iter().map(|s| &s["policy"]).collect();
-    assert_eq!(policies[0], &serde_json::Value::Null, "a cold step has no policy");
-    assert_eq!(
-        (policies[1], policies[2]),
-        (&serde_json::json!("load"), &serde_json::json!("recompute"))
-    );
+    let policies: Vec<Option<&str>> = steps.iter().map(|s| s.policy.as_deref()).collect();
+    assert_eq!(policies[0], None, "a cold step has no policy");
+    assert_eq!((policies[1], policies[2]), (Some("load"), Some("recompute")));
     let mut bounded = 0;
     for step in steps {
-        let trials = step["trials"].as_array().unwrap();
-        assert_eq!(trials.len(), 2, "{}", step["name"]);
+        let trials = &step.trials;
+        assert_eq!(trials.len(), 2, "{}", step.name);
         for t in trials {
-            assert_eq!(t["identical_to_cold"], true, "{} {}", step["name"], t["run"]);
-            assert_eq!(t["state_sha256"], r["reference_state_sha256"]);
+            assert!(t.identical_to_cold, "{} {}", step.name, t.run);
+            assert_eq!(t.state_sha256, r.reference_state_sha256);
         }
         // Components add up to the stage's wall (start-up aside).
-        for (key, part) in step["median"].as_object().unwrap() {
-            let inside: f64 = part["components"]
-                .as_object()
-                .unwrap()
-                .iter()
-                .filter(|(k, _)| *k != "startup")
-                .map(|(_, v)| v.as_f64().unwrap())
-                .sum();
-            let wall = part["wall_s"].as_f64().unwrap();
+        for (key, part) in &step.median {
+            let inside: f64 =
+                part.components.iter().filter(|(k, _)| *k != "startup").map(|(_, v)| v).sum();
+            let wall = part.wall_s;
             assert!((inside - wall).abs() <= 1e-6 + 0.02 * wall, "{key}: {inside} vs {wall}");
             // `other` is the remainder by construction: bound it, so the
             // named components are shown to carry the stage. Only where
@@ -49,65 +43,54 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
             // by as much again. The bound is a quarter: about 10% on an
             // idle machine, 20% with both cores busy, and a component left
             // unreported (the work itself) would leave most of the stage.
-            let other = part["components"]["other"].as_f64().unwrap();
+            let other = part.components["other"];
             if wall >= 0.05 {
-                let name = &step["name"];
+                let name = &step.name;
                 assert!(other < 0.25 * wall + 5e-3, "{name} {key}: other {other} of {wall}");
                 bounded += 1;
             }
         }
     }
     assert!(bounded >= 2, "only {bounded} stage(s) of 50 ms or more had `other` bounded");
-    let by_name = |n: &str| steps.iter().find(|s| s["name"] == n).unwrap();
-    let comp = |s: &serde_json::Value, c: &str| -> f64 {
-        s["median"]
-            .as_object()
-            .unwrap()
-            .values()
-            .map(|p| p["components"][c].as_f64().unwrap())
-            .sum()
+    let by_name =
+        |n: &str| steps.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no step {n}"));
+    let comp = |s: &StepReport, c: &str| -> f64 {
+        let part = |p: &report::campaign::report::StagePart| {
+            *p.components.get(c).unwrap_or_else(|| panic!("{}: no component {c}", s.name))
+        };
+        s.median.values().map(part).sum()
     };
     assert!(comp(by_name("cold"), "work") > 0.0);
     assert_eq!(comp(by_name("resume_load"), "work"), 0.0, "a complete resume did work");
     assert!(comp(by_name("resume_recompute"), "recompute") > 0.0);
     assert_eq!(comp(by_name("resume_load"), "recompute"), 0.0);
     for s in ["interrupted_cache", "interrupted_train"] {
-        let t = &by_name(s)["trials"][0];
-        assert!(t["killed"]["wall_s"].as_f64().unwrap() > 0.0, "{s}");
-        assert_eq!(
-            json(&out.join(t["killed"]["run"].as_str().unwrap()).join("failure.json"))["reason"],
-            "killed_at_point"
-        );
+        let killed = by_name(s).trials[0].killed.as_ref().expect("a killed attempt");
+        assert!(killed.wall_s > 0.0, "{s}");
+        assert_eq!(json(&out.join(&killed.run).join("failure.json"))["reason"], "killed_at_point");
         assert!(comp(by_name(s), "work") > 0.0, "{s}: the resume had nothing left to do");
     }
     // Each step's median total over its 2 trials gets the trials' range as its
     // interval, with the range's true coverage of the median (1 - 2 * 2^-2).
     for step in steps {
-        let totals: Vec<f64> = step["trials"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|t| t["total_s"].as_f64().unwrap())
-            .collect();
-        assert_eq!(totals.len(), 2, "{step}");
-        let i = &step["median_total_interval"];
-        assert_eq!(i["n"], 2, "{step}");
-        assert_eq!(i["low"].as_f64(), Some(totals[0].min(totals[1])), "{step}");
-        assert_eq!(i["high"].as_f64(), Some(totals[0].max(totals[1])), "{step}");
-        assert!((i["coverage"].as_f64().unwrap() - 0.5).abs() < 1e-9, "{step}");
+        let totals: Vec<f64> = step.trials.iter().map(|t| t.total_s).collect();
+        assert_eq!(totals.len(), 2, "{step:?}");
+        let i = step.median_total_interval.as_ref().expect("the trials' interval");
+        assert_eq!(i.n, 2, "{step:?}");
+        assert_eq!(i.low, totals[0].min(totals[1]), "{step:?}");
+        assert_eq!(i.high, totals[0].max(totals[1]), "{step:?}");
+        assert!((i.coverage - 0.5).abs() < 1e-9, "{step:?}");
     }
     // A run killed half-way through preparing the cache is measured as a
     // cold run is (its processes' walls), so it is shorter than a whole one.
-    let cold_total = by_name("cold")["median_total_s"].as_f64().unwrap();
-    for t in by_name("interrupted_cache")["trials"].as_array().unwrap() {
-        let killed = t["killed"]["wall_s"].as_f64().unwrap();
+    let cold_total = by_name("cold").median_total_s;
+    for t in &by_name("interrupted_cache").trials {
+        let killed = t.killed.as_ref().expect("a killed attempt").wall_s;
         assert!(killed < cold_total, "killed after {killed} s, a whole cold run {cold_total} s");
     }
     // The judgment is computed: it quotes the measured ratio.
-    let judgment: Vec<&str> =
-        r["judgment"].as_array().unwrap().iter().map(|j| j.as_str().unwrap()).collect();
-    let ratio = by_name("resume_load")["median_total_s"].as_f64().unwrap()
-        / by_name("cold")["median_total_s"].as_f64().unwrap();
+    let judgment = &r.judgment;
+    let ratio = by_name("resume_load").median_total_s / by_name("cold").median_total_s;
     assert!(judgment.iter().any(|j| j.contains(&format!("{ratio:.3}×"))), "{judgment:?}");
     assert!(
         judgment.iter().any(|j| j.contains("identical to the cold run's in 2 of 2")),
@@ -117,7 +100,7 @@ fn a_campaign_decomposes_judges_and_proves_interrupted_runs_lost_nothing() {
         assert!(out.join(f).is_file(), "{f}");
     }
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
-    assert!(summary.contains(judgment[0]));
+    assert!(summary.contains(&judgment[0]));
     let text = std::fs::read_to_string(out.join("report.json")).unwrap();
     assert!(!text.contains(tmp.path().to_str().unwrap()), "the report holds a path");
 
@@ -204,14 +187,15 @@ fn a_recipe_resume_that_trains_differently_is_not_identical_to_cold() {
     // A resumed state that is not the cold run's fails the campaign, report kept.
     assert_eq!(f.code(), Some(1), "{}\n{}", f.stdout, f.stderr);
     assert!(f.stderr.contains("error: step 'interrupted_train'"), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
+    let r = reports::campaign(&out);
     let step = |n: &str| {
-        r["steps"].as_array().unwrap().iter().find(|s| s["name"] == n).unwrap()["trials"][0].clone()
+        let s = r.steps.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("no step {n}"));
+        s.trials[0].clone()
     };
-    assert_eq!(step("cold")["identical_to_cold"], true);
-    assert_eq!(step("resume_load")["identical_to_cold"], true, "nothing was trained");
-    assert_eq!(step("interrupted_train")["identical_to_cold"], false);
-    let judgment = r["judgment"].to_string();
+    assert!(step("cold").identical_to_cold);
+    assert!(step("resume_load").identical_to_cold, "nothing was trained");
+    assert!(!step("interrupted_train").identical_to_cold);
+    let judgment = r.judgment.join("\n");
     assert!(judgment.contains("identical to the cold run's in 0 of 1 trials"), "{judgment}");
     assert!(
         judgment.contains("The state after resuming (resume_load) was identical to the cold run's in 1 of 1 trials"),

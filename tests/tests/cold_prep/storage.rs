@@ -5,6 +5,8 @@
 
 use harness::data::tiny;
 use harness::{json, run};
+use report::modes::cold_prep::storage::{PhaseStorage, Storage};
+use report::rundir::report::Eviction;
 
 /// A private copy of the tiny dataset, synced (clean pages can be
 /// evicted): the shared one is read by this binary's other tests at the
@@ -29,7 +31,7 @@ fn private_dataset(dir: &std::path::Path) -> std::path::PathBuf {
     copy
 }
 
-fn cold_prep(os_cache: &str, data: &std::path::Path) -> serde_json::Value {
+fn cold_prep(os_cache: &str, data: &std::path::Path) -> report::Report {
     let (_tmp, out, mut c) = harness::coordinator_with_output();
     c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "2", "--os-cache", os_cache]);
     c.arg("--data").arg(data);
@@ -38,24 +40,31 @@ fn cold_prep(os_cache: &str, data: &std::path::Path) -> serde_json::Value {
     assert!(f.stdout.contains("storage read: serial"), "{}", f.stdout);
     let declared = json(&out.join("declaration.json"));
     assert_eq!(declared["parameters"]["os_cache"], os_cache);
-    let r = json(&out.join("report.json"));
+    let r = harness::reports::read(&out);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("### Storage"), "{summary}");
     r
 }
 
-fn u(v: &serde_json::Value) -> u64 {
-    v.as_u64().unwrap_or_else(|| panic!("not a count: {v}"))
+/// A cold-prep report's storage record and its warnings, one per line.
+fn storage(r: &report::Report) -> (&Storage, String) {
+    let section = harness::reports::cold_prep(r);
+    (section.storage.as_ref().expect("the storage record"), section.warnings.join("\n"))
+}
+
+/// A phase's eviction, which `--os-cache cold` records.
+fn evicted(p: &PhaseStorage) -> &Eviction {
+    p.eviction.as_ref().unwrap_or_else(|| panic!("no eviction: {p:?}"))
 }
 
 #[test]
 fn os_cache_cold_reads_the_inputs_from_storage_and_as_is_reads_the_page_cache() {
     let tmp = tempfile::tempdir().unwrap();
     let data = private_dataset(tmp.path());
-    let r = cold_prep("cold", &data);
-    let storage = &r["storage"];
-    assert_eq!(storage["os_cache"], "cold");
-    let inputs = u(&storage["inputs_bytes"]);
+    let report = cold_prep("cold", &data);
+    let (storage, warnings) = storage(&report);
+    assert_eq!(storage.os_cache, "cold");
+    let inputs = storage.inputs_bytes.expect("the inputs' size");
     // The training series' files, as the dataset holds them.
     let frozen = json(&data.join("frozen.json"));
     let on_disk: u64 = frozen["series"]
@@ -66,20 +75,20 @@ fn os_cache_cold_reads_the_inputs_from_storage_and_as_is_reads_the_page_cache() 
         .map(|s| std::fs::metadata(data.join(s["file"].as_str().unwrap())).unwrap().len())
         .sum();
     assert_eq!(inputs, on_disk);
-    let phases = storage["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 4, "two rounds of serial and parallel: {storage}");
-    let warnings = r["warnings"].to_string();
+    let phases = &storage.phases;
+    assert_eq!(phases.len(), 4, "two rounds of serial and parallel: {storage:?}");
     for p in phases {
-        let eviction = &p["eviction"];
-        assert_eq!(u(&eviction["bytes"]), inputs, "{p}");
+        let eviction = evicted(p);
+        assert_eq!(eviction.bytes, inputs, "{p:?}");
         // The record of the phase carries the same figure.
-        let record = &r["stages"][p["key"].as_str().unwrap()];
-        assert_eq!(record["io_method"], "procfs", "{record}");
-        assert_eq!(record["read_bytes"], p["read_bytes"]);
-        if u(&eviction["resident_after_bytes"]) == 0 {
+        let record = harness::reports::stage(&report, &p.key);
+        let io = record.io.as_ref().expect("the phase's I/O");
+        assert_eq!(io.io_method, "procfs", "{record:?}");
+        assert_eq!(io.read_bytes, p.read_bytes);
+        if eviction.resident_after_bytes == 0 {
             assert!(
-                u(&p["read_bytes"]) * 10 >= inputs * 9,
-                "a phase whose inputs were evicted read them from storage: {p}"
+                p.read_bytes * 10 >= inputs * 9,
+                "a phase whose inputs were evicted read them from storage: {p:?}"
             );
         } else {
             // tmpfs, or pages that could not be dropped: the run says so.
@@ -91,15 +100,15 @@ fn os_cache_cold_reads_the_inputs_from_storage_and_as_is_reads_the_page_cache() 
     // As it is: the dataset's verification has just read every file, so
     // the preparation is served from the page cache, and says nothing of
     // coldness (it was not asked for).
-    let r = cold_prep("as-is", &data);
-    let storage = &r["storage"];
-    assert_eq!(storage["os_cache"], "as-is");
-    assert_eq!(u(&storage["inputs_bytes"]), inputs);
-    for p in storage["phases"].as_array().unwrap() {
-        assert!(p.get("eviction").is_none(), "{p}");
-        assert!(u(&p["read_bytes"]) * 10 < inputs, "a warm phase read under 10%: {p}");
+    let report = cold_prep("as-is", &data);
+    let (storage, warnings) = self::storage(&report);
+    assert_eq!(storage.os_cache, "as-is");
+    assert_eq!(storage.inputs_bytes, Some(inputs));
+    for p in &storage.phases {
+        assert!(p.eviction.is_none(), "{p:?}");
+        assert!(p.read_bytes * 10 < inputs, "a warm phase read under 10%: {p:?}");
     }
-    assert!(!r["warnings"].to_string().contains("not cold"), "{}", r["warnings"]);
+    assert!(!warnings.contains("not cold"), "{warnings}");
 }
 
 /// `--os-cache cold` needs to know what to evict: a user's preparation
@@ -162,19 +171,19 @@ fn a_teams_preparation_reads_its_evicted_inputs_from_storage() {
     c.arg("--items").arg(&items).arg("--inputs").arg(&inputs);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let storage = &r["storage"];
-    assert_eq!(u(&storage["inputs_bytes"]), 8 << 20, "{storage}");
-    let phases = storage["phases"].as_array().unwrap();
-    assert_eq!(phases.len(), 2, "{storage}");
+    let report = harness::reports::read(&out);
+    let (storage, warnings) = storage(&report);
+    assert_eq!(storage.inputs_bytes, Some(8 << 20), "{storage:?}");
+    let phases = &storage.phases;
+    assert_eq!(phases.len(), 2, "{storage:?}");
     for p in phases {
-        if u(&p["eviction"]["resident_after_bytes"]) == 0 {
-            assert!(u(&p["read_bytes"]) >= (8 << 20) * 9 / 10, "{p}");
+        if evicted(p).resident_after_bytes == 0 {
+            assert!(p.read_bytes >= (8 << 20) * 9 / 10, "{p:?}");
         } else {
-            assert!(r["warnings"].to_string().contains("could not evict"), "{}", r["warnings"]);
+            assert!(warnings.contains("could not evict"), "{warnings}");
         }
     }
-    assert_eq!(r["outputs_identical"], true);
+    assert_eq!(harness::reports::cold_prep(&report).outputs_identical, Some(true));
 }
 
 /// `--os-cache cold` for a user who cannot write the inputs (issue 44):
@@ -229,17 +238,16 @@ fn os_cache_cold_is_proved_for_a_user_who_cannot_write_the_inputs() {
     as_nobody(&mut c);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let warnings = r["warnings"].to_string();
-    let storage = &r["storage"];
-    assert!(!warnings.contains("could not evict"), "a false 'resident': {warnings} {storage}");
-    assert!(!warnings.contains("not cold"), "{warnings} {storage}");
+    let report = harness::reports::read(&out);
+    let (storage, warnings) = storage(&report);
+    assert!(!warnings.contains("could not evict"), "a false 'resident': {warnings} {storage:?}");
+    assert!(!warnings.contains("not cold"), "{warnings} {storage:?}");
     assert!(warnings.contains("left the page cache is unknown (the kernel tells"), "{warnings}");
-    let inputs = u(&storage["inputs_bytes"]);
-    for p in storage["phases"].as_array().unwrap() {
-        let e = &p["eviction"];
-        assert_eq!(e["unknown_files"], e["files"], "{p}");
-        assert_eq!(u(&e["resident_after_bytes"]), 0, "unknown is not resident: {p}");
-        assert!(u(&p["read_bytes"]) * 10 >= inputs * 9, "read from storage: {p}");
+    let inputs = storage.inputs_bytes.expect("the inputs' size");
+    for p in &storage.phases {
+        let e = evicted(p);
+        assert_eq!(e.unknown_files, e.files, "{p:?}");
+        assert_eq!(e.resident_after_bytes, 0, "unknown is not resident: {p:?}");
+        assert!(p.read_bytes * 10 >= inputs * 9, "read from storage: {p:?}");
     }
 }

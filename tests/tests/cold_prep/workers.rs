@@ -2,7 +2,9 @@
 //! than there are series, and a workers sweep measures every count.
 
 use harness::data::tiny;
+use harness::reports;
 use harness::{json, run};
+use report::modes::scan::Outcome;
 
 #[test]
 fn sigint_during_parallel_preparation_leaves_no_worker_and_no_report() {
@@ -36,31 +38,29 @@ fn no_more_processes_than_series_start_and_the_console_says_so() {
         .arg(&tiny().frozen);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
+    let report = reports::read(&out);
+    let r = reports::cold_prep(&report);
     // One round keeps the report's shape from before rounds: a plain speedup
     // of the two walls, and no rounds or interval.
-    assert!(r.get("rounds").is_none() && r.get("speedup_ci95").is_none(), "{r}");
-    assert_eq!(
-        r["speedup"].as_f64().unwrap(),
-        r["serial"]["wall_s"].as_f64().unwrap() / r["parallel"]["wall_s"].as_f64().unwrap()
-    );
+    assert!(r.rounds.is_empty() && r.speedup_ci95.is_none(), "{r:?}");
+    assert_eq!(r.speedup, r.serial.wall_s / r.parallel.wall_s);
     assert_eq!(json(&out.join("declaration.json"))["parameters"]["rounds"], 1);
-    let series = r["counts"]["train_series"].as_u64().unwrap();
+    let series = r.counts.as_ref().expect("the recipe's counts").train_series;
     assert!(series < 64);
-    let workers = r["parallel"]["workers"].as_array().unwrap();
+    let workers = &r.parallel.workers;
     assert_eq!(workers.len() as u64, series, "{workers:?}");
     // A worker may still find the queue empty (another took two series
     // first): it says so truthfully, never -0.0 or a peak of 0.
     for w in workers {
-        let busy = w["busy_s"].as_f64().unwrap();
-        match w["series"].as_u64().unwrap() {
+        let busy = w.busy_s;
+        match w.series {
             0 => {
-                assert!(busy == 0.0 && busy.is_sign_positive(), "{w}");
-                assert!(w["peak_rss_bytes"].is_null(), "{w}");
+                assert!(busy == 0.0 && busy.is_sign_positive(), "{w:?}");
+                assert!(w.peak_rss_bytes.is_none(), "{w:?}");
             }
             _ => {
-                assert!(busy > 0.0, "{w}");
-                assert!(w["peak_rss_bytes"].as_u64().unwrap() > 0, "{w}");
+                assert!(busy > 0.0, "{w:?}");
+                assert!(w.peak_rss_bytes.is_some_and(|p| p > 0), "{w:?}");
             }
         }
     }
@@ -69,8 +69,7 @@ fn no_more_processes_than_series_start_and_the_console_says_so() {
         "64 processes asked for, {series} started: there are only {series} training series"
     );
     assert!(f.stdout.contains(&note), "{}", f.stdout);
-    let efficiency = r["parallel_efficiency"].as_f64().unwrap();
-    let speedup = r["speedup"].as_f64().unwrap();
+    let (efficiency, speedup) = (r.parallel_efficiency, r.speedup);
     assert!((efficiency - speedup / series as f64).abs() < 1e-9, "{efficiency} vs {speedup}");
 }
 
@@ -85,15 +84,14 @@ fn a_workers_sweep_measures_every_count_in_every_round() {
         .arg(&tiny().frozen);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let stage = |k: &str| r["stages"][k]["wall_s"].as_f64().unwrap_or_else(|| panic!("{k}"));
-    let points = r["sweep"]["points"].as_array().expect("a sweep");
-    assert_eq!(
-        points.iter().map(|p| p["workers"].as_u64().unwrap()).collect::<Vec<_>>(),
-        [1, 2, 3]
-    );
+    let report = reports::read(&out);
+    let r = reports::cold_prep(&report);
+    let stage = |k: &str| reports::stage(&report, k).wall_s;
+    let sweep = r.sweep.as_ref().expect("a sweep");
+    let points = &sweep.points;
+    assert_eq!(points.iter().map(|p| p.workers).collect::<Vec<_>>(), [1, 2, 3]);
     for p in points {
-        let n = p["workers"].as_u64().unwrap();
+        let n = p.workers;
         let key = |round: u32| {
             let base = match n {
                 3 => "cold_feature_cache_prepare_parallel".to_string(),
@@ -107,41 +105,38 @@ fn a_workers_sweep_measures_every_count_in_every_round() {
         };
         let speedups = [serial(1) / stage(&key(1)), serial(2) / stage(&key(2))];
         // The median of two is their mean.
-        let speedup = p["speedup"].as_f64().unwrap();
-        assert!((speedup - (speedups[0] + speedups[1]) / 2.0).abs() < 1e-9, "{p} {speedups:?}");
-        assert!((p["efficiency"].as_f64().unwrap() - speedup / n as f64).abs() < 1e-12);
+        let speedup = p.speedup;
+        assert!((speedup - (speedups[0] + speedups[1]) / 2.0).abs() < 1e-9, "{p:?} {speedups:?}");
+        assert!((p.efficiency - speedup / n as f64).abs() < 1e-12);
         match n {
-            1 => assert!(p["karp_flatt"].is_null(), "{p}"),
+            1 => assert!(p.karp_flatt.is_none(), "{p:?}"),
             _ => {
                 let e = (1.0 / speedup - 1.0 / n as f64) / (1.0 - 1.0 / n as f64);
-                assert!((p["karp_flatt"].as_f64().unwrap() - e).abs() < 1e-12, "{p}");
+                assert!(p.karp_flatt.is_some_and(|k| (k - e).abs() < 1e-12), "{p:?}");
             }
         }
         assert!(!out.join(format!("private-feature-cache-parallel-w{n}")).exists());
     }
-    assert!(r["sweep"]["amdahl"]["serial_fraction"].is_f64(), "{}", r["sweep"]);
+    assert!(sweep.amdahl.serial_fraction.is_some(), "{sweep:?}");
     // The counts as a scan: each count's walls over the rounds, its
     // processes' memory, and with two rounds no verdict but the rounds needed.
-    let scan = &r["sweep"]["scan"];
-    for (i, p) in scan["points"].as_array().unwrap().iter().enumerate() {
-        let n = points[i]["workers"].as_u64().unwrap();
-        assert_eq!(p["parameters"]["workers"], n.to_string(), "{p}");
-        assert_eq!(p["n"], 2);
-        let key = p["stage"].as_str().unwrap();
+    let scan = sweep.scan.as_ref().expect("the counts as a scan");
+    for (i, p) in scan.points.iter().enumerate() {
+        let n = points[i].workers;
+        assert_eq!(p.parameters["workers"], n.to_string(), "{p:?}");
+        assert_eq!(p.n, 2);
+        let key = &p.stage;
         let walls = [stage(key), stage(&format!("{key}#2"))];
-        let median = p["wall_median_s"].as_f64().unwrap();
-        assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12, "{p} {walls:?}");
-        assert!(p["tree_peak_bytes"].as_u64().unwrap() > 0, "{p}");
+        let median = p.wall_median_s;
+        assert!((median - (walls[0] + walls[1]) / 2.0).abs() < 1e-12, "{p:?} {walls:?}");
+        assert!(p.tree_peak_bytes > 0, "{p:?}");
     }
-    let rec = &scan["recommendation"];
-    assert_eq!(
-        (rec["outcome"].as_str(), rec["trials_needed"].as_u64()),
-        (Some("too_few_trials"), Some(4))
-    );
-    assert!(rec["sentence"].as_str().unwrap().ends_with("run --rounds 4 or more"), "{rec}");
+    let rec = &scan.recommendation;
+    assert_eq!((rec.outcome, rec.trials_needed), (Outcome::TooFewTrials, Some(4)));
+    assert!(rec.sentence.ends_with("run --rounds 4 or more"), "{rec:?}");
     // The headline stays the largest count's.
-    assert_eq!(r["parallel"]["workers"].as_array().unwrap().len(), 3);
-    assert_eq!(r["speedup"], points[2]["speedup"]);
+    assert_eq!(r.parallel.workers.len(), 3);
+    assert_eq!(r.speedup, points[2].speedup);
     assert_eq!(
         json(&out.join("declaration.json"))["parameters"]["workers_sweep"],
         serde_json::json!([1, 2, 3])

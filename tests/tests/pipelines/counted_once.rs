@@ -3,44 +3,41 @@
 //! per-call distributions against the program's own clock, a million calls
 //! counted exactly, and a command's signal state in every launch path.
 
-use harness::{coordinator, coordinator_with_output, json, python, repo, run};
-use serde_json::Value;
+use harness::reports::{self, figure, stage};
+use harness::{coordinator, coordinator_with_output, python, repo, run};
+use report::rundir::report::StageRecord;
 
 fn script() -> String {
     repo().join("tests/scripts/ground_truth.py").display().to_string()
 }
 
 /// `got` within ±5% or 10 ms of `want`, whichever is larger.
-fn near(what: &str, got: &Value, want: f64) {
-    let g = got.as_f64().unwrap_or_else(|| panic!("{what}: {got}"));
+fn near(what: &str, g: f64, want: f64) {
     assert!((g - want).abs() <= (0.05 * want).max(0.010), "{what}: {g} against {want}");
 }
 
 /// The ground truth's figures in one stage record whose spans come from
 /// `per` runs of the script.
-fn holds_the_ground_truth(stage: &Value, per: f64) {
-    let s = &stage["spans"];
-    assert_eq!(s["inner"]["calls"], 2.0 * per, "{s}");
-    assert_eq!(s["worker"]["calls"], 2.0 * per, "{s}");
-    near("run sum", &s["run"]["sum_s"], 2.00 * per);
-    near("run self", &s["run"]["self_s"], 1.00 * per);
-    near("outer sum", &s["outer"]["sum_s"], 1.00 * per);
-    near("outer self", &s["outer"]["self_s"], 0.20 * per);
-    near("inner self", &s["inner"]["self_s"], 0.80 * per);
-    near("inner median", &s["inner"]["median_s"], 0.40);
-    near("worker concurrent", &s["worker"]["concurrent_s"], 1.00 * per);
-    assert_eq!(s["worker"]["share"], 0.0, "threads are no share of the wall");
-    let t = &stage["span_totals"];
-    near("in spans", &t["in_spans_s"], 2.00 * per);
-    near("concurrent", &t["concurrent_s"], 1.00 * per);
-    let (wall, inside, outside) = (
-        t["wall_s"].as_f64().unwrap(),
-        t["in_spans_s"].as_f64().unwrap(),
-        t["outside_s"].as_f64().unwrap(),
-    );
-    assert!((outside - (wall - inside)).abs() < 1e-9, "outside is the wall less the union: {t}");
-    assert!(outside >= 0.24 * per, "0.24 s of sleep is outside any span: {t}");
-    let shares: f64 = s.as_object().unwrap().values().map(|x| x["share"].as_f64().unwrap()).sum();
+fn holds_the_ground_truth(stage: &StageRecord, per: f64) {
+    let s = &stage.spans;
+    let span = |name: &str| s.get(name).unwrap_or_else(|| panic!("no span {name}: {s:?}"));
+    assert_eq!(span("inner").calls as f64, 2.0 * per, "{s:?}");
+    assert_eq!(span("worker").calls as f64, 2.0 * per, "{s:?}");
+    near("run sum", span("run").sum_s, 2.00 * per);
+    near("run self", span("run").self_s, 1.00 * per);
+    near("outer sum", span("outer").sum_s, 1.00 * per);
+    near("outer self", span("outer").self_s, 0.20 * per);
+    near("inner self", span("inner").self_s, 0.80 * per);
+    near("inner median", span("inner").median_s, 0.40);
+    near("worker concurrent", span("worker").concurrent_s, 1.00 * per);
+    assert_eq!(span("worker").share, 0.0, "threads are no share of the wall");
+    let t = stage.span_totals.as_ref().expect("the stage's span totals");
+    near("in spans", t.in_spans_s, 2.00 * per);
+    near("concurrent", t.concurrent_s, 1.00 * per);
+    let (wall, inside, outside) = (t.wall_s, t.in_spans_s, t.outside_s);
+    assert!((outside - (wall - inside)).abs() < 1e-9, "outside is the wall less the union: {t:?}");
+    assert!(outside >= 0.24 * per, "0.24 s of sleep is outside any span: {t:?}");
+    let shares: f64 = s.values().map(|x| x.share).sum();
     assert!(shares <= 1.0, "shares sum to {shares}");
     assert!((shares - inside / wall).abs() < 1e-9, "shares are the time in spans: {shares}");
 }
@@ -53,8 +50,8 @@ fn nesting_and_threads_are_counted_once_in_a_diagnostic_run() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    holds_the_ground_truth(&r["stages"]["truth"], 1.0);
+    let r = reports::read(&out);
+    holds_the_ground_truth(stage(&r, "truth"), 1.0);
     // The console gives each span's calls and distribution, and the totals.
     assert!(f.stdout.contains("spans: truth: in spans 2.0"), "{}", f.stdout);
     // A sleep of 0.4 s overshoots by a few ms on a loaded machine: the
@@ -65,7 +62,7 @@ fn nesting_and_threads_are_counted_once_in_a_diagnostic_run() {
         .and_then(|(_, rest)| rest.split_once(" ms,"))
         .and_then(|(ms, _)| ms.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no first call of inner in ms: {}", f.stdout));
-    near("inner's first call on the console", &Value::from(first / 1e3), 0.40);
+    near("inner's first call on the console", first / 1e3, 0.40);
     assert!(f.stdout.contains("worker 2 calls"), "{}", f.stdout);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("## Spans (per call, each second counted once)"), "{summary}");
@@ -80,11 +77,10 @@ fn nesting_and_threads_are_counted_once_over_trials() {
     c.arg("--command").arg(format!("'{py}' '{}'", script()));
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    holds_the_ground_truth(&r["stages"]["truth"], 2.0);
-    let figures = &r["stages"]["truth"]["figures"];
+    let r = reports::read(&out);
+    holds_the_ground_truth(stage(&r, "truth"), 2.0);
     // A span's median is a figure of its own, summarised over trials.
-    near("inner median over trials", &figures["span:inner_median_s"], 0.40);
+    near("inner median over trials", figure(stage(&r, "truth"), "span:inner_median_s"), 0.40);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     // The trials' span table: rows for the four spans only (not their
     // medians), and shares that add up to at most 100%.
@@ -116,8 +112,8 @@ fn a_campaign_judges_by_each_second_once() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let first = r["judgment"][0].as_str().unwrap().to_string();
+    let r = reports::campaign(&out);
+    let first = r.judgment[0].clone();
     // "…: 2.00x s in spans, 0.2xx s outside any span, … process start-up;
     // 1.00x s more in spans beside the main thread …"
     let number_before = |needle: &str| -> f64 {
@@ -158,19 +154,18 @@ fn a_spans_distribution_matches_the_programs_own_clock() {
     let mut sorted = own.clone();
     sorted.sort_by(f64::total_cmp);
     let rank = |p: f64| sorted[((p * sorted.len() as f64).ceil() as usize).max(1) - 1];
-    let r = json(&out.join("report.json"));
-    let s = &r["stages"]["dist"]["spans"]["call"];
-    assert_eq!(s["calls"], 100.0);
-    let close = |what: &str, got: &Value, want: f64| {
-        let g = got.as_f64().unwrap();
+    let r = reports::read(&out);
+    let s = &stage(&r, "dist").spans["call"];
+    assert_eq!(s.calls, 100);
+    let close = |what: &str, g: f64, want: f64| {
         // Our wrapper's own cost sits inside the program's timing, not ours.
         assert!((g - want).abs() <= 0.01 * want + 0.0003, "{what}: {g} against {want}");
     };
-    close("first", &s["first_s"], own[0]);
-    close("median", &s["median_s"], rank(0.5));
-    close("p95", &s["p95_s"], rank(0.95));
-    close("p99", &s["p99_s"], rank(0.99));
-    close("max", &s["max_s"], sorted[99]);
+    close("first", s.first_s, own[0]);
+    close("median", s.median_s, rank(0.5));
+    close("p95", s.p95_s, rank(0.95));
+    close("p99", s.p99_s, rank(0.99));
+    close("max", s.max_s, sorted[99]);
 }
 
 /// A million calls of a spanned function in one process: counted exactly,
@@ -183,11 +178,11 @@ fn a_million_calls_are_counted_exactly() {
         .arg(format!("'{py}' '{}' many 1000000", script()));
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let stage = &r["stages"]["many"];
-    assert_eq!(stage["spans"]["tick"]["calls"], 1_000_000.0);
-    assert_eq!(stage["figures"]["span:tick_n"], 1_000_000.0);
-    let warnings = stage["span_warnings"].to_string();
+    let r = reports::read(&out);
+    let many = stage(&r, "many");
+    assert_eq!(many.spans["tick"].calls, 1_000_000);
+    assert_eq!(figure(many, "span:tick_n"), 1_000_000.0);
+    let warnings = many.span_warnings.join("\n");
     assert!(warnings.contains("the trace draws 4,096 of 1,000,000 span calls"), "{warnings}");
 }
 

@@ -37,10 +37,11 @@ fn spans_from_a_thread_and_a_forked_child_reach_the_report_through_the_helper() 
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let figures = &json(&out.join("report.json"))["stages"]["helper"]["figures"];
+    let report = harness::reports::read(&out);
+    let helper = harness::reports::stage(&report, "helper");
     for name in ["from_thread", "from_child", "from_main"] {
-        assert_eq!(figures[format!("span:{name}_n")], 1.0, "{name}: {figures}");
-        let s = figures[format!("span:{name}_s")].as_f64().unwrap();
+        assert_eq!(harness::reports::figure(helper, &format!("span:{name}_n")), 1.0, "{name}");
+        let s = harness::reports::figure(helper, &format!("span:{name}_s"));
         assert!((0.01..5.0).contains(&s), "{name}: {s}");
     }
 }
@@ -166,10 +167,9 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["pipeline"], true);
-    let judgment: Vec<&str> =
-        r["judgment"].as_array().unwrap().iter().map(|l| l.as_str().unwrap()).collect();
+    let r = harness::reports::campaign(&out);
+    assert!(r.pipeline);
+    let judgment: Vec<&str> = r.judgment.iter().map(String::as_str).collect();
     let after = |start: &str| {
         let i = judgment.iter().position(|l| l.starts_with(start)).expect(start);
         &judgment[i..]
@@ -205,11 +205,11 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
     );
     let killed = after("Killed with SIGKILL at mass:span:max_lh_fit_recompute:1");
     assert!(killed[0].contains("in 1 of 1"), "{killed:?}");
-    for step in r["steps"].as_array().unwrap() {
+    for step in &r.steps {
         // One trial: a median with no interval (none of one sample is honest).
-        assert!(step.get("median_total_interval").is_none(), "{step}");
-        for t in step["trials"].as_array().unwrap() {
-            assert_eq!(t["identical_to_cold"], true, "{}", step["name"]);
+        assert!(step.median_total_interval.is_none(), "{step:?}");
+        for t in &step.trials {
+            assert!(t.identical_to_cold, "{}", step.name);
         }
     }
     // A killed run verifies as what it is: declaration and environment bound
@@ -239,15 +239,15 @@ fn the_worked_example_campaign_is_judged_by_its_own_spans() {
         .output()
         .unwrap();
     let version = String::from_utf8(version.stdout).unwrap().trim().to_string();
-    let cold = &r["steps"][0];
-    assert_eq!(cold["name"], "cold");
+    let cold = &r.steps[0];
+    assert_eq!(cold.name, "cold");
     for stage in ["source", "light", "mass"] {
-        let runtime = &cold["trials"][0]["stages"][stage]["runtime"];
-        assert_eq!(runtime["python"], version.as_str(), "{stage}: {runtime}");
+        let runtime = cold.trials[0].stages[stage].runtime.as_ref().expect("what it ran on");
+        assert_eq!(runtime.python.as_deref(), Some(version.as_str()), "{stage}: {runtime:?}");
         // The helper the program imported is the copy the worker put first
         // on its path (the worker's own build, recorded with it), not a
         // library of the program's: never listed, installed or not.
-        assert!(runtime["distributions"].get("stagebench").is_none(), "{stage}: {runtime}");
+        assert!(!runtime.distributions.contains_key("stagebench"), "{stage}: {runtime:?}");
         assert!(summary.contains(&format!("- `{stage}`: Python {version}")), "{summary}");
     }
     assert!(summary.contains("## What it ran on"), "{summary}");
@@ -286,9 +286,9 @@ fn a_campaign_kill_point_never_reached_fails_the_trial_when_the_stage_ends() {
     assert!(line.contains("the kill point was never reached: span:a:5"), "{line}");
     assert!(line.contains("after 1 span(s) called 'a'"), "{line}");
     // A failed trial is a finding: the cold step's measurement is kept.
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["failed_trials"][0]["killed_attempt"], true, "{r}");
-    assert_eq!(r["steps"][0]["name"], "cold");
+    let r = harness::reports::campaign(&out);
+    assert!(r.failed_trials[0].killed_attempt, "{r:?}");
+    assert_eq!(r.steps[0].name, "cold");
 }
 
 /// A pipeline stage's own `timeout_s` ends it: the trial fails naming the
@@ -306,9 +306,9 @@ fn a_pipeline_stage_past_its_timeout_fails_the_trial() {
     let line = f.stderr.lines().find(|l| l.starts_with("error:")).unwrap();
     assert!(line.contains("step 'cold' trial 1"), "{line}");
     assert!(line.contains("stage hangs") && line.contains("stage timeout of 0.5 s"), "{line}");
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["failed_trials"][0]["reason"], "stage_timeout", "{r}");
-    assert_eq!(r["failed_trials"][0]["stage"], "hangs", "{r}");
+    let r = harness::reports::campaign(&out);
+    assert_eq!(r.failed_trials[0].reason, "stage_timeout", "{r:?}");
+    assert_eq!(r.failed_trials[0].stage.as_deref(), Some("hangs"), "{r:?}");
 }
 
 /// A resume whose every stage is complete still makes a real run (of no
@@ -326,17 +326,17 @@ fn a_resume_that_skips_every_stage_is_a_real_run_and_says_so() {
         ),
     );
     assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
-    let r = json(&out.join("report.json"));
-    let resume = &r["steps"][1]["trials"][0];
-    assert_eq!(resume["run"], "runs/resume/1", "{resume}");
-    assert_eq!(resume["stages"]["a"]["skipped"], true);
-    let run_report = json(&out.join("runs/resume/1/report.json"));
-    assert_eq!(run_report["stages"].as_object().unwrap().len(), 0);
-    assert_eq!(run_report["workers"].as_array().unwrap().len(), 0, "a process started");
+    let r = harness::reports::campaign(&out);
+    let resume = &r.steps[1].trials[0];
+    assert_eq!(resume.run, "runs/resume/1", "{resume:?}");
+    assert!(resume.stages["a"].skipped);
+    let run_report = harness::reports::read(&out.join("runs/resume/1"));
+    assert_eq!(run_report.stages.len(), 0);
+    assert_eq!(run_report.workers.len(), 0, "a process started");
     let mut v = coordinator();
     v.arg("verify").arg(out.join("runs/resume/1"));
     assert_eq!(run(v).code(), Some(0));
-    let judgment = r["judgment"].to_string();
+    let judgment = r.judgment.join("\n");
     assert!(judgment.contains("Resuming (resume) ran no stage"), "{judgment}");
     assert!(judgment.contains("It skipped 10.00 ms of the cold run's spans: a/x"), "{judgment}");
     assert!(!judgment.contains("0.000×"), "{judgment}");

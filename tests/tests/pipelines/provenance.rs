@@ -34,10 +34,11 @@ fn a_python_commands_own_sources_are_hashed_at_exit_and_compare_names_a_changed_
     let a = tmp.path().join("a");
     let f = run_in(&dir, &a, &[]);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&a.join("report.json"));
-    let runtime = &r["stages"]["train"]["runtime"];
-    assert!(runtime["python"].as_str().unwrap().starts_with('3'), "{runtime}");
-    let sources = runtime["sources"].as_object().unwrap();
+    let r = harness::reports::read(&a);
+    let train = harness::reports::stage(&r, "train");
+    let runtime = train.runtime.as_ref().expect("what the stage ran on");
+    assert!(runtime.python.as_deref().is_some_and(|p| p.starts_with('3')), "{runtime:?}");
+    let sources = &runtime.sources;
     let names: Vec<&String> = sources.keys().collect();
     assert_eq!(names, ["__main__", "mylib"], "the script and its own module, no helper, no path");
     let sha = |p: &str| {
@@ -78,8 +79,9 @@ fn a_python_commands_own_sources_are_hashed_at_exit_and_compare_names_a_changed_
     // Without the helper: no runtime at all.
     let none = tmp.path().join("none");
     assert_eq!(run_in(&dir, &none, &["--no-provenance"]).code(), Some(0));
-    let r = json(&none.join("report.json"));
-    assert!(r["stages"]["train"]["runtime"].get("python").is_none(), "{}", r["stages"]["train"]);
+    let r = harness::reports::read(&none);
+    let train = harness::reports::stage(&r, "train");
+    assert!(train.runtime.as_ref().is_none_or(|r| r.python.is_none()), "{train:?}");
 }
 
 #[test]

@@ -31,9 +31,9 @@ fn spans_named_on_the_command_line_time_an_unmodified_program() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let stage = &r["stages"]["user"];
-    let figures = &stage["figures"];
+    let r = harness::reports::read(&out);
+    let stage = harness::reports::stage(&r, "user");
+    let figures = &stage.figures;
     for (name, n) in [
         ("plain", 2.0), // the parent's call and the forked child's
         ("area", 1.0),
@@ -44,17 +44,15 @@ fn spans_named_on_the_command_line_time_an_unmodified_program() {
         ("inner", 2.0), // nested in outer, recorded as its own name
         ("work", 1.0),  // a module imported inside a function
     ] {
-        assert_eq!(figures[format!("span:{name}_n")], n, "{name}: {figures}");
+        let figure = |f: &str| harness::reports::figure(stage, f);
+        assert_eq!(figure(&format!("span:{name}_n")), n, "{name}: {figures:?}");
     }
-    let plain = figures["span:plain_s"].as_f64().unwrap();
+    let figure = |f: &str| harness::reports::figure(stage, f);
+    let plain = figure("span:plain_s");
     assert!(plain >= 0.004, "3 ms and 1 ms of sleep, timed: {plain}");
-    let outer = figures["span:outer_s"].as_f64().unwrap();
-    let inner = figures["span:inner_s"].as_f64().unwrap();
+    let (outer, inner) = (figure("span:outer_s"), figure("span:inner_s"));
     assert!(inner <= outer && inner >= 0.002, "inner {inner} inside outer {outer}");
-    assert_eq!(
-        stage["spans_not_found"],
-        serde_json::json!(["autospan_lib:missing", "never_imported:f"])
-    );
+    assert_eq!(stage.spans_not_found, ["autospan_lib:missing", "never_imported:f"]);
     assert!(
         f.stdout.contains(
             "warning: --span autospan_lib:missing, never_imported:f matched nothing in stage user"
@@ -202,13 +200,11 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{file}: {}\n{}", f.stdout, f.stderr);
         f.assert_no_worker_left();
-        let r = json(&out.join("report.json"));
-        let said: Vec<(String, std::collections::BTreeSet<String>)> = r["judgment"]
-            .as_array()
-            .unwrap()
+        let r = harness::reports::campaign(&out);
+        let said: Vec<(String, std::collections::BTreeSet<String>)> = r
+            .judgment
             .iter()
             .map(|l| {
-                let l = l.as_str().unwrap();
                 let opening: String = l
                     .split_whitespace()
                     .take_while(|w| !w.chars().any(|c| c.is_ascii_digit()))
@@ -258,15 +254,10 @@ fn a_campaign_naming_its_spans_judges_an_unchanged_chain_as_the_helper_does() {
 /// the stage gets an input-wait fraction and its grade.
 #[test]
 fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
-    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            harness::skip(
-                "the_torch_preset_counts_every_batch_of_an_unmodified_training_script",
-                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
-            );
-            return;
-        }
+    let Some(py) = harness::torch_python(
+        "the_torch_preset_counts_every_batch_of_an_unmodified_training_script",
+    ) else {
+        return;
     };
     let (_tmp, out, mut c) = coordinator_with_output();
     let script = repo().join("examples/torch/train.py");
@@ -277,11 +268,11 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let trials = &r["trials"]["train"]["samples"];
+    let report = harness::reports::read(&out);
+    let trials = &harness::reports::trials(&report).trials["train"].samples;
     let counts = |name: &str| -> Vec<f64> {
-        let c = trials[format!("span:{name}_n")].as_array().unwrap();
-        c.iter().map(|n| n.as_f64().unwrap()).collect()
+        let key = format!("span:{name}_n");
+        trials.get(&key).unwrap_or_else(|| panic!("no samples of {key}")).clone()
     };
     for name in ["step", "optimizer_step", "backward"] {
         assert_eq!(counts(name), [12.0, 12.0], "{name}");
@@ -289,9 +280,10 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
     // The first batch of the epoch also starts the loader's workers.
     assert_eq!(counts("loader_start"), [1.0, 1.0]);
     assert_eq!(counts("loader_wait"), [11.0, 11.0]);
-    let fraction = r["stages"]["train"]["figures"]["input_wait_fraction"].as_f64().unwrap();
+    let train = harness::reports::stage(&report, "train");
+    let fraction = harness::reports::figure(train, "input_wait_fraction");
     assert!((0.0..1.0).contains(&fraction), "{fraction}");
-    assert!(r["stages"]["train"].get("spans_not_found").is_none(), "{}", r["stages"]["train"]);
+    assert!(train.spans_not_found.is_empty(), "{train:?}");
     assert!(f.stdout.contains("input: train waited for its loader"), "{}", f.stdout);
     assert!(f.stdout.contains("; 11 loader waits"), "{}", f.stdout);
     // The verdict both ways: a loader that does 100x the work per item
@@ -305,9 +297,8 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
             .args(["--span", "preset:torch"]);
         let f = run(c);
         assert_eq!(f.code(), Some(0), "{}", f.stderr);
-        json(&out.join("report.json"))["stages"]["train"]["figures"]["input_wait_fraction"]
-            .as_f64()
-            .unwrap()
+        let report = harness::reports::read(&out);
+        harness::reports::figure(harness::reports::stage(&report, "train"), "input_wait_fraction")
     };
     let starved = verdict("--work 20000 --width 8");
     let fed = verdict("--work 0 --width 256");
@@ -322,15 +313,10 @@ fn the_torch_preset_counts_every_batch_of_an_unmodified_training_script() {
 /// stop, is a span `loader_stop`. Where `STAGEBENCH_TORCH_PYTHON` has torch.
 #[test]
 fn the_torch_preset_times_whole_optimizer_steps_and_each_epochs_end() {
-    let py = match std::env::var("STAGEBENCH_TORCH_PYTHON") {
-        Ok(p) if !p.is_empty() => p,
-        _ => {
-            harness::skip(
-                "the_torch_preset_times_whole_optimizer_steps_and_each_epochs_end",
-                "STAGEBENCH_TORCH_PYTHON names no Python with torch",
-            );
-            return;
-        }
+    let Some(py) =
+        harness::torch_python("the_torch_preset_times_whole_optimizer_steps_and_each_epochs_end")
+    else {
+        return;
     };
     let (tmp, out, mut c) = coordinator_with_output();
     let truth = tmp.path().join("truth.json");
@@ -345,8 +331,8 @@ fn the_torch_preset_times_whole_optimizer_steps_and_each_epochs_end() {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    let r = json(&out.join("report.json"));
-    let spans = &r["stages"]["train"]["spans"];
+    let r = harness::reports::read(&out);
+    let spans = &harness::reports::stage(&r, "train").spans;
     let truth = json(&truth);
     let own = |k: &str| -> Vec<f64> {
         let mut v: Vec<f64> =
@@ -355,20 +341,20 @@ fn the_torch_preset_times_whole_optimizer_steps_and_each_epochs_end() {
         v
     };
     let steps = own("optimizer_step");
-    assert_eq!(spans["optimizer_step"]["calls"].as_u64().unwrap() as usize, steps.len());
+    assert_eq!(spans["optimizer_step"].calls as usize, steps.len());
     let median = |v: &[f64]| match v.len() % 2 {
         1 => v[v.len() / 2],
         _ => (v[v.len() / 2 - 1] + v[v.len() / 2]) / 2.0,
     };
-    let (got, want) = (spans["optimizer_step"]["median_s"].as_f64().unwrap(), median(&steps));
+    let (got, want) = (spans["optimizer_step"].median_s, median(&steps));
     // The hooks' block alone cost 0.25 to 0.9 ms a call: 10% + 50 µs sees it.
     assert!(
         (got - want).abs() <= 0.10 * want + 50e-6,
         "optimizer_step median {got} against {want}"
     );
     let stops = own("stop");
-    assert_eq!(spans["loader_stop"]["calls"], 2, "{spans}");
-    let (got, want) = (spans["loader_stop"]["sum_s"].as_f64().unwrap(), stops.iter().sum::<f64>());
+    assert_eq!(spans["loader_stop"].calls, 2, "{spans:?}");
+    let (got, want) = (spans["loader_stop"].sum_s, stops.iter().sum::<f64>());
     assert!((got - want).abs() <= 0.10 * want + 0.001, "loader_stop {got} against {want}");
     assert!(f.stdout.contains("its workers' shutdown at each epoch's end"), "{}", f.stdout);
 }

@@ -48,8 +48,9 @@ fn a_stage_cgroup_is_below_the_workers_removed_after_and_only_dead_workers_ones_
         let _ = std::fs::remove_dir(d);
     }
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let st = &json(&out.join("report.json"))["stages"]["command"];
-    assert_eq!(st["tree_peak_method"], "cgroup", "{st}");
+    let report = harness::reports::read(&out);
+    let st = harness::reports::stage(&report, "command");
+    assert_eq!(st.tree_peak_method, "cgroup", "{st:?}");
     let workers = f.worker_pids();
     assert_eq!(workers.len(), 1, "{}", f.stderr);
     let line = std::fs::read_to_string(&seen).unwrap();

@@ -11,8 +11,8 @@ fn daemons_are_killed_named_and_gone_when_their_stage_ends() {
         (py(&s, "daemon.py", "78.5"), "78.5"),
     ] {
         let st = command_stage(&line, &[]);
-        assert_eq!(st["leaked_processes"]["count"], 1, "{line}: {st}");
-        assert_eq!(st["leaked_processes"]["names"][0], "sleep", "{line}: {st}");
+        assert_eq!(st.leaked_processes.count, 1, "{line}: {st:?}");
+        assert_eq!(st.leaked_processes.names[0], "sleep", "{line}: {st:?}");
         // The run has ended: its worker killed and reaped the daemon first.
         let left = processes_with(&format!("sleep {marker}"));
         assert!(left.is_empty(), "{line}: still running: {left:?}");
@@ -30,8 +30,8 @@ fn a_leak_gets_sigterm_and_a_grace_and_one_deaf_to_it_is_killed() {
         |mode: &str, file: &Path| py(&s, "grace.py", &format!("{mode} '{}'", file.display()));
     let st =
         command_stage(&format!("{} && {}", daemon("polite", &polite), daemon("deaf", &deaf)), &[]);
-    assert_eq!(st["leaked_processes"]["count"], 2, "{st}");
-    assert_eq!(st["leaked_processes"]["names"], serde_json::json!(["python3", "python3"]), "{st}");
+    assert_eq!(st.leaked_processes.count, 2, "{st:?}");
+    assert_eq!(st.leaked_processes.names, ["python3", "python3"], "{st:?}");
     let said = std::fs::read_to_string(&polite).unwrap_or_default();
     assert_eq!(said, "terminated", "the polite daemon was not given its grace");
     assert!(!deaf.exists(), "the deaf daemon wrote its file");
@@ -73,16 +73,12 @@ fn three_leaked_processes_are_counted_and_named_when_warned_and_when_failed() {
         .find(|l| l.starts_with("warning: stage command left"))
         .unwrap_or_else(|| panic!("no leak warning: {}", f.stderr));
     assert!(warning.contains("left 3 process(es) running"), "{warning}");
-    let st = &json(&out.join("report.json"))["stages"]["command"];
-    assert_eq!(st["leaked_processes"]["count"], 3, "{st}");
-    let mut recorded: Vec<&str> = st["leaked_processes"]["names"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_str().unwrap())
-        .collect();
+    let report = harness::reports::read(&out);
+    let st = harness::reports::stage(&report, "command");
+    assert_eq!(st.leaked_processes.count, 3, "{st:?}");
+    let mut recorded: Vec<&str> = st.leaked_processes.names.iter().map(String::as_str).collect();
     recorded.sort();
-    assert_eq!(recorded, names, "{st}");
+    assert_eq!(recorded, names, "{st:?}");
     for name in names {
         assert!(warning.contains(name), "{name} missing from: {warning}");
     }

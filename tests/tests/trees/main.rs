@@ -5,7 +5,7 @@
 //! abnormal ends (`endings`); the programs they run are in `programs`.
 
 use harness::{cgroups_here, coordinator, coordinator_with_output, json, run};
-use serde_json::Value;
+use report::rundir::report::StageRecord;
 use std::path::{Path, PathBuf};
 
 mod cgroups;
@@ -19,13 +19,13 @@ use programs::{py, scripts};
 const MIB: f64 = 1024.0 * 1024.0;
 
 /// Runs `--command LINE` once; returns the command's stage record.
-fn command_stage(line: &str, extra: &[&str]) -> Value {
+fn command_stage(line: &str, extra: &[&str]) -> StageRecord {
     command_stage_by(line, extra, None)
 }
 
 /// The same, with the workers' tree method forced (`Some("sampled")`) or
 /// left to what the machine offers (`None`).
-fn command_stage_by(line: &str, extra: &[&str], method: Option<&str>) -> Value {
+fn command_stage_by(line: &str, extra: &[&str], method: Option<&str>) -> StageRecord {
     let (_tmp, out, mut c) = coordinator_with_output();
     match method {
         Some(m) => c.env("STAGEBENCH_TREE_METHOD", m),
@@ -35,11 +35,11 @@ fn command_stage_by(line: &str, extra: &[&str], method: Option<&str>) -> Value {
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
-    json(&out.join("report.json"))["stages"]["command"].clone()
+    harness::reports::stage(&harness::reports::read(&out), "command").clone()
 }
 
-fn mib(stage: &Value, key: &str) -> f64 {
-    stage[key].as_u64().unwrap_or_else(|| panic!("no {key} in {stage}")) as f64 / MIB
+fn mib(bytes: u64) -> f64 {
+    bytes as f64 / MIB
 }
 
 /// Pids of live processes whose command line holds `needle`.

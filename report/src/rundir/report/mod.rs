@@ -74,7 +74,7 @@ pub fn shared_warnings(trials: &BTreeMap<String, TrialSet>) -> Vec<&String> {
 }
 
 /// Aggregate counts of the training partition (no identifiers).
-#[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Counts {
     pub train_series: u64,
     pub samples: u64,

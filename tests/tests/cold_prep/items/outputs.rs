@@ -16,7 +16,8 @@ fn a_nondeterministic_program_fails_the_run_with_the_count_of_differing_files() 
     // The control: the same program without the clock file is identical.
     let p = prepare("clock", &["--workers", "2", "--rounds", "1"], &[("ITEM_SPECIAL", "none")]);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
-    assert_eq!(json(&p.out.join("report.json"))["outputs_identical"], true);
+    let report = harness::reports::read(&p.out);
+    assert_eq!(harness::reports::cold_prep(&report).outputs_identical, Some(true));
 }
 
 /// A run that ends ok verifies (issue 44): a program that writes beside
@@ -83,11 +84,13 @@ fn inputs_that_change_during_the_run_fail_it() {
     std::fs::remove_file(inputs.path().join("touched")).unwrap();
     let p = prepare("ok", &args, &[]);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
-    let r = json(&p.out.join("report.json"));
-    assert_eq!(r["items"]["inputs"]["files"], 1);
-    assert_eq!(r["items"]["inputs"]["unchanged"], true);
+    let report = harness::reports::read(&p.out);
+    let r = harness::reports::cold_prep(&report);
+    let inputs = r.items.as_ref().and_then(|i| i.inputs.as_ref()).expect("the inputs' digest");
+    assert_eq!(inputs.files, 1);
+    assert!(inputs.unchanged);
     let d = json(&p.out.join("declaration.json"));
-    assert_eq!(d["parameters"]["inputs_sha256"], r["items"]["inputs"]["sha256"]);
+    assert_eq!(d["parameters"]["inputs_sha256"], inputs.sha256.as_str());
 }
 
 #[test]
@@ -97,10 +100,10 @@ fn a_process_the_program_left_running_is_a_leak_and_is_killed() {
     let env = [("ITEM_LEAK_PID_FILE", pid_file.to_str().unwrap())];
     let p = prepare("leak", &["--workers", "1", "--rounds", "1"], &env);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
-    let r = json(&p.out.join("report.json"));
-    let leaked = &r["stages"]["cold_prepare"]["leaked_processes"];
-    assert_eq!(leaked["count"], 1, "{leaked}");
-    assert_eq!(leaked["names"][0], "sleep");
+    let r = harness::reports::read(&p.out);
+    let leaked = &harness::reports::stage(&r, "cold_prepare").leaked_processes;
+    assert_eq!(leaked.count, 1, "{leaked:?}");
+    assert_eq!(leaked.names[0], "sleep");
     p.assert_nothing_left();
     // This run's own sleep, by its pid (another run's, on a shared machine,
     // may be alive).

@@ -9,49 +9,64 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     let p = prepare("ok", &["--workers", "2", "--rounds", "2"], &[]);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
     p.assert_nothing_left();
-    let r = json(&p.out.join("report.json"));
-    assert_eq!(r["outputs_identical"], true);
-    assert!(r.get("caches_identical").is_none(), "the recipe's caches are not this run's");
-    assert_eq!(r["items"]["count"], 6);
-    assert_eq!(r["items"]["weighted"], true);
+    let report = harness::reports::read(&p.out);
+    let r = harness::reports::cold_prep(&report);
+    assert_eq!(r.outputs_identical, Some(true));
+    assert!(r.caches_identical.is_none(), "the recipe's caches are not this run's");
+    let items = r.items.as_ref().expect("the items' summary");
+    assert_eq!(items.count, 6);
+    assert!(items.weighted);
     // The control of the fewer-processes warning: 6 items, 2 processes.
-    assert!(!r["warnings"].to_string().contains("the parallel phase had"), "{}", r["warnings"]);
+    let warnings = r.warnings.join("\n");
+    assert!(!warnings.contains("the parallel phase had"), "{warnings}");
     let file = std::fs::read(p.out.parent().unwrap().join("items.tsv")).unwrap();
-    assert_eq!(r["items"]["items_sha256"], evidence::sha256_hex(&file));
+    assert_eq!(items.items_sha256, evidence::sha256_hex(&file));
     // Each process started the program once, and its start-up is its own.
-    for side in ["serial", "parallel"] {
-        let workers = r[side]["workers"].as_array().unwrap();
+    let sides = [("serial", &r.serial), ("parallel", &r.parallel)];
+    for (side, prep) in sides {
+        let workers = &prep.workers;
         assert_eq!(workers.len(), if side == "serial" { 1 } else { 2 });
         for w in workers {
-            assert!(w["startup_s"].as_f64().unwrap() > 0.0, "{w}");
+            assert!(w.startup_s.is_some_and(|s| s > 0.0), "{w:?}");
         }
-        assert_eq!(r[side]["per_series_s"]["n"], 6, "one time per item");
-        assert!(r[side]["components_s"]["span:work_s"].as_f64().unwrap() > 0.0);
+        assert_eq!(prep.per_series_s.n, 6, "one time per item");
+        assert!(prep.components_s["span:work_s"] > 0.0);
     }
-    let stage = &r["stages"]["cold_prepare_parallel"];
-    assert_eq!(stage["stage"], "prepare_item");
-    assert_eq!(stage["figures"]["items"], 6.0);
+    let stage = harness::reports::stage(&report, "cold_prepare_parallel");
+    assert_eq!(stage.stage, "prepare_item");
+    assert_eq!(harness::reports::figure(stage, "items"), 6.0);
     // Where per-item time went is the program's own spans, nothing else it
     // reported (its setup).
-    for side in ["serial", "parallel"] {
-        let parts = r[side]["components_s"].as_object().unwrap();
+    for (side, prep) in sides {
+        let parts = &prep.components_s;
         assert!(parts.keys().all(|k| k.starts_with("span:")), "{side}: {parts:?}");
     }
     // Each program's tree had a cgroup where one can be made: the phase's
     // peak is then the kernel's.
     let method = if harness::cgroups_here() { "cgroup" } else { "sampled" };
-    assert_eq!(stage["tree_peak_method"], method, "{stage}");
+    assert_eq!(stage.tree_peak_method, method, "{stage:?}");
     // The phase's page faults and switches are its processes' (wait4), added.
-    let processes: Vec<&serde_json::Value> = r["workers"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|w| w["phase"] == "cold_prepare_parallel")
-        .collect();
+    let processes: Vec<_> =
+        report.workers.iter().filter(|w| w.phase == "cold_prepare_parallel").collect();
     assert_eq!(processes.len(), 2);
-    for key in ["minor_faults", "major_faults", "voluntary_switches", "involuntary_switches"] {
-        let sum: u64 = processes.iter().map(|w| w[key].as_u64().unwrap()).sum();
-        assert_eq!(stage[key].as_u64(), Some(sum), "{key}: {stage}");
+    let counts = [
+        ("minor_faults", stage.minor_faults, processes.iter().map(|w| w.minor_faults).sum()),
+        ("major_faults", stage.major_faults, processes.iter().map(|w| w.major_faults).sum()),
+        (
+            "voluntary_switches",
+            stage.voluntary_switches,
+            processes.iter().map(|w| w.voluntary_switches).sum(),
+        ),
+        (
+            "involuntary_switches",
+            stage.involuntary_switches,
+            processes.iter().map(|w| w.involuntary_switches).sum(),
+        ),
+    ];
+    for (key, phase, sum) in counts {
+        let sum: Option<u64> = sum;
+        assert!(sum.is_some(), "{key}: a process without it");
+        assert_eq!(phase, sum, "{key}: {stage:?}");
     }
     // Both phases wrote every item's file; the manifests bind them.
     for dir in ["private-output", "private-output-parallel"] {
@@ -79,7 +94,7 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
     assert_eq!(verified.code(), Some(0), "{}", verified.stderr);
     // summary.md says whose preparation it was and how items were handed out.
     let summary = std::fs::read_to_string(p.out.join("summary.md")).unwrap();
-    let sha = r["items"]["items_sha256"].as_str().unwrap();
+    let sha = &items.items_sha256;
     let said = format!(
         "A team's own preparation program over 6 items (items file SHA-256 {}…), handed out largest weight first",
         &sha[..12]
@@ -100,14 +115,15 @@ fn spans_named_on_the_command_line_time_a_preparation_program() {
     let p = prepare("ok", &args, &[]);
     assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
     p.assert_nothing_left();
-    let r = json(&p.out.join("report.json"));
-    for side in ["serial", "parallel"] {
-        let s = r[side]["components_s"]["span:join_s"].as_f64();
-        assert!(s.is_some_and(|s| s > 0.0), "{side}: {}", r[side]["components_s"]);
+    let report = harness::reports::read(&p.out);
+    let r = harness::reports::cold_prep(&report);
+    for (side, prep) in [("serial", &r.serial), ("parallel", &r.parallel)] {
+        let s = prep.components_s.get("span:join_s");
+        assert!(s.is_some_and(|s| *s > 0.0), "{side}: {:?}", prep.components_s);
     }
-    let stage = &r["stages"]["cold_prepare_parallel"];
-    assert_eq!(stage["spans_not_found"], serde_json::json!(["nowhere:f"]), "{stage}");
-    assert!(stage["figures"]["span:join_s"].as_f64().is_some(), "{stage}");
+    let stage = harness::reports::stage(&report, "cold_prepare_parallel");
+    assert_eq!(stage.spans_not_found, ["nowhere:f"], "{stage:?}");
+    harness::reports::figure(stage, "span:join_s");
 }
 
 /// One item for two workers (issue 44): one process starts, and the
@@ -124,8 +140,8 @@ fn fewer_processes_than_asked_are_said_with_the_speedup() {
     c.arg("--prepare").arg(format!("{py} {}", program.display())).arg("--items").arg(&items);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    let warnings = r["warnings"].to_string();
+    let report = harness::reports::read(&out);
+    let warnings = harness::reports::cold_prep(&report).warnings.join("\n");
     assert!(
         warnings.contains("the parallel phase had 1 process(es), not the 2 asked for")
             && warnings.contains("compares two 1-process runs"),
@@ -178,10 +194,12 @@ fn the_worked_example_prepares_what_the_recipe_prepares() {
         .arg(data);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    let r = json(&out.join("report.json"));
-    assert_eq!(r["outputs_identical"], true);
-    assert_eq!(r["items"]["inputs"]["unchanged"], true);
-    let spans = r["serial"]["components_s"].as_object().unwrap();
+    let report = harness::reports::read(&out);
+    let r = harness::reports::cold_prep(&report);
+    assert_eq!(r.outputs_identical, Some(true));
+    let inputs = r.items.as_ref().and_then(|i| i.inputs.as_ref()).expect("the inputs' digest");
+    assert!(inputs.unchanged);
+    let spans = &r.serial.components_s;
     for name in ["read", "hash", "decode", "extract", "write"] {
         assert!(spans.contains_key(&format!("span:{name}_s")), "{spans:?}");
     }

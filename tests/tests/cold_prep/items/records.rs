@@ -3,7 +3,7 @@
 //! with the items, and `verify` checks the file and redraws the timeline
 //! plot from it.
 
-use harness::{coordinator_with_output, json, python, run};
+use harness::{coordinator_with_output, python, run};
 use std::io::{BufRead, Write};
 use std::path::PathBuf;
 
@@ -51,16 +51,17 @@ fn per_item_records_are_in_the_jobs_file_and_report_json_does_not_grow() {
     // held them; now a few digits of its figures at most.
     assert!(size(&many) < size(&few) + 1024, "{} against {}", size(&many), size(&few));
     for (dir, n) in [(&few, 20), (&many, 400)] {
-        let r = json(&dir.join("report.json"));
+        let report = harness::reports::read(dir);
         let jobs = harness::jobs(dir);
         assert_eq!(jobs.len(), 4 * n, "a line per item per phase (2 rounds of 2)");
-        let bound: Vec<&serde_json::Value> =
-            r["artifacts"].as_array().unwrap().iter().filter(|a| a["kind"] == "jobs").collect();
-        assert_eq!(bound.len(), 1, "{}", r["artifacts"]);
-        assert_eq!(bound[0]["path"], "jobs.jsonl.gz");
+        let bound: Vec<_> = report.artifacts.iter().filter(|a| a.kind == "jobs").collect();
+        assert_eq!(bound.len(), 1, "{:?}", report.artifacts);
+        assert_eq!(bound[0].path, "jobs.jsonl.gz");
         // Round 1's sides name the phase whose lines are their timeline.
-        for side in ["serial", "parallel"] {
-            let mine = jobs.iter().filter(|j| j["phase"] == r[side]["phase"]).count();
+        let r = harness::reports::cold_prep(&report);
+        for (side, prep) in [("serial", &r.serial), ("parallel", &r.parallel)] {
+            let phase = prep.phase.as_deref().expect("round 1's phase");
+            let mine = jobs.iter().filter(|j| j["phase"] == phase).count();
             assert_eq!(mine, n, "{side}");
         }
         let text: String = jobs.iter().map(|j| j.to_string()).collect();
