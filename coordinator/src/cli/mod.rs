@@ -256,7 +256,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
                     e => e,
                 }
             })?;
-            print::print_summary(&summary, plan.settings.workers);
+            report::render::console::print(&summary.report, &summary.dir, plan.settings.workers);
             write_exports(&exports, &summary.report, &summary.dir)
         }
     }

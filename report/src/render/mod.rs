@@ -1,10 +1,12 @@
 //! Everything derived from report.json alone: `summary.md` and the plots
-//! under `plots/` (PNG and SVG). Rendering only reads the report; it never
+//! under `plots/` (PNG and SVG), and the console's lines at a run's end
+//! (`console`). Rendering only reads the report; it never
 //! measures. The same report always renders to the same bytes with the same
 //! coordinator build, so `verify` re-renders and compares, and
 //! `coordinator render` redraws them.
 
 pub mod bisect;
+pub mod console;
 pub mod export;
 pub mod plots;
 mod snakemake;

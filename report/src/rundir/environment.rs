@@ -170,3 +170,63 @@ pub fn warnings(
     }
     out
 }
+
+/// The record for a person, a line a part (`coordinator doctor`): CPU,
+/// memory and limits, kernel and its settings, the file system, the load,
+/// and what could not be read.
+pub fn described(env: &Environment) -> Vec<String> {
+    let or = |v: Option<String>| v.unwrap_or_else(|| "unknown".into());
+    let on_off = |b: Option<bool>| or(b.map(|b| if b { "on" } else { "off" }.to_string()));
+    let c = &env.cpu;
+    let mut out = vec![
+        format!("cpu: {}", or(c.model.clone())),
+        format!(
+            "  cores: {} logical, {} physical; SMT {}",
+            c.logical_cores,
+            or(c.physical_cores.map(|n| n.to_string())),
+            on_off(c.smt)
+        ),
+        format!("  governor {}; boost {}", or(c.governor.clone()), on_off(c.boost)),
+        format!(
+            "memory: {} total; cgroup limit {}; cgroup CPU quota {}",
+            or(env.memory_bytes.map(crate::fmt::mib)),
+            env.limits.memory_limit_bytes.map_or("none".into(), crate::fmt::mib),
+            env.limits.cpu_quota_cores.map_or("none".into(), |q| format!("{q:.2} cores"))
+        ),
+        format!(
+            "kernel {}; transparent huge pages {} (defrag {}); ASLR {}",
+            or(env.os.kernel.clone()),
+            or(env.transparent_hugepages.enabled.clone()),
+            or(env.transparent_hugepages.defrag.clone()),
+            or(env.aslr.map(|a| a.to_string()))
+        ),
+    ];
+    if let Some(fs) = &env.output_filesystem {
+        let journal = match fs.journal {
+            Some(true) => ", with a journal",
+            Some(false) => ", without a journal",
+            None => "",
+        };
+        out.push(format!("this directory's file system: {}{journal}", fs.kind));
+    }
+    if let Some([one, five, fifteen]) = env.load_average {
+        out.push(format!("load average {one:.2} {five:.2} {fifteen:.2}"));
+    }
+    out.extend(env.unknown.iter().map(|(what, why)| format!("unknown {what}: {why}")));
+    out
+}
+
+/// The warnings for `workers` workers on this machine now: its load now
+/// (a run says start and end), then every other of [`warnings`].
+pub fn warnings_now(env: &Environment, workers: u32) -> Vec<String> {
+    let cores = env.cpu.logical_cores;
+    let mut out: Vec<String> = env
+        .load_average
+        .map(|l| l[0])
+        .filter(|l| *l > BUSY_LOAD_PER_CORE * cores as f64)
+        .map(|l| format!("load average {l:.2} now on {cores} cores: the machine is not idle"))
+        .into_iter()
+        .collect();
+    out.extend(warnings(env, workers, None, false));
+    out
+}
