@@ -69,8 +69,9 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
                 run_dir.display()
             )));
         }
-        let (before, files) = digest(dir)
-            .map_err(|why| Refusal(format!("--inputs {shown}: cannot be digested: {why}")))?;
+        let (before, files) = digest(dir).map_err(|why| {
+            Refusal(format!("--inputs {shown}: cannot be digested: {}", why.named()))
+        })?;
         seen.push((dir, real));
         out.push(InputDir { path: dir.clone(), before, files });
     }
@@ -202,8 +203,14 @@ mod tests {
         assert!(why.contains("one holds the other"), "{why}");
         let why = refused(&[a.path().into()], &a.path().join("runs/new"));
         assert!(why.contains("holds the run directory"), "{why}");
+        // Each kind is named, with the entry (issue 63: a FIFO was "(a symlink?)").
+        let fifo = std::ffi::CString::new(a.path().join("sub/pipe").to_str().unwrap()).unwrap();
+        assert_eq!(unsafe { libc::mkfifo(fifo.as_ptr(), 0o600) }, 0);
+        let why = refused(&[a.path().into()], &run);
+        assert!(why.contains("cannot be digested: sub/pipe: it holds a FIFO"), "{why}");
+        std::fs::remove_file(a.path().join("sub/pipe")).unwrap();
         std::os::unix::fs::symlink("/etc", a.path().join("sub/link")).unwrap();
         let why = refused(&[a.path().into()], &run);
-        assert!(why.contains("cannot be digested") && why.contains("symlink"), "{why}");
+        assert!(why.contains("sub/link: it holds a symbolic link"), "{why}");
     }
 }

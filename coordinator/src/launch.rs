@@ -247,6 +247,24 @@ pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
     }
 }
 
+/// Whether the workers' socket directory can be made where [`bind`] will
+/// make it (the temporary directory, `TMPDIR`): checked before the run
+/// directory exists, so a bad `TMPDIR` is a refusal (exit 2) that leaves
+/// nothing behind, not a failed run.
+pub(crate) fn socket_home_usable() -> Result<(), String> {
+    let home = std::env::temp_dir();
+    let probe = tempfile::Builder::new().prefix(".stagebench-probe-").tempdir_in(&home);
+    probe.map(drop).map_err(|e| {
+        let named = match std::env::var_os("TMPDIR") {
+            Some(v) => format!("TMPDIR={}", std::path::Path::new(&v).display()),
+            None => home.display().to_string(),
+        };
+        format!(
+            "{named}: cannot make the workers' socket directory there ({e}); set TMPDIR to a writable directory, or give --listen"
+        )
+    })
+}
+
 /// The signal state the user gave this process (`env::SIGNALS`): its
 /// blocked and ignored signals as the kernel shows them, read once, less
 /// the SIGPIPE Rust's runtime ignores before `main`.

@@ -30,6 +30,16 @@ pub fn duration(x: f64) -> String {
     format!("{v:.decimals$} {unit}")
 }
 
+/// A setting's seconds as a person gave them (`--item-timeout 0.0001`):
+/// one decimal at least, and every decimal it has, so a limit never reads
+/// as "0.0 s" or as another number than the one set.
+pub fn seconds_given(x: f64) -> String {
+    match format!("{x:.1}").parse::<f64>() {
+        Ok(one) if one == x => format!("{x:.1}"),
+        _ => format!("{x}"),
+    }
+}
+
 /// A figure's value in the unit its name says: seconds as a duration,
 /// bytes as MiB, anything else as a number.
 pub fn figure(name: &str, x: f64) -> String {
@@ -73,6 +83,18 @@ pub fn p_value(p: f64) -> String {
 
 #[cfg(test)]
 mod tests {
+    use super::seconds_given;
+
+    /// A limit prints as it was set: never "0.0 s" for 0.0001 (issue 63).
+    #[test]
+    fn seconds_given_keep_every_decimal_and_at_least_one() {
+        assert_eq!(seconds_given(0.0001), "0.0001");
+        assert_eq!(seconds_given(1.0), "1.0");
+        assert_eq!(seconds_given(0.5), "0.5");
+        assert_eq!(seconds_given(2.25), "2.25");
+        assert_eq!(seconds_given(1e-9), "0.000000001");
+    }
+
     use super::*;
 
     #[test]

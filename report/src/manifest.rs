@@ -8,15 +8,51 @@ use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Why a directory could not be walked into a manifest (a person's words;
-/// it names no path).
+/// Why a directory could not be walked into a manifest, in a person's
+/// words. Its `Display` names no path (it may reach failure.json); the
+/// entry it stopped at, relative to the directory, is kept apart for a
+/// refusal on the user's own terminal ([`Unwalkable::named`]).
 #[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Unwalkable(String);
+#[error("{why}")]
+pub struct Unwalkable {
+    why: String,
+    /// The entry, relative to the walked directory, where there was one.
+    entry: Option<String>,
+}
+
+impl Unwalkable {
+    /// The reason with the entry it is about (`sub/pipe: a FIFO, neither a
+    /// file nor a directory`): for a refusal before anything runs, never
+    /// for evidence.
+    pub fn named(&self) -> String {
+        match &self.entry {
+            Some(entry) => format!("{entry}: {}", self.why),
+            None => self.why.clone(),
+        }
+    }
+}
 
 impl From<std::io::Error> for Unwalkable {
     fn from(e: std::io::Error) -> Self {
-        Unwalkable(e.to_string())
+        Unwalkable { why: e.to_string(), entry: None }
+    }
+}
+
+/// What an entry that is neither a file nor a directory is.
+fn kind_of(kind: std::fs::FileType) -> &'static str {
+    use std::os::unix::fs::FileTypeExt;
+    if kind.is_symlink() {
+        "a symbolic link"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() {
+        "a block device"
+    } else if kind.is_char_device() {
+        "a character device"
+    } else {
+        "an entry of unknown kind"
     }
 }
 
@@ -36,7 +72,10 @@ pub fn files(root: &Path, keep: Option<&str>) -> Result<BTreeMap<String, Listed>
             let entry = entry?;
             let name = entry.file_name();
             let Some(name) = name.to_str() else {
-                return Err(Unwalkable("a file name is not UTF-8".into()));
+                return Err(Unwalkable {
+                    why: "a file name is not UTF-8".into(),
+                    entry: Some(rel.join(&name).to_string_lossy().into_owned()),
+                });
             };
             let path = rel.join(name);
             if rel.as_os_str().is_empty() && Some(name) == keep {
@@ -48,9 +87,13 @@ pub fn files(root: &Path, keep: Option<&str>) -> Result<BTreeMap<String, Listed>
             } else if kind.is_file() {
                 found.push(path.to_string_lossy().into_owned());
             } else {
-                return Err(Unwalkable(
-                    "it holds something that is neither a file nor a directory (a symlink?)".into(),
-                ));
+                return Err(Unwalkable {
+                    why: format!(
+                        "it holds {}, neither a file nor a directory, which a manifest cannot bind",
+                        kind_of(kind)
+                    ),
+                    entry: Some(path.to_string_lossy().into_owned()),
+                });
             }
         }
     }

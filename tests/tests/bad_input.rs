@@ -451,3 +451,22 @@ fn a_worker_not_launched_by_a_live_coordinator_refuses_in_one_line() {
         assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
     }
 }
+
+/// A `TMPDIR` the workers' socket directory cannot be made in is a
+/// refusal (issue 63: it was exit 1, `internal`, with a run directory left):
+/// one line naming it, exit 2, no run directory; `--listen` needs none.
+#[test]
+fn a_tmpdir_that_cannot_hold_the_socket_is_refused_before_the_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = coordinator();
+    c.env("TMPDIR", "/nonexistent/stagebench-tmp").arg("--output").arg(&out);
+    c.args(["--quiet", "--stage", "noop"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let line = f.stderr.trim_end();
+    assert_eq!(line.lines().count(), 1, "{line}");
+    assert!(line.contains("TMPDIR=/nonexistent/stagebench-tmp: cannot make"), "{line}");
+    assert!(!out.exists(), "a run directory was made");
+    assert!(f.worker_pids().is_empty(), "a worker started");
+}

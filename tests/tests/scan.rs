@@ -323,3 +323,33 @@ fn bad_prepare_scans_are_refused_before_anything_runs() {
         assert_refused(run(c), args, says, &out);
     }
 }
+
+/// Two scans over different values compared: the value each ran alone is
+/// said, not dropped (issue 63), and the value both ran is a row.
+#[test]
+fn compare_names_the_scan_values_only_one_run_has() {
+    let scan = |values: &str| {
+        let (tmp, out, mut c) = coordinator_with_output();
+        c.args(["--quiet", "--mode", "trials", "--trials", "2", "--warmup", "0"]).args([
+            "--command",
+            "true {x}",
+            "--param",
+            values,
+        ]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        (tmp, out)
+    };
+    let ((_a, a), (_b, b)) = (scan("x=1,2"), scan("x=1,3"));
+    let mut c = harness::coordinator();
+    c.arg("compare").arg(&a).arg(&b);
+    let f = run(c);
+    assert!(matches!(f.code(), Some(0 | 4)), "{}\n{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains("trial[x=1]"), "{}", f.stdout);
+    for said in [
+        "only A ran trial[x=2] (not compared: B has no such stage)",
+        "only B ran trial[x=3] (not compared: A has no such stage)",
+    ] {
+        assert!(f.stdout.contains(said), "{said:?} not in {}", f.stdout);
+    }
+}

@@ -60,7 +60,7 @@ pub(crate) enum BadParam {
     #[error("the range is empty ({0} is above {1})")]
     Empty(i64, i64),
     #[error("{0} values; a scan takes at most 10000 per name")]
-    TooMany(i64),
+    TooMany(i128),
 }
 
 impl std::str::FromStr for Param {
@@ -104,11 +104,12 @@ fn range(a: &str, b: &str) -> Result<Vec<String>, BadParam> {
     if a > b {
         return Err(BadParam::Empty(a, b));
     }
-    let n = (b - a) / step + 1;
+    // In i128: the count of i64::MIN..i64::MAX does not fit an i64.
+    let n = (i128::from(b) - i128::from(a)) / i128::from(step) + 1;
     if n > 10_000 {
         return Err(BadParam::TooMany(n));
     }
-    Ok((0..n).map(|i| (a + i * step).to_string()).collect())
+    Ok((0..n as i64).map(|i| (a + i * step).to_string()).collect())
 }
 
 fn is_name(s: &str) -> bool {
@@ -128,19 +129,66 @@ pub(crate) fn env_name(name: &str) -> String {
     format!("STAGEBENCH_PARAM_{}", name.to_ascii_uppercase())
 }
 
-/// The `{NAME}` placeholders of a command line: a `{`, not after `$` (the
-/// shell's `${HOME}` is left alone), then a name, then `}`.
+/// A piece of a scanned command line: text as it stands, or a `{NAME}`.
+#[derive(Debug, PartialEq, Eq)]
+enum Piece<'a> {
+    Text(std::borrow::Cow<'a, str>),
+    Placeholder(&'a str),
+}
+
+/// A command line in pieces, the one reading both the check and the
+/// substitution use: `{NAME}` is a placeholder; `{{` and `}}` stand for a
+/// literal `{` and `}` (awk's `{{print $1}}`); the shell's own `${...}` is
+/// left whole, braces and all; any other brace is text.
+fn pieces(line: &str) -> Vec<Piece<'_>> {
+    let mut out = Vec::new();
+    let (mut i, mut text_from) = (0, 0);
+    let mut text = String::new();
+    let b = line.as_bytes();
+    while i < b.len() {
+        let (take, piece) = match (b[i], b.get(i + 1)) {
+            (b'{', Some(b'{')) => (2, Some("{")),
+            (b'}', Some(b'}')) => (2, Some("}")),
+            (b'$', Some(b'{')) => match line[i..].find('}') {
+                Some(end) => (end + 1, None),
+                None => (b.len() - i, None),
+            },
+            (b'{', _) => match line[i + 1..].find('}') {
+                Some(end) if is_name(&line[i + 1..i + 1 + end]) => {
+                    text.push_str(&line[text_from..i]);
+                    if !text.is_empty() {
+                        out.push(Piece::Text(std::mem::take(&mut text).into()));
+                    }
+                    out.push(Piece::Placeholder(&line[i + 1..i + 1 + end]));
+                    i += end + 2;
+                    text_from = i;
+                    continue;
+                }
+                _ => (1, None),
+            },
+            _ => (1, None),
+        };
+        if let Some(literal) = piece {
+            text.push_str(&line[text_from..i]);
+            text.push_str(literal);
+            text_from = i + take;
+        }
+        i += take;
+    }
+    text.push_str(&line[text_from..]);
+    if !text.is_empty() {
+        out.push(Piece::Text(text.into()));
+    }
+    out
+}
+
+/// The `{NAME}` placeholders of a command line, each once, in order (see
+/// [`pieces`]: `${HOME}` and `{{print}}` are none).
 pub(crate) fn placeholders(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
-    let bytes = line.as_bytes();
-    for (i, _) in line.match_indices('{') {
-        if i > 0 && bytes[i - 1] == b'$' {
-            continue;
-        }
-        let rest = &line[i + 1..];
-        if let Some(end) = rest.find('}') {
-            let name = &rest[..end];
-            if is_name(name) && !out.contains(&name) {
+    for piece in pieces(line) {
+        if let Piece::Placeholder(name) = piece {
+            if !out.contains(&name) {
                 out.push(name);
             }
         }
@@ -175,6 +223,14 @@ impl Grid {
         for (i, p) in params.iter().enumerate() {
             if params[..i].iter().any(|q| q.name == p.name) {
                 return Err(Refusal(format!("--param {} is given twice", p.name)));
+            }
+            if let Some(q) = params[..i].iter().find(|q| env_name(&q.name) == env_name(&p.name)) {
+                return Err(Refusal(format!(
+                    "--param {} and --param {} differ only in case: both would set {}",
+                    q.name,
+                    p.name,
+                    env_name(&p.name)
+                )));
             }
         }
         for line in lines {
@@ -226,13 +282,19 @@ impl Grid {
         points
     }
 
-    /// `line` with every `{NAME}` replaced by the point's value.
+    /// `line` with every `{NAME}` replaced by the point's value, `{{` and
+    /// `}}` by a brace, and the rest (the shell's `${NAME}` too) as it was.
     pub(crate) fn substituted(line: &str, point: &Point) -> String {
-        let mut text = line.to_string();
-        for (k, v) in point {
-            text = text.replace(&format!("{{{k}}}"), v);
-        }
-        text
+        pieces(line)
+            .into_iter()
+            .map(|piece| match piece {
+                Piece::Text(t) => t.into_owned(),
+                Piece::Placeholder(name) => match point.iter().find(|(k, _)| k == name) {
+                    Some((_, v)) => v.clone(),
+                    None => format!("{{{name}}}"),
+                },
+            })
+            .collect()
     }
 
     /// A point's label, `a=1,b=2`: what a stage's key carries in brackets.
@@ -325,6 +387,35 @@ mod tests {
     fn placeholders_leave_the_shells_own_braces_alone() {
         assert_eq!(placeholders("run {workers} {seed} {workers}"), ["workers", "seed"]);
         assert!(placeholders("echo ${HOME} {} { x }").is_empty());
+        // The shell's ${x} is no placeholder, and {{...}} is a literal brace.
+        assert!(placeholders("echo ${x} $(( ${n} + 1 ))").is_empty());
+        assert!(placeholders("awk '{{print $1}}'").is_empty());
+        assert_eq!(placeholders("echo ${x} {x} {{x}}"), ["x"]);
+    }
+
+    /// `{x}` is replaced, the shell's `${x}` is not (issue 63), and `{{`
+    /// and `}}` are braces, so awk's `{print}` can be written.
+    #[test]
+    fn substitution_replaces_placeholders_only() {
+        let point = vec![("x".to_string(), "7".to_string())];
+        let sub = |line: &str| Grid::substituted(line, &point);
+        assert_eq!(sub("run {x} ${x} {x}"), "run 7 ${x} 7");
+        assert_eq!(sub("awk '{{print $1}}' {x}"), "awk '{print $1}' 7");
+        assert_eq!(sub("a{{x}}b {y} ${x"), "a{x}b {y} ${x");
+        assert_eq!(sub("echo { x } {} é{x}é"), "echo { x } {} é7é");
+        assert_eq!(sub(""), "");
+    }
+
+    #[test]
+    fn names_that_differ_only_in_case_are_refused() {
+        let e = grid(&["X=1", "x=2"], &["run {X} {x}"], false).unwrap_err();
+        assert!(e.contains("differ only in case: both would set STAGEBENCH_PARAM_X"), "{e}");
+    }
+
+    #[test]
+    fn a_range_too_long_to_count_in_i64_is_too_many() {
+        let e = p("n=-9223372036854775808..9223372036854775807").unwrap_err();
+        assert!(e.contains("18446744073709551616 values"), "{e}");
     }
 
     fn grid(specs: &[&str], lines: &[&str], env_only: bool) -> Result<Option<Grid>, String> {

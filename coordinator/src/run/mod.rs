@@ -78,6 +78,9 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     // Held until this function returns: the run's whole life.
     let _locks = prepared.locks;
     let settings = &plan.settings;
+    if settings.listen.is_none() {
+        crate::launch::socket_home_usable().map_err(usage)?;
+    }
     let dir = match &settings.output {
         Some(p) => RunDir::create(p),
         None => RunDir::create_default(Path::new("runs"), plan.mode.name()),

@@ -4,6 +4,7 @@
 
 use crate::process::{ExitKind, ProcessExit};
 use protocol::{JobId, Measurement, Stage, WorkerId};
+use report::fmt::seconds_given;
 use std::time::Duration;
 
 /// One unit of planned work.
@@ -154,16 +155,16 @@ impl WorkerEnd {
                 format!("{rank} {exit} before completing the handshake")
             }
             WorkerEnd::ConnectTimeout { after } => {
-                format!("{rank} did not connect within {:.1} s", after.as_secs_f64())
+                format!("{rank} did not connect within {} s", seconds_given(after.as_secs_f64()))
             }
             WorkerEnd::StageTimeout { key, after, item } => format!(
-                "stage {key} on {rank} exceeded the stage timeout of {:.1} s{}",
-                after.as_secs_f64(),
+                "stage {key} on {rank} exceeded the stage timeout of {} s{}",
+                seconds_given(after.as_secs_f64()),
                 item.as_deref().map(|i| format!(" ({i} in flight)")).unwrap_or_default()
             ),
             WorkerEnd::ItemTimeout { key, item, after } => format!(
-                "{item} of stage {key} on {rank} took longer than --item-timeout {:.1} s",
-                after.as_secs_f64()
+                "{item} of stage {key} on {rank} took longer than --item-timeout {} s",
+                seconds_given(after.as_secs_f64())
             ),
             WorkerEnd::ProtocolViolation { key, detail } => {
                 format!("{rank} violated the protocol{}: {detail}", at(key))

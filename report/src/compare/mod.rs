@@ -61,6 +61,8 @@ pub struct Comparison {
     pub comparability: Vec<comparable::Line>,
     pub rows: Vec<Row>,
     /// Two campaigns: per step, what B is against A and what changed most.
+    /// Two runs: the stages only one of them ran (a scan's value the other
+    /// did not have), never dropped without a word.
     pub notes: Vec<String>,
 }
 
@@ -235,6 +237,7 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
     let pooled: BTreeSet<String> =
         common.iter().flat_map(|k| later_keys(&a.planned, k, a.rounds)).collect();
     let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
+    let notes = only_in_one(&a, &b, &pooled);
     if common.is_empty() {
         incomparable.push("no stage in common".into());
     }
@@ -265,7 +268,31 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
             false => "no figure is recorded by both runs".into(),
         }));
     }
-    Ok(Comparison { incomparable, comparability, rows, notes: Vec::new() })
+    Ok(Comparison { incomparable, comparability, rows, notes })
+}
+
+/// A sentence per run for the stages it ran and the other did not (a later
+/// round of one of them aside): no row compares them, so it is said.
+fn only_in_one(a: &Run, b: &Run, pooled: &BTreeSet<String>) -> Vec<String> {
+    let keys = |r: &Run| -> BTreeSet<String> {
+        let all: BTreeSet<String> = r.planned.iter().map(|(k, _)| k.clone()).collect();
+        let later: BTreeSet<String> =
+            all.iter().flat_map(|k| later_keys(&r.planned, k, r.rounds)).collect();
+        all.into_iter().filter(|k| !later.contains(k) && !pooled.contains(k)).collect()
+    };
+    let (ka, kb) = (keys(a), keys(b));
+    [("A", &ka, &kb, "B"), ("B", &kb, &ka, "A")]
+        .into_iter()
+        .filter_map(|(this, own, other, that)| {
+            let only: Vec<&str> = own.difference(other).map(String::as_str).collect();
+            (!only.is_empty()).then(|| {
+                format!(
+                    "only {this} ran {} (not compared: {that} has no such stage)",
+                    only.join(", ")
+                )
+            })
+        })
+        .collect()
 }
 
 /// Every figure of every stage in `common` that both runs recorded,
