@@ -132,7 +132,7 @@ pub(crate) fn env_name(name: &str) -> String {
 /// A piece of a scanned command line: text as it stands, or a `{NAME}`.
 #[derive(Debug, PartialEq, Eq)]
 enum Piece<'a> {
-    Text(std::borrow::Cow<'a, str>),
+    Text(String),
     Placeholder(&'a str),
 }
 
@@ -157,7 +157,7 @@ fn pieces(line: &str) -> Vec<Piece<'_>> {
                 Some(end) if is_name(&line[i + 1..i + 1 + end]) => {
                     text.push_str(&line[text_from..i]);
                     if !text.is_empty() {
-                        out.push(Piece::Text(std::mem::take(&mut text).into()));
+                        out.push(Piece::Text(std::mem::take(&mut text)));
                     }
                     out.push(Piece::Placeholder(&line[i + 1..i + 1 + end]));
                     i += end + 2;
@@ -177,7 +177,7 @@ fn pieces(line: &str) -> Vec<Piece<'_>> {
     }
     text.push_str(&line[text_from..]);
     if !text.is_empty() {
-        out.push(Piece::Text(text.into()));
+        out.push(Piece::Text(text));
     }
     out
 }
@@ -288,7 +288,7 @@ impl Grid {
         pieces(line)
             .into_iter()
             .map(|piece| match piece {
-                Piece::Text(t) => t.into_owned(),
+                Piece::Text(t) => t,
                 Piece::Placeholder(name) => match point.iter().find(|(k, _)| k == name) {
                     Some((_, v)) => v.clone(),
                     None => format!("{{{name}}}"),
