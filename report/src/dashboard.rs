@@ -2,26 +2,32 @@
 //! directory below DIR (at any depth), newest first, from their evidence.
 //!
 //! A run directory is one holding declaration.json. Its row says whether the
-//! run succeeded (report.json whose body digest holds), failed
-//! (failure.json: its `reason` only, never its message, which may name a
-//! file or a series), was altered (a digest that does not hold) or never
-//! finished (a declaration alone). A campaign directory gets a row of its
-//! own (steps, trials, resume against cold, trials identical to cold), and
-//! its runs are listed too. Reading is cheap: artifacts are not
-//! re-hashed (that is `verify`'s job). The output depends only on the runs,
-//! so rerunning with nothing new rewrites nothing. A README.md that this
-//! command did not write is refused and left alone.
+//! run succeeded (`ok`: report.json, and the directory verifies as
+//! `verify` checks it), failed (failure.json: its `reason` only, never its
+//! message, which may name a file or a series), does not verify (why, in
+//! `verify`'s words: a broken seal, another schema_version, a changed
+//! artifact) or never finished (a declaration alone); only an `ok` run's
+//! figures are shown or read for its last change. A campaign directory
+//! gets a row of its own (steps, trials, resume against cold, trials
+//! identical to cold), and its runs are listed too. The output depends
+//! only on the runs, so rerunning with nothing new rewrites nothing. A
+//! README.md that this command did not write is refused and left alone,
+//! and so is a DIR that is, or lies in, a run, campaign or bisection
+//! directory (a README.md there would fail its `verify`).
 
 use crate::campaign::report::CampaignReport;
 use crate::modes::Report;
 use crate::rundir::failure::Failure;
-use crate::rundir::{FAILURE, REPORT, report};
+use crate::rundir::{FAILURE, REPORT};
 use crate::runs_below::{Declared, find_runs, read};
+use rayon::prelude::*;
 use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
 pub const INDEX: &str = "README.md";
+/// The status of a run whose directory verifies.
+const OK: &str = "ok";
 /// The first line of every index; a README.md without it is the user's.
 pub const MARKER: &str =
     "<!-- written by `coordinator dashboard`: rerun it instead of editing this file -->";
@@ -52,6 +58,10 @@ pub enum DashboardError {
     NotText(String),
     #[error("reading '{0}': {1}")]
     Read(String, std::io::Error),
+    #[error(
+        "'{0}' is in the evidence directory '{1}' (it holds declaration.json), which a README.md would alter: point dashboard at a directory of runs"
+    )]
+    InEvidence(String, String),
     #[error("writing '{0}': {1}")]
     Write(String, std::io::Error),
 }
@@ -71,10 +81,15 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
         }
         _ => {}
     }
-    let mut runs = Vec::new();
-    find_runs(dir, 0, &mut runs).map_err(|e| DashboardError::Read(dir.display().to_string(), e))?;
-    let mut rows: Vec<Row> = runs.iter().map(|(p, decl)| row(dir, p, decl)).collect();
-    let last = crate::history::last_changes(dir, &runs);
+    if let Some(evidence) = crate::runs_below::evidence_at_or_above(dir) {
+        let shown = |p: &Path| p.display().to_string();
+        return Err(DashboardError::InEvidence(shown(dir), shown(&evidence)));
+    }
+    let runs = find_runs(dir).map_err(|e| DashboardError::Read(dir.display().to_string(), e))?;
+    let mut rows: Vec<Row> = runs.par_iter().map(|(p, decl)| row(dir, p, decl)).collect();
+    let ok: Vec<_> =
+        runs.iter().zip(&rows).filter(|(_, r)| r.status == OK).map(|(f, _)| f).collect();
+    let last = crate::history::last_changes(dir, &ok);
     for r in &mut rows {
         if let Some(change) = last.get(&r.rel) {
             r.last_change = change.clone();
@@ -98,7 +113,7 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
 }
 
 fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
-    let rel = dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned();
+    let rel = crate::history::relative(base, dir);
     let (created, mode, stages) = match decl {
         Declared::Run(d) => (d.created_utc.clone(), d.mode.clone(), d.stages.len().to_string()),
         Declared::Campaign(c) => (
@@ -125,16 +140,13 @@ fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
         r.status = "**incomplete**: both report.json and failure.json".into();
         return r;
     }
-    // The body digest is over the bytes as written, whatever their keys:
-    // the one check here that reads report.json untyped.
     match read::<serde_json::Value>(&dir.join(REPORT)) {
         Some(rep) => {
-            let claimed = rep[report::BODY_DIGEST_KEY].as_str().unwrap_or("");
-            if claimed != report::body_digest(&rep) {
-                r.status = "**altered**: report digest does not hold".into();
+            if let Err(m) = crate::verify::verify(dir) {
+                r.status = format!("**does not verify**: {m}");
                 return r;
             }
-            r.status = "ok".into();
+            r.status = OK.into();
             if campaign {
                 r.headline = match CampaignReport::deserialize(&rep) {
                     Ok(typed) => campaign_headline(&typed),
@@ -212,8 +224,8 @@ fn markdown(rows: &[Row]) -> String {
     let _ = writeln!(s, "# stagebench runs\n");
     let _ = writeln!(
         s,
-        "{} run director{} below this one, newest first. Status `ok` means report.json's body digest holds; \
-         `coordinator verify DIR` re-checks every binding and artifact. \
+        "{} run director{} below this one, newest first. Status `ok` means the run has a report and its directory \
+         verifies (`coordinator verify DIR`: every binding and artifact); only such runs' figures are shown. \
          The last change is the latest change point at or before the run in the history of its definition \
          (`coordinator history DIR`, at least 10 runs).\n",
         rows.len(),
@@ -225,7 +237,7 @@ fn markdown(rows: &[Row]) -> String {
     );
     let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|---|");
     for r in rows {
-        let link = if r.status == "ok" {
+        let link = if r.status == OK {
             format!("[{}]({}/summary.md)", cell(&r.rel), r.rel.replace(' ', "%20"))
         } else {
             cell(&r.rel)

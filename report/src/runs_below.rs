@@ -1,14 +1,14 @@
 //! The run and campaign directories below a directory, each with its
 //! declaration read as its type: what `dashboard` lists and `history`
-//! reads. Hidden directories and symlinks are not followed, and a
-//! campaign's own runs (below it) are found too.
+//! reads, at any depth. Hidden directories and symlinks are not followed
+//! (a directory reached twice, through a bind mount, is walked once), and
+//! a campaign's own runs (below it) are found too.
 
 use crate::rundir::DECLARATION;
 use crate::rundir::declaration::Declaration;
+use std::collections::HashSet;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-
-/// How deep below DIR run directories are looked for.
-const MAX_DEPTH: usize = 8;
 
 /// What a directory's declaration.json is, read as its type: a run's, a
 /// campaign's (of which the dashboard reads its start and its steps: the
@@ -54,14 +54,34 @@ struct Schema {
     schema: String,
 }
 
-/// Directories holding declaration.json, with it read, in path order;
-/// hidden directories (such as a staging `.name.partial-PID`) and symlinks
-/// are not followed.
-pub fn find_runs(
+/// The directory at or above `dir` that holds declaration.json (a run's,
+/// a campaign's or a bisection's), if any: an index written there would be
+/// a file its evidence does not account for, and `verify` would fail it.
+pub fn evidence_at_or_above(dir: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors().find(|d| d.join(DECLARATION).is_file()).map(Path::to_path_buf)
+}
+
+/// Directories holding declaration.json below `dir` (and `dir` itself),
+/// with it read, in path order, at any depth; hidden directories (such as
+/// a staging `.name.partial-PID`) and symlinks are not followed.
+pub fn find_runs(dir: &Path) -> std::io::Result<Vec<(PathBuf, Declared)>> {
+    let mut out = Vec::new();
+    walk(dir, &mut HashSet::new(), &mut out)?;
+    Ok(out)
+}
+
+/// One directory of [`find_runs`]; `seen` holds the (device, inode) of
+/// every directory walked, so no loop is walked twice.
+fn walk(
     dir: &Path,
-    depth: usize,
+    seen: &mut HashSet<(u64, u64)>,
     out: &mut Vec<(PathBuf, Declared)>,
 ) -> std::io::Result<()> {
+    let meta = std::fs::metadata(dir)?;
+    if !seen.insert((meta.dev(), meta.ino())) {
+        return Ok(());
+    }
     let declared = dir.join(DECLARATION).is_file().then(|| Declared::read(&dir.join(DECLARATION)));
     if let Some(Some(decl)) = declared {
         // A campaign's own runs lie below it (runs/STEP/TRIAL).
@@ -71,9 +91,6 @@ pub fn find_runs(
             return Ok(());
         }
     }
-    if depth == MAX_DEPTH {
-        return Ok(());
-    }
     let mut children: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
@@ -82,7 +99,7 @@ pub fn find_runs(
         .collect();
     children.sort();
     for c in children {
-        find_runs(&c, depth + 1, out)?;
+        walk(&c, seen, out)?;
     }
     Ok(())
 }

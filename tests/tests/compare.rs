@@ -332,3 +332,114 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     let f = history(&empty, &[]);
     assert!(f.code() == Some(2) && f.stderr.contains("no run below"), "{}", f.stderr);
 }
+
+/// report.json of `dir` with `edit` applied and its seal recomputed: what a
+/// forger who knows the digest does (the seal holds; the bindings and the
+/// derived files are what can catch it).
+fn resealed(dir: &Path, edit: impl FnOnce(&mut serde_json::Value)) {
+    let path = dir.join("report.json");
+    let mut v: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+    edit(&mut v);
+    let key = report::rundir::report::BODY_DIGEST_KEY;
+    v[key] = report::rundir::report::body_digest(&v).into();
+    std::fs::write(&path, evidence::canonical::value_bytes(&v)).unwrap();
+}
+
+/// The declaration of `dir` started at `created` (a sed over created_utc).
+fn redated(dir: &Path, created: &str) {
+    let path = dir.join("declaration.json");
+    let text = std::fs::read_to_string(&path).unwrap();
+    let at = text.find("\"created_utc\": \"").unwrap() + 16;
+    std::fs::write(&path, format!("{}{created}{}", &text[..at], &text[at + 20..])).unwrap();
+}
+
+/// History and dashboard read only evidence that verifies: a redated
+/// declaration or a resealed report is left out and named, never read as
+/// true (it would reverse a slowdown into a speedup); 8 runs in segments
+/// of 4 cannot reach p < 0.01, and say so instead of "no change point";
+/// a DIR that is a run is refused with nothing written in it; a run 12
+/// directories deep is found.
+#[test]
+fn history_and_dashboard_trust_only_what_verifies() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("nightly");
+    for i in 1..=8 {
+        nap_into(&dir, &format!("r{i:02}"), "sleep $NAP", if i <= 4 { "0.05" } else { "0.25" });
+    }
+    let f = history(&dir, &["--min-segment", "4", "--figure", "wall_s"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(
+        f.stdout.contains("too few runs to find a change at p < 0.01: with 8 runs and segments of at least 4, even a perfect split has p ≥ 0.029"),
+        "{}",
+        f.stdout
+    );
+    assert!(!f.stdout.contains("no change point"), "{}", f.stdout);
+
+    // The slow half redated before the fast half: each left out, by name.
+    for i in 5..=8 {
+        redated(&dir.join(format!("r{i:02}")), &format!("2000-01-0{i}T00:00:00Z"));
+    }
+    let f = history(&dir, &["--min-segment", "2", "--figure", "wall_s"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains("history of 4 runs of one definition"), "{}", f.stdout);
+    assert!(f.stdout.contains("; 4 other runs left out"), "{}", f.stdout);
+    for i in 5..=8 {
+        let line = format!(
+            "left out r{i:02}: it does not verify: declaration.json does not match the report's declaration_sha256"
+        );
+        assert!(f.stdout.contains(&line), "{line}\n{}", f.stdout);
+    }
+    let md = std::fs::read_to_string(dir.join("history.md")).unwrap();
+    assert!(md.contains("## Runs left out") && md.contains("| `r05` | it does not verify"), "{md}");
+
+    // A resealed report with a forged wall: its seal holds, it still does
+    // not verify, and it is left out; so is a report of another
+    // schema_version, whose dashboard status is not "ok".
+    resealed(&dir.join("r01"), |v| v["stages"]["nap"]["wall_s"] = 9.0.into());
+    resealed(&dir.join("r02"), |v| v["schema_version"] = 2.into());
+    let f = history(&dir, &["--min-segment", "2", "--figure", "wall_s"]);
+    assert!(f.stdout.contains("history of 2 runs of one definition"), "{}", f.stdout);
+    assert!(
+        f.stdout.contains("left out r01: it does not verify: summary.md differs"),
+        "{}",
+        f.stdout
+    );
+    assert!(f.stdout.contains("left out r02: it does not verify: report.json is stagebench.report schema_version 2; this coordinator verifies stagebench.report schema_version 1"), "{}", f.stdout);
+    let mut c = coordinator();
+    c.arg("dashboard").arg(&dir);
+    assert_eq!(run(c).code(), Some(0));
+    let index = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let row = |name: &str| {
+        index
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("{name}: {index}"))
+    };
+    for name in ["r01", "r02", "r05"] {
+        assert!(row(name).contains("| **does not verify**: "), "{}", row(name));
+        assert!(!row(name).contains("| ok |"), "{}", row(name));
+    }
+    assert!(index.contains("| [r03](r03/summary.md) |"), "{index}");
+
+    // A run (or anything in one) is no place for history.md or README.md.
+    for (cmd, at) in [("history", dir.join("r03")), ("dashboard", dir.join("r03/plots"))] {
+        let mut c = coordinator();
+        c.arg(cmd).arg(&at);
+        let f = run(c);
+        assert_eq!(f.code(), Some(2), "{cmd}: {}", f.stderr);
+        assert!(f.stderr.contains("is in the evidence directory"), "{}", f.stderr);
+        assert_eq!(f.stderr.trim().lines().count(), 1, "{}", f.stderr);
+        assert!(!at.join("history.md").exists() && !at.join("README.md").exists());
+    }
+    let mut c = coordinator();
+    c.arg("verify").arg(dir.join("r03"));
+    assert_eq!(run(c).code(), Some(0));
+
+    // Any depth: a run 12 directories down is found.
+    let deep = tmp.path().join("deep");
+    nap_into(&deep.join("a/b/c/d/e/f/g/h/i/j/k"), "r", "sleep $NAP", "0.05");
+    let f = history(&deep, &["--figure", "wall_s"]);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains("history of 1 run of one definition"), "{}", f.stdout);
+}

@@ -217,7 +217,11 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
     );
     std::fs::write(&report, text).unwrap();
     dashboard(&runs);
-    assert!(std::fs::read_to_string(runs.join("README.md")).unwrap().contains("**altered**"));
+    let index = std::fs::read_to_string(runs.join("README.md")).unwrap();
+    assert!(
+        index.contains("**does not verify**: report.json body does not match its body_sha256"),
+        "{index}"
+    );
 
     // A README.md the dashboard did not write is the user's.
     let mine = runs.join("nested/README.md");

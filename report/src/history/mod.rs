@@ -14,9 +14,14 @@
 //!   it (its trials, its rounds, or its one record), as `compare` reads it.
 //! - Where several definitions share DIR, the one with the most runs is
 //!   read and the others are counted, never mixed in.
-//! - Reading only: nothing is re-hashed but the report's body digest
-//!   (that is `verify`'s job), and nothing in DIR is written but
-//!   `history.md` and `history-plots/` ([`files`]).
+//! - Only evidence that verifies is read: each run is checked as `verify`
+//!   checks it (its seal, the declaration and environment it binds, its
+//!   artifacts and what it derives), and every run left out is named with
+//!   why (it does not verify, it has no report, another definition).
+//! - Nothing in DIR is written but `history.md` and `history-plots/`
+//!   ([`files`]), and a DIR that is, or lies in, a run, campaign or
+//!   bisection directory is refused: a file written there would fail its
+//!   `verify`.
 
 pub mod files;
 pub mod plot;
@@ -24,10 +29,11 @@ pub mod text;
 
 use crate::compare::{Run, expand, later_keys, samples};
 use crate::modes::Report;
-use crate::rundir::{REPORT, report};
+use crate::rundir::failure::Failure;
+use crate::rundir::{DECLARATION, FAILURE, REPORT};
 use crate::runs_below::{Declared, find_runs, read};
 use crate::stats::{self, ChangePoint, Interval};
-use serde::Deserialize;
+use rayon::prelude::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -55,8 +61,12 @@ pub enum HistoryError {
     NotADirectory(String),
     #[error("reading '{0}': {1}")]
     Read(String, std::io::Error),
-    #[error("no run below '{0}' has a report.json whose seal holds")]
-    NoRuns(String),
+    #[error("no run below '{0}' has a report.json that verifies{1}")]
+    NoRuns(String, String),
+    #[error(
+        "'{0}' is in the evidence directory '{1}' (it holds declaration.json), which a history.md would alter: point history at a directory of runs"
+    )]
+    InEvidence(String, String),
     #[error("--figure {0}: no stage of these runs records it in every run")]
     NoFigure(String),
     #[error("--min-segment must be at least 2 (a segment's spread needs two runs), not {0}")]
@@ -107,6 +117,9 @@ pub struct History {
     /// Runs below DIR of other definitions, left out.
     pub other_definitions: usize,
     pub other_runs: usize,
+    /// Every other run below DIR left out, by its directory relative to
+    /// DIR, with why (it does not verify, or has no report), in path order.
+    pub left_out: Vec<(String, String)>,
     pub min_segment: usize,
     /// Every (stage, figure) read, in plan order.
     pub figures: Vec<(String, String)>,
@@ -116,9 +129,11 @@ pub struct History {
 }
 
 impl History {
-    /// Whether there are too few runs for any change point.
+    /// Whether there are too few runs for any change point to be found:
+    /// none fits, or none can reach p < [`stats::SIGNIFICANCE`]
+    /// ([`stats::lowest_p`]).
     pub fn too_short(&self) -> bool {
-        self.runs.len() < 2 * self.min_segment
+        stats::lowest_p(self.runs.len(), self.min_segment) >= stats::SIGNIFICANCE
     }
 }
 
@@ -145,10 +160,24 @@ pub fn history(
     if !dir.is_dir() {
         return Err(HistoryError::NotADirectory(dir.display().to_string()));
     }
-    let mut found = Vec::new();
-    find_runs(dir, 0, &mut found).map_err(|e| HistoryError::Read(dir.display().to_string(), e))?;
-    let all: Vec<Read> =
-        found.iter().filter_map(|(path, decl)| read_run(dir, path, decl)).collect();
+    if let Some(evidence) = crate::runs_below::evidence_at_or_above(dir) {
+        let shown = |p: &Path| p.display().to_string();
+        return Err(HistoryError::InEvidence(shown(dir), shown(&evidence)));
+    }
+    let found = find_runs(dir).map_err(|e| HistoryError::Read(dir.display().to_string(), e))?;
+    let checked: Vec<Result<(), String>> =
+        found.par_iter().map(|(path, decl)| verified(path, decl)).collect();
+    let mut all = Vec::new();
+    let mut left_out = Vec::new();
+    for ((path, decl), check) in found.iter().zip(checked) {
+        let rel = relative(dir, path);
+        match check.and_then(|()| read_run(dir, path, decl).ok_or_else(|| "unreadable".into())) {
+            Ok(r) => all.push(r),
+            // A campaign is read as its runs, which are below it.
+            Err(why) if !why.is_empty() => left_out.push((rel, why)),
+            Err(_) => {}
+        }
+    }
     // The definition with the most runs (ties: the smaller hash, so the
     // choice never depends on the walk).
     let mut counts: BTreeMap<&str, usize> = BTreeMap::new();
@@ -156,7 +185,11 @@ pub fn history(
         *counts.entry(&r.definition).or_default() += 1;
     }
     let Some((&chosen, _)) = counts.iter().max_by(|a, b| a.1.cmp(b.1).then(b.0.cmp(a.0))) else {
-        return Err(HistoryError::NoRuns(dir.display().to_string()));
+        let why = match left_out.len() {
+            0 => String::new(),
+            n => format!(" ({n} left out, such as '{}': {})", left_out[0].0, left_out[0].1),
+        };
+        return Err(HistoryError::NoRuns(dir.display().to_string(), why));
     };
     let chosen = chosen.to_string();
     let other_definitions = counts.len() - 1;
@@ -174,6 +207,7 @@ pub fn history(
             .collect(),
         other_definitions,
         other_runs,
+        left_out,
         min_segment,
         figures,
         series: all_series,
@@ -203,15 +237,17 @@ fn analyse(
 /// to `base`. A run's history is its definition's runs (the default
 /// figures, the default minimum segment), and its last change is the
 /// latest change event at or before it (see `last_change`): "nap wall_s
-/// ×1.52 from r07". A run with none has no entry.
-pub fn last_changes(base: &Path, found: &[(PathBuf, Declared)]) -> BTreeMap<String, String> {
+/// ×1.52 from r07". A run with none has no entry. `verified` are the runs
+/// whose evidence the caller checked ([`verified`]); no other is read.
+pub fn last_changes(base: &Path, verified: &[&(PathBuf, Declared)]) -> BTreeMap<String, String> {
     let mut groups: BTreeMap<String, Vec<Read>> = BTreeMap::new();
-    for r in found.iter().filter_map(|(path, decl)| read_run(base, path, decl)) {
+    for r in verified.iter().filter_map(|(path, decl)| read_run(base, path, decl)) {
         groups.entry(r.definition.clone()).or_default().push(r);
     }
     let asked: Vec<String> = DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect();
     let mut out = BTreeMap::new();
-    for mut runs in groups.into_values().filter(|g| g.len() >= 2 * stats::MIN_SEGMENT) {
+    let enough = |g: &Vec<Read>| stats::lowest_p(g.len(), stats::MIN_SEGMENT) < stats::SIGNIFICANCE;
+    for mut runs in groups.into_values().filter(enough) {
         order(&mut runs);
         let Ok(figures) = figures_of(&runs, &asked) else { continue };
         let (_, changes) = analyse(&runs, &figures, stats::MIN_SEGMENT);
@@ -241,15 +277,36 @@ fn last_change(changes: &[Change], k: usize, min_segment: usize) -> Option<&Chan
         .max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()).then(a.at.cmp(&b.at)))
 }
 
+/// Whether a directory below DIR is evidence the history may read: a run
+/// that verifies and has a report. Err says why not, in a phrase (the
+/// reason of a failed run, never its message, which may name a file); an
+/// empty one for a campaign, which is read as its runs.
+pub fn verified(dir: &Path, decl: &Declared) -> Result<(), String> {
+    match decl {
+        Declared::Campaign(_) => return Err(String::new()),
+        Declared::Unreadable => return Err(format!("its {DECLARATION} cannot be read")),
+        Declared::Run(_) => {}
+    }
+    if !dir.join(REPORT).exists() {
+        return Err(match read::<Failure>(&dir.join(FAILURE)) {
+            Some(f) => format!("no {REPORT}: it failed ({})", f.reason),
+            None => format!("no {REPORT} (interrupted or running)"),
+        });
+    }
+    crate::verify::verify(dir).map(|_| ()).map_err(|m| format!("it does not verify: {m}"))
+}
+
+/// `dir` relative to `base`, as history and dashboard name it.
+pub fn relative(base: &Path, dir: &Path) -> String {
+    dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned()
+}
+
 /// A run directory read for the history; None unless it is a run (not a
-/// campaign) whose report's seal holds.
+/// campaign) with a report. Its evidence is the caller's to have checked
+/// ([`verified`]).
 fn read_run(base: &Path, dir: &Path, decl: &Declared) -> Option<Read> {
     let Declared::Run(decl) = decl else { return None };
-    let value = read::<serde_json::Value>(&dir.join(REPORT))?;
-    if value[report::BODY_DIGEST_KEY].as_str() != Some(report::body_digest(&value).as_str()) {
-        return None;
-    }
-    let rep = Report::deserialize(&value).ok()?;
+    let rep: Report = read(&dir.join(REPORT))?;
     let commit = rep
         .stages
         .values()
@@ -261,7 +318,7 @@ fn read_run(base: &Path, dir: &Path, decl: &Declared) -> Option<Read> {
         decl.stages.iter().map(|s| (&s.key, &s.definition_sha256)).collect::<Vec<_>>(),
     )));
     Some(Read {
-        rel: dir.strip_prefix(base).unwrap_or(dir).to_string_lossy().into_owned(),
+        rel: relative(base, dir),
         created: decl.created_utc.clone(),
         commit,
         definition,

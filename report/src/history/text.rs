@@ -2,6 +2,7 @@
 //! (the table, a plot per changed figure, then every run in order).
 
 use super::{History, MARKER, PLOTS};
+use crate::stats;
 use std::fmt::Write as _;
 
 /// The opening line: what was read, and what was left out.
@@ -24,16 +25,33 @@ fn heading(h: &History) -> String {
             if h.other_definitions == 1 { "" } else { "s" }
         );
     }
+    if !h.left_out.is_empty() {
+        let n = h.left_out.len();
+        let _ =
+            write!(s, "; {n} other run{} left out (listed below)", if n == 1 { "" } else { "s" });
+    }
     s
+}
+
+/// Each run left out and why, one line each.
+fn left_out_lines(h: &History) -> String {
+    h.left_out.iter().map(|(rel, why)| format!("left out {rel}: {why}\n")).collect()
 }
 
 /// The verdict in words: too short, no change, or how many.
 fn verdict(h: &History) -> String {
+    let (n, min) = (h.runs.len(), h.min_segment);
+    if n < 2 * min {
+        return format!(
+            "too few runs for a change point: {n} runs, and each side of one needs {min} (--min-segment)"
+        );
+    }
     if h.too_short() {
         return format!(
-            "too few runs for a change point: {} runs, and each side of one needs {} (--min-segment)",
-            h.runs.len(),
-            h.min_segment
+            "too few runs to find a change at p < {}: with {n} runs and segments of at least {min}, \
+             even a perfect split has p ≥ {:.3} (fewer orderings than the test needs)",
+            stats::SIGNIFICANCE,
+            stats::lowest_p(n, min)
         );
     }
     match h.changes.len() {
@@ -62,7 +80,7 @@ fn first_after(h: &History, at: usize) -> String {
 
 /// The table, one row per change point.
 pub fn render(h: &History) -> String {
-    let mut s = format!("{}\n{}\n", heading(h), verdict(h));
+    let mut s = format!("{}\n{}{}\n", heading(h), left_out_lines(h), verdict(h));
     if h.changes.is_empty() {
         return s;
     }
@@ -117,6 +135,13 @@ pub fn markdown(h: &History) -> String {
             let name = super::plot::file_stem(i, stage, figure);
             let _ = writeln!(s, "![{stage} {figure}]({PLOTS}/{name}.svg)\n");
         }
+    }
+    if !h.left_out.is_empty() {
+        s.push_str("## Runs left out\n\n| run | why |\n|---|---|\n");
+        for (rel, why) in &h.left_out {
+            let _ = writeln!(s, "| `{rel}` | {} |", why.replace('|', "\\|").replace('\n', " "));
+        }
+        s.push('\n');
     }
     s.push_str("## Runs, in order\n\n| # | run | started | commit |\n|---:|---|---|---|\n");
     for (i, r) in h.runs.iter().enumerate() {

@@ -25,7 +25,8 @@ pub struct ChangePoint {
 
 /// The change points of `xs` in order, each side at least `min_segment`
 /// long (at least 2: a side's spread needs two values). A series shorter
-/// than twice that has none. `seed` makes the permutations repeatable.
+/// than twice that has none, and so has one whose [`lowest_p`] cannot
+/// reach [`SIGNIFICANCE`]. `seed` makes the permutations repeatable.
 pub fn change_points(xs: &[f64], min_segment: usize, seed: u64) -> Vec<ChangePoint> {
     let min = min_segment.max(2);
     let mut rng = evidence::rng::Rng::new(seed);
@@ -34,9 +35,12 @@ pub fn change_points(xs: &[f64], min_segment: usize, seed: u64) -> Vec<ChangePoi
     let mut segments = vec![(0, xs.len())];
     loop {
         // The strongest split over every segment still open.
+        // A segment too short to reach significance is not tested: the
+        // permutations' estimate of p could be lucky, the truth cannot.
         let best = segments
             .iter()
             .enumerate()
+            .filter(|&(_, &(a, b))| lowest_p(b - a, min) < SIGNIFICANCE)
             .filter_map(|(i, &(a, b))| best_split(&xs[a..b], min).map(|(t, q)| (i, a + t, q)))
             .max_by(|x, y| x.2.total_cmp(&y.2));
         let Some((i, at, q)) = best else { break };
@@ -50,6 +54,27 @@ pub fn change_points(xs: &[f64], min_segment: usize, seed: u64) -> Vec<ChangePoi
     }
     found.sort_by_key(|c| c.at);
     found
+}
+
+/// The smallest p-value any split of a series of `n` values can have, with
+/// each side at least `min_segment` long (1 when no split fits). A split's
+/// energy distance depends only on which values lie on each side, so every
+/// reshuffling that puts the same values on the left (in any order), or
+/// the right side's values first, separates exactly as well: at least 2 of
+/// every C(n, t) orderings, for the split at t nearest the middle. With 8
+/// runs and segments of 4 that is 2 / 70 = 0.029, so no change can be found
+/// at p < [`SIGNIFICANCE`], and "no change point" would be a claim the
+/// test cannot make.
+pub fn lowest_p(n: usize, min_segment: usize) -> f64 {
+    let min = min_segment.max(2);
+    if n < 2 * min {
+        return 1.0;
+    }
+    let t = n / 2;
+    // C(n, t) as a product, exact while it fits an f64's mantissa and
+    // large enough to decide against 0.01 when it does not.
+    let orderings = (1..=t).fold(1.0_f64, |c, i| c * (n - t + i) as f64 / i as f64);
+    (2.0 / orderings).min(1.0)
 }
 
 /// The split of `xs` (left `..t`, right `t..`) with the largest scaled
@@ -118,6 +143,28 @@ mod tests {
                 base * (1.0 + 0.03 * rng.normal())
             })
             .collect()
+    }
+
+    /// The smallest p a split can reach: C(8,4) = 70 orderings give
+    /// 2/70, C(10,5) = 252 give 2/252; too short a series has no split.
+    /// And the bound holds: 8 runs with a step as large as any can be, 4
+    /// a side, are never significant.
+    #[test]
+    fn the_lowest_p_is_what_the_orderings_allow() {
+        assert!((lowest_p(8, 4) - 2.0 / 70.0).abs() < 1e-12);
+        assert!((lowest_p(10, 5) - 2.0 / 252.0).abs() < 1e-12);
+        assert!((lowest_p(11, 5) - 2.0 / 462.0).abs() < 1e-12);
+        assert_eq!(lowest_p(9, 5), 1.0);
+        assert!(lowest_p(8, 4) >= SIGNIFICANCE && lowest_p(10, 5) < SIGNIFICANCE);
+        let long = lowest_p(2000, 5);
+        assert!(long < SIGNIFICANCE && !long.is_nan(), "{long}");
+        let xs: Vec<f64> =
+            (0..8).map(|i| if i < 4 { 1.0 + i as f64 * 1e-3 } else { 9.0 }).collect();
+        let q = best_split(&xs, 4).unwrap().1;
+        for seed in 0..20 {
+            let p = permutation_p(&xs, 4, q, &mut evidence::rng::Rng::new(seed));
+            assert!(p >= SIGNIFICANCE, "seed {seed}: p {p}");
+        }
     }
 
     #[test]

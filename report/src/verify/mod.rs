@@ -305,8 +305,11 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
         && (schema, version) != campaign
         && (schema, version) != bisection
     {
+        let shown = |x: Option<String>| x.unwrap_or_else(|| "none".into());
         return Err(Mismatch(format!(
-            "{REPORT} has schema {schema:?} version {version:?}; this coordinator verifies {} version {}",
+            "{REPORT} is {} schema_version {}; this coordinator verifies {} schema_version {}",
+            shown(schema.map(str::to_string)),
+            shown(version.map(|v| v.to_string())),
             report::SCHEMA,
             report::SCHEMA_VERSION
         )));
