@@ -98,6 +98,29 @@ pub(crate) fn parse_span(spec: &str) -> Result<protocol::SpanTarget, Refusal> {
     })
 }
 
+/// Targets that each name a function once: a second `--span` of the same
+/// MODULE:QUALNAME (under another name, or as a stage) is refused, as the
+/// helper would refuse it (one function has one span name), never a
+/// second span that reads "0 calls".
+pub(crate) fn distinct_spans<'a>(
+    targets: impl IntoIterator<Item = &'a protocol::SpanTarget>,
+) -> Result<(), Refusal> {
+    let mut seen: BTreeMap<(&str, &str), &protocol::SpanTarget> = BTreeMap::new();
+    for t in targets {
+        let (protocol::SpanTarget::Function { module, qualname, .. }
+        | protocol::SpanTarget::Stage { module, qualname, .. }) = t
+        else {
+            continue;
+        };
+        if let Some(first) = seen.insert((module, qualname), t) {
+            return Err(Refusal(format!(
+                "--span {first} and --span {t} name the same function {module}:{qualname}: one function has one span name"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `--sources GLOB...`: every regular file the patterns match, below the
 /// working directory, by its path relative to it, with its SHA-256. A
 /// pattern that is absolute or climbs out (`..`), or matches no file, is

@@ -27,7 +27,8 @@ are checked either way, so a bad one fails in your own tests first.
 """
 
 # Only re-exports, each from the floor that owns it (_sink < _layout <
-# _spans < _hooks < _runtime < _serve < _wrap < _api < _presets < autospan;
+# _spans < _hooks < _runtime < _serve < _trampoline < _wrap < _api < _presets <
+# autospan;
 # scripts/check-floors.py rejects an import circle among them). Importing
 # _runtime registers the runtime report at exit.
 from stagebench._api import progress, span, spanned

@@ -41,6 +41,12 @@ def _spans_fd():
     return fd
 
 
+def open_now():
+    """Opens the spans file now (before the program's first line), so no
+    span's first call pays for it."""
+    _spans_fd()
+
+
 def write(line):
     """Writes one line (bytes, with its newline) to the spans file."""
     fd = _spans_fd()

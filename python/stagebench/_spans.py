@@ -12,8 +12,9 @@ changed since its last line) at most once a second, at once after a span
 named in ``STAGEBENCH_SPANS_EAGER`` (a kill point; ``*``: after every
 span, in a run that will be killed, so what ended before the kill is
 known), and every thread's rest
-is written at exit, also from a forked child that leaves through
-``os._exit`` (``multiprocessing`` does).
+is written at exit, also from a process that leaves through ``os._exit``
+(a forked child of ``multiprocessing`` does). A generator's span still
+open at exit (started, never finished) is counted, as open until then.
 
 Self time is a span's time minus the spans that ran inside it on its
 thread. The main thread's top-level spans never overlap each other, so
@@ -184,6 +185,29 @@ def cancel(t, s):
         t[T_INNER] = s[PARENT]
 
 
+# Spans of started generators, coroutines and async generators not yet
+# ended, by a key of their own: at exit each is counted, as open until then
+# (a generator started and abandoned, still referenced at exit, is a call).
+_running = {}
+_keys = iter(range(1 << 62))
+
+
+def running(name, start):
+    """Notes a generator's span that began at ``start``; its key for
+    :func:`stopped`."""
+    key = next(_keys)
+    _running[key] = (name, start)
+    return key
+
+
+def stopped(key, end):
+    """Counts the span of ``key`` (:func:`running`) as ended at ``end``,
+    unless the exit counted it already."""
+    opened = _running.pop(key, None)
+    if opened is not None:
+        beside(opened[0], opened[1], end - opened[1])
+
+
 def beside(name, start, ns):
     """A span whose time runs beside its own thread's other spans (a
     generator's, from its first ``next`` to its end, covers its consumer's
@@ -312,7 +336,10 @@ def flush(t):
 
 
 def flush_all():
-    """Every thread's rest (at exit)."""
+    """Every thread's rest (at exit), with every generator's span still
+    open counted as open until now."""
+    for key in list(_running):
+        stopped(key, now())
     with _lock:
         states = list(_all)
     for t in states:
@@ -337,6 +364,14 @@ def _after_fork_in_child():
         _all.append(mine)
     del _slices[:]
     _unsliced[0] = 0
+    _running.clear()
+    _exit_writes()
+
+
+def _exit_writes():
+    """``os._exit`` skips the exit handlers: made to write every thread's
+    rest first (``multiprocessing``'s forked children leave so, and so may
+    a program), in any process that runs under stagebench."""
     if _sink.active() and not getattr(os._exit, "__stagebench__", False):
         original = os._exit
 
@@ -350,6 +385,7 @@ def _after_fork_in_child():
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_after_fork_in_child)
+_exit_writes()
 
 
 def _compiled():

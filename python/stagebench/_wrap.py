@@ -1,8 +1,16 @@
 """A function made a span: :func:`timed` wraps a function, method,
 generator, coroutine or async generator function as a span of its own
-kind, and :func:`wrap` replaces a module's or class's attribute by it in
-place, or refuses (:class:`Refused`) what cannot be wrapped without
-changing what the program does. Each wrap writes one line
+kind, and :func:`wrap` makes a module's or class's function one in place,
+or refuses (:class:`Refused`) what cannot be wrapped without changing what
+the program does. A Python function (also a method's, a property's
+getter's) is redirected in place (``_trampoline``): the object itself
+calls its span, so every reference to it is counted, one loaded before
+the wrap, ``map(f, ...)``, a callback or a dict of functions among them.
+What cannot be (an async generator function, a builtin, an inherited
+method named on a subclass) has its attribute replaced by the span, as
+before: a call through a reference taken earlier is not counted. One
+function has one span name: a second name for it is refused. Each wrap
+writes one line
 ``{"wrapped": "MODULE:QUALNAME", "span": NAME}`` (a typo must never look
 like zero time); a refusal one ``{"refused": ..., "why": ...}``.
 
@@ -16,7 +24,7 @@ import functools
 import inspect
 
 from stagebench import _layout as L
-from stagebench import _sink, _spans
+from stagebench import _sink, _spans, _trampoline
 
 
 class StageName(str):
@@ -45,7 +53,7 @@ def _staged(func, name):
         finally:
             _spans.stage_end(str(name), before)
 
-    stage.__stagebench_span__ = True
+    stage.__stagebench_span__ = str(name)
     return stage
 
 
@@ -65,7 +73,7 @@ def _compiled(func, name, fast):
         finally:
             leave(s)
 
-    span.__stagebench_span__ = True
+    span.__stagebench_span__ = name
     return span
 
 
@@ -156,49 +164,50 @@ def timed(func, name):
                 if eager or start >= t[T_FLUSH_AT]:
                     flush(t)
 
-    span.__stagebench_span__ = True
+    span.__stagebench_span__ = name
     return span
 
 
 def _timed_generator(func, name):
-    now, beside = _spans.now, _spans.beside
+    now, running, stopped = _spans.now, _spans.running, _spans.stopped
 
     @functools.wraps(func)
     def span(*args, **kwargs):
         gen = func(*args, **kwargs)
-        # This body runs from the first next(): the span starts there.
-        start = now()
+        # This body runs from the first next(): the span starts there, and
+        # is a call from then on, also if it is never finished.
+        key = running(name, now())
         try:
             return (yield from gen)
         finally:
-            beside(name, start, now() - start)
+            stopped(key, now())
 
-    span.__stagebench_span__ = True
+    span.__stagebench_span__ = name
     return span
 
 
 def _timed_coroutine(func, name):
-    now, beside = _spans.now, _spans.beside
+    now, running, stopped = _spans.now, _spans.running, _spans.stopped
 
     @functools.wraps(func)
     async def span(*args, **kwargs):
-        start = now()
+        key = running(name, now())
         try:
             return await func(*args, **kwargs)
         finally:
-            beside(name, start, now() - start)
+            stopped(key, now())
 
-    span.__stagebench_span__ = True
+    span.__stagebench_span__ = name
     return span
 
 
 def _timed_asyncgen(func, name):
-    now, beside = _spans.now, _spans.beside
+    now, running, stopped = _spans.now, _spans.running, _spans.stopped
 
     @functools.wraps(func)
     async def span(*args, **kwargs):
         agen = func(*args, **kwargs)
-        start = now()
+        key = running(name, now())
         try:
             sent = None
             while True:
@@ -208,15 +217,45 @@ def _timed_asyncgen(func, name):
                     return
                 sent = yield item
         finally:
-            beside(name, start, now() - start)
+            stopped(key, now())
             await agen.aclose()
 
-    span.__stagebench_span__ = True
+    span.__stagebench_span__ = name
     return span
 
 
 class Refused(Exception):
     """A target that cannot be wrapped, with the reason."""
+
+
+def _redirected(func, name):
+    """Makes the Python function ``func`` the span ``name`` in place
+    (``_trampoline``); whether it could."""
+    if _trampoline.kind_of(func) is None:
+        return False
+    was = _trampoline.original(func)
+    fast = _spans.fast
+    plain = _trampoline.kind_of(func) == "function"
+    if plain and fast is not None and type(name) is str and name not in _spans.EAGER:
+        # The compiled bookkeeping in the trampoline itself: one frame and
+        # one call fewer than a wrapper (``_compiled``'s same steps).
+        _trampoline.redirect(func, was, was, (fast.enter, name, fast.leave))
+    else:
+        _trampoline.redirect(func, timed(was, name), was)
+    func.__stagebench_span__ = str(name)
+    return True
+
+
+def _function_of(raw):
+    """The Python function a class or module attribute holds: itself, a
+    static or class method's, a property's getter, a cached property's."""
+    if isinstance(raw, (staticmethod, classmethod)):
+        return raw.__func__
+    if isinstance(raw, property):
+        return raw.fget
+    if isinstance(raw, functools.cached_property):
+        return raw.func
+    return raw
 
 
 def wrap(module, qualname, name, spelled=None):
@@ -250,7 +289,18 @@ def wrap(module, qualname, name, spelled=None):
         raw = getattr(owner, last, None)
         if raw is None:
             return False
-    if getattr(raw, "__stagebench_span__", False):
+    func = _function_of(raw)
+    already = getattr(func, "__stagebench_span__", None) or getattr(raw, "__stagebench_span__", None)
+    if already:
+        if isinstance(already, str) and already != str(name):
+            raise Refused("already the span '%s': one function has one span name" % already)
+        _sink.append({"wrapped": spelled, "span": str(name)})
+        return True
+    # In place where the attribute is the owner's own (a method inherited
+    # from a base class is the base's: naming it on a subclass times the
+    # subclass's calls only, so it is replaced there).
+    own = not isinstance(owner, type) or last in owner.__dict__
+    if own and not isinstance(raw, type) and _redirected(func, name):
         _sink.append({"wrapped": spelled, "span": str(name)})
         return True
     if isinstance(raw, staticmethod):
@@ -276,7 +326,8 @@ def wrap(module, qualname, name, spelled=None):
         if isinstance(owner, type):
             raise Refused("an attribute of an immutable built-in type cannot be wrapped") from e
         raise Refused("cannot be replaced: %s" % e) from e
-    _sink.append({"wrapped": spelled, "span": str(name)})
+    # Replaced, not redirected: a reference taken before is not counted.
+    _sink.append({"wrapped": spelled, "span": str(name), "at_least": True})
     return True
 
 

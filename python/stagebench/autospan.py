@@ -31,10 +31,9 @@ import json
 import os
 import sys
 
-from stagebench import _spans
+from stagebench import _sink, _spans
 from stagebench._hooks import after_import
 from stagebench._presets import PRESETS
-from stagebench import _wrap
 from stagebench._wrap import StageName, attempt
 
 _TARGETS = "STAGEBENCH_SPAN_TARGETS"
@@ -59,28 +58,16 @@ class _Finder(importlib.abc.MetaPathFinder):
         return after_import(self, fullname, path, target, wrap)
 
 
-def _held(namespace, name):
-    """References to ``namespace[name]``, counted as :func:`_watch_main`
-    counts them (a function the namespace alone holds gives the baseline)."""
-    value = namespace.get(name)
-    return sys.getrefcount(value)
-
-
-def _alone():
-    """:func:`_held` of a function only its namespace holds: the baseline."""
-    namespace = {}
-    exec("def f():\n    pass\n", namespace)
-    return _held(namespace, "f")
-
-
 def _watch_main(targets):
     """Targets in the script being run (``__main__``), which exist only
     once its code has defined them: a profile hook on the main thread looks
     for them at every call the script makes (of its own functions, a
-    library's, a builtin), wraps each as soon as it exists, so before a
-    later line loads it, times by its own ``return`` a call that began
-    before (the target called first of all) or went through a reference
-    loaded before the wrap, and removes itself once all are wrapped or the
+    library's, a builtin) and wraps each as soon as it exists. A function
+    is wrapped in place, so a reference a line loaded before (``f(g(x))``
+    loads f, then calls g; ``serve(prepare)``; ``map(f, ...)``) calls the
+    span too; a call that began before the wrap (the target called first
+    of all) is timed by the hook until its ``return``. The hook removes
+    itself once all are wrapped and none is in flight, or when the
     script's module code has returned."""
     main = sys.modules.get("__main__")
     if main is None:
@@ -88,22 +75,17 @@ def _watch_main(targets):
     g = main.__dict__
     pending = list(targets)
     inflight = {}
-    # Original code objects a line may have loaded before they were wrapped
-    # (`f(g(x))` loads f, then calls g): their next direct call is timed.
-    stale = {}
     previous = sys.getprofile()
-    alone = _alone()
 
     def done():
-        return not pending and not inflight and not stale
+        return not pending and not inflight
 
     def hook(frame, event, arg):
         if frame.f_globals is not g:
             # A library's function called by the script itself (its caller
-            # is the script's) after the script defined a target wraps it:
-            # before a later line can load it, as `f(g(x))` loads f before
-            # calling g. Calls deeper inside a library (an import's) define
-            # nothing in the script, so they are passed over at once.
+            # is the script's) after the script defined a target wraps it.
+            # Calls deeper inside a library (an import's) define nothing in
+            # the script, so they are passed over at once.
             caller = frame.f_back
             if pending and event == "call" and caller is not None and caller.f_globals is g:
                 wrap_defined(None)
@@ -118,19 +100,11 @@ def _watch_main(targets):
                     _spans.end(t, opened_span, start, _spans.now() - start)
             elif frame.f_code.co_name == "<module>":
                 pending.clear()
-                stale.clear()
             if done():
                 sys.setprofile(previous)
             return
         if event not in ("call", "c_call"):
             return
-        if event == "call" and frame.f_code in stale:
-            name = stale.pop(frame.f_code)
-            caller = frame.f_back
-            through_wrapper = caller is not None and caller.f_code.co_filename == _wrap.__file__
-            if not through_wrapper:
-                t = _spans.thread()
-                inflight[frame] = (t, _spans.begin(t, name), _spans.now())
         wrap_defined(frame if event == "call" else None)
         if done():
             sys.setprofile(previous)
@@ -153,16 +127,12 @@ def _watch_main(targets):
                 continue
             pending.remove(item)
             code = getattr(inspect.unwrap(target), "__code__", None)
-            # More references than the script's own name: a line may hold it.
             target = None
-            loaded = "." not in qualname and _held(g, first) > alone
             attempt(main, qualname, name, spelled)
             if frame is not None and code is not None and frame.f_code is code:
                 # This very call began unwrapped: timed until it returns.
                 t = _spans.thread()
-                inflight[frame] = (t, _spans.begin(t, name), _spans.now())
-            elif loaded and code is not None:
-                stale[code] = name
+                inflight[frame] = (t, _spans.begin(t, str(name)), _spans.now())
 
     sys.setprofile(hook)
 
@@ -184,6 +154,14 @@ def install():
             spelled = "%s:%s" % (t["module"], t["qualname"])
             name = StageName(t["name"]) if t.get("stage") else t["name"]
             by_module.setdefault(t["module"], []).append((t["qualname"], name, spelled))
+    # What a first call would otherwise set up inside the program's own
+    # time: the spans file, this thread's state and each name's tally.
+    _sink.open_now()
+    t = _spans.thread()
+    for targets in by_module.values():
+        for _, name, _ in targets:
+            if not callable(name):
+                _spans.tally(t, str(name))
     main = by_module.pop("__main__", None)
     if main:
         _watch_main(main)

@@ -481,6 +481,160 @@ assert inner(9) == 9
             out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True, text=True)
             self.assertEqual(out.stdout.split("\n")[1], "None")
 
+def run_spanned(program, targets, files=(), args=()):
+    """Runs ``program`` (prog.py in a fresh directory, with ``files``) under
+    the bootstrap with ``targets`` as (module, qualname, name), or bare
+    when there are none; its process and the spans file's lines."""
+    import subprocess
+    import sys
+
+    d = tempfile.mkdtemp()
+    for name, text in [("prog.py", program), *files]:
+        with open(os.path.join(d, name), "w") as f:
+            f.write(text)
+    spans = os.path.join(d, "spans.jsonl")
+    open(spans, "w").close()
+    env = dict(os.environ, STAGEBENCH_SPANS=spans)
+    env.pop("PYTHONPATH", None)
+    if targets:
+        env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP, os.path.join(HERE, "..")])
+        env["STAGEBENCH_SPAN_TARGETS"] = json.dumps(
+            [{"module": m, "qualname": q, "name": n} for m, q, n in targets]
+        )
+    p = subprocess.run([sys.executable, "prog.py", *args], cwd=d, env=env, capture_output=True, timeout=120)
+    with open(spans) as f:
+        lines = [json.loads(line) for line in f]
+    return p, lines
+
+
+class EveryCall(unittest.TestCase):
+    """Issue 63: every call of a ``--span`` target is counted, whatever
+    reference it goes through; spanning costs no recursion depth, no false
+    "never called", and nothing the program sees."""
+
+    def calls(self, lines):
+        return {k: v["n"] for k, v in tally(lines).items()}
+
+    def test_calls_through_references_taken_before_the_wrap_are_all_counted(self):
+        # serve-like (the function passed to a library call on the line that
+        # defines nothing), map, a callback registered at definition, a dict
+        # of functions: 4 + 5 + 3 + 2 calls, each counted once.
+        lib = "def serve(fn, items):\n    return [fn(i) for i in items]\n"
+        program = """
+import lib
+def prep(x):
+    return x * 2
+def f(x):
+    return x + 1
+def cb(x):
+    return x
+def g(x):
+    return -x
+table = {"g": g}
+hooks = [cb]
+lib.serve(prep, range(4))
+list(map(f, range(5)))
+for _ in range(3):
+    for h in hooks:
+        h(1)
+table["g"](1); table["g"](2)
+"""
+        targets = [("__main__", q, q) for q in ("prep", "f", "cb", "g")]
+        p, lines = run_spanned(program, targets, [("lib.py", lib)])
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(self.calls(lines), {"prep": 4, "f": 5, "cb": 3, "g": 2})
+        # The same through a library module's own references.
+        lib2 = "def h(x):\n    return x\nTABLE = {'h': h}\nHOOKS = [h]\n"
+        program = "import lib2\nlib2.TABLE['h'](1)\nlib2.HOOKS[0](2)\nlib2.h(3)\n"
+        p, lines = run_spanned(program, [("lib2", "h", "h")], [("lib2.py", lib2)])
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(self.calls(lines), {"h": 3})
+
+    def test_the_deepest_recursion_that_runs_bare_also_runs_spanned(self):
+        lib = "def rec(n):\n    return 0 if n == 0 else 1 + rec(n - 1)\n"
+        program = """
+import sys, lib
+lo, hi = 1, 100000
+while lo < hi:
+    mid = (lo + hi + 1) // 2
+    try:
+        lib.rec(mid)
+        lo = mid
+    except RecursionError:
+        hi = mid - 1
+print(lo, sys.getrecursionlimit())
+"""
+        bare, _ = run_spanned(program, [], [("lib.py", lib)])
+        self.assertEqual(bare.returncode, 0, bare.stderr.decode())
+        deepest, limit = bare.stdout.split()
+        self.assertGreater(int(deepest), 900)
+        check = "import sys, lib\nlib.rec(int(sys.argv[1]))\nprint(sys.getrecursionlimit())\n"
+        spanned, lines = run_spanned(check, [("lib", "rec", "rec")], [("lib.py", lib)], [deepest])
+        self.assertEqual(spanned.returncode, 0, spanned.stderr.decode()[-400:])
+        self.assertEqual(spanned.stdout.split(), [limit], "the program reads its own limit")
+        self.assertEqual(self.calls(lines), {"rec": 1})
+
+    def test_a_started_generator_is_a_call_and_os_exit_loses_nothing(self):
+        lib = "def gen():\n    yield 1\n    yield 2\ndef f():\n    return 1\n"
+        program = """
+import os, sys, lib
+g = lib.gen()
+next(g)
+lib.f()
+if sys.argv[1] == "exit":
+    sys.stdout.flush()
+    os._exit(0)
+"""
+        for how in ("exit", "return"):
+            p, lines = run_spanned(program, [("lib", "gen", "gen"), ("lib", "f", "f")],
+                                   [("lib.py", lib)], [how])
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(self.calls(lines), {"gen": 1, "f": 1}, how)
+
+    def test_one_function_has_one_span_name(self):
+        lib = "def f():\n    return 1\n"
+        p, lines = run_spanned("import lib\nlib.f()\n", [("lib", "f", "a"), ("lib", "f", "b")],
+                               [("lib.py", lib)])
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        refused = {line["refused"]: line["why"] for line in lines if "refused" in line}
+        self.assertEqual(refused, {"lib:f": "already the span 'a': one function has one span name"})
+        self.assertEqual(self.calls(lines), {"a": 1})
+
+    def test_a_wrapped_function_shows_its_code_and_defaults_through_wrapped(self):
+        lib = "def f(x, y=5, *, z=7):\n    return x + y + z\n"
+        program = """
+import inspect, lib
+w = lib.f.__wrapped__ if hasattr(lib.f, "__wrapped__") else lib.f
+print(lib.f(1), lib.f.__defaults__, lib.f.__kwdefaults__, w.__code__.co_varnames[:3],
+      w.__defaults__, str(inspect.signature(lib.f)), lib.f.__name__)
+"""
+        bare, _ = run_spanned(program, [], [("lib.py", lib)])
+        spanned, lines = run_spanned(program, [("lib", "f", "f")], [("lib.py", lib)])
+        self.assertEqual(spanned.returncode, 0, spanned.stderr.decode())
+        self.assertEqual(spanned.stdout, bare.stdout)
+        self.assertEqual(self.calls(lines), {"f": 1})
+
+    def test_the_first_call_costs_the_program_no_more_than_a_later_one(self):
+        # The program's own clock around its first call against the span's
+        # time for it: what the wrapper set up inside the call is the gap.
+        # The script's own function, first called through a library on the
+        # line that makes the wrap: the worst case.
+        lib = "def run(fn):\n    return fn()\n"
+        program = """
+import time, lib
+def f():
+    time.sleep(0.03)
+t0 = time.perf_counter_ns(); lib.run(f); t1 = time.perf_counter_ns()
+print(t1 - t0)
+"""
+        gaps = []
+        for _ in range(3):
+            p, lines = run_spanned(program, [("__main__", "f", "f")], [("lib.py", lib)])
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            gaps.append(int(p.stdout) - tally(lines)["f"]["first"])
+        self.assertLess(min(gaps), 500_000, "ns the program saw beyond the span: %s" % gaps)
+
+
 class Layout(unittest.TestCase):
     """The tally layout is named once (_layout.py): the compiled path's
     SB_ #defines are its names and values, and the lists the Python path

@@ -16,6 +16,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         .ok_or_else(|| Refusal(format!("--mode {}: no such mode", args.mode)))?;
     not_read_by(mode, &args, matches)?;
     let spans = args.spans.clone();
+    crate::plan::distinct_spans(&spans)?;
     if let Some(first) = spans.first().filter(|_| !mode.uses().contains(&Shared::Spans)) {
         return Err(spans_refused(first));
     }

@@ -111,9 +111,14 @@ fn spans_not_found(s: &mut String, r: &Report) {
     }
 }
 
-/// Every stage's spans: per name the calls and their distribution, self
-/// and concurrent time and the share of the wall; the stage's time in
-/// spans, outside and beside them; and what to know to read them.
+/// Every stage's spans, one table: per name the calls and their
+/// distribution per call; its time, self and concurrent time per
+/// measurement (a trial, an item, or the stage's one run), so a span's
+/// self time reads against its time beside it (`run` 100 ms of which 50
+/// ms its own, not a sum over trials beside a median); the share of the
+/// wall; then the stage's time in spans, outside and beside them, and what
+/// to know to read them. A trials run's time per trial is the median over
+/// the trials with its interval.
 fn spans(s: &mut String, r: &Report) {
     use crate::rundir::spans::{by_self, totals_line};
     let mut rows: Vec<_> = r.stages.iter().filter(|(_, st)| st.span_totals.is_some()).collect();
@@ -121,30 +126,42 @@ fn spans(s: &mut String, r: &Report) {
         return;
     }
     rows.sort_by_key(|(_, st)| st.order);
-    let _ = writeln!(s, "\n## Spans (per call, each second counted once)\n");
+    let trials = r.section.trials();
+    let _ =
+        writeln!(s, "\n## Spans (per call, and per measurement: a trial, an item or the run)\n");
     let _ = writeln!(
         s,
-        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration.\n"
+        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration. Time, self and concurrent are per measurement (over trials: the median of the trials' times, with its interval).\n"
     );
     let _ = writeln!(
         s,
-        "| stage | span | calls | first | median | p95 | p99 | max | sum | self on the main thread | concurrent | share of the wall |"
+        "| stage | span | calls | per measurement | first | median | p95 | p99 | max | time per measurement | self on the main thread | concurrent | share of the wall |"
     );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (key, st) in &rows {
+        let m = st.span_totals.as_ref().map_or(1, |t| t.measurements.max(1)) as f64;
         for (name, x) in by_self(&st.spans) {
+            let over_trials =
+                trials.and_then(|t| t.get(*key)?.summary.get(&format!("span:{name}_s")));
+            let time = match over_trials {
+                Some(sum) => {
+                    format!("{}; {}", duration(sum.median), sum.median_interval.cell(duration))
+                }
+                None => duration(x.sum_s / m),
+            };
+            let per = x.calls as f64 / m;
+            let per = if per.fract() == 0.0 { format!("{per}") } else { format!("{per:.2}") };
             let _ = writeln!(
                 s,
-                "| `{key}` | `{name}` | {} | {} | {} | {} | {} | {} | {} | {} | {} | {:.1}% |",
+                "| `{key}` | `{name}` | {} | {per} | {} | {} | {} | {} | {} | {time} | {} | {} | {:.1}% |",
                 x.calls,
                 duration(x.first_s),
                 duration(x.median_s),
                 duration(x.p95_s),
                 duration(x.p99_s),
                 duration(x.max_s),
-                duration(x.sum_s),
-                duration(x.self_s - x.concurrent_s),
-                duration(x.concurrent_s),
+                duration((x.self_s - x.concurrent_s) / m),
+                duration(x.concurrent_s / m),
                 100.0 * x.share
             );
         }

@@ -149,6 +149,10 @@ fn bad_span_targets_are_refused_before_anything_runs() {
         ),
         (&["--command", "true", "--span", "preset:keras:stage"], "a preset cannot be a stage"),
         (
+            &["--command", "true", "--span", "m:f=a", "--span", "m:f=b"],
+            "--span m:f=a and --span m:f=b name the same function m:f: one function has one span name",
+        ),
+        (
             &["--command", "true", "--span", "preset:torch", "--keras-resident", "5"],
             "--keras-resident times the resident steps of --span preset:keras",
         ),

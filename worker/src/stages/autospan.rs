@@ -17,7 +17,7 @@ use std::process::Command;
 
 /// The files of the bootstrap directory: the helper package's every
 /// module (a test holds this list to the package's folder).
-const FILES: [(&str, &str); 12] = [
+const FILES: [(&str, &str); 13] = [
     ("sitecustomize.py", include_str!("../../../python/stagebench/bootstrap/sitecustomize.py")),
     ("stagebench/__init__.py", include_str!("../../../python/stagebench/__init__.py")),
     ("stagebench/_sink.py", include_str!("../../../python/stagebench/_sink.py")),
@@ -26,6 +26,7 @@ const FILES: [(&str, &str); 12] = [
     ("stagebench/_hooks.py", include_str!("../../../python/stagebench/_hooks.py")),
     ("stagebench/_runtime.py", include_str!("../../../python/stagebench/_runtime.py")),
     ("stagebench/_serve.py", include_str!("../../../python/stagebench/_serve.py")),
+    ("stagebench/_trampoline.py", include_str!("../../../python/stagebench/_trampoline.py")),
     ("stagebench/_wrap.py", include_str!("../../../python/stagebench/_wrap.py")),
     ("stagebench/_api.py", include_str!("../../../python/stagebench/_api.py")),
     ("stagebench/_presets.py", include_str!("../../../python/stagebench/_presets.py")),

@@ -304,6 +304,15 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     for (whose, target) in spans.chain(stage_spans) {
         crate::plan::parse_span(target).map_err(|e| Refusal(format!("{whose}: {e}")))?;
     }
+    // A stage's spans and the campaign's reach the same programs.
+    let campaign = s.span_targets();
+    crate::plan::distinct_spans(&campaign)
+        .map_err(|e| Refusal(format!("[campaign] spans: {e}")))?;
+    for st in &f.pipeline {
+        let targets = st.span_targets();
+        crate::plan::distinct_spans(campaign.iter().chain(&targets))
+            .map_err(|e| Refusal(format!("{}: {e}", st.name)))?;
+    }
     if !f.pipeline.is_empty() {
         for step in &f.steps {
             if step.policy.is_some() {

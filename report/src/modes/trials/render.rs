@@ -42,7 +42,6 @@ impl ModeSection for Section {
         if let Some(scan) = &self.scan {
             crate::modes::scan::view::summary(scan, s);
         }
-        trial_spans(s, r, trials, &keys);
         let shared = shared_warnings(trials);
         let mut warnings: Vec<String> = keys
             .iter()
@@ -145,48 +144,6 @@ fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
         w.outliers.len().to_string(),
         t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| none.into()),
     ]
-}
-
-/// The spans the stages reported (`STAGEBENCH_SPANS`), per stage and name:
-/// in how many trials, how many per trial, the median seconds with its
-/// interval (95% from 6 trials, else the range with its coverage), and its
-/// share of the wall: its self time on the main thread over all counted
-/// trials against their walls, so a stage's shares add up to at most 100%.
-fn trial_spans(s: &mut String, r: &Report, trials: &BTreeMap<String, TrialSet>, keys: &[&String]) {
-    let rows: Vec<(&String, &str, &crate::stats::Summary)> = keys
-        .iter()
-        .flat_map(|k| {
-            let summary = &trials[*k].summary;
-            summary.iter().filter_map(move |(fig, sum)| {
-                let name = crate::rundir::spans::sum_name(fig, |n| summary.contains_key(n))?;
-                Some((*k, name, sum))
-            })
-        })
-        .collect();
-    if rows.is_empty() {
-        return;
-    }
-    let _ = writeln!(s, "\n## Spans (what the stages reported of themselves)\n");
-    let _ = writeln!(
-        s,
-        "| stage | span | n | per trial | median | interval of median | share of the stage's wall |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---|---:|");
-    for (k, name, sum) in rows {
-        let t = &trials[k];
-        let per_trial = t.summary.get(&format!("span:{name}_n")).map_or(0.0, |c| c.median);
-        let share = match r.stages.get(k).and_then(|st| st.spans.get(name)) {
-            Some(x) => format!("{:.0}%", 100.0 * x.share),
-            None => "–".into(),
-        };
-        let _ = writeln!(
-            s,
-            "| `{k}` | `{name}` | {} | {per_trial} | {} | {} | {share} |",
-            sum.n,
-            duration(sum.median),
-            sum.median_interval.cell(duration),
-        );
-    }
 }
 
 /// Every trial's wall time relative to its stage's median, one row per

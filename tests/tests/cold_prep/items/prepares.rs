@@ -126,6 +126,35 @@ fn spans_named_on_the_command_line_time_a_preparation_program() {
     harness::reports::figure(stage, "span:join_s");
 }
 
+/// `--span __main__:prep` on a program that hands `prep` to
+/// `stagebench.serve` (the documented pattern: the reference is taken on
+/// the line that starts serving, before the span could be wrapped) counts
+/// every item's call, not the first (issue 63: it counted 1 of 4).
+#[test]
+fn a_function_handed_to_serve_is_counted_on_every_item() {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let items = tmp.path().join("items");
+    std::fs::write(&items, "a\nb\nc\nd\n").unwrap();
+    let program = tmp.path().join("prep.py");
+    std::fs::write(
+        &program,
+        "import os, time, stagebench\n\ndef prep(item, out):\n    time.sleep(0.002)\n    \
+         open(os.path.join(out, item), 'w').write(item)\n\nstagebench.serve(prep)\n",
+    )
+    .unwrap();
+    let py = python(&mut c);
+    c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "1", "--span", "__main__:prep"]);
+    c.arg("--prepare").arg(format!("{py} {}", program.display())).arg("--items").arg(&items);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = harness::reports::read(&out);
+    for phase in ["cold_prepare", "cold_prepare_parallel"] {
+        let stage = harness::reports::stage(&report, phase);
+        assert_eq!(stage.spans["prep"].calls, 4, "{phase}: {:?}", stage.spans);
+        assert!(stage.span_warnings.is_empty(), "{phase}: {:?}", stage.span_warnings);
+    }
+}
+
 /// One item for two workers (issue 44): one process starts, and the
 /// speedup is said to compare two 1-process runs, its efficiency over 1,
 /// not "efficiency 113%" of two workers.

@@ -17,9 +17,8 @@ pub enum Line {
     /// A thread's tally since its last line.
     Agg(Box<Agg>),
     /// The `--span` bootstrap wrapped this target (`MODULE:QUALNAME`, or
-    /// `preset:NAME`): it is not among the targets that never matched; the
-    /// span name it records under, when it said.
-    Wrapped(String, Option<String>),
+    /// `preset:NAME`): it is not among the targets that never matched.
+    Wrapped(Wrapped),
     /// The bootstrap left this target as it was, and why.
     Refused(String, String),
     /// The Python helper at its process's exit: the interpreter's version
@@ -27,6 +26,18 @@ pub enum Line {
     Runtime(PythonRuntime),
     /// A stage span ended (`--span …:stage`).
     Stage(Box<StageLine>),
+}
+
+/// A target the bootstrap wrapped.
+#[derive(Debug, PartialEq, Clone)]
+pub struct Wrapped {
+    pub target: String,
+    /// The span name it records under, when it said.
+    pub span: Option<String>,
+    /// Its attribute was replaced (not the function in place): a call
+    /// through a reference taken before the wrap is not counted, so its
+    /// count is a lower bound.
+    pub at_least: bool,
 }
 
 /// One `{"stage": …}` line: a stage of the command, with the process's CPU
@@ -180,6 +191,7 @@ struct Raw {
     progress: Option<f64>,
     wrapped: Option<String>,
     span: Option<String>,
+    at_least: Option<bool>,
     refused: Option<String>,
     why: Option<String>,
     runtime: Option<PythonRuntime>,
@@ -324,6 +336,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
             raw.progress.is_some(),
             raw.wrapped.is_some(),
             raw.span.is_some(),
+            raw.at_least.is_some(),
             raw.refused.is_some(),
             raw.why.is_some(),
             raw.agg.is_some(),
@@ -349,7 +362,7 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
         raw.name.is_some(),
         raw.seconds.is_some() || raw.start.is_some(),
         raw.progress.is_some(),
-        raw.wrapped.is_some() || raw.span.is_some(),
+        raw.wrapped.is_some() || raw.span.is_some() || raw.at_least.is_some(),
         raw.refused.is_some() || raw.why.is_some(),
         raw.agg.is_some(),
     ];
@@ -363,7 +376,9 @@ pub fn parse_line(line: &str) -> Result<Option<Line>, BadLine> {
         if let Some(name) = &raw.span {
             check_name(name)?;
         }
-        return Ok(Some(Line::Wrapped(w.chars().take(256).collect(), raw.span)));
+        let target = w.chars().take(256).collect();
+        let at_least = raw.at_least.unwrap_or(false);
+        return Ok(Some(Line::Wrapped(Wrapped { target, span: raw.span, at_least })));
     }
     if let (Some(t), Some(why)) = (&raw.refused, &raw.why) {
         if only(4) {

@@ -37,6 +37,9 @@ pub struct Tally {
     /// `--span` targets the bootstrap wrapped (see [`Line::Wrapped`]), with
     /// the span each records under, where it said.
     pub wrapped: BTreeMap<String, Option<String>>,
+    /// The wrapped targets whose counts are a lower bound (see
+    /// [`super::line::Wrapped::at_least`]).
+    pub at_least: std::collections::BTreeSet<String>,
     /// Targets it refused, and why.
     pub refused: BTreeMap<String, String>,
     /// What the helper said at exit: the first process's interpreter, and
@@ -115,10 +118,13 @@ impl Tally {
                     self.untimed += agg.unsliced;
                 }
                 Line::Progress(p) => self.progress = Some(*p),
-                Line::Wrapped(w, span) => {
-                    let known = self.wrapped.entry(w.clone()).or_default();
-                    if span.is_some() {
-                        *known = span.clone();
+                Line::Wrapped(w) => {
+                    let known = self.wrapped.entry(w.target.clone()).or_default();
+                    if w.span.is_some() {
+                        *known = w.span.clone();
+                    }
+                    if w.at_least {
+                        self.at_least.insert(w.target.clone());
                     }
                 }
                 Line::Refused(w, why) => {
@@ -208,8 +214,19 @@ impl Tally {
             .map(|(t, why)| format!("--span {t} was not wrapped: {why}"))
             .collect();
         for (t, span) in &self.wrapped {
-            if let Some(span) = span.as_ref().filter(|s| self.count(s) == 0) {
-                out.push(format!("--span {t} was wrapped but never called: span '{span}' 0 calls"));
+            let Some(span) = span else { continue };
+            let at_least = self.at_least.contains(t);
+            match self.count(span) {
+                0 if at_least => out.push(format!(
+                    "--span {t} was wrapped and no call through it was seen: span '{span}' 0 calls counted, a lower bound \
+                     (its attribute was replaced, so a call through a reference taken before is not counted)"
+                )),
+                0 => out.push(format!("--span {t} was wrapped but never called: span '{span}' 0 calls")),
+                n if at_least => out.push(format!(
+                    "--span {t}: span '{span}' {n} calls is a lower bound \
+                     (its attribute was replaced, so a call through a reference taken before is not counted)"
+                )),
+                _ => {}
             }
         }
         if self.untimed > 0 {
