@@ -116,6 +116,23 @@ fn bisect_names_the_commit_that_slowed_a_stage_and_leaves_the_work_tree_alone() 
     assert_eq!(report.probes.len(), probes.len());
     let verdicts: Vec<ProbeVerdict> = report.probes.iter().map(|p| p.verdict).collect();
     assert_eq!(&verdicts[..2], [ProbeVerdict::Good, ProbeVerdict::Bad], "the endpoints first");
+    // Every probe between them was measured beside both endpoints, in
+    // pairs of windows of alternating order, their medians recorded (the
+    // drift over the bisection), and judged against them only.
+    for p in &report.probes[2..] {
+        assert!(p.windows.len() >= 2 && p.windows.len() % 2 == 0, "{p:?}");
+        assert_eq!(p.windows[0].order, ["good", "probe", "bad"]);
+        assert_eq!(p.windows[1].order, ["bad", "probe", "good"]);
+        for w in &p.windows {
+            assert!(w.median_bad > w.median_good + 0.02, "the endpoints beside it differ: {w:?}");
+            assert!(out.join(&w.good_run).join("report.json").is_file(), "{w:?}");
+        }
+    }
+    // Commit 11's boundary (10 good, 11 bad, neither an endpoint) held
+    // side by side before it was named.
+    let c = report.confirmation.as_ref().expect("the boundary side by side");
+    assert!(c.held && c.lower == commits[9] && c.upper == commits[10], "{c:?}");
+    assert!(c.median_upper > c.median_lower + 0.02, "{c:?}");
     // Every probe is a complete run directory, and the whole verifies.
     let mut v = coordinator();
     v.arg("verify").arg(&out);
@@ -166,6 +183,34 @@ fn a_commit_that_does_not_build_is_skipped_and_the_answer_holds() {
     assert_eq!(skipped[0].commit, commits[8]);
     let log = out.join("builds").join(format!("{}.log", short(&commits[8])));
     assert!(log.is_file(), "the failed build's log is kept");
+    let mut v = coordinator();
+    v.arg("verify").arg(&out);
+    assert_eq!(run(v).code(), Some(0));
+}
+
+/// A build that hangs is killed at --build-timeout (its whole process
+/// group: nothing is left running) and its commit skipped, its log kept;
+/// the answer holds.
+#[test]
+fn a_build_that_hangs_is_killed_at_its_timeout_and_the_commit_skipped() {
+    let _alone = alone();
+    let tmp = tempfile::tempdir().unwrap();
+    let repo = tmp.path().join("repo");
+    let commits = repository(&repo, Some(11), Some(9));
+    let out = tmp.path().join("bisect");
+    let hang = ["--build", "if test -e BROKEN; then sleep 600; fi", "--build-timeout", "1"];
+    let f = run(bisect(&repo, &out, &hang));
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    assert!(f.stdout.contains(short(&commits[10])), "{}\n{}", f.stdout, f.stderr);
+    let report = bisection(&out);
+    let skipped: Vec<_> =
+        report.probes.iter().filter(|p| p.verdict == ProbeVerdict::Skipped).collect();
+    assert_eq!(skipped.len(), 1, "{}", f.stderr);
+    assert_eq!(skipped[0].commit, commits[8]);
+    let why = skipped[0].reason.as_deref().unwrap_or_default();
+    assert!(why.contains("still running after --build-timeout 1.0 s and was killed"), "{why}");
+    assert!(out.join("builds").join(format!("{}.log", short(&commits[8]))).is_file());
+    assert!(processes_in(&out).is_empty(), "left running: {:?}", processes_in(&out));
     let mut v = coordinator();
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
@@ -306,6 +351,21 @@ fn bad_input_is_refused_in_one_line_before_any_probe() {
         (vec![("--max-rounds", "3")], run_flags.clone(), "--max-rounds 3 is below the 6 rounds"),
         (vec![], vec!["--no-such-flag"], "RUN FLAGS: unexpected argument '--no-such-flag'"),
         (vec![], vec!["--output", "x"], "RUN FLAGS: --output is given"),
+        (
+            vec![],
+            ["--export-json", "x.json"].into_iter().chain(run_flags.iter().copied()).collect(),
+            "RUN FLAGS: --export-json is given; every probe would write the same file",
+        ),
+        (
+            vec![("--build", "true"), ("--build-timeout", "soon")],
+            run_flags.clone(),
+            "--build-timeout 'soon' is not a positive number of seconds",
+        ),
+        (
+            vec![("--build-timeout", "10")],
+            run_flags.clone(),
+            "--build-timeout limits --build, which is not given",
+        ),
     ];
     for (changed, flags, says) in cases {
         let mut named: Vec<(&str, &str)> = vec![

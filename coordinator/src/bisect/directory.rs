@@ -4,7 +4,8 @@
 use crate::error::Error;
 use report::bisect::text;
 use report::bisect::{
-    Artifact, BUILDS, BisectDeclaration, PROBES, Probe, ProbeVerdict, SCHEMA_DECLARATION,
+    Artifact, BUILDS, BisectDeclaration, Confirmation, PROBES, Probe, ProbeVerdict,
+    SCHEMA_DECLARATION,
 };
 use report::rundir;
 use std::path::Path;
@@ -61,9 +62,19 @@ pub(super) fn open(out: &Path, declaration: &BisectDeclaration) -> Result<(Strin
 }
 
 /// Every probe's run directories (their report.json, or failure.json for a
-/// run that failed) and every failed build's log, hashed.
-pub(super) fn artifacts(out: &Path, probes: &[Probe]) -> Result<Vec<Artifact>, Error> {
+/// run that failed), the endpoints' runs in its windows and the boundary's
+/// side by side, and every failed build's log, hashed.
+pub(super) fn artifacts(
+    out: &Path,
+    probes: &[Probe],
+    confirmation: Option<&Confirmation>,
+) -> Result<Vec<Artifact>, Error> {
     let mut files: Vec<(String, &str)> = Vec::new();
+    let beside = probes.iter().flat_map(|p| &p.windows).flat_map(|w| [&w.good_run, &w.bad_run]);
+    let boundary = confirmation.into_iter().flat_map(|c| &c.runs);
+    for run in beside.chain(boundary) {
+        files.push((format!("{run}/{}", rundir::REPORT), "run"));
+    }
     for p in probes {
         for run in &p.runs {
             files.push((format!("{run}/{}", rundir::REPORT), "run"));
@@ -74,7 +85,11 @@ pub(super) fn artifacts(out: &Path, probes: &[Probe]) -> Result<Vec<Artifact>, E
             if out.join(&log).exists() {
                 files.push((log, "file"));
             }
-            let failed = format!("{PROBES}/{short}/{}", rundir::FAILURE);
+            // The run that failed: in the window it could not finish.
+            let w = p.windows.len() + 1;
+            let dir =
+                if w == 1 { format!("{PROBES}/{short}") } else { format!("{PROBES}/{short}-{w}") };
+            let failed = format!("{dir}/{}", rundir::FAILURE);
             if out.join(&failed).exists() {
                 files.push((failed, "failed-run"));
             }

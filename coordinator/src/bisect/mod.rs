@@ -16,18 +16,20 @@
 
 mod directory;
 mod git;
+mod measure;
 mod probe;
+mod windows;
 
 use crate::error::Error;
 use directory::{WORKTREES, artifacts, open};
-use probe::Unmeasured;
 use report::bisect::search::{Ended, Search};
 use report::bisect::{
-    BUILDS, BisectDeclaration, BisectReport, Endpoints, PROBES, Probe, ProbeVerdict, SCHEMA,
+    BisectDeclaration, BisectReport, Confirmation, Endpoints, PROBES, Probe, ProbeVerdict, SCHEMA,
     SCHEMA_DECLARATION, SCHEMA_VERSION, text,
 };
 use report::compare::Run;
 use report::rundir;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicI32;
 
@@ -38,6 +40,8 @@ pub(crate) struct Asked {
     pub(crate) bad: String,
     pub(crate) repo: Option<PathBuf>,
     pub(crate) build: Option<String>,
+    /// The most one build may take (`--build-timeout`).
+    pub(crate) build_timeout: Option<std::time::Duration>,
     pub(crate) figure: String,
     pub(crate) threshold_pct: f64,
     pub(crate) max_rounds: Option<u32>,
@@ -64,7 +68,8 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         return Err(usage("--good and --bad name the same commit: nothing to bisect".into()));
     }
     let commits = git::first_parent(&repo, &good, &bad).map_err(|e| refused("", e))?;
-    let max_rounds = asked.max_rounds.unwrap_or(3 * asked.rounds);
+    // Two pairs of windows by default (each window one run of the probe).
+    let max_rounds = asked.max_rounds.unwrap_or(4 * asked.rounds);
     if max_rounds < asked.rounds {
         return Err(usage(format!(
             "--max-rounds {max_rounds} is below the {} rounds each run makes",
@@ -121,10 +126,14 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         bad_runs: Vec::new(),
         target: None,
         warned: Default::default(),
+        trees: BTreeMap::new(),
+        confirmation: None,
     };
     let result = b.bisect();
     // Whatever happened, no worktree of ours is left.
-    let _ = git::remove_worktree(&b.repo, &out.join(WORKTREES).join("probe"));
+    for tree in std::mem::take(&mut b.trees).into_values() {
+        let _ = git::remove_worktree(&b.repo, &tree);
+    }
     let _ = std::fs::remove_dir_all(out.join(WORKTREES));
     let (endpoints, ended) = result?;
     let (first_bad, candidates, span) = match &ended {
@@ -149,9 +158,10 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         first_bad,
         candidates,
         span,
+        confirmation: b.confirmation.clone(),
         answer,
         work_tree_dirty: dirty,
-        artifacts: artifacts(&out, &b.probes)?,
+        artifacts: artifacts(&out, &b.probes, b.confirmation.as_ref())?,
     };
     report.artifacts.sort_by(|a, b| a.path.cmp(&b.path));
     // The derived files first, report.json last: one ending, as a run's.
@@ -177,13 +187,10 @@ struct Bisection<'a> {
     target: Option<(String, String)>,
     /// The probes' runs' warnings already shown.
     warned: std::collections::BTreeSet<String>,
-}
-
-/// What one probe's runs gave: its directories (relative) and their runs.
-struct Probed {
-    dirs: Vec<String>,
-    runs: Vec<Run>,
-    reused: bool,
+    /// The worktrees made and built, by position, kept while needed.
+    trees: BTreeMap<usize, PathBuf>,
+    /// The boundary measured side by side, when it was.
+    confirmation: Option<Confirmation>,
 }
 
 impl Bisection<'_> {
@@ -193,20 +200,19 @@ impl Bisection<'_> {
         let n = self.commits.len() - 1;
         for k in [0, n] {
             let verdict = if k == 0 { ProbeVerdict::Good } else { ProbeVerdict::Bad };
-            let probed = match self.runs(k, 1)? {
-                Ok(p) => p,
-                Err(why) => {
-                    return Err(Error::Failed(format!(
-                        "the {} endpoint {} cannot be measured: {why}",
-                        if k == 0 { "good" } else { "bad" },
-                        text::short(&self.commits[k])
-                    )));
-                }
-            };
-            self.say(k, verdict, &probed, None);
+            let rel = format!("{PROBES}/{}", text::short(&self.commits[k]));
+            let m = self.measure(k, &rel)?.map_err(|why| {
+                Error::Failed(format!(
+                    "the {} endpoint {} cannot be measured: {why}",
+                    if k == 0 { "good" } else { "bad" },
+                    text::short(&self.commits[k])
+                ))
+            })?;
+            let p = self.endpoint_probe(k, verdict, vec![m.dir], m.reused);
+            self.say(p);
             match k {
-                0 => self.good_runs = probed.runs,
-                _ => self.bad_runs = probed.runs,
+                0 => self.good_runs = vec![m.run],
+                _ => self.bad_runs = vec![m.run],
             }
         }
         let mut batch = 1;
@@ -238,13 +244,14 @@ impl Bisection<'_> {
                 row.n_a, row.p, row.ratio
             );
             for (i, k) in [(0, 0), (1, n)] {
-                let more = self.runs(k, batch)?.map_err(|why| {
+                let rel = format!("{PROBES}/{}-{batch}", text::short(&self.commits[k]));
+                let more = self.measure(k, &rel)?.map_err(|why| {
                     Error::Failed(format!("an endpoint cannot be measured again: {why}"))
                 })?;
-                self.probes[i].runs.extend(more.dirs);
+                self.probes[i].runs.push(more.dir);
                 match i {
-                    0 => self.good_runs.extend(more.runs),
-                    _ => self.bad_runs.extend(more.runs),
+                    0 => self.good_runs.push(more.run),
+                    _ => self.bad_runs.push(more.run),
                 }
             }
         };
@@ -268,213 +275,21 @@ impl Bisection<'_> {
             let verdict = self.probe(k)?;
             search.record(k, verdict);
         }
-        Ok((Some(endpoints), search.ended()))
+        let mut ended = search.ended();
+        // One commit is named only when its boundary holds side by side.
+        if let Some(Ended::FirstBad(upper)) = ended {
+            self.confirmation = self.confirm(upper - 1, upper)?;
+            if self.confirmation.as_ref().is_some_and(|c| !c.held) {
+                ended = Some(Ended::OneOf(vec![upper - 1, upper]));
+            }
+        }
+        Ok((Some(endpoints), ended))
     }
 
     /// The target figure's samples pooled over `runs`.
     fn samples_of(&self, runs: &[Run]) -> Vec<f64> {
         let Some((stage, figure)) = &self.target else { return Vec::new() };
         runs.iter().flat_map(|r| report::bisect::samples(r, stage, figure)).collect()
-    }
-
-    /// One commit inside the range: batches of rounds until it reads good
-    /// or bad, or `max_rounds` leave it unclear; skipped when it does not
-    /// build or run.
-    fn probe(&mut self, k: usize) -> Result<ProbeVerdict, Error> {
-        let (good, bad) = (self.samples_of(&self.good_runs), self.samples_of(&self.bad_runs));
-        let mut batch = 1;
-        let mut all: Option<Probed> = None;
-        loop {
-            let probed = match self.runs(k, batch)? {
-                Ok(p) => p,
-                Err(why) => {
-                    self.say(
-                        k,
-                        ProbeVerdict::Skipped,
-                        &Probed { dirs: Vec::new(), runs: Vec::new(), reused: false },
-                        Some(why.to_string()),
-                    );
-                    return Ok(ProbeVerdict::Skipped);
-                }
-            };
-            let merged = match all.take() {
-                None => probed,
-                Some(mut a) => {
-                    a.dirs.extend(probed.dirs);
-                    a.runs.extend(probed.runs);
-                    a.reused &= probed.reused;
-                    a
-                }
-            };
-            let xs = self.samples_of(&merged.runs);
-            let c = report::bisect::classify(&good, &bad, &xs, self.asked.threshold_pct);
-            let more = xs.len() as u32 + self.asked.rounds <= self.max_rounds;
-            match c.verdict {
-                Some(v) => return Ok(self.said(k, v, &merged, &xs, c)),
-                None if more => {
-                    eprintln!(
-                        "probe {} ({}): neither like good nor like bad after {} rounds (p {:.3} against good, {:.3} against bad): more rounds",
-                        self.probes.len() + 1,
-                        text::short(&self.commits[k]),
-                        xs.len(),
-                        c.p_good,
-                        c.p_bad
-                    );
-                    all = Some(merged);
-                    batch += 1;
-                }
-                None => return Ok(self.said(k, ProbeVerdict::Unclear, &merged, &xs, c)),
-            }
-        }
-    }
-
-    /// Records and prints a classified probe; its verdict.
-    fn said(
-        &mut self,
-        k: usize,
-        verdict: ProbeVerdict,
-        probed: &Probed,
-        xs: &[f64],
-        c: report::bisect::Classified,
-    ) -> ProbeVerdict {
-        self.say(k, verdict, probed, None);
-        let last = self.probes.last_mut().expect("just said");
-        if let Some((m, iv)) = report::bisect::median_of(xs) {
-            last.median = Some(m);
-            last.interval = Some(iv);
-        }
-        last.rounds = xs.len() as u32;
-        last.p_good = Some(c.p_good);
-        last.p_bad = Some(c.p_bad);
-        verdict
-    }
-
-    /// Records a probe and prints its line.
-    fn say(&mut self, k: usize, verdict: ProbeVerdict, probed: &Probed, reason: Option<String>) {
-        let probe = Probe {
-            commit: self.commits[k].clone(),
-            position: k,
-            verdict,
-            reason: reason.clone(),
-            median: None,
-            interval: None,
-            rounds: 0,
-            p_good: None,
-            p_bad: None,
-            runs: probed.dirs.clone(),
-            reused: probed.reused,
-        };
-        eprintln!(
-            "probe {}: {} (position {} of {}): {}{}",
-            self.probes.len() + 1,
-            text::short(&probe.commit),
-            k,
-            self.commits.len() - 1,
-            serde_json::to_value(verdict)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
-            match (reason, probed.reused) {
-                (Some(why), _) => format!(": {why}"),
-                (None, true) => " (reused: its runs verify)".into(),
-                (None, false) => String::new(),
-            }
-        );
-        self.probes.push(probe);
-    }
-
-    /// Batch `batch` of commit `k`'s runs: reused when its directory
-    /// verifies, else built and run in the commit's worktree. Err(why)
-    /// when the commit cannot be measured (its build or its run failed):
-    /// a finding, not an error.
-    fn runs(&mut self, k: usize, batch: u32) -> Result<Result<Probed, Unmeasured>, Error> {
-        let commit = self.commits[k].clone();
-        let short = text::short(&commit).to_string();
-        let rel = match batch {
-            1 => format!("{PROBES}/{short}"),
-            b => format!("{PROBES}/{short}-{b}"),
-        };
-        let dir = self.out.join(&rel);
-        let log_rel = format!("{BUILDS}/{short}.log");
-        if self.out.join(&log_rel).exists() {
-            return Ok(Err(Unmeasured::BuiltBefore(log_rel)));
-        }
-        if let Ok(run) = report::bisect::read_run(&dir) {
-            return Ok(Ok(Probed { dirs: vec![rel], runs: vec![run], reused: true }));
-        }
-        if dir.exists() {
-            // Ours, left by an interrupted probe: measured again.
-            std::fs::remove_dir_all(&dir)
-                .map_err(|e| Error::Failed(format!("cannot clear {rel}: {e}")))?;
-        }
-        let worktree = self.out.join(WORKTREES).join("probe");
-        let _ = git::remove_worktree(&self.repo, &worktree);
-        std::fs::create_dir_all(self.out.join(WORKTREES))
-            .and_then(|_| std::fs::create_dir_all(self.out.join(PROBES)))
-            .map_err(|e| Error::Failed(format!("cannot make {WORKTREES}: {e}")))?;
-        git::add_worktree(&self.repo, &worktree, &commit)
-            .map_err(|e| Error::Failed(format!("git worktree add {short}: {e}")))?;
-        let result = self.build_and_run(&worktree, &dir, &log_rel);
-        git::remove_worktree(&self.repo, &worktree)
-            .map_err(|e| Error::Failed(format!("git worktree remove {short}: {e}")))?;
-        match result? {
-            Err(why) => Ok(Err(why)),
-            Ok(()) => match report::bisect::read_run(&dir) {
-                Ok(run) => Ok(Ok(Probed { dirs: vec![rel], runs: vec![run], reused: false })),
-                Err(e) => Err(Error::Failed(format!("probe {rel} does not verify: {e}"))),
-            },
-        }
-    }
-
-    fn build_and_run(
-        &mut self,
-        worktree: &Path,
-        dir: &Path,
-        log_rel: &str,
-    ) -> Result<Result<(), Unmeasured>, Error> {
-        let stopped = |signal| Error::Interrupted {
-            signal,
-            message: format!(
-                "bisection interrupted by signal {signal}; rerun with the same --output to resume"
-            ),
-        };
-        if let Some(build) = &self.asked.build {
-            let log = self.out.join(WORKTREES).join("build.log");
-            match probe::build(build, worktree, &log, &self.stop)
-                .map_err(|e| Error::Failed(format!("cannot run --build: {e}")))?
-            {
-                probe::Ended::Stopped(s) => return Err(stopped(s)),
-                probe::Ended::Exited(st) if !st.success() => {
-                    std::fs::create_dir_all(self.out.join(BUILDS))
-                        .and_then(|_| std::fs::rename(&log, self.out.join(log_rel)))
-                        .map_err(|e| Error::Failed(format!("cannot keep {log_rel}: {e}")))?;
-                    return Ok(Err(Unmeasured::Build { status: st, log: log_rel.into() }));
-                }
-                probe::Ended::Exited(_) => {}
-            }
-        }
-        let flags: Vec<String> =
-            self.asked.flags.iter().filter(|f| *f != "--quiet").cloned().collect();
-        let stderr = self.out.join(WORKTREES).join("run.stderr");
-        let ended = probe::run(&flags, worktree, dir, &stderr, &self.stop)
-            .map_err(|e| Error::Failed(format!("cannot start a probe's run: {e}")))?;
-        // A failed run's stderr is shown whole; a finished run's warnings
-        // (the machine's, the same for every probe) once each.
-        let said = std::fs::read_to_string(&stderr).unwrap_or_default();
-        let ok = matches!(ended, probe::Ended::Exited(st) if st.success());
-        for line in said.lines() {
-            if !ok || (line.starts_with("warning:") && self.warned.insert(line.to_string())) {
-                eprintln!("{line}");
-            }
-        }
-        match ended {
-            probe::Ended::Stopped(s) => Err(stopped(s)),
-            probe::Ended::Exited(st) if st.success() => Ok(Ok(())),
-            probe::Ended::Exited(st) => {
-                let rel = dir.strip_prefix(&self.out).unwrap_or(dir).display().to_string();
-                Ok(Err(Unmeasured::Run { status: st, dir: rel }))
-            }
-        }
     }
 
     /// The span that changed most between the last good probe before the

@@ -22,6 +22,10 @@ pub(super) enum Unmeasured {
     BuiltBefore(String),
     #[error("its build failed ({status}; see {log})")]
     Build { status: std::process::ExitStatus, log: String },
+    #[error(
+        "its build was still running after --build-timeout {seconds} and was killed (see {log})"
+    )]
+    BuildTimedOut { seconds: String, log: String },
     #[error("its run failed ({status}; see {dir}/failure.json)")]
     Run { status: std::process::ExitStatus, dir: String },
 }
@@ -31,14 +35,29 @@ pub(super) enum Ended {
     Exited(ExitStatus),
     /// A signal reached the bisection; the child was stopped.
     Stopped(i32),
+    /// It outlived its deadline and its process group was killed.
+    TimedOut,
 }
 
 /// Waits for `child`; on a signal, sends it `first` (SIGINT for a run,
 /// SIGKILL to a build's group), then SIGKILL to its group after the grace.
-fn wait(mut child: Child, stop: &AtomicI32, first: i32) -> std::io::Result<Ended> {
+/// Past `deadline`, its group is killed.
+fn wait(
+    mut child: Child,
+    stop: &AtomicI32,
+    first: i32,
+    deadline: Option<Instant>,
+) -> std::io::Result<Ended> {
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Ended::Exited(status));
+        }
+        if deadline.is_some_and(|d| Instant::now() > d) {
+            // SAFETY: killpg(2) on the group of a child this process
+            // spawned (in its own group) and has not yet reaped.
+            unsafe { libc::killpg(child.id() as i32, libc::SIGKILL) };
+            child.wait()?;
+            return Ok(Ended::TimedOut);
         }
         let signal = stop.load(Ordering::SeqCst);
         if signal != 0 {
@@ -67,12 +86,14 @@ fn wait(mut child: Child, stop: &AtomicI32, first: i32) -> std::io::Result<Ended
     }
 }
 
-/// `sh -c build` in `worktree`, its output into `log`.
+/// `sh -c build` in `worktree`, its output into `log`, killed (its whole
+/// process group) after `timeout`.
 pub(super) fn build(
     build: &str,
     worktree: &Path,
     log: &Path,
     stop: &AtomicI32,
+    timeout: Option<Duration>,
 ) -> std::io::Result<Ended> {
     let out = std::fs::File::create(log)?;
     let child = Command::new("sh")
@@ -84,7 +105,7 @@ pub(super) fn build(
         .stderr(out)
         .process_group(0)
         .spawn()?;
-    wait(child, stop, libc::SIGKILL)
+    wait(child, stop, libc::SIGKILL, timeout.map(|t| Instant::now() + t))
 }
 
 /// This coordinator with the run's flags and `--output dir`, in `worktree`;
@@ -110,5 +131,5 @@ pub(super) fn run(
         .stderr(stderr)
         .process_group(0)
         .spawn()?;
-    wait(child, stop, libc::SIGINT)
+    wait(child, stop, libc::SIGINT, None)
 }

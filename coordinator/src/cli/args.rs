@@ -126,6 +126,11 @@ pub(super) enum Command {
         /// commit whose build fails is skipped, its log kept in builds/.
         #[arg(long, value_name = "CMD")]
         build: Option<String>,
+        /// The most seconds one build may take: a build still running then
+        /// is killed (its process group), its log kept, and the commit
+        /// skipped. [default: none, with --build, a hanging build waits]
+        #[arg(long, value_name = "SECONDS")]
+        build_timeout: Option<String>,
         /// The figure that got worse: wall_s, cpu_s, peak_rss_bytes, or a
         /// stage's own (span:NAME_s); its stage is the one whose figure
         /// changed most between the endpoints.
@@ -134,7 +139,7 @@ pub(super) enum Command {
         /// Percent by which a probe must be significantly slower than good to count as bad.
         #[arg(long, default_value_t = 5.0)]
         threshold: f64,
-        /// The most rounds one probe gets before it is `unclear`. [default: three times the run's rounds]
+        /// The most rounds one probe gets before it is `unclear`. [default: four times the run's rounds: two pairs of windows]
         #[arg(long, value_name = "N")]
         max_rounds: Option<u32>,
         /// The bisection's directory: new, or one this bisection left unfinished (it resumes).

@@ -145,6 +145,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             bad,
             repo,
             build,
+            build_timeout,
             figure,
             threshold,
             max_rounds,
@@ -152,11 +153,21 @@ fn command(cli: Cli) -> Result<u8, Error> {
             flags,
         }) => {
             let rounds = run_flags(&flags)?;
+            if build_timeout.is_some() && build.is_none() {
+                return Err(Error::Usage(
+                    "--build-timeout limits --build, which is not given".into(),
+                ));
+            }
             let asked = crate::bisect::Asked {
                 good,
                 bad,
                 repo,
                 build,
+                build_timeout: build_timeout
+                    .as_deref()
+                    .map(crate::plan::positive_secs)
+                    .transpose()
+                    .map_err(|e| Error::Usage(format!("--build-timeout {e}")))?,
                 figure,
                 threshold_pct: threshold,
                 max_rounds,
@@ -280,6 +291,21 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
     }
     if cli.run.output.is_some() {
         return Err(refused("--output is given; each probe's run goes in probes/COMMIT/".into()));
+    }
+    // Every probe's run would write the same file: the first would, the
+    // next would refuse it, and the bisection would fail on a good probe.
+    let e = &cli.run.export;
+    let exports = [
+        ("--export-json", e.export_json.is_some()),
+        ("--export-csv", e.export_csv.is_some()),
+        ("--export-markdown", e.export_markdown.is_some()),
+        ("--export-trace", e.export_trace.is_some()),
+        ("--export-benchmark-tsv", e.export_benchmark_tsv.is_some()),
+    ];
+    if let Some((flag, _)) = exports.iter().find(|(_, given)| *given) {
+        return Err(refused(format!(
+            "{flag} is given; every probe would write the same file: export a probe afterwards with `coordinator render DIR/probes/COMMIT {flag} FILE`"
+        )));
     }
     let mode = crate::modes::by_name(&cli.run.mode)
         .ok_or_else(|| refused(format!("--mode {}: no such mode", cli.run.mode)))?;

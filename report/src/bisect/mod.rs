@@ -121,33 +121,33 @@ pub struct Classified {
 /// rounds) and one wrong verdict sends it down the wrong half.
 pub const PROBE_ALPHA: f64 = 0.01;
 
-/// How far between good's median (0) and bad's (1) a probe's median must
-/// lie to be called by its place alone: nearer than this to one endpoint.
-pub const NEAR: f64 = 1.0 / 3.0;
-
 /// A probe is bad when it regressed against good (significantly slower,
 /// beyond the threshold, at p < [`PROBE_ALPHA`]) and bad has not regressed
 /// against it; good when bad regressed against it so and it has not
-/// against good. When it differs so from both, its median's place between
-/// the endpoints' decides, if it lies within [`NEAR`] of one of them: the
-/// machine drifted between the endpoints' runs and the probe's (a loaded
-/// machine moved a good commit's median 9% above the good endpoint's, CI,
-/// December 2026); nearer the middle it is a partial change and nothing is
-/// said. Like neither (not significant either way), nothing can be said yet.
+/// against good. Anything else says nothing yet: slower than good and
+/// faster than bad, both significantly, is a partial change (or a drift),
+/// and neither is not enough rounds. `good` and `bad` are the endpoints'
+/// samples from the probe's own windows (measured beside it), so a drift
+/// of the machine moves all three alike; where the place of the probe's
+/// median between the endpoints' once decided (a third of the way), an
+/// answer drifted into the wrong commit (issue 63).
 pub fn classify(good: &[f64], bad: &[f64], probe: &[f64], threshold_pct: f64) -> Classified {
     let against_good = compare::row("", "", good, probe, threshold_pct, 1);
     let bad_against = compare::row("", "", probe, bad, threshold_pct, 2);
     let sure = |r: &Row| r.regressed && r.p < PROBE_ALPHA;
-    let place = (against_good.median_b - against_good.median_a)
-        / (bad_against.median_b - against_good.median_a);
     let verdict = match (sure(&against_good), sure(&bad_against)) {
         (true, false) if !bad_against.regressed => Some(ProbeVerdict::Bad),
         (false, true) if !against_good.regressed => Some(ProbeVerdict::Good),
-        (true, true) if place < NEAR => Some(ProbeVerdict::Good),
-        (true, true) if place > 1.0 - NEAR => Some(ProbeVerdict::Bad),
         _ => None,
     };
     Classified { verdict, p_good: against_good.p, p_bad: bad_against.p }
+}
+
+/// The boundary side by side: whether `upper`'s samples regressed against
+/// `lower`'s (slower beyond the threshold at p < [`PROBE_ALPHA`]), and p.
+pub fn boundary_holds(lower: &[f64], upper: &[f64], threshold_pct: f64) -> (bool, f64) {
+    let r = compare::row("", "", lower, upper, threshold_pct, 3);
+    (r.regressed && r.p < PROBE_ALPHA, r.p)
 }
 
 /// A probe's median with its interval.

@@ -59,15 +59,32 @@ impl Search {
         self.found.insert(position, verdict);
     }
 
-    /// Where the search ended; None while a commit is left to probe.
+    /// Where the search ended; None while a commit is left to probe. An
+    /// answer carries its doubt: an unclear commit next to the boundary
+    /// (just below its last good commit, or just above its first bad one)
+    /// may mean that side was misread, so the answer is the set from it to
+    /// the boundary ("one of 11, 12, 13"), never one commit.
     pub fn ended(&self) -> Option<Ended> {
         if self.next().is_some() {
             return None;
         }
         let (lo, hi) = self.range();
-        Some(match hi - lo {
-            1 => Ended::FirstBad(hi),
-            _ => Ended::OneOf((lo + 1..=hi).collect()),
+        let unclear = |k: usize| self.found.get(&k) == Some(&ProbeVerdict::Unclear);
+        let mut from = lo + 1;
+        while from >= 2 && unclear(from - 2) {
+            from -= 2;
+            // From the unclear one up: the good commit above it is in doubt too.
+            while from >= 1 && unclear(from - 1) {
+                from -= 1;
+            }
+        }
+        let mut to = hi;
+        while to < self.n && unclear(to + 1) {
+            to += 1;
+        }
+        Some(match (from, to) {
+            (f, t) if f == t => Ended::FirstBad(t),
+            (f, t) => Ended::OneOf((f..=t).collect()),
         })
     }
 }
@@ -119,6 +136,46 @@ mod tests {
             k => Some(if k >= 10 { ProbeVerdict::Bad } else { ProbeVerdict::Good }),
         };
         assert_eq!(run(17, truth).0, Ended::OneOf(vec![9, 10]));
+    }
+
+    /// An unclear commit next to the boundary leaves the answer a set:
+    /// below it (issue 63: 11 unclear, 12 read good, 13 bad) or above it;
+    /// one further away does not.
+    #[test]
+    fn an_unclear_neighbour_of_the_boundary_makes_the_answer_a_set() {
+        let mut s = Search::new(17);
+        for (k, v) in [
+            (8, ProbeVerdict::Good),
+            (12, ProbeVerdict::Good),
+            (11, ProbeVerdict::Unclear),
+            (13, ProbeVerdict::Bad),
+            (10, ProbeVerdict::Good),
+            (9, ProbeVerdict::Good),
+        ] {
+            s.record(k, v);
+        }
+        assert_eq!(s.next(), None);
+        assert_eq!(s.ended(), Some(Ended::OneOf(vec![11, 12, 13])));
+        let mut s = Search::new(17);
+        for (k, v) in [(8, ProbeVerdict::Good), (9, ProbeVerdict::Bad), (10, ProbeVerdict::Unclear)]
+        {
+            s.record(k, v);
+        }
+        assert_eq!(s.ended(), Some(Ended::OneOf(vec![9, 10])));
+        let mut s = Search::new(17);
+        for (k, v) in [
+            (8, ProbeVerdict::Good),
+            (6, ProbeVerdict::Unclear),
+            (7, ProbeVerdict::Good),
+            (9, ProbeVerdict::Bad),
+        ] {
+            s.record(k, v);
+        }
+        assert_eq!(
+            s.ended(),
+            Some(Ended::FirstBad(9)),
+            "an unclear commit two below is no neighbour"
+        );
     }
 
     #[test]

@@ -98,6 +98,48 @@ pub struct Probe {
     pub runs: Vec<String>,
     /// Found verified from an earlier, interrupted bisection, not run again.
     pub reused: bool,
+    /// The windows it was measured in: each a run of it between runs of
+    /// both endpoints, measured again beside it, in the recorded order
+    /// (good, probe, bad, then bad, probe, good, …), so a drift of the
+    /// machine common to the three cancels. Its verdict reads its runs
+    /// against the endpoints' runs of its own windows only. Empty for the
+    /// endpoints and for a skipped probe (and in reports from before).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub windows: Vec<Window>,
+}
+
+/// One window of a probe: its run and the endpoints' runs beside it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Window {
+    /// The order the three runs were made in: `good`, `probe`, `bad`.
+    pub order: Vec<String>,
+    /// The run directories (relative): the endpoints' in this window.
+    pub good_run: String,
+    pub bad_run: String,
+    /// The figure's median in each of the window's three runs: the
+    /// endpoints' re-measured medians show the drift over the bisection.
+    pub median_good: f64,
+    pub median_probe: f64,
+    pub median_bad: f64,
+}
+
+/// The boundary measured side by side before a single commit is named:
+/// the last good commit and the first bad one, in one window (lower,
+/// upper, upper, lower), where neither is an endpoint (an endpoint was
+/// already in the other's windows).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub lower: String,
+    pub upper: String,
+    /// The run directories (relative), in the order they were made.
+    pub runs: Vec<String>,
+    pub median_lower: f64,
+    pub median_upper: f64,
+    /// The rank test's p that the upper commit is slower.
+    pub p: f64,
+    /// Whether the upper commit regressed against the lower at p <
+    /// `PROBE_ALPHA` beyond the threshold: else no single commit is named.
+    pub held: bool,
 }
 
 /// The endpoints compared: the stage whose figure changed most.
@@ -146,6 +188,9 @@ pub struct BisectReport {
     /// The span that changed most between the last good and the first bad
     /// probe, where the run records spans.
     pub span: Option<Endpoints>,
+    /// The boundary measured side by side (see [`Confirmation`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<Confirmation>,
     pub answer: String,
     pub work_tree_dirty: bool,
     pub artifacts: Vec<Artifact>,

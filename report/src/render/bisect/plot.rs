@@ -36,15 +36,29 @@ fn draw(root: &Area<'_>, r: &BisectReport) -> Result<(), RenderError> {
     let finite = |f: fn(&(f64, f64, f64, f64, RGBColor)) -> f64| {
         points.iter().map(f).filter(|x| x.is_finite()).collect::<Vec<f64>>()
     };
-    let hi = finite(|p| p.3).into_iter().fold(0.0, f64::max);
-    let lo = finite(|p| p.2).into_iter().fold(f64::INFINITY, f64::min);
+    // The endpoints' medians re-measured in each probe's windows: the
+    // drift over the bisection, drawn beside the probe.
+    let drift: Vec<(f64, f64, RGBColor)> = r
+        .probes
+        .iter()
+        .flat_map(|p| {
+            p.windows.iter().flat_map(move |w| {
+                let x = p.position as f64;
+                [(x - 0.2, w.median_good, BAR), (x + 0.2, w.median_bad, SLOWER)]
+            })
+        })
+        .filter(|d| d.1.is_finite())
+        .collect();
+    let hi = finite(|p| p.3).into_iter().chain(drift.iter().map(|d| d.1)).fold(0.0, f64::max);
+    let lo =
+        finite(|p| p.2).into_iter().chain(drift.iter().map(|d| d.1)).fold(f64::INFINITY, f64::min);
     let lo = if lo.is_finite() { lo.min(0.0) } else { 0.0 };
     let hi = if hi > lo { hi * 1.08 } else { lo + 1.0 };
     let last = r.commits.saturating_sub(1).max(1) as f64;
     let body = caption(
         root,
         &format!(
-            "{stage} {figure}: each probe's median and its interval at its place in the first-parent history (0: good, {}: bad); blue good, red bad, grey unclear; red line: before the first bad commit",
+            "{stage} {figure}: each probe's median and its interval at its place in the first-parent history (0: good, {}: bad); blue good, red bad, grey unclear; crosses: the good (left) and bad (right) endpoints measured again beside the probe; red line: before the first bad commit",
             r.commits.saturating_sub(1)
         ),
     )?;
@@ -69,6 +83,9 @@ fn draw(root: &Area<'_>, r: &BisectReport) -> Result<(), RenderError> {
     }
     chart
         .draw_series(points.iter().map(|&(x, m, _, _, c)| Circle::new((x, m), 4, c.filled())))
+        .map_err(err)?;
+    chart
+        .draw_series(drift.iter().map(|&(x, m, c)| Cross::new((x, m), 3, c.stroke_width(1))))
         .map_err(err)?;
     Ok(())
 }
@@ -98,6 +115,7 @@ mod tests {
             p_good: None,
             p_bad: None,
             runs: Vec::new(),
+            windows: Vec::new(),
             reused: false,
         }
     }
@@ -128,6 +146,7 @@ mod tests {
             probes,
             candidates: Vec::new(),
             span: None,
+            confirmation: None,
             answer: String::new(),
             work_tree_dirty: false,
             artifacts: Vec::new(),

@@ -47,7 +47,7 @@ pub fn answer(
             e.stage
         ),
         None => format!(
-            "the first bad commit is one of {} (the others were unclear or did not build): {}",
+            "the first bad commit is one of {} (the probes cannot narrow it further: a commit there or beside it was unclear or did not build, or the boundary did not hold side by side): {}",
             candidates.iter().map(|c| short(c)).collect::<Vec<_>>().join(", "),
             change(e)
         ),
@@ -89,6 +89,28 @@ pub fn render(r: &BisectReport) -> String {
                 (None, true) => "  (reused)".into(),
                 (None, false) => String::new(),
             }
+        );
+        if !p.windows.is_empty() {
+            let f = |x: f64| fmt::figure(figure, x);
+            let each: Vec<String> = p
+                .windows
+                .iter()
+                .map(|w| format!("good {} bad {}", f(w.median_good), f(w.median_bad)))
+                .collect();
+            let _ =
+                writeln!(s, "     the endpoints beside it, window by window: {}", each.join("; "));
+        }
+    }
+    if let Some(c) = &r.confirmation {
+        let _ = writeln!(
+            s,
+            "boundary {} → {} side by side: {} → {}, p = {}: {}",
+            short(&c.lower),
+            short(&c.upper),
+            fmt::figure(figure, c.median_lower),
+            fmt::figure(figure, c.median_upper),
+            fmt::p_value(c.p),
+            if c.held { "holds" } else { "does not hold, so no single commit is named" }
         );
     }
     s
