@@ -144,7 +144,13 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         Some(Ended::OneOf(ks)) => (None, ks.iter().map(|k| b.commits[*k].clone()).collect(), None),
         None => (None, Vec::new(), None),
     };
-    let answer = text::answer(endpoints.as_ref(), first_bad.as_deref(), &candidates, span.as_ref());
+    let answer = text::answer(
+        endpoints.as_ref(),
+        first_bad.as_deref(),
+        &candidates,
+        span.as_ref(),
+        asked.threshold_pct,
+    );
     let mut report = BisectReport {
         schema: SCHEMA.into(),
         schema_version: SCHEMA_VERSION,
@@ -198,25 +204,47 @@ impl Bisection<'_> {
     /// the search ended (None: nothing to bisect).
     fn bisect(&mut self) -> Result<(Option<Endpoints>, Option<Ended>), Error> {
         let n = self.commits.len() - 1;
-        for k in [0, n] {
-            let verdict = if k == 0 { ProbeVerdict::Good } else { ProbeVerdict::Bad };
-            let rel = format!("{PROBES}/{}", text::short(&self.commits[k]));
-            let m = self.measure(k, &rel)?.map_err(|why| {
-                Error::Failed(format!(
-                    "the {} endpoint {} cannot be measured: {why}",
-                    if k == 0 { "good" } else { "bad" },
-                    text::short(&self.commits[k])
-                ))
-            })?;
-            let p = self.endpoint_probe(k, verdict, vec![m.dir], m.reused);
-            self.say(p);
-            match k {
-                0 => self.good_runs = vec![m.run],
-                _ => self.bad_runs = vec![m.run],
-            }
-        }
+        // The endpoints in pairs of runs, good, bad, bad, good, so a drift
+        // of the machine over the pair moves both alike (issue 63: a good
+        // run and a bad run seconds apart on a drifting machine read as "no
+        // regression").
         let mut batch = 1;
+        let mut dirs: [Vec<String>; 2] = Default::default();
+        let mut reused = true;
         let row = loop {
+            for (i, index) in
+                [(0, 2 * batch - 1), (1, 2 * batch - 1), (1, 2 * batch), (0, 2 * batch)]
+            {
+                let k = if i == 0 { 0 } else { n };
+                let short = text::short(&self.commits[k]).to_string();
+                let rel = match index {
+                    1 => format!("{PROBES}/{short}"),
+                    i => format!("{PROBES}/{short}-{i}"),
+                };
+                let m = self.measure(k, &rel)?.map_err(|why| {
+                    Error::Failed(format!(
+                        "the {} endpoint {short} cannot be measured: {why}",
+                        if k == 0 { "good" } else { "bad" },
+                    ))
+                })?;
+                reused &= m.reused;
+                dirs[i].push(m.dir);
+                match i {
+                    0 => self.good_runs.push(m.run),
+                    _ => self.bad_runs.push(m.run),
+                }
+            }
+            if batch == 1 {
+                for (i, verdict) in [(0, ProbeVerdict::Good), (1, ProbeVerdict::Bad)] {
+                    let p = self.endpoint_probe(
+                        if i == 0 { 0 } else { n },
+                        verdict,
+                        Vec::new(),
+                        reused,
+                    );
+                    self.say(p);
+                }
+            }
             let row = report::bisect::endpoints(
                 &self.good_runs,
                 &self.bad_runs,
@@ -229,32 +257,25 @@ impl Bisection<'_> {
                     self.asked.figure
                 ))
             })?;
-            // Not sure yet (too few rounds to judge, or slower beyond the
-            // threshold but not significantly): both endpoints get more.
+            // Not sure yet (too few rounds to judge, or an interval that
+            // reaches past the threshold): both endpoints get more.
+            // Not regressed, but its interval reaches past the threshold:
+            // "no regression" would be a claim the runs cannot make.
             let unsure = row.verdict == report::stats::Verdict::TooFewTrials
-                || (row.verdict == report::stats::Verdict::NoSignificantDifference
-                    && row.ratio > 1.0 + self.asked.threshold_pct / 100.0);
-            let room = (batch + 1) * self.asked.rounds <= self.max_rounds;
+                || (!row.regressed && row.ci.high > 1.0 + self.asked.threshold_pct / 100.0);
+            let room = 2 * (batch + 1) * self.asked.rounds <= self.max_rounds;
             if row.regressed || !unsure || !room {
                 break row;
             }
             batch += 1;
             eprintln!(
-                "endpoints: not sure yet after {} rounds each (p = {:.3}, ×{:.2}): more rounds",
+                "endpoints: not sure yet after {} rounds each (p = {:.3}, ×{:.2}): another pair of runs each",
                 row.n_a, row.p, row.ratio
             );
-            for (i, k) in [(0, 0), (1, n)] {
-                let rel = format!("{PROBES}/{}-{batch}", text::short(&self.commits[k]));
-                let more = self.measure(k, &rel)?.map_err(|why| {
-                    Error::Failed(format!("an endpoint cannot be measured again: {why}"))
-                })?;
-                self.probes[i].runs.push(more.dir);
-                match i {
-                    0 => self.good_runs.push(more.run),
-                    _ => self.bad_runs.push(more.run),
-                }
-            }
         };
+        let [good_dirs, bad_dirs] = dirs;
+        self.probes[0].runs = good_dirs;
+        self.probes[1].runs = bad_dirs;
         let endpoints = Endpoints::from(&row);
         self.target = Some((row.stage.clone(), row.figure.clone()));
         // The endpoints' medians, now that the figure is known.

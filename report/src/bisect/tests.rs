@@ -34,11 +34,16 @@ fn the_answer_says_no_when_the_endpoints_do_not_differ() {
     let row = compare::row("work", "wall_s", &good, &bad, 5.0, 0);
     let e = Endpoints::from(&row);
     assert!(!e.regressed);
-    let text = text::answer(Some(&e), None, &[], None);
+    let text = text::answer(Some(&e), None, &[], None, 5.0);
     assert!(text.starts_with("no regression between the endpoints: nothing to bisect"), "{text}");
+    // Not regressed, but an interval reaching past the threshold: not sure.
+    let e = Endpoints::from(&compare::row("work", "wall_s", &good, &sample(9, 8, 0.104), 5.0, 0));
+    assert!(!e.regressed && e.interval.high > 1.05, "{:?}", e.interval);
+    let text = text::answer(Some(&e), None, &[], None, 5.0);
+    assert!(text.starts_with("not sure the endpoints differ"), "{text}");
     let bad = sample(3, 8, 0.140);
     let e = Endpoints::from(&compare::row("work", "wall_s", &good, &bad, 5.0, 0));
-    let text = text::answer(Some(&e), Some("0123456789abcdef"), &[], None);
+    let text = text::answer(Some(&e), Some("0123456789abcdef"), &[], None, 5.0);
     assert!(text.starts_with("first bad commit 0123456789ab: work wall_s"), "{text}");
     assert!(text.contains(" → ") && text.contains("×1.3") || text.contains("×1.4"), "{text}");
     assert!(text.contains("95% CI"), "{text}");

@@ -140,60 +140,6 @@ impl Bootstrap {
     }
 }
 
-/// Figures a preset's spans make: the input-wait fraction, waiting over
-/// waiting plus computing, as the recipe's fit epoch has it.
-///
-/// - `preset:torch`: `loader_wait / (loader_wait + step)` (sums).
-/// - `preset:keras` where Python sees the loader's waits (JAX, torch):
-///   `loader_wait / (loader_wait + train_step's self time)`; on JAX the
-///   waits run inside the step, on torch before it, and self time is the
-///   step without them either way.
-/// - `preset:keras` where it does not (TensorFlow pulls batches inside its
-///   graph) but resident steps were timed (`--keras-resident`): an
-///   estimate, `1 − resident median / fit step median` (at least 0), with
-///   `input_wait_estimated` = 1.
-///
-/// Anything else gives no fraction: the verdict is then unknown, never 0%
-/// (see [`unknown`]).
-pub fn derived(targets: &[SpanTarget], spans: &[protocol::SpanSummary]) -> Vec<protocol::Figure> {
-    let preset =
-        |name: &str| targets.iter().any(|t| matches!(t, SpanTarget::Preset(p) if p == name));
-    let get = |name: &str| spans.iter().find(|s| s.name == name && s.calls > 0);
-    let fraction = |f: f64| vec![super::figure("input_wait_fraction", f)];
-    if preset("torch") {
-        if let (Some(wait), Some(step)) = (get("loader_wait"), get("step")) {
-            if wait.sum_s + step.sum_s > 0.0 {
-                return fraction(wait.sum_s / (wait.sum_s + step.sum_s));
-            }
-        }
-    }
-    if preset("keras") {
-        match (get("loader_wait"), get("train_step"), get("resident_step")) {
-            (Some(wait), Some(step), _) if wait.sum_s + step.self_s > 0.0 => {
-                return fraction(wait.sum_s / (wait.sum_s + step.self_s));
-            }
-            (None, Some(step), Some(resident)) if step.quantile(0.5) > 0.0 => {
-                let f = (1.0 - resident.quantile(0.5) / step.quantile(0.5)).max(0.0);
-                let mut v = fraction(f);
-                v.push(super::figure("input_wait_estimated", 1.0));
-                return v;
-            }
-            _ => {}
-        }
-    }
-    Vec::new()
-}
-
-/// Why `preset:keras` gave no input-bound verdict, when it gave none: a
-/// warning, so an unknown never reads as 0%.
-pub fn unknown(targets: &[SpanTarget], derived: &[protocol::Figure]) -> Option<String> {
-    let keras = targets.iter().any(|t| matches!(t, SpanTarget::Preset(p) if p == "keras"));
-    let known = derived.iter().any(|f| f.name == "input_wait_fraction");
-    (keras && !known).then(|| {
-        "input-bound: unknown, because neither loader waits (seen on JAX and torch) nor fit steps beside resident steps (TensorFlow, with --keras-resident N) were timed".to_string()
-    })
-}
-
 /// What the bootstrap writes when it wraps `t`.
 fn key(t: &SpanTarget) -> String {
     match t {
@@ -234,57 +180,5 @@ mod tests {
         let mut embedded: Vec<String> = FILES.iter().map(|(n, _)| n.to_string()).collect();
         embedded.sort();
         assert_eq!(embedded, on_disk);
-    }
-
-    fn summary(name: &str, calls: &[f64], self_s: f64) -> protocol::SpanSummary {
-        let mut s = protocol::SpanSummary::new(name);
-        for (i, c) in calls.iter().enumerate() {
-            s.add_call(*c, i as f64);
-        }
-        s.self_s = self_s;
-        s
-    }
-
-    #[test]
-    fn the_torch_preset_gives_the_input_wait_fraction_from_its_spans() {
-        let torch = [SpanTarget::Preset("torch".into())];
-        let spans = [summary("loader_wait", &[1.0], 1.0), summary("step", &[3.0], 3.0)];
-        let got = derived(&torch, &spans);
-        assert_eq!(got.len(), 1);
-        assert_eq!((got[0].name.as_str(), got[0].value), ("input_wait_fraction", 0.25));
-        // Not without the preset, nor without both spans.
-        assert!(derived(&[], &spans).is_empty());
-        assert!(derived(&torch, &spans[..1]).is_empty());
-    }
-
-    #[test]
-    fn the_keras_preset_measures_the_wait_or_estimates_it_or_says_nothing() {
-        let keras = [SpanTarget::Preset("keras".into())];
-        // JAX: the waits inside the steps; the fraction is over the steps'
-        // own time, not over steps that already hold the waits.
-        let waited = [summary("loader_wait", &[1.0], 1.0), summary("train_step", &[4.0], 3.0)];
-        let got = derived(&keras, &waited);
-        assert_eq!(got.len(), 1);
-        assert_eq!((got[0].name.as_str(), got[0].value), ("input_wait_fraction", 0.25));
-        // TensorFlow: fit steps of median 16.4 ms against resident steps of
-        // 7.0 ms, an estimate.
-        let fit = summary("train_step", &[0.0164, 0.0164, 0.0164], 0.0);
-        let resident = summary("resident_step", &[0.007, 0.007, 0.007], 0.0);
-        let got = derived(&keras, &[fit.clone(), resident.clone()]);
-        let value = |n: &str| got.iter().find(|f| f.name == n).map(|f| f.value);
-        let f = value("input_wait_fraction").unwrap();
-        assert!((f - (1.0 - 7.0 / 16.4)).abs() < 0.01, "{f}");
-        assert_eq!(value("input_wait_estimated"), Some(1.0));
-        // A resident step slower than the fit's is no negative wait.
-        let got = derived(&keras, &[resident.clone(), summary("train_step", &[0.005], 0.0)]);
-        assert_eq!(got[0].value, 0.0);
-        // Neither waits nor a resident reference: no figure, so unknown.
-        assert!(derived(&keras, &[fit]).is_empty());
-        assert!(derived(&keras, &[resident]).is_empty());
-        assert!(unknown(&keras, &[]).is_some());
-        assert!(unknown(&keras, &derived(&keras, &waited)).is_none());
-        assert!(unknown(&[], &[]).is_none());
-        // Not the torch preset's rule.
-        assert!(derived(&[SpanTarget::Preset("torch".into())], &waited).is_empty());
     }
 }

@@ -5,6 +5,7 @@ mod artifact;
 pub(crate) mod autospan;
 mod command;
 mod diagnostic;
+mod input_wait;
 pub mod item;
 mod model;
 mod prepare;

@@ -24,16 +24,25 @@ pub fn change(e: &Endpoints) -> String {
     )
 }
 
-/// The sentence a bisection ends with.
+/// The sentence a bisection ends with. "No regression" only where the
+/// endpoints' interval stays below the threshold (`threshold_pct`): one
+/// that reaches past it is not sure, and says so.
 pub fn answer(
     endpoints: Option<&Endpoints>,
     first_bad: Option<&str>,
     candidates: &[String],
     span: Option<&Endpoints>,
+    threshold_pct: f64,
 ) -> String {
     let Some(e) = endpoints else {
         return "the endpoints record no such figure in a common stage: nothing to bisect".into();
     };
+    if !e.regressed && e.interval.high > 1.0 + threshold_pct / 100.0 {
+        return format!(
+            "not sure the endpoints differ: the interval of their ratio reaches past the {threshold_pct}% threshold, so nothing was bisected; give more rounds (--max-rounds) on a quieter machine ({})",
+            change(e)
+        );
+    }
     if !e.regressed {
         return format!("no regression between the endpoints: nothing to bisect ({})", change(e));
     }

@@ -51,6 +51,9 @@ fn an_item_that_never_answers_fails_the_run_in_its_time() {
     assert_eq!(failure["stage"], "cold_prepare");
     let p = prepare("close_answers", &[&one[..], &["--item-timeout", "1"]].concat(), &[]);
     p.assert_failed("item_timeout", "took longer than --item-timeout 1.0 s");
+    // A timeout is said as it was set (issue 63: 0.0001 read "0.0 s").
+    let p = prepare("hang", &[&one[..], &["--item-timeout", "0.0001"]].concat(), &hang);
+    p.assert_failed("item_timeout", "took longer than --item-timeout 0.0001 s");
     let p = prepare("hang", &[&one[..], &["--stage-timeout", "2"]].concat(), &hang);
     p.assert_failed("stage_timeout", "exceeded the stage timeout of 2.0 s (item 3 of 6 in flight)");
     // Two processes, each stuck on its first item: both are named.

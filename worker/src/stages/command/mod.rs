@@ -104,9 +104,9 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     if let Some(b) = &bootstrap {
         ctx.reporter.spans_not_found(b.not_found(&said.wrapped));
     }
-    let preset = super::autospan::derived(ctx.spans, &said.spans);
+    let preset = super::input_wait::derived(ctx.spans, &said.spans);
     let mut warnings = said.warnings;
-    warnings.extend(super::autospan::unknown(ctx.spans, &preset));
+    warnings.extend(super::input_wait::unknown(ctx.spans, &preset));
     figures.extend(preset);
     ctx.reporter.spans(said.spans, warnings);
     ctx.reporter.command_stages(super::spans::command_stages(&said.stages, spawned));
