@@ -40,7 +40,13 @@ pub fn preset_verdict(figures: &std::collections::BTreeMap<String, f64>) -> Opti
         // The percentage from the very medians printed (over trials, the
         // medians of their medians), so the sentence's figures give it.
         let (fit, resident) = (get("train_step_median_s"), get("resident_step_median_s"));
-        let shown = if fit > 0.0 { (1.0 - resident / fit).max(0.0) } else { f };
+        let raw = if fit > 0.0 { 1.0 - resident / fit } else { f };
+        let shown = raw.max(0.0);
+        // A resident step slower than the fit's is no negative wait: said so.
+        let waiting = match raw < 0.0 {
+            true => format!("no waiting (the resident steps {:.1}% slower)", -100.0 * raw),
+            false => format!("about {:.1}% waiting", 100.0 * shown),
+        };
         let interval =
             match (figures.get("input_wait_fraction_low"), figures.get("input_wait_fraction_high"))
             {
@@ -55,10 +61,9 @@ pub fn preset_verdict(figures: &std::collections::BTreeMap<String, f64>) -> Opti
             None => (input_bound(shown).to_string(), String::new()),
         };
         return Some(format!(
-            "fit step {} against resident {}: about {:.1}% waiting (estimate, 1 − resident / fit{said}), so it is {grade} (medians of {} fit steps and {} resident train_on_batch steps on one batch in memory, the first of each apart)",
+            "fit step {} against resident {}: {waiting} (estimate, 1 − resident / fit{said}), so it is {grade} (medians of {} fit steps and {} resident train_on_batch steps on one batch in memory, the first of each apart)",
             crate::fmt::duration(fit),
             crate::fmt::duration(resident),
-            100.0 * shown,
             get("train_step_n"),
             get("resident_step_n"),
         ));
@@ -140,6 +145,12 @@ mod tests {
         );
         let v = estimate(0.0080, 0.0067, 0.08, 0.25);
         assert!(v.contains("so it is moderately input-bound"), "{v}");
+        let v = estimate(0.1075, 0.1106, -0.059, -0.010);
+        assert!(
+            v.contains(": no waiting (the resident steps 2.9% slower)")
+                && v.contains("so it is not input-bound"),
+            "{v}"
+        );
         let v = estimate(0.0200, 0.0067, 0.55, 0.72);
         assert!(
             v.contains("about 66.5% waiting") && v.contains("so it is highly input-bound"),

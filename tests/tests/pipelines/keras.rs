@@ -126,8 +126,22 @@ fn the_keras_preset_agrees_with_the_scripts_own_clock_and_grades_both_variants()
     // A wide model (steps of about 30 ms) beside a loader that only copies.
     let (control, _, f) = example(&py, &format!("{small} --loader-work 0 --width 256"));
     let fed = fraction(&control);
-    assert!(fed < 0.05, "a loader with no work: {fed}");
-    assert!(f.stdout.contains("not input-bound"), "{}", f.stdout);
+    // Measured (JAX, torch): under 5%. Estimated (TensorFlow): graded by
+    // its interval, "not input-bound" or "not distinguishable from no
+    // waiting", never moderately or highly (scripts/check-input-bound.sh
+    // runs it 5 times each way).
+    match stage(&control, "train").figures.contains_key("input_wait_estimated") {
+        false => {
+            assert!(fed < 0.05, "a loader with no work: {fed}");
+            assert!(f.stdout.contains("not input-bound"), "{}", f.stdout);
+        }
+        true => assert!(
+            f.stdout.contains("so it is not input-bound")
+                || f.stdout.contains("so it is not distinguishable from no waiting"),
+            "{}",
+            f.stdout
+        ),
+    }
     // The resident reference ran at exit, with the first apart.
     let resident = &stage(&control, "train").spans["resident_step"];
     assert_eq!(resident.calls, 10, "{resident:?}");
