@@ -93,14 +93,23 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     let mut v = harness::coordinator();
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
-    // summary.md shows them by stage and name: trials, count per trial, median.
+    // summary.md shows them in one table by stage and name: calls, calls
+    // per trial, and the time per trial (median over the trials, interval).
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    let row = |name: &str| {
+        let start = format!("| `spans` | `{name}` |");
+        summary.lines().find(|l| l.starts_with(&start)).unwrap_or_else(|| panic!("{summary}"))
+    };
+    assert!(row("load").starts_with("| `spans` | `load` | 4 | 2 |"), "{}", row("load"));
     assert!(
-        summary
-            .contains("| `spans` | `load` | 2 | 2 | 750.0 ms | 750.0 ms–750.0 ms (range, 50%) |"),
-        "{summary}"
+        row("load").contains("| 750.0 ms; 750.0 ms–750.0 ms (range, 50%) |"),
+        "{}",
+        row("load")
     );
-    assert!(summary.contains("| `spans` | `adapt_images` | 2 | 1 | 54.70 s |"), "{summary}");
+    let adapt = row("adapt_images");
+    assert!(adapt.starts_with("| `spans` | `adapt_images` | 2 | 1 | 54.70 s |"), "{adapt}");
+    assert!(adapt.contains("| 54.70 s; 54.70 s–54.70 s (range, 50%) |"), "{adapt}");
+    assert_eq!(summary.matches("| `spans` | `load` |").count(), 1, "one spans table");
 }
 
 #[test]
