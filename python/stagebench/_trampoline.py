@@ -138,7 +138,9 @@ def deepen():
     real_set, real_get = sys.setrecursionlimit, sys.getrecursionlimit
 
     def setrecursionlimit(limit):
-        real_set(limit)  # its own checks, its own errors
+        # One call: its checks raise what they raise bare (a scaled bad
+        # value is still bad), and a limit the program may set bare at its
+        # depth is not refused because the unscaled one is below the frames.
         real_set(limit * FRAMES)
 
     def getrecursionlimit():

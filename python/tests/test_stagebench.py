@@ -308,27 +308,8 @@ def never():
     ]
 
     def run_program(self, targets):
-        import subprocess
-        import sys
-
-        d = tempfile.mkdtemp()
-        with open(os.path.join(d, "prog.py"), "w") as f:
-            f.write(self.PROGRAM)
-        with open(os.path.join(d, "thing.py"), "w") as f:
-            f.write(self.THING)
-        spans = os.path.join(d, "spans.jsonl")
-        open(spans, "w").close()
-        env = dict(os.environ, STAGEBENCH_SPANS=spans)
-        env.pop("PYTHONPATH", None)
-        if targets:
-            env["PYTHONPATH"] = os.pathsep.join([BOOTSTRAP, os.path.join(HERE, "..")])
-            env["STAGEBENCH_SPAN_TARGETS"] = json.dumps(
-                [{"module": m, "qualname": q, "name": q.replace(".", "_")} for m, q in targets]
-            )
-        p = subprocess.run([sys.executable, "prog.py"], cwd=d, env=env, capture_output=True, timeout=60)
-        with open(spans) as f:
-            lines = [json.loads(line) for line in f]
-        return p, lines
+        named = [(m, q, q.replace(".", "_")) for m, q in targets]
+        return run_spanned(self.PROGRAM, named, [("thing.py", self.THING)])
 
     def test_a_script_function_loaded_before_it_was_wrapped_is_still_timed(self):
         # `outer(inner(1))` right after the definitions: the line loads
