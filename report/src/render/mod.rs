@@ -8,6 +8,7 @@
 pub mod bisect;
 pub mod console;
 pub mod export;
+pub mod folded;
 pub mod plots;
 mod snakemake;
 mod summary;
@@ -15,7 +16,7 @@ pub mod trace;
 
 use crate::chart::RenderError;
 use crate::modes::Report;
-pub use summary::summary_markdown;
+pub use summary::{SPAN_COLUMNS, SpanRow, span_rows, summary_markdown};
 
 pub const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.

@@ -120,51 +120,22 @@ fn spans_not_found(s: &mut String, r: &Report) {
 /// to know to read them. A trials run's time per trial is the median over
 /// the trials with its interval.
 fn spans(s: &mut String, r: &Report) {
-    use crate::rundir::spans::{by_self, totals_line};
+    use crate::rundir::spans::totals_line;
     let mut rows: Vec<_> = r.stages.iter().filter(|(_, st)| st.span_totals.is_some()).collect();
     if rows.is_empty() {
         return;
     }
     rows.sort_by_key(|(_, st)| st.order);
-    let trials = r.section.trials();
     let _ =
         writeln!(s, "\n## Spans (per call, and per measurement: a trial, an item or the run)\n");
     let _ = writeln!(
         s,
         "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration. Time, self and concurrent are per measurement (over trials: the median of the trials' times, with its interval).\n"
     );
-    let _ = writeln!(
-        s,
-        "| stage | span | calls | per measurement | first | median | p95 | p99 | max | time per measurement | self on the main thread | concurrent | share of the wall |"
-    );
-    let _ = writeln!(s, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    for (key, st) in &rows {
-        let m = st.span_totals.as_ref().map_or(1, |t| t.measurements.max(1)) as f64;
-        for (name, x) in by_self(&st.spans) {
-            let over_trials =
-                trials.and_then(|t| t.get(*key)?.summary.get(&format!("span:{name}_s")));
-            let time = match over_trials {
-                Some(sum) => {
-                    format!("{}; {}", duration(sum.median), sum.median_interval.cell(duration))
-                }
-                None => duration(x.sum_s / m),
-            };
-            let per = x.calls as f64 / m;
-            let per = if per.fract() == 0.0 { format!("{per}") } else { format!("{per:.2}") };
-            let _ = writeln!(
-                s,
-                "| `{key}` | `{name}` | {} | {per} | {} | {} | {} | {} | {} | {time} | {} | {} | {:.1}% |",
-                x.calls,
-                duration(x.first_s),
-                duration(x.median_s),
-                duration(x.p95_s),
-                duration(x.p99_s),
-                duration(x.max_s),
-                duration((x.self_s - x.concurrent_s) / m),
-                duration(x.concurrent_s / m),
-                100.0 * x.share
-            );
-        }
+    let _ = writeln!(s, "| stage | span | {} |", SPAN_COLUMNS.join(" | "));
+    let _ = writeln!(s, "|---|---|{}", "---:|".repeat(SPAN_COLUMNS.len()));
+    for row in span_rows(r) {
+        let _ = writeln!(s, "| `{}` | `{}` | {} |", row.stage, row.span, row.cells.join(" | "));
     }
     let _ = writeln!(s);
     for (key, st) in &rows {
@@ -175,6 +146,70 @@ fn spans(s: &mut String, r: &Report) {
             let _ = writeln!(s, "- `{key}`: warning: {w}.");
         }
     }
+}
+
+/// The spans table's columns after stage and span (summary.md, report.html).
+pub const SPAN_COLUMNS: [&str; 11] = [
+    "calls",
+    "per measurement",
+    "first",
+    "median",
+    "p95",
+    "p99",
+    "max",
+    "time per measurement",
+    "self on the main thread",
+    "concurrent",
+    "share of the wall",
+];
+
+/// One row of the spans table: a stage's span and its cells, in
+/// [`SPAN_COLUMNS`] order.
+pub struct SpanRow<'a> {
+    pub stage: &'a str,
+    pub span: &'a str,
+    pub cells: [String; 11],
+}
+
+/// Every stage's spans in plan order, each stage's by self time: the one
+/// source of the spans table's figures.
+pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
+    let trials = r.section.trials();
+    let mut out = Vec::new();
+    for (key, st) in super::ordered(r) {
+        let Some(t) = &st.span_totals else { continue };
+        let m = t.measurements.max(1) as f64;
+        for (name, x) in crate::rundir::spans::by_self(&st.spans) {
+            let over_trials =
+                trials.and_then(|t| t.get(key)?.summary.get(&format!("span:{name}_s")));
+            let time = match over_trials {
+                Some(sum) => {
+                    format!("{}; {}", duration(sum.median), sum.median_interval.cell(duration))
+                }
+                None => duration(x.sum_s / m),
+            };
+            let per = x.calls as f64 / m;
+            let per = if per.fract() == 0.0 { format!("{per}") } else { format!("{per:.2}") };
+            out.push(SpanRow {
+                stage: key,
+                span: name,
+                cells: [
+                    x.calls.to_string(),
+                    per,
+                    duration(x.first_s),
+                    duration(x.median_s),
+                    duration(x.p95_s),
+                    duration(x.p99_s),
+                    duration(x.max_s),
+                    time,
+                    duration((x.self_s - x.concurrent_s) / m),
+                    duration(x.concurrent_s / m),
+                    format!("{:.1}%", 100.0 * x.share),
+                ],
+            });
+        }
+    }
+    out
 }
 
 /// The Markdown summary of a report.

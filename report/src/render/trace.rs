@@ -100,7 +100,7 @@ pub fn chrome(r: &Report) -> Result<Vec<u8>, Untimed> {
             let b = clamp(us(j.start_s)).max(at);
             let e = clamp(us(j.end_s)).max(b);
             track.push(Slice::new(j.stage.clone(), "stage", b, e, 1));
-            let mut parts: Vec<Slice> = j
+            let parts: Vec<Slice> = j
                 .slices
                 .iter()
                 .map(|s| {
@@ -108,16 +108,12 @@ pub fn chrome(r: &Report) -> Result<Vec<u8>, Untimed> {
                     Slice::new(s.name.clone(), "span", sb, us(s.end_s).clamp(sb, e), 2)
                 })
                 .collect();
-            parts.sort_by(|x, y| x.begin.total_cmp(&y.begin).then(y.end.total_cmp(&x.end)));
-            let mut open: Vec<f64> = Vec::new();
-            for part in parts {
-                if nests(&mut open, &part) {
-                    track.push(part);
-                    continue;
-                }
-                match lanes.iter_mut().find(|l| fits(l, &part)) {
-                    Some(lane) => lane.push(part),
-                    None => lanes.push(vec![part]),
+            let (nested, beside) = into_lanes(parts, |p| (p.begin, p.end));
+            track.extend(nested);
+            for (k, lane) in beside.into_iter().enumerate() {
+                match lanes.get_mut(k) {
+                    Some(l) => l.extend(lane),
+                    None => lanes.push(lane),
                 }
             }
             at = e;
@@ -148,23 +144,59 @@ pub fn chrome(r: &Report) -> Result<Vec<u8>, Untimed> {
 /// Track ids of the lanes for spans that overlap without nesting.
 const OVERFLOW_TID: u64 = 1 << 20;
 
-/// Whether `s` (in begin order) nests among the slices still open, whose
-/// ends are `open`; if so it is opened.
-fn nests(open: &mut Vec<f64>, s: &Slice) -> bool {
-    while open.last().is_some_and(|end| *end <= s.begin) {
+/// Intervals `(begin, end)` of `items` split into those that nest in one
+/// track (each inside the one open before it, or after it ended) and
+/// lanes for the rest, each lane nesting on its own: a span that overlaps
+/// another without nesting in it ran beside it (another thread, a forked
+/// child). In begin order, the longer first; the trace and the flame
+/// graphs (`super::folded`) place spans by this one rule.
+pub(crate) fn into_lanes<T>(
+    mut items: Vec<T>,
+    at: impl Fn(&T) -> (f64, f64),
+) -> (Vec<T>, Vec<Vec<T>>) {
+    items.sort_by(|x, y| {
+        let ((xb, xe), (yb, ye)) = (at(x), at(y));
+        xb.total_cmp(&yb).then(ye.total_cmp(&xe))
+    });
+    let mut main = Vec::new();
+    let mut open = Vec::new();
+    // Each lane's items, and the ends of those still open in it.
+    let mut lanes: Vec<(Vec<T>, Vec<f64>)> = Vec::new();
+    for item in items {
+        let span = at(&item);
+        if nests(&mut open, span) {
+            main.push(item);
+            continue;
+        }
+        match lanes.iter_mut().find(|(_, open)| fits(open, span)) {
+            Some((lane, open)) => {
+                nests(open, span);
+                lane.push(item);
+            }
+            None => lanes.push((vec![item], vec![span.1])),
+        }
+    }
+    (main, lanes.into_iter().map(|(lane, _)| lane).collect())
+}
+
+/// Whether `(begin, end)` (in begin order) nests among the intervals still
+/// open, whose ends are `open`; if so it is opened.
+fn nests(open: &mut Vec<f64>, (begin, end): (f64, f64)) -> bool {
+    while open.last().is_some_and(|e| *e <= begin) {
         open.pop();
     }
-    if open.last().is_some_and(|end| *end < s.end) {
+    if open.last().is_some_and(|e| *e < end) {
         return false;
     }
-    open.push(s.end);
+    open.push(end);
     true
 }
 
-/// Whether `s` nests in a lane whose slices came in begin order.
-fn fits(lane: &[Slice], s: &Slice) -> bool {
-    let mut open = Vec::new();
-    lane.iter().all(|l| nests(&mut open, l)) && nests(&mut open, s)
+/// Whether `(begin, end)` would nest in a lane whose open ends are `open`
+/// (without opening it).
+fn fits(open: &[f64], (begin, end): (f64, f64)) -> bool {
+    let mut open = open.to_vec();
+    nests(&mut open, (begin, end))
 }
 
 pub fn meta(tid: u64, name: &str, args: Value) -> Value {

@@ -29,6 +29,12 @@ pub struct SpanRecord {
     /// `self_s - concurrent_s` over the wall it was measured in: its
     /// share of the wall. The shares of a stage sum to at most 1.
     pub share: f64,
+    /// The calls' durations as the helper counted them, `(bucket, calls)`
+    /// by bucket (`protocol::spans::bucket`: 64 per power of two, each
+    /// within 1/128 of its durations): report.html's histograms. Absent
+    /// in reports from before they were kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub buckets: Vec<(u32, u64)>,
 }
 
 /// A stage's time against its spans.
@@ -90,6 +96,7 @@ pub fn records<'a>(
                 self_s: s.self_s,
                 concurrent_s: s.concurrent_s,
                 share: if wall > 0.0 { s.main_s() / wall } else { 0.0 },
+                buckets: s.buckets.clone(),
             };
             (s.name.clone(), rec)
         })
