@@ -200,18 +200,7 @@ fn campaign_headline(rep: &CampaignReport) -> String {
 
 /// One phrase about what the run found: its mode's, or its slowest stage.
 fn headline(rep: &Report) -> String {
-    if let Some(h) = rep.section.headline() {
-        return h;
-    }
-    let slowest = rep.stages.iter().min_by(|a, b| b.1.wall_s.total_cmp(&a.1.wall_s));
-    match slowest {
-        Some((k, s)) => format!(
-            "slowest stage `{}` ({})",
-            k.replace('|', "\\|"),
-            crate::fmt::duration(s.wall_s)
-        ),
-        None => String::new(),
-    }
+    cell(&rep.headline())
 }
 
 fn cell(s: &str) -> String {

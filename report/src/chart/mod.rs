@@ -117,6 +117,9 @@ pub enum RenderError {
     Empty,
     #[error("encoding PNG: {0}")]
     Png(String),
+    /// report.html's parts (a flame graph) could not be drawn.
+    #[error("{0}")]
+    Page(String),
     #[error("creating {dir}/: {source}")]
     CreateDir { dir: String, source: std::io::Error },
     #[error("writing {path}: {source}")]

@@ -103,6 +103,20 @@ impl Report {
     }
 
     /// `--inputs` in one line, for summary.md and the console.
+    /// What the run found, in one phrase (the dashboard's column,
+    /// report.html's first line): the mode's own, else the slowest stage.
+    /// Names are in backticks, as Markdown code.
+    pub fn headline(&self) -> String {
+        if let Some(h) = self.section.headline() {
+            return h;
+        }
+        let slowest = self.stages.iter().min_by(|a, b| b.1.wall_s.total_cmp(&a.1.wall_s));
+        match slowest {
+            Some((k, s)) => format!("slowest stage `{k}` ({})", crate::fmt::duration(s.wall_s)),
+            None => String::new(),
+        }
+    }
+
     pub fn inputs_line(&self) -> Option<String> {
         let all = crate::inputs::combined(&self.inputs)?;
         let dirs = match self.inputs.len() {

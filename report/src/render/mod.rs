@@ -9,6 +9,7 @@ pub mod bisect;
 pub mod console;
 pub mod export;
 pub mod folded;
+pub mod html;
 pub mod plots;
 mod snakemake;
 mod summary;
@@ -30,15 +31,21 @@ pub struct Rendered {
 }
 
 /// Every file derived from `report`, in a fixed order: summary.md, then
-/// each plot the report has data for, SVG and PNG.
+/// each plot the report has data for, SVG and PNG, then report.html.
 pub fn derived(report: &Report) -> Result<Vec<Rendered>, RenderError> {
     let mut out =
         vec![Rendered { path: SUMMARY.into(), bytes: summary_markdown(report).into_bytes() }];
+    let mut names = Vec::new();
     for plot in plots::for_report(report) {
         let (svg, png) = plot.svg_and_png()?;
+        names.push(plot.name());
         out.push(Rendered { path: format!("{PLOTS}/{}.svg", plot.name()), bytes: svg });
         out.push(Rendered { path: format!("{PLOTS}/{}.png", plot.name()), bytes: png });
     }
+    let svgs: Vec<(&str, &[u8])> =
+        names.iter().zip(out[1..].iter().step_by(2)).map(|(n, f)| (*n, &f.bytes[..])).collect();
+    let page = html::page(report, &svgs).map_err(|e| RenderError::Page(e.to_string()))?;
+    out.push(Rendered { path: html::HTML.into(), bytes: page.into_bytes() });
     Ok(out)
 }
 
@@ -131,8 +138,9 @@ mod tests {
                 expected.push(format!("plots/{p}.svg"));
                 expected.push(format!("plots/{p}.png"));
             }
+            expected.push(html::HTML.into());
             assert_eq!(paths, expected, "{name}");
-            for f in &files[1..] {
+            for f in &files[1..files.len() - 1] {
                 assert!(f.bytes.len() > 2_000, "{} is {} bytes", f.path, f.bytes.len());
                 if f.path.ends_with(".png") {
                     let (w, h) = png_size(&f.bytes);

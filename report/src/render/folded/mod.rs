@@ -192,4 +192,4 @@ fn flat(stage: String, st: &StageRecord, calls: u64) -> Stacks {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

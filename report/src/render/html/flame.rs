@@ -1,0 +1,83 @@
+//! A flame graph (an icicle: the stage on top, what ran inside it below)
+//! drawn by inferno from collapsed stacks, made fit to sit inline in a
+//! page: inferno's own script and style are left out (the page's own
+//! script zooms and its style draws), and its element ids get a prefix of
+//! the graph's own, so several graphs share a page.
+
+use inferno::flamegraph::{self, Direction, Options};
+
+/// The ids inferno gives its elements.
+const IDS: [&str; 8] =
+    ["background", "title", "subtitle", "details", "unzoom", "search", "matched", "frames"];
+
+/// Why inferno drew nothing.
+#[derive(Debug, thiserror::Error)]
+#[error("drawing a flame graph: {0}")]
+pub struct FlameError(String);
+
+/// The graph of `lines` (`a;b COUNT`, or `a;b BEFORE AFTER`, which inferno
+/// draws as a differential graph: sized by AFTER, red where it grew, blue
+/// where it shrank), counts in µs per trial, as an `<svg>` element with
+/// ids prefixed by `id`.
+pub fn svg(lines: &[String], id: &str) -> Result<String, FlameError> {
+    let mut o = Options::default();
+    o.direction = Direction::Inverted;
+    o.no_javascript = true;
+    // Colours by the name's hash, never at random: the same report, the same bytes.
+    o.hash = true;
+    o.deterministic = true;
+    o.count_name = "µs per trial".into();
+    o.name_type = "span:".into();
+    o.title = String::new();
+    o.image_width = Some(1180);
+    o.min_width = 0.5;
+    let mut out = Vec::new();
+    flamegraph::from_lines(&mut o, lines.iter().map(String::as_str), &mut out)
+        .map_err(|e| FlameError(e.to_string()))?;
+    let text = String::from_utf8(out).map_err(|e| FlameError(e.to_string()))?;
+    Ok(inline(&text, id))
+}
+
+/// inferno's document as an inline element: from `<svg` on, without its
+/// `onload` handler, `<style>` and `<script>`, without the search control
+/// (the page has none), its ids prefixed.
+fn inline(doc: &str, id: &str) -> String {
+    let mut s = doc[doc.find("<svg").unwrap_or(0)..].replacen(" onload=\"init(evt)\"", "", 1);
+    for tag in ["style", "script"] {
+        if let (Some(b), Some(e)) = (s.find(&format!("<{tag}")), s.find(&format!("</{tag}>"))) {
+            s.replace_range(b..e + tag.len() + 3, "");
+        }
+    }
+    if let Some(b) = s.find("<text id=\"search\"") {
+        if let Some(len) = s[b..].find("</text>") {
+            s.replace_range(b..b + len + 7, "");
+        }
+    }
+    for name in IDS {
+        s = s
+            .replace(&format!("id=\"{name}\""), &format!("id=\"{id}-{name}\""))
+            .replace(&format!("url(#{name})"), &format!("url(#{id}-{name})"));
+    }
+    s.replacen("<svg ", "<svg class=\"flame\" ", 1)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_inline_graph_has_no_script_no_style_and_only_prefixed_ids() {
+        let lines = vec!["s;run 500".to_string(), "s;run;<img src=x onerror=alert(1)> 300".into()];
+        let g = svg(&lines, "fg0").unwrap();
+        assert!(g.starts_with("<svg class=\"flame\" "), "{}", &g[..80]);
+        for absent in ["<script", "<style", "onload", "<?xml", "<!DOCTYPE", "<img"] {
+            assert!(!g.contains(absent), "{absent} in {g}");
+        }
+        assert!(g.contains("&lt;img src=x onerror=alert(1)&gt;"), "{g}");
+        for name in IDS {
+            assert!(!g.contains(&format!("id=\"{name}\"")), "{name}");
+        }
+        assert!(g.contains("id=\"fg0-frames\""));
+        assert_eq!(g, svg(&lines, "fg0").unwrap(), "not repeatable");
+    }
+}

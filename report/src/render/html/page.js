@@ -1,0 +1,93 @@
+// stagebench report.html: sort tables, zoom flame graphs and the
+// timeline. No request, no storage; names are read from the DOM as text.
+"use strict";
+(function () {
+  // Sortable tables: click a heading; numbers sort by data-v when a cell has it.
+  document.querySelectorAll("table.sortable").forEach(function (table) {
+    var heads = table.querySelectorAll("thead th");
+    heads.forEach(function (th, col) {
+      th.addEventListener("click", function () {
+        var up = th.getAttribute("aria-sort") !== "ascending";
+        heads.forEach(function (h) { h.removeAttribute("aria-sort"); });
+        th.setAttribute("aria-sort", up ? "ascending" : "descending");
+        var body = table.tBodies[0];
+        var rows = Array.prototype.slice.call(body.rows);
+        var key = function (row) {
+          var cell = row.cells[col];
+          if (!cell) return "";
+          var v = cell.getAttribute("data-v");
+          return v === null ? cell.textContent : parseFloat(v);
+        };
+        rows.sort(function (a, b) {
+          var x = key(a), y = key(b);
+          var c = typeof x === "number" && typeof y === "number" ? x - y : String(x).localeCompare(String(y));
+          return up ? c : -c;
+        });
+        rows.forEach(function (row) { body.appendChild(row); });
+      });
+    });
+  });
+
+  // Flame graphs: hover shows a frame's title in the details line; a
+  // click zooms to the frame (its ancestors stretched, others hidden).
+  document.querySelectorAll("svg.flame").forEach(function (svg) {
+    var frames = svg.querySelector("svg[id$='-frames']");
+    var details = svg.querySelector("text[id$='-details']");
+    var unzoom = svg.querySelector("text[id$='-unzoom']");
+    if (!frames) return;
+    var groups = Array.prototype.slice.call(frames.querySelectorAll("g"));
+    var spanOf = function (g) {
+      var r = g.querySelector("rect");
+      return { x: parseFloat(r.getAttribute("fg:x")), w: parseFloat(r.getAttribute("fg:w")), y: parseFloat(r.getAttribute("y")) };
+    };
+    var total = Math.max.apply(null, groups.map(function (g) { var s = spanOf(g); return s.x + s.w; }));
+    var place = function (x0, w0, y0) {
+      groups.forEach(function (g) {
+        var s = spanOf(g), r = g.querySelector("rect"), t = g.querySelector("text");
+        var out = s.x + s.w <= x0 || s.x >= x0 + w0;
+        var ancestor = s.y < y0 && s.x <= x0 && s.x + s.w >= x0 + w0;
+        g.classList.toggle("hide", out && !ancestor);
+        g.classList.toggle("parent", ancestor);
+        var from = Math.max(s.x, x0), to = Math.min(s.x + s.w, x0 + w0);
+        var px = (from - x0) / w0 * 100, pw = Math.max(0, (to - from) / w0 * 100);
+        r.setAttribute("x", px.toFixed(4) + "%");
+        r.setAttribute("width", pw.toFixed(4) + "%");
+        if (t) t.setAttribute("x", (px + 0.25).toFixed(4) + "%");
+      });
+    };
+    groups.forEach(function (g) {
+      var title = g.querySelector("title");
+      g.addEventListener("mouseover", function () { if (details && title) details.textContent = title.textContent; });
+      g.addEventListener("click", function () {
+        var s = spanOf(g);
+        place(s.x, s.w, s.y);
+        if (unzoom) unzoom.classList.remove("hide");
+      });
+    });
+    if (unzoom) unzoom.addEventListener("click", function () {
+      place(0, total, -1);
+      unzoom.classList.add("hide");
+    });
+  });
+
+  // The timeline: the wheel zooms around the pointer, a double click resets.
+  document.querySelectorAll("svg.timeline").forEach(function (svg) {
+    var inner = svg.querySelector("svg.zoom");
+    if (!inner) return;
+    var box = inner.getAttribute("viewBox").split(" ").map(parseFloat);
+    var full = box.slice();
+    svg.addEventListener("wheel", function (e) {
+      e.preventDefault();
+      var rect = inner.getBoundingClientRect();
+      var at = box[0] + (e.clientX - rect.left) / rect.width * box[2];
+      var f = e.deltaY < 0 ? 0.8 : 1.25;
+      box[2] = Math.min(full[2], Math.max(full[2] / 1000, box[2] * f));
+      box[0] = Math.min(full[2] - box[2], Math.max(0, at - (at - box[0]) * f));
+      inner.setAttribute("viewBox", box.join(" "));
+    }, { passive: false });
+    svg.addEventListener("dblclick", function () {
+      box = full.slice();
+      inner.setAttribute("viewBox", box.join(" "));
+    });
+  });
+})();
