@@ -68,7 +68,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     voluntary_switches: 2,
                     involuntary_switches: 1,
                 },
-                slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9 }],
+                slices: vec![Slice { name: "load".into(), start_ns: 5, dur_ns: 9, beside: false }],
                 spans_not_found: vec!["json:nope".into()],
                 spans: vec![crate::SpanSummary {
                     name: "load".into(),
@@ -113,7 +113,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
         FromWorker::KilledAtPoint {
             job: JobId(2),
             at: "after 1.0 s".into(),
-            slices: vec![Slice { name: "fit".into(), start_ns: 5, dur_ns: 7 }],
+            slices: vec![Slice { name: "fit".into(), start_ns: 5, dur_ns: 7, beside: false }],
         },
         FromWorker::Finished {
             measurement: Measurement { wall_ns: 9, ..Measurement::default() },

@@ -231,7 +231,7 @@ mod tests {
                 voluntary_switches: 11,
                 involuntary_switches: 12,
             },
-            slices: vec![Slice { name: "a".into(), start_ns: 13, dur_ns: 14 }],
+            slices: vec![Slice { name: "a".into(), start_ns: 13, dur_ns: 14, beside: false }],
             spans_not_found: vec!["m:f".into()],
             spans: Vec::new(),
             span_warnings: Vec::new(),
@@ -240,14 +240,14 @@ mod tests {
             runtime: crate::Runtime::default(),
         };
         let m = encode(&FromWorker::Measurement { job: JobId(1), measurement }).unwrap();
-        // … then one span not found, "m:f", no span summary, warning or
+        // … then the slice's `beside` (0), one span not found, "m:f", no span summary, warning or
         // command stage, no
         // I/O, and an empty runtime
         // (no thread settings, commit, dirty flag, Python, distributions,
         // devices or sources).
         assert_eq!(
             hex(&m),
-            "0000002b030102030405000601730a07010178010800090a0b0c0101610d0e01036d3a660000000000000000000000"
+            "0000002c030102030405000601730a07010178010800090a0b0c0101610d0e0001036d3a660000000000000000000000"
         );
     }
 

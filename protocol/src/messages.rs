@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 18;
+pub const PROTOCOL_VERSION: u32 = 19;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -300,6 +300,9 @@ pub struct Slice {
     pub name: String,
     pub start_ns: u64,
     pub dur_ns: u64,
+    /// It ran beside the stage's main thread (another thread, a forked
+    /// child): never the parent of a main-thread span.
+    pub beside: bool,
 }
 
 /// What rusage says about a process's memory and scheduling: the same work

@@ -214,7 +214,8 @@ static PyObject *leave(PyObject *self, PyObject *s) {
     if (unsliced || PyList_GET_SIZE(slices_) >= max_slices) {
         if (set(unsliced_, 0, unsliced + 1) < 0) goto fail;
     } else {
-        PyObject *slice = Py_BuildValue("(OLL)", PyList_GET_ITEM(s, SB_NAME), start, ns);
+        int beside = !PyObject_IsTrue(PyList_GET_ITEM(t, SB_T_MAIN));
+        PyObject *slice = Py_BuildValue("(OLLi)", PyList_GET_ITEM(s, SB_NAME), start, ns, beside);
         if (slice == NULL) goto fail;
         int r = PyList_Append(slices_, slice);
         Py_DECREF(slice);

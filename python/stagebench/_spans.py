@@ -172,7 +172,7 @@ def count(t, s, start, ns, own):
     if _unsliced[0] or len(_slices) >= MAX_SLICES:
         _unsliced[0] += 1
     else:
-        _slices.append((s[NAME], start, ns))
+        _slices.append((s[NAME], start, ns, 0 if t[T_MAIN] else 1))
     if start >= t[T_FLUSH_AT] or s[NAME] in EAGER:
         flush(t)
 
@@ -308,7 +308,7 @@ def _line(t):
         slices = _slices[:]
         del _slices[:]
         unsliced, _unsliced[0] = _unsliced[0], 0
-    sl = ",".join('["%s",%d,%d]' % x for x in slices)
+    sl = ",".join('["%s",%d,%d,%d]' % x for x in slices)
     return (
         '{"agg":{"pid":%d,"forked":%s,"main":%s,"top":%s,"spans":{%s},"slices":[%s],"unsliced":%d}}\n'
         % (

@@ -160,7 +160,7 @@ def timed(func, name):
                 if unsliced[0] or len(slices) >= max_slices:
                     unsliced[0] += 1
                 else:
-                    slices.append((name, start, ns))
+                    slices.append((name, start, ns, 0 if t[T_MAIN] else 1))
                 if eager or start >= t[T_FLUSH_AT]:
                     flush(t)
 

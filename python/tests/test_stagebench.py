@@ -191,6 +191,10 @@ class Helper(unittest.TestCase):
         self.assertEqual(main, run["sum"], "main-thread self times add up to the top level")
         self.assertAlmostEqual(ms(got["worker"]["sum"]), 100, delta=15)
         self.assertEqual(got["worker"]["main"], 0)
+        # Each slice says whether it ran beside the main thread: report.html
+        # never draws a thread's span as the child of the main one it overlaps.
+        flags = {(s[0], s[3]) for line in self.lines() if "agg" in line for s in line["agg"]["slices"]}
+        self.assertEqual(flags, {("run", 0), ("outer", 0), ("inner", 0), ("worker", 1)})
 
     def test_a_million_calls_are_counted_exactly_in_a_few_lines(self):
         @stagebench.spanned("tick")
@@ -409,7 +413,7 @@ t.start(); t.join()
 _spans.local.t[_layout.T_FLUSH_AT] = 0  # the next end writes the thread's tally
 assert inner(9) == 9
 """
-        got = {}
+        got, beside = {}, {}
         with tempfile.TemporaryDirectory() as tmp:
             for path in ("fast", "pure"):
                 spans = os.path.join(tmp, path + ".jsonl")
@@ -420,7 +424,11 @@ assert inner(9) == 9
                     env["STAGEBENCH_SPANS_PURE_PYTHON"] = "1"
                 subprocess.run([sys.executable, "-c", code, path], env=env, check=True)
                 with open(spans) as f:
-                    got[path] = tally([json.loads(line) for line in f])
+                    lines = [json.loads(line) for line in f]
+                got[path] = tally(lines)
+                beside[path] = sorted(
+                    (sl[0], sl[3]) for line in lines if "agg" in line for sl in line["agg"]["slices"] if sl[3]
+                )
         for path, t in got.items():
             self.assertEqual(
                 {k: v["n"] for k, v in t.items()},
@@ -438,6 +446,8 @@ assert inner(9) == 9
             # The thread's three calls are not the main thread's five.
             self.assertGreaterEqual(t["inner"]["main"], 5 * 2_000_000, path)
             self.assertLess(t["inner"]["main"], t["inner"]["self"], path)
+            # Its three slices, and only those, are marked as beside it.
+            self.assertEqual(beside[path], [("inner", 1)] * 3, path)
 
     def test_the_workers_copy_of_the_helper_uses_the_installed_compiled_path(self):
         """The worker puts a pure-Python copy of the helper first on a

@@ -336,7 +336,7 @@ struct WireReporter<'a> {
     /// Where the stage said its untimed setup ended.
     setup_done: Option<Mark>,
     /// Slices the stage reported, the first `MAX_SLICES`, and how many more.
-    slices: Vec<(String, std::time::Instant, f64)>,
+    slices: Vec<(String, std::time::Instant, f64, bool)>,
     slices_dropped: u64,
     /// `--span` targets the stage's command never matched.
     spans_not_found: Vec<String>,
@@ -373,10 +373,11 @@ impl<'a> WireReporter<'a> {
     fn take_slices(&mut self, from: std::time::Instant) -> Vec<protocol::Slice> {
         std::mem::take(&mut self.slices)
             .into_iter()
-            .map(|(name, at, seconds)| protocol::Slice {
+            .map(|(name, at, seconds, beside)| protocol::Slice {
                 name,
                 start_ns: at.saturating_duration_since(from).as_nanos() as u64,
                 dur_ns: (seconds.max(0.0) * 1e9) as u64,
+                beside,
             })
             .collect()
     }
@@ -416,9 +417,9 @@ impl Reporter for WireReporter<'_> {
     fn stderr_tail(&mut self, text: String) {
         self.stderr_tail = Some(text);
     }
-    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64) {
+    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64, beside: bool) {
         if self.slices.len() < protocol::MAX_SLICES {
-            self.slices.push((name.to_string(), start, seconds));
+            self.slices.push((name.to_string(), start, seconds, beside));
         } else {
             self.slices_dropped += 1;
         }

@@ -98,6 +98,7 @@ pub(crate) fn process_records(
                                     name: s.name.clone(),
                                     start_s: from,
                                     end_s: from + secs(s.dur_ns),
+                                    beside: s.beside,
                                 }
                             })
                             .collect();

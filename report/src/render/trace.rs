@@ -100,17 +100,23 @@ pub fn chrome(r: &Report) -> Result<Vec<u8>, Untimed> {
             let b = clamp(us(j.start_s)).max(at);
             let e = clamp(us(j.end_s)).max(b);
             track.push(Slice::new(j.stage.clone(), "stage", b, e, 1));
-            let parts: Vec<Slice> = j
+            let parts: Vec<(Slice, bool)> = j
                 .slices
                 .iter()
                 .map(|s| {
                     let sb = us(s.start_s).clamp(b, e);
-                    Slice::new(s.name.clone(), "span", sb, us(s.end_s).clamp(sb, e), 2)
+                    (Slice::new(s.name.clone(), "span", sb, us(s.end_s).clamp(sb, e), 2), s.beside)
                 })
                 .collect();
-            let (nested, beside) = into_lanes(parts, |p| (p.begin, p.end));
-            track.extend(nested);
-            for (k, lane) in beside.into_iter().enumerate() {
+            // A span of another thread or a forked child is never a parent
+            // of the main thread's: it is drawn in a lane of its own.
+            let (beside, main): (Vec<_>, Vec<_>) = parts.into_iter().partition(|p| p.1);
+            let (nested, overlapping) = into_lanes(main, |p| (p.0.begin, p.0.end));
+            let (first, more) = into_lanes(beside, |p| (p.0.begin, p.0.end));
+            track.extend(nested.into_iter().map(|p| p.0));
+            let beside = std::iter::once(first).filter(|l| !l.is_empty()).chain(more);
+            for (k, lane) in overlapping.into_iter().chain(beside).enumerate() {
+                let lane: Vec<Slice> = lane.into_iter().map(|p| p.0).collect();
                 match lanes.get_mut(k) {
                     Some(l) => l.extend(lane),
                     None => lanes.push(lane),

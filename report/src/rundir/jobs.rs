@@ -144,7 +144,8 @@ mod tests {
     }
 
     fn job(stage: &str, start_s: f64, end_s: f64) -> JobSlice {
-        let slices = vec![TimedSlice { name: "load".into(), start_s, end_s: start_s + 1e-7 }];
+        let slices =
+            vec![TimedSlice { name: "load".into(), start_s, end_s: start_s + 1e-7, beside: false }];
         JobSlice { stage: stage.into(), start_s, end_s, slices }
     }
 

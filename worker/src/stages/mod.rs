@@ -47,7 +47,7 @@ pub trait Reporter {
     fn setup_done(&mut self);
     /// A timed part of the stage, `name`, from `start` for `seconds`: it
     /// lands in the measurement (and a trace) as a slice.
-    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64);
+    fn slice(&mut self, name: &str, start: std::time::Instant, seconds: f64, beside: bool);
     /// `--span` targets that never matched (see `autospan`).
     fn spans_not_found(&mut self, targets: Vec<String>);
     /// Every span name's summary, and what to know to read them.

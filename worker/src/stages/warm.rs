@@ -141,6 +141,6 @@ pub(super) fn run(stage: &Stage, ctx: &mut StageContext<'_>) -> Result<Vec<Figur
 /// stage (a trace shows where the model starved).
 pub(super) fn report_waits(ctx: &mut StageContext<'_>, stats: &recipe::warm::EpochStats) {
     for (from, seconds) in stats.waits_from.iter().zip(&stats.waits_s) {
-        ctx.reporter.slice("loader_wait", *from, *seconds);
+        ctx.reporter.slice("loader_wait", *from, *seconds, false);
     }
 }

@@ -3,10 +3,11 @@
 //! flamegraph.pl, inferno and speedscope read (`stage;outer;inner COUNT`).
 //!
 //! Built from what report.json records. A job's timed slices give the
-//! nesting: a span wholly inside another that was open is its child (the
-//! trace's rule, [`super::trace::into_lanes`]); a span that overlaps one
-//! without nesting in it ran beside the main thread (a thread, a forked
-//! child) and goes to a lane of its own, under the frame [`BESIDE`]. Each
+//! nesting: a span the helper saw on another thread or in a forked child
+//! (`beside`) goes under the frame [`BESIDE`]; among the rest, a span
+//! wholly inside another that was open is its child (the trace's rule,
+//! [`super::trace::into_lanes`]), and one that overlaps another without
+//! nesting in it goes beside the main thread too, in a lane of its own. Each
 //! stack's count is its **self time per trial** in microseconds: the time
 //! in it less its children, summed over the stage's counted jobs (warm-up
 //! trials left out) and divided by their number. The stage is the first
@@ -113,12 +114,15 @@ fn of_stage(r: &Report, key: &str, st: &StageRecord) -> Stacks {
             .iter()
             .map(|s| {
                 let sb = s.start_s.clamp(b, e);
-                TimedSlice { name: s.name.clone(), start_s: sb, end_s: s.end_s.clamp(sb, e) }
+                TimedSlice { end_s: s.end_s.clamp(sb, e), start_s: sb, ..s.clone() }
             })
             .collect();
         drawn += clamped.len() as u64;
-        let (main, lanes) = super::trace::into_lanes(clamped, |s| (s.start_s, s.end_s));
-        let top = self_times(&[stage.clone()], &main, &mut frames, n);
+        let (beside, main): (Vec<_>, Vec<_>) = clamped.into_iter().partition(|s| s.beside);
+        let (main, mut lanes) = super::trace::into_lanes(main, |s| (s.start_s, s.end_s));
+        let (first, more) = super::trace::into_lanes(beside, |s| (s.start_s, s.end_s));
+        lanes.extend(std::iter::once(first).filter(|l| !l.is_empty()).chain(more));
+        let top = self_times(std::slice::from_ref(&stage), &main, &mut frames, n);
         *frames.entry(vec![stage.clone()]).or_insert(0.0) += (e - b - top) / n;
         for lane in lanes {
             self_times(&[stage.clone(), BESIDE.into()], &lane, &mut frames, n);

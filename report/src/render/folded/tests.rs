@@ -7,11 +7,12 @@ pub(crate) fn trials_fixture() -> Report {
 }
 
 fn slice(name: &str, start_s: f64, end_s: f64) -> TimedSlice {
-    TimedSlice { name: name.into(), start_s, end_s }
+    TimedSlice { name: name.into(), start_s, end_s, beside: false }
 }
 
 /// One trial's slices, `at` seconds into the run: `run` holds `a` and `b`,
-/// `b` holds `c`, and `t` overlaps `a` and `b` without nesting (a thread).
+/// `b` holds `c`, `t` overlaps `a` and `b` without nesting (a thread), and
+/// `bg`, from another thread, lies wholly inside `a` but is not its child.
 fn trial(at: f64, stretch: f64) -> JobSlice {
     let s = |name, b: f64, e: f64| slice(name, at + b * stretch, at + e * stretch);
     JobSlice {
@@ -24,6 +25,7 @@ fn trial(at: f64, stretch: f64) -> JobSlice {
             s("t", 0.5, 1.5),
             s("b", 0.7, 1.7),
             s("c", 1.0, 1.2),
+            TimedSlice { beside: true, ..s("bg", 0.2, 0.4) },
         ],
     }
 }
@@ -73,6 +75,7 @@ fn nested_slices_give_each_stack_its_self_time_per_counted_trial() {
         lines,
         [
             "noop 500000",
+            "noop;[beside the main thread];bg 200000",
             "noop;[beside the main thread];t 1000000",
             "noop;run 500000",
             "noop;run;a 500000",
@@ -82,7 +85,7 @@ fn nested_slices_give_each_stack_its_self_time_per_counted_trial() {
     );
     // The same lines, in the export's text.
     let text = text(&r);
-    assert_eq!(text.lines().count(), 6);
+    assert_eq!(text.lines().count(), 7);
     assert!(text.contains("noop;run;b;c 200000\n"), "{text}");
 }
 

@@ -104,6 +104,7 @@ fn a_page_of_thirty_spans_is_within_its_budget() {
                         name: name.clone(),
                         start_s: at,
                         end_s: at + d.min(0.0015),
+                        beside: false,
                     });
                 }
             }

@@ -79,6 +79,9 @@ pub struct TimedSlice {
     pub name: String,
     pub start_s: f64,
     pub end_s: f64,
+    /// It ran beside the main thread (another thread, a forked child).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub beside: bool,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]

@@ -199,6 +199,32 @@ struct Raw {
     stage: Option<Box<StageLine>>,
 }
 
+/// One slice of an `agg` line.
+#[derive(Debug, PartialEq)]
+pub struct LineSlice {
+    pub name: String,
+    pub start: u64,
+    pub ns: u64,
+    pub beside: bool,
+}
+
+impl<'de> serde::Deserialize<'de> for LineSlice {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(serde::Deserialize)]
+        #[serde(untagged)]
+        enum Raw {
+            Flagged(String, u64, u64, u8),
+            Bare(String, u64, u64),
+        }
+        Ok(match Raw::deserialize(d)? {
+            Raw::Flagged(name, start, ns, beside) => {
+                LineSlice { name, start, ns, beside: beside != 0 }
+            }
+            Raw::Bare(name, start, ns) => LineSlice { name, start, ns, beside: false },
+        })
+    }
+}
+
 /// One `{"agg": …}` line: what one thread of a process tallied since its
 /// last line. Durations in nanoseconds, times on the monotonic clock.
 #[derive(Debug, PartialEq, serde::Deserialize)]
@@ -213,8 +239,12 @@ pub struct Agg {
     /// and its last top-level end (0 when it has none).
     pub top: [u64; 3],
     pub spans: BTreeMap<String, AggSpan>,
-    /// Spans with their start, `[name, start, nanoseconds]`.
-    pub slices: Vec<(String, u64, u64)>,
+    /// Spans with their start, `[name, start, nanoseconds, beside]`:
+    /// `beside` 1 for a span of a thread other than a process's main one
+    /// or of a forked child (slices are kept per process, so the line's
+    /// own `main` does not say it). A helper older than the flag wrote
+    /// three elements: such a slice is placed by its times alone.
+    pub slices: Vec<LineSlice>,
     /// Spans not among `slices`.
     pub unsliced: u64,
 }
@@ -276,7 +306,7 @@ impl Agg {
                 return fail("its histogram does not hold its calls");
             }
         }
-        for (name, _, _) in &self.slices {
+        for LineSlice { name, .. } in &self.slices {
             check_name(name)?;
         }
         Ok(())

@@ -8,7 +8,9 @@ use protocol::{Figure, SpanSummary};
 use std::collections::BTreeMap;
 
 /// A span that gave its start: name, start on the monotonic clock, seconds.
-pub type Timed = (String, f64, f64);
+/// A span with its start: name, start and length in seconds, and whether
+/// it ran beside the main thread.
+pub type Timed = (String, f64, f64, bool);
 
 /// A process that tallied spans on its main thread: the window of its
 /// top-level spans (monotonic seconds) and each name's seconds there.
@@ -89,7 +91,7 @@ impl Tally {
                     if let Some(start) = start {
                         main.from = main.from.min(*start);
                         main.to = main.to.max(start + seconds);
-                        self.time(name.clone(), *start, *seconds);
+                        self.time(name.clone(), *start, *seconds, false);
                     }
                 }
                 Line::Agg(agg) => {
@@ -112,8 +114,9 @@ impl Tally {
                                 (s.own - s.beside) as f64 * 1e-9;
                         }
                     }
-                    for (name, start, ns) in &agg.slices {
-                        self.time(name.clone(), *start as f64 * 1e-9, *ns as f64 * 1e-9);
+                    for s in &agg.slices {
+                        let (start, seconds) = (s.start as f64 * 1e-9, s.ns as f64 * 1e-9);
+                        self.time(s.name.clone(), start, seconds, s.beside);
                     }
                     self.untimed += agg.unsliced;
                 }
@@ -159,9 +162,9 @@ impl Tally {
         }
     }
 
-    fn time(&mut self, name: String, start: f64, seconds: f64) {
+    fn time(&mut self, name: String, start: f64, seconds: f64, beside: bool) {
         match self.timed.len() < protocol::MAX_SLICES {
-            true => self.timed.push((name, start, seconds)),
+            true => self.timed.push((name, start, seconds, beside)),
             false => self.untimed += 1,
         }
     }

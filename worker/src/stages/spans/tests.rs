@@ -173,7 +173,11 @@ fn a_followed_file_yields_complete_lines_only_until_the_end() {
     assert_eq!(said.figures[0].value, 3.0);
     assert_eq!(said.figures[1].value, 2.0);
     let timed = said.timed;
-    assert_eq!(timed, [("fit".to_string(), 7.5, 1.0)], "only the span with a start is timed");
+    assert_eq!(
+        timed,
+        [("fit".to_string(), 7.5, 1.0, false)],
+        "only the span with a start is timed"
+    );
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
     std::fs::remove_dir(&dir).unwrap();
 }
@@ -214,4 +218,25 @@ fn stage_lines_become_rows_after_one_for_what_ran_before_the_first() {
     assert!(e.to_string().contains("stage 'fit': its CPU times"), "{e}");
     let stray = line("fit", 7, 1, "[0, 0, 1, 1]").replace("\"reset\"", "\"x\": 1, \"reset\"");
     assert!(Tally::default().add(&stray, |_, _| {}).is_err());
+}
+
+/// A slice says whether it ran beside the main thread (the helper keeps
+/// slices per process, so the line's own `main` cannot); a helper older
+/// than the flag wrote three elements, read as the main thread's.
+#[test]
+fn a_slice_carries_whether_it_ran_beside_the_main_thread() {
+    let line = |slices: &str| {
+        format!(
+            "{{\"agg\": {{\"pid\": 1, \"forked\": false, \"main\": true, \"top\": [0, 0, 0], \"spans\": {{}}, \"slices\": [{slices}], \"unsliced\": 0}}}}"
+        )
+    };
+    use super::line::{Line, parse_line};
+    let Some(Line::Agg(agg)) =
+        parse_line(&line("[\"a\", 5, 7, 0], [\"bg\", 6, 2, 1], [\"old\", 9, 1]")).unwrap()
+    else {
+        panic!("not an agg line")
+    };
+    let flags: Vec<(&str, bool)> = agg.slices.iter().map(|s| (s.name.as_str(), s.beside)).collect();
+    assert_eq!(flags, [("a", false), ("bg", true), ("old", false)]);
+    assert!(parse_line(&line("[\"a\", 5]")).is_err(), "a slice of two elements");
 }
