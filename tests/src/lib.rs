@@ -434,3 +434,34 @@ pub fn live_group_members(pgid: i32) -> Vec<i32> {
         .filter(|&pid| stat(pid).is_some_and(|(state, pgrp)| pgrp == pgid && state != 'Z'))
         .collect()
 }
+
+/// Whether headless Chromium is here for the report.html tests (Debian's
+/// `chromium`, or `STAGEBENCH_CHROMIUM`); where it is not, the test says
+/// SKIPPED, unless `STAGEBENCH_BROWSER_REQUIRED=1` (`.ci/run` installs it
+/// and sets that), where its absence fails the test.
+pub fn chromium(test: &str) -> bool {
+    let required = std::env::var("STAGEBENCH_BROWSER_REQUIRED").is_ok_and(|v| v == "1");
+    let named = std::env::var("STAGEBENCH_CHROMIUM").ok().filter(|p| !p.is_empty());
+    let found = named.map(PathBuf::from).or_else(|| {
+        std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path).map(|d| d.join("chromium")).find(|p| p.is_file())
+        })
+    });
+    if found.is_none() {
+        assert!(!required, "STAGEBENCH_BROWSER_REQUIRED=1 but there is no chromium");
+        skip(test, "no chromium here (apt-get install chromium)");
+    }
+    found.is_some()
+}
+
+/// What headless Chromium did with `page` opened offline
+/// (`tests/browser/check_page.py`): its title, requests, errors, the values
+/// of `expressions` evaluated after the load, and the screenshot's share of
+/// non-white pixels; the 1280×800 screenshot is written to `shot`.
+pub fn check_page(page: &Path, shot: &Path, expressions: &[&str]) -> serde_json::Value {
+    let mut c = Command::new("python3");
+    c.arg(repo().join("tests/browser/check_page.py")).arg(page).arg(shot).args(expressions);
+    let f = run_within(c, Duration::from_secs(120));
+    assert_eq!(f.code(), Some(0), "check_page.py: {}", f.stderr);
+    serde_json::from_str(&f.stdout).unwrap_or_else(|e| panic!("{e}: {}", f.stdout))
+}

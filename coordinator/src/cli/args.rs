@@ -242,6 +242,11 @@ pub(super) struct ExportArgs {
     /// stagebench measures nothing.
     #[arg(long, value_name = "FILE")]
     pub(super) export_benchmark_tsv: Option<PathBuf>,
+    /// Write each stage's spans as collapsed stacks (flamegraph.pl, inferno
+    /// and speedscope read them): `stage;outer;inner COUNT`, the count the
+    /// stack's self time per trial in microseconds.
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_folded: Option<PathBuf>,
 }
 
 impl ExportArgs {
@@ -252,6 +257,7 @@ impl ExportArgs {
             self.export_markdown,
             self.export_trace,
             self.export_benchmark_tsv,
+            self.export_folded,
         )
     }
 }

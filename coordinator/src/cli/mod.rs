@@ -190,7 +190,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 None => resolve::default_worker_bin()?,
             };
             // Refused before anything runs, as a run's exports are.
-            let exports = Exports::new(None, None, None, export_trace.clone(), None);
+            let exports = Exports::new(None, None, None, export_trace.clone(), None, None);
             exports.check(output.as_deref())?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {
@@ -301,6 +301,7 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
         ("--export-markdown", e.export_markdown.is_some()),
         ("--export-trace", e.export_trace.is_some()),
         ("--export-benchmark-tsv", e.export_benchmark_tsv.is_some()),
+        ("--export-folded", e.export_folded.is_some()),
     ];
     if let Some((flag, _)) = exports.iter().find(|(_, given)| *given) {
         return Err(refused(format!(

@@ -1,7 +1,8 @@
 //! `--export-json`, `--export-csv`, `--export-markdown`, `--export-trace`,
-//! `--export-benchmark-tsv`: a run's results in the forms other tools read,
-//! in hyperfine's spirit (the trace is [`super::trace`], Snakemake's
-//! benchmark table `snakemake`). Derived from report.json
+//! `--export-benchmark-tsv`, `--export-folded`: a run's results in the forms
+//! other tools read, in hyperfine's spirit (the trace is [`super::trace`],
+//! Snakemake's benchmark table `snakemake`, the collapsed stacks
+//! [`super::folded`]). Derived from report.json
 //! alone, one row per stage in plan order, and tied to the evidence by the
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
@@ -22,6 +23,7 @@ pub enum Format {
     Markdown,
     Trace,
     BenchmarkTsv,
+    Folded,
 }
 
 impl Format {
@@ -32,6 +34,7 @@ impl Format {
             Format::Markdown => "--export-markdown",
             Format::Trace => "--export-trace",
             Format::BenchmarkTsv => "--export-benchmark-tsv",
+            Format::Folded => "--export-folded",
         }
     }
 }
@@ -53,7 +56,7 @@ pub enum ExportError {
     )]
     InsideRun(&'static str, String, String),
     #[error("{0} '{1}': {2}")]
-    Untimed(&'static str, String, super::trace::Untimed),
+    Untimed(&'static str, String, Unexportable),
     #[error("{0} '{1}': {2}")]
     Write(&'static str, String, std::io::Error),
     #[error("{0} '{1}': {2}")]
@@ -71,6 +74,7 @@ impl Exports {
         markdown: Option<PathBuf>,
         trace: Option<PathBuf>,
         benchmark_tsv: Option<PathBuf>,
+        folded: Option<PathBuf>,
     ) -> Exports {
         let all = [
             (Format::Json, json),
@@ -78,6 +82,7 @@ impl Exports {
             (Format::Markdown, markdown),
             (Format::Trace, trace),
             (Format::BenchmarkTsv, benchmark_tsv),
+            (Format::Folded, folded),
         ];
         Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
@@ -116,7 +121,8 @@ impl Exports {
         for (f, p) in &self.0 {
             let path = || p.display().to_string();
             let r = match f {
-                Format::Trace => match &mut with_jobs {
+                // A preparation's jobs, and their slices, are in jobs.jsonl.gz.
+                Format::Trace | Format::Folded => match &mut with_jobs {
                     Some(full) => &*full,
                     None => {
                         let mut full = r.clone();
@@ -138,13 +144,28 @@ impl Exports {
     }
 }
 
-pub fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, super::trace::Untimed> {
+/// Why a report cannot be exported in a form.
+#[derive(Debug, thiserror::Error)]
+pub enum Unexportable {
+    #[error(transparent)]
+    Untimed(#[from] super::trace::Untimed),
+    #[error(
+        "the run recorded no span, so there is no stack to fold (name spans with --span, stagebench.span or a preset)"
+    )]
+    NoSpans,
+}
+
+pub fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, Unexportable> {
     Ok(match f {
         Format::Json => json_export(r),
         Format::Csv => csv(r).into_bytes(),
         Format::Markdown => super::summary_markdown(r).into_bytes(),
         Format::Trace => super::trace::chrome(r)?,
         Format::BenchmarkTsv => super::snakemake::tsv(r).into_bytes(),
+        Format::Folded => match super::folded::text(r) {
+            text if text.is_empty() => return Err(Unexportable::NoSpans),
+            text => text.into_bytes(),
+        },
     })
 }
 

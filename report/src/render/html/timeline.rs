@@ -9,8 +9,9 @@ use crate::fmt::duration;
 use crate::modes::Report;
 use maud::{Markup, html};
 
-const LABEL: f64 = 110.0;
 const WIDTH: f64 = 1180.0;
+/// A label's character at 11 px monospace, wide enough for DejaVu Sans Mono.
+const CHAR_PX: f64 = 6.8;
 const ROW: f64 = 18.0;
 
 /// Colours for stages, in plan order (repeating).
@@ -29,7 +30,12 @@ pub fn svg(r: &Report) -> Option<Markup> {
         .map(|w| w.start_s.unwrap_or(0.0) + w.wall_s)
         .fold(r.run_wall_s, f64::max)
         .max(1e-9);
-    let inner = WIDTH - LABEL;
+    let label =
+        |w: &crate::rundir::report::ProcessRecord| format!("worker {} · {}", w.rank, w.phase);
+    let longest = r.workers.iter().map(|w| label(w).chars().count()).max().unwrap_or(0);
+    // The labels' column, as wide as the longest, up to a third of the width.
+    let left = (longest as f64 * CHAR_PX + 12.0).min(WIDTH / 3.0).round();
+    let inner = WIDTH - left;
     let x = |s: f64| (s / end * inner * 10.0).round() / 10.0;
     let colour = |stage: &str| {
         let order = r.stages.get(stage).map_or(0, |st| st.order);
@@ -39,9 +45,9 @@ pub fn svg(r: &Report) -> Option<Markup> {
     Some(html! {
         svg.timeline viewBox=(format!("0 0 {WIDTH} {h}")) width=(WIDTH) height=(h) {
             @for (i, w) in r.workers.iter().enumerate() {
-                text x="4" y=(ROW * i as f64 + 13.0) { "worker " (w.rank) " · " (w.phase) }
+                text x="4" y=(ROW * i as f64 + 13.0) { (label(w)) }
             }
-            svg.zoom x=(LABEL) y="0" width=(inner) height=(h - 24.0)
+            svg.zoom x=(left) y="0" width=(inner) height=(h - 24.0)
                 viewBox=(format!("0 0 {inner} {}", h - 24.0)) preserveAspectRatio="none" {
                 @for (i, w) in r.workers.iter().enumerate() {
                     @let start = w.start_s.unwrap_or(0.0);
@@ -61,7 +67,7 @@ pub fn svg(r: &Report) -> Option<Markup> {
                     }
                 }
             }
-            text x=(LABEL) y=(h - 6.0) { "0 s" }
+            text x=(left) y=(h - 6.0) { "0 s" }
             text.end x=(WIDTH) y=(h - 6.0) { (duration(end)) " from the run's start (wheel to zoom, double-click to reset)" }
         }
     })

@@ -1,0 +1,205 @@
+//! report.html in a real browser: headless Chromium opens each mode's page
+//! from `file://` with the network off and must see no request and no
+//! error; the page holds the report's figures as the tables format them;
+//! names from a program stay text; `verify` catches a changed byte and
+//! `render` restores it. Screenshots land in target/tmp/report-html/.
+
+use harness::{check_page, chromium, coordinator, coordinator_with_output, python, reports, run};
+use std::path::{Path, PathBuf};
+
+/// A program with nested spans, a thread's span beside them, and many
+/// calls: run holds load and five steps, each step holds forward.
+const NESTED: &str = r#"
+import threading, time
+from stagebench import span
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+def helper():
+    with span("background"):
+        time.sleep(0.03)
+with span("run"):
+    th = threading.Thread(target=helper)
+    th.start()
+    with span("load"):
+        spin(0.02)
+    for i in range(5):
+        with span("step"):
+            with span("forward"):
+                spin(0.006)
+            spin(0.002)
+    th.join()
+"#;
+
+fn shots() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// A trials run of [`NESTED`]: its directory (kept by `keep`).
+fn nested_trials(keep: &mut Vec<tempfile::TempDir>) -> PathBuf {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let program = tmp.path().join("nested.py");
+    std::fs::write(&program, NESTED).unwrap();
+    let py = python(&mut c);
+    c.args(["--quiet", "--mode", "trials", "--trials", "3", "--warmup", "1", "--command"]);
+    c.arg(format!("{py} {}", program.display()));
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    keep.push(tmp);
+    out
+}
+
+fn cold_prep(keep: &mut Vec<tempfile::TempDir>) -> PathBuf {
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "2", "--data"]);
+    c.arg(&harness::data::tiny().frozen);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    keep.push(tmp);
+    out
+}
+
+/// Each stage's wall as the page's stage table shows it.
+const WALLS: &str = "JSON.stringify([...document.querySelectorAll('#stages tbody tr')].map(r => [r.dataset.stage, r.querySelector('td.wall').textContent]))";
+/// Each span's self time per trial as the page's spans tables show it.
+const SELF: &str = "JSON.stringify([...document.querySelectorAll('table.spans tbody tr')].map(r => [r.closest('.stage-spans').dataset.stage, r.dataset.span, r.cells[9].textContent]))";
+/// The first flame graph scrolled to the top of the window: its frames.
+const FLAME: &str = "(() => { const s = document.querySelector('svg.flame'); if (!s) return -1; s.scrollIntoView(); return s.querySelectorAll('g > rect').length; })()";
+
+fn strings(v: &serde_json::Value) -> Vec<Vec<String>> {
+    serde_json::from_str(v.as_str().expect("a JSON string")).unwrap()
+}
+
+#[test]
+fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
+    if !chromium("each_modes_page_loads_offline_and_shows_the_reports_figures") {
+        return;
+    }
+    let mut keep = Vec::new();
+    for (name, dir) in [("trials", nested_trials(&mut keep)), ("cold-prep", cold_prep(&mut keep))] {
+        let r = reports::read(&dir);
+        let page = dir.join("report.html");
+        let size = std::fs::metadata(&page).unwrap().len();
+        let shot = shots().join(format!("{name}.png"));
+        let seen = check_page(&page, &shot, &[WALLS, SELF, FLAME]);
+        assert_eq!(seen["requests"], serde_json::json!([]), "{name}: {seen}");
+        assert_eq!(seen["errors"], serde_json::json!([]), "{name}: {seen}");
+        assert_eq!(seen["title"], format!("stagebench {name} run"));
+        // The stage table holds each stage's wall as the report formats it.
+        let walls = strings(&seen["values"][0]);
+        let want: Vec<Vec<String>> = report::render::ordered(&r)
+            .into_iter()
+            .map(|(k, st)| vec![k.clone(), report::fmt::duration(st.wall_s)])
+            .collect();
+        assert_eq!(walls, want, "{name}");
+        // Each span's self time per trial, as the spans table formats it.
+        let spans = strings(&seen["values"][1]);
+        let want: Vec<Vec<String>> = report::render::span_rows(&r)
+            .into_iter()
+            .map(|row| vec![row.stage.to_string(), row.span.to_string(), row.cells[8].clone()])
+            .collect();
+        assert_eq!(spans, want, "{name}");
+        let frames = seen["values"][2].as_i64().unwrap();
+        let ink = seen["ink"].as_f64().unwrap();
+        eprintln!("{name}: report.html {size} bytes, {frames} flame frames, ink {ink:.3}");
+        if name == "trials" {
+            // all, the stage, beside, background, run, load, step, forward.
+            assert!(frames >= 8, "{frames} frames");
+            assert!(ink > 0.10, "the flame graph's screenshot is nearly blank: {ink}");
+        } else {
+            assert!(ink > 0.02, "a blank page: {ink}");
+        }
+    }
+}
+
+/// Names from a program reach the page as text: a script in a span or
+/// stage name never runs (its canary would set the title).
+#[test]
+fn hostile_names_are_shown_as_text_and_run_nothing() {
+    if !chromium("hostile_names_are_shown_as_text_and_run_nothing") {
+        return;
+    }
+    let mut keep = Vec::new();
+    let dir = nested_trials(&mut keep);
+    let mut r = reports::read(&dir);
+    let canary = |n: &str| match n {
+        "load" => "</script><script>document.title='pwned'</script>".to_string(),
+        "forward" => "<img src=x onerror=\"document.title='pwned'\">".to_string(),
+        "command" => "</style></svg><svg onload=\"document.title='pwned'\">".to_string(),
+        other => other.to_string(),
+    };
+    for w in &mut r.workers {
+        for j in &mut w.jobs {
+            j.stage = canary(&j.stage);
+            for s in &mut j.slices {
+                s.name = canary(&s.name);
+            }
+        }
+    }
+    let mut st = r.stages.remove("command").unwrap();
+    st.spans = std::mem::take(&mut st.spans).into_iter().map(|(k, v)| (canary(&k), v)).collect();
+    r.stages.insert(canary("command"), st);
+    let files = report::render::derived(&r).unwrap();
+    let page = keep[0].path().join("hostile.html");
+    std::fs::write(&page, &files.last().unwrap().bytes).unwrap();
+    let counts = "JSON.stringify([document.scripts.length, document.images.length, document.querySelectorAll('[onerror],[onload]').length])";
+    let text =
+        "document.body.textContent.includes(\"</script><script>document.title='pwned'</script>\")";
+    let seen = check_page(&page, &shots().join("hostile.png"), &[counts, text]);
+    assert_eq!(seen["title"], "stagebench trials run", "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["values"][0], "[1,0,0]", "one script, no image, no handler: {seen}");
+    assert_eq!(seen["values"][1], true, "the name is shown as text");
+}
+
+/// The detector itself: a page that fetches and throws is seen doing both.
+#[test]
+fn a_page_that_fetches_or_throws_is_caught() {
+    if !chromium("a_page_that_fetches_or_throws_is_caught") {
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("bad.html");
+    std::fs::write(
+        &page,
+        "<!DOCTYPE html><title>bad</title><img src=\"http://192.0.2.1/x.png\"><script>notDefined()</script>",
+    )
+    .unwrap();
+    let seen = check_page(&page, &tmp.path().join("bad.png"), &[]);
+    assert_eq!(seen["requests"], serde_json::json!(["http://192.0.2.1/x.png"]), "{seen}");
+    assert!(seen["errors"].as_array().unwrap().iter().any(|e| e == "Uncaught"), "{seen}");
+    assert!(seen["ink"].as_f64().unwrap() < 0.01, "{seen}");
+}
+
+/// report.html is evidence like summary.md: one changed byte fails verify
+/// (exit 3, naming the file) and render restores it.
+#[test]
+fn verify_catches_a_changed_byte_of_the_page_and_render_restores_it() {
+    let mut keep = Vec::new();
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.args(["--quiet", "--mode", "trials", "--trials", "2", "--stage", "noop"]);
+    assert_eq!(run(c).code(), Some(0));
+    keep.push(tmp);
+    let page = out.join("report.html");
+    let original = std::fs::read(&page).unwrap();
+    let mut bytes = original.clone();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 1;
+    std::fs::write(&page, &bytes).unwrap();
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(3), "{}", f.stderr);
+    assert!(f.stderr.contains("report.html differs"), "{}", f.stderr);
+    let mut c = coordinator();
+    c.arg("render").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+    assert_eq!(std::fs::read(&page).unwrap(), original);
+    let mut c = coordinator();
+    c.arg("verify").arg(&out);
+    assert_eq!(run(c).code(), Some(0));
+}
