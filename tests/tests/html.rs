@@ -203,3 +203,79 @@ fn verify_catches_a_changed_byte_of_the_page_and_render_restores_it() {
     c.arg("verify").arg(&out);
     assert_eq!(run(c).code(), Some(0));
 }
+
+/// A program whose `step` spins `0.004 × factor` s of its own five times a
+/// trial, the factor read from a file beside it (so both runs have the same
+/// definition).
+const STEPPED: &str = r#"
+import os, time
+from stagebench import span
+f = float(open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "factor")).read())
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+with span("run"):
+    with span("load"):
+        spin(0.02)
+    for i in range(5):
+        with span("step"):
+            with span("forward"):
+                spin(0.006)
+            spin(0.004 * f)
+"#;
+
+/// Frames' fills by their span name, from the first flame graph.
+const FILLS: &str = "JSON.stringify([...document.querySelectorAll('svg.flame g')].map(g => [g.querySelector('title').textContent.split(' (')[0], g.querySelector('rect').getAttribute('fill')]))";
+/// The stacks table: stack, verdict class, change.
+const STACKS: &str = "JSON.stringify([...document.querySelectorAll('table.stacks tbody tr')].map(r => [r.dataset.stack, r.className, r.querySelector('td.change').textContent]))";
+
+#[test]
+fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("stepped.py"), STEPPED).unwrap();
+    let mut dirs = Vec::new();
+    for (name, factor) in [("a", "1.0"), ("b", "1.3")] {
+        std::fs::write(tmp.path().join("factor"), factor).unwrap();
+        let out = tmp.path().join(name);
+        let mut c = coordinator();
+        let py = python(&mut c);
+        c.args(["--quiet", "--mode", "trials", "--trials", "8", "--output"]).arg(&out);
+        c.arg("--command").arg(format!("{py} {}", tmp.path().join("stepped.py").display()));
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+        dirs.push(out);
+    }
+    let page = tmp.path().join("compare.html");
+    let compare = |page: &Path| {
+        let mut c = coordinator();
+        c.arg("compare").arg(&dirs[0]).arg(&dirs[1]).arg("--html").arg(page);
+        run(c)
+    };
+    let f = compare(&page);
+    assert!(matches!(f.code(), Some(0 | 1)), "{}", f.stderr);
+    // An existing page is refused in one line, before anything is compared.
+    let again = compare(&page);
+    assert_eq!(again.code(), Some(2), "{}", again.stderr);
+    assert!(again.stderr.contains("already exists"), "{}", again.stderr);
+    if !chromium("the_compare_page_colours_the_one_span_made_slower_and_only_it") {
+        return;
+    }
+    let seen = check_page(&page, &shots().join("compare.png"), &[STACKS, FILLS]);
+    assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    let rows = strings(&seen["values"][0]);
+    let slower: Vec<&Vec<String>> = rows.iter().filter(|r| r[1] != "same").collect();
+    assert_eq!(slower.len(), 1, "{rows:?}");
+    assert_eq!((slower[0][0].as_str(), slower[0][1].as_str()), ("command;run;step", "slower"));
+    let pct: f64 = slower[0][2].trim_end_matches('%').parse().unwrap();
+    assert!((20.0..40.0).contains(&pct), "step changed by {pct}%");
+    // In the graph, step's frame alone has a colour of its own.
+    let fills = strings(&seen["values"][1]);
+    let step: Vec<&String> = fills.iter().filter(|f| f[0] == "step").map(|f| &f[1]).collect();
+    let others: std::collections::BTreeSet<&String> =
+        fills.iter().filter(|f| f[0] != "step").map(|f| &f[1]).collect();
+    assert_eq!(step.len(), 1, "{fills:?}");
+    assert_eq!(others.len(), 1, "frames other than step are coloured: {fills:?}");
+    assert!(!others.contains(step[0]), "{fills:?}");
+}

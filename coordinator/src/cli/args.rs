@@ -70,6 +70,12 @@ pub(super) enum Command {
         /// (forest.svg, forest.png) into this new directory.
         #[arg(long, value_name = "DIR")]
         output: Option<PathBuf>,
+        /// Also write the comparison as one offline page: the rows with
+        /// their intervals and, per stage with spans, a differential flame
+        /// graph coloured where a stack's self time per trial differs
+        /// significantly. The file must not exist.
+        #[arg(long, value_name = "FILE")]
+        html: Option<PathBuf>,
     },
     /// Redraw what a run or campaign derives from its report.json alone
     /// (summary.md and its plots), byte for byte as it was written, after

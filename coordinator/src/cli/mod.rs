@@ -91,9 +91,26 @@ fn command(cli: Cli) -> Result<u8, Error> {
             allow_incomparable,
             strict,
             output,
+            html,
         }) => {
             if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
                 return Err(Error::Usage(format!("output '{}' already exists", out.display())));
+            }
+            if let Some(page) = &html {
+                if page.symlink_metadata().is_ok() {
+                    return Err(Error::Usage(format!(
+                        "--html '{}' already exists",
+                        page.display()
+                    )));
+                }
+                let folder = page.parent().filter(|d| !d.as_os_str().is_empty());
+                if let Some(d) = folder.filter(|d| !d.is_dir()) {
+                    return Err(Error::Usage(format!(
+                        "--html '{}': its folder '{}' does not exist (create it first)",
+                        page.display(),
+                        d.display()
+                    )));
+                }
             }
             let figures = match figures.is_empty() {
                 true => report::compare::DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect(),
@@ -110,6 +127,10 @@ fn command(cli: Cli) -> Result<u8, Error> {
             if let Some(out) = &output {
                 report::compare::write_output(out, &c, threshold)?;
                 println!("wrote {}/ ({})", out.display(), report::compare::OUTPUT_FILES.join(", "));
+            }
+            if let Some(page) = &html {
+                report::compare::write_html(page, &c, [&run_a, &run_b], threshold)?;
+                println!("wrote {}", page.display());
             }
             Ok(if c.rows.iter().any(|r| r.regressed) { code::REGRESSION } else { code::SUCCESS })
         }

@@ -14,6 +14,7 @@
 mod campaigns;
 mod comparable;
 mod files;
+pub mod html;
 mod plot;
 mod text;
 
@@ -89,6 +90,32 @@ pub enum CompareError {
     /// Writing `--output DIR` failed; nothing of it was published.
     #[error("{0}")]
     Write(String),
+}
+
+/// Writes `file` (which must not exist): the comparison `c` of the runs in
+/// directories `a` and `b` as a page ([`html`]).
+pub fn write_html(
+    file: &Path,
+    c: &Comparison,
+    dirs: [&Path; 2],
+    threshold_pct: f64,
+) -> Result<(), CompareError> {
+    let mut reports = Vec::new();
+    for dir in dirs {
+        match load_report(dir)? {
+            Loaded::Run(r) => reports.push(*r),
+            Loaded::Campaign(_) => {
+                return Err(CompareError::Write(format!(
+                    "--html '{}': two campaigns have no page yet; compare two runs, or read the table",
+                    file.display()
+                )));
+            }
+        }
+    }
+    let page = html::page(c, [&reports[0], &reports[1]], threshold_pct)
+        .map_err(|e| CompareError::Write(format!("--html '{}': {e}", file.display())))?;
+    evidence::write_new(file, page.as_bytes())
+        .map_err(|e| CompareError::Write(format!("--html '{}': {e}", file.display())))
 }
 
 /// One of a run directory's files, read as its type.

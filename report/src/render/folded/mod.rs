@@ -32,6 +32,9 @@ pub struct Stacks {
     pub stage: String,
     /// Frames (stage first) → self seconds per measurement.
     pub frames: BTreeMap<Vec<String>, f64>,
+    /// Frames → self seconds in each counted job, in start order (nested
+    /// stacks only): the samples two runs' stacks are compared by.
+    pub samples: BTreeMap<Vec<String>, Vec<f64>>,
     /// Drawn from the slices' nesting (else flat, from the span records).
     pub nested: bool,
     /// The measurements the figures are per (counted jobs or trials).
@@ -104,10 +107,10 @@ fn of_stage(r: &Report, key: &str, st: &StageRecord) -> Stacks {
     if counted.is_empty() || counted.iter().all(|j| j.slices.is_empty()) {
         return flat(stage, st, calls);
     }
-    let n = counted.len() as f64;
-    let mut frames = BTreeMap::new();
+    let mut per_job = Vec::new();
     let mut drawn = 0;
     for job in counted {
+        let mut frames = BTreeMap::new();
         let (b, e) = (job.start_s, job.end_s.max(job.start_s));
         let clamped: Vec<TimedSlice> = job
             .slices
@@ -122,15 +125,26 @@ fn of_stage(r: &Report, key: &str, st: &StageRecord) -> Stacks {
         let (main, mut lanes) = super::trace::into_lanes(main, |s| (s.start_s, s.end_s));
         let (first, more) = super::trace::into_lanes(beside, |s| (s.start_s, s.end_s));
         lanes.extend(std::iter::once(first).filter(|l| !l.is_empty()).chain(more));
-        let top = self_times(std::slice::from_ref(&stage), &main, &mut frames, n);
-        *frames.entry(vec![stage.clone()]).or_insert(0.0) += (e - b - top) / n;
+        let top = self_times(std::slice::from_ref(&stage), &main, &mut frames);
+        *frames.entry(vec![stage.clone()]).or_insert(0.0) += e - b - top;
         for lane in lanes {
-            self_times(&[stage.clone(), BESIDE.into()], &lane, &mut frames, n);
+            self_times(&[stage.clone(), BESIDE.into()], &lane, &mut frames);
+        }
+        per_job.push(frames);
+    }
+    // Each stack's self time in every counted job (0 where a job had none).
+    let mut samples: BTreeMap<Vec<String>, Vec<f64>> = BTreeMap::new();
+    for (i, frames) in per_job.iter().enumerate() {
+        for (stack, s) in frames {
+            samples.entry(stack.clone()).or_insert_with(|| vec![0.0; per_job.len()])[i] = *s;
         }
     }
+    let n = per_job.len() as f64;
+    let frames = samples.iter().map(|(k, xs)| (k.clone(), xs.iter().sum::<f64>() / n)).collect();
     Stacks {
         stage,
         frames,
+        samples,
         nested: true,
         measurements: counted.len() as u64,
         calls_drawn: drawn,
@@ -139,19 +153,18 @@ fn of_stage(r: &Report, key: &str, st: &StageRecord) -> Stacks {
 }
 
 /// Adds the self time of each slice of `nested` (in begin order, each
-/// inside the one open before it or after it ended) under `root`, divided
-/// by `n`; returns the time in its top-level slices.
+/// inside the one open before it or after it ended) under `root`; returns
+/// the time in its top-level slices.
 fn self_times(
     root: &[String],
     nested: &[TimedSlice],
     frames: &mut BTreeMap<Vec<String>, f64>,
-    n: f64,
 ) -> f64 {
     // The open slices: their stack, end, length and children's length.
     let mut open: Vec<(Vec<String>, f64, f64, f64)> = Vec::new();
     let mut top = 0.0;
     let close = |o: (Vec<String>, f64, f64, f64), frames: &mut BTreeMap<Vec<String>, f64>| {
-        *frames.entry(o.0).or_insert(0.0) += (o.2 - o.3).max(0.0) / n;
+        *frames.entry(o.0).or_insert(0.0) += (o.2 - o.3).max(0.0);
     };
     for s in nested {
         while open.last().is_some_and(|o| o.1 <= s.start_s) {
@@ -192,7 +205,15 @@ fn flat(stage: String, st: &StageRecord, calls: u64) -> Stacks {
             frames.insert(vec![stage.clone(), BESIDE.into(), frame(name)], s.concurrent_s / n);
         }
     }
-    Stacks { stage, frames, nested: false, measurements: t.measurements, calls_drawn: 0, calls }
+    Stacks {
+        stage,
+        frames,
+        samples: BTreeMap::new(),
+        nested: false,
+        measurements: t.measurements,
+        calls_drawn: 0,
+        calls,
+    }
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 //! graph of self time per trial ([`super::folded`]), the spans table and a
 //! histogram of each span's calls; then the mode's own plots.
 
-mod flame;
+pub mod flame;
 mod histogram;
 pub mod timeline;
 
@@ -43,16 +43,6 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
     };
     let spans = spans(r)?;
     let body = html! {
-        (DOCTYPE)
-        html lang="en" {
-            head {
-                meta charset="utf-8";
-                meta http-equiv="Content-Security-Policy" content=(POLICY);
-                meta name="viewport" content="width=device-width, initial-scale=1";
-                title { (title) }
-                style { (PreEscaped(STYLE)) }
-            }
-            body {
                 header {
                     h1 { (title) }
                     p.headline { (prose(&r.headline())) }
@@ -86,11 +76,30 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                     "Derived from report.json (" (r.schema) " " (r.schema_version)
                     "); " code { "coordinator verify" } " checks this file byte for byte."
                 }
+    };
+    Ok(document(&title, body))
+}
+
+/// A whole page: `body` with the page's own style and script inline, a
+/// policy that forbids every request, and `title`.
+pub fn document(title: &str, body: Markup) -> String {
+    html! {
+        (DOCTYPE)
+        html lang="en" {
+            head {
+                meta charset="utf-8";
+                meta http-equiv="Content-Security-Policy" content=(POLICY);
+                meta name="viewport" content="width=device-width, initial-scale=1";
+                title { (title) }
+                style { (PreEscaped(STYLE)) }
+            }
+            body {
+                (body)
                 script { (PreEscaped(SCRIPT)) }
             }
         }
-    };
-    Ok(body.into_string())
+    }
+    .into_string()
 }
 
 fn short(sha: &str) -> &str {
@@ -98,7 +107,7 @@ fn short(sha: &str) -> &str {
 }
 
 /// Text whose backticked parts are code, as the headline and warnings write names.
-fn prose(text: &str) -> Markup {
+pub fn prose(text: &str) -> Markup {
     html! {
         @for (i, part) in text.split('`').enumerate() {
             @if i % 2 == 1 { code { (part) } } @else { (part) }
