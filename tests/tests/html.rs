@@ -279,3 +279,32 @@ fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
     assert_eq!(others.len(), 1, "frames other than step are coloured: {fills:?}");
     assert!(!others.contains(step[0]), "{fills:?}");
 }
+
+/// The dashboard's index.html opens offline, with a row per run and a link
+/// to each run's report.html, which exists.
+#[test]
+fn the_dashboard_page_links_each_runs_report() {
+    let base = tempfile::tempdir().unwrap();
+    let runs = base.path().join("runs");
+    for name in ["a", "b"] {
+        let mut c = coordinator();
+        c.args(["--quiet", "--mode", "trials", "--trials", "2", "--stage", "noop", "--output"]);
+        c.arg(runs.join(name));
+        assert_eq!(run(c).code(), Some(0));
+    }
+    let mut c = coordinator();
+    c.arg("dashboard").arg(&runs);
+    assert_eq!(run(c).code(), Some(0));
+    let page = runs.join("index.html");
+    if !chromium("the_dashboard_page_links_each_runs_report") {
+        return;
+    }
+    let links = "JSON.stringify([...document.querySelectorAll('tbody a')].map(a => a.getAttribute('href')))";
+    let seen = check_page(&page, &shots().join("dashboard.png"), &[links]);
+    assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    let mut hrefs: Vec<String> = serde_json::from_str(seen["values"][0].as_str().unwrap()).unwrap();
+    hrefs.sort();
+    assert_eq!(hrefs, ["a/report.html", "b/report.html"]);
+    assert!(hrefs.iter().all(|h| runs.join(h).is_file()));
+}

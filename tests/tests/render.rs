@@ -203,6 +203,11 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
     assert!(rows[1].starts_with("| [a](a/summary.md) |") && rows[1].contains("| ok |"), "{first}");
     // A failure's reason, never its message (which may name a file or a series).
     assert!(!first.contains("failed as asked"), "{first}");
+    // index.html: the same rows, the ok run linked to its report.html.
+    let page = std::fs::read_to_string(runs.join("index.html")).unwrap();
+    assert_eq!(page.matches("<tr data-run=").count(), 2, "{page}");
+    assert!(page.contains("href=\"a/report.html\""), "{page}");
+    assert!(!page.contains("href=\"nested/b"), "a failed run has no page to link: {page}");
 
     let f = dashboard(&runs);
     assert!(f.stdout.starts_with("unchanged"), "{}", f.stdout);
@@ -230,6 +235,15 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("was not written by `coordinator dashboard`"), "{}", f.stderr);
     assert_eq!(std::fs::read_to_string(&mine).unwrap(), "my notes\n");
+    // So is an index.html: refused, left alone, and no README.md written.
+    let other = base.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("index.html"), "<p>mine</p>").unwrap();
+    let f = dashboard(&other);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("index.html' exists and was not written"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(other.join("index.html")).unwrap(), "<p>mine</p>");
+    assert!(!other.join("README.md").exists());
 }
 
 #[test]

@@ -233,13 +233,27 @@ fn analyse(
     (all_series, changes)
 }
 
-/// For the dashboard: each run's last change, by its directory relative
-/// to `base`. A run's history is its definition's runs (the default
-/// figures, the default minimum segment), and its last change is the
-/// latest change event at or before it (see `last_change`): "nap wall_s
-/// ×1.52 from r07". A run with none has no entry. `verified` are the runs
-/// whose evidence the caller checked ([`verified`]); no other is read.
-pub fn last_changes(base: &Path, verified: &[&(PathBuf, Declared)]) -> BTreeMap<String, String> {
+/// A run's place in its definition's history, for the dashboard.
+#[derive(Clone, Debug, Default)]
+pub struct Trend {
+    /// Its last change (see [`last_changes`]), if any.
+    pub last_change: Option<String>,
+    /// The sum of the stages' median walls of each run of its definition,
+    /// in history order, and which of them this run is.
+    pub walls: Vec<f64>,
+    pub at: usize,
+    /// The runs that begin a change (of any stage's figure), in order.
+    pub changes: Vec<usize>,
+}
+
+/// For the dashboard: each run's trend, by its directory relative to
+/// `base`. A run's history is its definition's runs (the default figures,
+/// the default minimum segment), and its last change is the latest change
+/// event at or before it (see `last_change`): "nap wall_s ×1.52 from r07".
+/// Change points are looked for only in a history long enough to hold one
+/// ([`stats::lowest_p`]). `verified` are the runs whose evidence the
+/// caller checked ([`verified`]); no other is read.
+pub fn last_changes(base: &Path, verified: &[&(PathBuf, Declared)]) -> BTreeMap<String, Trend> {
     let mut groups: BTreeMap<String, Vec<Read>> = BTreeMap::new();
     for r in verified.iter().filter_map(|(path, decl)| read_run(base, path, decl)) {
         groups.entry(r.definition.clone()).or_default().push(r);
@@ -247,16 +261,29 @@ pub fn last_changes(base: &Path, verified: &[&(PathBuf, Declared)]) -> BTreeMap<
     let asked: Vec<String> = DEFAULT_FIGURES.iter().map(|f| f.to_string()).collect();
     let mut out = BTreeMap::new();
     let enough = |g: &Vec<Read>| stats::lowest_p(g.len(), stats::MIN_SEGMENT) < stats::SIGNIFICANCE;
-    for mut runs in groups.into_values().filter(enough) {
+    for mut runs in groups.into_values() {
         order(&mut runs);
         let Ok(figures) = figures_of(&runs, &asked) else { continue };
-        let (_, changes) = analyse(&runs, &figures, stats::MIN_SEGMENT);
+        let walls: Vec<f64> = runs
+            .iter()
+            .map(|r| {
+                let wall = figures.iter().filter(|(_, f)| f == "wall_s");
+                wall.map(|(stage, f)| run_median(&r.run, stage, f)).sum()
+            })
+            .collect();
+        let changes = match enough(&runs) {
+            true => analyse(&runs, &figures, stats::MIN_SEGMENT).1,
+            false => Vec::new(),
+        };
+        let mut starts: Vec<usize> = changes.iter().map(|c| c.at).collect();
+        starts.sort();
+        starts.dedup();
         for (k, run) in runs.iter().enumerate() {
-            if let Some(c) = last_change(&changes, k, stats::MIN_SEGMENT) {
-                let text =
-                    format!("{} {} ×{:.2} from {}", c.stage, c.figure, c.ratio, runs[c.at].rel);
-                out.insert(run.rel.clone(), text);
-            }
+            let last_change = last_change(&changes, k, stats::MIN_SEGMENT).map(|c| {
+                format!("{} {} ×{:.2} from {}", c.stage, c.figure, c.ratio, runs[c.at].rel)
+            });
+            let trend = Trend { last_change, walls: walls.clone(), at: k, changes: starts.clone() };
+            out.insert(run.rel.clone(), trend);
         }
     }
     out

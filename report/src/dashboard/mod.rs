@@ -1,5 +1,7 @@
 //! `coordinator dashboard DIR`: `DIR/README.md`, a table of every run
-//! directory below DIR (at any depth), newest first, from their evidence.
+//! directory below DIR (at any depth), newest first, from their evidence,
+//! and `DIR/index.html`, the same rows as a page ([`page`]) with each
+//! definition's history drawn and a link to each run's report.html.
 //!
 //! A run directory is one holding declaration.json. Its row says whether the
 //! run succeeded (`ok`: report.json, and the directory verifies as
@@ -25,6 +27,9 @@ use serde::Deserialize;
 use std::fmt::Write as _;
 use std::path::Path;
 
+mod page;
+pub use page::{PAGE, PAGE_MARKER};
+
 pub const INDEX: &str = "README.md";
 /// The status of a run whose directory verifies.
 const OK: &str = "ok";
@@ -44,6 +49,8 @@ struct Row {
     /// The last change point at or before this run in its definition's
     /// history (`coordinator history`), or "–".
     last_change: String,
+    /// Its definition's history, for index.html's sparkline.
+    trend: Option<crate::history::Trend>,
 }
 
 /// Why no dashboard was written.
@@ -81,6 +88,16 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
         }
         _ => {}
     }
+    let page_path = dir.join(PAGE);
+    match std::fs::read_to_string(&page_path) {
+        Ok(old) if !old.starts_with(&format!("<!DOCTYPE html>{PAGE_MARKER}")) => {
+            return Err(DashboardError::NotOurs(page_path.display().to_string()));
+        }
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+            return Err(DashboardError::NotText(page_path.display().to_string()));
+        }
+        _ => {}
+    }
     if let Some(evidence) = crate::runs_below::evidence_at_or_above(dir) {
         let shown = |p: &Path| p.display().to_string();
         return Err(DashboardError::InEvidence(shown(dir), shown(&evidence)));
@@ -91,20 +108,28 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
         runs.iter().zip(&rows).filter(|(_, r)| r.status == OK).map(|(f, _)| f).collect();
     let last = crate::history::last_changes(dir, &ok);
     for r in &mut rows {
-        if let Some(change) = last.get(&r.rel) {
-            r.last_change = change.clone();
+        if let Some(trend) = last.get(&r.rel) {
+            if let Some(change) = &trend.last_change {
+                r.last_change = change.clone();
+            }
+            r.trend = Some(trend.clone());
         }
     }
     // Newest first; ties (and unreadable dates) by path, so the order is total.
     rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
     let text = markdown(&rows);
-    let unchanged = std::fs::read(&index).is_ok_and(|old| old == text.as_bytes());
-    if !unchanged {
-        evidence::write_atomic(&index, text.as_bytes())
-            .map_err(|e| DashboardError::Write(index.display().to_string(), e))?;
+    let html = page::page(&rows);
+    let mut unchanged = true;
+    for (path, bytes) in [(&index, text.as_bytes()), (&page_path, html.as_bytes())] {
+        if std::fs::read(path).is_ok_and(|old| old == bytes) {
+            continue;
+        }
+        unchanged = false;
+        evidence::write_atomic(path, bytes)
+            .map_err(|e| DashboardError::Write(path.display().to_string(), e))?;
     }
     Ok(format!(
-        "{} {} ({} run director{})",
+        "{} {} and {PAGE} ({} run director{})",
         if unchanged { "unchanged" } else { "wrote" },
         index.display(),
         rows.len(),
@@ -134,6 +159,7 @@ fn row(base: &Path, dir: &Path, decl: &Declared) -> Row {
         wall: "–".into(),
         headline: String::new(),
         last_change: "–".into(),
+        trend: None,
     };
     if dir.join(REPORT).exists() && dir.join(FAILURE).exists() {
         // One ending per run: both is no ending a run writes.
@@ -257,7 +283,7 @@ mod tests {
     /// with no headline of its own names its slowest stage.
     #[test]
     fn the_headline_is_the_sections_and_can_say_differ() {
-        let text = include_str!("render/fixtures/cold-prep-report.json");
+        let text = include_str!("../render/fixtures/cold-prep-report.json");
         let mut v: serde_json::Value = serde_json::from_str(text).unwrap();
         let r: Report = serde_json::from_value(v.clone()).unwrap();
         assert!(headline(&r).ends_with("; caches identical"), "{}", headline(&r));
