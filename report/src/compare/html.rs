@@ -3,8 +3,9 @@
 //! both runs drew from nested spans, a differential flame graph of B (a
 //! frame's width its self time per trial in B) coloured only where the
 //! compare test finds the stack's self time per trial significantly
-//! different: red slower, blue faster. Each stack is tested as a figure is:
-//! its self time in each counted trial of A against each of B (rank test,
+//! different by more than the threshold (compare's `--threshold`, either
+//! way): red slower, blue faster. Each stack is tested as a figure is: its
+//! self time in each counted trial of A against each of B (rank test,
 //! interval of the ratio of medians, `stats::verdict`).
 
 use super::{Comparison, Row, row};
@@ -41,23 +42,34 @@ pub fn stacks(a: &Stacks, b: &Stacks, threshold_pct: f64) -> Vec<StackRow> {
         .collect()
 }
 
+/// Whether a row's difference is coloured: significant, and beyond the
+/// threshold either way (slower by more than it, as compare's regression,
+/// or faster by more than it).
+fn coloured(r: &Row, threshold_pct: f64) -> Option<Verdict> {
+    let t = threshold_pct / 100.0;
+    match r.verdict {
+        Verdict::Slower if r.ratio > 1.0 + t => Some(Verdict::Slower),
+        Verdict::Faster if r.ratio < 1.0 - t => Some(Verdict::Faster),
+        _ => None,
+    }
+}
+
 /// A stack's differential line: A's and B's self µs per trial; a stack
-/// whose difference is not significant gets B's figure twice, so only a
-/// significant one is coloured.
-fn line(s: &StackRow) -> String {
+/// whose difference is not coloured gets B's figure twice.
+fn line(s: &StackRow, threshold_pct: f64) -> String {
     let us = |x: f64| (x * 1e6).round() as u64;
     let after = us(s.row.median_b.max(0.0));
-    let before = match s.row.verdict {
-        Verdict::Slower | Verdict::Faster => us(s.row.median_a.max(0.0)),
-        _ => after,
+    let before = match coloured(&s.row, threshold_pct) {
+        Some(_) => us(s.row.median_a.max(0.0)),
+        None => after,
     };
     format!("{} {before} {after}", s.stack.join(";"))
 }
 
-fn class(v: Verdict) -> &'static str {
+fn class(v: Option<Verdict>) -> &'static str {
     match v {
-        Verdict::Slower => "slower",
-        Verdict::Faster => "faster",
+        Some(Verdict::Slower) => "slower",
+        Some(Verdict::Faster) => "faster",
         _ => "same",
     }
 }
@@ -90,7 +102,7 @@ pub fn page(
     for (i, a) in sa.iter().enumerate().filter(|(_, s)| s.nested) {
         let Some(b) = sb.iter().find(|b| b.stage == a.stage && b.nested) else { continue };
         let rows = stacks(a, b, threshold_pct);
-        let lines: Vec<String> = rows.iter().map(line).collect();
+        let lines: Vec<String> = rows.iter().map(|s| line(s, threshold_pct)).collect();
         let graph = flame::svg(&lines, &format!("cmp{i}"))?;
         stages.push((a.stage.clone(), a.measurements, b.measurements, rows, graph));
     }
@@ -118,7 +130,7 @@ pub fn page(
                 } }
                 tbody {
                     @for r in &c.rows {
-                        tr.(class(r.verdict)) data-stage=(r.stage) data-figure=(r.figure) {
+                        tr.(class(coloured(r, threshold_pct))) data-stage=(r.stage) data-figure=(r.figure) {
                             td { code { (r.stage) } }
                             td { code { (r.figure) } }
                             td.num { (figure(&r.figure, r.median_a)) }
@@ -138,16 +150,16 @@ pub fn page(
         @for (stage, na, nb, rows, graph) in &stages {
             section.stage-spans data-stage=(stage) {
                 h2 { "Spans of " code { (stage) } }
-                p.note { "Self time per trial, " (na) " trial(s) of A against " (nb) " of B. Width: B. Colour: red where B is significantly slower, blue where faster, none where the test finds no difference." }
+                p.note { "Self time per trial (the median over trials), " (na) " trial(s) of A against " (nb) " of B. Width: B. Colour: red where B is significantly slower by more than " (threshold_pct) "%, blue where faster by more than that, none otherwise." }
                 div.flame-box { (PreEscaped(graph)) }
-                (stack_table(rows))
+                (stack_table(rows, threshold_pct))
             }
         }
     };
     Ok(document("stagebench compare", body))
 }
 
-fn stack_table(rows: &[StackRow]) -> Markup {
+fn stack_table(rows: &[StackRow], threshold_pct: f64) -> Markup {
     html! {
         table.sortable.stacks {
             thead { tr {
@@ -156,7 +168,7 @@ fn stack_table(rows: &[StackRow]) -> Markup {
             } }
             tbody {
                 @for s in rows {
-                    tr.(class(s.row.verdict)) data-stack=(s.stack.join(";")) {
+                    tr.(class(coloured(&s.row, threshold_pct))) data-stack=(s.stack.join(";")) {
                         td { code { (s.stack.join(" › ")) } }
                         td.num { (duration(s.row.median_a)) }
                         td.num { (duration(s.row.median_b)) }

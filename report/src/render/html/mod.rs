@@ -16,6 +16,7 @@
 
 pub mod flame;
 mod histogram;
+mod markdown;
 pub mod timeline;
 
 use super::folded::{self, Stacks};
@@ -24,6 +25,7 @@ use crate::modes::Report;
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 pub use flame::FlameError;
+pub use markdown::markdown;
 
 /// The file's name in the run directory.
 pub const HTML: &str = "report.html";
@@ -64,6 +66,10 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                     section id="timeline" { h2 { "Processes" } (t) }
                 }
                 (spans)
+                @let own = mode_part(r);
+                @if !own.is_empty() {
+                    section id="mode" data-mode=(r.mode()) { (markdown(&own)) }
+                }
                 @if !plots.is_empty() {
                     section id="plots" {
                         h2 { "Plots" }
@@ -100,6 +106,13 @@ pub fn document(title: &str, body: Markup) -> String {
         }
     }
     .into_string()
+}
+
+/// The mode's own part of summary.md (its section's tables and sentences).
+fn mode_part(r: &Report) -> String {
+    let mut s = String::new();
+    r.section.summary(r, &mut s);
+    s
 }
 
 fn short(sha: &str) -> &str {
