@@ -78,7 +78,7 @@ pub(super) enum Command {
         html: Option<PathBuf>,
     },
     /// Redraw what a run or campaign derives from its report.json alone
-    /// (summary.md and its plots), byte for byte as it was written, after
+    /// (summary.md, report.html and its plots), byte for byte as it was written, after
     /// checking every other binding; and write exports of a run.
     Render {
         /// The run or campaign directory (holding report.json).
@@ -86,8 +86,10 @@ pub(super) enum Command {
         #[command(flatten)]
         export: ExportArgs,
     },
-    /// Write DIR/README.md: a table of every run directory below DIR, newest
-    /// first, from their reports. Rerunning it with nothing new changes nothing.
+    /// Write DIR/README.md and DIR/index.html: a table of every run directory
+    /// below DIR, newest first, from their reports (the page with each
+    /// definition's history drawn and a link to each run's report.html).
+    /// Rerunning it with nothing new changes nothing.
     Dashboard {
         /// The directory holding run directories (at any depth).
         dir: PathBuf,

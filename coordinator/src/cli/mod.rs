@@ -228,7 +228,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 println!("  {line}");
             }
             println!(
-                "evidence: {}/ (report.json, summary.md, plots/campaign.svg and .png; every run under runs/)",
+                "evidence: {}/ (report.json, summary.md, report.html, plots/campaign.svg and .png; every run under runs/)",
                 done.dir.display()
             );
             // A failed trial is a finding the report keeps, and a failure.

@@ -99,7 +99,7 @@ pub fn print(r: &Report, dir: &Path, requested_workers: u32) {
     }
     let jobs = r.artifacts.iter().any(|a| a.kind == crate::rundir::jobs::KIND);
     println!(
-        "evidence: {}/ (declaration.json, environment.json, report.json{}; summary.md and plots/ derived from it)",
+        "evidence: {}/ (declaration.json, environment.json, report.json{}; summary.md, report.html and plots/ derived from it)",
         dir.display(),
         if jobs { " binding jobs.jsonl.gz" } else { "" }
     );
