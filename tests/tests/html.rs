@@ -68,6 +68,8 @@ const WALLS: &str = "JSON.stringify([...document.querySelectorAll('#stages tbody
 const SELF: &str = "JSON.stringify([...document.querySelectorAll('table.spans tbody tr')].map(r => [r.closest('.stage-spans').dataset.stage, r.dataset.span, r.cells[9].textContent]))";
 /// The tables of the mode's own section.
 const MODE: &str = "document.querySelectorAll('#mode table').length";
+/// The details line after hovering the frame of `step`.
+const HOVER: &str = "(() => { const g = [...document.querySelectorAll('svg.flame g')].find(g => g.querySelector('title').textContent.startsWith('step (')); if (!g) return null; g.dispatchEvent(new MouseEvent('mouseover')); return g.closest('svg.flame').querySelector(\"text[id$='-details']\").textContent; })()";
 /// The first flame graph scrolled to the top of the window: its frames.
 const FLAME: &str = "(() => { const s = document.querySelector('svg.flame'); if (!s) return -1; s.scrollIntoView(); return s.querySelectorAll('g > rect').length; })()";
 
@@ -86,7 +88,7 @@ fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
         let page = dir.join("report.html");
         let size = std::fs::metadata(&page).unwrap().len();
         let shot = shots().join(format!("{name}.png"));
-        let seen = check_page(&page, &shot, &[WALLS, SELF, MODE, FLAME]);
+        let seen = check_page(&page, &shot, &[WALLS, SELF, MODE, HOVER, FLAME]);
         assert_eq!(seen["requests"], serde_json::json!([]), "{name}: {seen}");
         assert_eq!(seen["errors"], serde_json::json!([]), "{name}: {seen}");
         assert_eq!(seen["title"], format!("stagebench {name} run"));
@@ -104,12 +106,21 @@ fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
             .map(|row| vec![row.stage.to_string(), row.span.to_string(), row.cells[8].clone()])
             .collect();
         assert_eq!(spans, want, "{name}");
-        let frames = seen["values"][3].as_i64().unwrap();
+        let frames = seen["values"][4].as_i64().unwrap();
         let ink = seen["ink"].as_f64().unwrap();
         eprintln!("{name}: report.html {size} bytes, {frames} flame frames, ink {ink:.3}");
         if name == "trials" {
             // all, the stage, beside, background, run, load, step, forward.
             assert!(frames >= 8, "{frames} frames");
+            // Hovering step's frame names its calls and self time per trial.
+            let step =
+                report::render::span_rows(&r).into_iter().find(|s| s.span == "step").unwrap();
+            let hover = seen["values"][3].as_str().unwrap();
+            let want = format!(
+                "5 call(s) per trial, median {}, self {} per trial",
+                step.cells[3], step.cells[8]
+            );
+            assert!(hover.starts_with("step (") && hover.ends_with(&want), "{hover}");
             assert!(ink > 0.10, "the flame graph's screenshot is nearly blank: {ink}");
         } else {
             assert!(ink > 0.02, "a blank page: {ink}");

@@ -48,6 +48,7 @@ fn default_output_is_a_new_directory_under_runs() {
             "environment.json",
             "plots/stages.png",
             "plots/stages.svg",
+            "report.html",
             "report.json",
             "summary.md"
         ]

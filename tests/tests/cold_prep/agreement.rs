@@ -224,9 +224,14 @@ fn serial_and_parallel_preparation_agree_and_verify() {
     assert!((r.load_imbalance - imbalance).abs() < 1e-9, "{imbalance}");
     let efficiency = r.speedup / 2.0;
     assert!((r.parallel_efficiency - efficiency).abs() < 1e-12);
-    for name in
-        ["declaration.json", "environment.json", "report.json", "summary.md", "plots/cold-prep.svg"]
-    {
+    for name in [
+        "declaration.json",
+        "environment.json",
+        "report.json",
+        "summary.md",
+        "plots/cold-prep.svg",
+        "report.html",
+    ] {
         let text = std::fs::read_to_string(out.join(name)).unwrap();
         for s in frozen["series"].as_array().unwrap() {
             assert!(!text.contains(s["id"].as_str().unwrap()), "{name} names a series");

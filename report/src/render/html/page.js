@@ -55,9 +55,30 @@
         if (t) t.setAttribute("x", (px + 0.25).toFixed(4) + "%");
       });
     };
+    // The stage's spans table, whose row for a frame's span gives its
+    // calls and self time per trial (absent on a compare page).
+    var box = svg.closest(".stage-spans");
+    var table = box ? box.querySelector("table.spans") : null;
+    var about = function (name) {
+      if (!table) return "";
+      var rows = table.tBodies[0].rows;
+      for (var i = 0; i < rows.length; i++) {
+        if (rows[i].getAttribute("data-span") === name) {
+          var c = rows[i].cells;
+          return " · " + c[2].textContent + " call(s) per trial, median " + c[4].textContent +
+            ", self " + c[9].textContent + " per trial";
+        }
+      }
+      return "";
+    };
     groups.forEach(function (g) {
       var title = g.querySelector("title");
-      g.addEventListener("mouseover", function () { if (details && title) details.textContent = title.textContent; });
+      g.addEventListener("mouseover", function () {
+        if (!details || !title) return;
+        var text = title.textContent;
+        var name = text.slice(0, text.lastIndexOf(" ("));
+        details.textContent = text + about(name);
+      });
       g.addEventListener("click", function () {
         var s = spanOf(g);
         place(s.x, s.w, s.y);
