@@ -1,6 +1,6 @@
 //! `coordinator dashboard DIR`: `DIR/README.md`, a table of every run
 //! directory below DIR (at any depth), newest first, from their evidence,
-//! and `DIR/index.html`, the same rows as a page ([`page`]) with each
+//! and `DIR/index.html`, the same rows as a page (`page`) with each
 //! definition's history drawn and a link to each run's report.html.
 //!
 //! A run directory is one holding declaration.json. Its row says whether the

@@ -6,7 +6,7 @@
 //! nesting: a span the helper saw on another thread or in a forked child
 //! (`beside`) goes under the frame [`BESIDE`]; among the rest, a span
 //! wholly inside another that was open is its child (the trace's rule,
-//! [`super::trace::into_lanes`]), and one that overlaps another without
+//! `super::trace::into_lanes`), and one that overlaps another without
 //! nesting in it goes beside the main thread too, in a lane of its own. Each
 //! stack's count is its **self time per trial** in microseconds: the time
 //! in it less its children, summed over the stage's counted jobs (warm-up
