@@ -270,7 +270,8 @@ fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
         run(c)
     };
     let f = compare(&page);
-    assert!(matches!(f.code(), Some(0 | 1)), "{:?}: {}{}", f.code(), f.stdout, f.stderr);
+    // 0, or 4 when a figure regressed (B is slower by design).
+    assert!(matches!(f.code(), Some(0 | 4)), "{:?}: {}{}", f.code(), f.stdout, f.stderr);
     // An existing page is refused in one line, before anything is compared.
     let again = compare(&page);
     assert_eq!(again.code(), Some(2), "{}", again.stderr);
