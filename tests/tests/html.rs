@@ -5,6 +5,8 @@
 //! `render` restores it. Screenshots land in target/tmp/report-html/.
 
 use harness::{check_page, chromium, coordinator, coordinator_with_output, python, reports, run};
+use report::fmt::duration;
+use report::modes::Section;
 use std::path::{Path, PathBuf};
 
 /// A program with nested spans, a thread's span beside them, and many
@@ -73,6 +75,9 @@ const HOVER: &str = "(() => { const g = [...document.querySelectorAll('svg.flame
 /// The first flame graph scrolled to the top of the window: its frames.
 const FLAME: &str = "(() => { const s = document.querySelector('svg.flame'); if (!s) return -1; s.scrollIntoView(); return s.querySelectorAll('g > rect').length; })()";
 
+/// The load balance table's rows: worker, series, busy.
+const BALANCE: &str = "JSON.stringify([...document.querySelectorAll('#balance tbody tr')].map(r => [...r.cells].slice(0, 3).map(c => c.textContent)))";
+
 fn strings(v: &serde_json::Value) -> Vec<Vec<String>> {
     serde_json::from_str(v.as_str().expect("a JSON string")).unwrap()
 }
@@ -88,7 +93,7 @@ fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
         let page = dir.join("report.html");
         let size = std::fs::metadata(&page).unwrap().len();
         let shot = shots().join(format!("{name}.png"));
-        let seen = check_page(&page, &shot, &[WALLS, SELF, MODE, HOVER, FLAME]);
+        let seen = check_page(&page, &shot, &[WALLS, SELF, MODE, HOVER, FLAME, BALANCE]);
         assert_eq!(seen["requests"], serde_json::json!([]), "{name}: {seen}");
         assert_eq!(seen["errors"], serde_json::json!([]), "{name}: {seen}");
         assert_eq!(seen["title"], format!("stagebench {name} run"));
@@ -126,6 +131,18 @@ fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
             assert!(ink > 0.02, "a blank page: {ink}");
             // The mode's own tables (preparations, rounds) as summary.md has them.
             assert!(seen["values"][2].as_i64().unwrap() >= 2, "{seen}");
+            // Load balance: a row per parallel worker, its series and busy
+            // time as report.json holds them, the series adding up.
+            let Section::ColdPrep(prep) = &r.section else { panic!("not cold-prep") };
+            let want: Vec<Vec<String>> = prep
+                .parallel
+                .workers
+                .iter()
+                .map(|w| vec![w.rank.to_string(), w.series.to_string(), duration(w.busy_s)])
+                .collect();
+            assert_eq!(strings(&seen["values"][5]), want, "{seen}");
+            let series: u64 = prep.parallel.workers.iter().map(|w| w.series).sum();
+            assert_eq!(series, prep.prepared(), "{seen}");
         }
     }
 }
@@ -340,19 +357,35 @@ fn the_dashboard_page_links_each_runs_report() {
 }
 
 /// A campaign's report.html: its judgment and tables as summary.md words
-/// them, and its plot, offline.
+/// them, its plot, and each resume read call by call. The chain of
+/// tests/scripts/loading_chain.py, killed right after stage two's
+/// recompute: stage one's search was loaded, two's not yet done at the
+/// kill, both recomputes repeated, each call with its cold time.
 #[test]
-fn a_campaigns_page_shows_its_judgment_offline() {
+fn a_campaigns_page_shows_its_judgment_and_calls_by_fate_offline() {
     let base = tempfile::tempdir().unwrap();
     std::fs::create_dir(base.path().join("work")).unwrap();
+    let script = harness::repo().join("tests/scripts/loading_chain.py");
+    let stage = |name: &str| {
+        format!(
+            "[[pipeline]]\nname = \"{name}\"\nargv = [\"python3\", \"{}\", \"{name}\", \"work\"]\nreset = [\"work/{name}\"]\n",
+            script.display()
+        )
+    };
     let file = base.path().join("c.toml");
     std::fs::write(
         &file,
-        "[campaign]\nname = \"quick\"\ntrials = 2\nscratch = \"work\"\n\n[[pipeline]]\nname = \"s\"\nargv = [\"sh\", \"-c\", \"echo x > out\"]\ncwd = \"work\"\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+        format!(
+            "[campaign]\nname = \"quick\"\ntrials = 2\nscratch = \"work\"\n\n{}\n{}\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n\n[[step]]\nname = \"killed\"\nkind = \"interrupted\"\nkill_at = \"two:span:recompute:1\"\n\n[[step]]\nname = \"resume\"\nkind = \"resume\"\n",
+            stage("one"),
+            stage("two")
+        ),
     )
     .unwrap();
     let out = base.path().join("camp");
     let mut c = coordinator();
+    harness::python_on_path(&mut c);
+    c.current_dir(base.path());
     c.arg("campaign").arg(&file).arg("--output").arg(&out);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
@@ -363,14 +396,59 @@ fn a_campaigns_page_shows_its_judgment_offline() {
         let first = line.split('`').next().unwrap();
         assert!(text.contains(first), "the judgment line {line:?} is not on the page");
     }
-    if !chromium("a_campaigns_page_shows_its_judgment_offline") {
+    if !chromium("a_campaigns_page_shows_its_judgment_and_calls_by_fate_offline") {
         return;
     }
     let tables = "document.querySelectorAll('#campaign table').length";
-    let seen = check_page(&page, &shots().join("campaign.png"), &[tables]);
+    // Each call of a step: its fate, label, time in the step and cold.
+    let calls = |step: &str| {
+        format!(
+            "JSON.stringify([...document.querySelectorAll('[data-step=\"{step}\"] tbody tr')].map(r => [r.dataset.fate, ...[...r.cells].map(c => c.textContent), r.cells[2].dataset.v, r.cells[3].dataset.v]))"
+        )
+    };
+    let seen = check_page(
+        &page,
+        &shots().join("campaign.png"),
+        &[tables, &calls("killed"), &calls("resume")],
+    );
     assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     assert_eq!(seen["title"], "stagebench campaign quick");
     assert!(seen["values"][0].as_i64().unwrap() >= 3, "{seen}");
     assert!(seen["ink"].as_f64().unwrap() > 0.05, "{seen}");
+    let fates = |v: &serde_json::Value| -> Vec<(String, String)> {
+        strings(v).into_iter().map(|r| (r[0].clone(), r[1].clone())).collect()
+    };
+    let pair = |f: &str, c: &str| (f.to_string(), c.to_string());
+    assert_eq!(
+        fates(&seen["values"][1]),
+        [
+            pair("loaded", "one/search"),
+            pair("repeated", "one/recompute"),
+            pair("repeated", "two/recompute"),
+            pair("undone", "two/search"),
+        ],
+        "{seen}"
+    );
+    assert_eq!(
+        fates(&seen["values"][2]),
+        [
+            pair("loaded", "one/search"),
+            pair("loaded", "two/search"),
+            pair("repeated", "one/recompute"),
+            pair("repeated", "two/recompute"),
+        ],
+        "{seen}"
+    );
+    // Both times, as the judgment formats them: the loaded search took
+    // under a tenth of its cold time, a repeat about all of it.
+    for row in strings(&seen["values"][1]) {
+        let secs = |cell: &str| cell.parse::<f64>().unwrap_or_else(|_| panic!("{row:?}"));
+        let (here, cold) = (secs(&row[6]), secs(&row[7]));
+        assert_eq!((row[3].as_str(), row[4].as_str()), (&*duration(here), &*duration(cold)));
+        match row[0].as_str() {
+            "loaded" => assert!(here < 0.1 * cold, "{row:?}"),
+            _ => assert!(here > 0.5 * cold, "{row:?}"),
+        }
+    }
 }

@@ -3,6 +3,7 @@
 //! judgment computed from them), summary.md, its plot and its trace. The
 //! coordinator's `campaign` runs the steps; what they record is here.
 
+mod page;
 mod plot;
 pub mod report;
 pub mod roles;

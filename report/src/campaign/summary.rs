@@ -12,31 +12,13 @@ use std::fmt::Write;
 pub fn derived(r: &CampaignReport) -> Result<Vec<Rendered>, RenderError> {
     let (svg, png) = super::plot::svg_and_png(r)?;
     let text = markdown(r);
-    let page = page(r, &text, &svg);
+    let page = super::page::page(r, &text, &svg);
     Ok(vec![
         Rendered { path: SUMMARY.into(), bytes: text.into_bytes() },
         Rendered { path: format!("{PLOTS}/campaign.svg"), bytes: svg },
         Rendered { path: format!("{PLOTS}/campaign.png"), bytes: png },
         Rendered { path: crate::render::html::HTML.into(), bytes: page.into_bytes() },
     ])
-}
-
-/// The campaign's report.html: its summary (judgment, per stage and
-/// component, the final states against the cold run's) as summary.md words
-/// it, after the plot of each step's stages stacked.
-fn page(r: &CampaignReport, summary: &str, svg: &[u8]) -> String {
-    use crate::render::html::{document, markdown};
-    use maud::{PreEscaped, html};
-    let title = format!("stagebench campaign {}", r.name);
-    let svg = std::str::from_utf8(svg).unwrap_or("");
-    // summary.md's first line is its title, given here as the page's.
-    let rest = summary.split_once('\n').map_or("", |(_, rest)| rest);
-    let body = html! {
-        header { h1 { "stagebench campaign " code { (r.name) } } }
-        figure.plot data-plot="campaign" { (PreEscaped(&svg[svg.find("<svg").unwrap_or(0)..])) }
-        section id="campaign" { (markdown(rest)) }
-    };
-    document(&title, body)
 }
 
 pub fn write_all(dir: &std::path::Path, r: &CampaignReport) -> Result<Vec<Rendered>, RenderError> {

@@ -5,7 +5,7 @@
 //! recipe's components and the recipe's sentences apply; without them, no
 //! second of a pipeline is called "work".
 
-mod calls;
+pub(crate) mod calls;
 
 pub use calls::last_finished;
 

@@ -10,10 +10,12 @@
 //! text of their SVG). The page holds what report.json holds, no path.
 //!
 //! What it shows: the headline, warnings and machine; the stage table
-//! (sortable); the processes on a time axis; per stage with spans, a flame
+//! (sortable); the processes on a time axis; a cold preparation's load
+//! balance per worker; per stage with spans, a flame
 //! graph of self time per trial ([`super::folded`]), the spans table and a
 //! histogram of each span's calls; then the mode's own plots.
 
+mod balance;
 pub mod flame;
 mod histogram;
 mod markdown;
@@ -21,7 +23,7 @@ pub mod timeline;
 
 use super::folded::{self, Stacks};
 use crate::fmt::{duration, mib_number};
-use crate::modes::Report;
+use crate::modes::{Report, Section};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
 pub use flame::FlameError;
@@ -64,6 +66,9 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                 (stage_table(r))
                 @if let Some(t) = timeline::svg(r) {
                     section id="timeline" { h2 { "Processes" } (t) }
+                }
+                @if let Section::ColdPrep(prep) = &r.section {
+                    @if let Some(b) = balance::view(prep) { (b) }
                 }
                 (spans)
                 @let own = mode_part(r);
