@@ -6,7 +6,7 @@
 
 use harness::reports::bisection;
 use harness::{coordinator, run};
-use report::rundir::bisect::ProbeVerdict;
+use report::rundir::bisect::{Probe, ProbeVerdict};
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -147,6 +147,33 @@ fn bisect_names_the_commit_that_slowed_a_stage_and_leaves_the_work_tree_alone() 
     r.arg("render").arg(&out);
     assert_eq!(run(r).code(), Some(0));
     assert_eq!(std::fs::read(out.join("plots").join("bisect.svg")).unwrap(), plot);
+    // Its page: the answer, and the probes in commit order, good below
+    // commit 11 and bad from it, offline in a real browser.
+    if harness::chromium(
+        "bisect_names_the_commit_that_slowed_a_stage_and_leaves_the_work_tree_alone",
+    ) {
+        let rows = "JSON.stringify([...document.querySelectorAll('#probes tbody tr')].map(r => [r.cells[0].textContent, r.dataset.commit, r.dataset.verdict]))";
+        let headline = "document.querySelector('.headline').textContent";
+        let shot = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html");
+        std::fs::create_dir_all(&shot).unwrap();
+        let seen = harness::check_page(
+            &out.join("report.html"),
+            &shot.join("bisect.png"),
+            &[rows, headline],
+        );
+        assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+        assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+        assert_eq!(seen["values"][1].as_str(), Some(report.answer.as_str()), "{seen}");
+        let rows: Vec<[String; 3]> =
+            serde_json::from_str(seen["values"][0].as_str().unwrap()).unwrap();
+        let mut want: Vec<&Probe> = report.probes.iter().collect();
+        want.sort_by_key(|p| p.position);
+        assert_eq!(rows.len(), want.len(), "{seen}");
+        for (row, p) in rows.iter().zip(want) {
+            let verdict = if p.position < 10 { "good" } else { "bad" };
+            assert_eq!(row, &[p.position.to_string(), short(&p.commit).into(), verdict.into()]);
+        }
+    }
     // A changed probe is found.
     let probe = out.join("probes").join(short(&commits[0])).join("summary.md");
     std::fs::write(&probe, "edited\n").unwrap();

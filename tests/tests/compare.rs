@@ -273,6 +273,37 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     // A plot per changed figure, linked from history.md.
     let plot = dir.join("history-plots").join(format!("{:02}-nap-wall_s.svg", 1));
     assert!(plot.is_file() && md.contains("](history-plots/01-nap-wall_s.svg)"), "{md}");
+    // The same as a page: the change at run 7, its plot inline, every
+    // figure's series with a red line where it changed.
+    let page = dir.join("history.html");
+    assert!(f.stdout.contains("history.html"), "{}", f.stdout);
+    if harness::chromium("history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot") {
+        let changes = "JSON.stringify([...document.querySelectorAll('#changes tbody tr')].map(r => [r.dataset.stage, r.dataset.figure, r.dataset.at]))";
+        let lines =
+            "document.querySelectorAll('#figures tr[data-figure=\"wall_s\"] line.change').length";
+        let figures = "document.querySelectorAll('#figures tbody tr').length";
+        let plots = "document.querySelectorAll('#changes figure.plot svg').length";
+        let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html");
+        std::fs::create_dir_all(&shot).unwrap();
+        let seen = harness::check_page(
+            &page,
+            &shot.join("history.png"),
+            &[changes, lines, figures, plots],
+        );
+        assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+        assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+        let rows: Vec<[String; 3]> =
+            serde_json::from_str(seen["values"][0].as_str().unwrap()).unwrap();
+        assert!(rows.contains(&["nap".into(), "wall_s".into(), "7".into()]), "{seen}");
+        assert_eq!(seen["values"][1], 1, "{seen}");
+        // wall_s, cpu_s, tree_peak_bytes at least; a plot per changed figure.
+        assert!(seen["values"][2].as_i64().unwrap() >= 3, "{seen}");
+        let mut changed: Vec<(&str, &str)> =
+            rows.iter().map(|r| (r[0].as_str(), r[1].as_str())).collect();
+        changed.sort();
+        changed.dedup();
+        assert_eq!(seen["values"][3].as_u64(), Some(changed.len() as u64), "{seen}");
+    }
     // The dashboard's last change: from run 7 on, that change; before it,
     // and for the run of another definition, none.
     let mut c = coordinator();
@@ -316,6 +347,13 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
     assert!(f.stderr.contains("was not written by `coordinator history`"), "{}", f.stderr);
     assert_eq!(std::fs::read_to_string(dir.join("history.md")).unwrap(), "my notes\n");
+    std::fs::remove_file(dir.join("history.md")).unwrap();
+    std::fs::write(&page, "<!DOCTYPE html><p>mine</p>").unwrap();
+    let f = history(&dir, &["--min-segment", "3"]);
+    assert_eq!(f.code(), Some(2), "{}{}", f.stdout, f.stderr);
+    assert!(f.stderr.contains("history.html"), "{}", f.stderr);
+    assert_eq!(std::fs::read_to_string(&page).unwrap(), "<!DOCTYPE html><p>mine</p>");
+    assert!(!dir.join("history.md").exists(), "history.md written beside a user's history.html");
     // Bad input: one line, exit 2.
     for (args, says) in [
         (vec!["--min-segment", "1"], "--min-segment must be at least 2"),

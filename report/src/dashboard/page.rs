@@ -73,47 +73,15 @@ fn link(r: &Row) -> String {
     out
 }
 
-const W: f64 = 120.0;
-const H: f64 = 24.0;
-
 fn sparkline(t: &crate::history::Trend) -> Markup {
-    let finite: Vec<f64> = t.walls.iter().copied().filter(|w| w.is_finite()).collect();
-    let (lo, hi) =
-        finite.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &w| (a.min(w), b.max(w)));
-    if finite.len() < 2 || !lo.is_finite() {
-        return html! {};
-    }
-    let n = t.walls.len();
-    let x = |i: usize| 3.0 + (W - 6.0) * i as f64 / (n - 1).max(1) as f64;
-    let y = |w: f64| {
-        let span = (hi - lo).max(hi.abs() * 1e-9).max(1e-12);
-        3.0 + (H - 6.0) * (1.0 - (w - lo) / span)
-    };
-    let r1 = |v: f64| (v * 10.0).round() / 10.0;
-    let points: Vec<String> = t
-        .walls
-        .iter()
-        .enumerate()
-        .filter(|(_, w)| w.is_finite())
-        .map(|(i, w)| format!("{},{}", r1(x(i)), r1(y(*w))))
-        .collect();
     let title = format!(
         "{} runs of this definition; this run {} of {}, {}",
-        n,
+        t.walls.len(),
         t.at + 1,
-        n,
+        t.walls.len(),
         duration(t.walls[t.at])
     );
-    html! {
-        svg.spark viewBox=(format!("0 0 {W} {H}")) width=(W) height=(H) {
-            title { (title) }
-            polyline points=(points.join(" ")) fill="none" stroke="#4c78a8" stroke-width="1.2" {}
-            @for c in &t.changes {
-                line x1=(r1(x(*c))) y1="1" x2=(r1(x(*c))) y2=(H - 1.0) stroke="#e45756" stroke-width="1" {}
-            }
-            circle cx=(r1(x(t.at))) cy=(r1(y(t.walls[t.at]))) r="2.5" fill="none" stroke="#000" {}
-        }
-    }
+    crate::render::html::sparkline::svg(&t.walls, &t.changes, Some(t.at), &title)
 }
 
 #[cfg(test)]

@@ -1,8 +1,9 @@
-//! What `coordinator history` writes into DIR: `history.md` and
-//! `history-plots/` (an SVG and a PNG per changed figure), each replaced
-//! only when its bytes change, and only if this command wrote it: a
-//! history.md without the marker on its first line, or a history-plots/
-//! without the marker file, is the user's, refused and left alone.
+//! What `coordinator history` writes into DIR: `history.md`,
+//! `history.html` and `history-plots/` (an SVG and a PNG per changed
+//! figure), each replaced only when its bytes change, and only if this
+//! command wrote it: a history.md without the marker on its first line (a
+//! history.html without it after the doctype), or a history-plots/ without
+//! the marker file, is the user's, refused and left alone.
 
 use super::{History, HistoryError, INDEX, MARKER, PLOTS};
 use std::path::Path;
@@ -18,6 +19,11 @@ pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
     // Both checked before anything is written.
     if std::fs::read(&index).is_ok_and(|old| !old.starts_with(MARKER.as_bytes())) {
         return Err(HistoryError::NotOurs(index.display().to_string()));
+    }
+    let page = dir.join(super::page::PAGE);
+    let ours = format!("<!DOCTYPE html>{MARKER}");
+    if std::fs::read(&page).is_ok_and(|old| !old.starts_with(ours.as_bytes())) {
+        return Err(HistoryError::NotOurs(page.display().to_string()));
     }
     if plots.symlink_metadata().is_ok() && !plots.join(PLOTS_MARKER).is_file() {
         return Err(HistoryError::NotOurs(plots.display().to_string()));
@@ -47,19 +53,35 @@ pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
             }
         }
     }
+    let svgs: Vec<(&str, &[u8])> = wanted
+        .iter()
+        .filter(|(name, _)| name.ends_with(".svg"))
+        .map(|(name, bytes)| (name.as_str(), bytes.as_slice()))
+        .collect();
+    let html = super::page::page(h, &svgs);
+    let plotted = wanted.len() / 2;
     let text = super::text::markdown(h);
     wanted.push((String::new(), text.into_bytes()));
+    wanted.push((super::page::PAGE.into(), html.into_bytes()));
     for (name, bytes) in &wanted {
-        let path = if name.is_empty() { index.clone() } else { plots.join(name) };
+        let path = match name.as_str() {
+            "" => index.clone(),
+            super::page::PAGE => page.clone(),
+            _ => plots.join(name),
+        };
         if std::fs::read(&path).is_ok_and(|old| old == *bytes) {
             continue;
         }
         evidence::write_atomic(&path, bytes).map_err(werr(&path))?;
         changed += 1;
     }
-    let plotted = (wanted.len() - 1) / 2;
     Ok(match changed {
-        0 => format!("unchanged {} and {plotted} plot(s)", index.display()),
-        _ => format!("wrote {} and {plotted} plot(s) in {}/", index.display(), plots.display()),
+        0 => format!("unchanged {}, {} and {plotted} plot(s)", index.display(), page.display()),
+        _ => format!(
+            "wrote {}, {} and {plotted} plot(s) in {}/",
+            index.display(),
+            page.display(),
+            plots.display()
+        ),
     })
 }

@@ -24,6 +24,7 @@
 //!   `verify`.
 
 pub mod files;
+pub mod page;
 pub mod plot;
 pub mod text;
 

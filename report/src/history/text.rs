@@ -6,7 +6,7 @@ use crate::stats;
 use std::fmt::Write as _;
 
 /// The opening line: what was read, and what was left out.
-fn heading(h: &History) -> String {
+pub(super) fn heading(h: &History) -> String {
     let mut s = format!(
         "history of {} run{} of one definition ({}…, --mode {}), in commit order; min segment {}",
         h.runs.len(),
@@ -39,7 +39,7 @@ fn left_out_lines(h: &History) -> String {
 }
 
 /// The verdict in words: too short, no change, or how many.
-fn verdict(h: &History) -> String {
+pub(super) fn verdict(h: &History) -> String {
     let (n, min) = (h.runs.len(), h.min_segment);
     if n < 2 * min {
         return format!(
@@ -69,7 +69,7 @@ fn verdict(h: &History) -> String {
 }
 
 /// The first run after a change: "run 25 (ab12cd34ef56, 2026-12-04T10:00:00Z)".
-fn first_after(h: &History, at: usize) -> String {
+pub(super) fn first_after(h: &History, at: usize) -> String {
     let r = &h.runs[at];
     // A commit to 12 hex digits (and stagebench's, named as such).
     let commit =

@@ -2,8 +2,10 @@
 //! (its sentence and its probes, as the console shows them) and
 //! `plots/bisect.{svg,png}` (each probe's median with its interval, in
 //! commit order, coloured by verdict, a red line before the first bad
-//! commit). `verify` re-renders and compares them, as a run's.
+//! commit) and `report.html` (the answer, the plot and the probes in
+//! commit order). `verify` re-renders and compares them, as a run's.
 
+mod page;
 pub mod plot;
 pub mod text;
 
@@ -19,10 +21,12 @@ pub fn derived(r: &BisectReport) -> Result<Vec<Rendered>, RenderError> {
         r.answer,
         text::render(r)
     );
+    let page = page::page(r, &svg);
     Ok(vec![
         Rendered { path: SUMMARY.into(), bytes: summary.into_bytes() },
         Rendered { path: format!("{PLOTS}/bisect.svg"), bytes: svg },
         Rendered { path: format!("{PLOTS}/bisect.png"), bytes: png },
+        Rendered { path: super::html::HTML.into(), bytes: page.into_bytes() },
     ])
 }
 

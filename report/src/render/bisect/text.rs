@@ -10,6 +10,16 @@ pub fn short(commit: &str) -> &str {
     &commit[..commit.len().min(SHORT)]
 }
 
+/// A probe's verdict as a word.
+pub fn verdict(v: ProbeVerdict) -> &'static str {
+    match v {
+        ProbeVerdict::Good => "good",
+        ProbeVerdict::Bad => "bad",
+        ProbeVerdict::Unclear => "unclear",
+        ProbeVerdict::Skipped => "skipped",
+    }
+}
+
 /// "work wall_s 101.2 ms → 141.5 ms, ×1.40 (95% CI 1.35-1.46), p = 0.0002".
 pub fn change(e: &Endpoints) -> String {
     format!(
@@ -75,12 +85,7 @@ pub fn render(r: &BisectReport) -> String {
     );
     for (i, p) in r.probes.iter().enumerate() {
         let f = |x: f64| fmt::figure(figure, x);
-        let verdict = match p.verdict {
-            ProbeVerdict::Good => "good",
-            ProbeVerdict::Bad => "bad",
-            ProbeVerdict::Unclear => "unclear",
-            ProbeVerdict::Skipped => "skipped",
-        };
+        let verdict = verdict(p.verdict);
         let _ = writeln!(
             s,
             "{:>3}  {:<12}  {:>8}  {:<9}  {:>10}  {:<32}  {:>6}  {:>7}  {:>7}{}",

@@ -19,6 +19,7 @@ mod balance;
 pub mod flame;
 mod histogram;
 mod markdown;
+pub mod sparkline;
 pub mod timeline;
 
 use super::folded::{self, Stacks};
