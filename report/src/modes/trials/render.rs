@@ -115,7 +115,29 @@ impl ModeSection for Section {
         let warnings: usize = t.values().map(|s| s.warnings.len()).sum();
         let scan =
             self.scan.as_ref().map(|s| format!("; {}", crate::modes::scan::view::headline(s)));
-        Some(format!("{n} trials per stage; {warnings} warning(s){}", scan.unwrap_or_default()))
+        // The slowest stage's median wall with its interval: what a reader
+        // looks for first.
+        let slowest = t
+            .iter()
+            .filter_map(|(k, set)| set.summary.get("wall_s").map(|w| (k, w)))
+            .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
+        let lead = match slowest {
+            Some((k, w)) => format!(
+                "`{k}` median {} ({}) over {n} trials{}",
+                duration(w.median),
+                w.median_interval.cell(duration),
+                match t.len() {
+                    1 => String::new(),
+                    many => format!(", the slowest of {many} stages"),
+                }
+            ),
+            None => format!("{n} trials per stage"),
+        };
+        let warned = match warnings {
+            0 => String::new(),
+            w => format!("; {w} warning(s)"),
+        };
+        Some(format!("{lead}{warned}{}", scan.unwrap_or_default()))
     }
 
     fn stages_plot_note(&self) -> Option<&'static str> {
