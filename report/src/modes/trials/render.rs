@@ -123,7 +123,7 @@ impl ModeSection for Section {
             .max_by(|a, b| a.1.median.total_cmp(&b.1.median));
         let lead = match slowest {
             Some((k, w)) => format!(
-                "`{k}` median {} ({}) over {n} trials{}",
+                "`{k}` median {} over {n} trials, interval {}{}",
                 duration(w.median),
                 w.median_interval.cell(duration),
                 match t.len() {
