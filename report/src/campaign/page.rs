@@ -125,3 +125,23 @@ fn share(ratio: f64) -> String {
         p => format!("{p:.0}%"),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::campaign::spans::calls::tests::{step, trial};
+
+    /// A span's name from the user's program is text on the page, in the
+    /// calls table as anywhere: markup in it runs nothing.
+    #[test]
+    fn a_hostile_span_name_is_escaped_in_the_calls_table() {
+        let name = "<img src=x onerror=alert(1)></td><script>x()</script>";
+        let cold = step("cold", vec![trial(&[("s", name, &[[0.0, 1.0]])], None)]);
+        let resume = step("resume", vec![trial(&[("s", name, &[[0.0, 0.001]])], None)]);
+        let html = calls_by_fate(&[cold, resume]).into_string();
+        assert!(html.contains("&lt;img src=x onerror=alert(1)&gt;&lt;"), "{html}");
+        assert!(!html.contains("<img") && !html.contains("<script"), "{html}");
+        // Loaded: a thousandth of its cold time, shown as such.
+        assert!(html.contains("data-fate=\"loaded\"") && html.contains("0.10%"), "{html}");
+    }
+}

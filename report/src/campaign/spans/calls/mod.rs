@@ -344,4 +344,4 @@ impl Reading {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

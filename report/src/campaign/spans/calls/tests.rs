@@ -2,9 +2,9 @@ use super::*;
 use crate::campaign::report::Killed;
 
 /// A stage's calls of one span: (stage, name, `[start, seconds]`s).
-type Spans<'a> = [(&'a str, &'a str, &'a [[f64; 2]])];
+pub(crate) type Spans<'a> = [(&'a str, &'a str, &'a [[f64; 2]])];
 
-fn trial(calls: &Spans<'_>, killed: Option<&Spans<'_>>) -> TrialReport {
+pub(crate) fn trial(calls: &Spans<'_>, killed: Option<&Spans<'_>>) -> TrialReport {
     let mut by: BTreeMap<String, Calls> = BTreeMap::new();
     for (stage, name, list) in calls {
         by.entry(stage.to_string()).or_default().insert(name.to_string(), list.to_vec());
@@ -33,7 +33,7 @@ fn trial(calls: &Spans<'_>, killed: Option<&Spans<'_>>) -> TrialReport {
     }
 }
 
-fn step(kind: &str, trials: Vec<TrialReport>) -> StepReport {
+pub(crate) fn step(kind: &str, trials: Vec<TrialReport>) -> StepReport {
     StepReport {
         name: kind.into(),
         kind: kind.into(),
