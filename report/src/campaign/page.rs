@@ -8,7 +8,7 @@
 use super::report::{CampaignReport, StepReport};
 use super::spans::calls::{self, Fate};
 use crate::fmt::duration;
-use crate::render::html::{document, markdown};
+use crate::render::html::{document, markdown, plot_svg};
 use maud::{Markup, PreEscaped, html};
 
 /// Rows of a step's calls table at most; summary.md's sentences and
@@ -17,12 +17,11 @@ const MAX_CALLS: usize = 500;
 
 pub(super) fn page(r: &CampaignReport, summary: &str, svg: &[u8]) -> String {
     let title = format!("stagebench campaign {}", r.name);
-    let svg = std::str::from_utf8(svg).unwrap_or("");
     // summary.md's first line is its title, given here as the page's.
     let rest = summary.split_once('\n').map_or("", |(_, rest)| rest);
     let body = html! {
         header { h1 { "stagebench campaign " code { (r.name) } } }
-        figure.plot data-plot="campaign" { (PreEscaped(&svg[svg.find("<svg").unwrap_or(0)..])) }
+        figure.plot data-plot="campaign" { (PreEscaped(plot_svg(svg))) }
         section id="campaign" { (markdown(rest)) }
         (calls_by_fate(&r.steps))
     };

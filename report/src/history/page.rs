@@ -5,7 +5,7 @@
 
 use super::{History, MARKER};
 use crate::fmt::figure;
-use crate::render::html::{document, sparkline};
+use crate::render::html::{document, plot_svg, sparkline};
 use maud::{PreEscaped, html};
 
 /// The file's name in DIR.
@@ -44,8 +44,7 @@ pub fn page(h: &History, plots: &[(&str, &[u8])]) -> String {
                     }
                 }
                 @for (name, svg) in plots {
-                    @let text = std::str::from_utf8(svg).unwrap_or("");
-                    figure.plot data-plot=(name) { (PreEscaped(&text[text.find("<svg").unwrap_or(0)..])) }
+                    figure.plot data-plot=(name) { (PreEscaped(plot_svg(svg))) }
                 }
             }
         }

@@ -6,14 +6,13 @@
 
 use super::text::{short, verdict};
 use crate::fmt;
-use crate::render::html::{document, prose};
+use crate::render::html::{document, plot_svg, prose, short as short_digest};
 use crate::rundir::bisect::BisectReport;
 use maud::{PreEscaped, html};
 
 /// The page of `r`, its plot `svg` inline.
 pub fn page(r: &BisectReport, svg: &[u8]) -> String {
     let f = |x: f64| fmt::figure(&r.figure, x);
-    let svg = std::str::from_utf8(svg).unwrap_or("");
     let mut probes: Vec<(usize, &crate::rundir::bisect::Probe)> =
         r.probes.iter().enumerate().map(|(i, p)| (i + 1, p)).collect();
     probes.sort_by_key(|(i, p)| (p.position, *i));
@@ -24,12 +23,12 @@ pub fn page(r: &BisectReport, svg: &[u8]) -> String {
             p.run {
                 (r.commits) " commit(s) of the first-parent history, " (r.probes.len()) " probe(s); figure "
                 code { (r.figure) } ", threshold " (r.threshold_pct) "%. Declaration "
-                code { (&r.declaration_sha256[..12.min(r.declaration_sha256.len())]) } ", environment "
-                code { (&r.environment_sha256[..12.min(r.environment_sha256.len())]) } " (SHA-256, first 12 hex)."
+                code { (short_digest(&r.declaration_sha256)) } ", environment "
+                code { (short_digest(&r.environment_sha256)) } " (SHA-256, first 12 hex)."
                 @if r.work_tree_dirty { " The work tree was dirty." }
             }
         }
-        figure.plot data-plot="bisect" { (PreEscaped(&svg[svg.find("<svg").unwrap_or(0)..])) }
+        figure.plot data-plot="bisect" { (PreEscaped(plot_svg(svg))) }
         section id="probes" {
             h2 { "Probes in commit order" }
             p.note {

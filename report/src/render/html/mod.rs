@@ -121,7 +121,8 @@ fn mode_part(r: &Report) -> String {
     s
 }
 
-fn short(sha: &str) -> &str {
+/// A digest's first 12 hex digits, as every page shows it.
+pub fn short(sha: &str) -> &str {
     &sha[..12.min(sha.len())]
 }
 
@@ -135,7 +136,7 @@ pub fn prose(text: &str) -> Markup {
 }
 
 /// A plot's SVG as plotters wrote it, from its `<svg` on.
-fn plot_svg(svg: &[u8]) -> &str {
+pub fn plot_svg(svg: &[u8]) -> &str {
     let text = std::str::from_utf8(svg).unwrap_or("");
     &text[text.find("<svg").unwrap_or(0)..]
 }
