@@ -30,6 +30,8 @@ mod launch;
 mod supervisor;
 // (dispatch: one phase over N supervisors)
 mod dispatch;
+// (sampler: `--sample`'s py-spy, found and checked before anything runs)
+mod sampler;
 // Floor 3: what a person sees, chart primitives, what a run will do, which data.
 mod dataset;
 mod plan;

@@ -242,9 +242,18 @@ pub(crate) struct Settings {
     pub(crate) spans: Vec<protocol::SpanTarget>,
     /// A campaign's spans for one pipeline stage, by stage key, on top.
     pub(crate) stage_spans: BTreeMap<String, Vec<protocol::SpanTarget>>,
+    /// `--sample`: py-spy and its rate, for every command stage.
+    pub(crate) sample: Option<Sampling>,
     /// The campaign step and trial this run is (`CAMPAIGN/STEP/TRIAL`,
     /// `…-killed` for the attempt to be interrupted); None outside one.
     pub(crate) campaign_step: Option<String>,
+}
+
+/// How command stages are sampled (`--sample`).
+#[derive(Clone, Debug)]
+pub(crate) struct Sampling {
+    pub(crate) rate_hz: u32,
+    pub(crate) py_spy: crate::sampler::Found,
 }
 
 /// What a stage's leftover processes (killed by its worker) do to the run.
@@ -301,6 +310,10 @@ impl Settings {
         let spelled = |t: &[protocol::SpanTarget]| -> Vec<String> {
             t.iter().map(|t| t.to_string()).collect()
         };
+        if let Some(s) = &self.sample {
+            p.insert("sample_hz".into(), s.rate_hz.into());
+            p.insert("sampler".into(), s.py_spy.version.clone().into());
+        }
         if !self.spans.is_empty() {
             p.insert("spans".into(), spelled(&self.spans).into());
         }
@@ -322,6 +335,20 @@ impl Settings {
             }
             _ => Vec::new(),
         }
+    }
+}
+
+impl Settings {
+    /// How a job's command is sampled: `--sample`'s py-spy for a command
+    /// stage, None for everything else.
+    pub(crate) fn sample_of(&self, stage: &Stage) -> Option<protocol::SampleRequest> {
+        let s = self.sample.as_ref()?;
+        matches!(stage, Stage::Command { .. } | Stage::Exec { .. }).then(|| {
+            protocol::SampleRequest {
+                rate_hz: s.rate_hz,
+                py_spy: s.py_spy.path.to_string_lossy().into_owned(),
+            }
+        })
     }
 }
 

@@ -4,7 +4,7 @@
 
 use crate::{
     Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, Measurement, PROTOCOL_VERSION,
-    Runtime, Slice, SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
+    Runtime, SampleRequest, Slice, SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
 };
 
 /// A command's stage as a measurement carries it.
@@ -128,6 +128,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
             stage: Stage::Sleep { ms: 200 },
             kill: None,
             spans: vec![],
+            sample: None,
         },
         ToWorker::Assign {
             job: JobId(6),
@@ -146,18 +147,21 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     name: "fit".into(),
                 },
             ],
+            sample: Some(SampleRequest { rate_hz: 100, py_spy: "/usr/bin/py-spy".into() }),
         },
         ToWorker::Assign {
             job: JobId(7),
             stage: Stage::Noop,
             kill: Some(KillPoint::After(1.5)),
             spans: vec![],
+            sample: None,
         },
         ToWorker::Assign {
             job: JobId(8),
             stage: Stage::Noop,
             kill: Some(KillPoint::Progress(0.5)),
             spans: vec![],
+            sample: None,
         },
         ToWorker::Shutdown,
         ToWorker::Finish,

@@ -196,11 +196,12 @@ mod tests {
             stage: Stage::Sleep { ms: 200 },
             kill: None,
             spans: vec![],
+            sample: None,
         })
         .unwrap();
         // Assign = variant 2, job 5, Stage::Sleep = variant 1, 200 as a
-        // one-byte varint, no kill point, no spans.
-        assert_eq!(hex(&assign), "00000006020501c80000");
+        // one-byte varint, no kill point, no spans, no sampling.
+        assert_eq!(hex(&assign), "00000007020501c8000000");
         let progress = encode(&FromWorker::Progress { job: JobId(1), done: 3, total: 9 }).unwrap();
         assert_eq!(hex(&progress), "0000000401010309");
         let shutdown = encode(&ToWorker::Shutdown).unwrap();

@@ -65,6 +65,7 @@ fn more_assignments() -> Vec<ToWorker> {
         stage,
         kill: None,
         spans: vec![],
+        sample: None,
     })
     .collect()
 }

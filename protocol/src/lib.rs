@@ -29,8 +29,8 @@ pub mod stream;
 
 pub use messages::{
     Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, MAX_SLICES, Measurement,
-    PROTOCOL_VERSION, Runtime, Slice, SpanTarget, ToWorker, Token, TreeUsage, WorkerId,
-    host_sha256,
+    PROTOCOL_VERSION, Runtime, SampleRequest, Slice, SpanTarget, ToWorker, Token, TreeUsage,
+    WorkerId, host_sha256,
 };
 pub use spans::{CommandStage, SpanSummary};
 pub use stage::{

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 19;
+pub const PROTOCOL_VERSION: u32 = 20;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -97,7 +97,15 @@ pub enum ToWorker {
     /// is killed there by the worker (see [`KillPoint`]). `spans`: functions
     /// a command's (or a preparation program's) Python wraps as spans
     /// without its code being edited (`--span`); empty for everything else.
-    Assign { job: JobId, stage: Stage, kill: Option<KillPoint>, spans: Vec<SpanTarget> },
+    /// `sample`: sample the command's Python stacks with py-spy
+    /// (`--sample`); None for everything else.
+    Assign {
+        job: JobId,
+        stage: Stage,
+        kill: Option<KillPoint>,
+        spans: Vec<SpanTarget>,
+        sample: Option<SampleRequest>,
+    },
     /// No more work: exit cleanly.
     Shutdown,
     /// No more items: close the preparation program this worker started
@@ -105,6 +113,16 @@ pub enum ToWorker {
     /// and answer [`FromWorker::Finished`]. Sent only to a worker that was
     /// assigned a `PrepareItem`.
     Finish,
+}
+
+/// How a command stage's Python stacks are sampled (`--sample`): py-spy,
+/// found by the coordinator before anything ran, attached to the command's
+/// process tree from outside it at `rate_hz`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SampleRequest {
+    pub rate_hz: u32,
+    /// The py-spy program to run (a path on the worker's host).
+    pub py_spy: String,
 }
 
 /// Worker → coordinator.

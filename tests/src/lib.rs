@@ -89,6 +89,25 @@ pub fn torch_python(test: &str) -> Option<String> {
     Some(py)
 }
 
+/// A Python with py-spy beside it (`bin/py-spy`, where `pip install
+/// py-spy` puts it) that `STAGEBENCH_PYSPY_PYTHON` names, for a test of
+/// `--sample`; None (the test says SKIPPED) where none is named, unless
+/// `STAGEBENCH_PYSPY_REQUIRED=1` (`.ci/run` sets it once it has installed
+/// py-spy), where a missing one fails the test.
+pub fn py_spy_python(test: &str) -> Option<String> {
+    let required = std::env::var("STAGEBENCH_PYSPY_REQUIRED").is_ok_and(|v| v == "1");
+    let py = std::env::var("STAGEBENCH_PYSPY_PYTHON").ok().filter(|p| !p.is_empty());
+    let found = py.filter(|p| Path::new(p).with_file_name("py-spy").is_file());
+    if found.is_none() {
+        assert!(
+            !required,
+            "STAGEBENCH_PYSPY_REQUIRED=1 but STAGEBENCH_PYSPY_PYTHON names no Python with py-spy beside it"
+        );
+        skip(test, "STAGEBENCH_PYSPY_PYTHON names no Python with py-spy beside it");
+    }
+    found
+}
+
 /// The repository's root.
 pub fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_path_buf()

@@ -43,11 +43,19 @@ pub fn self_usage() -> Usage {
         Err(_) => (0, 0, 0, Faults::default()),
     };
     let (user, sys, maxrss, own) = read(UsageWho::RUSAGE_SELF);
-    let (c_user, c_sys, c_maxrss, children) = read(UsageWho::RUSAGE_CHILDREN);
+    let (c_user, c_sys, c_maxrss, mut children) = read(UsageWho::RUSAGE_CHILDREN);
+    // What a sampler beside the stages used (see `not_the_stages`).
+    let (not_user, not_sys, not_faults) = *NOT_THE_STAGES.lock().unwrap_or_else(|e| e.into_inner());
+    children.minor = children.minor.saturating_sub(not_faults.minor);
+    children.major = children.major.saturating_sub(not_faults.major);
+    children.voluntary_switches =
+        children.voluntary_switches.saturating_sub(not_faults.voluntary_switches);
+    children.involuntary_switches =
+        children.involuntary_switches.saturating_sub(not_faults.involuntary_switches);
     Usage {
         io: crate::tree::io::now(),
-        user_ns: user + c_user,
-        sys_ns: sys + c_sys,
+        user_ns: (user + c_user).saturating_sub(not_user),
+        sys_ns: (sys + c_sys).saturating_sub(not_sys),
         peak_rss_bytes: own_peak_rss().unwrap_or(maxrss).max(c_maxrss),
         faults: Faults {
             minor: own.minor + children.minor,
@@ -56,6 +64,26 @@ pub fn self_usage() -> Usage {
             involuntary_switches: own.involuntary_switches + children.involuntary_switches,
         },
     }
+}
+
+/// CPU times and counts of children this worker reaped that were no part
+/// of any stage (py-spy beside a sampled command), summed: taken out of
+/// `RUSAGE_CHILDREN` by [`self_usage`].
+static NOT_THE_STAGES: std::sync::Mutex<(u64, u64, Faults)> = std::sync::Mutex::new((
+    0,
+    0,
+    Faults { minor: 0, major: 0, voluntary_switches: 0, involuntary_switches: 0 },
+));
+
+/// A reaped child's usage (wait4's) that no stage's figures must count.
+pub fn not_the_stages(usage: &libc::rusage) {
+    let mut n = NOT_THE_STAGES.lock().unwrap_or_else(|e| e.into_inner());
+    n.0 += timeval_ns(nix::sys::time::TimeVal::new(usage.ru_utime.tv_sec, usage.ru_utime.tv_usec));
+    n.1 += timeval_ns(nix::sys::time::TimeVal::new(usage.ru_stime.tv_sec, usage.ru_stime.tv_usec));
+    n.2.minor += usage.ru_minflt.max(0) as u64;
+    n.2.major += usage.ru_majflt.max(0) as u64;
+    n.2.voluntary_switches += usage.ru_nvcsw.max(0) as u64;
+    n.2.involuntary_switches += usage.ru_nivcsw.max(0) as u64;
 }
 
 /// `VmHWM` of this process's own address space, in bytes.

@@ -197,7 +197,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
     let mut items = stages::item::Items::new(sample_ms);
     loop {
         match wire.recv()? {
-            ToWorker::Assign { job, stage, kill, spans } => {
+            ToWorker::Assign { job, stage, kill, spans, sample } => {
                 let item = matches!(stage, Stage::PrepareItem { .. });
                 // Read before the measurement starts: its `git` is no part of the stage.
                 // An item's program is measured at `Finish`, where its runtime goes.
@@ -217,6 +217,8 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     kill,
                     items: &mut items,
                     spans: &spans,
+                    sample: sample.as_ref(),
+                    sampling: None,
                 };
                 // A failed stage's slices are placed from here (a measured
                 // one's from its own start, below).
@@ -234,6 +236,16 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                     let start = Mark::now();
                     let result = stages::run(&stage, &mut ctx);
                     let end = Mark::instant_now();
+                    // py-spy beside a sampled command: after the wall time,
+                    // before the tree's CPU is read (it takes its own out).
+                    let result = match ctx.sampling.take() {
+                        Some(s) => {
+                            let done =
+                                s.finish(&ctx.run_dir, &ctx.job_tag, ctx.reporter, result.is_ok());
+                            result.and_then(|figures| done.map(|()| figures))
+                        }
+                        None => result,
+                    };
                     // Wall time ends with the stage; CPU is read once every
                     // descendant is reaped, so orphans' CPU counts too.
                     let contained = crate::tree::contain(sampler);

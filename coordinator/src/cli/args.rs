@@ -310,6 +310,15 @@ pub(super) struct RunArgs {
     /// verdict); repeatable.
     #[arg(long = "span", value_name = "MODULE:QUALNAME[=NAME]", value_parser = crate::plan::parse_span)]
     pub(super) spans: Vec<protocol::SpanTarget>,
+    /// Sample every Python process of each --command stage's tree (the
+    /// program and its children, DataLoader workers among them) at RATE
+    /// per second with py-spy, attached from outside with no change to the
+    /// program: running stacks per process kind as a bound artifact, the
+    /// top functions by self and inclusive share with intervals over the
+    /// trials, and a flame graph. [default RATE when given alone: 100]
+    #[arg(long, value_name = "RATE", num_args = 0..=1, default_missing_value = "100",
+          value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub(super) sample: Option<u32>,
     /// A name for the matching --command (in order) in reports. [default: command]
     #[arg(long = "name", value_name = "NAME")]
     pub(super) names: Vec<String>,

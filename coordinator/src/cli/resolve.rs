@@ -59,6 +59,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         Some(p) => p,
         None => default_worker_bin()?,
     };
+    let shared_commands = args.commands.clone();
     let shared = SharedArgs {
         stages: args.stages,
         commands: args.commands,
@@ -81,6 +82,24 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     if let Some(first) = spans.first().filter(|_| !mode.takes_spans()) {
         return Err(spans_refused(first));
     }
+    let sample = match args.sample {
+        None => None,
+        Some(_) if matches.value_source("prepare") == Some(ValueSource::CommandLine) => {
+            return Err(Refusal(
+                "--sample samples --command stages; it does not yet sample --prepare programs"
+                    .into(),
+            ));
+        }
+        Some(_) if !mode.takes_spans() => {
+            return Err(Refusal(
+                "--sample samples the Python of --command stages, and this run has none (built-in stages are not Python)"
+                    .into(),
+            ));
+        }
+        Some(rate_hz) => {
+            Some(crate::plan::Sampling { rate_hz, py_spy: crate::sampler::find(&shared_commands)? })
+        }
+    };
     // Digested last: a refused command line reads no one's data.
     let run_dir = args.output.clone().unwrap_or_else(|| PathBuf::from("runs"));
     let inputs = crate::inputs::resolve(&args.inputs, &run_dir)?;
@@ -108,6 +127,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
             inputs,
             spans,
             stage_spans: Default::default(),
+            sample,
             campaign_step: None,
         },
         mode,

@@ -338,7 +338,7 @@ impl JobNumbers {
     pub(crate) fn job(&mut self, key: String, stage: protocol::Stage) -> Job {
         let id = JobId(self.0);
         self.0 += 1;
-        Job { id, order: id.0 as usize, key, stage, item: None, spans: Vec::new() }
+        Job { id, order: id.0 as usize, key, stage, item: None, spans: Vec::new(), sample: None }
     }
 }
 
@@ -391,6 +391,8 @@ pub(crate) struct Context<'a> {
     pub(crate) cores: u32,
     /// `--inputs`, digested again after the last phase (unchanged).
     pub(crate) inputs: &'a [report::inputs::Digest],
+    /// `--sample`'s py-spy as it named itself; None when not sampled.
+    pub(crate) sampler: Option<&'a str>,
 }
 
 #[cfg(test)]

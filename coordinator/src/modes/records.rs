@@ -47,6 +47,7 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
         involuntary_switches: Some(m.faults.involuntary_switches),
         io: m.io.as_ref().map(StageIo::measured),
         runtime: RuntimeRecord::measured(&m.runtime),
+        samples: None,
     }
 }
 
@@ -133,6 +134,11 @@ pub(crate) fn checked_artifact(
     if sha != hex::encode(claimed) {
         return Err(mismatch("its SHA-256 differs from what the worker reported".into()));
     }
+    // Sampled stacks are their own kind, whatever the mode calls its files.
+    let kind = match path.starts_with(report::rundir::samples::DIR) {
+        true => "samples",
+        false => kind,
+    };
     Ok(ArtifactRecord {
         path: path.into(),
         sha256: sha,
@@ -140,4 +146,37 @@ pub(crate) fn checked_artifact(
         stage: r.job.key.clone(),
         kind: kind.into(),
     })
+}
+
+/// A stage's sampled stacks (`--sample`) over `trials`, from the artifacts
+/// they reported (re-hashed first); None when the run was not sampled.
+pub(crate) fn sampled(
+    cx: &super::Context<'_>,
+    trials: &[&JobResult],
+    seed: u64,
+) -> Result<Option<report::rundir::samples::SampledRecord>, RunError> {
+    let (Some(sampler), Some(rate)) =
+        (cx.sampler, trials.first().and_then(|r| r.job.sample.as_ref()).map(|s| s.rate_hz))
+    else {
+        return Ok(None);
+    };
+    let mut stacks = Vec::new();
+    for r in trials {
+        for (path, sha) in
+            r.artifacts.iter().filter(|(p, _)| p.starts_with(report::rundir::samples::DIR))
+        {
+            checked_artifact(cx.dir, r, path, sha, "samples")?;
+            let text = std::fs::read_to_string(cx.dir.join(path)).unwrap_or_default();
+            let parsed = report::rundir::samples::parse(&text).map_err(|e| {
+                crate::error::fail(
+                    Some(r.job.key.clone()),
+                    Some(r.worker.0),
+                    "artifact_mismatch",
+                    format!("artifact {path} of stage {}: {e}", r.job.key),
+                )
+            })?;
+            stacks.push(parsed);
+        }
+    }
+    Ok(report::rundir::samples::record(sampler, rate, &stacks, seed))
 }

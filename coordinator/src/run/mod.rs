@@ -74,6 +74,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let mut prepared = plan.mode.prepare(&plan.settings)?;
     for job in prepared.phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
         job.spans = plan.settings.spans_of(&job.key, &job.stage);
+        job.sample = plan.settings.sample_of(&job.stage);
     }
     // Held until this function returns: the run's whole life.
     let _locks = prepared.locks;
@@ -220,6 +221,7 @@ fn run_in(
         load_at_start: env.load_average,
         cores: env.cpu.logical_cores as u32,
         inputs: &inputs,
+        sampler: settings.sample.as_ref().map(|s| s.py_spy.version.as_str()),
     };
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;

@@ -274,8 +274,13 @@ async fn run_job(
     let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
     let kill = point.filter(|_| is_command).map(|k| k.point.clone());
     let killed_by_worker = kill.is_some();
-    let assign =
-        ToWorker::Assign { job: job.id, stage: job.stage.clone(), kill, spans: job.spans.clone() };
+    let assign = ToWorker::Assign {
+        job: job.id,
+        stage: job.stage.clone(),
+        kill,
+        spans: job.spans.clone(),
+        sample: job.sample.clone(),
+    };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
         return Err(
             died_or_violated(proc, key, "connection lost while assigning".into(), shared).await

@@ -22,6 +22,8 @@ pub(crate) struct Job {
     /// Functions its command's Python wraps as spans (`--span`); set by
     /// the run for command stages and preparation programs only.
     pub(crate) spans: Vec<protocol::SpanTarget>,
+    /// How its command's Python is sampled (`--sample`); command stages only.
+    pub(crate) sample: Option<protocol::SampleRequest>,
 }
 
 impl Job {

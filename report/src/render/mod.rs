@@ -11,6 +11,7 @@ pub mod export;
 pub mod folded;
 pub mod html;
 pub mod plots;
+pub mod sampled;
 mod snakemake;
 mod summary;
 pub mod trace;

@@ -261,6 +261,7 @@ pub fn summary_markdown(r: &Report) -> String {
     runtimes(&mut s, r);
     spans_not_found(&mut s, r);
     spans(&mut s, r);
+    super::sampled::summary(&mut s, r);
     r.section.summary(r, &mut s);
     if !r.machine_warnings.is_empty() {
         let _ = writeln!(s, "\n## The machine\n");

@@ -20,6 +20,7 @@ pub mod failure;
 pub mod jobs;
 pub mod keys;
 pub mod report;
+pub mod samples;
 pub mod spans;
 pub mod tree;
 

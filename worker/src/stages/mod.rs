@@ -10,6 +10,7 @@ pub mod item;
 mod model;
 mod prepare;
 mod resumable;
+pub(crate) mod sampled;
 mod spans;
 
 pub use spans::PythonRuntime;
@@ -33,6 +34,11 @@ pub struct StageContext<'a> {
     pub items: &'a mut item::Items,
     /// Functions a command's Python wraps as spans (`--span`, see `autospan`).
     pub spans: &'a [protocol::SpanTarget],
+    /// Sample a command's Python stacks (`--sample`, see `sampled`).
+    pub sample: Option<&'a protocol::SampleRequest>,
+    /// The sampler a command started, for the caller to finish once the
+    /// stage's wall time has ended ([`sampled::Running::finish`]).
+    pub(crate) sampling: Option<sampled::Running>,
 }
 
 /// How a stage tells the outside what it is doing and what it wrote.

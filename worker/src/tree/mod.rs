@@ -28,7 +28,7 @@ mod procfs;
 mod watcher;
 
 pub use cgroup::enter as enter_stage_cgroup;
-pub use procfs::descendants;
+pub use procfs::{descendants, outside_the_tree};
 pub use watcher::{start_watcher, will_start_processes};
 
 use cgroup::Cgroup;

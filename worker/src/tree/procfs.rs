@@ -20,6 +20,20 @@ pub(super) fn started_processes() -> bool {
     STARTED_PROCESSES.load(Ordering::Acquire)
 }
 
+/// A child of this worker that is no part of any stage's tree (py-spy
+/// beside a sampled command; 0: none): never sampled, counted or killed
+/// as the tree's.
+static OUTSIDE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(0);
+
+/// Sets (or, with None, clears) the child that is outside the tree.
+pub fn outside_the_tree(pid: Option<i32>) {
+    OUTSIDE.store(pid.unwrap_or(0), Ordering::Release);
+}
+
+fn is_outside(pid: i32) -> bool {
+    pid != 0 && OUTSIDE.load(Ordering::Acquire) == pid
+}
+
 /// Every live descendant of this process (children, their children, …).
 pub fn descendants() -> Vec<i32> {
     // A worker that never started a process has no descendant to look for
@@ -33,12 +47,15 @@ pub fn descendants() -> Vec<i32> {
             let mut out = Vec::new();
             let mut todo = first;
             while let Some(pid) = todo.pop() {
+                if is_outside(pid) {
+                    continue;
+                }
                 out.push(pid);
                 todo.extend(children_of(pid).unwrap_or_default());
             }
             out
         }
-        None => descendants_by_scan(me),
+        None => descendants_by_scan(me).into_iter().filter(|p| !is_outside(*p)).collect(),
     }
 }
 
@@ -229,7 +246,7 @@ impl OpenProcs {
         read_children(&self.root, &mut buf, &mut todo);
         while let Some(pid) = todo.pop() {
             // A tree has no cycles; a pid seen twice (reused meanwhile) is skipped.
-            if out.iter().any(|(p, _)| *p == pid) {
+            if is_outside(pid) || out.iter().any(|(p, _)| *p == pid) {
                 continue;
             }
             if let std::collections::btree_map::Entry::Vacant(e) = self.procs.entry(pid) {

@@ -97,6 +97,7 @@ impl Runner<'_> {
             inputs: Vec::new(),
             spans: Vec::new(),
             stage_spans: Default::default(),
+            sample: None,
             campaign_step: Some(format!(
                 "{}/{}",
                 self.campaign.campaign.name,

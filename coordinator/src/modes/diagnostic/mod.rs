@@ -78,7 +78,9 @@ impl Planned for Plan {
     ) -> Result<super::Section, RunError> {
         for p in outcomes {
             for r in p.results() {
-                records.stages.insert(r.job.key.clone(), stage_from_job(r, r.job.order));
+                let mut record = stage_from_job(r, r.job.order);
+                record.samples = super::records::sampled(cx, &[r], r.job.order as u64)?;
+                records.stages.insert(r.job.key.clone(), record);
                 for (path, claimed) in &r.artifacts {
                     records.artifacts.push(checked_artifact(cx.dir, r, path, claimed, "file")?);
                 }

@@ -295,6 +295,7 @@ pub(crate) fn summarise(
         involuntary_switches: Some(faults.involuntary_switches),
         io,
         runtime,
+        samples: None,
     };
     let counts = Counts {
         train_series: results.len() as u64,

@@ -20,14 +20,28 @@ pub struct FlameError(String);
 /// where it shrank), counts in µs per trial, as an `<svg>` element with
 /// ids prefixed by `id`.
 pub fn svg(lines: &[String], id: &str) -> Result<String, FlameError> {
+    drawn(lines, id, "µs per trial", "span:")
+}
+
+/// The graph of sampled stacks: counts are samples, frames functions.
+pub fn samples_svg(lines: &[String], id: &str) -> Result<String, FlameError> {
+    drawn(lines, id, "samples", "function:")
+}
+
+fn drawn(
+    lines: &[String],
+    id: &str,
+    count_name: &str,
+    name_type: &str,
+) -> Result<String, FlameError> {
     let mut o = Options::default();
     o.direction = Direction::Inverted;
     o.no_javascript = true;
     // Colours by the name's hash, never at random: the same report, the same bytes.
     o.hash = true;
     o.deterministic = true;
-    o.count_name = "µs per trial".into();
-    o.name_type = "span:".into();
+    o.count_name = count_name.into();
+    o.name_type = name_type.into();
     o.title = String::new();
     o.image_width = Some(1180);
     o.min_width = 0.5;

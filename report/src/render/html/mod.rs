@@ -19,6 +19,7 @@ mod balance;
 pub mod flame;
 mod histogram;
 mod markdown;
+mod sampled;
 pub mod sparkline;
 pub mod timeline;
 
@@ -47,6 +48,7 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
         None => format!("stagebench {} run", r.mode()),
     };
     let spans = spans(r)?;
+    let sampled = sampled::view(r)?;
     let body = html! {
                 header {
                     h1 { (title) }
@@ -72,6 +74,7 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                     @if let Some(b) = balance::view(prep) { (b) }
                 }
                 (spans)
+                (sampled)
                 @let own = mode_part(r);
                 @if !own.is_empty() {
                     section id="mode" data-mode=(r.mode()) { (markdown(&own)) }

@@ -95,6 +95,9 @@ pub struct StageRecord {
     /// helper's Python and libraries); absent when nothing was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<RuntimeRecord>,
+    /// Its Python's sampled stacks (`--sample`); absent when not sampled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub samples: Option<crate::rundir::samples::SampledRecord>,
 }
 
 /// The I/O counters of a stage record (see `protocol::Io`, whose fields

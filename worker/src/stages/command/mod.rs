@@ -57,6 +57,10 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
         });
     }
     let program = cmd.get_program().to_string_lossy().into_owned();
+    let cwd = match cmd.get_current_dir() {
+        Some(d) => d.to_path_buf(),
+        None => std::env::current_dir().unwrap_or_default(),
+    };
     // Descendants to look for from now on, and the stage's memory cgroup,
     // which the command joins before it starts.
     crate::tree::will_start_processes();
@@ -67,6 +71,12 @@ pub(super) fn run(mut cmd: Command, ctx: &mut StageContext<'_>) -> Result<Vec<Fi
     // The stderr pipe's write end is the command's tree's alone now.
     drop(cmd);
     let pid = child.id() as i32;
+    if let Some(req) = ctx.sample {
+        ctx.sampling = Some(super::sampled::attach(req, pid, cwd).inspect_err(|_| {
+            crate::tree::kill_tree();
+            let _ = crate::tree::wait_child(pid);
+        })?);
+    }
     let watched = follow::until_exit(pid, &mut spans, ctx.kill.as_ref(), ctx.reporter);
     if let follow::Ended::Killed(_) = &watched {
         crate::tree::kill_tree();

@@ -1,0 +1,251 @@
+//! A stage's sampled Python stacks (`--sample`) as its record keeps them.
+//!
+//! Each trial's stacks are an artifact, `samples/JOB.folded`: collapsed
+//! stacks, one line each, `LANE;function (module);… COUNT`, running samples
+//! only (the worker's `stages::sampled` writes them, with no path in them).
+//! The record holds what the pages and scripts read without those files:
+//! per lane the samples per trial, the top functions by inclusive and by
+//! self share of the stage's samples, each share's median over the counted
+//! trials with its interval (a function's share in one trial is one
+//! sample), and the stacks merged over the trials for a flame graph, the
+//! smallest ones folded into their parent's frame.
+
+use crate::stats;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, BTreeSet};
+
+/// The artifacts' directory below the run directory.
+pub const DIR: &str = "samples/";
+/// How many functions a record lists (by inclusive share, then self).
+pub const TOP: usize = 20;
+/// A merged stack under this share of the samples is folded into its
+/// parent's frame in the record's `stacks` (the artifacts keep them all).
+pub const STACK_FLOOR: f64 = 0.001;
+
+/// One stage's samples.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct SampledRecord {
+    /// The sampler as it named itself (`py-spy 0.4.3`).
+    pub sampler: String,
+    pub rate_hz: u32,
+    /// Trials the figures are from (the counted ones).
+    pub trials: u32,
+    /// Running samples per trial, median.
+    pub samples: f64,
+    /// Per lane (`main`, `forked`, `multiprocessing`, a child's program),
+    /// its running samples per trial, median.
+    pub lanes: BTreeMap<String, f64>,
+    /// The functions with the largest inclusive shares, then self shares.
+    pub functions: Vec<FunctionShare>,
+    /// The trials' stacks merged (`LANE;frame;…` → samples per trial,
+    /// mean), the smallest folded into their parent ([`STACK_FLOOR`]).
+    pub stacks: BTreeMap<String, f64>,
+}
+
+/// A function's share of a stage's samples, in one lane.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct FunctionShare {
+    pub lane: String,
+    /// `function (module)`, as the stacks name it.
+    pub function: String,
+    /// Of the stage's samples, those with the function on the stack.
+    pub inclusive: Share,
+    /// Of the stage's samples, those with the function on top.
+    pub own: Share,
+}
+
+/// A share's median over the trials and its interval.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Share {
+    pub median: f64,
+    pub low: f64,
+    pub high: f64,
+    /// The interval's coverage (a range of few trials says its own).
+    pub coverage: f64,
+}
+
+/// One trial's stacks: (frames, lane first; samples).
+pub type Stacks = Vec<(Vec<String>, u64)>;
+
+/// Parses a folded artifact; a line without a count is an error naming it.
+pub fn parse(text: &str) -> Result<Stacks, String> {
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate() {
+        let (stack, n) = line
+            .rsplit_once(' ')
+            .and_then(|(s, n)| Some((s, n.parse::<u64>().ok()?)))
+            .ok_or_else(|| format!("line {} is not `STACK COUNT`", i + 1))?;
+        out.push((stack.split(';').map(str::to_string).collect(), n));
+    }
+    Ok(out)
+}
+
+/// A function as (lane, frame).
+type Key = (String, String);
+
+/// Per function, its inclusive and self samples in one trial.
+type Counts = BTreeMap<Key, (u64, u64)>;
+
+/// A trial's [`Counts`] and its total samples.
+fn counts(trial: &Stacks) -> (Counts, u64) {
+    let mut out: Counts = BTreeMap::new();
+    let mut total = 0;
+    for (frames, n) in trial {
+        total += n;
+        let Some((lane, frames)) = frames.split_first() else { continue };
+        let mut seen = BTreeSet::new();
+        for f in frames {
+            // Recursion counts a sample once.
+            if seen.insert(f) {
+                out.entry((lane.clone(), f.clone())).or_default().0 += n;
+            }
+        }
+        if let Some(top) = frames.last() {
+            out.entry((lane.clone(), top.clone())).or_default().1 += n;
+        }
+    }
+    (out, total)
+}
+
+/// The record of a stage's counted trials' stacks; None without samples.
+pub fn record(sampler: &str, rate_hz: u32, trials: &[Stacks], seed: u64) -> Option<SampledRecord> {
+    let per: Vec<(Counts, u64)> = trials.iter().map(counts).collect();
+    let totals: Vec<f64> = per.iter().map(|(_, t)| *t as f64).collect();
+    if totals.iter().all(|t| *t == 0.0) {
+        return None;
+    }
+    let keys: BTreeSet<&Key> = per.iter().flat_map(|(c, _)| c.keys()).collect();
+    let share = |xs: Vec<f64>, seed: u64| {
+        let s = stats::summarize(&xs, seed);
+        let i = s.median_interval;
+        Share { median: s.median, low: i.low, high: i.high, coverage: i.coverage }
+    };
+    let ratio = |n: u64, total: u64| if total == 0 { 0.0 } else { n as f64 / total as f64 };
+    let mut functions: Vec<FunctionShare> = keys
+        .iter()
+        .enumerate()
+        .map(|(k, key)| {
+            let of = |pick: fn(&(u64, u64)) -> u64| -> Vec<f64> {
+                per.iter().map(|(c, t)| ratio(c.get(*key).map_or(0, pick), *t)).collect()
+            };
+            FunctionShare {
+                lane: key.0.clone(),
+                function: key.1.clone(),
+                inclusive: share(of(|c| c.0), seed.wrapping_add(2 * k as u64)),
+                own: share(of(|c| c.1), seed.wrapping_add(2 * k as u64 + 1)),
+            }
+        })
+        .collect();
+    functions.sort_by(|a, b| {
+        b.inclusive
+            .median
+            .total_cmp(&a.inclusive.median)
+            .then(b.own.median.total_cmp(&a.own.median))
+            .then_with(|| (&a.lane, &a.function).cmp(&(&b.lane, &b.function)))
+    });
+    // Below the top by inclusive share, the largest self shares not yet listed.
+    let mut by_own: Vec<FunctionShare> = functions.split_off(TOP.min(functions.len()));
+    by_own.sort_by(|a, b| b.own.median.total_cmp(&a.own.median));
+    functions.extend(by_own.into_iter().filter(|f| f.own.median > 0.0).take(TOP / 2));
+
+    let mut lanes: BTreeMap<String, Vec<f64>> = BTreeMap::new();
+    let mut stacks: BTreeMap<String, f64> = BTreeMap::new();
+    let n = trials.len() as f64;
+    for (t, trial) in trials.iter().enumerate() {
+        let mut own: BTreeMap<&str, f64> = BTreeMap::new();
+        for (frames, c) in trial {
+            *own.entry(frames[0].as_str()).or_default() += *c as f64;
+            *stacks.entry(frames.join(";")).or_default() += *c as f64 / n;
+        }
+        for (lane, c) in own {
+            let v = lanes.entry(lane.to_string()).or_insert_with(|| vec![0.0; trials.len()]);
+            v[t] = c;
+        }
+    }
+    let total: f64 = stacks.values().sum();
+    Some(SampledRecord {
+        sampler: sampler.to_string(),
+        rate_hz,
+        trials: trials.len() as u32,
+        samples: stats::median(&totals),
+        lanes: lanes.into_iter().map(|(k, v)| (k, stats::median(&v))).collect(),
+        functions,
+        stacks: prune(stacks, total * STACK_FLOOR),
+    })
+}
+
+/// Folds every stack under `floor` samples into its parent's frame, the
+/// deepest first, so a pruned tree keeps every sample.
+fn prune(mut stacks: BTreeMap<String, f64>, floor: f64) -> BTreeMap<String, f64> {
+    loop {
+        let small: Vec<String> = stacks
+            .iter()
+            .filter(|(k, v)| **v < floor && k.contains(';'))
+            .map(|(k, _)| k.clone())
+            .collect();
+        if small.is_empty() {
+            return stacks;
+        }
+        for k in small {
+            if let Some(v) = stacks.remove(&k) {
+                let parent = k.rsplit_once(';').map(|(p, _)| p.to_string()).unwrap_or(k);
+                *stacks.entry(parent).or_default() += v;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn trial(text: &str) -> Stacks {
+        parse(text).unwrap()
+    }
+
+    #[test]
+    fn shares_are_per_trial_with_an_interval_and_recursion_counts_once() {
+        let a = trial(
+            "main;<module> (t.py);f (t.py) 70\nmain;<module> (t.py);g (t.py);g (t.py) 30\nforked;h (t.py) 50\n",
+        );
+        let b = trial(
+            "main;<module> (t.py);f (t.py) 60\nmain;<module> (t.py);g (t.py) 40\nforked;h (t.py) 50\n",
+        );
+        let r = record("py-spy 0.4.3", 100, &[a, b], 1).unwrap();
+        assert_eq!(r.trials, 2);
+        assert_eq!(r.samples, 150.0);
+        assert_eq!(r.lanes["main"], 100.0);
+        assert_eq!(r.lanes["forked"], 50.0);
+        let find = |lane: &str, f: &str| {
+            r.functions.iter().find(|x| x.lane == lane && x.function == f).unwrap().clone()
+        };
+        let m = find("main", "<module> (t.py)");
+        assert!((m.inclusive.median - 100.0 / 150.0).abs() < 1e-12);
+        assert_eq!(m.own.median, 0.0);
+        let f = find("main", "f (t.py)");
+        assert!((f.own.median - 65.0 / 150.0).abs() < 1e-12, "{f:?}");
+        assert!(f.own.low <= 60.0 / 150.0 + 1e-12 && f.own.high >= 70.0 / 150.0 - 1e-12);
+        // g is on the stack twice in a's 30 samples: counted once.
+        let g = find("main", "g (t.py)");
+        assert!((g.inclusive.median - 35.0 / 150.0).abs() < 1e-12, "{g:?}");
+        assert_eq!(r.functions[0].function, "<module> (t.py)");
+        assert_eq!(r.stacks["forked;h (t.py)"], 50.0);
+    }
+
+    #[test]
+    fn small_stacks_fold_into_their_parent_and_keep_every_sample() {
+        let mut s = BTreeMap::new();
+        s.insert("main;a".to_string(), 100.0);
+        s.insert("main;a;b".to_string(), 0.5);
+        s.insert("main;a;b;c".to_string(), 0.2);
+        let p = prune(s, 1.0);
+        assert_eq!(p.len(), 1);
+        assert!((p["main;a"] - 100.7).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_line_without_a_count_is_named() {
+        assert_eq!(parse("main;f (a.py) 3\nmain;g\n").unwrap_err(), "line 2 is not `STACK COUNT`");
+        assert!(record("s", 100, &[trial("")], 0).is_none());
+    }
+}

@@ -1,0 +1,199 @@
+//! `--sample`: a command's Python stacks sampled by a real py-spy, held to
+//! a program whose shares are known (tests/scripts/sampled_truth.py).
+
+use harness::{coordinator_with_output, py_spy_python, repo, run};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::process::Command;
+
+fn truth() -> String {
+    repo().join("tests/scripts/sampled_truth.py").display().to_string()
+}
+
+/// Per (lane, function name), the samples with it on the stack (once per
+/// stack), pooled over the run's folded artifacts; and the artifacts' paths.
+fn pooled(run: &Path) -> (BTreeMap<(String, String), u64>, Vec<String>) {
+    let report = harness::json(&run.join("report.json"));
+    let mut out = BTreeMap::new();
+    let mut paths = Vec::new();
+    for a in report["artifacts"].as_array().unwrap() {
+        if a["kind"] != "samples" {
+            continue;
+        }
+        let path = a["path"].as_str().unwrap().to_string();
+        let text = std::fs::read_to_string(run.join(&path)).unwrap();
+        for line in text.lines() {
+            let (stack, n) = line.rsplit_once(' ').unwrap();
+            let n: u64 = n.parse().unwrap();
+            let mut frames = stack.split(';');
+            let lane = frames.next().unwrap().to_string();
+            let mut names: Vec<&str> = frames.map(|f| f.split(" (").next().unwrap()).collect();
+            names.sort();
+            names.dedup();
+            for name in names.into_iter().chain(["*"]) {
+                *out.entry((lane.clone(), name.to_string())).or_default() += n;
+            }
+        }
+        paths.push(path);
+    }
+    (out, paths)
+}
+
+/// One sampled run at a time: shares are of running time, and two runs at
+/// once on two cores preempt each other's loops unevenly.
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn sampled_run(py: &str, args: &str, trials: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let (tmp, out, mut c) = coordinator_with_output();
+    c.args(["--mode", "trials", "--trials", trials, "--warmup", "0", "--sample", "200"]);
+    c.args(["--command", &format!("{py} {} {args}", truth())]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    (tmp, out)
+}
+
+#[test]
+fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_lane() {
+    let Some(py) = py_spy_python("sampled_shares_match") else { return };
+    let (_tmp, out) = sampled_run(&py, "", "3");
+    let (n, paths) = pooled(&out);
+    assert_eq!(paths.len(), 3, "one folded artifact per trial");
+    let at = |lane: &str, f: &str| n.get(&(lane.to_string(), f.to_string())).copied().unwrap_or(0);
+    let (f, g) = (at("main", "f"), at("main", "g"));
+    assert!(f + g >= 300, "too few samples to judge: f {f}, g {g}");
+    let share = f as f64 / (f + g) as f64;
+    eprintln!("f's share of f and g: {share:.3} of {} samples", f + g);
+    assert!((share - 0.7).abs() <= 0.05, "f's share of f and g is {share:.3}, the truth 0.70");
+    // The child's loop is in the child's lane, never in main's.
+    assert!(at("forked", "h") >= 100, "{n:?}");
+    assert_eq!(at("main", "h"), 0);
+
+    // The record: per lane samples, and h's share with an interval.
+    let report = harness::json(&out.join("report.json"));
+    let x = &report["stages"]["command"]["samples"];
+    assert_eq!(x["rate_hz"], 200);
+    assert_eq!(x["trials"], 3);
+    assert!(x["sampler"].as_str().unwrap().starts_with("py-spy "), "{x}");
+    assert!(x["lanes"]["forked"].as_f64().unwrap() > 0.0);
+    let h = x["functions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        // Named relative to the working directory: `h (scripts/sampled_truth.py)`.
+        .find(|r| {
+            let name = r["function"].as_str().unwrap_or_default();
+            r["lane"] == "forked" && name.starts_with("h (") && name.ends_with("sampled_truth.py)")
+        })
+        .unwrap_or_else(|| panic!("no h in {x}"));
+    let own = &h["own"];
+    assert!(own["low"].as_f64() <= own["median"].as_f64());
+    assert!(own["median"].as_f64() <= own["high"].as_f64());
+    // No path, pid or command line in the evidence.
+    let text: String =
+        paths.iter().map(|p| std::fs::read_to_string(out.join(p)).unwrap()).collect();
+    let here = repo().display().to_string();
+    for bad in [here.as_str(), " (/", "process ", "python3 "] {
+        assert!(!text.contains(bad), "{bad:?} in the folded stacks");
+    }
+    let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("## Sampled stacks"), "{summary}");
+    assert!(summary.contains("| forked | `h ("), "{summary}");
+
+    // One byte of a folded artifact changed: verify refuses the run.
+    let victim = out.join(&paths[0]);
+    let mut bytes = std::fs::read(&victim).unwrap();
+    bytes[0] ^= 0x01;
+    std::fs::write(&victim, bytes).unwrap();
+    let v = run({
+        let mut c = harness::coordinator();
+        c.arg("verify").arg(&out);
+        c
+    });
+    assert_eq!(v.code(), Some(3), "{}", v.stderr);
+    assert!(v.stderr.contains(&paths[0]), "{}", v.stderr);
+}
+
+#[test]
+fn a_sleeping_thread_is_not_running_time() {
+    let Some(py) = py_spy_python("a_sleeping_thread") else { return };
+    let (_tmp, out) = sampled_run(&py, "--sleep", "3");
+    let (n, _) = pooled(&out);
+    let at = |f: &str| n.get(&("main".to_string(), f.to_string())).copied().unwrap_or(0);
+    let (f, g, rest) = (at("f"), at("g"), at("rest"));
+    let share = f as f64 / (f + g) as f64;
+    eprintln!("with sleeps, f's share of f and g: {share:.3} of {} samples; rest {rest}", f + g);
+    // Half the wall asleep: the running split is unchanged, and the sleep
+    // is next to nothing of the running samples.
+    assert!((share - 0.7).abs() <= 0.05, "f's share {share:.3} with sleeps, the truth 0.70");
+    assert!((rest as f64) < 0.03 * at("*") as f64, "rest {rest} of {} main samples", at("*"));
+}
+
+#[test]
+fn sampling_changes_neither_a_programs_output_nor_its_exit_status() {
+    let Some(py) = py_spy_python("sampling_changes_neither") else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut outputs = Vec::new();
+    for sample in [false, true] {
+        for status in ["0", "3"] {
+            let tmp = tempfile::tempdir().unwrap();
+            let written = tmp.path().join("out.txt");
+            let mut c = harness::coordinator();
+            c.arg("--output").arg(tmp.path().join("run"));
+            c.args(["--mode", "trials", "--trials", "2", "--warmup", "0"]);
+            if sample {
+                c.arg("--sample");
+            }
+            c.args([
+                "--command",
+                &format!("{py} {} --out {} --status {status}", truth(), written.display()),
+            ]);
+            let f = run(c);
+            let error = match status {
+                "0" => {
+                    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+                    String::new()
+                }
+                _ => {
+                    assert_ne!(f.code(), Some(0), "{}", f.stderr);
+                    let failure = harness::json(&tmp.path().join("run/failure.json"));
+                    failure["message"].as_str().unwrap_or_default().to_string()
+                }
+            };
+            f.assert_no_worker_left();
+            outputs.push((status, std::fs::read_to_string(&written).unwrap(), error));
+        }
+    }
+    assert_eq!(outputs[0..2], outputs[2..4], "with and without --sample");
+    assert!(outputs[1].2.contains("status 3"), "{:?}", outputs[1]);
+}
+
+#[test]
+fn without_py_spy_the_run_is_refused_in_one_line_before_anything_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("run");
+    let mut c = harness::coordinator();
+    c.arg("--output").arg(&out);
+    // A PATH with sh and python3 but no py-spy, and no virtual environment.
+    c.env("PATH", "/usr/bin:/bin").env_remove("VIRTUAL_ENV");
+    c.args(["--mode", "trials", "--trials", "2", "--sample", "--command", "python3 -c pass"]);
+    let f = run(c);
+    if Command::new("/usr/bin/py-spy").arg("--version").output().is_ok() {
+        harness::skip("without_py_spy", "/usr/bin has a py-spy");
+        return;
+    }
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    let lines: Vec<&str> = f.stderr.lines().filter(|l| l.contains("py-spy")).collect();
+    assert_eq!(lines.len(), 1, "{}", f.stderr);
+    assert!(lines[0].contains("pip install py-spy"), "{}", lines[0]);
+    assert!(!out.exists(), "a refused run made its directory");
+
+    // Nothing Python to sample: refused too, naming why.
+    let mut c = harness::coordinator();
+    c.arg("--output").arg(&out);
+    c.args(["--mode", "trials", "--trials", "2", "--sample", "--stage", "sleep:10"]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("--sample samples the Python of --command stages"), "{}", f.stderr);
+}

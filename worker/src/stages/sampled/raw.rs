@@ -1,0 +1,232 @@
+//! py-spy's raw output (`record --format raw --subprocesses --nolineno
+//! --full-filenames`) made into evidence: collapsed stacks with no path,
+//! no pid and no command line in them.
+//!
+//! A raw record is `process PID:"CMDLINE";…;function (FILE);… COUNT`, the
+//! processes from the sampled root down to the one sampled (a command line
+//! may hold newlines and quotes). What comes out is one line per stack,
+//! `LANE;function (module);… COUNT`, sorted, where
+//! - LANE is `main` for the shallowest processes with Python frames (the
+//!   program, under any shell that started it), and for a process below
+//!   them its role: `forked` (the same command line as its parent's: a
+//!   DataLoader worker, a fork-started pool), `multiprocessing` (a
+//!   spawn- or forkserver-started one), or the base names of its program
+//!   and script;
+//! - a file is named as a module: below `site-packages`/`dist-packages`
+//!   as `package/module.py`, below the working directory relative to it,
+//!   in the standard library relative to `lib/pythonX.Y`, anything else by
+//!   its base name; `<frozen …>` and `<string>` stay.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// One raw record: its process chain (pid, command line) and frames, root first.
+#[derive(Debug, PartialEq)]
+struct Record<'a> {
+    processes: Vec<(u32, &'a str)>,
+    frames: Vec<&'a str>,
+    count: u64,
+}
+
+/// The raw text's records; a line py-spy would not write is skipped.
+fn records(text: &str) -> Vec<Record<'_>> {
+    // Every record starts with a process frame; a command line may hold a
+    // newline, so records are split where a line starts one.
+    let mut starts: Vec<usize> = text.match_indices("\nprocess ").map(|(i, _)| i + 1).collect();
+    if text.starts_with("process ") {
+        starts.insert(0, 0);
+    }
+    let mut out = Vec::new();
+    for (k, &s) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).map_or(text.len(), |e| e - 1);
+        if let Some(r) = record(text[s..end].trim_end()) {
+            out.push(r);
+        }
+    }
+    out
+}
+
+fn record(text: &str) -> Option<Record<'_>> {
+    let (body, count) = text.rsplit_once(' ')?;
+    let count = count.parse::<u64>().ok()?;
+    let mut rest = body;
+    let mut processes = Vec::new();
+    while let Some(after) = rest.strip_prefix("process ") {
+        let (pid, after) = after.split_once(":\"")?;
+        let pid = pid.parse::<u32>().ok()?;
+        // The command line ends at the first `";` (the next frame), or at
+        // the record's last quote when no frame follows.
+        match after.find("\";") {
+            Some(i) => {
+                processes.push((pid, &after[..i]));
+                rest = &after[i + 2..];
+            }
+            None => {
+                processes.push((pid, after.strip_suffix('"')?));
+                rest = "";
+            }
+        }
+    }
+    let frames = if rest.is_empty() { Vec::new() } else { rest.split(';').collect() };
+    Some(Record { processes, frames, count })
+}
+
+/// `function (FILE)` with FILE named as a module (see the module's doc).
+fn frame(raw: &str, cwd: &Path) -> String {
+    match raw.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
+        Some((function, file)) => format!("{function} ({})", module(file, cwd)),
+        None => raw.to_string(),
+    }
+}
+
+/// A file as a path-free module name.
+pub(super) fn module(file: &str, cwd: &Path) -> String {
+    if file.starts_with('<') || !file.contains('/') {
+        return file.to_string();
+    }
+    for marker in ["/site-packages/", "/dist-packages/"] {
+        if let Some(i) = file.rfind(marker) {
+            return file[i + marker.len()..].to_string();
+        }
+    }
+    if let Ok(inside) = Path::new(file).strip_prefix(cwd) {
+        if let Some(s) = inside.to_str().filter(|s| !s.is_empty()) {
+            return s.to_string();
+        }
+    }
+    // The standard library: …/lib/pythonX.Y/…
+    if let Some(i) = file.find("/lib/python") {
+        let rest = &file[i + "/lib/python".len()..];
+        if let Some(k) = rest.find('/') {
+            return rest[k + 1..].to_string();
+        }
+    }
+    file.rsplit('/').next().unwrap_or(file).to_string()
+}
+
+/// The first word of a command line, and whether it is a shell or a
+/// launcher that only starts the program (not the program's own Python).
+fn is_wrapper(cmdline: &str) -> bool {
+    let first = cmdline.split_whitespace().next().unwrap_or("");
+    let base = first.rsplit('/').next().unwrap_or(first);
+    matches!(base, "sh" | "bash" | "dash" | "zsh" | "env" | "nice" | "time" | "timeout")
+}
+
+/// A child process's lane, from its command line and its parent's.
+fn role(cmdline: &str, parent: &str) -> String {
+    if cmdline == parent {
+        return "forked".into();
+    }
+    if cmdline.contains("multiprocessing") {
+        return "multiprocessing".into();
+    }
+    let base = |w: &str| w.rsplit('/').next().unwrap_or(w).to_string();
+    let mut words = cmdline.split_whitespace();
+    let program = words.next().map(base).unwrap_or_default();
+    let script = words.find(|w| w.ends_with(".py")).map(base);
+    let name: String = match script {
+        Some(s) => format!("{program} {s}"),
+        None => program,
+    };
+    // A lane is one frame of a collapsed stack: no `;`, no space at its ends.
+    let name: String =
+        name.chars().map(|c| if c == ';' || c.is_control() { '_' } else { c }).collect();
+    match name.trim() {
+        "" => "child".into(),
+        n => n.to_string(),
+    }
+}
+
+/// The raw text as collapsed, path-free stacks (see the module's doc),
+/// one line each, sorted; and the number of samples.
+pub fn fold(text: &str, cwd: &Path) -> (String, u64) {
+    let records = records(text);
+    // The program's own processes: the shallowest depth at which a process
+    // with Python frames was sampled, below any wrapper.
+    let main_depth = records
+        .iter()
+        .filter(|r| !r.frames.is_empty() || !r.processes.last().is_some_and(|p| is_wrapper(p.1)))
+        .map(|r| r.processes.len())
+        .min()
+        .unwrap_or(0);
+    let mut stacks: BTreeMap<String, u64> = BTreeMap::new();
+    let mut total = 0;
+    for r in &records {
+        let depth = r.processes.len();
+        let lane = if depth <= main_depth {
+            "main".to_string()
+        } else {
+            let me = r.processes[depth - 1].1;
+            let parent = r.processes[depth - 2].1;
+            role(me, parent)
+        };
+        let mut line = lane;
+        for f in &r.frames {
+            line.push(';');
+            line.push_str(&frame(f, cwd));
+        }
+        *stacks.entry(line).or_default() += r.count;
+        total += r.count;
+    }
+    let mut out = String::new();
+    for (stack, n) in stacks {
+        out.push_str(&format!("{stack} {n}\n"));
+    }
+    (out, total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RAW: &str = "process 10:\"sh -c python3 /home/u/proj/t.py\";<module> (/home/u/proj/t.py);main (/home/u/proj/t.py);f (/home/u/proj/t.py) 34\n\
+process 10:\"sh -c python3 /home/u/proj/t.py\";process 11:\"/usr/bin/python3 -c \"x\ny\"\";h (/home/u/proj/lib/w.py) 5\n\
+process 10:\"sh -c python3 /home/u/proj/t.py\";process 12:\"/usr/bin/python3 -c from multiprocessing.spawn import spawn_main\";run (/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py);get (/usr/lib/python3.11/queue.py) 7\n\
+process 10:\"sh -c python3 /home/u/proj/t.py\";process 13:\"sh -c python3 /home/u/proj/t.py\";g (/home/u/proj/t.py) 2\n\
+process 10:\"sh -c python3 /home/u/proj/t.py\" 1\n\
+process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib._bootstrap>) 3\n";
+
+    #[test]
+    fn stacks_are_named_by_lane_and_module_with_no_path_pid_or_command_line() {
+        let (folded, total) = fold(RAW, Path::new("/home/u/proj"));
+        assert_eq!(total, 52);
+        let lines: Vec<&str> = folded.lines().collect();
+        assert_eq!(
+            lines,
+            vec![
+                "forked;g (t.py) 2",
+                "main 1",
+                "main;<module> (t.py);main (t.py);f (t.py) 34",
+                "main;_find_and_load (<frozen importlib._bootstrap>) 3",
+                "multiprocessing;run (torch/utils/data/_utils/worker.py);get (queue.py) 7",
+                "python3;h (lib/w.py) 5",
+            ]
+        );
+        for forbidden in ["/home", "/usr", "/opt", "process 1", "spawn_main", "\"", "\n\n"] {
+            assert!(!folded.contains(forbidden), "{forbidden} in {folded}");
+        }
+    }
+
+    #[test]
+    fn a_file_is_named_as_a_module() {
+        let cwd = Path::new("/w");
+        assert_eq!(module("/w/examples/train.py", cwd), "examples/train.py");
+        assert_eq!(module("/v/lib/python3.11/site-packages/keras/src/x.py", cwd), "keras/src/x.py");
+        assert_eq!(module("/usr/lib/python3/dist-packages/numpy/a.py", cwd), "numpy/a.py");
+        assert_eq!(
+            module("/root/.pyenv/versions/3.11.7/lib/python3.11/json/decoder.py", cwd),
+            "json/decoder.py"
+        );
+        assert_eq!(module("/elsewhere/secret/name.py", cwd), "name.py");
+        assert_eq!(module("<frozen importlib._bootstrap>", cwd), "<frozen importlib._bootstrap>");
+    }
+
+    #[test]
+    fn a_malformed_line_is_skipped_not_a_panic() {
+        for text in ["", "process", "process x:\"a\" 1", "process 1:\"a\";f (a.py) x", "garbage 3"]
+        {
+            let (folded, _) = fold(text, Path::new("/"));
+            assert!(folded.is_empty(), "{text:?} gave {folded:?}");
+        }
+    }
+}
