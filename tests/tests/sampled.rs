@@ -43,11 +43,17 @@ fn pooled(run: &Path) -> (BTreeMap<(String, String), u64>, Vec<String>) {
 /// once on two cores preempt each other's loops unevenly.
 static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
-fn sampled_run(py: &str, args: &str, trials: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+fn sampled_run(
+    py: &str,
+    args: &str,
+    trials: &str,
+    more: &[&str],
+) -> (tempfile::TempDir, std::path::PathBuf) {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let (tmp, out, mut c) = coordinator_with_output();
     c.args(["--mode", "trials", "--trials", trials, "--warmup", "0", "--sample", "200"]);
     c.args(["--command", &format!("{py} {} {args}", truth())]);
+    c.args(more);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     f.assert_no_worker_left();
@@ -57,7 +63,7 @@ fn sampled_run(py: &str, args: &str, trials: &str) -> (tempfile::TempDir, std::p
 #[test]
 fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_lane() {
     let Some(py) = py_spy_python("sampled_shares_match") else { return };
-    let (_tmp, out) = sampled_run(&py, "", "3");
+    let (_tmp, out) = sampled_run(&py, "", "3", &["--span", "__main__:f"]);
     let (n, paths) = pooled(&out);
     assert_eq!(paths.len(), 3, "one folded artifact per trial");
     let at = |lane: &str, f: &str| n.get(&(lane.to_string(), f.to_string())).copied().unwrap_or(0);
@@ -97,7 +103,14 @@ fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_la
     for bad in [here.as_str(), " (/", "process ", "python3 "] {
         assert!(!text.contains(bad), "{bad:?} in the folded stacks");
     }
+    // Inside the span `f` (its function, matched on the stacks): f itself.
+    let inside = &x["inside"][0];
+    assert_eq!(inside["span"], "f", "{x}");
+    assert_eq!(inside["top"][0][0], "main");
+    assert!(inside["top"][0][1].as_str().unwrap().starts_with("f ("), "{inside}");
+    assert!(inside["top"][0][2].as_f64().unwrap() > 0.9, "{inside}");
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+    assert!(summary.contains("- inside `f` (median "), "{summary}");
     assert!(summary.contains("## Sampled stacks"), "{summary}");
     assert!(summary.contains("| forked | `h ("), "{summary}");
 
@@ -118,7 +131,7 @@ fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_la
 #[test]
 fn a_sleeping_thread_is_not_running_time() {
     let Some(py) = py_spy_python("a_sleeping_thread") else { return };
-    let (_tmp, out) = sampled_run(&py, "--sleep", "3");
+    let (_tmp, out) = sampled_run(&py, "--sleep", "3", &[]);
     let (n, _) = pooled(&out);
     let at = |f: &str| n.get(&("main".to_string(), f.to_string())).copied().unwrap_or(0);
     let (f, g, rest) = (at("f"), at("g"), at("rest"));

@@ -178,5 +178,19 @@ pub(crate) fn sampled(
             stacks.push(parsed);
         }
     }
-    Ok(report::rundir::samples::record(sampler, rate, &stacks, seed))
+    // A span's function is matched on the stacks by its qualname.
+    let targets: Vec<(String, String)> = trials
+        .first()
+        .map(|r| &r.job.spans[..])
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|t| match t {
+            protocol::SpanTarget::Function { qualname, name, .. }
+            | protocol::SpanTarget::Stage { qualname, name, .. } => {
+                Some((name.clone(), qualname.clone()))
+            }
+            protocol::SpanTarget::Preset(_) => None,
+        })
+        .collect();
+    Ok(report::rundir::samples::record(sampler, rate, &stacks, &targets, seed))
 }

@@ -91,6 +91,32 @@ fn round(x: f64) -> String {
     }
 }
 
+/// A sentence per `--span` function that ran inside the samples: what was
+/// on top of the stack while it ran.
+pub fn inside_lines(st: &StageRecord, x: &SampledRecord) -> Vec<String> {
+    x.inside
+        .iter()
+        .map(|i| {
+            let median = st
+                .spans
+                .get(&i.span)
+                .map(|s| format!("median {} a call, ", crate::fmt::duration(s.median_s)))
+                .unwrap_or_default();
+            let parts: Vec<String> = i
+                .top
+                .iter()
+                .map(|(lane, f, share)| format!("{:.1}% in `{f}` ({lane})", share * 100.0))
+                .collect();
+            format!(
+                "inside `{}` ({median}{} samples per trial): {}",
+                i.span,
+                round(i.samples),
+                parts.join(", ")
+            )
+        })
+        .collect()
+}
+
 /// The flame graph's lines: each merged stack with its samples over all
 /// the trials (`LANE;frame;… COUNT`).
 pub fn flame_lines(x: &SampledRecord) -> Vec<String> {
@@ -117,8 +143,14 @@ pub fn summary(s: &mut String, r: &Report) {
         return;
     }
     let _ = writeln!(s, "\n## Sampled stacks (where the Python time went)\n");
-    for (key, _, x) in all {
+    for (key, st, x) in all {
         let _ = writeln!(s, "`{key}`: {}\n", line(x));
+        for l in inside_lines(st, x) {
+            let _ = writeln!(s, "- {l}");
+        }
+        if !x.inside.is_empty() {
+            let _ = writeln!(s);
+        }
         for by in By::BOTH {
             let _ = writeln!(s, "Top functions {}:\n", by.title());
             let _ = writeln!(s, "| lane | function | {} |", COLUMNS.join(" | "));
@@ -146,7 +178,7 @@ mod tests {
     fn rows_are_by_self_share_and_flame_lines_keep_every_sample() {
         let a = parse("main;m (t.py);f (t.py) 70\nmain;m (t.py);g (t.py) 30\nforked;h (t.py) 50\n")
             .unwrap();
-        let x = record("py-spy 0.4.3", 100, &[a.clone(), a], 1).unwrap();
+        let x = record("py-spy 0.4.3", 100, &[a.clone(), a], &[], 1).unwrap();
         let own = rows(&x, By::Own);
         let names: Vec<&str> = own.iter().map(|r| r.function).collect();
         assert_eq!(names, vec!["f (t.py)", "h (t.py)", "g (t.py)"]);

@@ -40,7 +40,28 @@ pub struct SampledRecord {
     /// The trials' stacks merged (`LANE;frame;…` → samples per trial,
     /// mean), the smallest folded into their parent ([`STACK_FLOOR`]).
     pub stacks: BTreeMap<String, f64>,
+    /// Per `--span` function target found on the stacks, what ran inside it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inside: Vec<InsideSpan>,
 }
+
+/// The samples inside one span's function: those with its frame on the
+/// stack (matched by qualname), and the functions on top of them.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct InsideSpan {
+    /// The span's name, as the spans table has it.
+    pub span: String,
+    /// The qualname its frames were matched by.
+    pub qualname: String,
+    /// Samples inside it per trial, median.
+    pub samples: f64,
+    /// The functions on top of its samples, with their share of them
+    /// (pooled over the trials), largest first, at most [`INSIDE_TOP`].
+    pub top: Vec<(String, String, f64)>,
+}
+
+/// How many functions an [`InsideSpan`] lists.
+pub const INSIDE_TOP: usize = 5;
 
 /// A function's share of a stage's samples, in one lane.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -107,8 +128,52 @@ fn counts(trial: &Stacks) -> (Counts, u64) {
     (out, total)
 }
 
-/// The record of a stage's counted trials' stacks; None without samples.
-pub fn record(sampler: &str, rate_hz: u32, trials: &[Stacks], seed: u64) -> Option<SampledRecord> {
+/// What ran inside each span target `(name, qualname)`: the samples with
+/// a frame of that qualname on the stack, and the functions on top.
+fn inside(trials: &[Stacks], targets: &[(String, String)]) -> Vec<InsideSpan> {
+    let mut out = Vec::new();
+    for (span, qualname) in targets {
+        let is_it = |f: &String| f.split(" (").next() == Some(qualname.as_str());
+        let mut per_trial = Vec::new();
+        let mut tops: BTreeMap<(String, String), u64> = BTreeMap::new();
+        for trial in trials {
+            let mut n = 0;
+            for (frames, c) in trial {
+                if frames.len() > 1 && frames[1..].iter().any(is_it) {
+                    n += c;
+                    let top = frames.last().cloned().unwrap_or_default();
+                    *tops.entry((frames[0].clone(), top)).or_default() += c;
+                }
+            }
+            per_trial.push(n as f64);
+        }
+        let total: u64 = tops.values().sum();
+        if total == 0 {
+            continue;
+        }
+        let mut top: Vec<(String, String, f64)> =
+            tops.into_iter().map(|((l, f), c)| (l, f, c as f64 / total as f64)).collect();
+        top.sort_by(|a, b| b.2.total_cmp(&a.2).then_with(|| (&a.0, &a.1).cmp(&(&b.0, &b.1))));
+        top.truncate(INSIDE_TOP);
+        out.push(InsideSpan {
+            span: span.clone(),
+            qualname: qualname.clone(),
+            samples: stats::median(&per_trial),
+            top,
+        });
+    }
+    out
+}
+
+/// The record of a stage's counted trials' stacks, with what ran inside
+/// each `--span` function target `(name, qualname)`; None without samples.
+pub fn record(
+    sampler: &str,
+    rate_hz: u32,
+    trials: &[Stacks],
+    targets: &[(String, String)],
+    seed: u64,
+) -> Option<SampledRecord> {
     let per: Vec<(Counts, u64)> = trials.iter().map(counts).collect();
     let totals: Vec<f64> = per.iter().map(|(_, t)| *t as f64).collect();
     if totals.iter().all(|t| *t == 0.0) {
@@ -171,6 +236,7 @@ pub fn record(sampler: &str, rate_hz: u32, trials: &[Stacks], seed: u64) -> Opti
         lanes: lanes.into_iter().map(|(k, v)| (k, stats::median(&v))).collect(),
         functions,
         stacks: prune(stacks, total * STACK_FLOOR),
+        inside: inside(trials, targets),
     })
 }
 
@@ -211,7 +277,14 @@ mod tests {
         let b = trial(
             "main;<module> (t.py);f (t.py) 60\nmain;<module> (t.py);g (t.py) 40\nforked;h (t.py) 50\n",
         );
-        let r = record("py-spy 0.4.3", 100, &[a, b], 1).unwrap();
+        let r = record(
+            "py-spy 0.4.3",
+            100,
+            &[a, b],
+            &[("gee".into(), "g".into()), ("none".into(), "nowhere".into())],
+            1,
+        )
+        .unwrap();
         assert_eq!(r.trials, 2);
         assert_eq!(r.samples, 150.0);
         assert_eq!(r.lanes["main"], 100.0);
@@ -230,6 +303,12 @@ mod tests {
         assert!((g.inclusive.median - 35.0 / 150.0).abs() < 1e-12, "{g:?}");
         assert_eq!(r.functions[0].function, "<module> (t.py)");
         assert_eq!(r.stacks["forked;h (t.py)"], 50.0);
+        // Inside g: 30 + 40 samples, all with g on top; a target never on
+        // the stacks is left out.
+        assert_eq!(r.inside.len(), 1);
+        assert_eq!(r.inside[0].span, "gee");
+        assert_eq!(r.inside[0].samples, 35.0);
+        assert_eq!(r.inside[0].top, vec![("main".into(), "g (t.py)".into(), 1.0)]);
     }
 
     #[test]
@@ -246,6 +325,6 @@ mod tests {
     #[test]
     fn a_line_without_a_count_is_named() {
         assert_eq!(parse("main;f (a.py) 3\nmain;g\n").unwrap_err(), "line 2 is not `STACK COUNT`");
-        assert!(record("s", 100, &[trial("")], 0).is_none());
+        assert!(record("s", 100, &[trial("")], &[], 0).is_none());
     }
 }

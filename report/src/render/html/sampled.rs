@@ -4,7 +4,7 @@
 
 use super::flame::{self, FlameError};
 use crate::modes::Report;
-use crate::render::sampled::{By, COLUMNS, flame_lines, line, rows, stages};
+use crate::render::sampled::{By, COLUMNS, flame_lines, inside_lines, line, rows, stages};
 use maud::{Markup, PreEscaped, html};
 
 pub(super) fn view(r: &Report) -> Result<Markup, FlameError> {
@@ -24,10 +24,14 @@ pub(super) fn view(r: &Report) -> Result<Markup, FlameError> {
                 " children such as DataLoader workers, other children by their program), each function \
                  below its caller, a frame's width its samples over the trials. Hover a frame for its samples, \
                  click it to zoom." }
-            @for ((key, _, x), graph) in all.iter().zip(&graphs) {
+            @for ((key, st, x), graph) in all.iter().zip(&graphs) {
                 div.stage-sampled data-stage=(key) {
                     h3 { code { (key) } }
                     p.note { (super::prose(&line(x))) }
+                    @let inside = inside_lines(st, x);
+                    @if !inside.is_empty() {
+                        ul.inside { @for l in &inside { li { (super::prose(l)) } } }
+                    }
                     div.flame-box { (PreEscaped(graph)) }
                     @for by in By::BOTH {
                     h4 { "Top functions " (by.title()) }

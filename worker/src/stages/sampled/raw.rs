@@ -15,9 +15,16 @@
 //! - a file is named as a module: below `site-packages`/`dist-packages`
 //!   as `package/module.py`, below the working directory relative to it,
 //!   in the standard library relative to `lib/pythonX.Y`, anything else by
-//!   its base name; `<frozen …>` and `<string>` stay.
+//!   its base name; `<frozen …>` and `<string>` stay;
+//! - a run of the import machinery's frames is one frame, [`IMPORT`], so
+//!   an import nested twenty deep is twenty frames, not a hundred.
 
 use std::collections::BTreeMap;
+
+/// The frame that stands for a run of the import machinery's own frames
+/// (`_find_and_load`, `_load_unlocked`, `exec_module`, …): its self time is
+/// the machinery's and a C extension's initialisation.
+pub const IMPORT: &str = "import (<frozen importlib>)";
 use std::path::Path;
 
 /// One raw record: its process chain (pid, command line) and frames, root first.
@@ -161,9 +168,17 @@ pub fn fold(text: &str, cwd: &Path) -> (String, u64) {
             role(me, parent)
         };
         let mut line = lane;
+        let mut importing = false;
         for f in &r.frames {
+            // The import machinery's frames (five per nested import) as one.
+            let machinery = f.ends_with("(<frozen importlib._bootstrap>)")
+                || f.ends_with("(<frozen importlib._bootstrap_external>)");
+            if machinery && importing {
+                continue;
+            }
+            importing = machinery;
             line.push(';');
-            line.push_str(&frame(f, cwd));
+            line.push_str(&if machinery { IMPORT.to_string() } else { frame(f, cwd) });
         }
         *stacks.entry(line).or_default() += r.count;
         total += r.count;
@@ -184,7 +199,7 @@ process 10:\"sh -c python3 /home/u/proj/t.py\";process 11:\"/usr/bin/python3 -c 
 process 10:\"sh -c python3 /home/u/proj/t.py\";process 12:\"/usr/bin/python3 -c from multiprocessing.spawn import spawn_main\";run (/opt/venv/lib/python3.11/site-packages/torch/utils/data/_utils/worker.py);get (/usr/lib/python3.11/queue.py) 7\n\
 process 10:\"sh -c python3 /home/u/proj/t.py\";process 13:\"sh -c python3 /home/u/proj/t.py\";g (/home/u/proj/t.py) 2\n\
 process 10:\"sh -c python3 /home/u/proj/t.py\" 1\n\
-process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib._bootstrap>) 3\n";
+process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib._bootstrap>);_load_unlocked (<frozen importlib._bootstrap_external>) 3\n";
 
     #[test]
     fn stacks_are_named_by_lane_and_module_with_no_path_pid_or_command_line() {
@@ -197,7 +212,7 @@ process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib
                 "forked;g (t.py) 2",
                 "main 1",
                 "main;<module> (t.py);main (t.py);f (t.py) 34",
-                "main;_find_and_load (<frozen importlib._bootstrap>) 3",
+                "main;import (<frozen importlib>) 3",
                 "multiprocessing;run (torch/utils/data/_utils/worker.py);get (queue.py) 7",
                 "python3;h (lib/w.py) 5",
             ]
