@@ -63,7 +63,14 @@ fn sampled_run(
 #[test]
 fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_lane() {
     let Some(py) = py_spy_python("sampled_shares_match") else { return };
-    let (_tmp, out) = sampled_run(&py, "", "3", &["--span", "__main__:f"]);
+    let exports = tempfile::tempdir().unwrap();
+    let folded = exports.path().join("stacks.folded");
+    let (_tmp, out) = sampled_run(
+        &py,
+        "",
+        "3",
+        &["--span", "__main__:f", "--export-folded", folded.to_str().unwrap()],
+    );
     let (n, paths) = pooled(&out);
     assert_eq!(paths.len(), 3, "one folded artifact per trial");
     let at = |lane: &str, f: &str| n.get(&(lane.to_string(), f.to_string())).copied().unwrap_or(0);
@@ -113,6 +120,18 @@ fn sampled_shares_match_a_programs_known_split_and_a_forked_child_has_its_own_la
     assert!(summary.contains("- inside `f` (median "), "{summary}");
     assert!(summary.contains("## Sampled stacks"), "{summary}");
     assert!(summary.contains("| forked | `h ("), "{summary}");
+
+    // The export: the spans' stacks, then the sampled ones in µs per trial
+    // (a sample is 1/200 s), the forked child's among them.
+    let exported = std::fs::read_to_string(&folded).unwrap();
+    let child: u64 = exported
+        .lines()
+        .filter(|l| l.starts_with("command [sampled];forked;"))
+        .map(|l| l.rsplit_once(' ').unwrap().1.parse::<u64>().unwrap())
+        .sum();
+    let per_trial = x["lanes"]["forked"].as_f64().unwrap() * 1e6 / 200.0;
+    assert!((child as f64 - per_trial).abs() < 0.1 * per_trial, "{child} µs against {per_trial}");
+    assert!(exported.lines().any(|l| l.starts_with("command;f ")), "{exported}");
 
     // One byte of a folded artifact changed: verify refuses the run.
     let victim = out.join(&paths[0]);

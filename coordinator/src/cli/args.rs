@@ -252,7 +252,9 @@ pub(super) struct ExportArgs {
     pub(super) export_benchmark_tsv: Option<PathBuf>,
     /// Write each stage's spans as collapsed stacks (flamegraph.pl, inferno
     /// and speedscope read them): `stage;outer;inner COUNT`, the count the
-    /// stack's self time per trial in microseconds.
+    /// stack's self time per trial in microseconds; with --sample, each
+    /// sampled stage's Python stacks too, under `STAGE [sampled];LANE`, a
+    /// sample counted as 1/RATE s.
     #[arg(long, value_name = "FILE")]
     pub(super) export_folded: Option<PathBuf>,
 }

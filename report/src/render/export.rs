@@ -150,7 +150,7 @@ pub enum Unexportable {
     #[error(transparent)]
     Untimed(#[from] super::trace::Untimed),
     #[error(
-        "the run recorded no span, so there is no stack to fold (name spans with --span, stagebench.span or a preset)"
+        "the run recorded no span and sampled no stack, so there is no stack to fold (name spans with --span, stagebench.span or a preset, or sample with --sample)"
     )]
     NoSpans,
 }

@@ -85,12 +85,24 @@ pub fn stacks(r: &Report) -> Vec<Stacks> {
         .collect()
 }
 
-/// The collapsed text of every stage's stacks (`--export-folded`).
+/// The collapsed text of every stage's stacks (`--export-folded`): its
+/// spans, then its sampled stacks (`--sample`) under `STAGE [sampled]`,
+/// each sample counted as 1/RATE s of running time, so both are µs per
+/// trial.
 pub fn text(r: &Report) -> String {
     let mut out = String::new();
     for s in stacks(r) {
         for line in s.lines() {
             let _ = writeln!(out, "{line}");
+        }
+    }
+    for (key, _, x) in super::sampled::stages(r) {
+        let top = format!("{} [sampled]", frame(key));
+        for (stack, per_trial) in &x.stacks {
+            let us = (per_trial * 1e6 / f64::from(x.rate_hz.max(1))).round() as u64;
+            if us > 0 {
+                let _ = writeln!(out, "{top};{stack} {us}");
+            }
         }
     }
     out
