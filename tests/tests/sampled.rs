@@ -229,3 +229,58 @@ fn without_py_spy_the_run_is_refused_in_one_line_before_anything_runs() {
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("--sample samples the Python of --command stages"), "{}", f.stderr);
 }
+
+#[test]
+fn a_campaign_samples_its_pipeline_stages_and_a_recipe_campaign_is_refused() {
+    let Some(py) = py_spy_python("a_campaign_samples") else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let file = tmp.path().join("campaign.toml");
+    std::fs::write(
+        &file,
+        format!(
+            "[campaign]\nname = \"sampled\"\ntrials = 2\nsample = 200\n\n[[pipeline]]\nname = \"truth\"\nargv = [\"{py}\", \"{}\"]\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n",
+            truth()
+        ),
+    )
+    .unwrap();
+    let out = tmp.path().join("campaign");
+    let mut c = harness::coordinator();
+    c.arg("campaign").arg(&file).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}\n{}", f.stdout, f.stderr);
+    let declaration = harness::json(&out.join("declaration.json"));
+    assert!(declaration["sampler"].as_str().unwrap().starts_with("py-spy "), "{declaration}");
+    // Each trial's run holds its stage's samples, the forked child in its lane.
+    let reports: Vec<String> =
+        harness::files_below(&out).into_iter().filter(|p| p.ends_with("/report.json")).collect();
+    let mut sampled = 0;
+    for r in &reports {
+        let report = harness::json(&out.join(r));
+        if let Some(x) = report["stages"]["truth"].get("samples") {
+            assert!(x["lanes"]["forked"].as_f64().unwrap() > 0.0, "{x}");
+            sampled += 1;
+        }
+    }
+    assert_eq!(sampled, 2, "runs sampled among {reports:?}");
+    let v = run({
+        let mut c = harness::coordinator();
+        c.arg("verify").arg(&out);
+        c
+    });
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
+
+    // The recipe's stages are not Python: refused before anything runs.
+    let recipe = tmp.path().join("recipe.toml");
+    std::fs::write(
+        &recipe,
+        "[campaign]\nname = \"r\"\nsample = 100\n\n[[step]]\nname = \"cold\"\nkind = \"cold\"\n",
+    )
+    .unwrap();
+    let mut c = harness::coordinator();
+    c.arg("campaign").arg(&recipe).arg("--output").arg(tmp.path().join("r"));
+    let f = run(c);
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("sample applies to a pipeline's Python stages"), "{}", f.stderr);
+    assert!(!tmp.path().join("r").exists());
+}

@@ -91,6 +91,16 @@ pub(crate) fn run(
         ),
         None => None,
     };
+    // `sample = RATE`: py-spy found (or the campaign refused) before anything runs.
+    let sampling = match campaign.campaign.sample {
+        Some(rate_hz) => {
+            let commands: Vec<String> =
+                campaign.pipeline.iter().map(|p| p.argv.join(" ")).collect();
+            let py_spy = crate::sampler::find(&commands).map_err(|e| CampaignError::Usage(e.0))?;
+            Some(crate::plan::Sampling { rate_hz, py_spy })
+        }
+        None => None,
+    };
     // A pipeline reads no dataset of ours; the recipe reads the declared one.
     let (dataset, fingerprint) = match campaign.pipeline.is_empty() {
         true => {
@@ -108,7 +118,7 @@ pub(crate) fn run(
         None => RunDir::create_default(Path::new("campaigns"), &campaign.campaign.name),
     }
     .map_err(|e| CampaignError::Usage(e.to_string()))?;
-    let declaration = serde_json::json!({
+    let mut declaration = serde_json::json!({
         "schema": SCHEMA_DECLARATION,
         "schema_version": 1,
         "created_utc": evidence::timestamp::rfc3339_utc_now(),
@@ -117,6 +127,9 @@ pub(crate) fn run(
         "dataset_fingerprint": fingerprint,
         "program": report::rundir::declaration::Program::current(worker_sha),
     });
+    if let Some(s) = &sampling {
+        declaration["sampler"] = s.py_spy.version.clone().into();
+    }
     let write = |name: &str, bytes: &[u8]| {
         dir.write_evidence(name, bytes).map_err(|e| CampaignError::Failed(e.to_string()))
     };
@@ -132,6 +145,7 @@ pub(crate) fn run(
         dir: dir.path(),
         dataset,
         worker_bin,
+        sampling,
         stop,
     };
     // What a program left in the campaign directory itself: kept through

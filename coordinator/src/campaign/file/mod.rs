@@ -94,6 +94,10 @@ pub(crate) struct Settings {
     /// writes differently every time by design, never state.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub(crate) identity_exclude: Vec<String>,
+    /// Pipelines: sample every stage's Python stacks at this rate with
+    /// py-spy, as `--sample RATE` does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) sample: Option<u32>,
 }
 
 fn three() -> u32 {
@@ -277,6 +281,14 @@ fn check(f: &CampaignFile) -> Result<(), Refusal> {
     }
     if f.pipeline.is_empty() && !s.roles.is_empty() {
         return Err(Refusal("roles apply to a pipeline's spans ([[pipeline]])".into()));
+    }
+    if f.pipeline.is_empty() && s.sample.is_some() {
+        return Err(Refusal(
+            "sample applies to a pipeline's Python stages ([[pipeline]]); the recipe's stages are not Python".into(),
+        ));
+    }
+    if let Some(rate) = s.sample.filter(|r| !(1..=1000).contains(r)) {
+        return Err(Refusal(format!("sample = {rate}: a rate from 1 to 1000 samples a second")));
     }
     if f.pipeline.is_empty() && !s.spans.is_empty() {
         return Err(Refusal("spans apply to a pipeline's Python stages ([[pipeline]])".into()));

@@ -53,6 +53,8 @@ pub(super) struct Runner<'a> {
     pub(super) dir: &'a Path,
     pub(super) dataset: PathBuf,
     pub(super) worker_bin: PathBuf,
+    /// `sample = RATE`: py-spy for every pipeline stage.
+    pub(super) sampling: Option<crate::plan::Sampling>,
     /// The signal that asked the campaign to stop, or 0.
     pub(super) stop: Arc<AtomicI32>,
 }
@@ -97,7 +99,7 @@ impl Runner<'_> {
             inputs: Vec::new(),
             spans: Vec::new(),
             stage_spans: Default::default(),
-            sample: None,
+            sample: self.sampling.clone(),
             campaign_step: Some(format!(
                 "{}/{}",
                 self.campaign.campaign.name,
