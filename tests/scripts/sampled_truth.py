@@ -4,21 +4,26 @@ attach or an early detach costs both alike), and a forked child spends its
 CPU in `h`. With `--sleep`, `rest` sleeps as long as the loops run: an idle
 thread, which must not show as running.
 
+`SAMPLED_F_UNITS` (environment, default 7) changes `f`'s share: what
+`compare` must then find changed.
+
 Writes `OUT` (the sums, so a run with and without the sampler can be
 compared byte for byte) and exits with STATUS (default 0).
 """
 
 import multiprocessing as mp
+import os
 import sys
 import time
 
 UNIT = 150_000
 ROUNDS = 20
+F_UNITS = int(os.environ.get("SAMPLED_F_UNITS", "7"))
 
 
 def f():
     s = 0
-    for i in range(7 * UNIT):
+    for i in range(F_UNITS * UNIT):
         s += i
     return s
 

@@ -284,3 +284,39 @@ fn a_campaign_samples_its_pipeline_stages_and_a_recipe_campaign_is_refused() {
     assert!(f.stderr.contains("sample applies to a pipeline's Python stages"), "{}", f.stderr);
     assert!(!tmp.path().join("r").exists());
 }
+
+#[test]
+fn compare_names_a_function_whose_share_changed_and_no_function_between_like_runs() {
+    let Some(py) = py_spy_python("compare_names_a_function") else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    // A and A2: f 7 units to g's 3; B: f 2 units (the same command line,
+    // so the same definition: the split comes from the environment).
+    for (name, units) in [("a", "7"), ("a2", "7"), ("b", "2")] {
+        let mut c = harness::coordinator();
+        c.arg("--output").arg(tmp.path().join(name)).env("SAMPLED_F_UNITS", units);
+        c.args(["--mode", "trials", "--trials", "6", "--warmup", "0", "--sample", "200"]);
+        c.args(["--command", &format!("{py} {}", truth())]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    }
+    let said = |b: &str| {
+        let mut c = harness::coordinator();
+        c.arg("compare").arg(tmp.path().join("a")).arg(tmp.path().join(b));
+        let f = run(c);
+        f.stdout
+            .lines()
+            .find(|l| l.starts_with("`command` sampled stacks: "))
+            .unwrap_or_else(|| panic!("{}", f.stdout))
+            .to_string()
+    };
+    let changed = said("b");
+    eprintln!("{changed}");
+    // f lost the most; it is named first, by its self share.
+    assert!(changed.contains("share of the running samples changed"), "{changed}");
+    let first = changed.split(": `").nth(1).unwrap_or_default();
+    assert!(first.starts_with("f (") && first.contains("(main) self"), "{changed}");
+    let same = said("a2");
+    eprintln!("{same}");
+    assert!(same.contains("no function's share changed significantly"), "{same}");
+}

@@ -16,6 +16,7 @@ mod comparable;
 mod files;
 pub mod html;
 mod plot;
+mod sampled;
 mod text;
 
 pub use files::{OUTPUT_FILES, write_output};
@@ -264,7 +265,8 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
     let pooled: BTreeSet<String> =
         common.iter().flat_map(|k| later_keys(&a.planned, k, a.rounds)).collect();
     let common: Vec<String> = common.into_iter().filter(|k| !pooled.contains(k)).collect();
-    let notes = only_in_one(&a, &b, &pooled);
+    let mut notes = only_in_one(&a, &b, &pooled);
+    notes.extend(sampled::notes(&ra, &rb, &common));
     if common.is_empty() {
         incomparable.push("no stage in common".into());
     }

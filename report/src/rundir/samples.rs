@@ -83,6 +83,10 @@ pub struct Share {
     pub high: f64,
     /// The interval's coverage (a range of few trials says its own).
     pub coverage: f64,
+    /// The share in each counted trial, in trial order (what `compare`
+    /// ranks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<f64>,
 }
 
 /// One trial's stacks: (frames, lane first; samples).
@@ -183,7 +187,7 @@ pub fn record(
     let share = |xs: Vec<f64>, seed: u64| {
         let s = stats::summarize(&xs, seed);
         let i = s.median_interval;
-        Share { median: s.median, low: i.low, high: i.high, coverage: i.coverage }
+        Share { median: s.median, low: i.low, high: i.high, coverage: i.coverage, trials: xs }
     };
     let ratio = |n: u64, total: u64| if total == 0 { 0.0 } else { n as f64 / total as f64 };
     let mut functions: Vec<FunctionShare> = keys

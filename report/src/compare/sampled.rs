@@ -1,0 +1,125 @@
+//! Two runs' sampled stacks (`--sample`) compared: per stage sampled in
+//! both, the functions whose share of the running samples changed, by the
+//! rank test over the trials' shares, as one sentence.
+
+use crate::rundir::samples::{FunctionShare, SampledRecord, Share};
+use crate::stats;
+
+/// How many changed functions a sentence names (the largest changes).
+const NAMED: usize = 5;
+
+/// A sentence per stage both runs sampled.
+pub(crate) fn notes(
+    a: &crate::modes::Report,
+    b: &crate::modes::Report,
+    common: &[String],
+) -> Vec<String> {
+    common
+        .iter()
+        .filter_map(|k| {
+            let (x, y) = (a.stages.get(k)?.samples.as_ref()?, b.stages.get(k)?.samples.as_ref()?);
+            Some(format!("`{k}` sampled stacks: {}", changed(x, y)))
+        })
+        .collect()
+}
+
+/// A share below this in both runs is never named (imports, the helper).
+const FLOOR: f64 = 0.01;
+/// Nor is a change smaller than this (a share's points, as a fraction).
+const SMALLEST: f64 = 0.01;
+
+/// What changed from `a` to `b`: the functions listed in both, at
+/// [`FLOOR`] or more in either, whose self (else inclusive) share moved by
+/// [`SMALLEST`] or more with the rank test's p < ALPHA over the trials and
+/// the two intervals apart; the largest changes first. Or that none did,
+/// or that the trials are too few for the test to say so. Shares are of
+/// all the running samples: less time in one function is more share for
+/// every other, so a change names its partners too.
+pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
+    let fewest = stats::fewest_to_judge();
+    let trials = |x: &SampledRecord| x.functions.first().map_or(0, |f| f.own.trials.len());
+    let (na, nb) = (trials(a), trials(b));
+    if na < fewest || nb < fewest {
+        return format!(
+            "too few trials to tell whether a function's share changed ({na} and {nb}; the rank test needs {fewest} a side)"
+        );
+    }
+    let find = |f: &FunctionShare| {
+        b.functions.iter().find(|g| g.lane == f.lane && g.function == f.function)
+    };
+    let mut both = 0;
+    let mut found: Vec<(f64, String)> = Vec::new();
+    for f in &a.functions {
+        let Some(g) = find(f) else { continue };
+        both += 1;
+        let test = |x: &Share, y: &Share| {
+            let p = stats::mann_whitney_p(&x.trials, &y.trials);
+            let apart = x.high < y.low || y.high < x.low;
+            let large = x.median.max(y.median) >= FLOOR && (y.median - x.median).abs() >= SMALLEST;
+            (p < stats::ALPHA && apart && large).then_some(p)
+        };
+        let (which, x, y, p) = match (test(&f.own, &g.own), test(&f.inclusive, &g.inclusive)) {
+            (Some(p), _) => ("self", &f.own, &g.own, p),
+            (None, Some(p)) => ("inclusive", &f.inclusive, &g.inclusive, p),
+            (None, None) => continue,
+        };
+        let pct = |s: &Share| format!("{:.1}%", s.median * 100.0);
+        found.push((
+            (y.median - x.median).abs(),
+            format!(
+                "`{}` ({}) {which} {} → {} (p {})",
+                f.function,
+                f.lane,
+                pct(x),
+                pct(y),
+                crate::fmt::p_value(p)
+            ),
+        ));
+    }
+    if found.is_empty() {
+        return format!(
+            "no function's share changed significantly ({both} function(s) listed in both, Mann–Whitney p < {} over {na} and {nb} trials)",
+            stats::ALPHA
+        );
+    }
+    found.sort_by(|x, y| y.0.total_cmp(&x.0));
+    let n = found.len();
+    let named: Vec<String> = found.into_iter().take(NAMED).map(|(_, s)| s).collect();
+    format!(
+        "{n} function(s)' share of the running samples changed (Mann–Whitney p < {} over {na} and {nb} trials; of {both} listed in both): {}",
+        stats::ALPHA,
+        named.join("; ")
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rundir::samples::{parse, record};
+
+    fn run(f: u64, g: u64, trials: usize) -> SampledRecord {
+        // A little spread per trial, so the rank test sees distinct values.
+        let stacks: Vec<_> = (0..trials as u64)
+            .map(|t| {
+                parse(&format!(
+                    "main;m (t.py);f (t.py) {}\nmain;m (t.py);g (t.py) {}\n",
+                    f + t,
+                    g + t
+                ))
+                .unwrap()
+            })
+            .collect();
+        record("py-spy 0.4.3", 100, &stacks, &[], 3).unwrap()
+    }
+
+    #[test]
+    fn a_shift_from_f_to_g_is_named_and_the_same_split_is_not() {
+        let said = changed(&run(70, 30, 6), &run(50, 50, 6));
+        assert!(said.starts_with("2 function(s)' share of the running samples changed"), "{said}");
+        assert!(said.contains("`f (t.py)` (main) self 69.0% → 50.0% (p 0.0028)"), "{said}");
+        let same = changed(&run(70, 30, 6), &run(70, 30, 6));
+        assert!(same.starts_with("no function's share changed significantly"), "{same}");
+        let few = changed(&run(70, 30, 3), &run(50, 50, 3));
+        assert!(few.starts_with("too few trials to tell"), "{few}");
+    }
+}
