@@ -320,3 +320,48 @@ fn compare_names_a_function_whose_share_changed_and_no_function_between_like_run
     eprintln!("{same}");
     assert!(same.contains("no function's share changed significantly"), "{same}");
 }
+
+/// A file may be named anything: its name reaches report.html as text
+/// (through maud and inferno, escaped), and a `;` in it does not split a
+/// frame.
+#[test]
+fn a_hostile_file_name_is_text_on_the_page() {
+    let Some(py) = py_spy_python("a_hostile_file_name") else { return };
+    if !harness::chromium("a_hostile_file_name_is_text_on_the_page") {
+        return;
+    }
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let name = "<img src=x onerror=document.title=1>;f.py";
+    std::fs::write(
+        tmp.path().join(name),
+        "import time\ndef hot():\n    t = time.perf_counter()\n    while time.perf_counter() - t < 0.4:\n        pass\nhot()\n",
+    )
+    .unwrap();
+    let out = tmp.path().join("run");
+    let mut c = harness::coordinator();
+    c.arg("--output").arg(&out);
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--sample", "200"]);
+    c.args(["--command", &format!("{py} '{}'", tmp.path().join(name).display())]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let report = harness::json(&out.join("report.json"));
+    let functions = report["stages"]["command"]["samples"]["functions"].to_string();
+    let here = tmp.path().display().to_string();
+    assert!(!report.to_string().contains(&here), "the program's path is in report.json");
+    assert!(functions.contains("hot (<img src=x onerror=document.title=1>_f.py)"), "{functions}");
+    let counts = "JSON.stringify([document.scripts.length, document.images.length, document.querySelectorAll('[onerror],[onload]').length])";
+    let text = "document.querySelector('#sampled').textContent.includes('hot (<img src=x onerror=document.title=1>_f.py)')";
+    let shot = Path::new(env!("CARGO_TARGET_TMPDIR")).join("report-html");
+    std::fs::create_dir_all(&shot).unwrap();
+    let seen = harness::check_page(
+        &out.join("report.html"),
+        &shot.join("sampled-hostile.png"),
+        &[counts, text],
+    );
+    assert_eq!(seen["title"], "stagebench trials run", "{seen}");
+    assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
+    assert_eq!(seen["values"][0], "[1,0,0]", "one script, no image, no handler: {seen}");
+    assert_eq!(seen["values"][1], true, "the name is shown as text: {seen}");
+}

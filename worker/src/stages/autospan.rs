@@ -55,9 +55,13 @@ pub struct Shared {
     dir: PathBuf,
 }
 
+/// The prefix of the helper's directories below the run directory (one
+/// per worker or job): what sampled stacks name the helper's files below.
+pub(crate) const BOOTSTRAP_DIR: &str = ".spans-bootstrap-";
+
 /// Writes the worker-wide helper directory below the run directory.
 pub fn share(run_dir: &Path, tag: &str) -> Result<Shared, StageError> {
-    let dir = run_dir.join(format!(".spans-bootstrap-{tag}"));
+    let dir = run_dir.join(format!("{BOOTSTRAP_DIR}{tag}"));
     write_files(&dir)?;
     *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = Some(dir.clone());
     Ok(Shared { dir })
@@ -98,7 +102,7 @@ impl Bootstrap {
         if let Some(dir) = SHARED.lock().unwrap_or_else(|e| e.into_inner()).clone() {
             return Ok(Some(Bootstrap { dir, targets: targets.to_vec(), owned: false }));
         }
-        let dir = run_dir.join(format!(".spans-bootstrap-{job_tag}"));
+        let dir = run_dir.join(format!("{BOOTSTRAP_DIR}{job_tag}"));
         write_files(&dir)?;
         Ok(Some(Bootstrap { dir, targets: targets.to_vec(), owned: true }))
     }

@@ -74,16 +74,32 @@ fn record(text: &str) -> Option<Record<'_>> {
             }
         }
     }
-    let frames = if rest.is_empty() { Vec::new() } else { rest.split(';').collect() };
+    // A frame ends with `)`: a `;` inside a file's name does not split it.
+    let mut frames = Vec::new();
+    let mut from = 0;
+    for (i, _) in rest.match_indices(");") {
+        frames.push(&rest[from..=i]);
+        from = i + 2;
+    }
+    if from < rest.len() {
+        frames.push(&rest[from..]);
+    }
     Some(Record { processes, frames, count })
 }
 
-/// `function (FILE)` with FILE named as a module (see the module's doc).
+/// `function (FILE)` with FILE named as a module (see the module's doc);
+/// a `;` or a control character in it (a file may be named anything)
+/// becomes `_`, so the frame stays one frame of one line.
 fn frame(raw: &str, cwd: &Path) -> String {
-    match raw.strip_suffix(')').and_then(|r| r.rsplit_once(" (")) {
-        Some((function, file)) => format!("{function} ({})", module(file, cwd)),
-        None => raw.to_string(),
-    }
+    // Whatever py-spy wrote, its file is reduced: never a path.
+    let named = match raw.rsplit_once(" (") {
+        Some((function, file)) => {
+            let file = file.strip_suffix(')').unwrap_or(file);
+            format!("{function} ({})", module(file, cwd))
+        }
+        None => raw.rsplit('/').next().unwrap_or(raw).to_string(),
+    };
+    named.chars().map(|c| if c == ';' || c.is_control() { '_' } else { c }).collect()
 }
 
 /// A file as a path-free module name.
@@ -94,6 +110,14 @@ pub(super) fn module(file: &str, cwd: &Path) -> String {
     for marker in ["/site-packages/", "/dist-packages/"] {
         if let Some(i) = file.rfind(marker) {
             return file[i + marker.len()..].to_string();
+        }
+    }
+    // The helper, from its copy below the run directory: `stagebench/_sink.py`.
+    let helper = format!("/{}", crate::stages::autospan::BOOTSTRAP_DIR);
+    if let Some(i) = file.find(&helper) {
+        let rest = &file[i + helper.len()..];
+        if let Some(k) = rest.find('/') {
+            return rest[k + 1..].to_string();
         }
     }
     if let Ok(inside) = Path::new(file).strip_prefix(cwd) {
@@ -223,6 +247,16 @@ process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib
     }
 
     #[test]
+    fn a_file_named_with_a_separator_stays_one_frame() {
+        assert_eq!(frame("f (/w/a;b\tc.py)", Path::new("/w")), "f (a_b_c.py)");
+        let r = record("process 1:\"p\";<module> (/x/a;b.py);hot (/x/a;b.py) 4").unwrap();
+        assert_eq!(r.frames, vec!["<module> (/x/a;b.py)", "hot (/x/a;b.py)"]);
+        // Unreadable as py-spy writes frames: still no path.
+        assert_eq!(frame("hot (/x/y/a.py", Path::new("/w")), "hot (a.py)");
+        assert_eq!(frame("/x/y/z", Path::new("/w")), "z");
+    }
+
+    #[test]
     fn a_file_is_named_as_a_module() {
         let cwd = Path::new("/w");
         assert_eq!(module("/w/examples/train.py", cwd), "examples/train.py");
@@ -233,6 +267,10 @@ process 10:\"sh -c python3 /home/u/proj/t.py\";_find_and_load (<frozen importlib
             "json/decoder.py"
         );
         assert_eq!(module("/elsewhere/secret/name.py", cwd), "name.py");
+        assert_eq!(
+            module("/w/run/.spans-bootstrap-worker-0-22991/stagebench/_sink.py", cwd),
+            "stagebench/_sink.py"
+        );
         assert_eq!(module("<frozen importlib._bootstrap>", cwd), "<frozen importlib._bootstrap>");
     }
 
