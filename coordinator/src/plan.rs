@@ -340,15 +340,14 @@ impl Settings {
 
 impl Settings {
     /// How a job's command is sampled: `--sample`'s py-spy for a command
-    /// stage, None for everything else.
+    /// stage or a preparation program, None for everything else.
     pub(crate) fn sample_of(&self, stage: &Stage) -> Option<protocol::SampleRequest> {
         let s = self.sample.as_ref()?;
-        matches!(stage, Stage::Command { .. } | Stage::Exec { .. }).then(|| {
-            protocol::SampleRequest {
+        matches!(stage, Stage::Command { .. } | Stage::Exec { .. } | Stage::PrepareItem { .. })
+            .then(|| protocol::SampleRequest {
                 rate_hz: s.rate_hz,
                 py_spy: s.py_spy.path.to_string_lossy().into_owned(),
-            }
-        })
+            })
     }
 }
 

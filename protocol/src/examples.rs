@@ -3,8 +3,9 @@
 //! crate's own tests).
 
 use crate::{
-    Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, Measurement, PROTOCOL_VERSION,
+    Beside, Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, Measurement, PROTOCOL_VERSION,
     Runtime, SampleRequest, Slice, SpanTarget, Stage, ToWorker, Token, TreeUsage, WorkerId,
+    Written,
 };
 
 /// A command's stage as a measurement carries it.
@@ -118,6 +119,20 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
         FromWorker::Finished {
             measurement: Measurement { wall_ns: 9, ..Measurement::default() },
             error: Some("exited with status 3".into()),
+            artifacts: vec![Written {
+                path: "samples/items-job-4-prepare_item.folded".into(),
+                sha256: [7; 32],
+            }],
+            beside: Some(Beside {
+                user_ns: 11,
+                sys_ns: 12,
+                faults: Faults {
+                    minor: 1,
+                    major: 0,
+                    voluntary_switches: 2,
+                    involuntary_switches: 3,
+                },
+            }),
         },
     ];
     let to = vec![

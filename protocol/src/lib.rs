@@ -28,9 +28,9 @@ mod stage;
 pub mod stream;
 
 pub use messages::{
-    Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, MAX_SLICES, Measurement,
+    Beside, Faults, Figure, FromWorker, Hello, Io, JobId, KillPoint, MAX_SLICES, Measurement,
     PROTOCOL_VERSION, Runtime, SampleRequest, Slice, SpanTarget, ToWorker, Token, TreeUsage,
-    WorkerId, host_sha256,
+    WorkerId, Written, host_sha256,
 };
 pub use spans::{CommandStage, SpanSummary};
 pub use stage::{

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use std::fmt;
 
 /// Bumped whenever a message's wire form changes; the handshake refuses a mismatch.
-pub const PROTOCOL_VERSION: u32 = 20;
+pub const PROTOCOL_VERSION: u32 = 21;
 
 /// A worker's rank within one run (0-based). Unique per connection in a run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -169,10 +169,34 @@ pub enum FromWorker {
     /// The answer to [`ToWorker::Finish`]: the program's close measured
     /// (its wall from closing its input to its exit, its tree's lifetime
     /// peak, what it leaked), and why the close failed, if it did.
+    /// `artifacts`: files written for the program's whole life (its sampled
+    /// stacks, `--sample`), as [`FromWorker::Artifact`] names them;
+    /// `beside`: what the worker's reaped children that were no part of
+    /// the program used (py-spy), which the worker's own exit status
+    /// counts and no figure of the program may.
     Finished {
         measurement: Measurement,
         error: Option<String>,
+        artifacts: Vec<Written>,
+        beside: Option<Beside>,
     },
+}
+
+/// A file a worker wrote, relative to the run directory, with its SHA-256.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Written {
+    pub path: String,
+    #[serde(with = "serde_bytes")]
+    pub sha256: [u8; 32],
+}
+
+/// CPU time and counts of processes a worker started and reaped beside
+/// the measured ones (py-spy sampling them), summed over the worker's life.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Beside {
+    pub user_ns: u64,
+    pub sys_ns: u64,
+    pub faults: Faults,
 }
 
 /// What `--span` asks a Python command to time without editing it.

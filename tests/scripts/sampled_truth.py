@@ -5,7 +5,8 @@ CPU in `h`. With `--sleep`, `rest` sleeps as long as the loops run: an idle
 thread, which must not show as running.
 
 `SAMPLED_F_UNITS` (environment, default 7) changes `f`'s share: what
-`compare` must then find changed.
+`compare` must then find changed. `SAMPLED_CHILD=0` starts no child (a
+like run's lanes then cannot be split differently by the scheduler).
 
 Writes `OUT` (the sums, so a run with and without the sampler can be
 compared byte for byte) and exits with STATUS (default 0).
@@ -50,7 +51,8 @@ def main():
     sleep = "--sleep" in sys.argv
     out = sys.argv[sys.argv.index("--out") + 1] if "--out" in sys.argv else None
     status = int(sys.argv[sys.argv.index("--status") + 1]) if "--status" in sys.argv else 0
-    child = mp.get_context("fork").Process(target=h)
+    with_child = os.environ.get("SAMPLED_CHILD", "1") != "0"
+    child = mp.get_context("fork").Process(target=h if with_child else int)
     child.start()
     total = 0
     for _ in range(ROUNDS):

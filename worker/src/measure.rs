@@ -86,6 +86,14 @@ pub fn not_the_stages(usage: &libc::rusage) {
     n.2.involuntary_switches += usage.ru_nivcsw.max(0) as u64;
 }
 
+/// What [`not_the_stages`] took out so far, over this worker's life: its
+/// exit status (wait4's, the coordinator's) still counts it.
+pub fn beside() -> Option<protocol::Beside> {
+    let (user_ns, sys_ns, faults) = *NOT_THE_STAGES.lock().unwrap_or_else(|e| e.into_inner());
+    let none = user_ns == 0 && sys_ns == 0 && faults == Faults::default();
+    (!none).then_some(protocol::Beside { user_ns, sys_ns, faults })
+}
+
 /// `VmHWM` of this process's own address space, in bytes.
 pub fn own_peak_rss() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;

@@ -312,7 +312,7 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                 // contained (leaks named and killed), and its CPU lands in
                 // this worker's once it is reaped.
                 let start = Mark::now();
-                let (measurement, error) = match items.finish() {
+                let (measurement, error, artifacts) = match items.finish(&run_dir) {
                     Some(closed) => {
                         let mut m = start.until(&Mark::now());
                         m.tree = closed.contained.tree;
@@ -320,11 +320,13 @@ fn serve(launch: Launch) -> Result<(), WorkerError> {
                         m.span_warnings = closed.span_warnings;
                         m.io = closed.io;
                         m.runtime = closed.runtime;
-                        (m, closed.result.err().map(|e| e.to_string()))
+                        (m, closed.result.err().map(|e| e.to_string()), closed.artifacts)
                     }
-                    None => (start.until(&Mark::now()), None),
+                    None => (start.until(&Mark::now()), None, Vec::new()),
                 };
-                wire.send(&FromWorker::Finished { measurement, error })?;
+                // py-spy's usage, which this worker's exit status carries.
+                let beside = crate::measure::beside();
+                wire.send(&FromWorker::Finished { measurement, error, artifacts, beside })?;
             }
             ToWorker::Shutdown => {
                 let _ = wire.writer.flush();

@@ -84,20 +84,22 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     }
     let sample = match args.sample {
         None => None,
-        Some(_) if matches.value_source("prepare") == Some(ValueSource::CommandLine) => {
-            return Err(Refusal(
-                "--sample samples --command stages; it does not yet sample --prepare programs"
-                    .into(),
-            ));
-        }
         Some(_) if !mode.takes_spans() => {
             return Err(Refusal(
-                "--sample samples the Python of --command stages, and this run has none (built-in stages are not Python)"
+                "--sample samples the Python of --command stages and --prepare programs, and this run has neither (built-in stages are not Python)"
                     .into(),
             ));
         }
         Some(rate_hz) => {
-            Some(crate::plan::Sampling { rate_hz, py_spy: crate::sampler::find(&shared_commands)? })
+            // py-spy is looked for beside the program's python too.
+            let prepare = matches
+                .try_get_one::<String>("prepare")
+                .ok()
+                .flatten()
+                .filter(|_| matches.value_source("prepare") == Some(ValueSource::CommandLine));
+            let commands: Vec<String> =
+                shared_commands.into_iter().chain(prepare.cloned()).collect();
+            Some(crate::plan::Sampling { rate_hz, py_spy: crate::sampler::find(&commands)? })
         }
     };
     // Digested last: a refused command line reads no one's data.

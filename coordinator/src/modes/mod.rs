@@ -9,7 +9,7 @@
 
 mod records;
 
-pub(crate) use records::{checked_artifact, process_records, stage_from_job};
+pub(crate) use records::{checked_artifact, process_records, sampled_stacks, stage_from_job};
 use report::modes::Section;
 
 use crate::dispatch::DispatchOutcome;

@@ -155,17 +155,36 @@ pub(crate) fn sampled(
     trials: &[&JobResult],
     seed: u64,
 ) -> Result<Option<report::rundir::samples::SampledRecord>, RunError> {
+    let sources: Vec<_> = trials.iter().map(|r| (*r, &r.artifacts[..])).collect();
+    Ok(sampled_stacks(cx, &sources, seed)?.0)
+}
+
+/// A worker's result and files it reported beside it: relative path and
+/// claimed SHA-256.
+pub(crate) type Reported<'a> = (&'a JobResult, &'a [(String, [u8; 32])]);
+
+/// Sampled stacks over samples of one stage, each the stacks a worker
+/// reported beside one of its results (a trial's own, or a preparation
+/// program's, reported at its close beside its last item): the record,
+/// and the artifacts re-hashed. None when none was sampled.
+pub(crate) fn sampled_stacks(
+    cx: &super::Context<'_>,
+    sources: &[Reported<'_>],
+    seed: u64,
+) -> Result<(Option<report::rundir::samples::SampledRecord>, Vec<ArtifactRecord>), RunError> {
+    let first = sources.first().map(|(r, _)| *r);
     let (Some(sampler), Some(rate)) =
-        (cx.sampler, trials.first().and_then(|r| r.job.sample.as_ref()).map(|s| s.rate_hz))
+        (cx.sampler, first.and_then(|r| r.job.sample.as_ref()).map(|s| s.rate_hz))
     else {
-        return Ok(None);
+        return Ok((None, Vec::new()));
     };
     let mut stacks = Vec::new();
-    for r in trials {
+    let mut checked = Vec::new();
+    for (r, artifacts) in sources {
         for (path, sha) in
-            r.artifacts.iter().filter(|(p, _)| p.starts_with(report::rundir::samples::DIR))
+            artifacts.iter().filter(|(p, _)| p.starts_with(report::rundir::samples::DIR))
         {
-            checked_artifact(cx.dir, r, path, sha, "samples")?;
+            checked.push(checked_artifact(cx.dir, r, path, sha, "samples")?);
             let text = std::fs::read_to_string(cx.dir.join(path)).unwrap_or_default();
             let parsed = report::rundir::samples::parse(&text).map_err(|e| {
                 crate::error::fail(
@@ -179,8 +198,7 @@ pub(crate) fn sampled(
         }
     }
     // A span's function is matched on the stacks by its qualname.
-    let targets: Vec<(String, String)> = trials
-        .first()
+    let targets: Vec<(String, String)> = first
         .map(|r| &r.job.spans[..])
         .unwrap_or_default()
         .iter()
@@ -192,5 +210,6 @@ pub(crate) fn sampled(
             protocol::SpanTarget::Preset(_) => None,
         })
         .collect();
-    Ok(report::rundir::samples::record(sampler, rate, &stacks, &targets, seed))
+    let record = report::rundir::samples::record(sampler, rate, &stacks, &targets, seed);
+    Ok((record, checked))
 }

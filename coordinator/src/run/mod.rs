@@ -225,6 +225,7 @@ fn run_in(
     };
     let mut records = modes::Records::default();
     let section = plan.mode.assemble(&context, &outcomes, &mut records)?;
+    modes::preparation::side::programs_sampled(&context, &outcomes, &mut records)?;
     let mut report = Report {
         schema: rundir::report::SCHEMA.into(),
         schema_version: rundir::report::SCHEMA_VERSION,

@@ -102,6 +102,8 @@ pub(crate) async fn supervise(
         launched,
         connected: None,
         finished: None,
+        finished_artifacts: Vec::new(),
+        beside: None,
     };
 
     // spawned → connected
@@ -161,11 +163,17 @@ pub(crate) async fn supervise(
 
     // A preparation program that served items is closed and measured.
     let mut finished = None;
+    let mut finished_artifacts = Vec::new();
+    let mut beside = None;
     let served = jobs.iter().rev().find(|j| matches!(j.job.stage, Stage::PrepareItem { .. }));
     if let (None, Some(last)) = (&failure, served) {
         let key = last.job.key.clone();
         match finish(&proc, &mut writer, &mut incoming, shared, key).await {
-            Ok(m) => finished = Some(m),
+            Ok(closed) => {
+                finished = Some(closed.measurement);
+                finished_artifacts = closed.artifacts;
+                beside = closed.beside;
+            }
             Err(end) => failure = Some(end),
         }
     }
@@ -184,8 +192,17 @@ pub(crate) async fn supervise(
         host_sha256: Some(hello.host_sha256),
         connected,
         finished,
+        finished_artifacts,
+        beside,
         ..outcome(jobs, end, exit)
     }
+}
+
+/// A preparation program's close, as its worker reported it.
+struct Closed {
+    measurement: protocol::Measurement,
+    artifacts: Vec<(String, [u8; 32])>,
+    beside: Option<protocol::Beside>,
 }
 
 /// Asks a worker to close its preparation program, and waits for the
@@ -196,7 +213,7 @@ async fn finish(
     incoming: &mut Incoming,
     shared: &Shared,
     key: String,
-) -> Result<protocol::Measurement, WorkerEnd> {
+) -> Result<Closed, WorkerEnd> {
     if frame::nonblocking::write(writer, &ToWorker::Finish).await.is_err() {
         let detail = "connection lost while closing the preparation program".to_string();
         return Err(died_or_violated(proc, Some(key), detail, shared).await);
@@ -211,7 +228,16 @@ async fn finish(
         |detail: String| WorkerEnd::ProtocolViolation { key: Some(key.clone()), detail };
     match msg {
         Err(_) => Err(violation("did not report its preparation program's close".into())),
-        Ok(Some(Ok(FromWorker::Finished { measurement, error: None }))) => Ok(measurement),
+        Ok(Some(Ok(FromWorker::Finished { measurement, error: None, artifacts, beside }))) => {
+            if let Some(w) = artifacts.iter().find(|w| !report::rundir::is_safe_relative(&w.path)) {
+                let path = &w.path;
+                return Err(violation(format!(
+                    "artifact path '{path}' is not a plain relative path"
+                )));
+            }
+            let artifacts = artifacts.into_iter().map(|w| (w.path, w.sha256)).collect();
+            Ok(Closed { measurement, artifacts, beside })
+        }
         Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
             Err(WorkerEnd::StageFailed { key, error, done: Vec::new(), stderr_tail: None })
         }

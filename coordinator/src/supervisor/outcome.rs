@@ -220,6 +220,34 @@ pub(crate) struct WorkerOutcome {
     /// (`--prepare`), as its worker measured it: its tree's lifetime peak
     /// and its leaks. None for a worker that ran no item.
     pub(crate) finished: Option<Measurement>,
+    /// Files that close reported (the program's sampled stacks,
+    /// `--sample`): relative path and claimed SHA-256.
+    pub(crate) finished_artifacts: Vec<(String, [u8; 32])>,
+    /// What the worker's reaped children beside its stages used (py-spy),
+    /// as it said at that close: its `exit` counts it.
+    pub(crate) beside: Option<protocol::Beside>,
+}
+
+impl WorkerOutcome {
+    /// The CPU times (ns) and counts of the worker's own process and the
+    /// stages' processes it reaped: `exit` without what ran beside them. A
+    /// task's `exit` is summed from its stages already.
+    pub(crate) fn stages_exit(&self) -> (u64, u64, Option<protocol::Faults>) {
+        let e = &self.exit;
+        let b = match (self.task_of_step, self.beside) {
+            (false, Some(b)) => b,
+            _ => return (e.user_ns, e.sys_ns, e.faults),
+        };
+        let faults = e.faults.map(|f| protocol::Faults {
+            minor: f.minor.saturating_sub(b.faults.minor),
+            major: f.major.saturating_sub(b.faults.major),
+            voluntary_switches: f.voluntary_switches.saturating_sub(b.faults.voluntary_switches),
+            involuntary_switches: f
+                .involuntary_switches
+                .saturating_sub(b.faults.involuntary_switches),
+        });
+        (e.user_ns.saturating_sub(b.user_ns), e.sys_ns.saturating_sub(b.sys_ns), faults)
+    }
 }
 
 #[cfg(test)]

@@ -39,9 +39,11 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
     let fewest = stats::fewest_to_judge();
     let trials = |x: &SampledRecord| x.functions.first().map_or(0, |f| f.own.trials.len());
     let (na, nb) = (trials(a), trials(b));
+    // A preparation phase's samples are its programs, one per worker.
+    let per = a.per();
     if na < fewest || nb < fewest {
         return format!(
-            "too few trials to tell whether a function's share changed ({na} and {nb}; the rank test needs {fewest} a side)"
+            "too few {per}s to tell whether a function's share changed ({na} and {nb}; the rank test needs {fewest} a side)"
         );
     }
     let find = |f: &FunctionShare| {
@@ -78,7 +80,7 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
     }
     if found.is_empty() {
         return format!(
-            "no function's share changed significantly ({both} function(s) listed in both, Mann–Whitney p < {} over {na} and {nb} trials)",
+            "no function's share changed significantly ({both} function(s) listed in both, Mann–Whitney p < {} over {na} and {nb} {per}s)",
             stats::ALPHA
         );
     }
@@ -86,7 +88,7 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
     let n = found.len();
     let named: Vec<String> = found.into_iter().take(NAMED).map(|(_, s)| s).collect();
     format!(
-        "{n} function(s)' share of the running samples changed (Mann–Whitney p < {} over {na} and {nb} trials; of {both} listed in both): {}",
+        "{n} function(s)' share of the running samples changed (Mann–Whitney p < {} over {na} and {nb} {per}s; of {both} listed in both): {}",
         stats::ALPHA,
         named.join("; ")
     )

@@ -74,11 +74,18 @@ pub fn rows(x: &SampledRecord, by: By) -> Vec<Row<'_>> {
 pub fn line(x: &SampledRecord) -> String {
     let lanes: Vec<String> =
         x.lanes.iter().map(|(lane, n)| format!("`{lane}` {}", round(*n))).collect();
+    let per = x.per();
+    let over = match x.programs {
+        true => format!(
+            "{} preparation program(s), one per worker process, each over its whole life",
+            x.trials
+        ),
+        false => format!("{} trial(s)", x.trials),
+    };
     format!(
-        "{} at {} Hz over {} trial(s): {} running samples per trial ({}). Idle and waiting threads are not sampled; a share is of the running samples, its interval over the trials.",
+        "{} at {} Hz over {over}: {} running samples per {per} ({}). Idle and waiting threads are not sampled; a share is of the running samples, its interval over the {per}s.",
         x.sampler,
         x.rate_hz,
-        x.trials,
         round(x.samples),
         lanes.join(", ")
     )
@@ -108,8 +115,9 @@ pub fn inside_lines(st: &StageRecord, x: &SampledRecord) -> Vec<String> {
                 .map(|(lane, f, share)| format!("{:.1}% in `{f}` ({lane})", share * 100.0))
                 .collect();
             format!(
-                "inside `{}` ({median}{} samples per trial): {}",
+                "inside `{}` ({median}{} samples per {}): {}",
                 i.span,
+                x.per(),
                 round(i.samples),
                 parts.join(", ")
             )
@@ -118,7 +126,7 @@ pub fn inside_lines(st: &StageRecord, x: &SampledRecord) -> Vec<String> {
 }
 
 /// The flame graph's lines: each merged stack with its samples over all
-/// the trials (`LANE;frame;… COUNT`).
+/// the trials or programs (`LANE;frame;… COUNT`).
 pub fn flame_lines(x: &SampledRecord) -> Vec<String> {
     x.stacks
         .iter()

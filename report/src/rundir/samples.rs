@@ -43,6 +43,21 @@ pub struct SampledRecord {
     /// Per `--span` function target found on the stacks, what ran inside it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub inside: Vec<InsideSpan>,
+    /// True for a `--prepare` phase: each of `trials` is then one worker
+    /// process's preparation program, sampled over its whole life (its
+    /// start-up, every item it was handed, its close), not a trial.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub programs: bool,
+}
+
+impl SampledRecord {
+    /// What one of `trials` is, for a sentence: "trial" or "program".
+    pub fn per(&self) -> &'static str {
+        match self.programs {
+            true => "program",
+            false => "trial",
+        }
+    }
 }
 
 /// The samples inside one span's function: those with its frame on the
@@ -241,6 +256,7 @@ pub fn record(
         functions,
         stacks: prune(stacks, total * STACK_FLOOR),
         inside: inside(trials, targets),
+        programs: false,
     })
 }
 

@@ -3,7 +3,7 @@
 
 use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
-use crate::modes::{PhaseOutcome, checked_artifact};
+use crate::modes::{Context, PhaseOutcome, Records, checked_artifact, sampled_stacks};
 use protocol::Faults;
 use rayon::prelude::*;
 use report::manifest::{Listed, Manifest};
@@ -158,7 +158,10 @@ pub(crate) fn summarise(
                 .map(|j| j.measurement.wall_ns as f64 / 1e9)
                 .fold(0.0, |a, b| a + b),
             wall_s: o.exit.wall.as_secs_f64(),
-            cpu_s: (o.exit.user_ns + o.exit.sys_ns) as f64 / 1e9,
+            cpu_s: {
+                let (user, sys, _) = o.stages_exit();
+                (user + sys) as f64 / 1e9
+            },
             // The worker's own lifetime peak (VmHWM) after its last series;
             // wait4's figure carries the coordinator's RSS across exec.
             peak_rss_bytes: o
@@ -173,8 +176,9 @@ pub(crate) fn summarise(
         .collect();
     let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
     let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
-    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.user_ns as f64 / 1e9).sum();
-    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.exit.sys_ns as f64 / 1e9).sum();
+    // What ran beside the program (py-spy, `--sample`) is no part of it.
+    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.stages_exit().0 as f64 / 1e9).sum();
+    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.stages_exit().1 as f64 / 1e9).sum();
     // Where per-series time went: the recipe's components, or a user's own
     // spans (`span:NAME_s`: their self time on the main thread) over its
     // items.
@@ -232,9 +236,12 @@ pub(crate) fn summarise(
     // timed by the clock alone, so its processes' faults come from wait4.
     let faults = match items {
         false => results.iter().map(|r| r.measurement.faults).fold(Faults::default(), add),
-        true => {
-            p.dispatch.outcomes.iter().filter_map(|o| o.exit.faults).fold(Faults::default(), add)
-        }
+        true => p
+            .dispatch
+            .outcomes
+            .iter()
+            .filter_map(|o| o.stages_exit().2)
+            .fold(Faults::default(), add),
     };
     // Each process's tree, whole: a preparation program's over its life
     // (its items are timed by the clock alone), else every series'.
@@ -322,6 +329,37 @@ pub(crate) fn summarise(
         timeline: Vec::new(),
     };
     Ok((stage, side, counts))
+}
+
+/// Each preparation program's sampled stacks (`--sample`), as its stage's
+/// `samples`: a program is sampled for its whole life, so each worker's is
+/// one sample of the shares (the serial side's single worker gives a share
+/// and no interval). Its artifacts are re-hashed and bound.
+pub(crate) fn programs_sampled(
+    cx: &Context<'_>,
+    outcomes: &[PhaseOutcome],
+    records: &mut Records,
+) -> Result<(), RunError> {
+    for p in outcomes.iter().filter(|p| super::names_of(&p.phase).items) {
+        let sources: Vec<_> = p
+            .dispatch
+            .outcomes
+            .iter()
+            .filter(|o| !o.finished_artifacts.is_empty())
+            .filter_map(|o| Some((o.jobs.last()?, &o.finished_artifacts[..])))
+            .collect();
+        if sources.is_empty() {
+            continue;
+        }
+        let order = records.stages.get(&p.phase.key).map_or(0, |s| s.order);
+        let (record, artifacts) = sampled_stacks(cx, &sources, order as u64)?;
+        if let Some(stage) = records.stages.get_mut(&p.phase.key) {
+            stage.samples =
+                record.map(|r| report::rundir::samples::SampledRecord { programs: true, ..r });
+        }
+        records.artifacts.extend(artifacts);
+    }
+    Ok(())
 }
 
 fn add(a: Faults, b: Faults) -> Faults {

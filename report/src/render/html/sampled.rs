@@ -22,7 +22,7 @@ pub(super) fn view(r: &Report) -> Result<Markup, FlameError> {
             p { "Where each stage's Python spent its running time, sampled from outside by py-spy: \
                  one lane per kind of process (" code { "main" } ", " code { "forked" }
                 " children such as DataLoader workers, other children by their program), each function \
-                 below its caller, a frame's width its samples over the trials. Hover a frame for its samples, \
+                 below its caller, a frame's width its samples over the trials (or a preparation's programs). Hover a frame for its samples, \
                  click it to zoom." }
             @for ((key, st, x), graph) in all.iter().zip(&graphs) {
                 div.stage-sampled data-stage=(key) {

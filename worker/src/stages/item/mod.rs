@@ -45,6 +45,8 @@ pub struct Closed {
     pub span_warnings: Vec<String>,
     pub io: Option<protocol::Io>,
     pub runtime: protocol::Runtime,
+    /// Its sampled stacks (`--sample`), written once it had exited.
+    pub artifacts: Vec<protocol::Written>,
 }
 
 /// A worker's preparation program, if it started one, and the sampling of
@@ -78,9 +80,13 @@ impl Items {
     }
 
     /// Closes the program (it must exit 0 once its input closes) and ends
-    /// its tree: what is still alive leaked. None when no program ran.
-    pub fn finish(&mut self) -> Option<Closed> {
+    /// its tree: what is still alive leaked. Its sampler, if it had one,
+    /// ends with it (its stacks go into `run_dir`), before its tree's CPU
+    /// is read. None when no program ran.
+    pub fn finish(&mut self, run_dir: &std::path::Path) -> Option<Closed> {
         let mut server = self.server.take()?;
+        let sampling = server.sampling.take();
+        let tag = server.tag.clone();
         let _ = server.spans.follow(true, |_, _| {});
         let spans_not_found = match &server.bootstrap {
             Some(b) => b.not_found(&server.spans.tally.matched()),
@@ -89,7 +95,14 @@ impl Items {
         server.spans.tally.settle();
         let span_warnings = server.spans.tally.warnings();
         let python = server.spans.tally.runtime.take();
-        let result = server.close();
+        let mut result = server.close();
+        let mut artifacts = Vec::new();
+        if let Some(s) = sampling {
+            match s.end(run_dir, &tag, result.is_ok()) {
+                Ok(written) => artifacts.extend(written),
+                Err(e) => result = result.and(Err(ProgramError::new(e.to_string()))),
+            }
+        }
         let sampler = self.sampler.take()?;
         let contained = crate::tree::contain(sampler);
         let io = crate::tree::io::between(self.io_start.take(), crate::tree::io::now());
@@ -97,7 +110,7 @@ impl Items {
         if let Some(python) = python {
             python.fill(&mut runtime);
         }
-        Some(Closed { result, contained, spans_not_found, span_warnings, io, runtime })
+        Some(Closed { result, contained, spans_not_found, span_warnings, io, runtime, artifacts })
     }
 
     /// Kills the program's tree and stops sampling it (after a failure).

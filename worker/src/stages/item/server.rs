@@ -23,6 +23,10 @@ pub struct Server {
     pub(super) spans: SpansFile,
     /// How long it may take to say ready, and to exit once its input closed.
     patience: Duration,
+    /// What its files are named after: `items-` and its first item's job.
+    pub(super) tag: String,
+    /// py-spy sampling its tree for its whole life (`--sample`).
+    pub(super) sampling: Option<stages::sampled::Running>,
 }
 
 impl Server {
@@ -31,7 +35,8 @@ impl Server {
         ctx: &mut StageContext<'_>,
         patience: Duration,
     ) -> Result<Server, StageError> {
-        let spans = SpansFile::create(&ctx.run_dir, &format!("items-{}", ctx.job_tag))?;
+        let tag = format!("items-{}", ctx.job_tag);
+        let spans = SpansFile::create(&ctx.run_dir, &tag)?;
         let pipe = || {
             nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)
                 .map_err(|e| StageError::Failed(format!("cannot make a pipe: {e}")))
@@ -73,6 +78,16 @@ impl Server {
         // The program's ends are the program's alone now.
         drop((items_read, answers_write));
         let pid = child.id() as i32;
+        let cwd = std::env::current_dir().unwrap_or_default();
+        let sampling = match ctx.sample.map(|req| stages::sampled::attach(req, pid, cwd)) {
+            Some(Err(e)) => {
+                crate::tree::kill_tree();
+                let _ = crate::tree::wait_child(pid);
+                return Err(e);
+            }
+            Some(Ok(running)) => Some(running),
+            None => None,
+        };
         let mut server = Server {
             pid,
             bootstrap,
@@ -81,6 +96,8 @@ impl Server {
             pidfd: stages::command::pidfd_open(pid),
             spans,
             patience,
+            tag,
+            sampling,
         };
         let deadline = Instant::now() + patience;
         match server.next_answer(Some(deadline)) {
@@ -165,11 +182,16 @@ impl Server {
         StageError::Failed(format!("the preparation program {why}{how}"))
     }
 
-    /// SIGKILLs the program's whole tree and reaps the program.
+    /// SIGKILLs the program's whole tree and reaps the program (and its
+    /// sampler, whose stacks are no one's).
     pub(super) fn kill_and_reap(self) -> Option<std::process::ExitStatus> {
         drop(self.items);
         crate::tree::kill_tree();
-        crate::tree::wait_child(self.pid).ok().map(std::process::ExitStatus::from_raw)
+        let status = crate::tree::wait_child(self.pid).ok().map(std::process::ExitStatus::from_raw);
+        if let Some(s) = self.sampling {
+            s.abandon();
+        }
+        status
     }
 
     /// Closes the program's input and waits for it to exit 0 (up to the

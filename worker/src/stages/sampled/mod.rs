@@ -91,21 +91,36 @@ pub(crate) fn attach(req: &SampleRequest, pid: i32, cwd: PathBuf) -> Result<Runn
 impl Running {
     /// Waits for py-spy (the command has ended), takes its CPU out of the
     /// stage's, and, when `keep`, writes its stacks as the artifact
-    /// `samples/JOB_TAG.folded` and reports it. A py-spy that could not
+    /// `samples/TAG.folded` and reports it. A py-spy that could not
     /// sample is this stage's error, in one line.
     pub(crate) fn finish(
         self,
         run_dir: &Path,
-        job_tag: &str,
+        tag: &str,
         reporter: &mut dyn Reporter,
         keep: bool,
     ) -> Result<(), StageError> {
+        let written = self.end(run_dir, tag, keep)?;
+        if let Some(w) = written {
+            reporter.artifact(&w.path, w.sha256);
+        }
+        Ok(())
+    }
+
+    /// [`Running::finish`] for a caller that reports the file itself (a
+    /// preparation program's close): the artifact written, if `keep`.
+    pub(crate) fn end(
+        self,
+        run_dir: &Path,
+        tag: &str,
+        keep: bool,
+    ) -> Result<Option<protocol::Written>, StageError> {
         let status = self.reap();
         crate::tree::outside_the_tree(None);
         let result = match status {
-            Some(0) if keep => self.write(run_dir, job_tag, reporter),
-            Some(0) => Ok(()),
-            _ if !keep => Ok(()),
+            Some(0) if keep => self.write(run_dir, tag).map(Some),
+            Some(0) => Ok(None),
+            _ if !keep => Ok(None),
             _ => Err(StageError::Failed(why(
                 &std::fs::read_to_string(self.stderr()).unwrap_or_default()
             ))),
@@ -114,19 +129,18 @@ impl Running {
         result
     }
 
-    fn write(
-        &self,
-        run_dir: &Path,
-        job_tag: &str,
-        reporter: &mut dyn Reporter,
-    ) -> Result<(), StageError> {
+    /// Ends py-spy after its command was killed: its stacks are no one's.
+    pub(crate) fn abandon(self) {
+        let _ = self.end(Path::new(""), "", false);
+    }
+
+    fn write(&self, run_dir: &Path, tag: &str) -> Result<protocol::Written, StageError> {
         let text = std::fs::read_to_string(self.raw())
             .map_err(|source| StageError::Io { path: "py-spy's output".into(), source })?;
         let (folded, _) = raw::fold(&text, &self.cwd);
-        let relative = format!("samples/{job_tag}.folded");
-        let sha = super::write_artifact(run_dir, &relative, folded.as_bytes())?;
-        reporter.artifact(&relative, sha);
-        Ok(())
+        let path = format!("samples/{tag}.folded");
+        let sha256 = super::write_artifact(run_dir, &path, folded.as_bytes())?;
+        Ok(protocol::Written { path, sha256 })
     }
 
     /// py-spy's exit status once it is reaped (None: it had to be killed);
@@ -177,10 +191,28 @@ fn why(stderr: &str) -> String {
     }
     if said.contains("No python processes found") || said.contains("Failed to find python version")
     {
-        return "--sample: py-spy found no Python process in the command's tree within its first second (--sample samples Python programs)".into();
+        // With --subprocesses py-spy says this also when it may read none
+        // of the tree's processes: without CAP_SYS_PTRACE, a process of
+        // another user (or a non-dumpable one) cannot be read.
+        return match may_read_any_process() {
+            true => "--sample: py-spy found no Python process in the command's tree within its first second (--sample samples Python programs)".into(),
+            false => "--sample: py-spy found no Python process it may read in the command's tree within its first second: the tree has no Python, or its processes run as another user (or are not dumpable) and this worker lacks CAP_SYS_PTRACE; run the command as the worker's user, run as root, or give the container SYS_PTRACE (docker run --cap-add SYS_PTRACE)".into(),
+        };
     }
     let first: String = said.chars().take(200).collect();
     format!("--sample: py-spy could not sample the command: {first}")
+}
+
+/// Whether this worker holds `CAP_SYS_PTRACE` (bit 19 of `CapEff`): py-spy,
+/// its child, may then read any process, whoever runs it.
+fn may_read_any_process() -> bool {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_string();
+            u64::from_str_radix(&hex, 16).ok()
+        })
+        .is_some_and(|caps| caps & (1 << 19) != 0)
 }
 
 #[cfg(test)]
@@ -193,7 +225,7 @@ mod tests {
         let none = super::why(
             "Error: No python processes found in process 4748 or any of its subprocesses\n",
         );
-        assert!(none.contains("no Python process"), "{none}");
+        assert!(none.contains("no Python process") && !none.contains('\n'), "{none}");
         assert!(super::why("").contains("without a profile"));
     }
 }
