@@ -18,11 +18,16 @@ tree's, which leaves py-spy's own CPU out), and each median's ratio to
 run here by hand under `py-spy record --pid` at each rate, py-spy's
 rusage from wait4, per second of the program's wall.
 
+With --prepare, the arms run `--mode cold-prep --prepare` instead, over
+60 items of tests/scripts/sampled_items.py (counted loops, about 85 ms of
+CPU an item) on 1 and 2 workers, one round: per arm the median of each
+phase's wall and CPU (which leave py-spy's out) and of the speedup.
+
 Needs py-spy beside PYTHON (default: the python3 on PATH; pass
 --python VENV/bin/python). Run by hand on an idle machine, never beside
 another benchmark.
 
-usage: scripts/bench-sample.py [--rounds N] [--rates 100,250] [--python PY]
+usage: scripts/bench-sample.py [--rounds N] [--rates 100,250] [--python PY] [--prepare]
 """
 import argparse, json, os, statistics, subprocess, sys, tempfile, time
 
@@ -56,6 +61,45 @@ def run_arm(coord, python, rate, trials, work):
     return trial_figures(out)
 
 
+ITEMS = os.path.join(ROOT, "tests", "scripts", "sampled_items.py")
+
+
+def run_prepare_arm(coord, python, rate, work):
+    """One cold-prep run: (serial wall, parallel wall, serial CPU, parallel CPU)."""
+    out = tempfile.mkdtemp(dir=work)
+    os.rmdir(out)
+    items = os.path.join(work, "items.txt")
+    with open(items, "w") as f:
+        f.write("".join(f"{i}\n" for i in range(1, 61)))
+    cmd = [coord, "--mode", "cold-prep", "--workers", "2", "--rounds", "1", "--quiet",
+           "--output", out, "--items", items, "--prepare", f"{python} {ITEMS}"]
+    if rate:
+        cmd += ["--sample", str(rate)]
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, cwd=work)
+    with open(os.path.join(out, "report.json")) as f:
+        st = json.load(f)["stages"]
+    s, p = st["cold_prepare"], st["cold_prepare_parallel"]
+    return s["wall_s"], p["wall_s"], s["cpu_s"], p["cpu_s"]
+
+
+def prepare_main(a, python, arms, coord):
+    figs = {name: [] for name, _ in arms}
+    with tempfile.TemporaryDirectory() as work:
+        for i in range(a.rounds):
+            for name, rate in arms:
+                figs[name].append(run_prepare_arm(coord, python, rate, work))
+            print(f"round {i + 1}/{a.rounds} done", file=sys.stderr)
+    med = lambda name, k: statistics.median(f[k] for f in figs[name])
+    speed = lambda name: statistics.median(f[0] / f[1] for f in figs[name])
+    print(f"program: {os.path.relpath(ITEMS, ROOT)}, 60 items, 1 and 2 workers, {a.rounds} rounds, alternating")
+    print("| arm | serial wall | ratio | 2-process wall | ratio | serial CPU | ratio | speedup |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for name, _ in arms:
+        sw, pw, sc = med(name, 0), med(name, 1), med(name, 2)
+        print(f"| {name} | {sw * 1000:.0f} ms | {sw / med('off', 0):.3f} | {pw * 1000:.0f} ms | "
+              f"{pw / med('off', 1):.3f} | {sc * 1000:.0f} ms | {sc / med('off', 2):.3f} | {speed(name):.2f}x |")
+
+
 def py_spy_own_cpu(python, rate):
     """py-spy's CPU seconds per second of the program's wall, at `rate`."""
     spy = os.path.join(os.path.dirname(python), "py-spy")
@@ -77,6 +121,7 @@ def main():
     p.add_argument("--trials", type=int, default=3)
     p.add_argument("--rates", default="100,250")
     p.add_argument("--python", default="python3")
+    p.add_argument("--prepare", action="store_true", help="cost on a --prepare phase")
     a = p.parse_args()
     python = a.python
     if os.sep not in python:
@@ -87,6 +132,8 @@ def main():
     rates = [int(r) for r in a.rates.split(",")]
     arms = [("off", 0), ("off2", 0)] + [(f"{r} Hz", r) for r in rates]
     coord = coordinator()
+    if a.prepare:
+        return prepare_main(a, python, arms, coord)
     walls = {name: [] for name, _ in arms}
     cpus = {name: [] for name, _ in arms}
     with tempfile.TemporaryDirectory() as work:
