@@ -16,7 +16,7 @@
 
 mod outcome;
 
-pub(crate) use outcome::{Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
+pub(crate) use outcome::{Item, Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
 
 use crate::events::Event;
 use crate::gate::{self, Connection};
@@ -271,14 +271,16 @@ fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, Worker
     let now = tokio::time::Instant::now();
     let stage = |from: tokio::time::Instant| {
         let after = shared.stage_timeout.unwrap_or_default();
-        let end = WorkerEnd::StageTimeout { key: job.key.clone(), after, item: job.item.clone() };
+        let item = job.item.map(|i| i.to_string());
+        let end = WorkerEnd::StageTimeout { key: job.key.clone(), after, item };
         (shared.stage_timeout.map(|t| from + t), end)
     };
     let Some(item) = &job.item else { return stage(now) };
     let (phase_end, phase_ending) = stage(shared.started);
     match shared.item_timeout.map(|t| (now + t, t)) {
         Some((end, after)) if phase_end.is_none_or(|p| end < p) => {
-            let ending = WorkerEnd::ItemTimeout { key: job.key.clone(), item: item.clone(), after };
+            let ending =
+                WorkerEnd::ItemTimeout { key: job.key.clone(), item: item.to_string(), after };
             (Some(end), ending)
         }
         _ => (phase_end, phase_ending),
@@ -318,7 +320,7 @@ async fn run_job(
         let msg = tokio::select! {
             biased;
             _ = shared.cancel.cancelled() => {
-                return Err(WorkerEnd::Cancelled { in_flight: job.item.clone() });
+                return Err(WorkerEnd::Cancelled { in_flight: job.item.map(|i| i.to_string()) });
             }
             m = incoming.recv() => m,
             _ = sleep_until(deadline) => return Err(timeout),

@@ -16,19 +16,36 @@ pub(crate) struct Job {
     /// Unique key of the stage record in the report.
     pub(crate) key: String,
     pub(crate) stage: Stage,
-    /// Which item of its phase this job is, in words a failure may print
+    /// Which item of its phase this job is, as a failure prints it
     /// ("training series 7 of 40"): a number, never an id.
-    pub(crate) item: Option<String>,
+    pub(crate) item: Option<Item>,
     /// Functions its command's Python wraps as spans (`--span`); set by
     /// the run for command stages and preparation programs only.
     pub(crate) spans: Vec<protocol::SpanTarget>,
-    /// How its command's Python is sampled (`--sample`); command stages only.
+    /// How its command's Python is sampled (`--sample`); command stages
+    /// and preparation programs only.
     pub(crate) sample: Option<protocol::SampleRequest>,
 }
 
 impl Job {
-    pub(crate) fn item(self, item: String) -> Job {
+    pub(crate) fn item(self, item: Item) -> Job {
         Job { item: Some(item), ..self }
+    }
+}
+
+/// A job's place among its phase's items: `n` of `of` (1-based; a user's
+/// item's `n` is its line in the items file).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Item {
+    /// What an item is called: "item", "training series".
+    pub(crate) noun: &'static str,
+    pub(crate) n: u64,
+    pub(crate) of: u64,
+}
+
+impl std::fmt::Display for Item {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} {} of {}", self.noun, self.n, self.of)
     }
 }
 

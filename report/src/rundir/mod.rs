@@ -22,6 +22,7 @@ pub mod keys;
 pub mod report;
 pub mod samples;
 pub mod spans;
+pub mod stragglers;
 pub mod tree;
 
 use std::fs::{self, DirBuilder};

@@ -10,6 +10,7 @@ use crate::modes::preparation::{prepare_phase, verify_phase};
 use crate::modes::{JobNumbers, Phase, Prepared};
 use crate::pagecache::Inputs;
 use crate::plan::Settings;
+use crate::supervisor::Item;
 use protocol::Stage;
 use report::modes::preparation::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE};
 use std::collections::BTreeMap;
@@ -240,7 +241,12 @@ fn item_phase(
                     out: out.into(),
                     ready_timeout_ms,
                 };
-                numbers.job(key.into(), stage).item(format!("item {} of {count}", line + 1))
+                // `n` is the item's line in the items file (every line is an item).
+                numbers.job(key.into(), stage).item(Item {
+                    noun: "item",
+                    n: line as u64 + 1,
+                    of: count as u64,
+                })
             })
             .collect(),
         workers: workers.min(count.max(1) as u32),

@@ -15,6 +15,7 @@ use report::modes::preparation::*;
 
 use super::{JobNumbers, Phase, PhaseOutcome};
 use crate::error::{RunError, fail};
+use crate::supervisor::Item;
 use protocol::Stage;
 use recipe::frozen::Frozen;
 use std::path::Path;
@@ -81,7 +82,11 @@ pub(crate) fn prepare_phase(
                     sha256: s.sha256.clone(),
                     cache: cache.into(),
                 };
-                numbers.job(key.into(), stage).item(format!("training series {} of {count}", n + 1))
+                numbers.job(key.into(), stage).item(Item {
+                    noun: "training series",
+                    n: *n as u64 + 1,
+                    of: count as u64,
+                })
             })
             .collect(),
         workers: workers.min(count.max(1) as u32),

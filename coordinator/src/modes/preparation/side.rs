@@ -314,6 +314,27 @@ pub(crate) fn summarise(
         final_batch: None,
         invalid_event_series: None,
     };
+    // A user's items, slowest first by their line in the items file.
+    let stragglers = match items {
+        true => {
+            let t0 = p.dispatch.started;
+            let runs: Vec<report::rundir::stragglers::ItemRun> = results
+                .iter()
+                .filter_map(|r| {
+                    let (start_s, end_s) = r.interval_since(t0);
+                    let line = r.job.item?.n;
+                    Some(report::rundir::stragglers::ItemRun {
+                        line,
+                        rank: r.worker.0,
+                        start_s,
+                        end_s,
+                    })
+                })
+                .collect();
+            report::rundir::stragglers::of(&runs, workers.len() as u32)
+        }
+        false => None,
+    };
     let side = PrepSide {
         wall_s,
         cpu_s,
@@ -327,6 +348,7 @@ pub(crate) fn summarise(
         phase: None,
         started_s: None,
         timeline: Vec::new(),
+        stragglers,
     };
     Ok((stage, side, counts))
 }

@@ -347,6 +347,14 @@ fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
             crate::fmt::duration(crate::stats::median(&startups))
         );
     }
+    // Where the N-process side's wall went at its end (round 1's).
+    if let Some(st) = &prep.parallel.stragglers {
+        let processes = prep.parallel.workers.len() as u32;
+        let _ = write!(s, "{}", st.slowest_sentence());
+        if let Some(tail) = st.tail_sentence(processes) {
+            let _ = write!(s, " {tail}");
+        }
+    }
     let _ = writeln!(s, "\n");
 }
 

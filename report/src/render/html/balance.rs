@@ -38,6 +38,12 @@ pub fn view(prep: &Section) -> Option<Markup> {
                 (duration(busiest)) " against a mean of " (duration(mean)) ": load imbalance "
                 (format!("{:.2}", prep.load_imbalance)) " (1.00 is even)."
             }
+            @if let Some(st) = &prep.parallel.stragglers {
+                p.note.stragglers {
+                    (st.slowest_sentence())
+                    @if let Some(tail) = st.tail_sentence(workers.len() as u32) { " " (tail) }
+                }
+            }
             svg.balance viewBox=(format!("0 0 {WIDTH} {h}")) width=(WIDTH) height=(h) {
                 @for (i, w) in workers.iter().enumerate() {
                     @let y = ROW * i as f64 + 2.0;

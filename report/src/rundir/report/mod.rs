@@ -124,6 +124,10 @@ pub struct PrepSide {
     /// report.json as reports from before that file held it.
     #[serde(default, skip_serializing)]
     pub timeline: Vec<Span>,
+    /// A user's preparation (`--prepare`): its slowest items by their line
+    /// in the items file, against the median, and its tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stragglers: Option<crate::rundir::stragglers::Stragglers>,
 }
 
 /// A phase's jobs as (rank, start, end) in seconds from the run's start,

@@ -9,6 +9,7 @@ mod prepares;
 mod protocol;
 mod records;
 mod refusals;
+mod stragglers;
 
 use harness::{alive, coordinator_with_output, json, python, repo, run};
 use std::path::PathBuf;
