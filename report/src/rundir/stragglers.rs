@@ -84,7 +84,8 @@ pub fn of(runs: &[ItemRun], processes: u32) -> Option<Stragglers> {
         .map(|&i| Slow {
             line: runs[i].line,
             wall_s: walls[i],
-            times_median: if median_s > 0.0 { walls[i] / median_s } else { f64::INFINITY },
+            // Over a microsecond at least: a ratio to nothing is no figure.
+            times_median: walls[i] / median_s.max(1e-6),
         })
         .collect();
     Some(Stragglers { items: runs.len() as u64, median_s, slowest, tail: tail(runs, processes) })

@@ -109,6 +109,28 @@ fn main() {
             }
             block_until_closed(&mut s);
         }
+        "instant" => {
+            // Answers every job at once with an empty measurement, and a
+            // preparation's close likewise: the coordinator's own cost per
+            // job, with no work behind it (scripts/bench-dispatch.py).
+            frame::write(&mut s, &hello(token, PROTOCOL_VERSION)).unwrap();
+            let _welcome: ToWorker = frame::read(&mut s).unwrap();
+            loop {
+                let reply = match frame::read::<_, ToWorker>(&mut s) {
+                    Ok(ToWorker::Assign { job, .. }) => {
+                        FromWorker::Measurement { job, measurement: Default::default() }
+                    }
+                    Ok(ToWorker::Finish) => FromWorker::Finished {
+                        measurement: Default::default(),
+                        error: None,
+                        artifacts: Vec::new(),
+                        beside: None,
+                    },
+                    _ => return,
+                };
+                frame::write(&mut s, &reply).unwrap();
+            }
+        }
         other => panic!("unknown STAGEBENCH_FAKE mode '{other}'"),
     }
 }

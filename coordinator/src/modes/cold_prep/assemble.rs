@@ -172,7 +172,11 @@ pub(super) fn assemble(
         sweep,
         scan,
         parallel_efficiency: speedup / workers,
-        load_imbalance: busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
+        // Workers busy for no time at all are even (and 0/0 is no figure).
+        load_imbalance: match mean_busy > 0.0 {
+            true => busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
+            false => 1.0,
+        },
         caches_identical: (!n.items).then_some(identical),
         outputs_identical: n.items.then_some(identical),
         storage,

@@ -91,3 +91,29 @@ fn a_slow_last_item_is_named_by_its_line_and_bounds_the_wall_unless_handed_out_f
     assert_eq!(said, slow.is_empty(), "{s}\n{summary}");
     assert!(summary.contains("no item bounds the parallel wall"), "{summary}");
 }
+
+/// Items answered at once (the fake worker's empty measurements, no time at
+/// all): the load imbalance is even and every ratio a number, so the
+/// report verifies (0/0 once made it null, which its schema refuses).
+#[test]
+fn items_that_took_no_time_make_a_report_that_verifies() {
+    let (tmp, out, mut c) = coordinator_with_output();
+    let items = tmp.path().join("items.txt");
+    let ids: Vec<String> = (1..=50).map(|i| i.to_string()).collect();
+    std::fs::write(&items, ids.join("\n") + "\n").unwrap();
+    c.args(["--quiet", "--mode", "cold-prep", "--workers", "2", "--rounds", "1"]);
+    c.args(["--prepare", "true", "--items"]).arg(&items);
+    c.arg("--worker-bin").arg(&harness::bins().fake_worker).env("STAGEBENCH_FAKE", "instant");
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    f.assert_no_worker_left();
+    let r = json(&out.join("report.json"));
+    assert_eq!(r["load_imbalance"], 1.0, "{}", r["load_imbalance"]);
+    assert!(r["parallel"]["stragglers"]["slowest"][0]["times_median"].is_number());
+    let v = run({
+        let mut v = harness::coordinator();
+        v.arg("verify").arg(&out);
+        v
+    });
+    assert_eq!(v.code(), Some(0), "{}", v.stderr);
+}

@@ -1,0 +1,104 @@
+#!/usr/bin/env python3
+"""The dispatcher at scale: how many items a second one coordinator hands
+out, and its own CPU per item, at 2, 16, 64 and 256 worker processes.
+
+Each count runs `--mode cold-prep --prepare true --items FILE --rounds 1`
+with the tests' fake worker (`STAGEBENCH_FAKE=instant`: it answers every
+item at once with an empty measurement), so what is measured is the
+coordinator's side of a job and one frame each way, with no work behind
+it: the bound on a run with that many processes (a Slurm run of 256
+tasks included). Per count:
+
+  phase wall   - the N-process phase, spawn to last reap (report.json);
+  items/s      - items over that wall;
+  per job      - that wall x processes / items: what one job costs one
+                 process, round trip included;
+  coord CPU    - the coordinator's own CPU per item: the run's CPU
+                 (wait4 of the coordinator, which reaped the workers)
+                 minus every worker's (report.json `workers[].cpu_s`),
+                 over the items of both phases.
+
+The floor, measured in the same run: one 64-byte write and read through a
+pipe in this process (Python's syscalls included), and the serial phase's
+per-job time (1 process) beside it.
+
+Run by hand on an idle machine, never beside another benchmark.
+
+usage: scripts/bench-dispatch.py [--items N] [--counts 2,16,64,256] [--repeat R]
+"""
+import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+RELEASE = os.path.join(ROOT, "target", "release")
+
+
+def build():
+    subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "stagebench-coordinator",
+                    "-p", "stagebench-worker", "-p", "stagebench-tests", "--bin", "coordinator",
+                    "--bin", "worker", "--bin", "fake-worker"], cwd=ROOT, check=True)
+
+
+def pipe_round_trip_us(n=200_000):
+    r, w = os.pipe()
+    msg = b"x" * 64
+    t = time.perf_counter()
+    for _ in range(n):
+        os.write(w, msg)
+        os.read(r, 64)
+    dt = time.perf_counter() - t
+    os.close(r)
+    os.close(w)
+    return dt / n * 1e6
+
+
+def one_run(work, items, count):
+    out = tempfile.mkdtemp(dir=work)
+    os.rmdir(out)
+    cmd = [os.path.join(RELEASE, "coordinator"), "--quiet", "--mode", "cold-prep",
+           "--workers", str(count), "--rounds", "1", "--prepare", "true", "--items", items,
+           "--worker-bin", os.path.join(RELEASE, "fake-worker"), "--output", out]
+    env = dict(os.environ, STAGEBENCH_FAKE="instant")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd=work)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    total = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    with open(os.path.join(out, "report.json")) as f:
+        r = json.load(f)
+    workers = sum(w["cpu_s"] for w in r["workers"])
+    return r["serial"]["wall_s"], r["parallel"]["wall_s"], total - workers, after.ru_maxrss
+
+
+def main():
+    p = argparse.ArgumentParser()
+    p.add_argument("--items", type=int, default=100_000)
+    p.add_argument("--counts", default="2,16,64,256")
+    p.add_argument("--repeat", type=int, default=3)
+    a = p.parse_args()
+    build()
+    counts = [int(c) for c in a.counts.split(",")]
+    floors = []
+    runs = {c: [] for c in counts}
+    with tempfile.TemporaryDirectory() as work:
+        items = os.path.join(work, "items.txt")
+        with open(items, "w") as f:
+            f.write("".join(f"{i}\n" for i in range(a.items)))
+        for i in range(a.repeat):
+            floors.append(pipe_round_trip_us())
+            for c in counts:
+                runs[c].append(one_run(work, items, c))
+            print(f"repeat {i + 1}/{a.repeat} done", file=sys.stderr)
+    n = a.items
+    serial = statistics.median(x[0] for c in counts for x in runs[c]) / n * 1e6
+    print(f"{n} items, fake workers answering at once, medians of {a.repeat} runs per count")
+    print(f"floor: a 64-byte pipe write and read in one process {statistics.median(floors):.2f} us; "
+          f"serial phase (1 process) {serial:.1f} us per job")
+    print("| processes | phase wall | items/s | per job | coordinator CPU per item |")
+    print("|---:|---:|---:|---:|---:|")
+    for c in counts:
+        wall = statistics.median(x[1] for x in runs[c])
+        cpu = statistics.median(x[2] for x in runs[c]) / (2 * n) * 1e6
+        print(f"| {c} | {wall:.3f} s | {n / wall:,.0f} | {wall * c / n * 1e6:.0f} us | {cpu:.1f} us |")
+
+
+if __name__ == "__main__":
+    main()
