@@ -184,6 +184,10 @@ async fn own_queue(
             }
             Ask::Next(reply) => {
                 let _ = reply.send(queue.pop_front());
+                // A drained queue gives its memory back as it goes.
+                if queue.capacity() > 64 && queue.len() < queue.capacity() / 4 {
+                    queue.shrink_to(queue.len() * 2);
+                }
             }
             Ask::HasWork(reply) => {
                 let _ = reply.send(!queue.is_empty());

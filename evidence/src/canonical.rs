@@ -28,6 +28,38 @@ pub fn value_bytes(value: &Value) -> Vec<u8> {
     out
 }
 
+/// Lowercase hex SHA-256 of the canonical bytes of an array of `items`
+/// ([`value_bytes`] of `Value::Array`), each item made a JSON value only in
+/// its turn and dropped after: the same digest without the array in memory
+/// (a phase's definition lists every one of its 10⁶ items).
+pub fn array_sha256<T: Serialize>(items: impl IntoIterator<Item = T>) -> String {
+    /// The items as a JSON array, serialised once, in order.
+    struct Items<I>(std::cell::Cell<Option<I>>);
+    impl<I: Iterator<Item = T>, T: Serialize> Serialize for Items<I> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let items = self.0.take().into_iter().flatten();
+            // Each through a `Value`, as `to_bytes` does: its keys sorted.
+            s.collect_seq(items.map(|i| serde_json::to_value(i).expect("evidence serialises")))
+        }
+    }
+    /// Bytes written into the digest, none kept.
+    struct Hashing(Sha256);
+    impl std::io::Write for Hashing {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.update(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut h = Hashing(Sha256::new());
+    let items = Items(std::cell::Cell::new(Some(items.into_iter())));
+    serde_json::to_writer_pretty(&mut h, &items).expect("a JSON array serialises");
+    h.0.update(b"\n");
+    hex::encode(h.0.finalize())
+}
+
 /// Lowercase hex SHA-256 of some bytes.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
@@ -104,6 +136,28 @@ mod tests {
             to_bytes(&serde_json::from_slice::<Value>(&to_bytes(&v)).unwrap()),
             to_bytes(&v)
         );
+    }
+
+    /// An array hashed item by item is the array's canonical bytes hashed:
+    /// empty, of scalars, of objects with unsorted fields and nested arrays.
+    #[test]
+    fn an_array_hashed_in_turn_is_the_whole_arrays_digest() {
+        #[derive(serde::Serialize, Clone)]
+        struct Item {
+            z: Vec<u8>,
+            a: Option<String>,
+        }
+        let items = vec![
+            Item { z: vec![1, 2], a: None },
+            Item { z: vec![], a: Some("x\n\"y".into()) },
+            Item { z: vec![3], a: Some(String::new()) },
+        ];
+        let whole = |v: &Value| sha256_hex(&value_bytes(v));
+        assert_eq!(array_sha256(items.iter()), whole(&json!(items)));
+        assert_eq!(array_sha256(Vec::<Item>::new()), whole(&json!([])));
+        assert_eq!(array_sha256([1.5, 2.0]), whole(&json!([1.5, 2.0])));
+        assert_eq!(array_sha256([json!([[], {}])]), whole(&json!([[[], {}]])));
+        assert_ne!(array_sha256(items.iter().take(2)), whole(&json!(items)));
     }
 
     /// What `value_bytes` relies on: a serde_json object iterates in key

@@ -314,7 +314,11 @@ fn hand_on<'a>(done: &JobResult, later: impl Iterator<Item = &'a mut Job>) {
 
 /// A phase and what happened in it.
 pub(crate) struct PhaseOutcome {
+    /// The phase as planned, its jobs handed to the dispatcher: `jobs`
+    /// keeps only the first (what kind of phase it was), `planned` counts
+    /// them.
     pub(crate) phase: Phase,
+    pub(crate) planned: usize,
     pub(crate) dispatch: DispatchOutcome,
     /// What the phase's `after` step refused, if anything.
     pub(crate) after_error: Option<RunError>,
@@ -373,7 +377,7 @@ pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
                 workers: p.workers,
                 // A phase's definition: every job's, in order.
                 definition_sha256: phase_definition_sha256(
-                    &p.jobs.iter().map(|j| j.stage.definition()).collect::<Vec<_>>(),
+                    p.jobs.iter().map(|j| j.stage.definition()),
                 ),
             })
             .collect()

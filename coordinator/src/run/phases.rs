@@ -88,8 +88,14 @@ pub(super) async fn supervise_run(
             kill_at: plan.kill_at.clone(),
         };
         let accepts_before = gate.accept_trouble();
+        // The jobs go to the dispatcher, not a copy: a phase of 10⁶ items
+        // would hold its plan twice. Its first stays, for the phase's kind.
+        let mut phase = phase;
+        let jobs = std::mem::take(&mut phase.jobs);
+        let planned = jobs.len();
+        phase.jobs.extend(jobs.first().cloned());
         let d = dispatch(
-            phase.jobs.clone(),
+            jobs,
             launcher.clone(),
             gate.clone(),
             cfg,
@@ -105,8 +111,14 @@ pub(super) async fn supervise_run(
             flush_filesystem(run_dir);
         }
         let accept_trouble = gate.accept_trouble().since(&accepts_before);
-        let mut outcome =
-            PhaseOutcome { phase, dispatch: d, after_error: None, eviction, accept_trouble };
+        let mut outcome = PhaseOutcome {
+            phase,
+            planned,
+            dispatch: d,
+            after_error: None,
+            eviction,
+            accept_trouble,
+        };
         if let (false, Some(after)) = (failed, outcome.phase.after) {
             outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
         }

@@ -161,6 +161,8 @@ pub(crate) async fn supervise(
         }
     }
 
+    // Held to the run's end: no room to grow into.
+    jobs.shrink_to_fit();
     // A preparation program that served items is closed and measured.
     let mut finished = None;
     let mut finished_artifacts = Vec::new();

@@ -54,9 +54,12 @@ pub fn definition_sha256(definition: &protocol::Definition) -> String {
     sha256_of(definition)
 }
 
-/// The `definition_sha256` of a phase: its stages' definitions in order.
-pub fn phase_definition_sha256(definitions: &[protocol::Definition]) -> String {
-    sha256_of(&definitions)
+/// The `definition_sha256` of a phase: its stages' definitions in order,
+/// the digest of their array, made one definition at a time.
+pub fn phase_definition_sha256(
+    definitions: impl IntoIterator<Item = protocol::Definition>,
+) -> String {
+    evidence::array_sha256(definitions)
 }
 
 fn sha256_of(definition: &impl serde::Serialize) -> String {
@@ -175,9 +178,25 @@ mod tests {
             (
                 definition_sha256(&Stage::Resumable(StateStep::Train, input).definition()),
                 definition_sha256(&exec.definition()),
-                phase_definition_sha256(&[prepare.definition(), prepare.definition()]),
+                phase_definition_sha256([prepare.definition(), prepare.definition()]),
             )
         };
+        // Made one definition at a time, the digest is the whole array's
+        // (every run's phases before kept theirs: `compare` and `history`
+        // match runs by it).
+        let one = Stage::PrepareSeries {
+            dataset: "/d".into(),
+            id: "a1".into(),
+            file: "sources/a1.parquet".into(),
+            sha256: "00".into(),
+            cache: "c".into(),
+        }
+        .definition();
+        let two = Stage::Sleep { ms: 3 }.definition();
+        assert_eq!(
+            phase_definition_sha256([one.clone(), two.clone()]),
+            super::sha256_of(&vec![one, two])
+        );
         let home = at("/home/ana/data", "/home/ana/state", "/home/ana/pipe");
         assert_eq!(home, at("/srv/copy/data", "/tmp/s", "/srv/pipe"));
         // What the stage does still counts.

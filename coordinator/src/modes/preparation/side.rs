@@ -62,12 +62,12 @@ pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, R
 pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
     let cache = Preparation::of(p)?.cache;
     let results: Vec<_> = p.results().collect();
-    if results.len() != p.phase.jobs.len() {
+    if results.len() != p.planned {
         return Err(fail(
             Some(p.phase.key.clone()),
             None,
             "internal",
-            format!("{} of {} series reported", results.len(), p.phase.jobs.len()),
+            format!("{} of {} series reported", results.len(), p.planned),
         ));
     }
     // A user's program reports no files: its output directory is walked.
