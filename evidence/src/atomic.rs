@@ -36,30 +36,81 @@ pub fn write_atomic_streamed(
     durability: Durability,
     write: impl FnOnce(&mut File) -> io::Result<()>,
 ) -> io::Result<()> {
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d,
-        _ => Path::new("."),
-    };
-    fs::create_dir_all(dir)?;
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let written = (|| {
-        let mut f = File::create(&tmp)?;
-        write(&mut f)?;
+    let mut file = AtomicFile::create(path)?;
+    write(file.file())?;
+    file.commit(durability)
+}
+
+/// A file written over time beside its final path (`.<name>.tmp-<pid>`)
+/// and put there whole by [`AtomicFile::commit`]; one dropped uncommitted
+/// (on any error, or a run that failed) is removed, so no torn or partial
+/// file is ever at `path`.
+pub struct AtomicFile {
+    tmp: std::path::PathBuf,
+    path: std::path::PathBuf,
+    file: Option<File>,
+}
+
+impl AtomicFile {
+    /// Creates the temporary file, and `path`'s directory if need be.
+    pub fn create(path: &Path) -> io::Result<AtomicFile> {
+        let dir = parent(path);
+        fs::create_dir_all(dir)?;
+        let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
+        let file = File::create(&tmp)?;
+        Ok(AtomicFile { tmp, path: path.to_path_buf(), file: Some(file) })
+    }
+
+    /// The file being written.
+    pub fn file(&mut self) -> &mut File {
+        self.file.as_mut().expect("an AtomicFile holds its file until it is committed")
+    }
+
+    /// Puts the file at its path, synced as `durability` says.
+    pub fn commit(mut self, durability: Durability) -> io::Result<()> {
+        let file = self.file.take().expect("committed once");
+        let put = (|| {
+            if durability == Durability::Disk {
+                file.sync_all()?;
+            }
+            drop(file);
+            fs::rename(&self.tmp, &self.path)
+        })();
+        if let Err(e) = put {
+            let _ = fs::remove_file(&self.tmp);
+            return Err(e);
+        }
         if durability == Durability::Disk {
-            f.sync_all()?;
+            File::open(parent(&self.path))?.sync_all()?;
         }
         Ok(())
-    })();
-    if let Err(e) = written {
-        let _ = fs::remove_file(&tmp);
-        return Err(e);
     }
-    fs::rename(&tmp, path)?;
-    if durability == Durability::Disk {
-        File::open(dir)?.sync_all()?;
+}
+
+impl Write for AtomicFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file().write(buf)
     }
-    Ok(())
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file().flush()
+    }
+}
+
+impl Drop for AtomicFile {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            let _ = fs::remove_file(&self.tmp);
+        }
+    }
+}
+
+fn parent(path: &Path) -> &Path {
+    match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    }
 }
 
 /// A directory built beside its final path (`.<name>.partial-<pid>`) and
@@ -215,5 +266,30 @@ mod tests {
         super::write_atomic(&p, b"world!").unwrap();
         assert_eq!(std::fs::read(&p).unwrap(), b"world!");
         assert_eq!(std::fs::read_dir(p.parent().unwrap()).unwrap().count(), 1);
+    }
+}
+
+#[cfg(test)]
+mod atomic_file {
+    use std::io::Write;
+
+    /// Written over time, the file is at its path only once committed; one
+    /// dropped uncommitted leaves nothing, and an old file stays as it was.
+    #[test]
+    fn an_uncommitted_file_leaves_nothing_and_a_committed_one_is_whole() {
+        let tmp = tempfile::tempdir().unwrap();
+        let p = tmp.path().join("jobs.gz");
+        std::fs::write(&p, b"old").unwrap();
+        let mut f = super::AtomicFile::create(&p).unwrap();
+        f.file().write_all(b"partial").unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        drop(f);
+        assert_eq!(std::fs::read(&p).unwrap(), b"old");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1, "a temp file was left");
+        let mut f = super::AtomicFile::create(&p).unwrap();
+        f.file().write_all(b"new, whole").unwrap();
+        f.commit(super::Durability::Disk).unwrap();
+        assert_eq!(std::fs::read(&p).unwrap(), b"new, whole");
+        assert_eq!(std::fs::read_dir(tmp.path()).unwrap().count(), 1);
     }
 }
