@@ -14,7 +14,9 @@ use crate::events::Event;
 use crate::gate::{Connection, Gate};
 use crate::launch::Launcher;
 use crate::process::WorkerProcess;
-use crate::supervisor::{Ask, Job, JobResult, Shared, WorkerEnd, WorkerOutcome, supervise};
+use crate::supervisor::{
+    Ask, Feed, Job, JobResult, Shared, WorkerEnd, WorkerOutcome, lock, supervise,
+};
 use protocol::WorkerId;
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -38,6 +40,11 @@ pub(crate) struct DispatchConfig {
     pub(crate) item_timeout: Option<Duration>,
     pub(crate) grace: Duration,
     pub(crate) kill_at: Option<crate::kill_points::KillAt>,
+    /// The phase's key.
+    pub(crate) phase: String,
+    /// Whether each job's result is folded as it arrives (see [`Shared`]).
+    pub(crate) fold: bool,
+    pub(crate) jobs_file: Option<Arc<crate::supervisor::jobs_file::JobsFile>>,
 }
 
 /// What happened to every worker, and the first failure if there was one.
@@ -55,8 +62,42 @@ pub(crate) struct DispatchOutcome {
 /// Ranks are unique across a run: phases draw them from one counter.
 pub(crate) type RankCounter = Arc<AtomicU32>;
 
+/// A phase's jobs, in the order they are handed out: listed, or made one at
+/// a time from a phase of items ([`Feed`]).
+pub(crate) enum Queue {
+    Listed(VecDeque<Job>),
+    Fed { feed: Box<Feed>, next: usize },
+}
+
+impl Queue {
+    fn len(&self) -> usize {
+        match self {
+            Queue::Listed(q) => q.len(),
+            Queue::Fed { feed, next } => feed.len() - next,
+        }
+    }
+
+    fn pop(&mut self) -> Option<Job> {
+        match self {
+            Queue::Listed(q) => {
+                let job = q.pop_front();
+                // A drained queue gives its memory back as it goes.
+                if q.capacity() > 64 && q.len() < q.capacity() / 4 {
+                    q.shrink_to(q.len() * 2);
+                }
+                job
+            }
+            Queue::Fed { feed, next } => {
+                let job = (*next < feed.len()).then(|| feed.job(*next));
+                *next += job.is_some() as usize;
+                job
+            }
+        }
+    }
+}
+
 pub(crate) async fn dispatch(
-    jobs: Vec<Job>,
+    jobs: Queue,
     launcher: Arc<Launcher>,
     gate: Arc<Gate>,
     cfg: DispatchConfig,
@@ -64,10 +105,11 @@ pub(crate) async fn dispatch(
     events: mpsc::UnboundedSender<Event>,
     next_rank: RankCounter,
 ) -> DispatchOutcome {
-    let started = Instant::now();
+    let clock = tokio::time::Instant::now();
+    let started = clock.into_std();
     let jobs_count = jobs.len();
     let (asks, asked) = mpsc::unbounded_channel();
-    let queue = tokio::spawn(own_queue(VecDeque::from(jobs), cfg.after_job, asked));
+    let queue = tokio::spawn(own_queue(jobs, cfg.after_job, asked));
     let shared = Arc::new(Shared {
         asks,
         report_done: cfg.after_job.is_some(),
@@ -76,10 +118,14 @@ pub(crate) async fn dispatch(
         connect_timeout: cfg.connect_timeout,
         stage_timeout: cfg.stage_timeout,
         item_timeout: cfg.item_timeout,
-        started: tokio::time::Instant::now(),
+        started: clock,
         grace: cfg.grace,
         jobs_per_process: cfg.jobs_per_process,
         kill_at: cfg.kill_at,
+        phase: cfg.phase,
+        phase_started: started,
+        fold: cfg.fold,
+        jobs_file: cfg.jobs_file,
     });
     let slot = Slot {
         shared: shared.clone(),
@@ -171,26 +217,22 @@ pub(crate) async fn dispatch(
 /// The phase's job queue, owned here alone: answers each supervisor's ask in
 /// the order asked, until every supervisor is gone.
 async fn own_queue(
-    mut queue: VecDeque<Job>,
+    mut queue: Queue,
     after_job: Option<AfterJob>,
     mut asks: mpsc::UnboundedReceiver<Ask>,
 ) {
     while let Some(ask) = asks.recv().await {
         match ask {
             Ask::Done(result) => {
-                if let Some(after) = after_job {
-                    after(&result, &mut queue);
+                if let (Some(after), Queue::Listed(queue)) = (after_job, &mut queue) {
+                    after(&result, queue);
                 }
             }
             Ask::Next(reply) => {
-                let _ = reply.send(queue.pop_front());
-                // A drained queue gives its memory back as it goes.
-                if queue.capacity() > 64 && queue.len() < queue.capacity() / 4 {
-                    queue.shrink_to(queue.len() * 2);
-                }
+                let _ = reply.send(queue.pop());
             }
             Ask::HasWork(reply) => {
-                let _ = reply.send(!queue.is_empty());
+                let _ = reply.send(queue.len() > 0);
             }
         }
     }
@@ -241,8 +283,4 @@ impl Slot {
         lock(&self.launch_error).get_or_insert(what);
         self.shared.cancel.cancel();
     }
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|e| e.into_inner())
 }

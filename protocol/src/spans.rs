@@ -11,6 +11,10 @@
 
 use serde::{Deserialize, Serialize};
 
+/// How far a quantile read off the buckets may be from a duration that
+/// occurred, relative to it: 1/128 (0.8%).
+pub const RESOLUTION: f64 = 1.0 / 128.0;
+
 /// The highest bucket key: durations up to 2^63 ns.
 pub const MAX_BUCKET: u32 = 64 * 64 + 63;
 

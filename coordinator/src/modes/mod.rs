@@ -228,7 +228,10 @@ pub(crate) struct Records {
 #[derive(Clone, Debug)]
 pub(crate) struct Phase {
     pub(crate) key: String,
+    /// Its jobs, listed; empty where `feed` makes them.
     pub(crate) jobs: Vec<Job>,
+    /// A phase of a user's items: its jobs made as they are handed out.
+    pub(crate) feed: Option<crate::supervisor::Feed>,
     pub(crate) workers: u32,
     pub(crate) jobs_per_process: usize,
     /// A cache directory (relative to the run directory) the coordinator
@@ -253,12 +256,42 @@ pub(crate) struct Phase {
 }
 
 impl Phase {
+    /// Whether its jobs are a user's items (`--prepare`).
+    pub(crate) fn of_items(&self) -> bool {
+        matches!(self.first_job().map(|j| &j.stage), Some(protocol::Stage::PrepareItem { .. }))
+    }
+
+    /// Its first job, which says what kind of phase it is.
+    pub(crate) fn first_job(&self) -> Option<&Job> {
+        self.feed.as_ref().map(|f| &f.first).or(self.jobs.first())
+    }
+
+    /// How many jobs it has.
+    pub(crate) fn planned(&self) -> usize {
+        self.feed.as_ref().map_or(self.jobs.len(), |f| f.len())
+    }
+
+    /// Every job, in the order they are handed out (a feed's made anew).
+    pub(crate) fn each_job(&self) -> Box<dyn Iterator<Item = std::borrow::Cow<'_, Job>> + '_> {
+        match &self.feed {
+            Some(feed) => Box::new(feed.jobs().map(std::borrow::Cow::Owned)),
+            None => Box::new(self.jobs.iter().map(std::borrow::Cow::Borrowed)),
+        }
+    }
+
+    /// What `--span` and `--sample` set on each job: the listed jobs', and
+    /// a feed's first, which every job it makes copies.
+    pub(crate) fn jobs_mut(&mut self) -> impl Iterator<Item = &mut Job> {
+        self.jobs.iter_mut().chain(self.feed.as_mut().map(|f| &mut f.first))
+    }
+
     /// A phase of `jobs` in one worker slot, each process taking up to
     /// `jobs_per_process` of them, a line per job, no extra steps.
     pub(crate) fn in_turn(key: String, jobs: Vec<Job>, jobs_per_process: usize) -> Phase {
         Phase {
             key,
             jobs,
+            feed: None,
             workers: 1,
             jobs_per_process,
             cache: None,
@@ -315,8 +348,8 @@ fn hand_on<'a>(done: &JobResult, later: impl Iterator<Item = &'a mut Job>) {
 /// A phase and what happened in it.
 pub(crate) struct PhaseOutcome {
     /// The phase as planned, its jobs handed to the dispatcher: `jobs`
-    /// keeps only the first (what kind of phase it was), `planned` counts
-    /// them.
+    /// keeps only the first (what kind of phase it was; a feed is kept
+    /// whole, its ids shared), `planned` counts them.
     pub(crate) phase: Phase,
     pub(crate) planned: usize,
     pub(crate) dispatch: DispatchOutcome,
@@ -329,8 +362,17 @@ pub(crate) struct PhaseOutcome {
 }
 
 impl PhaseOutcome {
+    /// The jobs its workers kept (none of a phase whose jobs were folded).
     pub(crate) fn results(&self) -> impl Iterator<Item = &JobResult> {
         self.dispatch.outcomes.iter().flat_map(|o| o.jobs.iter())
+    }
+
+    /// How many jobs its workers completed, kept or folded.
+    pub(crate) fn done(&self) -> u64 {
+        let each = |o: &crate::supervisor::WorkerOutcome| {
+            o.jobs.len() as u64 + o.tally.as_ref().map_or(0, |t| t.jobs())
+        };
+        self.dispatch.outcomes.iter().map(each).sum()
     }
 }
 
@@ -343,6 +385,14 @@ impl JobNumbers {
         let id = JobId(self.0);
         self.0 += 1;
         Job { id, order: id.0 as usize, key, stage, item: None, spans: Vec::new(), sample: None }
+    }
+
+    /// `count` jobs numbered in turn, the first of which is returned (a
+    /// [`crate::supervisor::Feed`] makes the rest).
+    pub(crate) fn jobs(&mut self, key: String, stage: protocol::Stage, count: usize) -> Job {
+        let first = self.job(key, stage);
+        self.0 += count.saturating_sub(1) as u32;
+        first
     }
 }
 
@@ -372,12 +422,12 @@ pub(crate) fn declared(phases: &[Phase], per_job: bool) -> Vec<DeclaredStage> {
             .iter()
             .map(|p| DeclaredStage {
                 key: p.key.clone(),
-                stage: p.jobs.first().map(|j| j.stage.to_string()).unwrap_or_default(),
-                jobs: p.jobs.len(),
+                stage: p.first_job().map(|j| j.stage.to_string()).unwrap_or_default(),
+                jobs: p.planned(),
                 workers: p.workers,
                 // A phase's definition: every job's, in order.
                 definition_sha256: phase_definition_sha256(
-                    p.jobs.iter().map(|j| j.stage.definition()),
+                    p.each_job().map(|j| j.stage.definition()),
                 ),
             })
             .collect()

@@ -6,8 +6,7 @@ use super::PhaseOutcome;
 use crate::error::RunError;
 use crate::supervisor::JobResult;
 use report::rundir::report::{
-    ArtifactRecord, JobSlice, Leaked, ProcessRecord, RuntimeRecord, StageIo, StageRecord,
-    TimedSlice,
+    ArtifactRecord, Leaked, ProcessRecord, RuntimeRecord, StageIo, StageRecord,
 };
 use std::path::Path;
 
@@ -56,6 +55,7 @@ pub(crate) fn stage_from_job(r: &JobResult, order: usize) -> StageRecord {
 pub(crate) fn process_records(
     outcomes: &[PhaseOutcome],
     t0: std::time::Instant,
+    jobs_apart: bool,
 ) -> Vec<ProcessRecord> {
     let since = |t: std::time::Instant| t.saturating_duration_since(t0).as_secs_f64();
     let mut out: Vec<ProcessRecord> = outcomes
@@ -65,7 +65,9 @@ pub(crate) fn process_records(
                 rank: o.rank.0,
                 phase: p.phase.key.clone(),
                 stages: {
-                    let mut keys: Vec<String> = o.jobs.iter().map(|j| j.job.key.clone()).collect();
+                    let folded = o.tally.as_ref().and_then(|t| t.last.as_ref());
+                    let mut keys: Vec<String> =
+                        o.jobs.iter().chain(folded).map(|j| j.job.key.clone()).collect();
                     keys.dedup();
                     keys
                 },
@@ -84,28 +86,11 @@ pub(crate) fn process_records(
                 involuntary_switches: o.exit.faults.map(|f| f.involuntary_switches),
                 start_s: Some(since(o.launched)),
                 connected_s: o.connected.map(since),
-                jobs: o
-                    .jobs
-                    .iter()
-                    .map(|j| {
-                        let (start_s, end_s) = j.interval_since(t0);
-                        let slices = j
-                            .measurement
-                            .slices
-                            .iter()
-                            .map(|s| {
-                                let from = start_s + secs(s.start_ns);
-                                TimedSlice {
-                                    name: s.name.clone(),
-                                    start_s: from,
-                                    end_s: from + secs(s.dur_ns),
-                                    beside: s.beside,
-                                }
-                            })
-                            .collect();
-                        JobSlice { stage: j.job.key.clone(), start_s, end_s, slices }
-                    })
-                    .collect(),
+                // Where a mode's jobs go to jobs.jsonl.gz, they went as they arrived.
+                jobs: match jobs_apart {
+                    true => Vec::new(),
+                    false => o.jobs.iter().map(|j| j.slice(t0)).collect(),
+                },
             })
         })
         .collect();

@@ -101,16 +101,18 @@ pub(super) fn done_calls(outcomes: &[PhaseOutcome]) -> Done {
 /// too, from the report).
 /// A preparation program's leaks are its close's, on the phase's key.
 pub(super) fn check_leaks(outcomes: &[PhaseOutcome], policy: LeakPolicy) -> Result<(), RunError> {
-    let jobs =
-        outcomes.iter().flat_map(|p| p.results()).map(|r| (&r.job.key, r.worker.0, &r.measurement));
-    let closes = outcomes.iter().flat_map(|p| {
-        p.dispatch
-            .outcomes
-            .iter()
-            .filter_map(|o| o.finished.as_ref().map(|m| (&p.phase.key, o.rank.0, m)))
-    });
-    for (key, rank, m) in jobs.chain(closes) {
-        let leaked = &m.tree.leaked;
+    let jobs = outcomes
+        .iter()
+        .flat_map(|p| p.results())
+        .map(|r| (&r.job.key, r.worker.0, &r.measurement.tree.leaked[..]));
+    let workers =
+        || outcomes.iter().flat_map(|p| p.dispatch.outcomes.iter().map(move |o| (&p.phase.key, o)));
+    // A user's items, folded: the first names their processes left.
+    let folded = workers()
+        .filter_map(|(key, o)| o.tally.as_ref().map(|t| (key, o.rank.0, &t.leaked_names[..])));
+    let closes = workers()
+        .filter_map(|(key, o)| o.finished.as_ref().map(|m| (key, o.rank.0, &m.tree.leaked[..])));
+    for (key, rank, leaked) in jobs.chain(folded).chain(closes) {
         if leaked.is_empty() {
             continue;
         }

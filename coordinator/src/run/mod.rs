@@ -72,7 +72,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
         .map_err(|e| usage(format!("cannot read worker binary '{}': {e}", worker_bin.display())))?;
     // Everything about the input is checked before the run directory exists.
     let mut prepared = plan.mode.prepare(&plan.settings)?;
-    for job in prepared.phases.iter_mut().flat_map(|p| p.jobs.iter_mut()) {
+    for job in prepared.phases.iter_mut().flat_map(|p| p.jobs_mut()) {
         job.spans = plan.settings.spans_of(&job.key, &job.stage);
         job.sample = plan.settings.sample_of(&job.stage);
     }
@@ -177,6 +177,14 @@ fn run_in(
     let run_dir_abs =
         std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
+    // Written as the jobs arrive; put at its path only if the run ends well.
+    let jobs_file = match plan.mode.jobs_apart() {
+        true => Some(std::sync::Arc::new(
+            crate::supervisor::jobs_file::JobsFile::create(dir.path(), started)
+                .map_err(|e| internal(&format!("creating {}", rundir::jobs::JOBS), &e))?,
+        )),
+        false => None,
+    };
     let crate::launch::Bound { listener, endpoint, socket_dir } = socket;
     let (mut outcomes, interrupted) = runtime
         .block_on(phases::supervise_run(
@@ -186,9 +194,10 @@ fn run_in(
             endpoint,
             token,
             &run_dir_abs,
+            jobs_file.clone(),
         ))
         .map_err(|e| internal("setting up the run", &e))?;
-    let workers = modes::process_records(&outcomes, started);
+    let workers = modes::process_records(&outcomes, started, jobs_file.is_some());
     bound.processes_wall_s = Some(workers.iter().map(|w| w.wall_s).sum());
     let run_wall = started.elapsed();
     drop(runtime);
@@ -257,10 +266,14 @@ fn run_in(
         campaign_step: settings.campaign_step.clone(),
         section,
     };
-    if plan.mode.jobs_apart() {
-        let jobs = rundir::jobs::write(dir.path(), &mut report.workers)
-            .map_err(|e| internal(&format!("writing {}", rundir::jobs::JOBS), &e))?;
+    if let Some(file) = jobs_file {
+        let jobs =
+            file.finish().map_err(|e| internal(&format!("writing {}", rundir::jobs::JOBS), &e))?;
         report.artifacts.push(jobs);
+        // The sides' timelines, read back from it as verify reads them.
+        report
+            .read_jobs(dir.path(), false)
+            .map_err(|e| internal(&format!("reading back {}", rundir::jobs::JOBS), &e))?;
     }
     let planned = declaration.stages.len();
     if report.stages.len() != planned {

@@ -2,7 +2,7 @@
 //! workers, a signal watcher, and each phase dispatched in turn (its cache
 //! directory made, its inputs evicted, its filesystem flushed after).
 
-use crate::dispatch::{DispatchConfig, RankCounter, dispatch};
+use crate::dispatch::{DispatchConfig, Queue, RankCounter, dispatch};
 use crate::events::Event;
 use crate::gate::Gate;
 use crate::launch::Launcher;
@@ -25,6 +25,7 @@ pub(super) async fn supervise_run(
     endpoint: protocol::stream::Endpoint,
     token: Token,
     run_dir: &Path,
+    jobs_file: Option<Arc<crate::supervisor::jobs_file::JobsFile>>,
 ) -> std::io::Result<(Vec<PhaseOutcome>, Option<i32>)> {
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
@@ -71,10 +72,10 @@ pub(super) async fn supervise_run(
             Some(inputs) if inputs.evict => Some(crate::pagecache::evict(&inputs.files)),
             _ => None,
         };
-        tracing::debug!(key = %phase.key, jobs = phase.jobs.len(), workers = phase.workers, "phase started");
+        tracing::debug!(key = %phase.key, jobs = phase.planned(), workers = phase.workers, "phase started");
         let _ = events_tx.send(Event::PhaseStarted {
             key: phase.key.clone(),
-            jobs: phase.jobs.len(),
+            jobs: phase.planned(),
             style: phase.progress,
         });
         let cfg = DispatchConfig {
@@ -86,14 +87,25 @@ pub(super) async fn supervise_run(
             item_timeout: phase.item_timeout,
             grace: plan.grace,
             kill_at: plan.kill_at.clone(),
+            phase: phase.key.clone(),
+            // A user's items are folded as they arrive: 10⁶ of them are
+            // held as 10 would be.
+            fold: phase.of_items(),
+            jobs_file: jobs_file.clone(),
         };
         let accepts_before = gate.accept_trouble();
         // The jobs go to the dispatcher, not a copy: a phase of 10⁶ items
         // would hold its plan twice. Its first stays, for the phase's kind.
         let mut phase = phase;
-        let jobs = std::mem::take(&mut phase.jobs);
-        let planned = jobs.len();
-        phase.jobs.extend(jobs.first().cloned());
+        let planned = phase.planned();
+        let jobs = match &phase.feed {
+            Some(feed) => Queue::Fed { feed: Box::new(feed.clone()), next: 0 },
+            None => {
+                let jobs = std::mem::take(&mut phase.jobs);
+                phase.jobs.extend(jobs.first().cloned());
+                Queue::Listed(jobs.into())
+            }
+        };
         let d = dispatch(
             jobs,
             launcher.clone(),

@@ -14,9 +14,17 @@
 //! Whatever the ending, the process group is gone and the process reaped
 //! before [`supervise`] returns.
 
+mod feed;
+pub(crate) mod jobs_file;
 mod outcome;
+mod shared;
+pub(crate) mod tally;
 
+pub(crate) use feed::Feed;
+pub(crate) use jobs_file::lock;
 pub(crate) use outcome::{Item, Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
+pub(crate) use shared::{Ask, Shared};
+pub(crate) use tally::Tally;
 
 use crate::events::Event;
 use crate::gate::{self, Connection};
@@ -25,59 +33,6 @@ use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, KillPoint, Stage, ToWorker};
 use std::time::Duration;
 use tokio::sync::{mpsc, oneshot};
-use tokio_util::sync::CancellationToken;
-
-/// What a supervisor asks of the dispatcher, which alone owns the job queue.
-/// One channel carries every ask, so a worker's `Done` is applied before its
-/// next `Next` is answered.
-pub(crate) enum Ask {
-    /// A job of this worker succeeded: the dispatcher may hand what it left
-    /// (the artifacts it reported) to the jobs still queued.
-    Done(Box<JobResult>),
-    /// The next job, or None when none is left.
-    Next(oneshot::Sender<Option<Job>>),
-    /// Whether any job is left (a slot starts another process only then).
-    HasWork(oneshot::Sender<bool>),
-}
-
-/// What every supervisor of one phase reads; nothing in it is mutated by them.
-pub(crate) struct Shared {
-    pub(crate) asks: mpsc::UnboundedSender<Ask>,
-    /// Whether the dispatcher wants each finished job (`Ask::Done`): only
-    /// when the phase has an `AfterJob`, so no result is copied for nothing.
-    pub(crate) report_done: bool,
-    pub(crate) cancel: CancellationToken,
-    pub(crate) events: mpsc::UnboundedSender<Event>,
-    pub(crate) connect_timeout: Duration,
-    pub(crate) stage_timeout: Option<Duration>,
-    /// How long one item job may take (`--item-timeout`).
-    pub(crate) item_timeout: Option<Duration>,
-    /// When the phase started: a phase of items is one stage, so its
-    /// `--stage-timeout` counts from here, not from each item.
-    pub(crate) started: tokio::time::Instant,
-    pub(crate) grace: Duration,
-    pub(crate) jobs_per_process: usize,
-    /// Where to kill a worker on purpose (`--kill-at`).
-    pub(crate) kill_at: Option<crate::kill_points::KillAt>,
-}
-
-impl Shared {
-    /// The dispatcher's next job for this worker; None when none is left
-    /// (or the dispatcher is gone).
-    pub(crate) async fn next_job(&self) -> Option<Job> {
-        let (reply, answer) = oneshot::channel();
-        self.asks.send(Ask::Next(reply)).ok()?;
-        answer.await.ok().flatten()
-    }
-
-    pub(crate) async fn has_work(&self) -> bool {
-        let (reply, answer) = oneshot::channel();
-        if self.asks.send(Ask::HasWork(reply)).is_err() {
-            return false;
-        }
-        answer.await.unwrap_or(false)
-    }
-}
 
 type Incoming = mpsc::UnboundedReceiver<Result<FromWorker, FrameError>>;
 
@@ -95,6 +50,7 @@ pub(crate) async fn supervise(
         rank,
         rss_floor_bytes,
         jobs,
+        tally: None,
         end,
         exit,
         task_of_step,
@@ -133,8 +89,10 @@ pub(crate) async fn supervise(
 
     // connected ⇄ running
     let mut jobs = Vec::new();
+    let mut tally = shared.fold.then(Tally::default);
+    let mut done = 0;
     let mut failure = None;
-    while jobs.len() < shared.jobs_per_process {
+    while done < shared.jobs_per_process {
         if shared.cancel.is_cancelled() {
             failure = Some(WorkerEnd::Cancelled { in_flight: None });
             break;
@@ -152,7 +110,14 @@ pub(crate) async fn supervise(
                 if shared.report_done {
                     let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
                 }
-                jobs.push(result);
+                if let Some(file) = &shared.jobs_file {
+                    file.append(&shared.phase, rank.0, &result);
+                }
+                done += 1;
+                match &mut tally {
+                    Some(t) => t.add(result, shared.phase_started),
+                    None => jobs.push(result),
+                }
             }
             Err(end) => {
                 failure = Some(end);
@@ -167,7 +132,11 @@ pub(crate) async fn supervise(
     let mut finished = None;
     let mut finished_artifacts = Vec::new();
     let mut beside = None;
-    let served = jobs.iter().rev().find(|j| matches!(j.job.stage, Stage::PrepareItem { .. }));
+    let folded = tally.as_ref().and_then(|t| t.last.as_ref());
+    let served = folded
+        .into_iter()
+        .chain(jobs.iter().rev())
+        .find(|j| matches!(j.job.stage, Stage::PrepareItem { .. }));
     if let (None, Some(last)) = (&failure, served) {
         let key = last.job.key.clone();
         match finish(&proc, &mut writer, &mut incoming, shared, key).await {
@@ -185,7 +154,8 @@ pub(crate) async fn supervise(
         Some(end) => (end, proc.terminate(shared.grace).await),
         None if task_of_step => {
             let close = finished.as_ref();
-            task_shut_down(&proc, &mut writer, &mut incoming, &jobs, close, shared.grace).await
+            let cpu = Cpu::of(&jobs, tally.as_ref(), close);
+            task_shut_down(&proc, &mut writer, &mut incoming, cpu, shared.grace).await
         }
         None => shut_down(&proc, &mut writer, shared.grace).await,
     };
@@ -196,6 +166,7 @@ pub(crate) async fn supervise(
         finished,
         finished_artifacts,
         beside,
+        tally,
         ..outcome(jobs, end, exit)
     }
 }
@@ -444,8 +415,7 @@ async fn task_shut_down(
     proc: &WorkerProcess,
     writer: &mut gate::WriteHalf,
     incoming: &mut Incoming,
-    jobs: &[JobResult],
-    close: Option<&protocol::Measurement>,
+    cpu: Cpu,
     grace: Duration,
 ) -> (WorkerEnd, ProcessExit) {
     let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
@@ -459,13 +429,11 @@ async fn task_shut_down(
     };
     match tokio::time::timeout(grace + Duration::from_secs(5), closed).await {
         Ok(()) => {
-            // A preparation program's CPU is its close's (reaped then).
-            let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
             let exit = ProcessExit {
                 kind: ExitKind::Exited(0),
-                user_ns: measured().map(|m| m.user_ns).sum(),
-                sys_ns: measured().map(|m| m.sys_ns).sum(),
-                peak_rss_bytes: measured().map(|m| m.peak_rss_bytes).max().unwrap_or(0),
+                user_ns: cpu.user_ns,
+                sys_ns: cpu.sys_ns,
+                peak_rss_bytes: cpu.peak_rss_bytes,
                 wall: proc.launched.elapsed(),
                 faults: None,
             };
@@ -475,6 +443,30 @@ async fn task_shut_down(
             let exit = proc.terminate(grace).await;
             let detail = "did not close its connection after shutdown".to_string();
             (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
+        }
+    }
+}
+
+/// A task's own figures, summed over its jobs (kept or folded) and its
+/// preparation program's close (whose CPU is reaped then).
+struct Cpu {
+    user_ns: u64,
+    sys_ns: u64,
+    peak_rss_bytes: u64,
+}
+
+impl Cpu {
+    fn of(jobs: &[JobResult], tally: Option<&Tally>, close: Option<&protocol::Measurement>) -> Cpu {
+        let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
+        let (user, sys) = tally.map_or((0, 0), |t| (t.user_ns, t.sys_ns));
+        Cpu {
+            user_ns: user + measured().map(|m| m.user_ns).sum::<u64>(),
+            sys_ns: sys + measured().map(|m| m.sys_ns).sum::<u64>(),
+            peak_rss_bytes: measured()
+                .map(|m| m.peak_rss_bytes)
+                .chain(tally.and_then(|t| t.peak_rss_bytes))
+                .max()
+                .unwrap_or(0),
         }
     }
 }

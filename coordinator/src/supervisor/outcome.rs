@@ -69,6 +69,28 @@ impl JobResult {
         let end_s = self.received.saturating_duration_since(t0).as_secs_f64();
         ((end_s - self.measurement.wall_ns as f64 / 1e9).max(0.0), end_s)
     }
+
+    /// The job as `workers[].jobs` (or a line of jobs.jsonl.gz) holds it:
+    /// its interval and its spans' slices, in seconds from `t0`.
+    pub(crate) fn slice(&self, t0: std::time::Instant) -> report::rundir::report::JobSlice {
+        use report::rundir::report::TimedSlice;
+        let (start_s, end_s) = self.interval_since(t0);
+        let slices = self
+            .measurement
+            .slices
+            .iter()
+            .map(|s| {
+                let from = start_s + s.start_ns as f64 / 1e9;
+                TimedSlice {
+                    name: s.name.clone(),
+                    start_s: from,
+                    end_s: from + s.dur_ns as f64 / 1e9,
+                    beside: s.beside,
+                }
+            })
+            .collect();
+        report::rundir::report::JobSlice { stage: self.job.key.clone(), start_s, end_s, slices }
+    }
 }
 
 /// How a worker's life ended.
@@ -220,7 +242,10 @@ pub(crate) struct WorkerOutcome {
     pub(crate) rank: WorkerId,
     /// See [`WorkerProcess::rss_floor_bytes`].
     pub(crate) rss_floor_bytes: u64,
+    /// Its jobs, in the order it ran them; empty where they were folded.
     pub(crate) jobs: Vec<JobResult>,
+    /// Its jobs folded as they arrived, in a phase of a user's items.
+    pub(crate) tally: Option<super::Tally>,
     pub(crate) end: WorkerEnd,
     /// From `wait4`; for a task of a job step (not our child, maybe on
     /// another host) the worker's own figures: CPU summed over its stages,

@@ -6,8 +6,8 @@
 //! and whoever reads the jobs streams them from here, in bounded memory.
 //!
 //! Each line is a job with the process that ran it (`workers[]`' `phase`
-//! and `rank`), in `workers[]` order and each process's jobs in the order
-//! it ran them, times in seconds from the run's start as `workers[].jobs`
+//! and `rank`), in the order the coordinator received them (written as
+//! they arrive, so each process's jobs are in the order it ran them), times in seconds from the run's start as `workers[].jobs`
 //! holds them in other modes. Floats are written shortest-exact, so a
 //! job read back is the job written, bit for bit.
 
@@ -40,17 +40,6 @@ pub struct JobLine {
 }
 
 impl JobLine {
-    fn of(w: &ProcessRecord, j: JobSlice) -> JobLine {
-        JobLine {
-            phase: w.phase.clone(),
-            rank: w.rank,
-            stage: j.stage,
-            start_s: j.start_s,
-            end_s: j.end_s,
-            slices: j.slices,
-        }
-    }
-
     pub fn into_job(self) -> JobSlice {
         JobSlice {
             stage: self.stage,
@@ -78,27 +67,72 @@ pub enum JobsError {
 /// streamed: no copy of the file is held), taking them out of `workers`;
 /// returns its artifact record.
 pub fn write(dir: &Path, workers: &mut [ProcessRecord]) -> io::Result<ArtifactRecord> {
-    let path = dir.join(JOBS);
-    evidence::write_atomic_streamed(&path, evidence::Durability::Disk, |f| {
-        // The gzip header holds no name and no time (flate2's default).
-        let mut gz = GzEncoder::new(BufWriter::with_capacity(1 << 16, f), Compression::fast());
-        for w in workers.iter_mut() {
-            for job in std::mem::take(&mut w.jobs) {
-                serde_json::to_writer(&mut gz, &JobLine::of(w, job))?;
-                gz.write_all(b"\n")?;
-            }
+    let mut file = Writer::create(dir)?;
+    for w in workers.iter_mut() {
+        for job in std::mem::take(&mut w.jobs) {
+            file.append(&w.phase, w.rank, &job)?;
         }
-        gz.finish()?.flush()
-    })?;
-    let (sha256, bytes) = evidence::file_sha256(&path)?;
-    Ok(ArtifactRecord {
-        path: JOBS.into(),
-        sha256,
-        bytes,
-        // The coordinator's own file: no one stage wrote it.
-        stage: String::new(),
-        kind: KIND.into(),
-    })
+    }
+    file.finish()
+}
+
+/// `dir/jobs.jsonl.gz` written a job at a time, as each arrives (a run of
+/// 10⁶ items holds none of them): it is at its path, whole, only after
+/// [`Writer::finish`]; dropped before (a run that failed), nothing is left.
+pub struct Writer {
+    gz: GzEncoder<BufWriter<evidence::AtomicFile>>,
+    path: std::path::PathBuf,
+}
+
+/// A line as [`JobLine`] serializes it, borrowed.
+#[derive(Serialize)]
+struct Line<'a> {
+    phase: &'a str,
+    rank: u32,
+    stage: &'a str,
+    start_s: f64,
+    end_s: f64,
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    slices: &'a [TimedSlice],
+}
+
+impl Writer {
+    pub fn create(dir: &Path) -> io::Result<Writer> {
+        let path = dir.join(JOBS);
+        let file = evidence::AtomicFile::create(&path)?;
+        // The gzip header holds no name and no time (flate2's default).
+        let gz = GzEncoder::new(BufWriter::with_capacity(1 << 16, file), Compression::fast());
+        Ok(Writer { gz, path })
+    }
+
+    /// One job of process `rank` of `phase` (`workers[]`' names for it).
+    pub fn append(&mut self, phase: &str, rank: u32, job: &JobSlice) -> io::Result<()> {
+        let line = Line {
+            phase,
+            rank,
+            stage: &job.stage,
+            start_s: job.start_s,
+            end_s: job.end_s,
+            slices: &job.slices,
+        };
+        serde_json::to_writer(&mut self.gz, &line)?;
+        self.gz.write_all(b"\n")
+    }
+
+    /// The file at its path, synced, and its artifact record.
+    pub fn finish(self) -> io::Result<ArtifactRecord> {
+        let file = self.gz.finish()?.into_inner().map_err(|e| e.into_error())?;
+        file.commit(evidence::Durability::Disk)?;
+        let (sha256, bytes) = evidence::file_sha256(&self.path)?;
+        Ok(ArtifactRecord {
+            path: JOBS.into(),
+            sha256,
+            bytes,
+            // The coordinator's own file: no one stage wrote it.
+            stage: String::new(),
+            kind: KIND.into(),
+        })
+    }
 }
 
 /// Streams `dir/jobs.jsonl.gz`, handing each job to `each` in the file's

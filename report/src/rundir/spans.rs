@@ -59,49 +59,88 @@ pub struct SpanTotals {
 pub fn records<'a>(
     measured: impl IntoIterator<Item = (f64, &'a [SpanSummary])>,
 ) -> Option<(BTreeMap<String, SpanRecord>, SpanTotals)> {
-    let mut merged: Vec<SpanSummary> = Vec::new();
-    let (mut wall, mut count) = (0.0, 0);
+    let mut pooled = Pooled::default();
     for (wall_s, spans) in measured {
-        wall += wall_s;
-        count += 1;
+        pooled.add(wall_s, spans);
+    }
+    pooled.records()
+}
+
+/// Measurements' spans merged as they come, in memory bounded by the span
+/// names (a summary merges exactly): a phase of 10⁶ items folds each
+/// item's spans in and drops them.
+#[derive(Clone, Debug, Default)]
+pub struct Pooled {
+    merged: Vec<SpanSummary>,
+    wall: f64,
+    count: u64,
+}
+
+impl Pooled {
+    /// One measurement of `wall_s` seconds and its spans.
+    pub fn add(&mut self, wall_s: f64, spans: &[SpanSummary]) {
+        self.wall += wall_s;
+        self.count += 1;
         for s in spans {
-            match merged.iter_mut().find(|m| m.name == s.name) {
+            match self.merged.iter_mut().find(|m| m.name == s.name) {
                 Some(m) => m.merge(s),
-                None => merged.push(s.clone()),
+                None => self.merged.push(s.clone()),
             }
         }
     }
-    if merged.is_empty() {
-        return None;
+
+    /// Another pool's measurements, after these.
+    pub fn merge(&mut self, other: &Pooled) {
+        self.wall += other.wall;
+        self.count += other.count;
+        for s in &other.merged {
+            match self.merged.iter_mut().find(|m| m.name == s.name) {
+                Some(m) => m.merge(s),
+                None => self.merged.push(s.clone()),
+            }
+        }
     }
-    let in_spans: f64 = merged.iter().map(SpanSummary::main_s).sum();
-    let totals = SpanTotals {
-        measurements: count,
-        wall_s: wall,
-        in_spans_s: in_spans,
-        outside_s: wall - in_spans,
-        concurrent_s: merged.iter().map(|s| s.concurrent_s).sum(),
-    };
-    let by_name = merged
-        .iter()
-        .map(|s| {
-            let rec = SpanRecord {
-                calls: s.calls,
-                sum_s: s.sum_s,
-                first_s: s.first_s,
-                median_s: s.quantile(0.5),
-                p95_s: s.quantile(0.95),
-                p99_s: s.quantile(0.99),
-                max_s: s.max_s,
-                self_s: s.self_s,
-                concurrent_s: s.concurrent_s,
-                share: if wall > 0.0 { s.main_s() / wall } else { 0.0 },
-                buckets: s.buckets.clone(),
-            };
-            (s.name.clone(), rec)
-        })
-        .collect();
-    Some((by_name, totals))
+
+    /// Each span name's summary so far.
+    pub fn spans(&self) -> &[SpanSummary] {
+        &self.merged
+    }
+
+    /// Per name and the totals; None when no span was reported.
+    pub fn records(&self) -> Option<(BTreeMap<String, SpanRecord>, SpanTotals)> {
+        let (merged, wall, count) = (&self.merged, self.wall, self.count);
+        if merged.is_empty() {
+            return None;
+        }
+        let in_spans: f64 = merged.iter().map(SpanSummary::main_s).sum();
+        let totals = SpanTotals {
+            measurements: count,
+            wall_s: wall,
+            in_spans_s: in_spans,
+            outside_s: wall - in_spans,
+            concurrent_s: merged.iter().map(|s| s.concurrent_s).sum(),
+        };
+        let by_name = merged
+            .iter()
+            .map(|s| {
+                let rec = SpanRecord {
+                    calls: s.calls,
+                    sum_s: s.sum_s,
+                    first_s: s.first_s,
+                    median_s: s.quantile(0.5),
+                    p95_s: s.quantile(0.95),
+                    p99_s: s.quantile(0.99),
+                    max_s: s.max_s,
+                    self_s: s.self_s,
+                    concurrent_s: s.concurrent_s,
+                    share: if wall > 0.0 { s.main_s() / wall } else { 0.0 },
+                    buckets: s.buckets.clone(),
+                };
+                (s.name.clone(), rec)
+            })
+            .collect();
+        Some((by_name, totals))
+    }
 }
 
 /// Whether figure `key` is a span's sum, `span:NAME_s`, and NAME: only

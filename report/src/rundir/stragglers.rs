@@ -71,48 +71,153 @@ pub struct Tail {
 /// The slowest items and the tail of `runs`, run by `processes` processes.
 /// None for no item.
 pub fn of(runs: &[ItemRun], processes: u32) -> Option<Stragglers> {
-    if runs.is_empty() {
-        return None;
-    }
-    let walls: Vec<f64> = runs.iter().map(|r| r.end_s - r.start_s).collect();
-    let median_s = crate::stats::median(&walls);
-    let mut order: Vec<usize> = (0..runs.len()).collect();
-    order.sort_by(|&a, &b| walls[b].total_cmp(&walls[a]).then(runs[a].line.cmp(&runs[b].line)));
-    let slowest = order
-        .iter()
-        .take(KEPT)
-        .map(|&i| Slow {
-            line: runs[i].line,
-            wall_s: walls[i],
-            // Over a microsecond at least: a ratio to nothing is no figure.
-            times_median: walls[i] / median_s.max(1e-6),
-        })
-        .collect();
-    Some(Stragglers { items: runs.len() as u64, median_s, slowest, tail: tail(runs, processes) })
+    let mut fold = Fold::default();
+    runs.iter().for_each(|r| fold.add(*r));
+    fold.finish(processes)
 }
 
-fn tail(runs: &[ItemRun], processes: u32) -> Option<Tail> {
-    if processes < 2 {
-        return None;
+/// The most recent ends a process keeps for the tail: once the first
+/// process runs out of items the queue is empty, so every other process
+/// ends at most the item it holds after that (one, or a prefetch window).
+const RECENT: usize = 16;
+
+/// A phase's items folded one at a time in fixed memory, whatever their
+/// count: the items' walls as a log-bucket histogram (so the median is
+/// within 1/128 of a wall that occurred, [`protocol::spans`]), the
+/// [`KEPT`] slowest, and per process its last [`RECENT`] ends. Folds of
+/// different processes merge.
+#[derive(Clone, Debug)]
+pub struct Fold {
+    items: u64,
+    walls: protocol::spans::SpanSummary,
+    slowest: Vec<ItemRun>,
+    ends: std::collections::BTreeMap<u32, std::collections::VecDeque<f64>>,
+    first_start: f64,
+    last_end: f64,
+}
+
+impl Default for Fold {
+    fn default() -> Fold {
+        Fold {
+            items: 0,
+            walls: protocol::spans::SpanSummary::new("item"),
+            slowest: Vec::new(),
+            ends: Default::default(),
+            first_start: f64::INFINITY,
+            last_end: f64::NEG_INFINITY,
+        }
     }
-    let mut last: std::collections::BTreeMap<u32, f64> = Default::default();
-    for r in runs {
-        let e = last.entry(r.rank).or_insert(r.end_s);
-        *e = e.max(r.end_s);
+}
+
+/// Slowest first; of equal walls, the earlier line.
+fn slower(a: &ItemRun, b: &ItemRun) -> std::cmp::Ordering {
+    (b.end_s - b.start_s).total_cmp(&(a.end_s - a.start_s)).then(a.line.cmp(&b.line))
+}
+
+impl Fold {
+    pub fn add(&mut self, r: ItemRun) {
+        self.items += 1;
+        self.walls.add_call(r.end_s - r.start_s, f64::INFINITY);
+        self.keep_slowest(std::iter::once(r));
+        let ends = self.ends.entry(r.rank).or_default();
+        ends.push_back(r.end_s);
+        if ends.len() > RECENT {
+            ends.pop_front();
+        }
+        self.first_start = self.first_start.min(r.start_s);
+        self.last_end = self.last_end.max(r.end_s);
     }
-    let first = runs.iter().map(|r| r.start_s).fold(f64::INFINITY, f64::min);
-    let end = runs.iter().map(|r| r.end_s).fold(f64::NEG_INFINITY, f64::max);
-    // A process that ran no item was idle from the start.
-    let from = match last.len() < processes as usize {
-        true => first,
-        false => last.values().copied().fold(f64::INFINITY, f64::min),
-    };
-    Some(Tail {
-        from_s: from - first,
-        tail_s: end - from,
-        items_s: end - first,
-        items: runs.iter().filter(|r| r.end_s > from).count() as u64,
-    })
+
+    /// Adds another process's (or phase part's) items.
+    pub fn merge(&mut self, other: &Fold) {
+        self.items += other.items;
+        self.walls.merge(&other.walls);
+        self.keep_slowest(other.slowest.iter().copied());
+        for (rank, ends) in &other.ends {
+            let mine = self.ends.entry(*rank).or_default();
+            mine.extend(ends);
+            mine.make_contiguous().sort_by(f64::total_cmp);
+            while mine.len() > RECENT {
+                mine.pop_front();
+            }
+        }
+        self.first_start = self.first_start.min(other.first_start);
+        self.last_end = self.last_end.max(other.last_end);
+    }
+
+    fn keep_slowest(&mut self, runs: impl Iterator<Item = ItemRun>) {
+        self.slowest.extend(runs);
+        self.slowest.sort_by(slower);
+        self.slowest.truncate(KEPT);
+    }
+
+    /// The items folded so far.
+    pub fn items(&self) -> u64 {
+        self.items
+    }
+
+    /// The items' walls: count, sum, min, max and quantiles.
+    pub fn walls(&self) -> &protocol::spans::SpanSummary {
+        &self.walls
+    }
+
+    /// n, min, median, p95 and max of the items' walls: min and max exact,
+    /// the quantiles within [`protocol::spans::RESOLUTION`] of a wall that
+    /// occurred.
+    pub fn distribution(&self) -> crate::stats::Distribution {
+        let w = &self.walls;
+        match w.calls {
+            0 => crate::stats::distribution(&[]),
+            n => crate::stats::Distribution {
+                n,
+                min: w.min_s,
+                median: w.quantile(0.5),
+                p95: w.quantile(0.95),
+                max: w.max_s,
+            },
+        }
+    }
+
+    /// What report.json says of them, for `processes` processes; None for
+    /// no item.
+    pub fn finish(&self, processes: u32) -> Option<Stragglers> {
+        if self.items == 0 {
+            return None;
+        }
+        let median_s = self.walls.quantile(0.5);
+        let slowest = self
+            .slowest
+            .iter()
+            .map(|r| Slow {
+                line: r.line,
+                wall_s: r.end_s - r.start_s,
+                // Over a microsecond at least: a ratio to nothing is no figure.
+                times_median: (r.end_s - r.start_s) / median_s.max(1e-6),
+            })
+            .collect();
+        Some(Stragglers { items: self.items, median_s, slowest, tail: self.tail(processes) })
+    }
+
+    fn tail(&self, processes: u32) -> Option<Tail> {
+        if processes < 2 {
+            return None;
+        }
+        let (first, end) = (self.first_start, self.last_end);
+        let last = |ends: &std::collections::VecDeque<f64>| {
+            ends.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+        };
+        // A process that ran no item was idle from the start, and every
+        // item ran after it ran out.
+        let (from, items) = match self.ends.len() < processes as usize {
+            true => (first, self.items),
+            false => {
+                let from = self.ends.values().map(last).fold(f64::INFINITY, f64::min);
+                let after = self.ends.values().flatten().filter(|e| **e > from).count();
+                (from, after as u64)
+            }
+        };
+        Some(Tail { from_s: from - first, tail_s: end - from, items_s: end - first, items })
+    }
 }
 
 impl Stragglers {
@@ -196,7 +301,8 @@ mod tests {
         let s = of(&runs, 2).unwrap();
         assert_eq!(s.items, 40);
         assert_eq!(s.slowest[0].line, 37);
-        assert!((s.slowest[0].times_median - 50.0).abs() < 1e-9, "{s:?}");
+        // The median is the histogram's, within 1/128 of a wall that occurred.
+        assert!((s.slowest[0].times_median - 50.0).abs() < 50.0 / 128.0, "{s:?}");
         assert!(s.slowest[1].times_median < RATIO);
         let said = s.slowest_sentence();
         assert!(said.starts_with("Stragglers: item 37 of 40 took 500"), "{said}");
@@ -231,6 +337,36 @@ mod tests {
         assert!(s.tail.as_ref().unwrap().tail_s / s.tail.as_ref().unwrap().items_s > TAIL_SHARE);
         assert!(s.tail_sentence(2).unwrap().contains("no item bounds"), "{s:?}");
         assert_eq!(of(&[], 2), None);
+    }
+
+    /// Each process folding its own items and the folds merged give what
+    /// one fold of all gives, and a fold of 10⁵ items holds no more than
+    /// one of 40: its histogram (eight walls, eight buckets), five items
+    /// and sixteen ends a process.
+    #[test]
+    fn folds_of_each_process_merge_into_the_phases_and_stay_small() {
+        let mut runs = Vec::new();
+        let mut clock = [0.0f64; 3];
+        for line in 1..=100_000u64 {
+            let rank = (line % 3) as u32;
+            let wall = 0.001 * (1 + line % 7) as f64 + if line == 99_990 { 2.0 } else { 0.0 };
+            let c = &mut clock[rank as usize];
+            runs.push(run(line, rank, *c, *c + wall));
+            *c += wall;
+        }
+        let whole = of(&runs, 3).unwrap();
+        let mut parts: Vec<Fold> = vec![Fold::default(); 3];
+        for r in &runs {
+            parts[r.rank as usize].add(*r);
+        }
+        let mut merged = Fold::default();
+        parts.iter().for_each(|p| merged.merge(p));
+        assert_eq!(merged.finish(3).unwrap(), whole);
+        assert_eq!(whole.items, 100_000);
+        assert_eq!(whole.slowest[0].line, 99_990);
+        assert!(whole.tail.as_ref().unwrap().items >= 1, "{whole:?}");
+        assert!(merged.slowest.len() == KEPT && merged.ends.values().all(|e| e.len() <= RECENT));
+        assert!(merged.walls.buckets.len() <= 8, "{:?}", merged.walls.buckets);
     }
 
     /// A process that got no item was idle from the first item's start.

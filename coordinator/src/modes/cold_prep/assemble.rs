@@ -155,9 +155,9 @@ pub(super) fn assemble(
         None => None,
     };
     let items = plan.items.as_ref().map(|i| report::modes::cold_prep::items::Summary {
-        count: i.list.len() as u64,
+        count: i.ids.len() as u64,
         items_sha256: i.sha256.clone(),
-        weighted: i.list.iter().any(|i| i.weight.is_some()),
+        weighted: i.weighted,
         inputs: report::inputs::combined(cx.inputs),
     });
     Ok(Section {
@@ -184,17 +184,12 @@ pub(super) fn assemble(
     })
 }
 
-/// A side's phase and timeline on the run's clock (`t0`): its jobs' times
-/// as workers[] holds them, which is how jobs.jsonl.gz gives them back
-/// ([`crate::modes::Report::read_jobs`]), so the plot drawn now is the
-/// plot `verify` draws.
+/// A side's phase and its start on the run's clock (`t0`): its timeline
+/// is read back from jobs.jsonl.gz once the file is whole, as `verify`
+/// reads it ([`report::modes::Report::read_jobs`]), so the plot drawn now
+/// is the plot `verify` draws, and no item's times are held till then.
 fn placed(side: &mut PrepSide, p: &PhaseOutcome, t0: std::time::Instant) {
     let started_s = p.dispatch.started.saturating_duration_since(t0).as_secs_f64();
-    let jobs = p.results().map(|r| {
-        let (start_s, end_s) = r.interval_since(t0);
-        (r.worker.0, start_s, end_s)
-    });
-    side.timeline = report::rundir::report::timeline(jobs, started_s);
     side.phase = Some(p.phase.key.clone());
     side.started_s = Some(started_s);
 }

@@ -24,12 +24,30 @@ use std::path::Path;
 pub(crate) struct Items {
     /// The program, run as `sh -c COMMAND` once per worker process.
     pub(crate) command: String,
-    /// In the items file's order.
-    pub(crate) list: Vec<Item>,
+    /// The ids, in the items file's order: shared by every phase's feed.
+    pub(crate) ids: std::sync::Arc<[String]>,
+    /// The order they are handed out in (0-based lines): [`dispatch_order`].
+    pub(crate) order: std::sync::Arc<[u32]>,
+    /// Whether the items carry weights.
+    pub(crate) weighted: bool,
     /// SHA-256 of the items file's bytes.
     pub(crate) sha256: String,
     /// `--item-timeout`: how long one item may take before the run fails.
     pub(crate) item_timeout: Option<std::time::Duration>,
+}
+
+impl Items {
+    pub(crate) fn new(
+        command: String,
+        list: Vec<Item>,
+        sha256: String,
+        item_timeout: Option<std::time::Duration>,
+    ) -> Items {
+        let order = dispatch_order(&list).into_iter().map(|(line, _)| line as u32).collect();
+        let weighted = list.iter().any(|i| i.weight.is_some());
+        let ids = list.into_iter().map(|i| i.id).collect();
+        Items { command, ids, order, weighted, sha256, item_timeout }
+    }
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -195,7 +213,7 @@ pub(super) fn resolve(
     if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
         return Err(Refusal("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into()));
     }
-    Ok(Some(Items { command: command.clone(), list, sha256, item_timeout: own.item_timeout }))
+    Ok(Some(Items::new(command.clone(), list, sha256, own.item_timeout)))
 }
 
 #[cfg(test)]

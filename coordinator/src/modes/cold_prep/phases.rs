@@ -10,7 +10,7 @@ use crate::modes::preparation::{prepare_phase, verify_phase};
 use crate::modes::{JobNumbers, Phase, Prepared};
 use crate::pagecache::Inputs;
 use crate::plan::Settings;
-use crate::supervisor::Item;
+use crate::supervisor::{Feed, Item};
 use protocol::Stage;
 use report::modes::preparation::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE};
 use std::collections::BTreeMap;
@@ -181,7 +181,7 @@ fn prepare_items(
 ) -> Result<Prepared, RunError> {
     let mut parameters = parameters(plan);
     parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
-    parameters.insert("items".into(), serde_json::json!(items.list.len()));
+    parameters.insert("items".into(), serde_json::json!(items.ids.len()));
     if let Some(t) = items.item_timeout {
         parameters.insert("item_timeout_s".into(), serde_json::json!(t.as_secs_f64()));
     }
@@ -229,26 +229,19 @@ fn item_phase(
     command: &str,
     ready_timeout_ms: u64,
 ) -> Phase {
-    let count = items.list.len();
+    let count = items.ids.len();
+    let stage = Stage::PrepareItem {
+        command: command.to_string(),
+        id: String::new(),
+        out: out.into(),
+        ready_timeout_ms,
+    };
+    // `n` is the item's line in the items file (every line is an item).
+    let first = numbers.jobs(key.into(), stage, count).item(Item { noun: "item", n: 0, of: 0 });
     Phase {
         key: key.into(),
-        jobs: items::dispatch_order(&items.list)
-            .into_iter()
-            .map(|(line, item)| {
-                let stage = Stage::PrepareItem {
-                    command: command.to_string(),
-                    id: item.id.clone(),
-                    out: out.into(),
-                    ready_timeout_ms,
-                };
-                // `n` is the item's line in the items file (every line is an item).
-                numbers.job(key.into(), stage).item(Item {
-                    noun: "item",
-                    n: line as u64 + 1,
-                    of: count as u64,
-                })
-            })
-            .collect(),
+        jobs: Vec::new(),
+        feed: Some(Feed::new(first, items.ids.clone(), items.order.clone())),
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(out.into()),
@@ -267,12 +260,8 @@ mod tests {
 
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();
-        let items = items::Items {
-            command: "prep {ms}".into(),
-            list: vec![items::Item { id: "a".into(), weight: None }],
-            sha256: String::new(),
-            item_timeout: None,
-        };
+        let list = vec![items::Item { id: "a".into(), weight: None }];
+        let items = items::Items::new("prep {ms}".into(), list, String::new(), None);
         let grid = Grid::checked(vec![param], &["prep {ms}"], "--prepare", false, false).unwrap();
         Plan {
             rounds,

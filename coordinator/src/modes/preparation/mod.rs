@@ -23,7 +23,7 @@ use std::path::Path;
 /// The names of the preparation a phase runs: a scanned value's when its
 /// key carries one (`cold_prepare[chunk=64]#2`).
 pub(crate) fn names_of(phase: &Phase) -> Names {
-    let kind = match phase.jobs.first().map(|j| &j.stage) {
+    let kind = match phase.first_job().map(|j| &j.stage) {
         Some(Stage::PrepareItem { .. }) => ITEMS,
         _ => RECIPE,
     };
@@ -89,6 +89,7 @@ pub(crate) fn prepare_phase(
                 })
             })
             .collect(),
+        feed: None,
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(cache.into()),

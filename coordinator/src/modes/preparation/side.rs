@@ -4,13 +4,15 @@
 use super::{COMPONENTS, MANIFEST, MANIFEST_SCHEMA};
 use crate::error::{RunError, fail};
 use crate::modes::{Context, PhaseOutcome, Records, checked_artifact, sampled_stacks};
+use crate::supervisor::{Tally, tally};
 use protocol::Faults;
 use rayon::prelude::*;
 use report::manifest::{Listed, Manifest};
 use report::rundir::report::{
     ArtifactRecord, Counts, Leaked, PrepSide, PrepWorker, RuntimeRecord, StageIo, StageRecord,
 };
-use report::stats::distribution;
+use report::rundir::spans::Pooled;
+use report::rundir::stragglers::Fold;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -61,19 +63,19 @@ pub(crate) fn side(dir: &Path, p: &PhaseOutcome, order: usize) -> Result<Side, R
 /// reported (trust, but verify), in parallel.
 pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
     let cache = Preparation::of(p)?.cache;
-    let results: Vec<_> = p.results().collect();
-    if results.len() != p.planned {
+    if p.done() != p.planned as u64 {
         return Err(fail(
             Some(p.phase.key.clone()),
             None,
             "internal",
-            format!("{} of {} series reported", results.len(), p.planned),
+            format!("{} of {} series reported", p.done(), p.planned),
         ));
     }
     // A user's program reports no files: its output directory is walked.
     if super::names_of(&p.phase).items {
         return super::outputs::manifest(dir, cache, &p.phase.key);
     }
+    let results: Vec<_> = p.results().collect();
     let checked: Vec<ArtifactRecord> = results
         .par_iter()
         .flat_map_iter(|r| {
@@ -131,32 +133,28 @@ fn manifest_artifact(p: &PhaseOutcome, manifest: &[u8]) -> Result<ArtifactRecord
 
 /// A phase's stage record, its side of the comparison and the partition's
 /// counts, from what its workers reported and `wait4` measured (no file is
-/// read).
+/// read): each worker's jobs as it folded them ([`Tally`]: a user's items
+/// were folded as they arrived), the recipe's series folded here.
 pub(crate) fn summarise(
     p: &PhaseOutcome,
     order: usize,
 ) -> Result<(StageRecord, PrepSide, Counts), RunError> {
     let manifest = Preparation::of(p)?.manifest_path();
-    let results: Vec<_> = p.results().collect();
     let items = super::names_of(&p.phase).items;
-    let fig = |r: &crate::supervisor::JobResult, name: &str| {
-        r.measurement.figures.iter().find(|f| f.name == name).map(|f| f.value).unwrap_or(0.0)
-    };
-    let sum = |name: &str| results.iter().map(|r| fig(r, name)).sum::<f64>();
-    let walls: Vec<f64> = results.iter().map(|r| r.measurement.wall_ns as f64 / 1e9).collect();
-    let workers: Vec<PrepWorker> = p
-        .dispatch
-        .outcomes
+    let outcomes = &p.dispatch.outcomes;
+    let tallies: Vec<Tally> = outcomes
         .iter()
-        .map(|o| PrepWorker {
+        .map(|o| o.tally.clone().unwrap_or_else(|| Tally::of(&o.jobs, p.dispatch.started)))
+        .collect();
+    let done: u64 = tallies.iter().map(Tally::jobs).sum();
+    let sum = |name: &str| tallies.iter().map(|t| t.sum(name)).sum::<f64>();
+    let workers: Vec<PrepWorker> = outcomes
+        .iter()
+        .zip(&tallies)
+        .map(|(o, t)| PrepWorker {
             rank: o.rank.0,
-            series: o.jobs.len() as u64,
-            // Folded from +0.0: an empty sum of f64 is -0.0.
-            busy_s: o
-                .jobs
-                .iter()
-                .map(|j| j.measurement.wall_ns as f64 / 1e9)
-                .fold(0.0, |a, b| a + b),
+            series: t.jobs(),
+            busy_s: t.busy_s,
             wall_s: o.exit.wall.as_secs_f64(),
             cpu_s: {
                 let (user, sys, _) = o.stages_exit();
@@ -164,90 +162,84 @@ pub(crate) fn summarise(
             },
             // The worker's own lifetime peak (VmHWM) after its last series;
             // wait4's figure carries the coordinator's RSS across exec.
-            peak_rss_bytes: o
-                .jobs
-                .iter()
-                .map(|j| j.measurement.peak_rss_bytes)
-                .chain(o.finished.iter().map(|m| m.peak_rss_bytes))
-                .max(),
+            peak_rss_bytes: t.peak_rss_bytes.max(o.finished.as_ref().map(|m| m.peak_rss_bytes)),
             // A preparation program's start-up is its first item's setup.
-            startup_s: o.finished.as_ref().and(o.jobs.first()).map(|j| fig(j, "setup_s")),
+            startup_s: (o.finished.is_some() && t.jobs() > 0).then(|| t.first_figure("setup_s")),
         })
         .collect();
     let cpu_s: f64 = workers.iter().map(|w| w.cpu_s).sum();
     let peak = workers.iter().filter_map(|w| w.peak_rss_bytes).max().unwrap_or(0);
     // What ran beside the program (py-spy, `--sample`) is no part of it.
-    let user_s: f64 = p.dispatch.outcomes.iter().map(|o| o.stages_exit().0 as f64 / 1e9).sum();
-    let sys_s: f64 = p.dispatch.outcomes.iter().map(|o| o.stages_exit().1 as f64 / 1e9).sum();
+    let user_s: f64 = outcomes.iter().map(|o| o.stages_exit().0 as f64 / 1e9).sum();
+    let sys_s: f64 = outcomes.iter().map(|o| o.stages_exit().1 as f64 / 1e9).sum();
+    let mut pooled = Pooled::default();
+    let mut runs = Fold::default();
+    for t in &tallies {
+        pooled.merge(&t.spans);
+        runs.merge(&t.runs);
+    }
     // Where per-series time went: the recipe's components, or a user's own
     // spans (`span:NAME_s`: their self time on the main thread) over its
     // items.
-    let components: BTreeMap<String, f64> = if items {
-        let mut spans = BTreeMap::new();
+    let components: BTreeMap<String, f64> = match items {
         // Main-thread self time: nested spans never count a second twice.
-        for m in results.iter().map(|r| &r.measurement) {
-            for s in &m.spans {
-                *spans.entry(format!("span:{}_s", s.name)).or_insert(0.0) += s.main_s();
-            }
-        }
-        spans
-    } else {
-        COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect()
+        true => pooled.spans().iter().map(|s| (format!("span:{}_s", s.name), s.main_s())).collect(),
+        false => COMPONENTS.iter().map(|c| (c.to_string(), sum(c))).collect(),
     };
     let mut figures = components.clone();
     if items {
-        figures.insert("items".into(), results.len() as f64);
+        figures.insert("items".into(), done as f64);
     } else {
         for name in ["samples", "frames", "valid_frames"] {
             figures.insert(name.into(), sum(name));
         }
-        figures.insert("series".into(), results.len() as f64);
+        figures.insert("series".into(), done as f64);
     }
     let wall_s = p.dispatch.wall.as_secs_f64();
-    let trees: Vec<Vec<(u64, u64)>> = p
-        .dispatch
-        .outcomes
+    // A preparation program's close holds its tree's lifetime peak.
+    let trees: Vec<Vec<(u64, u64)>> = outcomes
         .iter()
-        .map(|o| {
-            // A preparation program's close holds its tree's lifetime peak.
-            let tree = |m: &protocol::Measurement| (m.tree.peak_bytes, m.tree.sum_of_peaks_bytes);
-            o.jobs.iter().map(|j| &j.measurement).chain(&o.finished).map(tree).collect()
+        .zip(&tallies)
+        .map(|(o, t)| {
+            let closed = o.finished.iter().map(|m| (m.tree.peak_bytes, m.tree.sum_of_peaks_bytes));
+            std::iter::once((t.tree_peak_bytes, t.sum_of_peaks_bytes)).chain(closed).collect()
         })
         .collect();
     let (tree_peak_bytes, sum_of_peaks_bytes) = tree_bounds(&trees);
     // The kernel's peak only when every process's tree had a cgroup (a
     // preparation program's); the recipe's workers start no process.
-    let mut methods = p.dispatch.outcomes.iter().flat_map(|o| match &o.finished {
-        Some(closed) => vec![closed.tree.method.as_str()],
-        None => o.jobs.iter().map(|j| j.measurement.tree.method.as_str()).collect(),
+    let cgroup = outcomes.iter().zip(&tallies).all(|(o, t)| match &o.finished {
+        Some(closed) => closed.tree.method == "cgroup",
+        None => t.jobs() == 0 || t.cgroup,
     });
-    let method = match methods.all(|m| m == "cgroup") && !results.is_empty() {
+    let method = match cgroup && done > 0 {
         true => "cgroup",
         false => "sampled",
     };
-    let finished = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
-    let leaked = results
-        .iter()
-        .map(|r| &r.measurement)
-        .chain(finished)
-        .flat_map(|m| m.tree.leaked.iter().cloned())
-        .collect();
+    let finished = || outcomes.iter().filter_map(|o| o.finished.as_ref());
+    let leaked = {
+        let closes: Vec<&String> = finished().flat_map(|m| &m.tree.leaked).collect();
+        let counted: u64 = tallies.iter().map(|t| t.leaked).sum::<u64>() + closes.len() as u64;
+        let names: Vec<String> = tallies
+            .iter()
+            .flat_map(|t| t.leaked_names.iter())
+            .chain(closes)
+            .take(tally::LEAKED_NAMES)
+            .cloned()
+            .collect();
+        Leaked { count: counted.min(u32::MAX as u64) as u32, names }
+    };
     // Per job for the recipe's series; a preparation program's items are
     // timed by the clock alone, so its processes' faults come from wait4.
     let faults = match items {
-        false => results.iter().map(|r| r.measurement.faults).fold(Faults::default(), add),
-        true => p
-            .dispatch
-            .outcomes
-            .iter()
-            .filter_map(|o| o.stages_exit().2)
-            .fold(Faults::default(), add),
+        false => tallies.iter().map(|t| t.faults).fold(Faults::default(), tally::add),
+        true => {
+            outcomes.iter().filter_map(|o| o.stages_exit().2).fold(Faults::default(), tally::add)
+        }
     };
     // Each process's tree, whole: a preparation program's over its life
     // (its items are timed by the clock alone), else every series'.
-    let trees_measured: Vec<&protocol::Measurement> = p
-        .dispatch
-        .outcomes
+    let trees_measured: Vec<&protocol::Measurement> = outcomes
         .iter()
         .flat_map(|o| match &o.finished {
             Some(closed) => vec![closed],
@@ -257,11 +249,10 @@ pub(crate) fn summarise(
     let io = StageIo::sum(trees_measured.iter().map(|m| m.io.as_ref()));
     let runtime = trees_measured.iter().find_map(|m| RuntimeRecord::measured(&m.runtime));
     // Every item's spans pooled, against the items' own wall times.
-    let spans = report::rundir::spans::records(
-        results.iter().map(|r| (r.measurement.wall_ns as f64 / 1e9, &r.measurement.spans[..])),
-    );
+    let spans = pooled.records();
+    let first = tallies.iter().find_map(|t| t.last.as_ref());
     let stage = StageRecord {
-        stage: results.first().map_or("prepare_series", |r| r.job.stage.name()).into(),
+        stage: first.map_or("prepare_series", |r| r.job.stage.name()).into(),
         order,
         worker: None,
         processes: workers.len() as u32,
@@ -276,20 +267,17 @@ pub(crate) fn summarise(
         tree_peak_anon_bytes: None,
         tree_peak_file_bytes: None,
         sum_of_peaks_bytes,
-        leaked_processes: Leaked::from_names(leaked),
+        leaked_processes: leaked,
         spans_not_found: {
-            let closes = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
-            let all = results.iter().map(|r| &r.measurement).chain(closes);
-            let mut names: Vec<String> = all.flat_map(|m| m.spans_not_found.clone()).collect();
-            names.sort();
-            names.dedup();
-            names
+            let jobs = tallies.iter().flat_map(|t| t.spans_not_found.iter().cloned());
+            let closes = finished().flat_map(|m| m.spans_not_found.iter().cloned());
+            let names: std::collections::BTreeSet<String> = jobs.chain(closes).collect();
+            names.into_iter().collect()
         },
         spans: spans.as_ref().map(|s| s.0.clone()).unwrap_or_default(),
         span_totals: spans.map(|s| s.1),
         span_warnings: {
-            let closes = p.dispatch.outcomes.iter().filter_map(|o| o.finished.as_ref());
-            let mut all: Vec<String> = closes.flat_map(|m| m.span_warnings.clone()).collect();
+            let mut all: Vec<String> = finished().flat_map(|m| m.span_warnings.clone()).collect();
             all.sort();
             all.dedup();
             all
@@ -305,7 +293,7 @@ pub(crate) fn summarise(
         samples: None,
     };
     let counts = Counts {
-        train_series: results.len() as u64,
+        train_series: done,
         samples: sum("samples") as u64,
         frames: sum("frames") as u64,
         valid_frames: sum("valid_frames") as u64,
@@ -314,33 +302,13 @@ pub(crate) fn summarise(
         final_batch: None,
         invalid_event_series: None,
     };
-    // A user's items, slowest first by their line in the items file.
-    let stragglers = match items {
-        true => {
-            let t0 = p.dispatch.started;
-            let runs: Vec<report::rundir::stragglers::ItemRun> = results
-                .iter()
-                .filter_map(|r| {
-                    let (start_s, end_s) = r.interval_since(t0);
-                    let line = r.job.item?.n;
-                    Some(report::rundir::stragglers::ItemRun {
-                        line,
-                        rank: r.worker.0,
-                        start_s,
-                        end_s,
-                    })
-                })
-                .collect();
-            report::rundir::stragglers::of(&runs, workers.len() as u32)
-        }
-        false => None,
-    };
     let side = PrepSide {
         wall_s,
         cpu_s,
         peak_rss_bytes: peak,
         workers,
-        per_series_s: distribution(&walls),
+        per_series_s: runs.distribution(),
+        per_series_resolution: Some(protocol::spans::RESOLUTION),
         components_s: components,
         manifest,
         // Placed on the run's clock by a mode that draws it (cold-prep's
@@ -348,7 +316,8 @@ pub(crate) fn summarise(
         phase: None,
         started_s: None,
         timeline: Vec::new(),
-        stragglers,
+        // A user's items, slowest first by their line in the items file.
+        stragglers: items.then(|| runs.finish(outcomes.len() as u32)).flatten(),
     };
     Ok((stage, side, counts))
 }
@@ -368,7 +337,10 @@ pub(crate) fn programs_sampled(
             .outcomes
             .iter()
             .filter(|o| !o.finished_artifacts.is_empty())
-            .filter_map(|o| Some((o.jobs.last()?, &o.finished_artifacts[..])))
+            .filter_map(|o| {
+                let last = o.tally.as_ref().and_then(|t| t.last.as_ref()).or(o.jobs.last());
+                Some((last?, &o.finished_artifacts[..]))
+            })
             .collect();
         if sources.is_empty() {
             continue;
@@ -382,15 +354,6 @@ pub(crate) fn programs_sampled(
         records.artifacts.extend(artifacts);
     }
     Ok(())
-}
-
-fn add(a: Faults, b: Faults) -> Faults {
-    Faults {
-        minor: a.minor + b.minor,
-        major: a.major + b.major,
-        voluntary_switches: a.voluntary_switches + b.voluntary_switches,
-        involuntary_switches: a.involuntary_switches + b.involuntary_switches,
-    }
 }
 
 /// A phase's tree peak and sum of peaks from each worker's jobs' (tree

@@ -322,6 +322,7 @@ fn prerequisites(
             let key = prerequisite(name);
             out.push(Phase {
                 jobs: vec![numbers.job(key.clone(), stage)],
+                feed: None,
                 key,
                 workers: 1,
                 jobs_per_process: 1,

@@ -105,6 +105,12 @@ pub struct PrepSide {
     pub workers: Vec<PrepWorker>,
     /// Distribution of per-series preparation wall time, seconds.
     pub per_series_s: crate::stats::Distribution,
+    /// How far `per_series_s`'s median and p95 may be from a series' wall
+    /// that occurred, relative to it: they are read off a log-bucket
+    /// histogram that holds any count of items in fixed memory (min and
+    /// max are exact). None in a report from before the histogram (exact).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_series_resolution: Option<f64>,
     /// Where per-series time went: summed over series, seconds.
     pub components_s: BTreeMap<String, f64>,
     /// Relative path of this cache's manifest.
