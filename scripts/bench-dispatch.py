@@ -24,7 +24,12 @@ per-job time (1 process) beside it.
 
 Run by hand on an idle machine, never beside another benchmark.
 
-usage: scripts/bench-dispatch.py [--items N] [--counts 2,16,64,256] [--repeat R]
+Each count runs at every `--prefetch` window given (items handed to a
+worker beyond the one it answers), alternating, so the window's gain is
+measured side by side.
+
+usage: scripts/bench-dispatch.py [--items N] [--counts 2,16,64,256]
+                                 [--prefetch 0,1] [--repeat R]
 """
 import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
 
@@ -51,11 +56,11 @@ def pipe_round_trip_us(n=200_000):
     return dt / n * 1e6
 
 
-def one_run(work, items, count):
+def one_run(work, items, count, prefetch):
     out = tempfile.mkdtemp(dir=work)
     os.rmdir(out)
     cmd = [os.path.join(RELEASE, "coordinator"), "--quiet", "--mode", "cold-prep",
-           "--workers", str(count), "--rounds", "1", "--prepare", "true", "--items", items,
+           "--workers", str(count), "--rounds", "1", "--prepare", "true", "--items", items, "--prefetch", str(prefetch),
            "--worker-bin", os.path.join(RELEASE, "fake-worker"), "--output", out]
     env = dict(os.environ, STAGEBENCH_FAKE="instant")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -72,12 +77,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--items", type=int, default=100_000)
     p.add_argument("--counts", default="2,16,64,256")
+    p.add_argument("--prefetch", default="0,1")
     p.add_argument("--repeat", type=int, default=3)
     a = p.parse_args()
     build()
     counts = [int(c) for c in a.counts.split(",")]
+    windows = [int(w) for w in a.prefetch.split(",")]
     floors = []
-    runs = {c: [] for c in counts}
+    runs = {(c, w): [] for c in counts for w in windows}
     with tempfile.TemporaryDirectory() as work:
         items = os.path.join(work, "items.txt")
         with open(items, "w") as f:
@@ -85,19 +92,28 @@ def main():
         for i in range(a.repeat):
             floors.append(pipe_round_trip_us())
             for c in counts:
-                runs[c].append(one_run(work, items, c))
+                for w in windows:
+                    runs[c, w].append(one_run(work, items, c, w))
             print(f"repeat {i + 1}/{a.repeat} done", file=sys.stderr)
     n = a.items
-    serial = statistics.median(x[0] for c in counts for x in runs[c]) / n * 1e6
-    print(f"{n} items, fake workers answering at once, medians of {a.repeat} runs per count")
-    print(f"floor: a 64-byte pipe write and read in one process {statistics.median(floors):.2f} us; "
-          f"serial phase (1 process) {serial:.1f} us per job")
-    print("| processes | phase wall | items/s | per job | coordinator CPU per item |")
-    print("|---:|---:|---:|---:|---:|")
+    floor = statistics.median(floors)
+    print(f"{n} items, fake workers answering at once, medians of {a.repeat} runs per cell")
+    print(f"floor: a 64-byte pipe write and read in one process {floor:.2f} us")
+    print("| prefetch | serial phase per job | over the floor |")
+    print("|---:|---:|---:|")
+    for w in windows:
+        serial = statistics.median(x[0] for c in counts for x in runs[c, w]) / n * 1e6
+        print(f"| {w} | {serial:.1f} us | {serial - floor:.1f} us |")
+    print("| processes | prefetch | phase wall | items/s | per job | over the floor "
+          "| coordinator CPU per item |")
+    print("|---:|---:|---:|---:|---:|---:|---:|")
     for c in counts:
-        wall = statistics.median(x[1] for x in runs[c])
-        cpu = statistics.median(x[2] for x in runs[c]) / (2 * n) * 1e6
-        print(f"| {c} | {wall:.3f} s | {n / wall:,.0f} | {wall * c / n * 1e6:.0f} us | {cpu:.1f} us |")
+        for w in windows:
+            wall = statistics.median(x[1] for x in runs[c, w])
+            cpu = statistics.median(x[2] for x in runs[c, w]) / (2 * n) * 1e6
+            job = wall * c / n * 1e6
+            print(f"| {c} | {w} | {wall:.3f} s | {n / wall:,.0f} | {job:.1f} us "
+                  f"| {job - floor:.1f} us | {cpu:.1f} us |")
 
 
 if __name__ == "__main__":

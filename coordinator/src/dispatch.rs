@@ -45,6 +45,8 @@ pub(crate) struct DispatchConfig {
     /// Whether each job's result is folded as it arrives (see [`Shared`]).
     pub(crate) fold: bool,
     pub(crate) jobs_file: Option<Arc<crate::supervisor::jobs_file::JobsFile>>,
+    /// Items handed to a worker beyond the one it runs (see [`Shared`]).
+    pub(crate) prefetch: usize,
 }
 
 /// What happened to every worker, and the first failure if there was one.
@@ -109,7 +111,8 @@ pub(crate) async fn dispatch(
     let started = clock.into_std();
     let jobs_count = jobs.len();
     let (asks, asked) = mpsc::unbounded_channel();
-    let queue = tokio::spawn(own_queue(jobs, cfg.after_job, asked));
+    let held = Held { workers: cfg.workers.max(1) as usize, prefetch: cfg.prefetch };
+    let queue = tokio::spawn(own_queue(jobs, cfg.after_job, held, asked));
     let shared = Arc::new(Shared {
         asks,
         report_done: cfg.after_job.is_some(),
@@ -126,6 +129,7 @@ pub(crate) async fn dispatch(
         phase_started: started,
         fold: cfg.fold,
         jobs_file: cfg.jobs_file,
+        prefetch: cfg.prefetch,
     });
     let slot = Slot {
         shared: shared.clone(),
@@ -214,13 +218,34 @@ pub(crate) async fn dispatch(
     DispatchOutcome { outcomes, first_failure, launch_error, started, wall }
 }
 
+/// How many jobs the phase's workers may hold beyond the ones they run.
+struct Held {
+    workers: usize,
+    /// Each worker's window beyond its running job (`--prefetch`).
+    prefetch: usize,
+}
+
+impl Held {
+    /// Whether a worker may be handed one more job beyond its running one,
+    /// `handed` jobs into the phase with `left` still queued: not before
+    /// every process had its first (largest-first order gives the largest
+    /// items to as many processes), and not among the phase's last
+    /// `workers × prefetch` (those go one at a time to whichever process
+    /// is free first, so no item waits behind another at the end).
+    fn may_hand_ahead(&self, handed: usize, left: usize) -> bool {
+        self.prefetch > 0 && handed >= self.workers && left > self.workers * self.prefetch
+    }
+}
+
 /// The phase's job queue, owned here alone: answers each supervisor's ask in
 /// the order asked, until every supervisor is gone.
 async fn own_queue(
     mut queue: Queue,
     after_job: Option<AfterJob>,
+    held: Held,
     mut asks: mpsc::UnboundedReceiver<Ask>,
 ) {
+    let mut handed = 0;
     while let Some(ask) = asks.recv().await {
         match ask {
             Ask::Done(result) => {
@@ -229,7 +254,17 @@ async fn own_queue(
                 }
             }
             Ask::Next(reply) => {
-                let _ = reply.send(queue.pop());
+                let job = queue.pop();
+                handed += job.is_some() as usize;
+                let _ = reply.send(job);
+            }
+            Ask::Ahead(reply) => {
+                let job = match held.may_hand_ahead(handed, queue.len()) {
+                    true => queue.pop(),
+                    false => None,
+                };
+                handed += job.is_some() as usize;
+                let _ = reply.send(job);
             }
             Ask::HasWork(reply) => {
                 let _ = reply.send(queue.len() > 0);
@@ -282,5 +317,66 @@ impl Slot {
         };
         lock(&self.launch_error).get_or_insert(what);
         self.shared.cancel.cancel();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::supervisor::Item;
+    use protocol::{JobId, Stage};
+
+    fn feed(n: usize) -> Queue {
+        let ids: Arc<[String]> = (0..n).map(|i| format!("id{i}")).collect();
+        let stage = Stage::PrepareItem {
+            command: "prep".into(),
+            id: String::new(),
+            out: "o".into(),
+            ready_timeout_ms: 5,
+        };
+        let first = Job {
+            id: JobId(0),
+            order: 0,
+            key: "k".into(),
+            stage,
+            item: Some(Item { noun: "item", n: 0, of: 0 }),
+            spans: Vec::new(),
+            sample: None,
+        };
+        let order: Arc<[u32]> = (0..n as u32).collect();
+        Queue::Fed { feed: Box::new(Feed::new(first, ids, order)), next: 0 }
+    }
+
+    /// Asks the queue's owner, in turn: `true` for a job beyond those held.
+    async fn answers(queue: Queue, held: Held, asks: &[bool]) -> Vec<Option<u64>> {
+        let (tx, rx) = mpsc::unbounded_channel();
+        let owner = tokio::spawn(own_queue(queue, None, held, rx));
+        let mut got = Vec::new();
+        for &ahead in asks {
+            let (reply, answer) = oneshot::channel();
+            let _ = tx.send(if ahead { Ask::Ahead(reply) } else { Ask::Next(reply) });
+            got.push(answer.await.unwrap().map(|j| j.item.unwrap().n));
+        }
+        drop(tx);
+        owner.await.unwrap();
+        got
+    }
+
+    /// A job is held ahead only once every process had its first, and never
+    /// among the last `workers × prefetch`: the largest items go to as many
+    /// processes, and the last ones to whichever is free first.
+    #[tokio::test]
+    async fn jobs_are_held_ahead_only_in_the_middle_of_a_phase() {
+        let held = || Held { workers: 2, prefetch: 1 };
+        // Process A takes item 1 and asks ahead before B had its first: no.
+        let got = answers(feed(6), held(), &[false, true, false, true, true, true, false]).await;
+        assert_eq!(got, [Some(1), None, Some(2), Some(3), Some(4), None, Some(5)]);
+        // Without a window nothing is ever held ahead.
+        let none = Held { workers: 2, prefetch: 0 };
+        let got = answers(feed(6), none, &[false, false, true, true]).await;
+        assert_eq!(got, [Some(1), Some(2), None, None]);
+        // The control: a plain ask takes the last items as they are.
+        let got = answers(feed(3), held(), &[false, false, false, false]).await;
+        assert_eq!(got, [Some(1), Some(2), Some(3), None]);
     }
 }

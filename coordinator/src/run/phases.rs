@@ -92,6 +92,7 @@ pub(super) async fn supervise_run(
             // held as 10 would be.
             fold: phase.of_items(),
             jobs_file: jobs_file.clone(),
+            prefetch: phase.feed.as_ref().map_or(0, |f| f.ahead),
         };
         let accepts_before = gate.accept_trouble();
         // The jobs go to the dispatcher, not a copy: a phase of 10⁶ items

@@ -16,17 +16,24 @@ pub(crate) struct Feed {
     ids: Arc<[String]>,
     /// The order they are handed out in: lines (0-based) of `ids`.
     order: Arc<[u32]>,
+    /// Items a worker is handed beyond the one it runs (`--prefetch`).
+    pub(crate) ahead: usize,
 }
 
 impl Feed {
     /// The items `ids` in `order`, their jobs numbered from `first`'s id,
     /// whose stage names its item (any: each job's is replaced).
     pub(crate) fn new(first: Job, ids: Arc<[String]>, order: Arc<[u32]>) -> Feed {
-        let mut feed = Feed { first, ids, order };
+        let mut feed = Feed { first, ids, order, ahead: 0 };
         if !feed.order.is_empty() {
             feed.first = feed.job(0);
         }
         feed
+    }
+
+    /// The same, a worker handed `n` items beyond the one it runs.
+    pub(crate) fn ahead(self, n: usize) -> Feed {
+        Feed { ahead: n, ..self }
     }
 
     /// How many jobs it holds.

@@ -25,6 +25,7 @@ pub(crate) use jobs_file::lock;
 pub(crate) use outcome::{Item, Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
 pub(crate) use shared::{Ask, Shared};
 pub(crate) use tally::Tally;
+use tally::Cpu;
 
 use crate::events::Event;
 use crate::gate::{self, Connection};
@@ -87,20 +88,36 @@ pub(crate) async fn supervise(
     let (tx, mut incoming) = mpsc::unbounded_channel();
     let reader_task = tokio::spawn(read_frames(reader, tx));
 
-    // connected ⇄ running
+    // connected ⇄ running: up to `window` jobs handed over ahead of their
+    // answers (a worker runs them in turn), so the next is already on its
+    // socket when the current one's answer leaves.
     let mut jobs = Vec::new();
     let mut tally = shared.fold.then(Tally::default);
     let mut done = 0;
     let mut failure = None;
+    let mut ahead = std::collections::VecDeque::new();
+    let window = shared.window();
     while done < shared.jobs_per_process {
         if shared.cancel.is_cancelled() {
-            failure = Some(WorkerEnd::Cancelled { in_flight: None });
+            let in_flight = ahead.front().and_then(|j: &Job| j.item).map(|i| i.to_string());
+            failure = Some(WorkerEnd::Cancelled { in_flight });
             break;
         }
-        let Some(job) = shared.next_job().await else { break };
+        while ahead.len() < window && done + ahead.len() < shared.jobs_per_process {
+            let Some(job) = shared.next_job(ahead.len()).await else { break };
+            if let Err(end) = assign(&proc, &mut writer, shared, &job).await {
+                failure = Some(end);
+                break;
+            }
+            ahead.push_back(job);
+        }
+        if failure.is_some() {
+            break;
+        }
+        let Some(job) = ahead.pop_front() else { break };
         tracing::debug!(rank = rank.0, pid = proc.pid, key = %job.key, "stage started");
         let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
-        match run_job(&proc, &mut writer, &mut incoming, shared, &job).await {
+        match answer(&proc, &mut incoming, shared, &job).await {
             Ok(result) => {
                 let _ = shared.events.send(Event::StageFinished {
                     rank,
@@ -260,21 +277,15 @@ fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, Worker
     }
 }
 
-async fn run_job(
+/// Hands `job` to the worker; its answer is awaited by [`answer`].
+async fn assign(
     proc: &WorkerProcess,
     writer: &mut gate::WriteHalf,
-    incoming: &mut Incoming,
     shared: &Shared,
     job: &Job,
-) -> Result<JobResult, WorkerEnd> {
-    let rank = proc.rank;
-    let key = Some(job.key.clone());
-    // A command stage is killed at its point by its worker, tree and all;
-    // a built-in stage by this supervisor, on the progress it reports.
-    let is_command = matches!(job.stage, Stage::Command { .. } | Stage::Exec { .. });
+) -> Result<(), WorkerEnd> {
     let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
-    let kill = point.filter(|_| is_command).map(|k| k.point.clone());
-    let killed_by_worker = kill.is_some();
+    let kill = point.filter(|_| is_command(job)).map(|k| k.point.clone());
     let assign = ToWorker::Assign {
         job: job.id,
         stage: job.stage.clone(),
@@ -283,10 +294,32 @@ async fn run_job(
         sample: job.sample.clone(),
     };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
-        return Err(
-            died_or_violated(proc, key, "connection lost while assigning".into(), shared).await
-        );
+        let key = Some(job.key.clone());
+        let detail = "connection lost while assigning".into();
+        return Err(died_or_violated(proc, key, detail, shared).await);
     }
+    Ok(())
+}
+
+/// A command stage is killed at its point by its worker, tree and all;
+/// a built-in stage by its supervisor, on the progress it reports.
+fn is_command(job: &Job) -> bool {
+    matches!(job.stage, Stage::Command { .. } | Stage::Exec { .. })
+}
+
+/// Waits for the answer to `job`, the first of those handed over and not
+/// answered: its time limits run from now, when its worker starts it.
+async fn answer(
+    proc: &WorkerProcess,
+    incoming: &mut Incoming,
+    shared: &Shared,
+    job: &Job,
+) -> Result<JobResult, WorkerEnd> {
+    let rank = proc.rank;
+    let key = Some(job.key.clone());
+    let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
+    let is_command = is_command(job);
+    let killed_by_worker = point.is_some() && is_command;
     let (deadline, timeout) = deadline(shared, job);
     let mut artifacts = Vec::new();
     loop {
@@ -443,30 +476,6 @@ async fn task_shut_down(
             let exit = proc.terminate(grace).await;
             let detail = "did not close its connection after shutdown".to_string();
             (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
-        }
-    }
-}
-
-/// A task's own figures, summed over its jobs (kept or folded) and its
-/// preparation program's close (whose CPU is reaped then).
-struct Cpu {
-    user_ns: u64,
-    sys_ns: u64,
-    peak_rss_bytes: u64,
-}
-
-impl Cpu {
-    fn of(jobs: &[JobResult], tally: Option<&Tally>, close: Option<&protocol::Measurement>) -> Cpu {
-        let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
-        let (user, sys) = tally.map_or((0, 0), |t| (t.user_ns, t.sys_ns));
-        Cpu {
-            user_ns: user + measured().map(|m| m.user_ns).sum::<u64>(),
-            sys_ns: sys + measured().map(|m| m.sys_ns).sum::<u64>(),
-            peak_rss_bytes: measured()
-                .map(|m| m.peak_rss_bytes)
-                .chain(tally.and_then(|t| t.peak_rss_bytes))
-                .max()
-                .unwrap_or(0),
         }
     }
 }

@@ -17,6 +17,10 @@ pub(crate) enum Ask {
     Done(Box<JobResult>),
     /// The next job, or None when none is left.
     Next(oneshot::Sender<Option<Job>>),
+    /// A job to hand over beyond the ones a worker holds (`--prefetch`),
+    /// or None when the phase is at its start or its end (see
+    /// `dispatch::own_queue`).
+    Ahead(oneshot::Sender<Option<Job>>),
     /// Whether any job is left (a slot starts another process only then).
     HasWork(oneshot::Sender<bool>),
 }
@@ -49,14 +53,34 @@ pub(crate) struct Shared {
     pub(crate) fold: bool,
     /// Where each job goes as it arrives, when the mode's jobs go apart.
     pub(crate) jobs_file: Option<std::sync::Arc<jobs_file::JobsFile>>,
+    /// How many items a worker is handed beyond the one it runs
+    /// (`--prefetch`); 0 where jobs are not items.
+    pub(crate) prefetch: usize,
 }
 
 impl Shared {
     /// The dispatcher's next job for this worker; None when none is left
     /// (or the dispatcher is gone).
-    pub(crate) async fn next_job(&self) -> Option<Job> {
+    /// How many jobs a worker may hold handed over and not answered: one,
+    /// or with `--prefetch` more, for a phase of items whose jobs depend on
+    /// no earlier answer (no `AfterJob`) and whose workers are not killed
+    /// on purpose.
+    pub(crate) fn window(&self) -> usize {
+        match self.report_done || self.kill_at.is_some() {
+            true => 1,
+            false => 1 + self.prefetch,
+        }
+    }
+
+    /// The next job for a worker that holds none (`Ask::Next`), or one
+    /// to hold beyond those it holds (`Ask::Ahead`).
+    pub(crate) async fn next_job(&self, holding: usize) -> Option<Job> {
         let (reply, answer) = oneshot::channel();
-        self.asks.send(Ask::Next(reply)).ok()?;
+        let ask = match holding {
+            0 => Ask::Next(reply),
+            _ => Ask::Ahead(reply),
+        };
+        self.asks.send(ask).ok()?;
         answer.await.ok().flatten()
     }
 

@@ -114,6 +114,30 @@ pub(crate) fn add(a: protocol::Faults, b: protocol::Faults) -> protocol::Faults 
     }
 }
 
+/// A task's own figures, summed over its jobs (kept or folded) and its
+/// preparation program's close (whose CPU is reaped then).
+pub(super) struct Cpu {
+    pub(super) user_ns: u64,
+    pub(super) sys_ns: u64,
+    pub(super) peak_rss_bytes: u64,
+}
+
+impl Cpu {
+    pub(super) fn of(jobs: &[JobResult], tally: Option<&Tally>, close: Option<&protocol::Measurement>) -> Cpu {
+        let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
+        let (user, sys) = tally.map_or((0, 0), |t| (t.user_ns, t.sys_ns));
+        Cpu {
+            user_ns: user + measured().map(|m| m.user_ns).sum::<u64>(),
+            sys_ns: sys + measured().map(|m| m.sys_ns).sum::<u64>(),
+            peak_rss_bytes: measured()
+                .map(|m| m.peak_rss_bytes)
+                .chain(tally.and_then(|t| t.peak_rss_bytes))
+                .max()
+                .unwrap_or(0),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -80,7 +80,9 @@ pub fn write(dir: &Path, workers: &mut [ProcessRecord]) -> io::Result<ArtifactRe
 /// 10⁶ items holds none of them): it is at its path, whole, only after
 /// [`Writer::finish`]; dropped before (a run that failed), nothing is left.
 pub struct Writer {
-    gz: GzEncoder<BufWriter<evidence::AtomicFile>>,
+    // Buffered in front of the compressor: flate2 clears its output buffer
+    // on every write, and serde makes a dozen small ones per line.
+    gz: BufWriter<GzEncoder<BufWriter<evidence::AtomicFile>>>,
     path: std::path::PathBuf,
 }
 
@@ -102,7 +104,7 @@ impl Writer {
         let file = evidence::AtomicFile::create(&path)?;
         // The gzip header holds no name and no time (flate2's default).
         let gz = GzEncoder::new(BufWriter::with_capacity(1 << 16, file), Compression::fast());
-        Ok(Writer { gz, path })
+        Ok(Writer { gz: BufWriter::with_capacity(1 << 16, gz), path })
     }
 
     /// One job of process `rank` of `phase` (`workers[]`' names for it).
@@ -121,7 +123,8 @@ impl Writer {
 
     /// The file at its path, synced, and its artifact record.
     pub fn finish(self) -> io::Result<ArtifactRecord> {
-        let file = self.gz.finish()?.into_inner().map_err(|e| e.into_error())?;
+        let gz = self.gz.into_inner().map_err(|e| e.into_error())?;
+        let file = gz.finish()?.into_inner().map_err(|e| e.into_error())?;
         file.commit(evidence::Durability::Disk)?;
         let (sha256, bytes) = evidence::file_sha256(&self.path)?;
         Ok(ArtifactRecord {

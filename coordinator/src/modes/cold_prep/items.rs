@@ -34,7 +34,13 @@ pub(crate) struct Items {
     pub(crate) sha256: String,
     /// `--item-timeout`: how long one item may take before the run fails.
     pub(crate) item_timeout: Option<std::time::Duration>,
+    /// `--prefetch`: items a worker holds beyond the one its program runs.
+    pub(crate) prefetch: usize,
 }
+
+/// `--prefetch`'s default: one item waiting on each worker's socket hides
+/// the coordinator's round trip (docs/performance.md has the measurement).
+pub(crate) const PREFETCH: usize = 1;
 
 impl Items {
     pub(crate) fn new(
@@ -42,11 +48,12 @@ impl Items {
         list: Vec<Item>,
         sha256: String,
         item_timeout: Option<std::time::Duration>,
+        prefetch: usize,
     ) -> Items {
         let order = dispatch_order(&list).into_iter().map(|(line, _)| line as u32).collect();
         let weighted = list.iter().any(|i| i.weight.is_some());
         let ids = list.into_iter().map(|i| i.id).collect();
-        Items { command, ids, order, weighted, sha256, item_timeout }
+        Items { command, ids, order, weighted, sha256, item_timeout, prefetch }
     }
 }
 
@@ -188,6 +195,9 @@ pub(super) fn resolve(
             "--item-timeout applies to --prepare (your own per-item program)".into(),
         ));
     }
+    if own.prefetch.is_some() && own.prepare.is_none() {
+        return Err(Refusal("--prefetch applies to --prepare (your own per-item program)".into()));
+    }
     let (command, path) = match (&own.prepare, &own.items) {
         (None, None) if !shared.inputs.is_empty() => {
             return Err(Refusal("--inputs applies to --prepare (your own preparation)".into()));
@@ -213,7 +223,8 @@ pub(super) fn resolve(
     if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
         return Err(Refusal("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into()));
     }
-    Ok(Some(Items::new(command.clone(), list, sha256, own.item_timeout)))
+    let prefetch = own.prefetch.map_or(PREFETCH, usize::from);
+    Ok(Some(Items::new(command.clone(), list, sha256, own.item_timeout, prefetch)))
 }
 
 #[cfg(test)]

@@ -60,6 +60,12 @@ pub(crate) struct Args {
     /// [default: off]
     #[arg(long, value_name = "SECS", value_parser = crate::plan::positive_secs)]
     item_timeout: Option<std::time::Duration>,
+    /// With --prepare: how many items each worker holds beyond the one its
+    /// program works on, so the next is already there when an answer
+    /// leaves (the program still gets one item at a time). 0 hands an
+    /// item over only after the last one's answer. [default: 1]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u16).range(0..=64))]
+    prefetch: Option<u16>,
     /// `cold` drops the preparation's inputs (the training series' files,
     /// or --inputs) from the page cache before each preparation phase and
     /// round (posix_fadvise, no root needed) and warns when a phase was

@@ -185,6 +185,11 @@ fn prepare_items(
     if let Some(t) = items.item_timeout {
         parameters.insert("item_timeout_s".into(), serde_json::json!(t.as_secs_f64()));
     }
+    // Declared where it is not the default, so earlier runs' definitions
+    // (made with the default) stay the same.
+    if items.prefetch != items::PREFETCH {
+        parameters.insert("prefetch".into(), serde_json::json!(items.prefetch));
+    }
     let mut numbers = JobNumbers::default();
     let ready_timeout_ms = settings.connect_timeout.as_millis() as u64;
     // What the program reads, where --inputs says.
@@ -241,7 +246,7 @@ fn item_phase(
     Phase {
         key: key.into(),
         jobs: Vec::new(),
-        feed: Some(Feed::new(first, items.ids.clone(), items.order.clone())),
+        feed: Some(Feed::new(first, items.ids.clone(), items.order.clone()).ahead(items.prefetch)),
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(out.into()),
@@ -261,7 +266,7 @@ mod tests {
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();
         let list = vec![items::Item { id: "a".into(), weight: None }];
-        let items = items::Items::new("prep {ms}".into(), list, String::new(), None);
+        let items = items::Items::new("prep {ms}".into(), list, String::new(), None, 1);
         let grid = Grid::checked(vec![param], &["prep {ms}"], "--prepare", false, false).unwrap();
         Plan {
             rounds,

@@ -76,3 +76,30 @@ fn an_item_that_fails_is_named_by_its_line_never_its_id() {
     // Its own message reaches the person on stderr.
     assert!(p.f.stderr.contains("ValueError: cannot prepare secret-e"), "{}", p.f.stderr);
 }
+
+/// `--prefetch N` (issue 62) hands a worker items beyond the one its
+/// program runs: what runs is the same, the item named on a timeout is
+/// the one running, not one held behind it, and the window is declared
+/// where it is not the default.
+#[test]
+fn items_held_ahead_change_neither_the_outputs_nor_the_item_named() {
+    let ahead = ["--workers", "1", "--rounds", "1", "--prefetch", "3", "--item-timeout", "1"];
+    // Handed over 3, 6, 2, 5, 1, 4 (by weight): item 2 runs third, with
+    // 5, 1 and 4 held behind it.
+    let p = prepare("hang", &ahead, &[("ITEM_SPECIAL", "secret-b")]);
+    p.assert_failed(
+        "item_timeout",
+        "item 2 of 6 of stage cold_prepare on worker 0 took longer than --item-timeout 1.0 s",
+    );
+    assert_eq!(json(&p.out.join("declaration.json"))["parameters"]["prefetch"], 3);
+    let p = prepare("ok", &["--workers", "2", "--rounds", "1", "--prefetch", "4"], &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    let report = json(&p.out.join("report.json"));
+    assert_eq!(report["outputs_identical"], true);
+    assert_eq!(report["parallel"]["stragglers"]["items"], 6);
+    // The default is no part of the declaration, as before the window.
+    let p = prepare("ok", &["--workers", "2", "--rounds", "1"], &[]);
+    assert_eq!(p.f.code(), Some(0), "{}", p.f.stderr);
+    let parameters = &json(&p.out.join("declaration.json"))["parameters"];
+    assert!(parameters.get("prefetch").is_none(), "{parameters}");
+}

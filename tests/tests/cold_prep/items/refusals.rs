@@ -75,6 +75,12 @@ fn bad_items_files_and_flags_are_refused_before_anything_is_created() {
     assert_eq!(f.code(), Some(2));
     assert!(f.stderr.contains("--item-timeout applies to --prepare"), "{}", f.stderr);
     let mut c = harness::coordinator();
+    c.args(["--mode", "cold-prep", "--prefetch", "2"]).arg("--output").arg(&out);
+    let f = run(c);
+    assert_eq!(f.code(), Some(2));
+    assert!(f.stderr.contains("--prefetch applies to --prepare"), "{}", f.stderr);
+    refused(b"a\n", &["--prefetch", "65"], "65 is not in 0..=64");
+    let mut c = harness::coordinator();
     c.args(["--mode", "cold-prep", "--prepare", "true"]).arg("--output").arg(&out);
     let f = run(c);
     assert_eq!(f.code(), Some(2));
