@@ -24,8 +24,8 @@ pub(crate) use feed::Feed;
 pub(crate) use jobs_file::lock;
 pub(crate) use outcome::{Item, Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
 pub(crate) use shared::{Ask, Shared};
-pub(crate) use tally::Tally;
 use tally::Cpu;
+pub(crate) use tally::Tally;
 
 use crate::events::Event;
 use crate::gate::{self, Connection};

@@ -123,7 +123,11 @@ pub(super) struct Cpu {
 }
 
 impl Cpu {
-    pub(super) fn of(jobs: &[JobResult], tally: Option<&Tally>, close: Option<&protocol::Measurement>) -> Cpu {
+    pub(super) fn of(
+        jobs: &[JobResult],
+        tally: Option<&Tally>,
+        close: Option<&protocol::Measurement>,
+    ) -> Cpu {
         let measured = || jobs.iter().map(|j| &j.measurement).chain(close);
         let (user, sys) = tally.map_or((0, 0), |t| (t.user_ns, t.sys_ns));
         Cpu {
