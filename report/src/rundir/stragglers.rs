@@ -84,7 +84,7 @@ const RECENT: usize = 16;
 /// A phase's items folded one at a time in fixed memory, whatever their
 /// count: the items' walls as a log-bucket histogram (so the median is
 /// within 1/128 of a wall that occurred, [`protocol::spans`]), the
-/// [`KEPT`] slowest, and per process its last [`RECENT`] ends. Folds of
+/// [`KEPT`] slowest, and per process its last `RECENT` (16) ends. Folds of
 /// different processes merge.
 #[derive(Clone, Debug)]
 pub struct Fold {
