@@ -4,7 +4,7 @@ walls and the load imbalance at the end of a phase, with and without the
 window, measured side by side.
 
 The program (Python, `stagebench.serve`) sleeps each item's own time,
-written in its id ("s12" sleeps 12 ms): known work, so a wall is the sum
+written in its id ("s120000003", line 3, sleeps 12 ms): known work, so a wall is the sum
 of the sleeps over the processes plus what dispatch adds, and a window
 that held an item back on a busy worker would show in the imbalance and
 in the tail. Item times are drawn from a seeded log-normal (median
@@ -32,7 +32,7 @@ RELEASE = os.path.join(ROOT, "target", "release")
 PROGRAM = """
 import time, stagebench
 def prepare(item, out):
-    time.sleep(int(item[1:]) / 1000)
+    time.sleep(int(item[1:-7]) / 1000)
 stagebench.serve(prepare)
 """
 
@@ -80,7 +80,7 @@ def main():
                 f.write(f"s{t:d}{i:07d}\t{t}\n" if a.weighted else f"s{t:d}{i:07d}\n")
         program = os.path.join(work, "sleep_items.py")
         with open(program, "w") as f:
-            f.write(PROGRAM.replace("int(item[1:])", "int(item[1:-7])"))
+            f.write(PROGRAM)
         for i in range(a.repeat):
             for w in windows:
                 runs[w].append(one_run(work, items, program, a.workers, w))

@@ -323,26 +323,10 @@ impl Slot {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::supervisor::Item;
-    use protocol::{JobId, Stage};
 
     fn feed(n: usize) -> Queue {
         let ids: Arc<[String]> = (0..n).map(|i| format!("id{i}")).collect();
-        let stage = Stage::PrepareItem {
-            command: "prep".into(),
-            id: String::new(),
-            out: "o".into(),
-            ready_timeout_ms: 5,
-        };
-        let first = Job {
-            id: JobId(0),
-            order: 0,
-            key: "k".into(),
-            stage,
-            item: Some(Item { noun: "item", n: 0, of: 0 }),
-            spans: Vec::new(),
-            sample: None,
-        };
+        let first = Feed::first_for_test(0);
         let order: Arc<[u32]> = (0..n as u32).collect();
         Queue::Fed { feed: Box::new(Feed::new(first, ids, order)), next: 0 }
     }

@@ -32,8 +32,28 @@ impl Feed {
     }
 
     /// The same, a worker handed `n` items beyond the one it runs.
-    pub(crate) fn ahead(self, n: usize) -> Feed {
+    pub(crate) fn holding_ahead(self, n: usize) -> Feed {
         Feed { ahead: n, ..self }
+    }
+
+    /// A phase's first item job, numbered `id`, for tests of what feeds it.
+    #[cfg(test)]
+    pub(crate) fn first_for_test(id: u32) -> Job {
+        let stage = Stage::PrepareItem {
+            command: "prep".into(),
+            id: String::new(),
+            out: "o".into(),
+            ready_timeout_ms: 5,
+        };
+        Job {
+            id: JobId(id),
+            order: id as usize,
+            key: "k".into(),
+            stage,
+            item: Some(Item { noun: "item", n: 0, of: 0 }),
+            spans: Vec::new(),
+            sample: None,
+        }
     }
 
     /// How many jobs it holds.
@@ -73,22 +93,7 @@ mod tests {
     #[test]
     fn a_feed_makes_each_job_from_the_first_with_its_item() {
         let ids: Arc<[String]> = ["a", "b", "c"].map(String::from).into();
-        let stage = Stage::PrepareItem {
-            command: "prep".into(),
-            id: String::new(),
-            out: "o".into(),
-            ready_timeout_ms: 5,
-        };
-        let first = Job {
-            id: JobId(7),
-            order: 7,
-            key: "k".into(),
-            stage,
-            item: Some(Item { noun: "item", n: 0, of: 0 }),
-            spans: Vec::new(),
-            sample: None,
-        };
-        let feed = Feed::new(first, ids, vec![2, 0, 1].into());
+        let feed = Feed::new(Feed::first_for_test(7), ids, vec![2, 0, 1].into());
         let jobs: Vec<Job> = feed.jobs().collect();
         assert_eq!(feed.len(), 3);
         assert_eq!(jobs.iter().map(|j| j.id.0).collect::<Vec<_>>(), [7, 8, 9]);

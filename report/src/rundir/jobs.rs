@@ -82,7 +82,7 @@ pub fn write(dir: &Path, workers: &mut [ProcessRecord]) -> io::Result<ArtifactRe
 pub struct Writer {
     // Buffered in front of the compressor: flate2 clears its output buffer
     // on every write, and serde makes a dozen small ones per line.
-    gz: BufWriter<GzEncoder<BufWriter<evidence::AtomicFile>>>,
+    gz: BufWriter<GzEncoder<evidence::AtomicFile>>,
     path: std::path::PathBuf,
 }
 
@@ -103,7 +103,7 @@ impl Writer {
         let path = dir.join(JOBS);
         let file = evidence::AtomicFile::create(&path)?;
         // The gzip header holds no name and no time (flate2's default).
-        let gz = GzEncoder::new(BufWriter::with_capacity(1 << 16, file), Compression::fast());
+        let gz = GzEncoder::new(file, Compression::fast());
         Ok(Writer { gz: BufWriter::with_capacity(1 << 16, gz), path })
     }
 
@@ -124,7 +124,7 @@ impl Writer {
     /// The file at its path, synced, and its artifact record.
     pub fn finish(self) -> io::Result<ArtifactRecord> {
         let gz = self.gz.into_inner().map_err(|e| e.into_error())?;
-        let file = gz.finish()?.into_inner().map_err(|e| e.into_error())?;
+        let file = gz.finish()?;
         file.commit(evidence::Durability::Disk)?;
         let (sha256, bytes) = evidence::file_sha256(&self.path)?;
         Ok(ArtifactRecord {

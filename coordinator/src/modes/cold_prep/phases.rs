@@ -246,7 +246,9 @@ fn item_phase(
     Phase {
         key: key.into(),
         jobs: Vec::new(),
-        feed: Some(Feed::new(first, items.ids.clone(), items.order.clone()).ahead(items.prefetch)),
+        feed: Some(
+            Feed::new(first, items.ids.clone(), items.order.clone()).holding_ahead(items.prefetch),
+        ),
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(out.into()),
@@ -266,7 +268,8 @@ mod tests {
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();
         let list = vec![items::Item { id: "a".into(), weight: None }];
-        let items = items::Items::new("prep {ms}".into(), list, String::new(), None, 1);
+        let items =
+            items::Items::new("prep {ms}".into(), list, String::new(), None, items::PREFETCH);
         let grid = Grid::checked(vec![param], &["prep {ms}"], "--prepare", false, false).unwrap();
         Plan {
             rounds,
