@@ -7,7 +7,11 @@ item at once), so what grows with the items is the coordinator's own
 holding of them. Per size and coordinator build:
 
   peak      - the coordinator's peak RSS (wait4's ru_maxrss of the run; the
-              fake workers it reaped are a few MiB each, far below it);
+              fake workers it reaped are a few MiB each, far below it), taken
+              by the tests' `rss-peak`: Linux carries a process's peak across
+              execve, so a coordinator forked from this script would start at
+              the script's size (about 23 MiB after writing the items), and
+              wait4 would never report less;
   wall      - the run, start to end (both phases, report and plots);
   per item  - (peak - the 10-item run's peak) / items: what one more item
               costs, with the fixed cost taken out by the control.
@@ -32,7 +36,8 @@ RELEASE = os.path.join(ROOT, "target", "release")
 def build():
     subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "stagebench-coordinator",
                     "-p", "stagebench-worker", "-p", "stagebench-tests", "--bin", "coordinator",
-                    "--bin", "worker", "--bin", "fake-worker"], cwd=ROOT, check=True)
+                    "--bin", "worker", "--bin", "fake-worker", "--bin", "rss-peak"], cwd=ROOT,
+                   check=True)
 
 
 def items_file(work, n):
@@ -47,20 +52,19 @@ def items_file(work, n):
 def one_run(work, binaries, items, rounds):
     out = tempfile.mkdtemp(dir=work)
     os.rmdir(out)
-    cmd = [os.path.join(binaries, "coordinator"), "--quiet", "--mode", "cold-prep",
-           "--workers", "2", "--rounds", str(rounds), "--prepare", "true", "--items", items,
-           "--worker-bin", os.path.join(binaries, "fake-worker"), "--output", out]
+    cmd = [os.path.join(RELEASE, "rss-peak"), os.path.join(binaries, "coordinator"), "--quiet",
+           "--mode", "cold-prep", "--workers", "2", "--rounds", str(rounds), "--prepare", "true",
+           "--items", items, "--worker-bin", os.path.join(binaries, "fake-worker"), "--output", out]
     env = dict(os.environ, STAGEBENCH_FAKE="instant")
     t = time.perf_counter()
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    _, status, usage = os.wait4(p.pid, 0)
+    p = subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     wall = time.perf_counter() - t
-    err = p.stderr.read().decode(errors="replace")
-    p.stderr.close()
+    err = p.stderr.decode(errors="replace")
     shutil.rmtree(out, ignore_errors=True)
-    if os.waitstatus_to_exitcode(status) != 0:
+    last = err.strip().splitlines()[-1] if err.strip() else ""
+    if p.returncode != 0 or not last.startswith("peak_rss_kib "):
         sys.exit(f"{' '.join(cmd)} failed:\n{err}")
-    return usage.ru_maxrss / 1024.0, wall
+    return int(last.split()[1]) / 1024.0, wall
 
 
 def main():

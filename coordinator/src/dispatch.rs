@@ -68,14 +68,20 @@ pub(crate) type RankCounter = Arc<AtomicU32>;
 /// a time from a phase of items ([`Feed`]).
 pub(crate) enum Queue {
     Listed(VecDeque<Job>),
-    Fed { feed: Box<Feed>, next: usize },
+    Fed { feed: Box<Feed>, cursor: Box<crate::items_file::Cursor>, next: usize },
 }
 
 impl Queue {
+    /// A phase of items, read from their file as they are handed out.
+    pub(crate) fn fed(feed: Feed) -> Queue {
+        let cursor = feed.cursor();
+        Queue::Fed { feed: Box::new(feed), cursor: Box::new(cursor), next: 0 }
+    }
+
     fn len(&self) -> usize {
         match self {
             Queue::Listed(q) => q.len(),
-            Queue::Fed { feed, next } => feed.len() - next,
+            Queue::Fed { feed, next, .. } => feed.len() - next,
         }
     }
 
@@ -89,11 +95,18 @@ impl Queue {
                 }
                 job
             }
-            Queue::Fed { feed, next } => {
-                let job = (*next < feed.len()).then(|| feed.job(*next));
-                *next += job.is_some() as usize;
-                job
-            }
+            Queue::Fed { feed, cursor, next } => match cursor.next_item() {
+                Some(item) => {
+                    *next += 1;
+                    Some(feed.job(*next - 1, item))
+                }
+                // The last, or the file changed: the phase ends, and the run
+                // fails after it (`Source::unchanged`).
+                None => {
+                    *next = feed.len();
+                    None
+                }
+            },
         }
     }
 }
@@ -130,6 +143,8 @@ pub(crate) async fn dispatch(
         fold: cfg.fold,
         jobs_file: cfg.jobs_file,
         prefetch: cfg.prefetch,
+        jobs: jobs_count,
+        ended: Default::default(),
     });
     let slot = Slot {
         shared: shared.clone(),
@@ -324,15 +339,19 @@ impl Slot {
 mod tests {
     use super::*;
 
-    fn feed(n: usize) -> Queue {
-        let ids: Arc<[String]> = (0..n).map(|i| format!("id{i}")).collect();
-        let first = Feed::first_for_test(0);
-        let order: Arc<[u32]> = (0..n as u32).collect();
-        Queue::Fed { feed: Box::new(Feed::new(first, ids, order)), next: 0 }
+    /// A queue of `n` items, and the directory holding their file.
+    fn feed(n: usize) -> (tempfile::TempDir, Queue) {
+        let ids: String = (0..n).map(|i| format!("id{i}\n")).collect();
+        let (dir, source) = crate::items_file::written_for_test(ids.as_bytes());
+        (dir, Queue::fed(Feed::new(Feed::first_for_test(0), source)))
     }
 
     /// Asks the queue's owner, in turn: `true` for a job beyond those held.
-    async fn answers(queue: Queue, held: Held, asks: &[bool]) -> Vec<Option<u64>> {
+    async fn answers(
+        (_dir, queue): (tempfile::TempDir, Queue),
+        held: Held,
+        asks: &[bool],
+    ) -> Vec<Option<u64>> {
         let (tx, rx) = mpsc::unbounded_channel();
         let owner = tokio::spawn(own_queue(queue, None, held, rx));
         let mut got = Vec::new();

@@ -42,4 +42,9 @@ pub(crate) enum Event {
         key: String,
         measurement: Box<Measurement>,
     },
+    /// A phase of items, in place of its jobs' `StageStarted` and
+    /// `StageFinished`: `done` of its jobs ended (sent now and then).
+    Counted {
+        done: usize,
+    },
 }

@@ -20,6 +20,8 @@ mod machine;
 mod pagecache;
 // (inputs: `--inputs`, digested before a run and checked after)
 mod inputs;
+// (items_file: `--items`, checked once and read again as its items are handed out)
+mod items_file;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;
 // (gate admits connections; launch starts workers and binds where they connect)

@@ -76,38 +76,50 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                         (m.user_ns + m.sys_ns) as f64 / 1e9,
                         mib(m.peak_rss_bytes),
                     );
-                } else if terminal {
-                    let what = match p.style {
-                        Style::Counter { unit } => unit,
-                        _ => "jobs",
-                    };
-                    eprint!(
-                        "{clear}  {}: {}/{} {what}, {:.1} s",
-                        p.key,
-                        p.done,
-                        p.jobs,
-                        p.started.elapsed().as_secs_f64()
-                    );
-                } else if let (Style::Counter { unit }, true) =
-                    (p.style, p.done * 10 >= p.next_tenth * p.jobs)
-                {
-                    eprintln!(
-                        "  {}: {}/{} {unit}, {:.1} s",
-                        p.key,
-                        p.done,
-                        p.jobs,
-                        p.started.elapsed().as_secs_f64()
-                    );
-                    while p.done * 10 >= p.next_tenth * p.jobs {
-                        p.next_tenth += 1;
-                    }
+                } else {
+                    counter(p, terminal, clear);
                 }
+            }
+            Event::Counted { done } => {
+                let Some(p) = phase.as_mut() else { continue };
+                p.done = done;
+                counter(p, terminal, clear);
             }
         }
     }
     if let Some(p) = &phase {
         if !quiet {
             finish(p, clear);
+        }
+    }
+}
+
+/// A phase of many jobs, `p.done` of them ended: the live counter on a
+/// terminal, else a line at every tenth.
+fn counter(p: &mut Phase, terminal: bool, clear: &str) {
+    if terminal {
+        let what = match p.style {
+            Style::Counter { unit } => unit,
+            _ => "jobs",
+        };
+        eprint!(
+            "{clear}  {}: {}/{} {what}, {:.1} s",
+            p.key,
+            p.done,
+            p.jobs,
+            p.started.elapsed().as_secs_f64()
+        );
+    } else if let (Style::Counter { unit }, true) = (p.style, p.done * 10 >= p.next_tenth * p.jobs)
+    {
+        eprintln!(
+            "  {}: {}/{} {unit}, {:.1} s",
+            p.key,
+            p.done,
+            p.jobs,
+            p.started.elapsed().as_secs_f64()
+        );
+        while p.done * 10 >= p.next_tenth * p.jobs {
+            p.next_tenth += 1;
         }
     }
 }

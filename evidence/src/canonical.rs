@@ -65,12 +65,25 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     hex::encode(Sha256::digest(bytes))
 }
 
+/// SHA-256 of bytes given in pieces, as lowercase hex at the end.
+#[derive(Default)]
+pub struct Sha256Hex(Sha256);
+
+impl Sha256Hex {
+    pub fn update(&mut self, bytes: &[u8]) {
+        self.0.update(bytes);
+    }
+
+    pub fn finish(self) -> String {
+        hex::encode(self.0.finalize())
+    }
+}
+
 /// SHA-256 (hex) of a file, read in chunks.
 pub fn file_sha256(path: &std::path::Path) -> std::io::Result<(String, u64)> {
-    use sha2::{Digest, Sha256};
     use std::io::Read;
     let mut f = std::fs::File::open(path)?;
-    let mut h = Sha256::new();
+    let mut h = Sha256Hex::default();
     let mut buf = vec![0u8; 1 << 20];
     let mut n = 0u64;
     loop {
@@ -81,7 +94,7 @@ pub fn file_sha256(path: &std::path::Path) -> std::io::Result<(String, u64)> {
         n += k as u64;
         h.update(&buf[..k]);
     }
-    Ok((hex::encode(h.finalize()), n))
+    Ok((h.finish(), n))
 }
 
 #[cfg(test)]

@@ -20,4 +20,4 @@ pub use atomic::{
     AtomicFile, Durability, Staging, rename_no_replace, write_atomic, write_atomic_streamed,
     write_atomic_with, write_new,
 };
-pub use canonical::{array_sha256, file_sha256, sha256_hex, to_bytes, value_bytes};
+pub use canonical::{Sha256Hex, array_sha256, file_sha256, sha256_hex, to_bytes, value_bytes};

@@ -14,6 +14,8 @@ ITEM_PIDS/ so the test can check that none outlived the run.
   leak            as ok, and starts `sleep 60` on its first item, left running
                   (its pid written to $ITEM_LEAK_PID_FILE, if set)
   touch_inputs    as ok, and writes a file into ITEM_INPUTS on its first item
+  touch_items     as ok, and appends a line to the items file (ITEM_ITEMS) on
+                  its first item
   stubborn        as ok, but does not exit when its input closes
   stray           as ok, and writes OUT/../stray.txt (beside its output
                   directory, in the run directory) on its first item
@@ -78,6 +80,9 @@ def prepare(item, out):
             f.write("mine")
     if MODE == "empty_dir":
         os.makedirs(os.path.join(out, "empty"), exist_ok=True)
+    if MODE == "touch_items" and len(seen) == 1:
+        with open(os.environ["ITEM_ITEMS"], "a") as f:
+            f.write("added\t1\n")
     if MODE == "touch_inputs" and len(seen) == 1:
         with open(os.path.join(os.environ["ITEM_INPUTS"], "touched"), "w") as f:
             f.write("x")

@@ -23,6 +23,8 @@ pub struct Bins {
     pub coordinator: PathBuf,
     pub worker: PathBuf,
     pub fake_worker: PathBuf,
+    /// Runs a command and prints its own peak RSS (`src/bin/rss_peak.rs`).
+    pub rss_peak: PathBuf,
 }
 
 /// Builds every binary of the workspace (a no-op when fresh) and returns their
@@ -45,8 +47,9 @@ pub fn bins() -> &'static Bins {
             coordinator: dir.join("coordinator"),
             worker: dir.join("worker"),
             fake_worker: dir.join("fake-worker"),
+            rss_peak: dir.join("rss-peak"),
         };
-        for b in [&bins.coordinator, &bins.worker, &bins.fake_worker] {
+        for b in [&bins.coordinator, &bins.worker, &bins.fake_worker, &bins.rss_peak] {
             assert!(b.is_file(), "{} was not built", b.display());
         }
         bins

@@ -100,7 +100,7 @@ pub(super) async fn supervise_run(
         let mut phase = phase;
         let planned = phase.planned();
         let jobs = match &phase.feed {
-            Some(feed) => Queue::Fed { feed: Box::new(feed.clone()), next: 0 },
+            Some(feed) => Queue::fed(feed.clone()),
             None => {
                 let jobs = std::mem::take(&mut phase.jobs);
                 phase.jobs.extend(jobs.first().cloned());
@@ -132,7 +132,17 @@ pub(super) async fn supervise_run(
             eviction,
             accept_trouble,
         };
-        if let (false, Some(after)) = (failed, outcome.phase.after) {
+        // A phase of items read its file as it went: as it was declared.
+        if let Some(feed) = &outcome.phase.feed {
+            outcome.after_error =
+                feed.source().unchanged().err().map(|e| crate::error::RunError::Failed {
+                    stage: Some(outcome.phase.key.clone()),
+                    worker: None,
+                    reason: "items_changed",
+                    message: e.to_string(),
+                });
+        }
+        if let (false, None, Some(after)) = (failed, &outcome.after_error, outcome.phase.after) {
             outcome.after_error = after(run_dir, &outcome, pending.make_contiguous()).err();
         }
         let stop = failed || outcome.after_error.is_some();

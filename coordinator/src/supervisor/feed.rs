@@ -1,8 +1,9 @@
 //! A phase of a user's items as jobs made one at a time, as the dispatcher
-//! hands them out: the plan of a phase of 10⁶ items is its ids and their
-//! order (shared by every phase of the run), not 10⁶ jobs.
+//! hands them out: the plan of a phase of 10⁶ items is the items file it
+//! reads them from ([`crate::items_file::Source`]), not 10⁶ jobs.
 
 use super::{Item, Job};
+use crate::items_file::{Cursor, Source};
 use protocol::{JobId, Stage};
 use std::sync::Arc;
 
@@ -12,21 +13,20 @@ pub(crate) struct Feed {
     /// The phase's first job (numbered first, of the first item handed
     /// out): its key, stage, spans and sampling are every job's.
     pub(crate) first: Job,
-    /// The ids, in the items file's order.
-    ids: Arc<[String]>,
-    /// The order they are handed out in: lines (0-based) of `ids`.
-    order: Arc<[u32]>,
+    /// The items, read in the order they are handed out.
+    source: Arc<Source>,
     /// Items a worker is handed beyond the one it runs (`--prefetch`).
     pub(crate) ahead: usize,
 }
 
 impl Feed {
-    /// The items `ids` in `order`, their jobs numbered from `first`'s id,
-    /// whose stage names its item (any: each job's is replaced).
-    pub(crate) fn new(first: Job, ids: Arc<[String]>, order: Arc<[u32]>) -> Feed {
-        let mut feed = Feed { first, ids, order, ahead: 0 };
-        if !feed.order.is_empty() {
-            feed.first = feed.job(0);
+    /// The items of `source`, their jobs numbered from `first`'s id, whose
+    /// stage names its item (any: each job's is replaced).
+    pub(crate) fn new(first: Job, source: Arc<Source>) -> Feed {
+        let mut feed = Feed { first, source, ahead: 0 };
+        let first = feed.jobs().next();
+        if let Some(job) = first {
+            feed.first = job;
         }
         feed
     }
@@ -58,29 +58,45 @@ impl Feed {
 
     /// How many jobs it holds.
     pub(crate) fn len(&self) -> usize {
-        self.order.len()
+        self.source.count()
     }
 
-    /// The `i`-th job handed out.
-    pub(crate) fn job(&self, i: usize) -> Job {
-        let line = self.order[i] as usize;
+    /// Where its items are read from.
+    pub(crate) fn source(&self) -> &Arc<Source> {
+        &self.source
+    }
+
+    /// A reader of its items from the first.
+    pub(crate) fn cursor(&self) -> Cursor {
+        self.source.cursor()
+    }
+
+    /// The `i`-th job handed out, of the item at `line` (from 0) with `id`.
+    pub(crate) fn job(&self, i: usize, (line, id): (usize, String)) -> Job {
         let mut stage = self.first.stage.clone();
-        if let Stage::PrepareItem { id, .. } = &mut stage {
-            *id = self.ids[line].clone();
+        if let Stage::PrepareItem { id: slot, .. } = &mut stage {
+            *slot = id;
         }
         let noun = self.first.item.map_or("item", |it| it.noun);
         Job {
             id: JobId(self.first.id.0 + i as u32),
             order: self.first.order + i,
             stage,
-            item: Some(Item { noun, n: line as u64 + 1, of: self.ids.len() as u64 }),
+            item: Some(Item { noun, n: line as u64 + 1, of: self.len() as u64 }),
             ..self.first.clone()
         }
     }
 
-    /// Every job, in the order they are handed out.
+    /// Every job, in the order they are handed out, its item read from the
+    /// file as it is made.
     pub(crate) fn jobs(&self) -> impl Iterator<Item = Job> + '_ {
-        (0..self.len()).map(|i| self.job(i))
+        let mut cursor = self.cursor();
+        let mut i = 0;
+        std::iter::from_fn(move || {
+            let job = self.job(i, cursor.next_item()?);
+            i += 1;
+            Some(job)
+        })
     }
 }
 
@@ -92,8 +108,8 @@ mod tests {
     /// item's id and line, and share the rest.
     #[test]
     fn a_feed_makes_each_job_from_the_first_with_its_item() {
-        let ids: Arc<[String]> = ["a", "b", "c"].map(String::from).into();
-        let feed = Feed::new(Feed::first_for_test(7), ids, vec![2, 0, 1].into());
+        let (_dir, source) = crate::items_file::written_for_test(b"a\t1\nb\t1\nc\t2\n");
+        let feed = Feed::new(Feed::first_for_test(7), source);
         let jobs: Vec<Job> = feed.jobs().collect();
         assert_eq!(feed.len(), 3);
         assert_eq!(jobs.iter().map(|j| j.id.0).collect::<Vec<_>>(), [7, 8, 9]);

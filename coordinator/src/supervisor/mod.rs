@@ -116,14 +116,21 @@ pub(crate) async fn supervise(
         }
         let Some(job) = ahead.pop_front() else { break };
         tracing::debug!(rank = rank.0, pid = proc.pid, key = %job.key, "stage started");
-        let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
+        if !shared.fold {
+            let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
+        }
         match answer(&proc, &mut incoming, shared, &job).await {
             Ok(result) => {
-                let _ = shared.events.send(Event::StageFinished {
-                    rank,
-                    key: job.key.clone(),
-                    measurement: Box::new(result.measurement.clone()),
-                });
+                match shared.fold {
+                    true => shared.count_ended(),
+                    false => {
+                        let _ = shared.events.send(Event::StageFinished {
+                            rank,
+                            key: job.key.clone(),
+                            measurement: Box::new(result.measurement.clone()),
+                        });
+                    }
+                }
                 if shared.report_done {
                     let _ = shared.asks.send(Ask::Done(Box::new(result.clone())));
                 }

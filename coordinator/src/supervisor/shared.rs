@@ -25,7 +25,8 @@ pub(crate) enum Ask {
     HasWork(oneshot::Sender<bool>),
 }
 
-/// What every supervisor of one phase reads; nothing in it is mutated by them.
+/// What every supervisor of one phase reads; nothing in it is mutated by
+/// them but the count of the phase's items that ended.
 pub(crate) struct Shared {
     pub(crate) asks: mpsc::UnboundedSender<Ask>,
     /// Whether the dispatcher wants each finished job (`Ask::Done`): only
@@ -56,9 +57,22 @@ pub(crate) struct Shared {
     /// How many items a worker is handed beyond the one it runs
     /// (`--prefetch`); 0 where jobs are not items.
     pub(crate) prefetch: usize,
+    /// How many jobs the phase has, and (a phase of items) how many ended.
+    pub(crate) jobs: usize,
+    pub(crate) ended: std::sync::atomic::AtomicUsize,
 }
 
 impl Shared {
+    /// One more of a phase of items ended: the count for the progress
+    /// printer, sent about a thousand times a phase and at its last item
+    /// (an event a job would queue faster than a terminal prints them).
+    pub(crate) fn count_ended(&self) {
+        let done = self.ended.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+        if done == self.jobs || done % (self.jobs / 1024).max(1) == 0 {
+            let _ = self.events.send(Event::Counted { done });
+        }
+    }
+
     /// The dispatcher's next job for this worker; None when none is left
     /// (or the dispatcher is gone).
     /// How many jobs a worker may hold handed over and not answered: one,

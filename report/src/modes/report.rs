@@ -68,24 +68,28 @@ impl Report {
         }
         let Report { section, workers, .. } = self;
         let mut sides = section.timelined();
-        /// A side's phase, its start, its jobs as (rank, start, end).
-        type Placed = (Option<String>, f64, Vec<(u32, f64, f64)>);
-        let mut placed: Vec<Placed> =
-            sides.iter().map(|s| (s.phase.clone(), s.started_s.unwrap_or(0.0), vec![])).collect();
+        let mut placed: Vec<(Option<String>, crate::rundir::report::Timeline)> = sides
+            .iter()
+            .map(|s| {
+                let timeline =
+                    crate::rundir::report::Timeline::new(s.started_s.unwrap_or(0.0), s.wall_s);
+                (s.phase.clone(), timeline)
+            })
+            .collect();
         let mut each: BTreeMap<(String, u32), Vec<crate::rundir::report::JobSlice>> =
             BTreeMap::new();
         jobs::read(dir, workers, |line| {
-            for (phase, _, spans) in &mut placed {
+            for (phase, timeline) in &mut placed {
                 if phase.as_deref() == Some(line.phase.as_str()) {
-                    spans.push((line.rank, line.start_s, line.end_s));
+                    timeline.push(line.rank, line.start_s, line.end_s);
                 }
             }
             if every_job {
                 each.entry((line.phase.clone(), line.rank)).or_default().push(line.into_job());
             }
         })?;
-        for (side, (_, started_s, spans)) in sides.iter_mut().zip(placed) {
-            side.timeline = crate::rundir::report::timeline(spans.into_iter(), started_s);
+        for (side, (_, timeline)) in sides.iter_mut().zip(placed) {
+            side.timeline = timeline.spans();
         }
         for w in workers.iter_mut() {
             if let Some(jobs) = each.remove(&(w.phase.clone(), w.rank)) {

@@ -24,7 +24,7 @@ pub struct Failure {
     /// A stable machine-readable kind: `stage_failed`, `worker_crashed`,
     /// `worker_exited`, `connect_timeout`, `stage_timeout`,
     /// `protocol_violation`, `handshake_refused`, `artifact_mismatch`, `caches_differ`,
-    /// `outputs_differ`, `inputs_changed`, `output_refused`, `leaked_processes`,
+    /// `outputs_differ`, `inputs_changed`, `items_changed`, `output_refused`, `leaked_processes`,
     /// `unaccounted_output`, `item_timeout`,
     /// `interrupted`, `internal`.
     pub reason: String,

@@ -155,11 +155,14 @@ pub(super) fn assemble(
         None => None,
     };
     let items = plan.items.as_ref().map(|i| report::modes::cold_prep::items::Summary {
-        count: i.ids.len() as u64,
-        items_sha256: i.sha256.clone(),
-        weighted: i.weighted,
+        count: i.source.count() as u64,
+        items_sha256: i.source.sha256().into(),
+        weighted: i.source.weighted(),
+        order: Some(if i.source.largest_first() { "largest_first" } else { "file" }.into()),
+        sorted_max: i.source.weighted().then_some(crate::items_file::MAX_SORTED as u64),
         inputs: report::inputs::combined(cx.inputs),
     });
+    warnings.extend(items.as_ref().and_then(|i| i.fell_back()));
     Ok(Section {
         counts: items.is_none().then_some(counts),
         items,

@@ -180,8 +180,8 @@ fn prepare_items(
     items: &items::Items,
 ) -> Result<Prepared, RunError> {
     let mut parameters = parameters(plan);
-    parameters.insert("items_sha256".into(), serde_json::json!(items.sha256));
-    parameters.insert("items".into(), serde_json::json!(items.ids.len()));
+    parameters.insert("items_sha256".into(), serde_json::json!(items.source.sha256()));
+    parameters.insert("items".into(), serde_json::json!(items.source.count()));
     if let Some(t) = items.item_timeout {
         parameters.insert("item_timeout_s".into(), serde_json::json!(t.as_secs_f64()));
     }
@@ -234,7 +234,7 @@ fn item_phase(
     command: &str,
     ready_timeout_ms: u64,
 ) -> Phase {
-    let count = items.ids.len();
+    let count = items.source.count();
     let stage = Stage::PrepareItem {
         command: command.to_string(),
         id: String::new(),
@@ -246,9 +246,7 @@ fn item_phase(
     Phase {
         key: key.into(),
         jobs: Vec::new(),
-        feed: Some(
-            Feed::new(first, items.ids.clone(), items.order.clone()).holding_ahead(items.prefetch),
-        ),
+        feed: Some(Feed::new(first, items.source.clone()).holding_ahead(items.prefetch)),
         workers: workers.min(count.max(1) as u32),
         jobs_per_process: usize::MAX,
         cache: Some(out.into()),
@@ -267,9 +265,14 @@ mod tests {
 
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();
-        let list = vec![items::Item { id: "a".into(), weight: None }];
-        let items =
-            items::Items::new("prep {ms}".into(), list, String::new(), None, items::PREFETCH);
+        // The phases are planned, not run: their items file is not read again.
+        let (_dir, source) = crate::items_file::written_for_test(b"a\n");
+        let items = items::Items {
+            command: "prep {ms}".into(),
+            source,
+            item_timeout: None,
+            prefetch: items::PREFETCH,
+        };
         let grid = Grid::checked(vec![param], &["prep {ms}"], "--prepare", false, false).unwrap();
         Plan {
             rounds,

@@ -331,7 +331,11 @@ fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
         "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once. ",
         i.count,
         &i.items_sha256[..12.min(i.items_sha256.len())],
-        if i.weighted { "largest weight first" } else { "in file order" }
+        match (i.largest_first(), i.weighted) {
+            (true, _) => "largest weight first",
+            (false, true) => "in file order (too many to sort by weight)",
+            (false, false) => "in file order",
+        }
     );
     let startups: Vec<f64> = prep
         .serial

@@ -136,20 +136,59 @@ pub struct PrepSide {
     pub stragglers: Option<crate::rundir::stragglers::Stragglers>,
 }
 
-/// A phase's jobs as (rank, start, end) in seconds from the run's start,
-/// as spans from the phase's start `started_s`, in start order.
-pub fn timeline(jobs: impl Iterator<Item = (u32, f64, f64)>, started_s: f64) -> Vec<Span> {
-    let mut spans: Vec<Span> = jobs
-        .map(|(rank, start_s, end_s)| Span {
+/// A phase's timeline gathered job by job, from (rank, start, end) in
+/// seconds from the run's start. A block narrower than [`RESOLUTION`] of the
+/// phase's wall is merged with the one before it on its worker when the gap
+/// between them is that narrow too (the plot draws such blocks merged
+/// anyway), so a phase of any count of jobs holds at most about
+/// 2 / [`RESOLUTION`] blocks a worker, and one of few jobs holds each.
+pub struct Timeline {
+    started_s: f64,
+    resolution: f64,
+    rows: BTreeMap<u32, Vec<Span>>,
+}
+
+/// The narrowest block a timeline keeps apart, as a share of its phase's wall.
+pub const RESOLUTION: f64 = 1.0 / 8192.0;
+
+impl Timeline {
+    /// The timeline of a phase started at `started_s` that lasted `wall_s`.
+    pub fn new(started_s: f64, wall_s: f64) -> Timeline {
+        Timeline { started_s, resolution: wall_s * RESOLUTION, rows: BTreeMap::new() }
+    }
+
+    /// A job of worker `rank`, run from `start_s` to `end_s`.
+    pub fn push(&mut self, rank: u32, start_s: f64, end_s: f64) {
+        let span = Span {
             rank,
-            start_s: (start_s - started_s).max(0.0),
-            end_s: (end_s - started_s).max(0.0),
-        })
-        .collect();
-    spans.sort_by(|a, b| {
-        a.start_s.total_cmp(&b.start_s).then(a.rank.cmp(&b.rank)).then(a.end_s.total_cmp(&b.end_s))
-    });
-    spans
+            start_s: (start_s - self.started_s).max(0.0),
+            end_s: (end_s - self.started_s).max(0.0),
+        };
+        let row = self.rows.entry(rank).or_default();
+        let narrow = |s: &Span| s.end_s - s.start_s < self.resolution;
+        match row.last_mut() {
+            Some(last)
+                if span.start_s >= last.start_s
+                    && span.start_s - last.end_s < self.resolution
+                    && (narrow(last) || narrow(&span)) =>
+            {
+                last.end_s = last.end_s.max(span.end_s);
+            }
+            _ => row.push(span),
+        }
+    }
+
+    /// Its blocks in start order.
+    pub fn spans(self) -> Vec<Span> {
+        let mut spans: Vec<Span> = self.rows.into_values().flatten().collect();
+        spans.sort_by(|a, b| {
+            a.start_s
+                .total_cmp(&b.start_s)
+                .then(a.rank.cmp(&b.rank))
+                .then(a.end_s.total_cmp(&b.end_s))
+        });
+        spans
+    }
 }
 
 /// One job on a worker: seconds from its phase's start. The end is when the
@@ -206,4 +245,47 @@ pub fn seal(report: &impl Serialize) -> Vec<u8> {
         m.insert(BODY_DIGEST_KEY.into(), Value::String(digest));
     }
     canonical::value_bytes(&value)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A phase of few jobs keeps each; one of 10⁶ jobs of 1 µs on two
+    /// workers keeps a bounded count, covering the same time.
+    #[test]
+    fn a_timeline_of_any_count_of_jobs_is_bounded() {
+        let mut few = Timeline::new(10.0, 2.0);
+        for (rank, start, end) in
+            [(1, 10.0, 11.0), (2, 10.0, 10.5), (2, 10.5, 12.0), (1, 11.0, 12.0)]
+        {
+            few.push(rank, start, end);
+        }
+        let few = few.spans();
+        let shown: Vec<(u32, f64, f64)> =
+            few.iter().map(|s| (s.rank, s.start_s, s.end_s)).collect();
+        assert_eq!(shown, [(1, 0.0, 1.0), (2, 0.0, 0.5), (2, 0.5, 2.0), (1, 1.0, 2.0)]);
+
+        let jobs = 1_000_000;
+        let wall = jobs as f64 * 1e-6;
+        let mut many = Timeline::new(0.0, wall);
+        for i in 0..jobs {
+            let start = (i / 2) as f64 * 2e-6;
+            many.push((i % 2) as u32, start, start + 1e-6);
+        }
+        let many = many.spans();
+        assert!(many.len() <= 2 * (2.0 / RESOLUTION) as usize + 2, "{} blocks", many.len());
+        for rank in 0..2 {
+            let row: Vec<&Span> = many.iter().filter(|s| s.rank == rank).collect();
+            assert!((row[0].start_s, row.last().unwrap().end_s) == (0.0, wall - 1e-6));
+        }
+        // A long job beside narrow ones stays apart from the gaps around it.
+        let mut mixed = Timeline::new(0.0, 1.0);
+        mixed.push(0, 0.0, 1e-6);
+        mixed.push(0, 0.1, 0.6);
+        mixed.push(0, 0.6, 0.6 + 1e-6);
+        let mixed = mixed.spans();
+        assert_eq!(mixed.len(), 2, "the first apart (a gap), the last merged: {mixed:?}");
+        assert_eq!((mixed[1].start_s, mixed[1].end_s), (0.1, 0.6 + 1e-6));
+    }
 }

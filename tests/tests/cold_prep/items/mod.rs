@@ -4,6 +4,7 @@
 //! left behind: the workers, and every program process (each writes its pid
 //! into a directory of the test's).
 
+mod memory;
 mod outputs;
 mod prepares;
 mod protocol;
@@ -71,7 +72,7 @@ pub(super) fn prepare(mode: &str, args: &[&str], env: &[(&str, &str)]) -> Prepar
     std::fs::create_dir(&pids).unwrap();
     let py = python(&mut c);
     let program = repo().join("tests/scripts/item_program.py");
-    c.env("ITEM_MODE", mode).env("ITEM_PIDS", &pids);
+    c.env("ITEM_MODE", mode).env("ITEM_PIDS", &pids).env("ITEM_ITEMS", &items);
     for (k, v) in env {
         c.env(k, v);
     }

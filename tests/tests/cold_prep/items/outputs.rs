@@ -93,6 +93,16 @@ fn inputs_that_change_during_the_run_fail_it() {
     assert_eq!(d["parameters"]["inputs_sha256"], inputs.sha256.as_str());
 }
 
+/// The items file is read again as items are handed out: one written while
+/// the run reads it fails the run, whose declaration holds its old hash.
+#[test]
+fn an_items_file_written_during_the_run_fails_it() {
+    let p = prepare("touch_items", &["--workers", "2", "--rounds", "1"], &[]);
+    let failure =
+        p.assert_failed("items_changed", "--items: the file changed while the run read it");
+    assert_eq!(failure["stage"], "cold_prepare", "found when the first phase ended: {failure}");
+}
+
 #[test]
 fn a_process_the_program_left_running_is_a_leak_and_is_killed() {
     let pids = tempfile::tempdir().unwrap();
