@@ -25,7 +25,8 @@ Run by hand on an idle machine, never beside another benchmark; 10^7 items
 take minutes a run.
 
 usage: scripts/bench-items-memory.py [--sizes 10000,100000,1000000] [--rounds 1]
-                                     [--repeat 1] [--baseline DIR_OF_RELEASE_BINARIES]
+                                     [--repeat 1] [--weighted]
+                                     [--baseline DIR_OF_RELEASE_BINARIES]
 """
 import argparse, os, shutil, statistics, subprocess, sys, tempfile, time
 
@@ -40,12 +41,15 @@ def build():
                    check=True)
 
 
-def items_file(work, n):
+def items_file(work, n, weighted):
+    """`n` ids, with weights (1 to 1000, a fixed pattern) when `weighted`."""
     path = os.path.join(work, f"items-{n}")
+    weight = (lambda k: f"\t{1 + (k * 7919) % 1000}") if weighted else (lambda k: "")
     if not os.path.exists(path):
         with open(path, "w") as f:
             for start in range(0, n, 100_000):
-                f.write("".join(f"item-{k:08d}\n" for k in range(start, min(n, start + 100_000))))
+                f.write("".join(f"item-{k:08d}{weight(k)}\n"
+                                for k in range(start, min(n, start + 100_000))))
     return path
 
 
@@ -72,6 +76,8 @@ def main():
     p.add_argument("--sizes", default="10000,100000,1000000")
     p.add_argument("--rounds", type=int, default=1)
     p.add_argument("--repeat", type=int, default=1)
+    p.add_argument("--weighted", action="store_true",
+                   help="weighted items (handed out largest first: 8 bytes an item kept)")
     p.add_argument("--baseline", help="a directory holding another build's coordinator and fake-worker")
     a = p.parse_args()
     build()
@@ -81,7 +87,7 @@ def main():
     rows = {}
     try:
         for n in sizes:
-            items = items_file(work, n)
+            items = items_file(work, n, a.weighted)
             for _ in range(a.repeat):
                 for name, binaries in builds:
                     peak, wall = one_run(work, binaries, items, a.rounds)
@@ -90,7 +96,8 @@ def main():
                           file=sys.stderr, flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    print(f"--workers 2 --rounds {a.rounds}, fake workers answering at once; "
+    weighted = " --weighted" if a.weighted else ""
+    print(f"--workers 2 --rounds {a.rounds}{weighted}, fake workers answering at once; "
           f"median of {a.repeat} run(s)")
     print("| build | items | peak MiB | wall s | per item above the 10-item control |")
     print("|---|---:|---:|---:|---:|")

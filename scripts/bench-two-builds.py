@@ -9,7 +9,11 @@ Build the old one in a worktree first, e.g.
     cargo build --release -p stagebench-coordinator -p stagebench-worker
 
 usage: scripts/bench-two-builds.py --old /tmp/old-target/release/coordinator
-           [--new target/release/coordinator] [--rounds 5] [--data DIR]
+           [--new target/release/coordinator] [--rounds 5] [--workers 2]
+           [--data DIR | --data builtin]
+
+`--data builtin` runs on the built-in default data, as README's main job does
+(`--workers 8 --mode cold-prep`).
 """
 
 import argparse
@@ -37,8 +41,9 @@ def main():
     ap.add_argument(
         "--data",
         default=os.path.expanduser("~/.cache/stagebench/bench/frozen-seed"),
-        help="a frozen dataset (scripts/bench-cold-prep.sh makes the seed one)",
+        help="a frozen dataset (scripts/bench-cold-prep.sh makes the seed one), or 'builtin'",
     )
+    ap.add_argument("--workers", type=int, default=2, help="the parallel preparation's processes")
     a = ap.parse_args()
     builds = {"old": a.old, "new": a.new}
     figures = {side: {} for side in builds}
@@ -48,10 +53,11 @@ def main():
             for side in (["old", "new"] if r % 2 == 0 else ["new", "old"]):
                 add = lambda k, v: figures[side].setdefault(k, []).append(v)
                 out = os.path.join(work, f"{side}-{r}-prep")
-                run(builds[side], ["--mode", "cold-prep", "--rounds", "1", "--workers", "2"], a.data, out)
+                prep = ["--mode", "cold-prep", "--rounds", "1", "--workers", str(a.workers)]
+                run(builds[side], prep, a.data, out)
                 c = json.load(open(os.path.join(out, "report.json")))
                 add("cold-prep serial", c["serial"]["wall_s"])
-                add("cold-prep --workers 2", c["parallel"]["wall_s"])
+                add(f"cold-prep --workers {a.workers}", c["parallel"]["wall_s"])
                 for k, v in c["serial"]["components_s"].items():
                     add(f"  serial {k[:-2]}", v)
                 shutil.rmtree(out)
@@ -73,8 +79,9 @@ def main():
 
 
 def run(coordinator, args, data, out):
+    data = [] if data == "builtin" else ["--data", data]
     subprocess.run(
-        [coordinator, *args, "--quiet", "--data", data, "--output", out],
+        [coordinator, *args, "--quiet", *data, "--output", out],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
         check=True,

@@ -213,7 +213,7 @@ async fn finish(
 ) -> Result<Closed, WorkerEnd> {
     if frame::nonblocking::write(writer, &ToWorker::Finish).await.is_err() {
         let detail = "connection lost while closing the preparation program".to_string();
-        return Err(died_or_violated(proc, Some(key), detail, shared).await);
+        return Err(died_or_violated(proc, (Some(key), None), detail, shared).await);
     }
     let patience = shared.connect_timeout + shared.grace + Duration::from_secs(5);
     let msg = tokio::select! {
@@ -242,8 +242,12 @@ async fn finish(
         Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
             Err(violation(e.to_string()))
         }
-        Ok(Some(Err(e))) => Err(died_or_violated(proc, Some(key), e.to_string(), shared).await),
-        Ok(None) => Err(died_or_violated(proc, Some(key), "connection lost".into(), shared).await),
+        Ok(Some(Err(e))) => {
+            Err(died_or_violated(proc, (Some(key), None), e.to_string(), shared).await)
+        }
+        Ok(None) => {
+            Err(died_or_violated(proc, (Some(key), None), "connection lost".into(), shared).await)
+        }
     }
 }
 
@@ -303,7 +307,7 @@ async fn assign(
     if frame::nonblocking::write(writer, &assign).await.is_err() {
         let key = Some(job.key.clone());
         let detail = "connection lost while assigning".into();
-        return Err(died_or_violated(proc, key, detail, shared).await);
+        return Err(died_or_violated(proc, (key, None), detail, shared).await);
     }
     Ok(())
 }
@@ -402,10 +406,16 @@ async fn answer(
                 return Err(violation(e.to_string()));
             }
             Some(Err(e)) => {
-                return Err(died_or_violated(proc, key, e.to_string(), shared).await);
+                return Err(died_or_violated(proc, (key, job.item), e.to_string(), shared).await);
             }
             None => {
-                return Err(died_or_violated(proc, key, "connection lost".into(), shared).await);
+                return Err(died_or_violated(
+                    proc,
+                    (key, job.item),
+                    "connection lost".into(),
+                    shared,
+                )
+                .await);
             }
         }
     }
@@ -415,12 +425,15 @@ async fn answer(
 /// the worker broke the protocol.
 async fn died_or_violated(
     proc: &WorkerProcess,
-    key: Option<String>,
+    (key, item): (Option<String>, Option<Item>),
     detail: String,
     shared: &Shared,
 ) -> WorkerEnd {
     match tokio::time::timeout(shared.grace, proc.wait()).await {
-        Ok(exit) => WorkerEnd::Crashed { key, exit: exit.kind },
+        Ok(exit) => {
+            let item = item.map(|i| i.to_string());
+            WorkerEnd::Crashed { key, exit: exit.kind, item }
+        }
         Err(_) => WorkerEnd::ProtocolViolation { key, detail },
     }
 }
@@ -437,7 +450,7 @@ async fn shut_down(
             proc.kill_leftovers();
             let end = match exit.kind {
                 ExitKind::Exited(0) => WorkerEnd::Completed,
-                kind => WorkerEnd::Crashed { key: None, exit: kind },
+                kind => WorkerEnd::Crashed { key: None, exit: kind, item: None },
             };
             (end, exit)
         }

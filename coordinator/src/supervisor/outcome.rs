@@ -107,8 +107,9 @@ pub(crate) enum WorkerEnd {
         done: Vec<protocol::Slice>,
         stderr_tail: Option<String>,
     },
-    /// The process died (non-zero exit or signal) while running `key`, or between stages.
-    Crashed { key: Option<String>, exit: ExitKind },
+    /// The process died (non-zero exit or signal) while running `key`, or
+    /// between stages; `item`: the item it was preparing then, if any.
+    Crashed { key: Option<String>, exit: ExitKind, item: Option<String> },
     /// The process ended before it completed the handshake.
     ExitedBeforeHandshake { exit: ExitKind },
     /// No admitted connection within the connect timeout.
@@ -191,7 +192,11 @@ impl WorkerEnd {
             WorkerEnd::StageFailed { key, error, .. } => {
                 format!("stage {key} failed on {rank}: {error}")
             }
-            WorkerEnd::Crashed { key, exit } => format!("{rank} {exit}{}", at(key)),
+            WorkerEnd::Crashed { key, exit, item } => format!(
+                "{rank} {exit}{}{}",
+                at(key),
+                item.as_deref().map(|i| format!(" ({i} in flight)")).unwrap_or_default()
+            ),
             WorkerEnd::ExitedBeforeHandshake { exit } => {
                 format!("{rank} {exit} before completing the handshake")
             }

@@ -113,11 +113,33 @@ fn main() {
             // Answers every job at once with an empty measurement, and a
             // preparation's close likewise: the coordinator's own cost per
             // job, with no work behind it (scripts/bench-dispatch.py).
+            //
+            // With `STAGEBENCH_FAKE_PIDS=DIR` it first writes a file named by
+            // its pid there; with `STAGEBENCH_FAKE_KILLED=RANK:K` the worker of
+            // that rank writes DIR/killed and kills itself (SIGKILL) on its
+            // K-th job, as a process killed from outside mid-phase.
+            let pids = std::env::var_os("STAGEBENCH_FAKE_PIDS").map(std::path::PathBuf::from);
+            if let Some(dir) = &pids {
+                std::fs::write(dir.join(std::process::id().to_string()), b"").unwrap();
+            }
+            let killed_at = std::env::var("STAGEBENCH_FAKE_KILLED").ok().and_then(|v| {
+                let (r, k) = v.split_once(':')?;
+                (r.parse::<u32>().ok()? == rank.0).then(|| k.parse::<u64>().ok()).flatten()
+            });
             frame::write(&mut s, &hello(token, PROTOCOL_VERSION)).unwrap();
             let _welcome: ToWorker = frame::read(&mut s).unwrap();
+            let mut jobs = 0;
             loop {
                 let reply = match frame::read::<_, ToWorker>(&mut s) {
                     Ok(ToWorker::Assign { job, .. }) => {
+                        jobs += 1;
+                        if Some(jobs) == killed_at {
+                            if let Some(dir) = &pids {
+                                std::fs::write(dir.join("killed"), b"").unwrap();
+                            }
+                            // SAFETY: signals this process itself.
+                            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                        }
                         FromWorker::Measurement { job, measurement: Default::default() }
                     }
                     Ok(ToWorker::Finish) => FromWorker::Finished {

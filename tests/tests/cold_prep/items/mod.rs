@@ -4,7 +4,7 @@
 //! left behind: the workers, and every program process (each writes its pid
 //! into a directory of the test's).
 
-mod memory;
+mod at_scale;
 mod outputs;
 mod prepares;
 mod protocol;
