@@ -14,12 +14,14 @@
 //! Whatever the ending, the process group is gone and the process reaped
 //! before [`supervise`] returns.
 
+mod ending;
 mod feed;
 pub(crate) mod jobs_file;
 mod outcome;
 mod shared;
 pub(crate) mod tally;
 
+use ending::{died_or_violated, shut_down, task_shut_down};
 pub(crate) use feed::Feed;
 pub(crate) use jobs_file::lock;
 pub(crate) use outcome::{Item, Job, JobResult, WorkerEnd, WorkerOutcome, after_timeout};
@@ -29,7 +31,7 @@ pub(crate) use tally::Tally;
 
 use crate::events::Event;
 use crate::gate::{self, Connection};
-use crate::process::{ExitKind, ProcessExit, WorkerProcess};
+use crate::process::WorkerProcess;
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, KillPoint, Stage, ToWorker};
 use std::time::Duration;
@@ -417,85 +419,6 @@ async fn answer(
                 )
                 .await);
             }
-        }
-    }
-}
-
-/// The connection broke: if the process died, that is the cause; otherwise
-/// the worker broke the protocol.
-async fn died_or_violated(
-    proc: &WorkerProcess,
-    (key, item): (Option<String>, Option<Item>),
-    detail: String,
-    shared: &Shared,
-) -> WorkerEnd {
-    match tokio::time::timeout(shared.grace, proc.wait()).await {
-        Ok(exit) => {
-            let item = item.map(|i| i.to_string());
-            WorkerEnd::Crashed { key, exit: exit.kind, item }
-        }
-        Err(_) => WorkerEnd::ProtocolViolation { key, detail },
-    }
-}
-
-async fn shut_down(
-    proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
-    grace: Duration,
-) -> (WorkerEnd, ProcessExit) {
-    let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
-    // A clean worker exits as soon as it reads Shutdown; allow generously.
-    match tokio::time::timeout(grace + Duration::from_secs(5), proc.wait()).await {
-        Ok(exit) => {
-            proc.kill_leftovers();
-            let end = match exit.kind {
-                ExitKind::Exited(0) => WorkerEnd::Completed,
-                kind => WorkerEnd::Crashed { key: None, exit: kind, item: None },
-            };
-            (end, exit)
-        }
-        Err(_) => {
-            let exit = proc.terminate(grace).await;
-            let detail = "did not exit after shutdown".to_string();
-            (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
-        }
-    }
-}
-
-/// A task of a job step has ended when its connection closes after
-/// Shutdown (the worker exits right after); the step ends with its last task.
-async fn task_shut_down(
-    proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
-    incoming: &mut Incoming,
-    cpu: Cpu,
-    grace: Duration,
-) -> (WorkerEnd, ProcessExit) {
-    let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
-    let closed = async {
-        loop {
-            match incoming.recv().await {
-                None | Some(Err(_)) => return,
-                Some(Ok(_)) => {}
-            }
-        }
-    };
-    match tokio::time::timeout(grace + Duration::from_secs(5), closed).await {
-        Ok(()) => {
-            let exit = ProcessExit {
-                kind: ExitKind::Exited(0),
-                user_ns: cpu.user_ns,
-                sys_ns: cpu.sys_ns,
-                peak_rss_bytes: cpu.peak_rss_bytes,
-                wall: proc.launched.elapsed(),
-                faults: None,
-            };
-            (WorkerEnd::Completed, exit)
-        }
-        Err(_) => {
-            let exit = proc.terminate(grace).await;
-            let detail = "did not close its connection after shutdown".to_string();
-            (WorkerEnd::ProtocolViolation { key: None, detail }, exit)
         }
     }
 }
