@@ -28,8 +28,12 @@ Each count runs at every `--prefetch` window given (items handed to a
 worker beyond the one it answers), alternating, so the window's gain is
 measured side by side.
 
+`--baseline DIR` (another build's coordinator and fake-worker, e.g. one
+built from an earlier commit in a worktree) runs every cell with both builds
+too, in alternating order, and prints the per-job ratio of this build to it.
+
 usage: scripts/bench-dispatch.py [--items N] [--counts 2,16,64,256]
-                                 [--prefetch 0,1] [--repeat R]
+                                 [--prefetch 0,1] [--repeat R] [--baseline DIR]
 """
 import argparse, json, os, resource, statistics, subprocess, sys, tempfile, time
 
@@ -56,12 +60,13 @@ def pipe_round_trip_us(n=200_000):
     return dt / n * 1e6
 
 
-def one_run(work, items, count, prefetch):
+def one_run(work, items, count, prefetch, binaries):
     out = tempfile.mkdtemp(dir=work)
     os.rmdir(out)
-    cmd = [os.path.join(RELEASE, "coordinator"), "--quiet", "--mode", "cold-prep",
-           "--workers", str(count), "--rounds", "1", "--prepare", "true", "--items", items, "--prefetch", str(prefetch),
-           "--worker-bin", os.path.join(RELEASE, "fake-worker"), "--output", out]
+    cmd = [os.path.join(binaries, "coordinator"), "--quiet", "--mode", "cold-prep",
+           "--workers", str(count), "--rounds", "1", "--prepare", "true", "--items", items,
+           "--prefetch", str(prefetch), "--worker-bin", os.path.join(binaries, "fake-worker"),
+           "--output", out]
     env = dict(os.environ, STAGEBENCH_FAKE="instant")
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, env=env, cwd=work)
@@ -79,12 +84,14 @@ def main():
     p.add_argument("--counts", default="2,16,64,256")
     p.add_argument("--prefetch", default="0,1")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--baseline", help="a directory holding another build's coordinator and fake-worker")
     a = p.parse_args()
     build()
+    builds = [("this", RELEASE)] + ([("baseline", a.baseline)] if a.baseline else [])
     counts = [int(c) for c in a.counts.split(",")]
     windows = [int(w) for w in a.prefetch.split(",")]
     floors = []
-    runs = {(c, w): [] for c in counts for w in windows}
+    runs = {(b, c, w): [] for b, _ in builds for c in counts for w in windows}
     with tempfile.TemporaryDirectory() as work:
         items = os.path.join(work, "items.txt")
         with open(items, "w") as f:
@@ -93,27 +100,36 @@ def main():
             floors.append(pipe_round_trip_us())
             for c in counts:
                 for w in windows:
-                    runs[c, w].append(one_run(work, items, c, w))
+                    order = builds if i % 2 == 0 else builds[::-1]
+                    for b, binaries in order:
+                        runs[b, c, w].append(one_run(work, items, c, w, binaries))
             print(f"repeat {i + 1}/{a.repeat} done", file=sys.stderr)
     n = a.items
     floor = statistics.median(floors)
     print(f"{n} items, fake workers answering at once, medians of {a.repeat} runs per cell")
     print(f"floor: a 64-byte pipe write and read in one process {floor:.2f} us")
-    print("| prefetch | serial phase per job | over the floor |")
-    print("|---:|---:|---:|")
-    for w in windows:
-        serial = statistics.median(x[0] for c in counts for x in runs[c, w]) / n * 1e6
-        print(f"| {w} | {serial:.1f} us | {serial - floor:.1f} us |")
-    print("| processes | prefetch | phase wall | items/s | per job | over the floor "
+    print("| build | prefetch | serial phase per job | over the floor |")
+    print("|---|---:|---:|---:|")
+    for b, _ in builds:
+        for w in windows:
+            serial = statistics.median(x[0] for c in counts for x in runs[b, c, w]) / n * 1e6
+            print(f"| {b} | {w} | {serial:.1f} us | {serial - floor:.1f} us |")
+    print("| build | processes | prefetch | phase wall | items/s | per job | over the floor "
           "| coordinator CPU per item |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    job = {}
     for c in counts:
         for w in windows:
-            wall = statistics.median(x[1] for x in runs[c, w])
-            cpu = statistics.median(x[2] for x in runs[c, w]) / (2 * n) * 1e6
-            job = wall * c / n * 1e6
-            print(f"| {c} | {w} | {wall:.3f} s | {n / wall:,.0f} | {job:.1f} us "
-                  f"| {job - floor:.1f} us | {cpu:.1f} us |")
+            for b, _ in builds:
+                wall = statistics.median(x[1] for x in runs[b, c, w])
+                cpu = statistics.median(x[2] for x in runs[b, c, w]) / (2 * n) * 1e6
+                job[b, c, w] = wall * c / n * 1e6
+                print(f"| {b} | {c} | {w} | {wall:.3f} s | {n / wall:,.0f} | {job[b, c, w]:.1f} us "
+                      f"| {job[b, c, w] - floor:.1f} us | {cpu:.1f} us |")
+    if a.baseline:
+        print("per job, this build over the baseline: " + ", ".join(
+            f"{c} processes prefetch {w} {job['this', c, w] / job['baseline', c, w]:.3f}"
+            for c in counts for w in windows))
 
 
 if __name__ == "__main__":
