@@ -10,8 +10,16 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// `coordinator ARGS` over `n` items in `dir`, `--workers 2 --rounds 1`,
-/// with fake workers answering at once, no debug log (a line a job).
+/// with fake workers answering at once, no debug log (a line a job), and
+/// `--quiet`.
 fn many_items(dir: &Path, n: usize, program: &Path) -> Command {
+    let mut c = shown(dir, n, program);
+    c.arg("--quiet");
+    c
+}
+
+/// [`many_items`] without `--quiet`.
+fn shown(dir: &Path, n: usize, program: &Path) -> Command {
     let items = dir.join("items");
     let lines: String = (0..n).map(|i| format!("item-{i:08}\n")).collect();
     std::fs::write(&items, lines).unwrap();
@@ -19,7 +27,7 @@ fn many_items(dir: &Path, n: usize, program: &Path) -> Command {
     if program != bins().coordinator {
         c.arg(&bins().coordinator);
     }
-    c.args(["--quiet", "--mode", "cold-prep", "--workers", "2", "--rounds", "1"])
+    c.args(["--mode", "cold-prep", "--workers", "2", "--rounds", "1"])
         .args(["--prepare", "true", "--items"])
         .arg(&items)
         .arg("--worker-bin")
@@ -118,4 +126,27 @@ fn a_worker_killed_in_the_middle_of_a_large_phase_fails_the_run_naming_its_item(
     let f = run_within(many_items(tmp.path(), n, &bins().coordinator), Duration::from_secs(600));
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
     assert_eq!(json(&tmp.path().join("run/report.json"))["parallel"]["per_series_s"]["n"], n);
+}
+
+/// A phase of items shows its progress off a terminal a tenth at a time
+/// (the supervisors' count, sent now and then): ten lines a phase, each at
+/// or past its tenth, the last every item.
+#[test]
+fn a_phase_of_items_shows_its_progress_by_tenths() {
+    let n = 20_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let f = harness::run(shown(tmp.path(), n, &bins().coordinator));
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    for phase in ["cold_prepare", "cold_prepare_parallel"] {
+        let done: Vec<usize> = f
+            .stderr
+            .lines()
+            .filter_map(|l| l.trim().strip_prefix(&format!("{phase}: ")))
+            .filter_map(|rest| rest.split('/').next()?.parse().ok())
+            .collect();
+        assert_eq!(done.len(), 10, "{phase}: {done:?}\n{}", f.stderr);
+        assert!(done.windows(2).all(|w| w[0] < w[1]), "{phase}: {done:?}");
+        assert!(done.iter().enumerate().all(|(i, d)| d * 10 >= (i + 1) * n), "{phase}: {done:?}");
+        assert_eq!(done.last(), Some(&n), "{phase}");
+    }
 }
