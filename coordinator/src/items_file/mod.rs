@@ -335,16 +335,18 @@ impl Cursor {
                 Some(_) => Reader::ByOffset(file, Vec::new()),
             });
         }
-        let (n, text) = match (self.reader.as_mut()?, &source.sorted) {
+        // The id is copied once, straight from the line as read.
+        let (n, id) = match (self.reader.as_mut()?, &source.sorted) {
             (Reader::InOrder(lines, sha256), _) => {
                 let line = lines.next_line().ok()??;
                 sha256.update(line.raw);
-                (line.n, line.text.to_vec())
+                (line.n, parse(line.text, line.n + 1).ok()?.0.to_string())
             }
             (Reader::ByOffset(file, buf), Some(sorted)) => {
                 let (n, offset) = sorted[self.at];
                 read_line_at(file, offset as u64, buf).ok()?;
-                (n as usize, lines::text(buf).to_vec())
+                let n = n as usize;
+                (n, parse(lines::text(buf), n + 1).ok()?.0.to_string())
             }
             (Reader::ByOffset(..), None) => return None,
         };
@@ -355,8 +357,7 @@ impl Cursor {
                 }
             }
         }
-        let (id, _) = parse(&text, n + 1).ok()?;
-        Some((n, id.to_string()))
+        Some((n, id))
     }
 }
 
