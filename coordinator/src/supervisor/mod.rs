@@ -107,7 +107,7 @@ pub(crate) async fn supervise(
         }
         while ahead.len() < window && done + ahead.len() < shared.jobs_per_process {
             let Some(job) = shared.next_job(ahead.len()).await else { break };
-            if let Err(end) = assign(&proc, &mut writer, shared, &job).await {
+            if let Err(end) = assign(&proc, &mut writer, shared, &job, ahead.front()).await {
                 failure = Some(end);
                 break;
             }
@@ -291,11 +291,15 @@ fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, Worker
 }
 
 /// Hands `job` to the worker; its answer is awaited by [`answer`].
+/// Hands `job` over behind `in_flight`, the first job handed over and not
+/// answered: a worker that died while working on that one breaks the
+/// connection under this write, and is named with that job's item.
 async fn assign(
     proc: &WorkerProcess,
     writer: &mut gate::WriteHalf,
     shared: &Shared,
     job: &Job,
+    in_flight: Option<&Job>,
 ) -> Result<(), WorkerEnd> {
     let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
     let kill = point.filter(|_| is_command(job)).map(|k| k.point.clone());
@@ -307,9 +311,12 @@ async fn assign(
         sample: job.sample.clone(),
     };
     if frame::nonblocking::write(writer, &assign).await.is_err() {
-        let key = Some(job.key.clone());
+        let at = match in_flight {
+            Some(j) => (Some(j.key.clone()), j.item),
+            None => (Some(job.key.clone()), None),
+        };
         let detail = "connection lost while assigning".into();
-        return Err(died_or_violated(proc, (key, None), detail, shared).await);
+        return Err(died_or_violated(proc, at, detail, shared).await);
     }
     Ok(())
 }

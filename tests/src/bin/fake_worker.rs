@@ -116,29 +116,65 @@ fn main() {
             //
             // With `STAGEBENCH_FAKE_PIDS=DIR` it first writes a file named by
             // its pid there; with `STAGEBENCH_FAKE_KILLED=RANK:K` the worker of
-            // that rank writes DIR/killed and kills itself (SIGKILL) on its
-            // K-th job, as a process killed from outside mid-phase.
+            // that rank writes the id of its K-th job's item to DIR/killed and
+            // kills itself (SIGKILL) on that job, as a process killed from
+            // outside mid-phase. With `RANK:K:handover` it dies as the job
+            // after the K-th is handed over: it takes the K-th, refuses all
+            // further frames, answers the one before and dies, so the
+            // coordinator's next hand-over, not its wait for an answer, is
+            // what finds it gone (the two orders a real death can take).
             let pids = std::env::var_os("STAGEBENCH_FAKE_PIDS").map(std::path::PathBuf::from);
             if let Some(dir) = &pids {
                 std::fs::write(dir.join(std::process::id().to_string()), b"").unwrap();
             }
-            let killed_at = std::env::var("STAGEBENCH_FAKE_KILLED").ok().and_then(|v| {
-                let (r, k) = v.split_once(':')?;
-                (r.parse::<u32>().ok()? == rank.0).then(|| k.parse::<u64>().ok()).flatten()
+            let killed = std::env::var("STAGEBENCH_FAKE_KILLED").ok().and_then(|v| {
+                let mut parts = v.split(':');
+                let r = parts.next()?.parse::<u32>().ok()?;
+                let k = parts.next()?.parse::<u64>().ok()?;
+                let handover = parts.next() == Some("handover");
+                (r == rank.0).then_some((k, handover))
             });
+            let die = |stage: &protocol::Stage| {
+                if let Some(dir) = &pids {
+                    let id = match stage {
+                        protocol::Stage::PrepareItem { id, .. } => id.as_str(),
+                        _ => "",
+                    };
+                    std::fs::write(dir.join("killed"), id).unwrap();
+                }
+                // SAFETY: signals this process itself.
+                unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+            };
             frame::write(&mut s, &hello(token, PROTOCOL_VERSION)).unwrap();
             let _welcome: ToWorker = frame::read(&mut s).unwrap();
             let mut jobs = 0;
             loop {
                 let reply = match frame::read::<_, ToWorker>(&mut s) {
-                    Ok(ToWorker::Assign { job, .. }) => {
+                    Ok(ToWorker::Assign { job, stage, .. }) => {
                         jobs += 1;
-                        if Some(jobs) == killed_at {
-                            if let Some(dir) = &pids {
-                                std::fs::write(dir.join("killed"), b"").unwrap();
+                        match killed {
+                            Some((k, false)) if jobs == k => die(&stage),
+                            Some((k, true)) if jobs + 1 == k => {
+                                // The K-th job is on the socket already: the
+                                // coordinator hands a job over before it waits
+                                // for the answer to the one before.
+                                let Ok(ToWorker::Assign { stage: held, .. }) = frame::read(&mut s)
+                                else {
+                                    panic!("no job held behind job {jobs}")
+                                };
+                                let Stream::Unix(u) = &s else {
+                                    panic!("handover needs a Unix socket")
+                                };
+                                // The coordinator's next write now fails (EPIPE).
+                                u.shutdown(std::net::Shutdown::Read).unwrap();
+                                let reply = FromWorker::Measurement {
+                                    job,
+                                    measurement: Default::default(),
+                                };
+                                frame::write(&mut s, &reply).unwrap();
+                                die(&held);
                             }
-                            // SAFETY: signals this process itself.
-                            unsafe { libc::kill(libc::getpid(), libc::SIGKILL) };
+                            _ => {}
                         }
                         FromWorker::Measurement { job, measurement: Default::default() }
                     }

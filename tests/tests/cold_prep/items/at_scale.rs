@@ -71,56 +71,15 @@ fn the_coordinators_peak_does_not_grow_with_its_items() {
 }
 
 /// A worker killed (SIGKILL) at its 30 000th of 10⁵ items: the run fails
-/// within seconds naming an item by its line, leaves no worker, no
+/// within seconds naming the item it held by its line, leaves no worker, no
 /// jobs.jsonl.gz and no report. The control: the same run unkilled passes.
 #[test]
 fn a_worker_killed_in_the_middle_of_a_large_phase_fails_the_run_naming_its_item() {
     let n = 100_000;
     let tmp = tempfile::tempdir().unwrap();
-    let pids = tmp.path().join("pids");
-    std::fs::create_dir(&pids).unwrap();
-    let mut c = many_items(tmp.path(), n, &bins().coordinator);
     // Rank 0 is the serial phase's process; 1 and 2 the parallel phase's.
-    c.env("STAGEBENCH_FAKE_PIDS", &pids).env("STAGEBENCH_FAKE_KILLED", "1:30000");
-    c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
-    let mut child = c.spawn().unwrap();
-    let killed = pids.join("killed");
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while !killed.exists() {
-        assert!(Instant::now() < deadline, "the worker was not killed within 300 s");
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before the kill");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    let at = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        assert!(at.elapsed() < Duration::from_secs(30), "the run went on 30 s after the kill");
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let after = at.elapsed();
+    let after = killed_mid_phase(tmp.path(), n, "1:30000", &[]);
     eprintln!("the run ended {after:?} after the kill");
-    let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
-    assert_eq!(status.code(), Some(1), "{stderr}");
-    let out = tmp.path().join("run");
-    let failure = json(&out.join("failure.json"));
-    assert_eq!(failure["reason"], "worker_crashed", "{failure}");
-    let message = failure["message"].as_str().unwrap();
-    assert!(message.contains(&format!(" of {n} in flight)")), "no item named: {message}");
-    assert!(!message.contains("item-0"), "an id reached failure.json: {message}");
-    for left in ["report.json", "jobs.jsonl.gz", "private-output-parallel"] {
-        assert!(!out.join(left).exists(), "{left} was left beside failure.json");
-    }
-    let started: Vec<i32> = std::fs::read_dir(&pids)
-        .unwrap()
-        .filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok())
-        .collect();
-    assert_eq!(started.len(), 3, "the serial process and the parallel two: {started:?}");
-    for pid in started {
-        assert!(wait_gone(pid, Duration::from_secs(10)), "worker {pid} outlived the run");
-    }
     // The control: unkilled, the same run passes and covers every item.
     let tmp = tempfile::tempdir().unwrap();
     let f = run_within(many_items(tmp.path(), n, &bins().coordinator), Duration::from_secs(600));
@@ -149,4 +108,68 @@ fn a_phase_of_items_shows_its_progress_by_tenths() {
         assert!(done.iter().enumerate().all(|(i, d)| d * 10 >= (i + 1) * n), "{phase}: {done:?}");
         assert_eq!(done.last(), Some(&n), "{phase}");
     }
+}
+
+/// The other order a death can take: a worker takes its next item, answers
+/// the one before and dies, so the coordinator finds it gone as it hands the
+/// next item over rather than while it waits for an answer. The run still
+/// names the item the worker held, by its line (it named none before).
+#[test]
+fn a_worker_that_dies_as_its_next_item_is_handed_over_is_named_by_the_item_it_held() {
+    let tmp = tempfile::tempdir().unwrap();
+    killed_mid_phase(tmp.path(), 2_000, "2:500:handover", &["--prefetch", "1"]);
+}
+
+/// Runs [`many_items`] over `n` items with the fake worker killed as
+/// `STAGEBENCH_FAKE_KILLED` says, and checks the run failed naming by its
+/// line the item that worker held, with no worker, jobs file, report or
+/// output left. Returns how long the run went on after the kill.
+fn killed_mid_phase(dir: &Path, n: usize, killed: &str, args: &[&str]) -> Duration {
+    let pids = dir.join("pids");
+    std::fs::create_dir(&pids).unwrap();
+    let mut c = many_items(dir, n, &bins().coordinator);
+    c.args(args).env("STAGEBENCH_FAKE_PIDS", &pids).env("STAGEBENCH_FAKE_KILLED", killed);
+    c.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::piped());
+    let mut child = c.spawn().unwrap();
+    let marker = pids.join("killed");
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while !marker.exists() {
+        assert!(Instant::now() < deadline, "the worker was not killed within 300 s");
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let at = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        assert!(at.elapsed() < Duration::from_secs(30), "the run went on 30 s after the kill");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let after = at.elapsed();
+    let mut stderr = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    // The items are `item-{i:08}` on line i + 1, handed out in file order.
+    let held = std::fs::read_to_string(&marker).unwrap();
+    let i: usize = held.strip_prefix("item-").and_then(|i| i.parse().ok()).expect(&held);
+    let out = dir.join("run");
+    let failure = json(&out.join("failure.json"));
+    assert_eq!(failure["reason"], "worker_crashed", "{failure}");
+    let message = failure["message"].as_str().unwrap();
+    let named = format!("(item {} of {n} in flight)", i + 1);
+    assert!(message.contains(&named), "not {named}: {message}");
+    assert!(!message.contains("item-0"), "an id reached failure.json: {message}");
+    for left in ["report.json", "jobs.jsonl.gz", "private-output-parallel"] {
+        assert!(!out.join(left).exists(), "{left} was left beside failure.json");
+    }
+    let started: Vec<i32> = std::fs::read_dir(&pids)
+        .unwrap()
+        .filter_map(|e| e.unwrap().file_name().to_str()?.parse().ok())
+        .collect();
+    assert_eq!(started.len(), 3, "the serial process and the parallel two: {started:?}");
+    for pid in started {
+        assert!(wait_gone(pid, Duration::from_secs(10)), "worker {pid} outlived the run");
+    }
+    after
 }
