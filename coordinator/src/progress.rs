@@ -19,6 +19,8 @@ struct Phase {
     style: Style,
     started: Instant,
     next_tenth: usize,
+    /// When the live counter was last painted on a terminal.
+    painted: Option<Instant>,
     /// Trials: wall times so far per stage key, warm-ups first.
     walls: HashMap<String, Vec<f64>>,
 }
@@ -44,6 +46,7 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                     style,
                     started: Instant::now(),
                     next_tenth: 1,
+                    painted: None,
                     walls: HashMap::new(),
                 });
             }
@@ -98,6 +101,11 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
 /// terminal, else a line at every tenth.
 fn counter(p: &mut Phase, terminal: bool, clear: &str) {
     if terminal {
+        let now = Instant::now();
+        if !repaint_due(p.painted, now, p.done, p.jobs) {
+            return;
+        }
+        p.painted = Some(now);
         let what = match p.style {
             Style::Counter { unit } => unit,
             _ => "jobs",
@@ -122,6 +130,17 @@ fn counter(p: &mut Phase, terminal: bool, clear: &str) {
             p.next_tenth += 1;
         }
     }
+}
+
+/// How often at most the live counter is painted: a phase of 10⁴ quick
+/// items ends a job far faster than anyone reads (or a terminal draws).
+const REPAINT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Whether the live counter, last painted at `last`, is painted again at
+/// `now` with `done` of `jobs` ended: at its first count, at its last, and
+/// otherwise once a [`REPAINT`].
+fn repaint_due(last: Option<Instant>, now: Instant, done: usize, jobs: usize) -> bool {
+    done >= jobs || last.is_none_or(|t| now.duration_since(t) >= REPAINT)
 }
 
 /// `spin:40: trial 3 of 10, last 40.02 ms, running median 40.01 ms`.
@@ -152,7 +171,19 @@ fn finish(p: &Phase, clear: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::trial_line;
+    use super::{REPAINT, repaint_due, trial_line};
+    use std::time::Instant;
+
+    #[test]
+    fn the_live_counter_is_painted_at_most_once_a_tenth_of_a_second_and_at_its_last_job() {
+        let t = Instant::now();
+        let soon = t + REPAINT / 2;
+        let later = t + REPAINT;
+        assert!(repaint_due(None, t, 1, 100), "the first count");
+        assert!(!repaint_due(Some(t), soon, 2, 100), "within the interval");
+        assert!(repaint_due(Some(t), later, 2, 100), "after it");
+        assert!(repaint_due(Some(t), soon, 100, 100), "the last job, however soon");
+    }
 
     #[test]
     fn trial_line_counts_warmups_apart_and_shows_the_running_median() {

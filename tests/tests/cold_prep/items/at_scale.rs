@@ -110,6 +110,44 @@ fn a_phase_of_items_shows_its_progress_by_tenths() {
     }
 }
 
+/// On a terminal (a real pseudo-terminal, by `script`) a phase of items
+/// paints one live counter, at most ten times a second and at its end: it
+/// painted once for every count the supervisors sent, about a thousand a
+/// phase however short.
+#[test]
+fn on_a_terminal_the_live_counter_is_painted_at_most_ten_times_a_second() {
+    let n = 20_000;
+    let tmp = tempfile::tempdir().unwrap();
+    let c = shown(tmp.path(), n, &bins().coordinator);
+    let quote = |a: &std::ffi::OsStr| format!("'{}'", a.to_str().unwrap().replace('\'', "'\\''"));
+    let line: Vec<String> =
+        std::iter::once(c.get_program()).chain(c.get_args()).map(quote).collect();
+    let mut script = Command::new("script");
+    script.args(["-qfec", &line.join(" "), "/dev/null"]);
+    for (k, v) in c.get_envs() {
+        match v {
+            Some(v) => script.env(k, v),
+            None => script.env_remove(k),
+        };
+    }
+    let started = Instant::now();
+    let f = run_within(script, Duration::from_secs(300));
+    let wall = started.elapsed().as_secs_f64();
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    for phase in ["cold_prepare", "cold_prepare_parallel"] {
+        let painted: Vec<&str> = f
+            .stdout
+            .split(['\r', '\n'])
+            .filter_map(|l| l.strip_prefix("\x1b[2K  ")?.strip_prefix(&format!("{phase}: ")))
+            .collect();
+        let most = (10.0 * wall) as usize + 2;
+        assert!(painted.len() >= 2, "{phase}: painted {painted:?}");
+        assert!(painted.len() <= most, "{phase}: painted {} times in {wall:.1} s", painted.len());
+        let last = painted.last().unwrap();
+        assert!(last.starts_with(&format!("{n}/{n} items")), "{phase}: {last}");
+    }
+}
+
 /// The other order a death can take: a worker takes its next item, answers
 /// the one before and dies, so the coordinator finds it gone as it hands the
 /// next item over rather than while it waits for an answer. The run still
