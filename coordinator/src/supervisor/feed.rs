@@ -73,17 +73,27 @@ impl Feed {
 
     /// The `i`-th job handed out, of the item at `line` (from 0) with `id`.
     pub(crate) fn job(&self, i: usize, (line, id): (usize, String)) -> Job {
-        let mut stage = self.first.stage.clone();
-        if let Stage::PrepareItem { id: slot, .. } = &mut stage {
-            *slot = id;
-        }
-        let noun = self.first.item.map_or("item", |it| it.noun);
+        let first = &self.first;
+        // Field by field: the first job's own id is never copied to be
+        // dropped, nor its stage twice.
+        let stage = match &first.stage {
+            Stage::PrepareItem { command, out, ready_timeout_ms, .. } => Stage::PrepareItem {
+                command: command.clone(),
+                id,
+                out: out.clone(),
+                ready_timeout_ms: *ready_timeout_ms,
+            },
+            other => other.clone(),
+        };
+        let noun = first.item.map_or("item", |it| it.noun);
         Job {
-            id: JobId(self.first.id.0 + i as u32),
-            order: self.first.order + i,
+            id: JobId(first.id.0 + i as u32),
+            order: first.order + i,
+            key: first.key.clone(),
             stage,
             item: Some(Item { noun, n: line as u64 + 1, of: self.len() as u64 }),
-            ..self.first.clone()
+            spans: first.spans.clone(),
+            sample: first.sample.clone(),
         }
     }
 

@@ -121,14 +121,14 @@ pub(crate) async fn supervise(
         if !shared.fold {
             let _ = shared.events.send(Event::StageStarted { rank, key: job.key.clone() });
         }
-        match answer(&proc, &mut incoming, shared, &job).await {
+        match answer(&proc, &mut incoming, shared, job).await {
             Ok(result) => {
                 match shared.fold {
                     true => shared.count_ended(),
                     false => {
                         let _ = shared.events.send(Event::StageFinished {
                             rank,
-                            key: job.key.clone(),
+                            key: result.job.key.clone(),
                             measurement: Box::new(result.measurement.clone()),
                         });
                     }
@@ -254,9 +254,12 @@ async fn finish(
 }
 
 async fn read_frames(
-    mut reader: gate::ReadHalf,
+    reader: gate::ReadHalf,
     tx: mpsc::UnboundedSender<Result<FromWorker, FrameError>>,
 ) {
+    // One read takes in every frame waiting (a header and its payload, or
+    // the answers of a window of items), not a read for each part.
+    let mut reader = tokio::io::BufReader::with_capacity(8 << 10, reader);
     loop {
         let r = frame::nonblocking::read::<_, FromWorker>(&mut reader).await;
         let stop = r.is_err();
@@ -266,32 +269,49 @@ async fn read_frames(
     }
 }
 
-/// When `job` runs out of time, and the ending that says so: a stage's
+/// When `job` runs out of time, and which limit that is: a stage's
 /// `--stage-timeout` from its start, or for an item (one job of a phase
 /// of items, which is the stage) the earlier of the phase's and the
-/// item's own `--item-timeout`, naming the item in flight.
-fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, WorkerEnd) {
+/// item's own `--item-timeout`.
+fn deadline(shared: &Shared, job: &Job) -> (Option<tokio::time::Instant>, Limit) {
     let now = tokio::time::Instant::now();
-    let stage = |from: tokio::time::Instant| {
-        let after = shared.stage_timeout.unwrap_or_default();
-        let item = job.item.map(|i| i.to_string());
-        let end = WorkerEnd::StageTimeout { key: job.key.clone(), after, item };
-        (shared.stage_timeout.map(|t| from + t), end)
-    };
-    let Some(item) = &job.item else { return stage(now) };
-    let (phase_end, phase_ending) = stage(shared.started);
+    let stage = |from: tokio::time::Instant| shared.stage_timeout.map(|t| from + t);
+    if job.item.is_none() {
+        return (stage(now), Limit::Stage);
+    }
+    let phase_end = stage(shared.started);
     match shared.item_timeout.map(|t| (now + t, t)) {
-        Some((end, after)) if phase_end.is_none_or(|p| end < p) => {
-            let ending =
-                WorkerEnd::ItemTimeout { key: job.key.clone(), item: item.to_string(), after };
-            (Some(end), ending)
-        }
-        _ => (phase_end, phase_ending),
+        Some((end, after)) if phase_end.is_none_or(|p| end < p) => (Some(end), Limit::Item(after)),
+        _ => (phase_end, Limit::Stage),
     }
 }
 
-/// Hands `job` to the worker; its answer is awaited by [`answer`].
-/// Hands `job` over behind `in_flight`, the first job handed over and not
+/// The limit a job's [`deadline`] is; the ending that says so is made only
+/// when it is reached (not on every job of a phase of 10⁶ items).
+#[derive(Clone, Copy)]
+enum Limit {
+    Stage,
+    Item(Duration),
+}
+
+impl Limit {
+    /// The ending of `job` past this limit, naming the item in flight.
+    fn reached(self, shared: &Shared, job: &Job) -> WorkerEnd {
+        let key = job.key.clone();
+        match (self, job.item) {
+            (Limit::Item(after), Some(item)) => {
+                WorkerEnd::ItemTimeout { key, item: item.to_string(), after }
+            }
+            _ => {
+                let after = shared.stage_timeout.unwrap_or_default();
+                WorkerEnd::StageTimeout { key, after, item: job.item.map(|i| i.to_string()) }
+            }
+        }
+    }
+}
+
+/// Hands `job` to the worker (its answer is awaited by [`answer`]) behind
+/// `in_flight`, the first job handed over and not
 /// answered: a worker that died while working on that one breaks the
 /// connection under this write, and is named with that job's item.
 async fn assign(
@@ -328,19 +348,21 @@ fn is_command(job: &Job) -> bool {
 }
 
 /// Waits for the answer to `job`, the first of those handed over and not
-/// answered: its time limits run from now, when its worker starts it.
+/// answered: its time limits run from now, when its worker starts it. The
+/// job is its result's.
 async fn answer(
     proc: &WorkerProcess,
     incoming: &mut Incoming,
     shared: &Shared,
-    job: &Job,
+    owned: Job,
 ) -> Result<JobResult, WorkerEnd> {
+    let job = &owned;
     let rank = proc.rank;
-    let key = Some(job.key.clone());
+    let key = || Some(job.key.clone());
     let point = shared.kill_at.as_ref().filter(|k| k.stage == job.key);
     let is_command = is_command(job);
     let killed_by_worker = point.is_some() && is_command;
-    let (deadline, timeout) = deadline(shared, job);
+    let (deadline, limit) = deadline(shared, job);
     let mut artifacts = Vec::new();
     loop {
         let msg = tokio::select! {
@@ -349,9 +371,9 @@ async fn answer(
                 return Err(WorkerEnd::Cancelled { in_flight: job.item.map(|i| i.to_string()) });
             }
             m = incoming.recv() => m,
-            _ = sleep_until(deadline) => return Err(timeout),
+            _ = sleep_until(deadline) => return Err(limit.reached(shared, job)),
         };
-        let violation = |detail: String| WorkerEnd::ProtocolViolation { key: key.clone(), detail };
+        let violation = |detail: String| WorkerEnd::ProtocolViolation { key: key(), detail };
         match msg {
             Some(Ok(FromWorker::Progress { job: j, done, total })) if j == job.id => {
                 let _ = shared.events.send(Event::Progress { key: job.key.clone(), done, total });
@@ -387,7 +409,7 @@ async fn answer(
             Some(Ok(FromWorker::Measurement { job: j, measurement })) if j == job.id => {
                 let received = std::time::Instant::now();
                 return Ok(JobResult {
-                    job: job.clone(),
+                    job: owned,
                     worker: rank,
                     measurement,
                     artifacts,
@@ -415,12 +437,12 @@ async fn answer(
                 return Err(violation(e.to_string()));
             }
             Some(Err(e)) => {
-                return Err(died_or_violated(proc, (key, job.item), e.to_string(), shared).await);
+                return Err(died_or_violated(proc, (key(), job.item), e.to_string(), shared).await);
             }
             None => {
                 return Err(died_or_violated(
                     proc,
-                    (key, job.item),
+                    (key(), job.item),
                     "connection lost".into(),
                     shared,
                 )

@@ -73,8 +73,6 @@ impl Shared {
         }
     }
 
-    /// The dispatcher's next job for this worker; None when none is left
-    /// (or the dispatcher is gone).
     /// How many jobs a worker may hold handed over and not answered: one,
     /// or with `--prefetch` more, for a phase of items whose jobs depend on
     /// no earlier answer (no `AfterJob`) and whose workers are not killed
@@ -86,8 +84,9 @@ impl Shared {
         }
     }
 
-    /// The next job for a worker that holds none (`Ask::Next`), or one
-    /// to hold beyond those it holds (`Ask::Ahead`).
+    /// The dispatcher's next job for a worker that holds none
+    /// (`Ask::Next`), or one to hold beyond those it holds (`Ask::Ahead`);
+    /// None when none is left (or the dispatcher is gone).
     pub(crate) async fn next_job(&self, holding: usize) -> Option<Job> {
         let (reply, answer) = oneshot::channel();
         let ask = match holding {

@@ -76,7 +76,11 @@ impl Tally {
         self.faults = add(self.faults, m.faults);
         self.peak_rss_bytes = self.peak_rss_bytes.max(Some(m.peak_rss_bytes));
         for f in &m.figures {
-            *self.figures.entry(f.name.clone()).or_insert(0.0) += f.value;
+            // A name is copied once, at its first job, not at every one.
+            match self.figures.get_mut(f.name.as_str()) {
+                Some(sum) => *sum += f.value,
+                None => drop(self.figures.insert(f.name.clone(), f.value)),
+            }
         }
         self.tree_peak_bytes = self.tree_peak_bytes.max(m.tree.peak_bytes);
         self.sum_of_peaks_bytes = self.sum_of_peaks_bytes.max(m.tree.sum_of_peaks_bytes);
