@@ -311,9 +311,9 @@ impl Limit {
 }
 
 /// Hands `job` to the worker (its answer is awaited by [`answer`]) behind
-/// `in_flight`, the first job handed over and not
-/// answered: a worker that died while working on that one breaks the
-/// connection under this write, and is named with that job's item.
+/// `in_flight`, the first job handed over and not answered: a worker that
+/// died while working on that one breaks the connection under this write,
+/// and is named with that job's item.
 async fn assign(
     proc: &WorkerProcess,
     writer: &mut gate::WriteHalf,

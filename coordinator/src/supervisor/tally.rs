@@ -79,7 +79,9 @@ impl Tally {
             // A name is copied once, at its first job, not at every one.
             match self.figures.get_mut(f.name.as_str()) {
                 Some(sum) => *sum += f.value,
-                None => drop(self.figures.insert(f.name.clone(), f.value)),
+                None => {
+                    self.figures.insert(f.name.clone(), f.value);
+                }
             }
         }
         self.tree_peak_bytes = self.tree_peak_bytes.max(m.tree.peak_bytes);
