@@ -72,6 +72,17 @@ pub(crate) enum RunError {
         reason: &'static str,
         message: String,
     },
+    /// The run failed in its own work (a file of its run directory, the
+    /// runtime): `what` says what it did, naming the file by its path in
+    /// the run directory; the error is kept as its source.
+    #[error("{what}: {source}")]
+    Internal {
+        /// Key of the stage involved, if any.
+        stage: Option<String>,
+        what: String,
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
     /// A signal stopped the run.
     #[error("interrupted by signal {signal}; workers stopped, no report written")]
     Interrupted { signal: i32 },
@@ -90,6 +101,7 @@ impl RunError {
     pub(crate) fn recorded_as(&self) -> (Option<String>, Option<u32>, &'static str) {
         match self {
             RunError::Failed { stage, worker, reason, .. } => (stage.clone(), *worker, *reason),
+            RunError::Internal { stage, .. } => (stage.clone(), None, "internal"),
             RunError::Interrupted { .. } => (None, None, "interrupted"),
             RunError::Usage(_) => (None, None, "usage"),
         }
@@ -103,10 +115,19 @@ impl RunError {
         };
         match self {
             RunError::Usage(_) => Error::Usage(message),
-            RunError::Failed { .. } => Error::Failed(message),
+            RunError::Failed { .. } | RunError::Internal { .. } => Error::Failed(message),
             RunError::Interrupted { signal } => Error::Interrupted { signal, message },
         }
     }
+}
+
+/// A run failed in its own work (see [`RunError::Internal`]): for
+/// `map_err`, keeping the error as the source.
+pub(crate) fn internal<E: std::error::Error + Send + Sync + 'static>(
+    stage: Option<String>,
+    what: impl Into<String>,
+) -> impl FnOnce(E) -> RunError {
+    move |source| RunError::Internal { stage, what: what.into(), source: Box::new(source) }
 }
 
 /// A failed run's error (see [`RunError::Failed`]).

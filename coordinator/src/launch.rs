@@ -251,18 +251,28 @@ pub(crate) fn bind(listen: Option<&str>) -> io::Result<Bound> {
 /// make it (the temporary directory, `TMPDIR`): checked before the run
 /// directory exists, so a bad `TMPDIR` is a refusal (exit 2) that leaves
 /// nothing behind, not a failed run.
-pub(crate) fn socket_home_usable() -> Result<(), String> {
+pub(crate) fn socket_home_usable() -> Result<(), SocketHomeError> {
     let home = std::env::temp_dir();
     let probe = tempfile::Builder::new().prefix(".stagebench-probe-").tempdir_in(&home);
-    probe.map(drop).map_err(|e| {
+    probe.map(drop).map_err(|source| {
         let named = match std::env::var_os("TMPDIR") {
             Some(v) => format!("TMPDIR={}", std::path::Path::new(&v).display()),
             None => home.display().to_string(),
         };
-        format!(
-            "{named}: cannot make the workers' socket directory there ({e}); set TMPDIR to a writable directory, or give --listen"
-        )
+        SocketHomeError { named, source }
     })
+}
+
+/// The temporary directory (`named`: `TMPDIR=…`, or its path) refused the
+/// workers' socket directory.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "{named}: cannot make the workers' socket directory there ({source}); set TMPDIR to a writable directory, or give --listen"
+)]
+pub(crate) struct SocketHomeError {
+    named: String,
+    #[source]
+    source: std::io::Error,
 }
 
 /// The signal state the user gave this process (`env::SIGNALS`): its

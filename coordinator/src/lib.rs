@@ -12,8 +12,8 @@
 mod error;
 mod events;
 mod kill_points;
-// Floor 1: the run directory and its evidence records; locks on directories runs share;
-// inputs dropped from the page cache; directories walked into manifests, and `--inputs`.
+// Floor 1: what a run reads of the machine and of its inputs: locks on directories runs
+// share; inputs dropped from the page cache; `--inputs` and `--items`.
 mod dirlock;
 // (machine: this machine's record, environment.json, read from /proc and /sys)
 mod machine;
@@ -34,15 +34,16 @@ mod supervisor;
 mod dispatch;
 // (sampler: `--sample`'s py-spy, found and checked before anything runs)
 mod sampler;
-// Floor 3: what a person sees, chart primitives, what a run will do, which data.
+// Floor 3: which data, what a run will do, what a person sees while it runs.
 mod dataset;
 mod plan;
 mod progress;
-// Floor 4: the modes (plans, phases, report sections), a run's derived files, one run.
+// Floor 4: the modes (plans, phases, the sections they assemble), one run.
 mod modes;
 // (run: one run start to finish)
 mod run;
-// Floor 5: above runs: campaigns, verification, comparison, the dashboard.
+// Floor 5: above runs: campaigns, and bisections (verification, comparison, history and
+// the dashboard are the report crate's, which the command line calls).
 mod campaign;
 // (bisect: commits probed with runs of this coordinator, in their own worktrees)
 mod bisect;

@@ -73,13 +73,8 @@ fn yama_scope() -> Option<u32> {
 
 /// Whether this process's effective capabilities hold `CAP_SYS_PTRACE` (19).
 fn has_cap_sys_ptrace() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_string();
-            u64::from_str_radix(&hex, 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << 19) != 0)
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    protocol::program::holds_cap_sys_ptrace(&status)
 }
 
 /// Whether a sibling may attach, by Yama's scope and the capability.

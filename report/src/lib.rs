@@ -9,6 +9,7 @@
 //! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
 
 // Floor 0: vocabulary; no I/O beyond the clock.
+pub mod doc;
 pub mod fmt;
 pub mod stats;
 // Floor 1: the run directory and its records; directories walked into manifests.

@@ -99,7 +99,8 @@ fn each_modes_page_loads_offline_and_shows_the_reports_figures() {
         assert_eq!(seen["title"], format!("stagebench {name} run"));
         // The stage table holds each stage's wall as the report formats it.
         let walls = strings(&seen["values"][0]);
-        let want: Vec<Vec<String>> = report::render::ordered(&r)
+        let want: Vec<Vec<String>> = r
+            .ordered()
             .into_iter()
             .map(|(k, st)| vec![k.clone(), report::fmt::duration(st.wall_s)])
             .collect();

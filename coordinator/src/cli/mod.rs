@@ -288,7 +288,13 @@ fn command(cli: Cli) -> Result<u8, Error> {
                     e => e,
                 }
             })?;
-            report::render::console::print(&summary.report, &summary.dir, plan.settings.workers);
+            // The run is recorded whole by now: a console that cannot be
+            // written to (a closed pipe) loses only its copy of the view.
+            let view = report::render::view::View::of(&summary.report);
+            let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
+            let workers = plan.settings.workers;
+            let _ =
+                report::render::console::write(&view, &summary.dir, workers, &mut out, &mut err);
             write_exports(&exports, &summary.report, &summary.dir)
         }
     }

@@ -47,10 +47,21 @@ pub(crate) trait Mode: Sync {
         own: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, crate::error::Refusal>;
+    /// The mode's own flag that repeats each stage (its clap id, as
+    /// `--rounds` or `--trials`), and how often it repeats them when the
+    /// flag is not given; None for a mode that runs each stage once.
+    fn repeats(&self) -> Option<(&'static str, u32)> {
+        None
+    }
     /// How many counted samples of each stage a run of this mode with
     /// these flags (its own, in `own`) makes: 1 unless it repeats them.
-    fn rounds(&self, _own: &clap::ArgMatches) -> u32 {
-        1
+    fn rounds(&self, own: &clap::ArgMatches) -> u32 {
+        match self.repeats() {
+            Some((flag, default)) => {
+                own.try_get_one::<u32>(flag).ok().flatten().copied().unwrap_or(default)
+            }
+            None => 1,
+        }
     }
 }
 

@@ -116,11 +116,7 @@ pub(super) fn check_leaks(outcomes: &[PhaseOutcome], policy: LeakPolicy) -> Resu
         if leaked.is_empty() {
             continue;
         }
-        let what = format!(
-            "stage {key} left {} process(es) running when it ended ({}); the worker killed them",
-            leaked.len(),
-            leaked.join(", ")
-        );
+        let what = report::render::view::leaked_sentence(key, leaked.len() as u32, leaked);
         match policy {
             LeakPolicy::Fail => {
                 return Err(fail(

@@ -80,7 +80,7 @@ pub(crate) fn execute(plan: &RunPlan) -> Result<RunSummary, RunFailure> {
     let _locks = prepared.locks;
     let settings = &plan.settings;
     if settings.listen.is_none() {
-        crate::launch::socket_home_usable().map_err(usage)?;
+        crate::launch::socket_home_usable().map_err(|e| usage(e.to_string()))?;
     }
     let dir = match &settings.output {
         Some(p) => RunDir::create(p),
@@ -152,36 +152,35 @@ fn run_in(
     phases: Vec<Phase>,
     bound: &mut Bound,
 ) -> Result<Report, RunError> {
-    let internal = |what: &str, e: &dyn std::fmt::Display| {
-        fail(None, None, "internal", format!("{what}: {e}"))
-    };
     let decl_sha = dir
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
-        .map_err(|e| internal("writing the declaration", &e))?;
+        .map_err(crate::error::internal(None, "writing the declaration"))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
     let env = crate::machine::capture(plan.settings.launcher.as_str(), dir.path());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
-        .map_err(|e| internal("writing the environment", &e))?;
+        .map_err(crate::error::internal(None, "writing the environment"))?;
     bound.environment_sha256 = Some(env_sha.clone());
 
     let listen = plan.settings.listen.as_deref();
     let what = if listen.is_some() { "binding --listen" } else { "binding the socket" };
-    let socket = crate::launch::bind(listen).map_err(|e| internal(what, &e))?;
-    let token = phases::new_token().map_err(|e| internal("drawing the run token", &e))?;
+    let socket = crate::launch::bind(listen).map_err(crate::error::internal(None, what))?;
+    let token =
+        phases::new_token().map_err(crate::error::internal(None, "drawing the run token"))?;
 
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| internal("starting the async runtime", &e))?;
+        .map_err(crate::error::internal(None, "starting the async runtime"))?;
     let run_dir_abs =
         std::fs::canonicalize(dir.path()).unwrap_or_else(|_| dir.path().to_path_buf());
     let started = std::time::Instant::now();
     // Written as the jobs arrive; put at its path only if the run ends well.
     let jobs_file = match plan.mode.jobs_apart() {
         true => Some(std::sync::Arc::new(
-            crate::supervisor::jobs_file::JobsFile::create(dir.path(), started)
-                .map_err(|e| internal(&format!("creating {}", rundir::jobs::JOBS), &e))?,
+            crate::supervisor::jobs_file::JobsFile::create(dir.path(), started).map_err(
+                crate::error::internal(None, format!("creating {}", rundir::jobs::JOBS)),
+            )?,
         )),
         false => None,
     };
@@ -196,7 +195,7 @@ fn run_in(
             &run_dir_abs,
             jobs_file.clone(),
         ))
-        .map_err(|e| internal("setting up the run", &e))?;
+        .map_err(crate::error::internal(None, "setting up the run"))?;
     let workers = modes::process_records(&outcomes, started, jobs_file.is_some());
     bound.processes_wall_s = Some(workers.iter().map(|w| w.wall_s).sum());
     let run_wall = started.elapsed();
@@ -267,13 +266,15 @@ fn run_in(
         section,
     };
     if let Some(file) = jobs_file {
-        let jobs =
-            file.finish().map_err(|e| internal(&format!("writing {}", rundir::jobs::JOBS), &e))?;
+        let jobs = file
+            .finish()
+            .map_err(crate::error::internal(None, format!("writing {}", rundir::jobs::JOBS)))?;
         report.artifacts.push(jobs);
         // The sides' timelines, read back from it as verify reads them.
-        report
-            .read_jobs(dir.path(), false)
-            .map_err(|e| internal(&format!("reading back {}", rundir::jobs::JOBS), &e))?;
+        report.read_jobs(dir.path(), false).map_err(crate::error::internal(
+            None,
+            format!("reading back {}", rundir::jobs::JOBS),
+        ))?;
     }
     let planned = declaration.stages.len();
     if report.stages.len() != planned {
@@ -296,13 +297,12 @@ fn run_in(
     // Derived from the report alone (verify re-renders them and compares),
     // and written before it: report.json, written last and atomically, is
     // the run's one sign that everything it names is there.
-    let derived = report::render::write_all(dir.path(), &report).map_err(|e| {
-        fail(None, None, "internal", format!("rendering the summary and plots: {e}"))
-    })?;
+    let derived = report::render::write_all(dir.path(), &report)
+        .map_err(crate::error::internal(None, "rendering the summary and plots"))?;
     // The walk verify makes, before the report says ok: a program that
     // wrote into the run directory fails the run, and what it wrote is kept.
     let strays = ending::strays(dir.path(), &report, &derived)
-        .map_err(|e| internal("reading back a manifest the run wrote", &e))?;
+        .map_err(crate::error::internal(None, "reading back a manifest the run wrote"))?;
     if let Some(first) = strays.first() {
         bound.kept = strays.iter().map(|s| s.path.display().to_string()).collect();
         return Err(fail(
@@ -321,6 +321,6 @@ fn run_in(
         ));
     }
     dir.write_evidence(rundir::REPORT, &rundir::report::seal(&report))
-        .map_err(|e| internal("writing the report", &e))?;
+        .map_err(crate::error::internal(None, "writing the report"))?;
     Ok(report)
 }

@@ -12,7 +12,7 @@ use std::sync::Mutex;
 pub(crate) struct JobsFile {
     /// None once finished, or after the first error (kept in `error`).
     writer: Mutex<Option<Writer>>,
-    error: Mutex<Option<String>>,
+    error: Mutex<Option<std::io::Error>>,
     /// The run's start: the zero of every time in the file.
     t0: std::time::Instant,
 }
@@ -30,17 +30,18 @@ impl JobsFile {
         let Some(w) = writer.as_mut() else { return };
         if let Err(e) = w.append(phase, rank, &r.slice(self.t0)) {
             *writer = None;
-            lock(&self.error).get_or_insert(e.to_string());
+            lock(&self.error).get_or_insert(e);
         }
     }
 
     /// The file at its path, and its artifact record; or why it is not.
-    pub(crate) fn finish(&self) -> Result<ArtifactRecord, String> {
+    pub(crate) fn finish(&self) -> std::io::Result<ArtifactRecord> {
         if let Some(e) = lock(&self.error).take() {
             return Err(e);
         }
-        let writer = lock(&self.writer).take().ok_or("finished twice")?;
-        writer.finish().map_err(|e| e.to_string())
+        let writer =
+            lock(&self.writer).take().ok_or_else(|| std::io::Error::other("finished twice"))?;
+        writer.finish()
     }
 }
 

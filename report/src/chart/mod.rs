@@ -119,7 +119,7 @@ pub enum RenderError {
     Png(String),
     /// report.html's parts (a flame graph) could not be drawn.
     #[error("{0}")]
-    Page(String),
+    Page(#[source] Box<dyn std::error::Error + Send + Sync>),
     #[error("creating {dir}/: {source}")]
     CreateDir { dir: String, source: std::io::Error },
     #[error("writing {path}: {source}")]

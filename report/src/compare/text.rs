@@ -30,23 +30,19 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
         s.push_str(&format!("NOT COMPARABLE (compared as asked): {}\n", c.incomparable.join("; ")));
     }
     comparability(&mut s, c);
-    // Wide enough for the longest stage key and figure (a span's name can
-    // be 64 bytes).
-    let sw = c.rows.iter().map(|r| r.stage.len()).max().unwrap_or(0).max(20);
-    let w = c.rows.iter().map(|r| r.figure.len()).max().unwrap_or(0).max(15);
-    s.push_str(&format!(
-        "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7} {:>30} {:>8}  {}\n",
-        "stage",
-        "figure",
-        "n A",
-        "n B",
-        "median A",
-        "median B",
-        "B/A",
-        "interval of B/A",
-        "p",
-        "verdict"
-    ));
+    use crate::doc::{Align::Left, Align::Right, Cell, Table};
+    let mut t = Table::new(&[
+        ("stage", Left),
+        ("figure", Left),
+        ("n A", Right),
+        ("n B", Right),
+        ("median A", Right),
+        ("median B", Right),
+        ("B/A", Right),
+        ("interval of B/A", Right),
+        ("p", Right),
+        ("verdict", Left),
+    ]);
     for r in &c.rows {
         let verdict = match r.verdict {
             Verdict::Faster => "faster",
@@ -55,23 +51,27 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
             Verdict::NoSignificantDifference => "no significant difference",
             Verdict::TooFewTrials => "too few trials to say",
         };
-        s.push_str(&format!(
-            "{:<sw$} {:<w$} {:>4} {:>4} {:>12} {:>12} {:>7.3} {:>30} {:>8.4}  {}\n",
-            r.stage,
-            r.figure,
-            r.n_a,
-            r.n_b,
-            crate::fmt::figure(&r.figure, r.median_a),
-            crate::fmt::figure(&r.figure, r.median_b),
-            r.ratio,
-            r.ci.cell(|x| format!("{x:.3}")),
-            r.p,
+        t.row(vec![
+            Cell::code(&r.stage),
+            Cell::code(&r.figure),
+            r.n_a.to_string().into(),
+            r.n_b.to_string().into(),
+            crate::fmt::figure(&r.figure, r.median_a).into(),
+            crate::fmt::figure(&r.figure, r.median_b).into(),
+            format!("{:.3}", r.ratio).into(),
+            r.ci.cell(|x| format!("{x:.3}")).into(),
+            format!("{:.4}", r.p).into(),
             match r.differs {
                 true => format!("{verdict}  [ran on a different machine or runtime]"),
                 false => verdict.to_string(),
             }
-        ));
+            .into(),
+        ]);
     }
+    let mut out = Vec::new();
+    // Writing to a Vec cannot fail.
+    let _ = t.text("", &mut out);
+    s.push_str(&String::from_utf8_lossy(&out));
     for note in &c.notes {
         s.push_str(note);
         s.push('\n');

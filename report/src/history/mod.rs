@@ -166,17 +166,17 @@ pub fn history(
         return Err(HistoryError::InEvidence(shown(dir), shown(&evidence)));
     }
     let found = find_runs(dir).map_err(|e| HistoryError::Read(dir.display().to_string(), e))?;
-    let checked: Vec<Result<(), String>> =
+    let checked: Vec<Result<(), LeftOut>> =
         found.par_iter().map(|(path, decl)| verified(path, decl)).collect();
     let mut all = Vec::new();
     let mut left_out = Vec::new();
     for ((path, decl), check) in found.iter().zip(checked) {
         let rel = relative(dir, path);
-        match check.and_then(|()| read_run(dir, path, decl).ok_or_else(|| "unreadable".into())) {
+        match check.and_then(|()| read_run(dir, path, decl).ok_or(LeftOut::Unreadable)) {
             Ok(r) => all.push(r),
             // A campaign is read as its runs, which are below it.
-            Err(why) if !why.is_empty() => left_out.push((rel, why)),
-            Err(_) => {}
+            Err(LeftOut::Campaign) => {}
+            Err(why) => left_out.push((rel, why.to_string())),
         }
     }
     // The definition with the most runs (ties: the smaller hash, so the
@@ -305,23 +305,40 @@ fn last_change(changes: &[Change], k: usize, min_segment: usize) -> Option<&Chan
         .max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()).then(a.at.cmp(&b.at)))
 }
 
+/// Why a directory below DIR is not read as a run of the history: the
+/// reason of a failed run, never its message (which may name a file).
+#[derive(Debug, thiserror::Error)]
+pub enum LeftOut {
+    /// A campaign, which is read as its runs (below it): never listed.
+    #[error("a campaign (read as its runs)")]
+    Campaign,
+    #[error("its {DECLARATION} cannot be read")]
+    Declaration,
+    #[error("no {REPORT}: it failed ({0})")]
+    Failed(String),
+    #[error("no {REPORT} (interrupted or running)")]
+    Unfinished,
+    #[error("it does not verify: {0}")]
+    Unverified(#[source] crate::verify::Mismatch),
+    #[error("unreadable")]
+    Unreadable,
+}
+
 /// Whether a directory below DIR is evidence the history may read: a run
-/// that verifies and has a report. Err says why not, in a phrase (the
-/// reason of a failed run, never its message, which may name a file); an
-/// empty one for a campaign, which is read as its runs.
-pub fn verified(dir: &Path, decl: &Declared) -> Result<(), String> {
+/// that verifies and has a report.
+pub fn verified(dir: &Path, decl: &Declared) -> Result<(), LeftOut> {
     match decl {
-        Declared::Campaign(_) => return Err(String::new()),
-        Declared::Unreadable => return Err(format!("its {DECLARATION} cannot be read")),
+        Declared::Campaign(_) => return Err(LeftOut::Campaign),
+        Declared::Unreadable => return Err(LeftOut::Declaration),
         Declared::Run(_) => {}
     }
     if !dir.join(REPORT).exists() {
         return Err(match read::<Failure>(&dir.join(FAILURE)) {
-            Some(f) => format!("no {REPORT}: it failed ({})", f.reason),
-            None => format!("no {REPORT} (interrupted or running)"),
+            Some(f) => LeftOut::Failed(f.reason),
+            None => LeftOut::Unfinished,
         });
     }
-    crate::verify::verify(dir).map(|_| ()).map_err(|m| format!("it does not verify: {m}"))
+    crate::verify::verify(dir).map(|_| ()).map_err(LeftOut::Unverified)
 }
 
 /// `dir` relative to `base`, as history and dashboard name it.

@@ -2,6 +2,7 @@
 //! (the table, a plot per changed figure, then every run in order).
 
 use super::{History, MARKER, PLOTS};
+use crate::doc::{Cell, Table};
 use crate::stats;
 use std::fmt::Write as _;
 
@@ -78,58 +79,51 @@ pub(super) fn first_after(h: &History, at: usize) -> String {
     format!("run {} ({commit}, {})", at + 1, r.created_utc)
 }
 
+/// The change points, one row each: the console's table and history.md's.
+fn changes(h: &History) -> Table {
+    use crate::doc::Align::{Left, Right};
+    let mut t = Table::new(&[
+        ("stage", Left),
+        ("figure", Left),
+        ("before", Right),
+        ("after", Right),
+        ("ratio", Right),
+        ("interval of the ratio", Right),
+        ("p", Right),
+        ("first run after", Left),
+    ]);
+    for c in &h.changes {
+        t.row(vec![
+            Cell::code(&c.stage),
+            Cell::code(&c.figure),
+            crate::fmt::figure(&c.figure, c.before).into(),
+            crate::fmt::figure(&c.figure, c.after).into(),
+            format!("{:.3}", c.ratio).into(),
+            c.interval.cell(|x| format!("{x:.3}")).into(),
+            format!("{:.4}", c.p).into(),
+            first_after(h, c.at).into(),
+        ]);
+    }
+    t
+}
+
 /// The table, one row per change point.
 pub fn render(h: &History) -> String {
-    let mut s = format!("{}\n{}{}\n", heading(h), left_out_lines(h), verdict(h));
+    let s = format!("{}\n{}{}\n", heading(h), left_out_lines(h), verdict(h));
     if h.changes.is_empty() {
         return s;
     }
-    let sw = h.changes.iter().map(|c| c.stage.len()).max().unwrap_or(0).max(5);
-    let fw = h.changes.iter().map(|c| c.figure.len()).max().unwrap_or(0).max(6);
-    let _ = writeln!(
-        s,
-        "{:<sw$} {:<fw$} {:>12} {:>12} {:>7} {:>30} {:>7}  first run after",
-        "stage", "figure", "before", "after", "ratio", "interval of the ratio", "p"
-    );
-    for c in &h.changes {
-        let _ = writeln!(
-            s,
-            "{:<sw$} {:<fw$} {:>12} {:>12} {:>7.3} {:>30} {:>7.4}  {}",
-            c.stage,
-            c.figure,
-            crate::fmt::figure(&c.figure, c.before),
-            crate::fmt::figure(&c.figure, c.after),
-            c.ratio,
-            c.interval.cell(|x| format!("{x:.3}")),
-            c.p,
-            first_after(h, c.at)
-        );
-    }
-    s
+    let mut out = s.into_bytes();
+    // Writing to a Vec cannot fail.
+    let _ = changes(h).text("", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// history.md: the marker, the same facts as a table, then the runs.
 pub fn markdown(h: &History) -> String {
     let mut s = format!("{MARKER}\n# History\n\n{}.\n\n{}.\n\n", heading(h), verdict(h));
     if !h.changes.is_empty() {
-        s.push_str(
-            "| stage | figure | before | after | ratio | interval | p | first run after |\n",
-        );
-        s.push_str("|---|---|---:|---:|---:|---|---:|---|\n");
-        for c in &h.changes {
-            let _ = writeln!(
-                s,
-                "| `{}` | `{}` | {} | {} | {:.3} | {} | {:.4} | {} |",
-                c.stage,
-                c.figure,
-                crate::fmt::figure(&c.figure, c.before),
-                crate::fmt::figure(&c.figure, c.after),
-                c.ratio,
-                c.interval.cell(|x| format!("{x:.3}")),
-                c.p,
-                first_after(h, c.at)
-            );
-        }
+        changes(h).markdown(&mut s);
         s.push('\n');
         for (i, stage, figure) in changed(h) {
             let name = super::plot::file_stem(i, stage, figure);

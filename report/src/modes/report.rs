@@ -137,6 +137,13 @@ impl Report {
     }
 
     /// Trials: every trial of every stage, keyed like `stages`.
+    /// The stages in plan order: every view's rows.
+    pub fn ordered(&self) -> Vec<(&String, &crate::rundir::report::StageRecord)> {
+        let mut rows: Vec<_> = self.stages.iter().collect();
+        rows.sort_by_key(|(_, st)| st.order);
+        rows
+    }
+
     pub fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
         self.section.trials()
     }

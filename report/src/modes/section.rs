@@ -24,9 +24,16 @@ pub trait ModeSection: std::fmt::Debug + Send + Sync {
     }
     /// Its part of summary.md, after the stage table and its warnings.
     fn summary(&self, _r: &Report, _s: &mut String) {}
-    /// Its lines on stdout after the stage table; `requested_workers` is
-    /// what `--workers` asked for.
-    fn console(&self, _r: &Report, _requested_workers: u32) {}
+    /// Its lines on the console after the stage table, written to `out`;
+    /// `requested_workers` is what `--workers` asked for.
+    fn console(
+        &self,
+        _r: &Report,
+        _requested_workers: u32,
+        _out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
+        Ok(())
+    }
     /// Its plots, after the stages plot.
     fn plots<'a>(&'a self, _r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
         Vec::new()

@@ -7,7 +7,6 @@
 //! report's body digest. Written only as new files: an existing path is
 //! refused, never replaced.
 
-use super::ordered;
 use crate::modes::Report;
 use crate::rundir::report::{self, TrialSet};
 use serde_json::{Value, json};
@@ -181,7 +180,8 @@ fn parameters_of<'a>(r: &'a Report, key: &str) -> Option<&'a BTreeMap<String, St
 /// Canonical JSON: one result per stage, with every counted trial's figures
 /// and their statistics when the run had trials.
 fn json_export(r: &Report) -> Vec<u8> {
-    let results: Vec<Value> = ordered(r)
+    let results: Vec<Value> = r
+        .ordered()
         .into_iter()
         .map(|(key, st)| {
             let mut v = json!({
@@ -238,7 +238,7 @@ fn csv(r: &Report) -> String {
         out.push_str(&format!(",parameter_{n}"));
     }
     out.push('\n');
-    for (key, st) in ordered(r) {
+    for (key, st) in r.ordered() {
         let mut cols = vec![csv_field(key)];
         match trials_of(r, key) {
             Some(t) => {

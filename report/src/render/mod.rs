@@ -15,6 +15,7 @@ pub mod sampled;
 mod snakemake;
 mod summary;
 pub mod trace;
+pub mod view;
 
 use crate::chart::RenderError;
 use crate::modes::Report;
@@ -45,7 +46,7 @@ pub fn derived(report: &Report) -> Result<Vec<Rendered>, RenderError> {
     }
     let svgs: Vec<(&str, &[u8])> =
         names.iter().zip(out[1..].iter().step_by(2)).map(|(n, f)| (*n, &f.bytes[..])).collect();
-    let page = html::page(report, &svgs).map_err(|e| RenderError::Page(e.to_string()))?;
+    let page = html::page(report, &svgs).map_err(|e| RenderError::Page(Box::new(e)))?;
     out.push(Rendered { path: html::HTML.into(), bytes: page.into_bytes() });
     Ok(out)
 }
@@ -72,13 +73,6 @@ pub fn write_files(
             .map_err(|source| RenderError::Write { path: f.path.clone(), source })?;
     }
     Ok(files)
-}
-
-/// A report's stages in plan order (the exports' rows).
-pub fn ordered(r: &crate::modes::Report) -> Vec<(&String, &crate::rundir::report::StageRecord)> {
-    let mut rows: Vec<_> = r.stages.iter().collect();
-    rows.sort_by_key(|(_, st)| st.order);
-    rows
 }
 
 #[cfg(test)]

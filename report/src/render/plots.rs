@@ -43,8 +43,7 @@ struct StageRow<'a> {
 /// its first; a phase that exists once per process count carries its count
 /// (`_w4`), the largest included, whatever its key in report.json.
 fn stage_rows(r: &Report) -> Vec<StageRow<'_>> {
-    let mut keyed: Vec<_> = r.stages.iter().collect();
-    keyed.sort_by_key(|(_, st)| st.order);
+    let keyed = r.ordered();
     let mut rows: Vec<(String, StageRow)> = Vec::new();
     for (key, st) in keyed {
         let base = crate::rundir::keys::repeat_of(key).map_or(key.as_str(), |(b, _)| b);

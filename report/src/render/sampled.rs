@@ -138,10 +138,7 @@ pub fn flame_lines(x: &SampledRecord) -> Vec<String> {
 
 /// The sampled stages, in plan order.
 pub fn stages(r: &Report) -> Vec<(&String, &StageRecord, &SampledRecord)> {
-    let mut out: Vec<_> =
-        r.stages.iter().filter_map(|(k, st)| st.samples.as_ref().map(|x| (k, st, x))).collect();
-    out.sort_by_key(|(_, st, _)| st.order);
-    out
+    r.ordered().into_iter().filter_map(|(k, st)| st.samples.as_ref().map(|x| (k, st, x))).collect()
 }
 
 /// summary.md's section: per sampled stage, its line and its top functions.

@@ -11,7 +11,6 @@
 //! stage measured without it, and the rule's wildcards, params, threads,
 //! resources and inputs, which a stage does not have.
 
-use super::ordered;
 use crate::modes::Report;
 
 /// Snakemake's extended header, column for column.
@@ -99,7 +98,7 @@ fn row(rule: &str, jobid: usize, x: &Sample) -> String {
 pub fn tsv(r: &Report) -> String {
     let mut out = HEADER.join("\t");
     out.push('\n');
-    for (key, st) in ordered(r) {
+    for (key, st) in r.ordered() {
         let samples: Vec<Sample> = match r.trials().and_then(|t| t.get(key)) {
             Some(t) => {
                 let of = |name: &str| t.samples.get(name).cloned().unwrap_or_default();

@@ -1,5 +1,6 @@
 //! `summary.md`: a Markdown table a person can paste into an issue.
 
+use super::view::{STAGE_COLUMNS, View, WarningKind};
 use crate::fmt::{duration, mib_number as mib};
 use crate::modes::Report;
 use std::fmt::Write as _;
@@ -7,10 +8,11 @@ use std::fmt::Write as _;
 /// The stages that started processes of their own (commands, pipeline
 /// stages) or left some behind: their tree's peak by each bound, and what
 /// the worker had to kill.
-fn process_trees(s: &mut String, r: &Report) {
-    let mut rows: Vec<_> = r
-        .stages
-        .iter()
+fn process_trees(s: &mut String, v: &View<'_>) {
+    let r = v.report;
+    let rows: Vec<_> = r
+        .ordered()
+        .into_iter()
         .filter(|(_, st)| {
             st.sum_of_peaks_bytes > st.peak_rss_bytes
                 || st.leaked_processes.count > 0
@@ -20,7 +22,6 @@ fn process_trees(s: &mut String, r: &Report) {
     if rows.is_empty() {
         return;
     }
-    rows.sort_by_key(|(_, st)| st.order);
     let _ = writeln!(s, "\n## Process trees\n");
     let _ = writeln!(
         s,
@@ -41,17 +42,11 @@ fn process_trees(s: &mut String, r: &Report) {
             mib(st.sum_of_peaks_bytes)
         );
     }
-    for (key, st) in &rows {
-        if let Some(note) = st.memory_note(key) {
-            let _ = writeln!(s, "\nNote: {note}.");
-        }
+    for w in v.warnings.iter().filter(|w| w.kind == WarningKind::Memory) {
+        let _ = writeln!(s, "\nNote: {}.", w.text);
     }
-    for (key, st) in rows.iter().filter(|(_, st)| st.leaked_processes.count > 0) {
-        let _ = writeln!(
-            s,
-            "\nWarning: `{key}` left {} process(es) running when it ended; its worker killed them (SIGTERM, then SIGKILL) and reaped them. Run with `--leaks fail` to fail such a stage.",
-            st.leaked_processes.count
-        );
+    for w in v.warnings.iter().filter(|w| w.kind == WarningKind::Leaked) {
+        let _ = writeln!(s, "\nWarning: {}. Run with `--leaks fail` to fail such a stage.", w.text);
     }
 }
 
@@ -77,12 +72,11 @@ fn runtimes(s: &mut String, r: &Report) {
 
 /// Every stage's `--span` targets that never matched, as warnings; and
 /// the input-wait verdict of a command stage timed with `preset:torch`.
-fn spans_not_found(s: &mut String, r: &Report) {
-    let mut rows: Vec<_> = r.stages.iter().collect();
-    rows.sort_by_key(|(_, st)| st.order);
-    for (key, st) in rows {
-        if let Some(w) = st.spans_not_found_warning(key) {
-            let _ = writeln!(s, "\nWarning: {w}.");
+fn spans_not_found(s: &mut String, v: &View<'_>) {
+    for row in &v.stages {
+        let (key, st) = (row.key, row.record);
+        for w in v.warnings_of(key).filter(|w| w.kind == WarningKind::SpansNotFound) {
+            let _ = writeln!(s, "\nWarning: {}.", w.text);
         }
         if !st.command_stages.is_empty() {
             use crate::rundir::spans::{COMMAND_STAGE_COLUMNS, command_stage_cells};
@@ -119,13 +113,13 @@ fn spans_not_found(s: &mut String, r: &Report) {
 /// wall; then the stage's time in spans, outside and beside them, and what
 /// to know to read them. A trials run's time per trial is the median over
 /// the trials with its interval.
-fn spans(s: &mut String, r: &Report) {
+fn spans(s: &mut String, v: &View<'_>) {
     use crate::rundir::spans::totals_line;
-    let mut rows: Vec<_> = r.stages.iter().filter(|(_, st)| st.span_totals.is_some()).collect();
+    let r = v.report;
+    let rows: Vec<_> = r.ordered().into_iter().filter(|(_, st)| st.span_totals.is_some()).collect();
     if rows.is_empty() {
         return;
     }
-    rows.sort_by_key(|(_, st)| st.order);
     let _ =
         writeln!(s, "\n## Spans (per call, and per measurement: a trial, an item or the run)\n");
     let _ = writeln!(
@@ -134,7 +128,7 @@ fn spans(s: &mut String, r: &Report) {
     );
     let _ = writeln!(s, "| stage | span | {} |", SPAN_COLUMNS.join(" | "));
     let _ = writeln!(s, "|---|---|{}", "---:|".repeat(SPAN_COLUMNS.len()));
-    for row in span_rows(r) {
+    for row in &v.spans {
         let _ = writeln!(s, "| `{}` | `{}` | {} |", row.stage, row.span, row.cells.join(" | "));
     }
     let _ = writeln!(s);
@@ -142,8 +136,8 @@ fn spans(s: &mut String, r: &Report) {
         if let Some(t) = &st.span_totals {
             let _ = writeln!(s, "- `{key}`: {}.", totals_line(t));
         }
-        for w in &st.span_warnings {
-            let _ = writeln!(s, "- `{key}`: warning: {w}.");
+        for w in v.warnings_of(key).filter(|w| w.kind == WarningKind::Span) {
+            let _ = writeln!(s, "- warning: {}.", w.text);
         }
     }
 }
@@ -176,7 +170,7 @@ pub struct SpanRow<'a> {
 pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
     let trials = r.section.trials();
     let mut out = Vec::new();
-    for (key, st) in super::ordered(r) {
+    for (key, st) in r.ordered() {
         let Some(t) = &st.span_totals else { continue };
         let m = t.measurements.max(1) as f64;
         for (name, x) in crate::rundir::spans::by_self(&st.spans) {
@@ -214,59 +208,54 @@ pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
 
 /// The Markdown summary of a report.
 pub fn summary_markdown(r: &Report) -> String {
+    let v = View::of(r);
     let mut s = String::new();
-    let _ = match &r.campaign_step {
-        Some(step) => writeln!(s, "# stagebench campaign step `{step}` ({} mode)\n", r.mode()),
-        None => writeln!(s, "# stagebench {} run\n", r.mode()),
-    };
+    let _ = writeln!(s, "# {}\n", v.title);
     let _ = writeln!(
         s,
-        "{} stage(s), {} worker process(es), isolation `{}`, run wall {:.3} s. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
-        r.stages.len(),
-        r.workers.len(),
-        r.isolation,
-        r.run_wall_s,
-        &r.declaration_sha256[..12.min(r.declaration_sha256.len())],
-        &r.environment_sha256[..12.min(r.environment_sha256.len())]
+        "{} stage(s), {} worker process(es), isolation `{}`, launcher `{}`, run wall {}. Declaration `{}`, environment `{}` (SHA-256, first 12 hex).\n",
+        v.run.stages,
+        v.run.workers,
+        v.run.isolation,
+        v.run.launcher,
+        v.run.wall.text,
+        v.run.declaration,
+        v.run.environment
     );
-    let _ = writeln!(
-        s,
-        "| stage | processes | wall | CPU | peak RSS MiB | storage read MiB | storage written MiB |"
-    );
+    let _ = writeln!(s, "| {} |", STAGE_COLUMNS.join(" | "));
     let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
-    let mut rows: Vec<_> = r.stages.iter().collect();
-    rows.sort_by_key(|(_, st)| st.order);
-    for (key, st) in rows {
-        let (read, written) = match &st.io {
-            Some(io) => (mib(io.read_bytes), mib(io.write_bytes)),
-            None => ("–".into(), "–".into()),
-        };
+    for row in &v.stages {
+        let none = || "–".to_string();
         let _ = writeln!(
             s,
-            "| `{key}` | {} | {} | {} | {} | {read} | {written} |",
-            st.processes,
-            duration(st.wall_s),
-            duration(st.cpu_s),
-            mib(st.peak_rss_bytes)
+            "| `{}` | {} | {} | {} | {} | {} | {} |",
+            row.key,
+            row.processes,
+            row.wall.text,
+            row.cpu.text,
+            row.peak_rss.text,
+            row.read.as_ref().map_or_else(none, |f| f.text.clone()),
+            row.written.as_ref().map_or_else(none, |f| f.text.clone())
         );
     }
     let _ = writeln!(
         s,
         "\nStorage read and written: what the stage's whole process tree fetched from and sent to storage (the kernel's task I/O accounting); a read served by the page cache is not one."
     );
-    if let Some(line) = r.inputs_line() {
+    if let Some(line) = &v.inputs {
         let _ = writeln!(s, "\nI{}.", &line[1..]);
     }
-    process_trees(&mut s, r);
+    process_trees(&mut s, &v);
     runtimes(&mut s, r);
-    spans_not_found(&mut s, r);
-    spans(&mut s, r);
+    spans_not_found(&mut s, &v);
+    spans(&mut s, &v);
     super::sampled::summary(&mut s, r);
     r.section.summary(r, &mut s);
-    if !r.machine_warnings.is_empty() {
+    let machine: Vec<_> = v.machine_warnings().collect();
+    if !machine.is_empty() {
         let _ = writeln!(s, "\n## The machine\n");
-        for w in &r.machine_warnings {
-            let _ = writeln!(s, "- Warning: {w}.");
+        for w in machine {
+            let _ = writeln!(s, "- Warning: {}.", w.text);
         }
         let _ = writeln!(
             s,

@@ -107,14 +107,21 @@ pub struct Share {
 /// One trial's stacks: (frames, lane first; samples).
 pub type Stacks = Vec<(Vec<String>, u64)>;
 
+/// A folded artifact's line that is not `STACK COUNT` (its number, from 1).
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("line {line} is not `STACK COUNT`")]
+pub struct FoldedLineError {
+    pub line: usize,
+}
+
 /// Parses a folded artifact; a line without a count is an error naming it.
-pub fn parse(text: &str) -> Result<Stacks, String> {
+pub fn parse(text: &str) -> Result<Stacks, FoldedLineError> {
     let mut out = Vec::new();
     for (i, line) in text.lines().enumerate() {
         let (stack, n) = line
             .rsplit_once(' ')
             .and_then(|(s, n)| Some((s, n.parse::<u64>().ok()?)))
-            .ok_or_else(|| format!("line {} is not `STACK COUNT`", i + 1))?;
+            .ok_or(FoldedLineError { line: i + 1 })?;
         out.push((stack.split(';').map(str::to_string).collect(), n));
     }
     Ok(out)
@@ -344,7 +351,10 @@ mod tests {
 
     #[test]
     fn a_line_without_a_count_is_named() {
-        assert_eq!(parse("main;f (a.py) 3\nmain;g\n").unwrap_err(), "line 2 is not `STACK COUNT`");
+        assert_eq!(
+            parse("main;f (a.py) 3\nmain;g\n").unwrap_err().to_string(),
+            "line 2 is not `STACK COUNT`"
+        );
         assert!(record("s", 100, &[trial("")], &[], 0).is_none());
     }
 }

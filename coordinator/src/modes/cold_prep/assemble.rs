@@ -128,8 +128,6 @@ pub(super) fn assemble(
         (serial.wall_s / parallel.wall_s, None, Vec::new())
     };
     let workers = find(outcomes, &n.parallel)?.phase.workers.max(1) as f64;
-    let busy: Vec<f64> = parallel.workers.iter().map(|w| w.busy_s).collect();
-    let mean_busy = busy.iter().sum::<f64>() / busy.len().max(1) as f64;
     let unit = if n.items { "item" } else { "series" };
     let mut warnings = warnings(&serial, &parallel, &all, unit);
     if (workers as u32) < main {
@@ -163,6 +161,7 @@ pub(super) fn assemble(
         inputs: report::inputs::combined(cx.inputs),
     });
     warnings.extend(items.as_ref().and_then(|i| i.fell_back()));
+    let load_imbalance = parallel.busy().imbalance();
     Ok(Section {
         counts: items.is_none().then_some(counts),
         items,
@@ -175,11 +174,7 @@ pub(super) fn assemble(
         sweep,
         scan,
         parallel_efficiency: speedup / workers,
-        // Workers busy for no time at all are even (and 0/0 is no figure).
-        load_imbalance: match mean_busy > 0.0 {
-            true => busy.iter().cloned().fold(0.0, f64::max) / mean_busy,
-            false => 1.0,
-        },
+        load_imbalance,
         caches_identical: (!n.items).then_some(identical),
         outputs_identical: n.items.then_some(identical),
         storage,

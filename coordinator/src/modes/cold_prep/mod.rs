@@ -87,9 +87,8 @@ impl super::Mode for ColdPrep {
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
     }
-    fn rounds(&self, own: &clap::ArgMatches) -> u32 {
-        let own = <Args as clap::FromArgMatches>::from_arg_matches(own).ok();
-        own.and_then(|a| a.rounds).unwrap_or(DEFAULT_ROUNDS)
+    fn repeats(&self) -> Option<(&'static str, u32)> {
+        Some(("rounds", DEFAULT_ROUNDS))
     }
     fn resolve(
         &self,

@@ -103,9 +103,8 @@ pub(crate) fn manifest(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError
 pub(crate) fn seal(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
     let manifest = manifest(dir, p)?;
     let path = Preparation::of(p)?.manifest_path();
-    evidence::write_atomic(&dir.join(&path), &manifest).map_err(|e| {
-        fail(Some(p.phase.key.clone()), None, "internal", format!("writing {path}: {e}"))
-    })?;
+    evidence::write_atomic(&dir.join(&path), &manifest)
+        .map_err(crate::error::internal(Some(p.phase.key.clone()), format!("writing {path}")))?;
     Ok(manifest)
 }
 
@@ -113,9 +112,8 @@ pub(crate) fn seal(dir: &Path, p: &PhaseOutcome) -> Result<Vec<u8>, RunError> {
 /// record.
 pub(crate) fn sealed(dir: &Path, p: &PhaseOutcome) -> Result<(Vec<u8>, ArtifactRecord), RunError> {
     let path = Preparation::of(p)?.manifest_path();
-    let bytes = std::fs::read(dir.join(&path)).map_err(|e| {
-        fail(Some(p.phase.key.clone()), None, "internal", format!("reading {path}: {e}"))
-    })?;
+    let bytes = std::fs::read(dir.join(&path))
+        .map_err(crate::error::internal(Some(p.phase.key.clone()), format!("reading {path}")))?;
     let artifact = manifest_artifact(p, &bytes)?;
     Ok((bytes, artifact))
 }

@@ -61,9 +61,8 @@ impl super::Mode for Trials {
     fn args(&self, cmd: clap::Command) -> clap::Command {
         <Args as clap::Args>::augment_args(cmd)
     }
-    fn rounds(&self, own: &clap::ArgMatches) -> u32 {
-        let own = <Args as clap::FromArgMatches>::from_arg_matches(own).ok();
-        own.and_then(|a| a.trials).unwrap_or(DEFAULT_TRIALS)
+    fn repeats(&self) -> Option<(&'static str, u32)> {
+        Some(("trials", DEFAULT_TRIALS))
     }
     fn resolve(
         &self,

@@ -221,20 +221,27 @@ impl ModeSection for Section {
 
     /// `requested_workers`: what `--workers` asked for (cold-prep starts
     /// no more processes than series or items).
-    fn console(&self, _r: &Report, requested_workers: u32) {
+    fn console(
+        &self,
+        _r: &Report,
+        requested_workers: u32,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         let prep = self;
         let parallel = &prep.parallel;
         if (parallel.workers.len() as u32) < requested_workers {
-            println!(
+            writeln!(
+                out,
                 "  note: {} processes asked for, {} started: there are only {} {}",
                 requested_workers,
                 parallel.workers.len(),
                 prep.prepared(),
                 if prep.items.is_some() { "items" } else { "training series" }
-            );
+            )?;
         }
         let (serial_wall, parallel_wall) = prep.walls();
-        println!(
+        writeln!(
+            out,
             "  {}; serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
             prep.prepared_phrase(),
             serial_wall,
@@ -251,23 +258,24 @@ impl ModeSection for Section {
             100.0 * prep.parallel_efficiency,
             prep.load_imbalance,
             prep.identical_phrase()
-        );
+        )?;
         if let Some(storage) = &prep.storage {
-            println!("  {}", storage.line(&prep.names(), parallel.workers.len()));
+            writeln!(out, "  {}", storage.line(&prep.names(), parallel.workers.len()))?;
         }
         if let Some(sw) = &prep.sweep {
             for line in
                 sw.recommendation().map(String::from).into_iter().chain(sw.karp_flatt_sentence())
             {
-                println!("  workers sweep: {line}");
+                writeln!(out, "  workers sweep: {line}")?;
             }
         }
         if let Some(scan) = &prep.scan {
-            crate::modes::scan::view::console(scan);
+            crate::modes::scan::view::console(scan, out)?;
         }
         for w in &prep.warnings {
-            println!("  warning: {w}");
+            writeln!(out, "  warning: {w}")?;
         }
+        Ok(())
     }
 
     fn plots<'a>(&'a self, _r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {

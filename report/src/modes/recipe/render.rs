@@ -18,9 +18,7 @@ impl ModeSection for Section {
             components.iter().map(|c| label(c)).collect::<Vec<_>>().join(" | ")
         );
         let _ = writeln!(s, "|---|{}---:|---:|---:|", "---:|".repeat(components.len()));
-        let mut rows: Vec<_> = r.stages.iter().collect();
-        rows.sort_by_key(|(_, st)| st.order);
-        for (key, st) in rows {
+        for (key, st) in r.ordered() {
             let f = |k: &str| st.figures.get(k).copied();
             let cells: Vec<String> = components
                 .iter()

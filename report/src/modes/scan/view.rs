@@ -116,7 +116,7 @@ pub fn headline(s: &Scan) -> String {
 }
 
 /// The same table on the console.
-pub fn console(s: &Scan) {
+pub fn console(s: &Scan, out: &mut dyn std::io::Write) -> std::io::Result<()> {
     let header = header(s);
     let rows: Vec<Vec<String>> = s.points.iter().map(|p| cells(s, p)).collect();
     let width = |i: usize| {
@@ -135,11 +135,11 @@ pub fn console(s: &Scan) {
             .collect();
         format!("  {}", parts.join("  ").trim_end())
     };
-    println!("{}", line(&header));
+    writeln!(out, "{}", line(&header))?;
     for r in &rows {
-        println!("{}", line(r));
+        writeln!(out, "{}", line(r))?;
     }
-    println!("  recommendation: {}", s.recommendation.sentence);
+    writeln!(out, "  recommendation: {}", s.recommendation.sentence)
 }
 
 /// Wall (median with its interval) over tree peak, against the value, the

@@ -63,11 +63,17 @@ impl ModeSection for Section {
 
     /// Per stage: the median wall time with its interval, the spread, the
     /// outliers, how many trials would resolve a 1% difference, and warnings.
-    fn console(&self, r: &Report, _requested_workers: u32) {
+    fn console(
+        &self,
+        r: &Report,
+        _requested_workers: u32,
+        out: &mut dyn std::io::Write,
+    ) -> std::io::Result<()> {
         let trials = &self.trials;
         // Warnings every stage shares (machine load) are printed once, below.
         let shared = shared_warnings(trials);
-        println!(
+        writeln!(
+            out,
             "  {:<24} {:>4} {:>11} {:>36} {:>10} {:>10} {:>8} {:>10}",
             "trials (wall)",
             "n",
@@ -77,25 +83,31 @@ impl ModeSection for Section {
             "MAD",
             "outliers",
             "n for 1%"
-        );
+        )?;
         for k in ordered(r, trials) {
             let t = &trials[k];
             let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "-");
-            println!(
+            writeln!(
+                out,
                 "  {k:<24} {:>4} {median:>11} {interval:>36} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
                 t.n
-            );
+            )?;
             for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
-                println!("    warning: {warning}");
+                writeln!(out, "    warning: {warning}")?;
             }
         }
         for warning in shared {
-            println!("  warning: {warning}");
+            writeln!(out, "  warning: {warning}")?;
         }
-        println!("  outliers: {}; warm-up trials are recorded, not counted", self.outlier_rule);
+        writeln!(
+            out,
+            "  outliers: {}; warm-up trials are recorded, not counted",
+            self.outlier_rule
+        )?;
         if let Some(scan) = &self.scan {
-            crate::modes::scan::view::console(scan);
+            crate::modes::scan::view::console(scan, out)?;
         }
+        Ok(())
     }
 
     fn plots<'a>(&'a self, r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {

@@ -78,7 +78,7 @@ pub fn frame(name: &str) -> String {
 
 /// Every stage that has spans, in plan order.
 pub fn stacks(r: &Report) -> Vec<Stacks> {
-    super::ordered(r)
+    r.ordered()
         .into_iter()
         .filter(|(_, st)| !st.spans.is_empty())
         .map(|(key, st)| of_stage(r, key, st))

@@ -25,8 +25,7 @@ pub fn view(prep: &Section) -> Option<Markup> {
     let inner = WIDTH - LEFT;
     let x = |s: f64| (s.max(0.0) / longest * inner * 10.0).round() / 10.0;
     let h = ROW * workers.len() as f64 + 24.0;
-    let busiest = workers.iter().map(|w| w.busy_s).fold(0.0, f64::max);
-    let mean = workers.iter().map(|w| w.busy_s).sum::<f64>() / workers.len() as f64;
+    let busy = prep.parallel.busy();
     Some(html! {
         section id="balance" {
             h2 { "Load balance" }
@@ -35,7 +34,7 @@ pub fn view(prep: &Section) -> Option<Markup> {
                 span.key.startup { "start-up" } " of its program, " span.key.busy { "busy" }
                 " with its " (unit) ", and " span.key.idle { "the rest" }
                 " (waiting for work, handshake, exit). The busiest worker was busy "
-                (duration(busiest)) " against a mean of " (duration(mean)) ": load imbalance "
+                (duration(busy.busiest_s)) " against a mean of " (duration(busy.mean_s)) ": load imbalance "
                 (format!("{:.2}", prep.load_imbalance)) " (1.00 is even)."
             }
             @if let Some(st) = &prep.parallel.stragglers {

@@ -24,7 +24,7 @@ pub mod sparkline;
 pub mod timeline;
 
 use super::folded::{self, Stacks};
-use crate::fmt::{duration, mib_number};
+use crate::fmt::duration;
 use crate::modes::{Report, Section};
 use maud::{DOCTYPE, Markup, PreEscaped, html};
 
@@ -43,30 +43,27 @@ const POLICY: &str =
 /// The page of `r`; `plots` are the mode's plots as SVG (name, bytes), as
 /// `plots/` holds them.
 pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
-    let title = match &r.campaign_step {
-        Some(step) => format!("stagebench campaign step {step} ({} mode)", r.mode()),
-        None => format!("stagebench {} run", r.mode()),
-    };
-    let spans = spans(r)?;
+    let v = super::view::View::of(r);
+    let title = v.title.replace('`', "");
+    let spans = spans(&v)?;
     let sampled = sampled::view(r)?;
     let body = html! {
                 header {
-                    h1 { (title) }
-                    p.headline { (prose(&r.headline())) }
+                    h1 { (prose(&v.title)) }
+                    p.headline { (prose(&v.headline)) }
                     p.run {
-                        (r.stages.len()) " stage(s), " (r.workers.len()) " worker process(es), isolation "
-                        code { (r.isolation) } ", launcher " code { (r.launcher) }
-                        ", run wall " (duration(r.run_wall_s)) ". Declaration "
-                        code { (short(&r.declaration_sha256)) } ", environment "
-                        code { (short(&r.environment_sha256)) } " (SHA-256, first 12 hex)."
+                        (v.run.stages) " stage(s), " (v.run.workers) " worker process(es), isolation "
+                        code { (v.run.isolation) } ", launcher " code { (v.run.launcher) }
+                        ", run wall " (v.run.wall.text) ". Declaration "
+                        code { (v.run.declaration) } ", environment "
+                        code { (v.run.environment) } " (SHA-256, first 12 hex)."
                     }
-                    @if let Some(line) = r.inputs_line() { p.run { (line) } }
-                    @let warnings = warnings(r);
-                    @if !warnings.is_empty() {
-                        ul.warnings { @for w in &warnings { li { (prose(w)) } } }
+                    @if let Some(line) = &v.inputs { p.run { (line) } }
+                    @if !v.warnings.is_empty() {
+                        ul.warnings { @for w in &v.warnings { li data-kind=(w.kind.name()) { (prose(&w.text)) } } }
                     }
                 }
-                (stage_table(r))
+                (stage_table(&v))
                 @if let Some(t) = timeline::svg(r) {
                     section id="timeline" { h2 { "Processes" } (t) }
                 }
@@ -125,9 +122,7 @@ fn mode_part(r: &Report) -> String {
 }
 
 /// A digest's first 12 hex digits, as every page shows it.
-pub fn short(sha: &str) -> &str {
-    &sha[..12.min(sha.len())]
-}
+pub use super::view::short;
 
 /// Text whose backticked parts are code, as the headline and warnings write names.
 pub fn prose(text: &str) -> Markup {
@@ -144,60 +139,36 @@ pub fn plot_svg(svg: &[u8]) -> &str {
     &text[text.find("<svg").unwrap_or(0)..]
 }
 
-/// Every warning a person must read: the machine's, then each stage's.
-fn warnings(r: &Report) -> Vec<String> {
-    let mut out: Vec<String> = r.machine_warnings.clone();
-    let trials = r.section.trials();
-    for (key, st) in super::ordered(r) {
-        out.extend(st.spans_not_found_warning(key));
-        out.extend(st.span_warnings.iter().map(|w| format!("`{key}`: {w}")));
-        out.extend(st.memory_note(key));
-        if st.leaked_processes.count > 0 {
-            out.push(format!(
-                "`{key}` left {} process(es) running when it ended; its worker killed and reaped them",
-                st.leaked_processes.count
-            ));
-        }
-        if let Some(set) = trials.and_then(|t| t.get(key)) {
-            out.extend(set.warnings.iter().map(|w| format!("`{key}`: {w}")));
-        }
-    }
-    out
-}
-
 /// The stage table: a row per stage in plan order, each cell with the
 /// number it sorts by.
-fn stage_table(r: &Report) -> Markup {
-    let trials = r.section.trials();
+fn stage_table(v: &super::view::View<'_>) -> Markup {
+    let trials = v.report.section.trials().is_some();
+    let [stage, processes, wall, cpu, rss, read, written] = super::view::STAGE_COLUMNS;
+    let figure = |f: &Option<super::view::Figure>| match f {
+        Some(f) => html! { td.num data-v=(f.value) { (f.text) } },
+        None => html! { td.num data-v="-1" { "–" } },
+    };
     html! {
         section id="stages" {
             h2 { "Stages" }
             table.sortable {
                 thead { tr {
-                    th { "stage" } th.num { "processes" } th.num { "wall" }
-                    @if trials.is_some() { th { "median's interval" } }
-                    th.num { "CPU" } th.num { "peak RSS MiB" }
-                    th.num { "storage read MiB" } th.num { "storage written MiB" }
+                    th { (stage) } th.num { (processes) } th.num { (wall) }
+                    @if trials { th { "median's interval" } }
+                    th.num { (cpu) } th.num { (rss) }
+                    th.num { (read) } th.num { (written) }
                 } }
                 tbody {
-                    @for (key, st) in super::ordered(r) {
-                        @let wall = trials.and_then(|t| t.get(key)).and_then(|t| t.summary.get("wall_s"));
-                        tr data-stage=(key) {
-                            td { code { (key) } }
-                            td.num data-v=(st.processes) { (st.processes) }
-                            td.num.wall data-v=(st.wall_s) { (duration(st.wall_s)) }
-                            @if trials.is_some() {
-                                td { (wall.map(|w| w.median_interval.cell(duration)).unwrap_or_default()) }
-                            }
-                            td.num data-v=(st.cpu_s) { (duration(st.cpu_s)) }
-                            td.num data-v=(st.peak_rss_bytes) { (mib_number(st.peak_rss_bytes)) }
-                            @match &st.io {
-                                Some(io) => {
-                                    td.num data-v=(io.read_bytes) { (mib_number(io.read_bytes)) }
-                                    td.num data-v=(io.write_bytes) { (mib_number(io.write_bytes)) }
-                                }
-                                None => { td.num data-v="-1" { "–" } td.num data-v="-1" { "–" } }
-                            }
+                    @for row in &v.stages {
+                        tr data-stage=(row.key) {
+                            td { code { (row.key) } }
+                            td.num data-v=(row.processes) { (row.processes) }
+                            td.num.wall data-v=(row.wall.value) { (row.wall.text) }
+                            @if trials { td { (row.interval.clone().unwrap_or_default()) } }
+                            td.num data-v=(row.cpu.value) { (row.cpu.text) }
+                            td.num data-v=(row.peak_rss.value) { (row.peak_rss.text) }
+                            (figure(&row.read))
+                            (figure(&row.written))
                         }
                     }
                 }
@@ -208,12 +179,13 @@ fn stage_table(r: &Report) -> Markup {
 
 /// Per stage with spans: its flame graph, its spans table and the
 /// histogram of each span's calls.
-fn spans(r: &Report) -> Result<Markup, FlameError> {
+fn spans(v: &super::view::View<'_>) -> Result<Markup, FlameError> {
+    let r = v.report;
     let all = folded::stacks(r);
     if all.is_empty() {
         return Ok(html! {});
     }
-    let rows = super::span_rows(r);
+    let rows = &v.spans;
     let mut graphs = Vec::new();
     for (i, s) in all.iter().enumerate() {
         graphs.push(flame::svg(&s.lines(), &format!("fg{i}"))?);

@@ -136,6 +136,36 @@ pub struct PrepSide {
     pub stragglers: Option<crate::rundir::stragglers::Stragglers>,
 }
 
+/// How busy a side's workers were: the busiest's busy seconds and the
+/// mean, the two figures its load imbalance is the ratio of.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Busy {
+    pub busiest_s: f64,
+    pub mean_s: f64,
+}
+
+impl Busy {
+    /// The busiest worker's busy time over the mean: 1.00 is even. Workers
+    /// busy for no time at all are even (0/0 is no figure).
+    pub fn imbalance(self) -> f64 {
+        match self.mean_s > 0.0 {
+            true => self.busiest_s / self.mean_s,
+            false => 1.0,
+        }
+    }
+}
+
+impl PrepSide {
+    /// Its workers' busy time: the busiest and the mean.
+    pub fn busy(&self) -> Busy {
+        let busy = self.workers.iter().map(|w| w.busy_s);
+        Busy {
+            busiest_s: busy.clone().fold(0.0, f64::max),
+            mean_s: busy.sum::<f64>() / self.workers.len().max(1) as f64,
+        }
+    }
+}
+
 /// A phase's timeline gathered job by job, from (rank, start, end) in
 /// seconds from the run's start. A block narrower than [`RESOLUTION`] of the
 /// phase's wall is merged with the one before it on its worker when the gap

@@ -206,13 +206,8 @@ fn why(stderr: &str) -> String {
 /// Whether this worker holds `CAP_SYS_PTRACE` (bit 19 of `CapEff`): py-spy,
 /// its child, may then read any process, whoever runs it.
 fn may_read_any_process() -> bool {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            let hex = s.lines().find_map(|l| l.strip_prefix("CapEff:"))?.trim().to_string();
-            u64::from_str_radix(&hex, 16).ok()
-        })
-        .is_some_and(|caps| caps & (1 << 19) != 0)
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    protocol::program::holds_cap_sys_ptrace(&status)
 }
 
 #[cfg(test)]

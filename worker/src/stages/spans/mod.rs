@@ -207,10 +207,10 @@ pub fn command_stages(lines: &[StageLine], spawned: f64) -> Vec<protocol::Comman
 /// the worker's clock by reading the machine's monotonic clock beside it.
 pub fn place(timed: Vec<Timed>, reporter: &mut dyn super::Reporter) {
     let (now, mono) = (std::time::Instant::now(), monotonic_now());
-    for (name, start, seconds, beside) in timed {
-        let ago = std::time::Duration::from_secs_f64((mono - start).max(0.0));
+    for t in timed {
+        let ago = std::time::Duration::from_secs_f64((mono - t.start).max(0.0));
         let at = now.checked_sub(ago).unwrap_or(now);
-        reporter.slice(&name, at, seconds, beside);
+        reporter.slice(&t.name, at, t.seconds, t.beside);
     }
 }
 

@@ -7,10 +7,16 @@ use super::{SpansError, figure};
 use protocol::{Figure, SpanSummary};
 use std::collections::BTreeMap;
 
-/// A span that gave its start: name, start on the monotonic clock, seconds.
-/// A span with its start: name, start and length in seconds, and whether
-/// it ran beside the main thread.
-pub type Timed = (String, f64, f64, bool);
+/// A span call that gave its start.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Timed {
+    pub name: String,
+    /// Its start on the machine's monotonic clock, in seconds.
+    pub start: f64,
+    pub seconds: f64,
+    /// Whether it ran beside the main thread (another thread, a child).
+    pub beside: bool,
+}
 
 /// A process that tallied spans on its main thread: the window of its
 /// top-level spans (monotonic seconds) and each name's seconds there.
@@ -164,7 +170,7 @@ impl Tally {
 
     fn time(&mut self, name: String, start: f64, seconds: f64, beside: bool) {
         match self.timed.len() < protocol::MAX_SLICES {
-            true => self.timed.push((name, start, seconds, beside)),
+            true => self.timed.push(Timed { name, start, seconds, beside }),
             false => self.untimed += 1,
         }
     }

@@ -175,7 +175,7 @@ fn a_followed_file_yields_complete_lines_only_until_the_end() {
     let timed = said.timed;
     assert_eq!(
         timed,
-        [("fit".to_string(), 7.5, 1.0, false)],
+        [super::Timed { name: "fit".to_string(), start: 7.5, seconds: 1.0, beside: false }],
         "only the span with a start is timed"
     );
     assert!(std::fs::read_dir(&dir).unwrap().next().is_none(), "the file was not removed");
