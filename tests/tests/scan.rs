@@ -269,7 +269,7 @@ fn a_prepare_program_is_scanned_value_by_value() {
     let declared = json(&out.join("declaration.json"))["parameters"]["scan"].clone();
     assert_eq!(declared["order_seed"], 5);
     assert_eq!(declared["params"][0]["values"], serde_json::json!(["2", "40"]));
-    assert!(f.stdout.contains("recommendation: ms=2"), "{}", f.stdout);
+    assert!(f.stdout.contains("Recommendation: ms=2"), "{}", f.stdout);
     // The console shows round 1's spans; every round's are in summary.md.
     assert!(
         f.stdout.contains("spans: 12 later-round phase(s) (`#2` on) not shown"),

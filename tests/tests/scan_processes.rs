@@ -68,7 +68,7 @@ fn a_scan_over_processes_recommends_two_and_counts_each_process_memory() {
     assert_eq!(rec.outcome, report::modes::scan::Outcome::Recommended);
     let sentence = &rec.sentence;
     assert!(sentence.starts_with("n=2: ") && sentence.contains("faster than n=1"), "{sentence}");
-    assert!(f.stdout.contains(&format!("recommendation: {sentence}")), "{}", f.stdout);
+    assert!(f.stdout.contains(&format!("Recommendation: {sentence}")), "{}", f.stdout);
 
     // The tree's peak grows by about 40 MiB a process.
     let points = &scan.points;

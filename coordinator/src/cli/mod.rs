@@ -292,9 +292,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             // written to (a closed pipe) loses only its copy of the view.
             let view = report::render::view::View::of(&summary.report);
             let (mut out, mut err) = (std::io::stdout().lock(), std::io::stderr().lock());
-            let workers = plan.settings.workers;
-            let _ =
-                report::render::console::write(&view, &summary.dir, workers, &mut out, &mut err);
+            let _ = report::render::console::write(&view, &summary.dir, &mut out, &mut err);
             write_exports(&exports, &summary.report, &summary.dir)
         }
     }

@@ -22,17 +22,11 @@ pub trait ModeSection: std::fmt::Debug + Send + Sync {
     fn scan(&self) -> Option<&crate::modes::scan::Scan> {
         None
     }
-    /// Its part of summary.md, after the stage table and its warnings.
-    fn summary(&self, _r: &Report, _s: &mut String) {}
-    /// Its lines on the console after the stage table, written to `out`;
-    /// `requested_workers` is what `--workers` asked for.
-    fn console(
-        &self,
-        _r: &Report,
-        _requested_workers: u32,
-        _out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        Ok(())
+    /// Its part of every view, after the stage table and its warnings:
+    /// summary.md and report.html show every block, the console those
+    /// that show everywhere.
+    fn blocks(&self, _r: &Report) -> crate::doc::Blocks {
+        crate::doc::Blocks::default()
     }
     /// Its plots, after the stages plot.
     fn plots<'a>(&'a self, _r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {

@@ -11,15 +11,7 @@ use std::path::Path;
 
 /// Writes what a person reads when a run ends (`dir` its run directory):
 /// the run's lines to `out`, the machine's warnings to `err`.
-/// `requested_workers`: what `--workers` asked for (cold-prep starts no
-/// more processes than series).
-pub fn write(
-    v: &View<'_>,
-    dir: &Path,
-    requested_workers: u32,
-    out: &mut dyn Write,
-    err: &mut dyn Write,
-) -> io::Result<()> {
+pub fn write(v: &View<'_>, dir: &Path, out: &mut dyn Write, err: &mut dyn Write) -> io::Result<()> {
     let r = v.report;
     writeln!(
         out,
@@ -93,7 +85,7 @@ pub fn write(
             "  spans: {unshown} later-round phase(s) (`#2` on) not shown here: summary.md and report.json hold each"
         )?;
     }
-    r.section.console(r, requested_workers, out)?;
+    v.section.text(out)?;
     if let Some(line) = &v.inputs {
         writeln!(out, "{line}")?;
     }

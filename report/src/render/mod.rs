@@ -19,7 +19,7 @@ pub mod view;
 
 use crate::chart::RenderError;
 use crate::modes::Report;
-pub use summary::{SPAN_COLUMNS, SpanRow, span_rows, summary_markdown};
+pub use summary::{SPAN_COLUMNS, SpanRow, markdown, span_rows, summary_markdown};
 
 pub const SUMMARY: &str = "summary.md";
 /// The run directory's folder of plots.

@@ -208,7 +208,12 @@ pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
 
 /// The Markdown summary of a report.
 pub fn summary_markdown(r: &Report) -> String {
-    let v = View::of(r);
+    markdown(&View::of(r))
+}
+
+/// summary.md: the Markdown of a report's view.
+pub fn markdown(v: &View<'_>) -> String {
+    let r = v.report;
     let mut s = String::new();
     let _ = writeln!(s, "# {}\n", v.title);
     let _ = writeln!(
@@ -245,12 +250,12 @@ pub fn summary_markdown(r: &Report) -> String {
     if let Some(line) = &v.inputs {
         let _ = writeln!(s, "\nI{}.", &line[1..]);
     }
-    process_trees(&mut s, &v);
+    process_trees(&mut s, v);
     runtimes(&mut s, r);
-    spans_not_found(&mut s, &v);
-    spans(&mut s, &v);
+    spans_not_found(&mut s, v);
+    spans(&mut s, v);
     super::sampled::summary(&mut s, r);
-    r.section.summary(r, &mut s);
+    v.section.markdown(&mut s);
     let machine: Vec<_> = v.machine_warnings().collect();
     if !machine.is_empty() {
         let _ = writeln!(s, "\n## The machine\n");

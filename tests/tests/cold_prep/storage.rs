@@ -37,7 +37,7 @@ fn cold_prep(os_cache: &str, data: &std::path::Path) -> report::Report {
     c.arg("--data").arg(data);
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}", f.stderr);
-    assert!(f.stdout.contains("storage read: serial"), "{}", f.stdout);
+    assert!(f.stdout.contains("Storage read: serial"), "{}", f.stdout);
     let declared = json(&out.join("declaration.json"));
     assert_eq!(declared["parameters"]["os_cache"], os_cache);
     let r = harness::reports::read(&out);

@@ -5,11 +5,11 @@
 use super::Section;
 use super::rounds::First;
 use crate::chart::Figure;
+use crate::doc::{Align::Left, Align::Right, Block, Blocks, Table};
 use crate::fmt::{duration, mib_number as mib};
 use crate::modes::ModeSection;
 use crate::modes::Report;
 use crate::modes::preparation::{ITEMS, Names, RECIPE};
-use std::fmt::Write as _;
 
 impl Section {
     /// The names of this report's preparation.
@@ -84,198 +84,164 @@ impl Section {
     }
 }
 
+impl Section {
+    /// What the preparation found, in the one sentence every view shows:
+    /// what each phase prepared, the two walls the speedup stands for (with
+    /// rounds, their medians and their ratio, which is not the speedup: that
+    /// is the median of each round's own), the speedup, efficiency, load
+    /// imbalance, and whether the outputs are identical.
+    pub fn speedup_sentence(&self) -> String {
+        let (serial_wall, parallel_wall) = self.walls();
+        format!(
+            "{}; serial {}, {} {}{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
+            self.prepared_phrase(),
+            duration(serial_wall),
+            match self.parallel.workers.len() {
+                1 => "1 process".to_string(),
+                n => format!("{n} processes"),
+            },
+            duration(parallel_wall),
+            match self.rounds.is_empty() {
+                true => String::new(),
+                false => format!(" (medians, ratio {:.2}x)", serial_wall / parallel_wall),
+            },
+            self.speedup_phrase(),
+            100.0 * self.parallel_efficiency,
+            self.load_imbalance,
+            self.identical_phrase()
+        )
+    }
+}
+
 impl ModeSection for Section {
     fn scan(&self) -> Option<&crate::modes::scan::Scan> {
         self.scan.as_ref()
     }
 
-    fn summary(&self, _r: &Report, s: &mut String) {
+    fn blocks(&self, _r: &Report) -> Blocks {
         let prep = self;
         let (serial, parallel) = (&prep.serial, &prep.parallel);
-        let _ = writeln!(s, "\n## Cold preparation\n");
+        let mut out = Blocks::default();
+        out.documents(Block::Heading("Cold preparation".into()));
         match (&prep.counts, &prep.items) {
-            (Some(c), _) => {
-                let _ = writeln!(
-                    s,
-                    "{} training series, {} samples, {} frames ({} valid).\n",
-                    c.train_series, c.samples, c.frames, c.valid_frames
-                );
-            }
-            (None, Some(i)) => items_paragraph(s, prep, i),
+            (Some(c), _) => out.documents(Block::Para(format!(
+                "{} training series, {} samples, {} frames ({} valid).",
+                c.train_series, c.samples, c.frames, c.valid_frames
+            ))),
+            (None, Some(i)) => out.documents(Block::Para(items_paragraph(prep, i))),
             (None, None) => {}
         }
-        let _ = writeln!(
-            s,
-            "| preparation | processes | wall | CPU | peak RSS MiB | per-{} median | p95 |",
-            if prep.items.is_some() { "item" } else { "series" }
-        );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|---:|---:|");
+        let per = format!("per-{} median", if prep.items.is_some() { "item" } else { "series" });
+        let mut t = Table::new(&[
+            ("preparation", Left),
+            ("processes", Right),
+            ("wall", Right),
+            ("CPU", Right),
+            ("peak RSS MiB", Right),
+            (&per, Right),
+            ("p95", Right),
+        ]);
         for (name, side) in [("serial", serial), ("parallel", parallel)] {
-            let _ = writeln!(
-                s,
-                "| {name} | {} | {} | {} | {} | {} | {} |",
-                side.workers.len(),
-                duration(side.wall_s),
-                duration(side.cpu_s),
-                mib(side.peak_rss_bytes),
-                duration(side.per_series_s.median),
-                duration(side.per_series_s.p95)
-            );
+            t.row(vec![
+                name.into(),
+                side.workers.len().to_string().into(),
+                duration(side.wall_s).into(),
+                duration(side.cpu_s).into(),
+                mib(side.peak_rss_bytes).into(),
+                duration(side.per_series_s.median).into(),
+                duration(side.per_series_s.p95).into(),
+            ]);
         }
+        out.documents(Block::Table(t));
         let outputs = if prep.items.is_some() { "output directories" } else { "caches" };
         if !prep.rounds.is_empty() {
-            let _ = writeln!(
-                s,
-                "\n{} rounds, each into new {}, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's {} were checked byte-identical to round 1's, then removed.\n",
-                prep.rounds.len(),
-                outputs,
-                outputs
-            );
-            let _ = writeln!(
-                s,
-                "| round | first | serial wall | parallel wall | serial CPU | parallel CPU | speedup |"
-            );
-            let _ = writeln!(s, "|---:|---|---:|---:|---:|---:|---:|");
+            out.documents(Block::Para(format!(
+                "{} rounds, each into new {outputs}, serial first in odd rounds and parallel first in even ones; the table above is round 1. A later round's {outputs} were checked byte-identical to round 1's, then removed.",
+                prep.rounds.len()
+            )));
+            let mut t = Table::new(&[
+                ("round", Right),
+                ("first", Left),
+                ("serial wall", Right),
+                ("parallel wall", Right),
+                ("serial CPU", Right),
+                ("parallel CPU", Right),
+                ("speedup", Right),
+            ]);
             for round in &prep.rounds {
                 let first = match round.first {
                     First::Serial => "serial",
                     First::Parallel => "parallel",
                 };
-                let _ = writeln!(
-                    s,
-                    "| {} | {first} | {} | {} | {} | {} | {:.2}x |",
-                    round.round,
-                    duration(round.serial_wall_s),
-                    duration(round.parallel_wall_s),
-                    duration(round.serial_cpu_s),
-                    duration(round.parallel_cpu_s),
-                    round.speedup
-                );
+                t.row(vec![
+                    round.round.to_string().into(),
+                    first.into(),
+                    duration(round.serial_wall_s).into(),
+                    duration(round.parallel_wall_s).into(),
+                    duration(round.serial_cpu_s).into(),
+                    duration(round.parallel_cpu_s).into(),
+                    format!("{:.2}x", round.speedup).into(),
+                ]);
             }
+            out.documents(Block::Table(t));
         }
-        let phrase = prep.speedup_phrase();
-        let _ = writeln!(
-            s,
-            "\n{}{}, parallel efficiency {:.0}%, load imbalance {:.2}, {}.",
-            phrase[..1].to_uppercase(),
-            &phrase[1..],
-            100.0 * prep.parallel_efficiency,
-            prep.load_imbalance,
-            prep.identical_phrase()
-        );
+        out.everywhere(Block::Para(prep.speedup_sentence()));
         if let Some(sw) = &prep.sweep {
-            let _ = writeln!(s, "\n### Workers sweep\n");
-            let _ = writeln!(
-                s,
-                "The parallel preparation once per count in every round, beside the same serial one. Karp–Flatt's serial fraction stays flat when a fixed serial part limits the speedup, and grows when the loss grows with the count.\n"
-            );
-            let _ =
-                writeln!(s, "| processes | wall | speedup | interval | efficiency | Karp–Flatt |");
-            let _ = writeln!(s, "|---:|---:|---:|---|---:|---:|");
+            out.documents(Block::Subheading("Workers sweep".into()));
+            out.documents(Block::Para(
+                "The parallel preparation once per count in every round, beside the same serial one. Karp–Flatt's serial fraction stays flat when a fixed serial part limits the speedup, and grows when the loss grows with the count.".into(),
+            ));
+            let mut t = Table::new(&[
+                ("processes", Right),
+                ("wall", Right),
+                ("speedup", Right),
+                ("interval", Left),
+                ("efficiency", Right),
+                ("Karp–Flatt", Right),
+            ]);
             for p in &sw.points {
-                let _ = writeln!(
-                    s,
-                    "| {} | {} | {:.2}x | {} | {:.0}% | {} |",
-                    p.workers,
-                    duration(p.wall_s),
-                    p.speedup,
-                    p.speedup_interval.map_or("–".to_string(), |i| i.cell(|x| format!("{x:.2}"))),
-                    100.0 * p.efficiency,
-                    p.karp_flatt.map_or("–".to_string(), |e| format!("{e:.3}"))
-                );
+                t.row(vec![
+                    p.workers.to_string().into(),
+                    duration(p.wall_s).into(),
+                    format!("{:.2}x", p.speedup).into(),
+                    p.speedup_interval
+                        .map_or("–".to_string(), |i| i.cell(|x| format!("{x:.2}")))
+                        .into(),
+                    format!("{:.0}%", 100.0 * p.efficiency).into(),
+                    p.karp_flatt.map_or("–".to_string(), |e| format!("{e:.3}")).into(),
+                ]);
             }
-            let _ = match (sw.amdahl.serial_fraction, sw.amdahl.speedup_limit) {
-                (Some(f), Some(limit)) => writeln!(
-                    s,
-                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, so no count of processes passes {limit:.2}x."
+            out.documents(Block::Table(t));
+            out.documents(Block::Para(match (sw.amdahl.serial_fraction, sw.amdahl.speedup_limit) {
+                (Some(f), Some(limit)) => format!(
+                    "Amdahl's law fitted over the counts: serial fraction {f:.3}, so no count of processes passes {limit:.2}x."
                 ),
-                (Some(f), None) => writeln!(
-                    s,
-                    "\nAmdahl's law fitted over the counts: serial fraction {f:.3}, no limit in sight."
+                (Some(f), None) => format!(
+                    "Amdahl's law fitted over the counts: serial fraction {f:.3}, no limit in sight."
                 ),
-                _ => writeln!(s, "\nNo Amdahl fit: no count above 1."),
-            };
+                _ => "No Amdahl fit: no count above 1.".into(),
+            }));
             if let Some(r) = sw.recommendation() {
-                let _ = writeln!(s, "\nRecommendation: {r}.");
+                out.everywhere(Block::Para(format!("Workers sweep: recommendation: {r}.")));
             }
             if let Some(kf) = sw.karp_flatt_sentence() {
-                let _ = writeln!(s, "\n{kf}.");
+                out.everywhere(Block::Para(format!("Workers sweep: {kf}.")));
             }
         }
         if let Some(scan) = &prep.scan {
-            let _ = writeln!(
-                s,
-                "\nEach value of the scan ran its own serial and {}-process preparations in every round; the table is its {}-process phase over the rounds, and its tree peak the sum of each worker's.",
-                parallel.workers.len(),
-                parallel.workers.len()
-            );
-            crate::modes::scan::view::summary(scan, s);
+            let n = parallel.workers.len();
+            out.documents(Block::Para(format!(
+                "Each value of the scan ran its own serial and {n}-process preparations in every round; the table is its {n}-process phase over the rounds, and its tree peak the sum of each worker's."
+            )));
+            out.extend(crate::modes::scan::view::blocks(scan));
         }
         if let Some(storage) = &prep.storage {
-            storage.summary(&prep.names(), parallel.workers.len(), s);
+            out.extend(storage.blocks(&prep.names(), parallel.workers.len()));
         }
         for w in &prep.warnings {
-            let _ = writeln!(s, "\nWarning: {w}.");
+            out.everywhere(Block::Warning(w.clone()));
         }
-    }
-
-    /// `requested_workers`: what `--workers` asked for (cold-prep starts
-    /// no more processes than series or items).
-    fn console(
-        &self,
-        _r: &Report,
-        requested_workers: u32,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        let prep = self;
-        let parallel = &prep.parallel;
-        if (parallel.workers.len() as u32) < requested_workers {
-            writeln!(
-                out,
-                "  note: {} processes asked for, {} started: there are only {} {}",
-                requested_workers,
-                parallel.workers.len(),
-                prep.prepared(),
-                if prep.items.is_some() { "items" } else { "training series" }
-            )?;
-        }
-        let (serial_wall, parallel_wall) = prep.walls();
-        writeln!(
-            out,
-            "  {}; serial {:.3} s, {} {:.3} s{}: {}, efficiency {:.0}%, load imbalance {:.2}; {}",
-            prep.prepared_phrase(),
-            serial_wall,
-            match parallel.workers.len() {
-                1 => "1 process".to_string(),
-                n => format!("{n} processes"),
-            },
-            parallel_wall,
-            match prep.rounds.is_empty() {
-                true => String::new(),
-                false => format!(" (medians, ratio {:.2}x)", serial_wall / parallel_wall),
-            },
-            prep.speedup_phrase(),
-            100.0 * prep.parallel_efficiency,
-            prep.load_imbalance,
-            prep.identical_phrase()
-        )?;
-        if let Some(storage) = &prep.storage {
-            writeln!(out, "  {}", storage.line(&prep.names(), parallel.workers.len()))?;
-        }
-        if let Some(sw) = &prep.sweep {
-            for line in
-                sw.recommendation().map(String::from).into_iter().chain(sw.karp_flatt_sentence())
-            {
-                writeln!(out, "  workers sweep: {line}")?;
-            }
-        }
-        if let Some(scan) = &prep.scan {
-            crate::modes::scan::view::console(scan, out)?;
-        }
-        for w in &prep.warnings {
-            writeln!(out, "  warning: {w}")?;
-        }
-        Ok(())
+        out
     }
 
     fn plots<'a>(&'a self, _r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
@@ -333,10 +299,9 @@ impl ModeSection for Section {
 
 /// A user's own preparation (`--prepare`): what it ran over, said without
 /// naming an item or a path.
-fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
-    let _ = write!(
-        s,
-        "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once. ",
+fn items_paragraph(prep: &Section, i: &super::items::Summary) -> String {
+    let mut s = format!(
+        "A team's own preparation program over {} items (items file SHA-256 {}…), handed out {}; each process started the program once.",
         i.count,
         &i.items_sha256[..12.min(i.items_sha256.len())],
         match (i.largest_first(), i.weighted) {
@@ -353,21 +318,20 @@ fn items_paragraph(s: &mut String, prep: &Section, i: &super::items::Summary) {
         .filter_map(|w| w.startup_s)
         .collect();
     if !startups.is_empty() {
-        let _ = write!(
-            s,
-            "Start-up (spawn to ready) median {}, per process; per-item times run from handing an item over to its answer. ",
+        s.push_str(&format!(
+            " Start-up (spawn to ready) median {}, per process; per-item times run from handing an item over to its answer.",
             crate::fmt::duration(crate::stats::median(&startups))
-        );
+        ));
     }
     // Where the N-process side's wall went at its end (round 1's).
     if let Some(st) = &prep.parallel.stragglers {
         let processes = prep.parallel.workers.len() as u32;
-        let _ = write!(s, "{}", st.slowest_sentence());
+        s.push_str(&format!(" {}", st.slowest_sentence()));
         if let Some(tail) = st.tail_sentence(processes) {
-            let _ = write!(s, " {tail}");
+            s.push_str(&format!(" {tail}"));
         }
     }
-    let _ = writeln!(s, "\n");
+    s
 }
 
 #[cfg(test)]
@@ -388,7 +352,7 @@ mod tests {
             c.sweep.as_mut().expect("a sweep").amdahl =
                 super::super::sweep::Amdahl { serial_fraction, speedup_limit };
             let mut s = String::new();
-            c.summary(&r, &mut s);
+            c.blocks(&r).markdown(&mut s);
             let lines: Vec<&str> = s.lines().filter(|l| l.contains("Amdahl")).collect();
             assert_eq!(lines.len(), 1, "{lines:?}");
             lines[0].to_string()

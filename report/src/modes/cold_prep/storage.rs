@@ -7,10 +7,10 @@
 //! from storage was served from the page cache, and is said to be not cold.
 
 use super::super::preparation::Names;
+use crate::doc::{Align, Block, Blocks, Cell, Table};
 use crate::fmt::mib;
 use crate::rundir::report::Eviction;
 use serde::{Deserialize, Serialize};
-use std::fmt::Write as _;
 
 /// A phase that read less than this share of its inputs' bytes from
 /// storage was served from the page cache.
@@ -104,8 +104,9 @@ impl Storage {
         (of(serial_key), of(parallel_key))
     }
 
-    /// One line for the console and summary.md.
-    pub fn line(&self, n: &Names, processes: usize) -> String {
+    /// What every view says of it: the median reads in one sentence (the
+    /// console's too), then every phase's read and the evictions.
+    pub fn blocks(&self, n: &Names, processes: usize) -> Blocks {
         let (serial, parallel) = self.medians(&n.serial, &n.parallel);
         let inputs = match self.inputs_bytes {
             Some(b) => format!(" of the inputs' {}", mib(b)),
@@ -115,41 +116,36 @@ impl Storage {
             "cold" => "--os-cache cold: evicted from the page cache before each phase",
             _ => "--os-cache as-is; --os-cache cold evicts them before each phase",
         };
-        format!(
-            "storage read: serial {}, {processes} processes {}{inputs} (medians; {how})",
+        let mut out = Blocks::default();
+        out.documents(Block::Subheading("Storage".into()));
+        out.everywhere(Block::Para(format!(
+            "Storage read: serial {}, {processes} processes {}{inputs} (medians; {how}).",
             mib(serial as u64),
             mib(parallel as u64)
-        )
-    }
-
-    /// summary.md's part: every phase's read, and the evictions.
-    pub fn summary(&self, n: &Names, processes: usize, s: &mut String) {
-        let _ = writeln!(s, "\n### Storage\n");
-        let _ = writeln!(s, "{}.\n", capitalised(&self.line(n, processes)));
-        let _ = writeln!(
-            s,
-            "| phase | processes | storage read MiB | resident before | resident after |"
-        );
-        let _ = writeln!(s, "|---|---:|---:|---:|---:|");
+        )));
+        let mut t = Table::new(&[
+            ("phase", Align::Left),
+            ("processes", Align::Right),
+            ("storage read MiB", Align::Right),
+            ("resident before", Align::Right),
+            ("resident after", Align::Right),
+        ]);
         for p in &self.phases {
             let (before, after) = match &p.eviction {
                 Some(e) => (mib(e.resident_before_bytes), mib(e.resident_after_bytes)),
                 None => ("–".into(), "–".into()),
             };
-            let _ = writeln!(
-                s,
-                "| `{}` | {} | {} | {before} | {after} |",
-                p.key,
-                p.processes,
-                crate::fmt::mib_number(p.read_bytes)
-            );
+            t.row(vec![
+                Cell::code(&p.key),
+                p.processes.to_string().into(),
+                crate::fmt::mib_number(p.read_bytes).into(),
+                before.into(),
+                after.into(),
+            ]);
         }
+        out.documents(Block::Table(t));
+        out
     }
-}
-
-fn capitalised(s: &str) -> String {
-    let mut c = s.chars();
-    c.next().map(|f| f.to_uppercase().chain(c).collect()).unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -246,14 +242,17 @@ mod tests {
             parallel_out: "".into(),
             items: false,
         };
+        let blocks = s.blocks(&names, 4);
+        let mut console = Vec::new();
+        blocks.text(&mut console).unwrap();
         assert_eq!(
-            s.line(&names, 4),
-            "storage read: serial 20.0 MiB, 4 processes 7.0 MiB of the inputs' 100.0 MiB (medians; --os-cache cold: evicted from the page cache before each phase)"
+            String::from_utf8(console).unwrap(),
+            "  Storage read: serial 20.0 MiB, 4 processes 7.0 MiB of the inputs' 100.0 MiB (medians; --os-cache cold: evicted from the page cache before each phase).\n"
         );
-        // summary.md opens its section with the same line, as a sentence,
-        // then gives every phase's read.
+        // summary.md opens its section with the same sentence, then gives
+        // every phase's read.
         let mut md = String::new();
-        s.summary(&names, 4, &mut md);
+        blocks.markdown(&mut md);
         assert!(
             md.starts_with("\n### Storage\n\nStorage read: serial 20.0 MiB, 4 processes"),
             "{md}"

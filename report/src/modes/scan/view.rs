@@ -4,10 +4,10 @@
 
 use super::{Scan, ScanPoint};
 use crate::chart::*;
+use crate::doc::{Align, Block, Blocks, Cell, Table};
 use crate::fmt::{self, duration};
 use crate::stats::Verdict;
 use plotters::prelude::*;
-use std::fmt::Write as _;
 
 const HEADER: [&str; 8] = [
     "value",
@@ -84,25 +84,32 @@ fn verdict(v: Verdict, s: &Scan) -> String {
     }
 }
 
-/// The scan's section of summary.md.
-pub fn summary(s: &Scan, out: &mut String) {
-    let _ = writeln!(out, "\n## Scan over {}\n", s.names.join(", "));
+/// The scan's part of every view: its table and recommendation (the
+/// console's too), and how the values were ordered.
+pub fn blocks(s: &Scan) -> Blocks {
+    let mut out = Blocks::default();
+    out.documents(Block::Heading(format!("Scan over {}", s.names.join(", "))));
     let header = header(s);
-    let _ = writeln!(out, "| {} |", header.join(" | "));
-    let extra = "---|".repeat(header.len() - HEADER.len());
-    let _ = writeln!(out, "|---|---:|---:|---|---:|---:|---|---|{extra}");
+    let columns: Vec<(&str, Align)> = header
+        .iter()
+        .enumerate()
+        .map(|(i, h)| (h.as_str(), if matches!(i, 1 | 2 | 4) { Align::Right } else { Align::Left }))
+        .collect();
+    let mut t = Table::new(&columns);
     for p in &s.points {
-        let c = cells(s, p);
-        let _ = writeln!(out, "| `{}` | {} |", c[0], c[1..].join(" | "));
+        let mut c = cells(s, p).into_iter();
+        let first = Cell::code(c.next().unwrap_or_default());
+        t.row(std::iter::once(first).chain(c.map(Cell::from)).collect());
     }
-    let _ = writeln!(out, "\nRecommendation: {}.", s.recommendation.sentence);
+    out.everywhere(Block::Table(t));
+    out.everywhere(Block::Para(format!("Recommendation: {}.", s.recommendation.sentence)));
     if let Some(seed) = s.order_seed {
-        let _ = writeln!(
-            out,
-            "\nEach round ran the values in a new shuffled order (seed {seed}); tree peak is the median over {}s.",
+        out.documents(Block::Para(format!(
+            "Each round ran the values in a new shuffled order (seed {seed}); tree peak is the median over {}s.",
             s.sample()
-        );
+        )));
     }
+    out
 }
 
 /// The scan's phrase in a dashboard headline: the value recommended, or
@@ -113,33 +120,6 @@ pub fn headline(s: &Scan) -> String {
         Some(p) => format!("scan recommends {}", p.label(&s.names)),
         None => format!("scan: too few {}s to tell", s.sample()),
     }
-}
-
-/// The same table on the console.
-pub fn console(s: &Scan, out: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let header = header(s);
-    let rows: Vec<Vec<String>> = s.points.iter().map(|p| cells(s, p)).collect();
-    let width = |i: usize| {
-        rows.iter().map(|r| r[i].chars().count()).chain([header[i].chars().count()]).max()
-    };
-    let widths: Vec<usize> = (0..header.len()).map(|i| width(i).unwrap_or(0)).collect();
-    let line = |cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .zip(&widths)
-            .enumerate()
-            .map(|(i, (c, w))| match i {
-                1 | 2 | 4 => format!("{c:>w$}"),
-                _ => format!("{c:<w$}"),
-            })
-            .collect();
-        format!("  {}", parts.join("  ").trim_end())
-    };
-    writeln!(out, "{}", line(&header))?;
-    for r in &rows {
-        writeln!(out, "{}", line(r))?;
-    }
-    writeln!(out, "  recommendation: {}", s.recommendation.sentence)
 }
 
 /// Wall (median with its interval) over tree peak, against the value, the

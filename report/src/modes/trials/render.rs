@@ -4,13 +4,13 @@
 
 use super::{NAME, Section};
 use crate::chart::*;
+use crate::doc::{Align::Left, Align::Right, Block, Blocks, Cell, Table};
 use crate::fmt::duration;
 use crate::modes::ModeSection;
 use crate::modes::Report;
 use crate::rundir::report::{TrialSet, shared_warnings};
 use plotters::prelude::*;
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 
 impl ModeSection for Section {
     fn trials(&self) -> Option<&BTreeMap<String, TrialSet>> {
@@ -21,93 +21,53 @@ impl ModeSection for Section {
         self.scan.as_ref()
     }
 
-    fn summary(&self, r: &Report, s: &mut String) {
+    /// Per stage: the median wall time with its interval, the spread, the
+    /// outliers, how many trials would resolve a 1% difference; then the
+    /// warnings (those every stage shares, such as the machine's load, once).
+    fn blocks(&self, r: &Report) -> Blocks {
         let trials = &self.trials;
-        let _ = writeln!(s, "\n## Trials (wall time)\n");
-        let _ = writeln!(
-            s,
-            "| stage | n | warm-up | median | interval of median | stdev | MAD | outliers | trials for 1% |"
-        );
-        let _ = writeln!(s, "|---|---:|---:|---:|---|---:|---:|---:|---:|");
+        let mut out = Blocks::default();
+        out.documents(Block::Heading("Trials (wall time)".into()));
+        let mut t = Table::new(&[
+            ("stage", Left),
+            ("n", Right),
+            ("warm-up", Right),
+            ("median", Right),
+            ("interval of median", Right),
+            ("stdev", Right),
+            ("MAD", Right),
+            ("outliers", Right),
+            ("trials for 1%", Right),
+        ]);
         let keys = ordered(r, trials);
         for &k in &keys {
-            let t = &trials[k];
-            let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "–");
-            let _ = writeln!(
-                s,
-                "| `{k}` | {} | {} | {median} | {interval} | {stdev} | {mad} | {outliers} | {n1} |",
-                t.n, t.warmup,
-            );
+            let set = &trials[k];
+            let mut row = vec![
+                Cell::code(k.as_str()),
+                set.n.to_string().into(),
+                set.warmup.to_string().into(),
+            ];
+            row.extend(trial_cells(set).map(Cell::from));
+            t.row(row);
         }
+        out.everywhere(Block::Table(t));
         if let Some(scan) = &self.scan {
-            crate::modes::scan::view::summary(scan, s);
+            out.extend(crate::modes::scan::view::blocks(scan));
         }
         let shared = shared_warnings(trials);
-        let mut warnings: Vec<String> = keys
-            .iter()
-            .flat_map(|k| {
-                let own = trials[*k].warnings.iter().filter(|w| !shared.contains(w));
-                own.map(move |w| format!("- `{k}`: {w}"))
-            })
-            .collect();
-        warnings.extend(shared.iter().map(|w| format!("- every stage: {w}")));
-        if !warnings.is_empty() {
-            let _ = writeln!(s, "\nWarnings:\n\n{}", warnings.join("\n"));
-        }
-        let _ = writeln!(
-            s,
-            "\nOutliers: {}. Warm-up trials are recorded, not counted.",
-            self.outlier_rule
-        );
-    }
-
-    /// Per stage: the median wall time with its interval, the spread, the
-    /// outliers, how many trials would resolve a 1% difference, and warnings.
-    fn console(
-        &self,
-        r: &Report,
-        _requested_workers: u32,
-        out: &mut dyn std::io::Write,
-    ) -> std::io::Result<()> {
-        let trials = &self.trials;
-        // Warnings every stage shares (machine load) are printed once, below.
-        let shared = shared_warnings(trials);
-        writeln!(
-            out,
-            "  {:<24} {:>4} {:>11} {:>36} {:>10} {:>10} {:>8} {:>10}",
-            "trials (wall)",
-            "n",
-            "median",
-            "interval of median",
-            "stdev",
-            "MAD",
-            "outliers",
-            "n for 1%"
-        )?;
-        for k in ordered(r, trials) {
-            let t = &trials[k];
-            let [median, interval, stdev, mad, outliers, n1] = trial_cells(t, "-");
-            writeln!(
-                out,
-                "  {k:<24} {:>4} {median:>11} {interval:>36} {stdev:>10} {mad:>10} {outliers:>8} {n1:>10}",
-                t.n
-            )?;
-            for warning in t.warnings.iter().filter(|w| !shared.contains(w)) {
-                writeln!(out, "    warning: {warning}")?;
+        for &k in &keys {
+            for w in trials[k].warnings.iter().filter(|w| !shared.contains(w)) {
+                out.everywhere(Block::Warning(format!("`{k}`: {w}")));
             }
         }
-        for warning in shared {
-            writeln!(out, "  warning: {warning}")?;
+        for w in &shared {
+            out.everywhere(Block::Warning(format!("every stage: {w}")));
         }
-        writeln!(
-            out,
-            "  outliers: {}; warm-up trials are recorded, not counted",
+        out.everywhere(Block::Para(format!(
+            "Outliers: {}. Warm-up trials are recorded, not counted.",
             self.outlier_rule
-        )?;
-        if let Some(scan) = &self.scan {
-            crate::modes::scan::view::console(scan, out)?;
-        }
-        Ok(())
+        )));
+        out
     }
 
     fn plots<'a>(&'a self, r: &'a Report) -> Vec<Box<dyn Figure + 'a>> {
@@ -168,7 +128,7 @@ fn ordered<'a>(r: &Report, trials: &'a BTreeMap<String, TrialSet>) -> Vec<&'a St
 /// them: median, its interval (95% from 6 trials, else the range with its
 /// coverage), stdev, MAD, outliers, and trials to resolve 1% (`none` where
 /// that cannot be said).
-fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
+fn trial_cells(t: &TrialSet) -> [String; 6] {
     let w = &t.summary["wall_s"];
     [
         duration(w.median),
@@ -176,7 +136,7 @@ fn trial_cells(t: &TrialSet, none: &str) -> [String; 6] {
         duration(w.stdev),
         duration(w.mad),
         w.outliers.len().to_string(),
-        t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| none.into()),
+        t.trials_for_1pct.map(|n| n.to_string()).unwrap_or_else(|| "–".into()),
     ]
 }
 

@@ -43,9 +43,14 @@ const POLICY: &str =
 /// The page of `r`; `plots` are the mode's plots as SVG (name, bytes), as
 /// `plots/` holds them.
 pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
-    let v = super::view::View::of(r);
+    page_of(&super::view::View::of(r), plots)
+}
+
+/// The page of a report's view (see [`page`]).
+pub fn page_of(v: &super::view::View<'_>, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
+    let r = v.report;
     let title = v.title.replace('`', "");
-    let spans = spans(&v)?;
+    let spans = spans(v)?;
     let sampled = sampled::view(r)?;
     let body = html! {
                 header {
@@ -63,7 +68,7 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                         ul.warnings { @for w in &v.warnings { li data-kind=(w.kind.name()) { (prose(&w.text)) } } }
                     }
                 }
-                (stage_table(&v))
+                (stage_table(v))
                 @if let Some(t) = timeline::svg(r) {
                     section id="timeline" { h2 { "Processes" } (t) }
                 }
@@ -72,7 +77,7 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
                 }
                 (spans)
                 (sampled)
-                @let own = mode_part(r);
+                @let own = mode_part(v);
                 @if !own.is_empty() {
                     section id="mode" data-mode=(r.mode()) { (markdown(&own)) }
                 }
@@ -114,10 +119,10 @@ pub fn document(title: &str, body: Markup) -> String {
     .into_string()
 }
 
-/// The mode's own part of summary.md (its section's tables and sentences).
-fn mode_part(r: &Report) -> String {
+/// The mode's own part (its section's tables and sentences), as summary.md has it.
+fn mode_part(v: &super::view::View<'_>) -> String {
     let mut s = String::new();
-    r.section.summary(r, &mut s);
+    v.section.markdown(&mut s);
     s
 }
 
