@@ -4,12 +4,12 @@
 //! link this crate, so the coordinator can check that a worker is the same
 //! build it declared.
 
-use sha2::{Digest, Sha256};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
-/// Workspace members whose sources make up the program.
-const MEMBERS: &[&str] = &["protocol", "evidence", "recipe", "worker", "coordinator", "tests"];
+#[path = "src/sources.rs"]
+mod sources;
+
 /// Crates whose resolved versions are worth recording in environment.json.
 const KEY_CRATES: &[&str] = &[
     "tokio",
@@ -32,42 +32,14 @@ fn main() {
     let manifest = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets it"));
     let root = manifest.parent().expect("protocol sits inside the workspace").to_path_buf();
 
-    let mut files = Vec::new();
-    for top in ["Cargo.toml", "Cargo.lock"] {
-        files.push(root.join(top));
-    }
-    for member in MEMBERS {
-        let dir = root.join(member);
-        for name in ["Cargo.toml", "build.rs"] {
-            let p = dir.join(name);
-            if p.exists() {
-                files.push(p);
-            }
-        }
-        for sub in ["src", "tests"] {
-            let d = dir.join(sub);
-            if d.is_dir() {
-                println!("cargo:rerun-if-changed={}", d.display());
-                collect(&d, &mut files);
-            }
-        }
-        println!("cargo:rerun-if-changed={}", dir.join("Cargo.toml").display());
+    // Every file of every workspace member and of python/ (src/sources.rs).
+    let files = sources::files(&root);
+    for dir in sources::folders(&root) {
+        println!("cargo:rerun-if-changed={}", dir.display());
     }
     println!("cargo:rerun-if-changed={}", root.join("Cargo.toml").display());
     println!("cargo:rerun-if-changed={}", root.join("Cargo.lock").display());
-    files.retain(|p| p.is_file());
-    files.sort();
-
-    let mut all = Sha256::new();
-    for f in &files {
-        let rel = f.strip_prefix(&root).expect("under root").to_string_lossy().replace('\\', "/");
-        let bytes = std::fs::read(f).expect("read source file");
-        let file_hash = Sha256::digest(&bytes);
-        all.update(rel.as_bytes());
-        all.update([0u8]);
-        all.update(file_hash);
-    }
-    let fingerprint = hex::encode(all.finalize());
+    let fingerprint = sources::digest(&root, &files);
     println!("cargo:rustc-env=STAGEBENCH_SOURCE_SHA256={fingerprint}");
     println!("cargo:rustc-env=STAGEBENCH_SOURCE_FILES={}", files.len());
 
@@ -104,20 +76,6 @@ fn main() {
 
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).unwrap_or_default();
     println!("cargo:rustc-env=STAGEBENCH_KEY_CRATES={}", key_crate_versions(&lock));
-}
-
-fn collect(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            collect(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs" || x == "toml" || x == "md") {
-            out.push(p);
-        }
-    }
 }
 
 /// `name=version;name=version` for the key crates found in Cargo.lock.

@@ -72,11 +72,11 @@ pub(crate) async fn print_events(mut rx: mpsc::UnboundedReceiver<Event>, quiet: 
                     }
                 } else if p.style == Style::LinePerJob {
                     eprintln!(
-                        "{clear}  [{}/{}] {key:<16} {rank:<9} wall {:>8.3} s  cpu {:>8.3} s  peak RSS {:>9}",
+                        "{clear}  [{}/{}] {key:<16} {rank:<9} wall {:>10}  CPU {:>10}  peak RSS {:>9}",
                         p.done,
                         p.jobs,
-                        m.wall_ns as f64 / 1e9,
-                        (m.user_ns + m.sys_ns) as f64 / 1e9,
+                        duration(m.wall_ns as f64 / 1e9),
+                        duration((m.user_ns + m.sys_ns) as f64 / 1e9),
                         mib(m.peak_rss_bytes),
                     );
                 } else {

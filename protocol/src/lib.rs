@@ -23,6 +23,8 @@ pub mod handshake;
 pub mod items;
 mod messages;
 pub mod program;
+#[cfg(test)]
+mod sources;
 pub mod spans;
 mod stage;
 pub mod stream;

@@ -301,6 +301,12 @@ fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
     let f = compare(&page);
     // 0, or 4 when a figure regressed (B is slower by design).
     assert!(matches!(f.code(), Some(0 | 4)), "{:?}: {}{}", f.code(), f.stdout, f.stderr);
+    // The console names the one stack the page colours, from the same
+    // comparison: step, slower, and no other span.
+    let said: Vec<&str> = f.stdout.lines().filter(|l| l.starts_with("span ")).collect();
+    assert_eq!(said.len(), 1, "{}", f.stdout);
+    assert!(said[0].starts_with("span command › run › step +"), "{}", said[0]);
+    assert!(said[0].contains("% slower: self "), "{}", said[0]);
     // An existing page is refused in one line, before anything is compared.
     let again = compare(&page);
     assert_eq!(again.code(), Some(2), "{}", again.stderr);

@@ -8,43 +8,15 @@
 //! self time in each counted trial of A against each of B (rank test,
 //! interval of the ratio of medians, `stats::verdict`).
 
-use super::{Comparison, Row, row};
+use super::stacks::{Presence, StackRow};
+use super::{Comparison, Row};
 use crate::fmt::{duration, figure, p_value};
-use crate::modes::Report;
-use crate::render::folded::{self, Stacks};
 use crate::render::html::{document, flame, prose};
 use crate::stats::Verdict;
 use maud::{Markup, PreEscaped, html};
 
-/// One stack of a stage compared.
-pub struct StackRow {
-    pub stack: Vec<String>,
-    pub row: Row,
-}
-
-/// Every stack of `stage` in either run, compared (nested stacks only).
-pub fn stacks(a: &Stacks, b: &Stacks, threshold_pct: f64) -> Vec<StackRow> {
-    let mut keys: Vec<&Vec<String>> = a.samples.keys().chain(b.samples.keys()).collect();
-    keys.sort();
-    keys.dedup();
-    let zeros = |s: &Stacks| vec![0.0; s.measurements as usize];
-    keys.into_iter()
-        .enumerate()
-        .map(|(i, k)| {
-            let xa = a.samples.get(k).cloned().unwrap_or_else(|| zeros(a));
-            let xb = b.samples.get(k).cloned().unwrap_or_else(|| zeros(b));
-            let name = k.join(";");
-            StackRow {
-                stack: k.clone(),
-                row: row(&a.stage, &name, &xa, &xb, threshold_pct, i as u64),
-            }
-        })
-        .collect()
-}
-
-/// Whether a row's difference is coloured: significant, and beyond the
-/// threshold either way (slower by more than it, as compare's regression,
-/// or faster by more than it).
+/// Whether a stage row's difference is coloured: significant, and beyond
+/// the threshold either way.
 fn coloured(r: &Row, threshold_pct: f64) -> Option<Verdict> {
     let t = threshold_pct / 100.0;
     match r.verdict {
@@ -55,13 +27,14 @@ fn coloured(r: &Row, threshold_pct: f64) -> Option<Verdict> {
 }
 
 /// A stack's differential line: A's and B's self µs per trial; a stack
-/// whose difference is not coloured gets B's figure twice.
+/// whose difference is not coloured gets B's figure twice (a stack only A
+/// has, A's: inferno draws it as gone).
 fn line(s: &StackRow, threshold_pct: f64) -> String {
     let us = |x: f64| (x * 1e6).round() as u64;
     let after = us(s.row.median_b.max(0.0));
-    let before = match coloured(&s.row, threshold_pct) {
-        Some(_) => us(s.row.median_a.max(0.0)),
-        None => after,
+    let before = match (s.changed(threshold_pct), s.presence) {
+        (Some(_), _) | (None, Presence::OnlyA) => us(s.row.median_a.max(0.0)),
+        (None, _) => after,
     };
     format!("{} {before} {after}", s.stack.join(";"))
 }
@@ -90,21 +63,13 @@ fn verdict(v: Verdict) -> &'static str {
     }
 }
 
-/// The page comparing `b` against `a`.
-pub fn page(
-    c: &Comparison,
-    reports: [&Report; 2],
-    threshold_pct: f64,
-) -> Result<String, flame::FlameError> {
-    let [ra, rb] = reports;
-    let (sa, sb) = (folded::stacks(ra), folded::stacks(rb));
+/// The page comparing B against A.
+pub fn page(c: &Comparison, threshold_pct: f64) -> Result<String, flame::FlameError> {
     let mut stages = Vec::new();
-    for (i, a) in sa.iter().enumerate().filter(|(_, s)| s.nested) {
-        let Some(b) = sb.iter().find(|b| b.stage == a.stage && b.nested) else { continue };
-        let rows = stacks(a, b, threshold_pct);
-        let lines: Vec<String> = rows.iter().map(|s| line(s, threshold_pct)).collect();
+    for (i, s) in c.stacks.iter().enumerate() {
+        let lines: Vec<String> = s.rows.iter().map(|r| line(r, threshold_pct)).collect();
         let graph = flame::svg(&lines, &format!("cmp{i}"))?;
-        stages.push((a.stage.clone(), a.measurements, b.measurements, rows, graph));
+        stages.push((&s.stage, s.measurements_a, s.measurements_b, &s.rows, graph));
     }
     let body = html! {
         header {
@@ -168,14 +133,14 @@ fn stack_table(rows: &[StackRow], threshold_pct: f64) -> Markup {
             } }
             tbody {
                 @for s in rows {
-                    tr.(class(coloured(&s.row, threshold_pct))) data-stack=(s.stack.join(";")) {
-                        td { code { (s.stack.join(" › ")) } }
+                    tr.(class(s.changed(threshold_pct))) data-stack=(s.stack.join(";")) {
+                        td { code { (s.path()) } }
                         td.num { (duration(s.row.median_a)) }
                         td.num { (duration(s.row.median_b)) }
-                        td.num.change data-v=(s.row.ratio) { (change(&s.row)) }
+                        td.num.change data-v=(s.row.ratio) { (s.change()) }
                         td { (s.row.ci.cell(|x| format!("{x:.3}"))) }
                         td.num { (p_value(s.row.p)) }
-                        td.verdict { (verdict(s.row.verdict)) }
+                        td.verdict { (match s.presence { Presence::Both => verdict(s.row.verdict), _ => "–" }) }
                     }
                 }
             }

@@ -17,6 +17,7 @@ mod files;
 pub mod html;
 mod plot;
 mod sampled;
+pub mod stacks;
 mod text;
 
 pub use files::{OUTPUT_FILES, write_output};
@@ -66,6 +67,8 @@ pub struct Comparison {
     /// Two runs: the stages only one of them ran (a scan's value the other
     /// did not have), never dropped without a word.
     pub notes: Vec<String>,
+    /// Two runs: per stage both drew from nested spans, its stacks compared.
+    pub stacks: Vec<stacks::StageStacks>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -101,10 +104,9 @@ pub fn write_html(
     dirs: [&Path; 2],
     threshold_pct: f64,
 ) -> Result<(), CompareError> {
-    let mut reports = Vec::new();
     for dir in dirs {
         match load_report(dir)? {
-            Loaded::Run(r) => reports.push(*r),
+            Loaded::Run(_) => {}
             Loaded::Campaign(_) => {
                 return Err(CompareError::Write(format!(
                     "--html '{}': two campaigns have no page yet; compare two runs, or read the table",
@@ -113,7 +115,7 @@ pub fn write_html(
             }
         }
     }
-    let page = html::page(c, [&reports[0], &reports[1]], threshold_pct)
+    let page = html::page(c, threshold_pct)
         .map_err(|e| CompareError::Write(format!("--html '{}': {e}", file.display())))?;
     evidence::write_new(file, page.as_bytes())
         .map_err(|e| CompareError::Write(format!("--html '{}': {e}", file.display())))
@@ -297,7 +299,8 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
             false => "no figure is recorded by both runs".into(),
         }));
     }
-    Ok(Comparison { incomparable, comparability, rows, notes })
+    let stacks = stacks::compared(&ra, &rb, threshold_pct);
+    Ok(Comparison { incomparable, comparability, rows, notes, stacks })
 }
 
 /// A sentence per run for the stages it ran and the other did not (a later

@@ -69,6 +69,7 @@ fn the_table_words_each_verdict_and_an_existing_output_is_refused() {
         comparability: Vec::new(),
         rows,
         notes: Vec::new(),
+        stacks: Vec::new(),
     };
     let table = super::render(&c, 5.0);
     let line = |stage: &str| table.lines().find(|l| l.starts_with(stage)).unwrap().to_string();

@@ -72,6 +72,10 @@ pub fn render(c: &Comparison, threshold_pct: f64) -> String {
     // Writing to a Vec cannot fail.
     let _ = t.text("", &mut out);
     s.push_str(&String::from_utf8_lossy(&out));
+    for line in super::stacks::lines(&c.stacks, threshold_pct) {
+        s.push_str(&line);
+        s.push('\n');
+    }
     for note in &c.notes {
         s.push_str(note);
         s.push('\n');
