@@ -49,7 +49,7 @@ cold-prep|coordinator/src/modes/cold_prep/assemble.rs coordinator/src/modes/cold
 cold-prep-output|report/src/modes/cold_prep/render.rs report/src/modes/cold_prep/storage.rs report/src/modes/cold_prep/items.rs report/src/modes/cold_prep/plots/mod.rs coordinator/src/modes/cold_prep/storage.rs coordinator/src/modes/cold_prep/items.rs|$COORD $REPORT $TESTS|--lib;--test=cold_prep
 preparation|coordinator/src/modes/preparation/*.rs|$COORD $TESTS|--lib;--test=cold_prep
 verify|report/src/verify/*.rs report/src/rundir/tree.rs|$REPORT $TESTS|--lib;--test=verify;--test=render;--test=one_ending;--test=campaign
-dirlock|coordinator/src/dirlock.rs|$COORD $TESTS|--lib;--test=state
+dirlock|host/src/dirlock.rs|stagebench-host $TESTS|--lib;--test=state
 tree|worker/src/tree/mod.rs worker/src/tree/watcher.rs|stagebench-worker $TESTS|--lib;--test=trees
 tree-cgroup|worker/src/tree/cgroup.rs worker/src/tree/io.rs|stagebench-worker $TESTS|--lib;--test=trees
 tree-procfs|worker/src/tree/procfs.rs|stagebench-worker $TESTS|--lib;--test=trees

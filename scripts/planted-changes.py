@@ -3,6 +3,8 @@
 against the test that must fail under it (docs/testing.md).
 
     python3 scripts/planted-changes.py [N ...]     default: every change
+    python3 scripts/planted-changes.py --check     each change's text is where
+                                                   it is looked for, once (CI)
 
 For each change: the file is edited, `cargo test` runs the named test, the
 file is restored (also on Ctrl-C), and one line says CAUGHT (the test
@@ -31,15 +33,24 @@ P = {
      ['-p','stagebench-tests','--test','trees','three_leaked']),
  8: ('coordinator/src/run/ending.rs', 'LeakPolicy::Warn => eprintln!("warning: {what}"),', 'LeakPolicy::Warn => {}',
      ['-p','stagebench-tests','--test','trees','three_leaked']),
- 9: ('coordinator/src/campaign/spans/mod.rs', 'x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))', 'x.seconds > 0.0',
-     ['-p','stagebench-coordinator','--lib','campaign::spans']),
+ 9: ('report/src/campaign/spans/mod.rs', 'x.seconds > 0.0 && !x.stages.iter().all(|st| is_work(&format!("{st}/{}", x.name)))', 'x.seconds > 0.0',
+     ['-p','stagebench-report','--lib','campaign::spans']),
  10: ('coordinator/src/modes/preparation/side.rs', '.map(|(peak, _)| *peak).max()', '.map(|(peak, _)| *peak).min()',
      ['-p','stagebench-coordinator','--lib','preparation::side']),
  11: ('report/src/rundir/tree.rs', '                        self.walk(dir, &r, limit, found);', '                        let _ = &r;',
      ['-p','stagebench-tests','--test','verify','verify_catches_added']),
- 12: ('coordinator/src/dirlock.rs', '    let _ = file.set_len(0);\n', '',
-     ['-p','stagebench-coordinator','--lib','dirlock']),
+ 12: ('host/src/dirlock.rs', '    let _ = file.set_len(0);\n', '',
+     ['-p','stagebench-host','--lib','dirlock']),
 }
+if sys.argv[1:] == ['--check']:
+    # A moved file or a reworded line breaks CI here, not the next audit.
+    lost = []
+    for n, (path, old, _, _) in sorted(P.items()):
+        found = open(path).read().count(old) if os.path.isfile(path) else -1
+        if found != 1:
+            lost.append(f"{n}: {path}: " + ("no such file" if found < 0 else f"its text stands {found} times, not once"))
+    print("\n".join(lost) or f"every planted change's text stands once where it is looked for ({len(P)} changes)")
+    sys.exit(1 if lost else 0)
 survived = 0
 for n in [int(a) for a in sys.argv[1:]] or sorted(P):
     path, old, new, args = P[n]

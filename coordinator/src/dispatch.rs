@@ -68,7 +68,7 @@ pub(crate) type RankCounter = Arc<AtomicU32>;
 /// a time from a phase of items ([`Feed`]).
 pub(crate) enum Queue {
     Listed(VecDeque<Job>),
-    Fed { feed: Box<Feed>, cursor: Box<crate::items_file::Cursor>, next: usize },
+    Fed { feed: Box<Feed>, cursor: Box<host::items_file::Cursor>, next: usize },
 }
 
 impl Queue {
@@ -342,7 +342,7 @@ mod tests {
     /// A queue of `n` items, and the directory holding their file.
     fn feed(n: usize) -> (tempfile::TempDir, Queue) {
         let ids: String = (0..n).map(|i| format!("id{i}\n")).collect();
-        let (dir, source) = crate::items_file::written_for_test(ids.as_bytes());
+        let (dir, source) = host::items_file::written_for_test(ids.as_bytes());
         (dir, Queue::fed(Feed::new(Feed::first_for_test(0), source)))
     }
 

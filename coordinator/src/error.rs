@@ -140,6 +140,12 @@ pub(crate) fn fail(
     RunError::Failed { stage, worker, reason, message }
 }
 
+impl From<host::dirlock::LockError> for RunError {
+    fn from(e: host::dirlock::LockError) -> Self {
+        RunError::Usage(e.to_string())
+    }
+}
+
 // The evidence library's errors, as a command ends with them.
 
 impl From<report::render::export::ExportError> for Error {

@@ -12,16 +12,10 @@
 mod error;
 mod events;
 mod kill_points;
-// Floor 1: what a run reads of the machine and of its inputs: locks on directories runs
-// share; inputs dropped from the page cache; `--inputs` and `--items`.
-mod dirlock;
-// (machine: this machine's record, environment.json, read from /proc and /sys)
-mod machine;
-mod pagecache;
-// (inputs: `--inputs`, digested before a run and checked after)
+// Floor 1: `--inputs`, digested before a run and checked after. (What a run reads of
+// this host: its machine record, its page cache, locks on its directories and the
+// items file, is the `host` crate's.)
 mod inputs;
-// (items_file: `--items`, checked once and read again as its items are handed out)
-mod items_file;
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;
 // (gate admits connections; launch starts workers and binds where they connect)

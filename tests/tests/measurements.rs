@@ -36,10 +36,11 @@ fn diagnostic_stages_measure_what_they_do() {
     // Touching 256 MiB faults in at least one page per 2 MiB (one per
     // 4 KiB without huge pages); sleeping faults in next to nothing. A sleep
     // gives up the CPU at least once.
-    let faults = |k: &str| st(k).minor_faults.unwrap_or_else(|| panic!("{k}: no minor_faults"));
+    let faults =
+        |k: &str| st(k).faults.minor_faults.unwrap_or_else(|| panic!("{k}: no minor_faults"));
     assert!(faults("alloc:256") >= 128, "alloc faults {}", faults("alloc:256"));
     assert!(faults("sleep:200") < faults("alloc:256") / 4, "sleep faults {}", faults("sleep:200"));
-    assert!(st("sleep:200").voluntary_switches.is_some_and(|n| n >= 1));
+    assert!(st("sleep:200").faults.voluntary_switches.is_some_and(|n| n >= 1));
 
     // wait4's view of each process agrees and covers the whole process.
     let workers = &r.workers;

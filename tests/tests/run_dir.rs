@@ -77,9 +77,9 @@ fn evidence_binds_together_and_names_no_path_user_or_host() {
     assert_eq!(typed.workers.len(), 3, "one process per stage");
     // wait4's fault and switch counts per process: a process that ran faulted.
     for w in &typed.workers {
-        assert!(w.minor_faults.is_some_and(|n| n > 0), "{w:?}");
-        assert!(w.major_faults.is_some() && w.voluntary_switches.is_some(), "{w:?}");
-        assert!(w.involuntary_switches.is_some(), "{w:?}");
+        assert!(w.faults.minor_faults.is_some_and(|n| n > 0), "{w:?}");
+        assert!(w.faults.major_faults.is_some() && w.faults.voluntary_switches.is_some(), "{w:?}");
+        assert!(w.faults.involuntary_switches.is_some(), "{w:?}");
     }
     // The machine's huge-page mode, where the kernel shows it.
     let env = json(&out.join("environment.json"));

@@ -56,8 +56,7 @@ pub(super) fn open(out: &Path, declaration: &BisectDeclaration) -> Result<(Strin
         dir.write_evidence(name, bytes).map_err(|e| Error::Failed(e.to_string()))
     };
     let d = write(rundir::DECLARATION, &evidence::to_bytes(declaration))?;
-    let e =
-        write(rundir::ENVIRONMENT, &evidence::to_bytes(&crate::machine::capture("local", out)))?;
+    let e = write(rundir::ENVIRONMENT, &evidence::to_bytes(&host::machine::capture("local", out)))?;
     Ok((d, e))
 }
 

@@ -86,8 +86,7 @@ pub(crate) fn run(
     // Two campaigns never share a scratch directory (held to the end).
     let _scratch_lock = match &campaign.campaign.scratch {
         Some(dir) => Some(
-            crate::dirlock::lock(dir, "scratch")
-                .map_err(|e| CampaignError::Usage(e.to_string()))?,
+            host::dirlock::lock(dir, "scratch").map_err(|e| CampaignError::Usage(e.to_string()))?,
         ),
         None => None,
     };
@@ -136,7 +135,7 @@ pub(crate) fn run(
     let declaration_sha256 = write(rundir::DECLARATION, &evidence::to_bytes(&declaration))?;
     let environment_sha256 = write(
         rundir::ENVIRONMENT,
-        &evidence::to_bytes(&crate::machine::capture("local", dir.path())),
+        &evidence::to_bytes(&host::machine::capture("local", dir.path())),
     )?;
     let stop = watch_signals();
     let runner = Runner {

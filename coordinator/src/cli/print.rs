@@ -7,7 +7,7 @@ use protocol::exit::coordinator as code;
 /// `coordinator doctor`: the machine's state and its warnings; the exit code.
 pub(super) fn doctor(workers: u32) -> u8 {
     use report::rundir::environment;
-    let env = crate::machine::capture("local", std::path::Path::new("."));
+    let env = host::machine::capture("local", std::path::Path::new("."));
     for line in environment::described(&env) {
         println!("{line}");
     }

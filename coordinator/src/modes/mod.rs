@@ -225,7 +225,7 @@ pub(crate) struct Prepared {
     pub(crate) parameters: BTreeMap<String, serde_json::Value>,
     /// Locks on directories the run writes into and shares with no other
     /// run (a `--state`), held until the run ends.
-    pub(crate) locks: Vec<crate::dirlock::DirLock>,
+    pub(crate) locks: Vec<host::dirlock::DirLock>,
 }
 
 /// The stage records and artifacts a mode assembles into the report.
@@ -260,7 +260,7 @@ pub(crate) struct Phase {
     /// The files the phase reads, where a mode declares them; with `evict`
     /// (`--os-cache cold`) the coordinator drops them from the page cache
     /// just before the phase starts.
-    pub(crate) inputs: Option<std::sync::Arc<crate::pagecache::Inputs>>,
+    pub(crate) inputs: Option<std::sync::Arc<host::pagecache::Inputs>>,
     /// How long one item of the phase may take (`--item-timeout`), where
     /// its jobs are items.
     pub(crate) item_timeout: Option<std::time::Duration>,

@@ -156,7 +156,7 @@ fn run_in(
         .write_evidence(rundir::DECLARATION, &evidence::to_bytes(declaration))
         .map_err(crate::error::internal(None, "writing the declaration"))?;
     bound.declaration_sha256 = Some(decl_sha.clone());
-    let env = crate::machine::capture(plan.settings.launcher.as_str(), dir.path());
+    let env = host::machine::capture(plan.settings.launcher.as_str(), dir.path());
     let env_sha = dir
         .write_evidence(rundir::ENVIRONMENT, &evidence::to_bytes(&env))
         .map_err(crate::error::internal(None, "writing the environment"))?;
@@ -249,7 +249,7 @@ fn run_in(
         machine_warnings: environment::warnings(
             &env,
             settings.workers,
-            crate::machine::load_average(),
+            host::machine::load_average(),
             // Trials warn about load per stage already.
             !plan.mode.warns_of_load_per_stage(),
         )

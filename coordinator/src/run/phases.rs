@@ -69,7 +69,7 @@ pub(super) async fn supervise_run(
         }
         // Outside every measured wall, right before the phase's first worker.
         let eviction = match phase.inputs.as_deref() {
-            Some(inputs) if inputs.evict => Some(crate::pagecache::evict(&inputs.files)),
+            Some(inputs) if inputs.evict => Some(host::pagecache::evict(&inputs.files)),
             _ => None,
         };
         tracing::debug!(key = %phase.key, jobs = phase.planned(), workers = phase.workers, "phase started");

@@ -1,9 +1,9 @@
 //! A phase of a user's items as jobs made one at a time, as the dispatcher
 //! hands them out: the plan of a phase of 10⁶ items is the items file it
-//! reads them from ([`crate::items_file::Source`]), not 10⁶ jobs.
+//! reads them from ([`host::items_file::Source`]), not 10⁶ jobs.
 
 use super::{Item, Job};
-use crate::items_file::{Cursor, Source};
+use host::items_file::{Cursor, Source};
 use protocol::{JobId, Stage};
 use std::sync::Arc;
 
@@ -118,7 +118,7 @@ mod tests {
     /// item's id and line, and share the rest.
     #[test]
     fn a_feed_makes_each_job_from_the_first_with_its_item() {
-        let (_dir, source) = crate::items_file::written_for_test(b"a\t1\nb\t1\nc\t2\n");
+        let (_dir, source) = host::items_file::written_for_test(b"a\t1\nb\t1\nc\t2\n");
         let feed = Feed::new(Feed::first_for_test(7), source);
         let jobs: Vec<Job> = feed.jobs().collect();
         assert_eq!(feed.len(), 3);

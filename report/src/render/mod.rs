@@ -16,6 +16,8 @@ mod snakemake;
 mod summary;
 pub mod trace;
 pub mod view;
+#[cfg(test)]
+mod view_tests;
 
 use crate::chart::RenderError;
 use crate::modes::Report;

@@ -68,7 +68,7 @@ impl Runner<'_> {
         let cold = step.kind == StepKind::Cold;
         let (digest, differing, beyond) = match &self.campaign.campaign.scratch {
             Some(dir) => {
-                let files = evidence::digest::files_all_but(dir, &[crate::dirlock::LOCK_FILE])
+                let files = evidence::digest::files_all_but(dir, &[host::dirlock::LOCK_FILE])
                     .map_err(|e| fail(format!("digesting the scratch directory: {e}")))?;
                 let label = format!("{} {t}", step.name);
                 let excluded = self.campaign.campaign.excluded();

@@ -157,7 +157,7 @@ pub(super) fn assemble(
         items_sha256: i.source.sha256().into(),
         weighted: i.source.weighted(),
         order: Some(if i.source.largest_first() { "largest_first" } else { "file" }.into()),
-        sorted_max: i.source.weighted().then_some(crate::items_file::MAX_SORTED as u64),
+        sorted_max: i.source.weighted().then_some(host::items_file::MAX_SORTED as u64),
         inputs: report::inputs::combined(cx.inputs),
     });
     warnings.extend(items.as_ref().and_then(|i| i.fell_back()));

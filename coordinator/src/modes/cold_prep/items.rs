@@ -3,7 +3,7 @@
 //! place of the recipe's cache preparation.
 //!
 //! - The items file holds one item per line, `ID` or `ID<TAB>WEIGHT`
-//!   (every line weighted, or none; `crate::items_file` checks it and reads
+//!   (every line weighted, or none; `host::items_file` checks it and reads
 //!   it again as items are handed out). Items go largest weight first, or
 //!   in file order, to whichever process is free. Ids never reach evidence:
 //!   the declaration holds the file's SHA-256, a failure names an item by
@@ -18,7 +18,7 @@
 //!   same way before the first phase and after the last; a change fails
 //!   the run.
 
-use crate::items_file::Source;
+use host::items_file::Source;
 use std::sync::Arc;
 
 /// What `--prepare` runs over.
@@ -74,7 +74,7 @@ pub(super) fn resolve(
     if shared.data.is_some() {
         return Err(Refusal("--data is the recipe's dataset; with --prepare your program reads its own inputs (give --inputs DIR to have them checked)".into()));
     }
-    let source = crate::items_file::check(path).map_err(|e| Refusal(e.to_string()))?;
+    let source = host::items_file::check(path).map_err(|e| Refusal(e.to_string()))?;
     if shared.inputs.is_empty() && own.os_cache == Some(super::storage::OsCache::Cold) {
         return Err(Refusal("--os-cache cold with --prepare needs --inputs DIR: the files it drops from the page cache are the ones your program reads".into()));
     }

@@ -8,9 +8,9 @@ use crate::error::RunError;
 use crate::modes::params::{Grid, Point, env_name, round_order};
 use crate::modes::preparation::{prepare_phase, verify_phase};
 use crate::modes::{JobNumbers, Phase, Prepared};
-use crate::pagecache::Inputs;
 use crate::plan::Settings;
 use crate::supervisor::{Feed, Item};
+use host::pagecache::Inputs;
 use protocol::Stage;
 use report::modes::preparation::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE};
 use std::collections::BTreeMap;
@@ -266,7 +266,7 @@ mod tests {
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();
         // The phases are planned, not run: their items file is not read again.
-        let (_dir, source) = crate::items_file::written_for_test(b"a\n");
+        let (_dir, source) = host::items_file::written_for_test(b"a\n");
         let items = items::Items {
             command: "prep {ms}".into(),
             source,

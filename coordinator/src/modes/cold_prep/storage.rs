@@ -1,7 +1,7 @@
 //! What cold-prep's preparation phases read from storage, and `--os-cache`:
 //! whether their declared inputs (the training series' files of the frozen
 //! dataset, or a user's `--inputs`) were dropped from the page cache before
-//! each of them ([`crate::pagecache`]).
+//! each of them ([`host::pagecache`]).
 //!
 //! A cold phase that read less than [`NOT_COLD_BELOW`] of its inputs' bytes
 //! from storage was served from the page cache, and is said to be not cold.

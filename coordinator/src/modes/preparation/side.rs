@@ -282,10 +282,7 @@ pub(crate) fn summarise(
         },
         // A preparation program's items are its stages.
         command_stages: Vec::new(),
-        minor_faults: Some(faults.minor),
-        major_faults: Some(faults.major),
-        voluntary_switches: Some(faults.voluntary_switches),
-        involuntary_switches: Some(faults.involuntary_switches),
+        faults: faults.into(),
         io,
         runtime,
         samples: None,

@@ -173,7 +173,7 @@ impl Planned for Plan {
         outcomes: &[PhaseOutcome],
         records: &mut Records,
     ) -> Result<super::Section, RunError> {
-        let load_end = crate::machine::load_average();
+        let load_end = host::machine::load_average();
         let cores = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1) as f64;
         let mut results: Vec<&JobResult> = outcomes.iter().flat_map(|p| p.results()).collect();
         results.sort_by_key(|r| r.job.order);

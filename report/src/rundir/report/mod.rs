@@ -16,7 +16,7 @@ mod stage;
 pub use eviction::{Eviction, RESIDENT_AFTER_LIMIT};
 pub use process::{ArtifactRecord, JobSlice, ProcessRecord, TimedSlice};
 pub use runtime::RuntimeRecord;
-pub use stage::{IO_COUNTERS, Leaked, StageIo, StageRecord, TOP_LEVEL_FIGURES};
+pub use stage::{Faults, IO_COUNTERS, Leaked, StageIo, StageRecord, TOP_LEVEL_FIGURES};
 
 pub const SCHEMA: &str = "stagebench.report";
 pub const SCHEMA_VERSION: u32 = 1;

@@ -3,9 +3,17 @@
 
 use serde::{Deserialize, Serialize};
 
+/// What a process's fault counts are, in its schema.
+const FAULTS: &str = "From `wait4`'s rusage (absent for a task of a job step): minor and\nmajor page faults, voluntary and involuntary context switches.";
+
+fn described(schema: &mut schemars::Schema) {
+    super::Faults::describe(schema, FAULTS);
+}
+
 /// A worker process as the coordinator saw it: spawn to reap, with the
 /// rusage wait4 returned, so it holds even if the worker misreported.
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(transform = described)]
 pub struct ProcessRecord {
     pub rank: u32,
     /// Key of the stage (phase) the process served.
@@ -35,16 +43,9 @@ pub struct ProcessRecord {
     /// (never the name): equal digests mean the same host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_sha256: Option<String>,
-    /// From `wait4`'s rusage (absent for a task of a job step): minor and
-    /// major page faults, voluntary and involuntary context switches.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minor_faults: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub major_faults: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub voluntary_switches: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub involuntary_switches: Option<u64>,
+    /// Its page faults and context switches (see [`FAULTS`]).
+    #[serde(flatten)]
+    pub faults: super::Faults,
     /// Seconds from the run's start (the coordinator's monotonic clock, no
     /// wall-clock time) to the launch, and to the accepted handshake (absent
     /// if none came). Absent in reports from before they were kept.

@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 /// A stage as its worker measured it (monotonic wall clock, getrusage deltas).
 #[derive(Clone, Debug, Serialize, Deserialize, schemars::JsonSchema)]
+#[schemars(transform = described)]
 pub struct StageRecord {
     pub stage: String,
     /// Position in the plan, from 0.
@@ -74,17 +75,9 @@ pub struct StageRecord {
     /// over them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_stages: Vec<protocol::CommandStage>,
-    /// The stage's own page faults and context switches (getrusage deltas
-    /// around it, the worker's and its waited-for children's; for a phase,
-    /// summed over its jobs). Absent in reports from before they were kept.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub minor_faults: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub major_faults: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub voluntary_switches: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub involuntary_switches: Option<u64>,
+    /// The stage's own page faults and context switches (see [`FAULTS`]).
+    #[serde(flatten)]
+    pub faults: Faults,
     /// Storage and system-call I/O of the stage's whole tree (for a phase,
     /// summed over its processes): `io_method`, `read_bytes`, … at the
     /// record's top level. Absent where the kernel keeps no task I/O
@@ -197,10 +190,10 @@ impl StageRecord {
         let counted = [
             ("tree_peak_anon_bytes", self.tree_peak_anon_bytes),
             ("tree_peak_file_bytes", self.tree_peak_file_bytes),
-            ("minor_faults", self.minor_faults),
-            ("major_faults", self.major_faults),
-            ("voluntary_switches", self.voluntary_switches),
-            ("involuntary_switches", self.involuntary_switches),
+            ("minor_faults", self.faults.minor_faults),
+            ("major_faults", self.faults.major_faults),
+            ("voluntary_switches", self.faults.voluntary_switches),
+            ("involuntary_switches", self.faults.involuntary_switches),
         ];
         all.extend(counted.into_iter().filter_map(|(n, v)| Some((n.to_string(), v? as f64))));
         all.extend(self.figures.iter().map(|(k, v)| (k.clone(), *v)));
@@ -241,6 +234,53 @@ impl StageRecord {
                 self.spans_not_found.join(", ")
             )
         })
+    }
+}
+
+/// What a stage's fault counts are, in its schema.
+const FAULTS: &str = "The stage's own page faults and context switches (getrusage deltas\naround it, the worker's and its waited-for children's; for a phase,\nsummed over its jobs). Absent in reports from before they were kept.";
+
+fn described(schema: &mut schemars::Schema) {
+    Faults::describe(schema, FAULTS);
+}
+
+/// Page faults and context switches, as `getrusage` and `wait4` count
+/// them: at a record's top level (`minor_faults`, …), each absent where it
+/// was not counted.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Faults {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub minor_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub major_faults: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub voluntary_switches: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub involuntary_switches: Option<u64>,
+}
+
+impl Faults {
+    /// Describes the flattened counts in a record's schema, as its own
+    /// fields were (a flattened field's doc reaches no property).
+    pub fn describe(schema: &mut schemars::Schema, description: &str) {
+        let field = schema.get_mut("properties").and_then(|p| p.get_mut("minor_faults"));
+        if let Some(serde_json::Value::Object(field)) = field {
+            let mut described = serde_json::Map::new();
+            described.insert("description".into(), description.into());
+            described.extend(std::mem::take(field));
+            *field = described;
+        }
+    }
+}
+
+impl From<protocol::Faults> for Faults {
+    fn from(f: protocol::Faults) -> Faults {
+        Faults {
+            minor_faults: Some(f.minor),
+            major_faults: Some(f.major),
+            voluntary_switches: Some(f.voluntary_switches),
+            involuntary_switches: Some(f.involuntary_switches),
+        }
     }
 }
 

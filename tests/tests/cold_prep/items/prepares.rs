@@ -50,17 +50,25 @@ fn a_teams_program_prepares_serial_and_parallel_with_identical_outputs() {
         report.workers.iter().filter(|w| w.phase == "cold_prepare_parallel").collect();
     assert_eq!(processes.len(), 2);
     let counts = [
-        ("minor_faults", stage.minor_faults, processes.iter().map(|w| w.minor_faults).sum()),
-        ("major_faults", stage.major_faults, processes.iter().map(|w| w.major_faults).sum()),
+        (
+            "minor_faults",
+            stage.faults.minor_faults,
+            processes.iter().map(|w| w.faults.minor_faults).sum(),
+        ),
+        (
+            "major_faults",
+            stage.faults.major_faults,
+            processes.iter().map(|w| w.faults.major_faults).sum(),
+        ),
         (
             "voluntary_switches",
-            stage.voluntary_switches,
-            processes.iter().map(|w| w.voluntary_switches).sum(),
+            stage.faults.voluntary_switches,
+            processes.iter().map(|w| w.faults.voluntary_switches).sum(),
         ),
         (
             "involuntary_switches",
-            stage.involuntary_switches,
-            processes.iter().map(|w| w.involuntary_switches).sum(),
+            stage.faults.involuntary_switches,
+            processes.iter().map(|w| w.faults.involuntary_switches).sum(),
         ),
     ];
     for (key, phase, sum) in counts {

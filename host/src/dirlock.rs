@@ -11,33 +11,27 @@ use std::os::fd::AsRawFd;
 use std::path::Path;
 
 /// The lock file's name inside a locked directory.
-pub(crate) const LOCK_FILE: &str = ".stagebench.lock";
+pub const LOCK_FILE: &str = ".stagebench.lock";
 
 /// A held lock; dropping it (or the process ending) releases it.
 #[derive(Debug)]
-pub(crate) struct DirLock {
+pub struct DirLock {
     _file: File,
 }
 
 /// Why a directory's lock was not taken. Either way the run is refused
 /// before it starts.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum LockError {
+pub enum LockError {
     #[error("{what} {dir} is in use by another stagebench run ({holder}); two runs never share it")]
     InUse { what: String, dir: String, holder: String },
     #[error("{what} {dir}: cannot {doing}: {source}")]
     Io { what: String, dir: String, doing: &'static str, source: std::io::Error },
 }
 
-impl From<LockError> for crate::error::RunError {
-    fn from(e: LockError) -> Self {
-        crate::error::RunError::Usage(e.to_string())
-    }
-}
-
 /// Takes the lock of `dir` (an existing directory) for `what` (e.g.
 /// `--state`), or says in one line which process holds it.
-pub(crate) fn lock(dir: &Path, what: &str) -> Result<DirLock, LockError> {
+pub fn lock(dir: &Path, what: &str) -> Result<DirLock, LockError> {
     let io = |doing, source| LockError::Io {
         what: what.to_string(),
         dir: dir.display().to_string(),

@@ -22,14 +22,14 @@ use std::path::Path;
 /// A phase's declared inputs: the files it reads, and whether they are
 /// dropped from the page cache before it starts.
 #[derive(Clone, Debug)]
-pub(crate) struct Inputs {
-    pub(crate) files: Vec<std::path::PathBuf>,
-    pub(crate) evict: bool,
+pub struct Inputs {
+    pub files: Vec<std::path::PathBuf>,
+    pub evict: bool,
 }
 
 impl Inputs {
     /// Their bytes now (a file that cannot be read counts none).
-    pub(crate) fn bytes(&self) -> u64 {
+    pub fn bytes(&self) -> u64 {
         self.files.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum()
     }
 }
@@ -38,7 +38,7 @@ use report::rundir::report::Eviction;
 
 /// Drops `files` from the page cache, as far as the kernel allows, and
 /// counts what stayed.
-pub(crate) fn evict(files: &[impl AsRef<Path>]) -> Eviction {
+pub fn evict(files: &[impl AsRef<Path>]) -> Eviction {
     let mut e = Eviction::default();
     for path in files {
         e.files += 1;
@@ -85,7 +85,7 @@ pub(crate) fn evict(files: &[impl AsRef<Path>]) -> Eviction {
 /// residency is unknown, never taken for resident. (A read with
 /// `RWF_NOWAIT`, which any reader may make, starts the read-ahead it
 /// probes for; `cachestat` has `mincore`'s rule.)
-pub(crate) fn resident_bytes(file: &std::fs::File, len: u64) -> Option<u64> {
+pub fn resident_bytes(file: &std::fs::File, len: u64) -> Option<u64> {
     if len == 0 {
         return Some(0);
     }

@@ -22,15 +22,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 /// The largest items file read: 256 MiB, a million ids of 256 bytes.
-pub(crate) const MAX_ITEMS_BYTES: u64 = 256 << 20;
+pub const MAX_ITEMS_BYTES: u64 = 256 << 20;
 
 /// The most weighted items sorted largest first (32 MiB of lines and
 /// offsets); more are handed out in file order.
-pub(crate) const MAX_SORTED: usize = 1 << 22;
+pub const MAX_SORTED: usize = 1 << 22;
 
 /// Why an items file is refused (each names a line, never an id).
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub(crate) enum ItemsError {
+pub enum ItemsError {
     #[error("--items {0}: cannot be read: {1}")]
     Read(String, String),
     #[error("--items {0}: not a regular file (a pipe or device has no end to read to)")]
@@ -95,7 +95,7 @@ impl Stamp {
 }
 
 /// A checked items file, whose items are read as they are handed out.
-pub(crate) struct Source {
+pub struct Source {
     path: PathBuf,
     stamp: Stamp,
     count: usize,
@@ -121,33 +121,33 @@ impl std::fmt::Debug for Source {
 
 impl Source {
     /// How many items (lines) it holds.
-    pub(crate) fn count(&self) -> usize {
+    pub fn count(&self) -> usize {
         self.count
     }
 
     /// SHA-256 of the file's bytes.
-    pub(crate) fn sha256(&self) -> &str {
+    pub fn sha256(&self) -> &str {
         &self.sha256
     }
 
     /// Whether its items carry weights.
-    pub(crate) fn weighted(&self) -> bool {
+    pub fn weighted(&self) -> bool {
         self.weighted
     }
 
     /// Whether its items are handed out largest weight first (weighted and
     /// at most [`MAX_SORTED`]); otherwise in file order.
-    pub(crate) fn largest_first(&self) -> bool {
+    pub fn largest_first(&self) -> bool {
         self.sorted.is_some()
     }
 
     /// Every item, in the order they are handed out, read from the file.
-    pub(crate) fn cursor(self: &Arc<Self>) -> Cursor {
+    pub fn cursor(self: &Arc<Self>) -> Cursor {
         Cursor { source: self.clone(), at: 0, reader: None }
     }
 
     /// Whether every read found the file as it was checked, and it still is.
-    pub(crate) fn unchanged(&self) -> Result<(), ItemsError> {
+    pub fn unchanged(&self) -> Result<(), ItemsError> {
         let now = std::fs::metadata(&self.path).map(|m| Stamp::of(&m)).ok();
         match *self.changed.lock().unwrap_or_else(|p| p.into_inner()) || now != Some(self.stamp) {
             true => Err(ItemsError::Changed),
@@ -162,7 +162,7 @@ impl Source {
 
 /// Reads and checks an items file: a regular file (or a link to one) of at
 /// most [`MAX_ITEMS_BYTES`], read no further than that.
-pub(crate) fn check(path: &Path) -> Result<Source, ItemsError> {
+pub fn check(path: &Path) -> Result<Source, ItemsError> {
     check_sorting(path, MAX_SORTED)
 }
 
@@ -291,7 +291,7 @@ fn parse(text: &[u8], n: usize) -> Result<(&str, Option<f64>), ItemsError> {
 
 /// A source's items in the order they are handed out, each read when asked
 /// for: in file order through one buffer, largest first by offset.
-pub(crate) struct Cursor {
+pub struct Cursor {
     source: Arc<Source>,
     /// How many were read.
     at: usize,
@@ -308,7 +308,7 @@ impl Cursor {
     /// The next item: its line (from 0) and id. None after the last, or when
     /// the file is no longer as it was checked (which
     /// [`Source::unchanged`] then says).
-    pub(crate) fn next_item(&mut self) -> Option<(usize, String)> {
+    pub fn next_item(&mut self) -> Option<(usize, String)> {
         if self.at >= self.source.count {
             return None;
         }
@@ -387,8 +387,8 @@ mod tests;
 
 /// An items file of `bytes`, checked, for tests of what reads it; the
 /// directory holding it lives as long as the first.
-#[cfg(test)]
-pub(crate) fn written_for_test(bytes: &[u8]) -> (tempfile::TempDir, Arc<Source>) {
+#[cfg(any(test, feature = "testing"))]
+pub fn written_for_test(bytes: &[u8]) -> (tempfile::TempDir, Arc<Source>) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("items");
     std::fs::write(&path, bytes).unwrap();

@@ -1,0 +1,15 @@
+//! What a stagebench run reads of the host it runs on, synchronously and
+//! without a process or a socket of its own: this machine's record
+//! (`environment.json`), its page cache (`--os-cache cold`), locks on the
+//! directories runs share, and the items file of `--prepare`. The coordinator
+//! orchestrates; what it reads of the machine and its files is here. See
+//! ARCHITECTURE.md.
+//!
+//! Modules are listed by floor, lowest first: each uses only modules listed
+//! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
+
+// Floor 0: each reads one thing and uses no sibling.
+pub mod dirlock;
+pub mod items_file;
+pub mod machine;
+pub mod pagecache;
