@@ -65,6 +65,13 @@ pub(crate) trait Mode: Sync {
     }
 }
 
+/// A mode's own flags, read from its part of the command line.
+pub(crate) fn own_args<A: clap::FromArgMatches>(
+    own: &clap::ArgMatches,
+) -> Result<A, crate::error::Refusal> {
+    A::from_arg_matches(own).map_err(|e| crate::error::Refusal(e.to_string()))
+}
+
 /// A flag more than one mode reads (the command line's, not a mode's own).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Shared {

@@ -71,6 +71,20 @@ pub struct Comparison {
     pub stacks: Vec<stacks::StageStacks>,
 }
 
+#[cfg(test)]
+impl Comparison {
+    /// Only these rows, as the tests of what shows them build one.
+    fn of_rows(rows: Vec<Row>) -> Comparison {
+        Comparison {
+            incomparable: vec![],
+            comparability: vec![],
+            rows,
+            notes: vec![],
+            stacks: vec![],
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum CompareError {
     #[error("{dir}: {reason}")]

@@ -111,13 +111,7 @@ mod tests {
         for (ratios, pct) in [(vec![1.2, 0.9], 5.0), (vec![1.01, 0.98], 10.0)] {
             let rows: Vec<_> =
                 ratios.iter().map(|k| row("s", "wall_s", &a, &b(*k), pct, 1)).collect();
-            let c = Comparison {
-                incomparable: vec![],
-                comparability: vec![],
-                rows,
-                notes: vec![],
-                stacks: vec![],
-            };
+            let c = Comparison::of_rows(rows);
             let (svg, _) = super::svg_and_png(&c, pct).unwrap();
             let rows = &c.rows;
             let svg = String::from_utf8(svg).unwrap();
@@ -184,13 +178,7 @@ mod tests {
             .enumerate()
             .map(|(i, k)| row(&format!("stage_{i}"), "wall_s", &a, &b(*k), 5.0, 1))
             .collect();
-        let c = Comparison {
-            incomparable: vec![],
-            comparability: vec![],
-            rows,
-            notes: vec![],
-            stacks: vec![],
-        };
+        let c = Comparison::of_rows(rows);
         let (svg, _) = super::svg_and_png(&c, 5.0).unwrap();
         let problems = crate::chart::picture::problems(&String::from_utf8(svg).unwrap());
         assert!(problems.is_empty(), "{}", problems.join("\n"));

@@ -31,7 +31,7 @@ const SMALLEST: f64 = 0.01;
 /// What changed from `a` to `b`: the functions listed in both, at
 /// [`FLOOR`] or more in either, whose self (else inclusive) share moved by
 /// [`SMALLEST`] or more with the rank test's p < ALPHA over the trials and
-/// the two intervals apart; the largest changes first. Or that none did,
+/// the two intervals apart; the largest changes of time a trial first. Or that none did,
 /// or that the trials are too few for the test to say so. Shares are of
 /// all the running samples: less time in one function is more share for
 /// every other, so a change names its partners too.
@@ -66,14 +66,21 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
             (None, None) => continue,
         };
         let pct = |s: &Share| format!("{:.1}%", s.median * 100.0);
+        // A share is of all the running samples, so less time in one
+        // function raises every other's share: a function is ranked by the
+        // time a trial spent in it, share times the running samples, so
+        // the one that changed leads and its partners follow.
+        let seconds = (y.median * b.samples - x.median * a.samples) / f64::from(a.rate_hz.max(1));
+        let sign = if seconds < 0.0 { "-" } else { "+" };
         found.push((
-            (y.median - x.median).abs(),
+            seconds.abs(),
             format!(
-                "`{}` ({}) {which} {} → {} (p {})",
+                "`{}` ({}) {which} {} → {}, {sign}{} a {per} (p {})",
                 f.function,
                 f.lane,
                 pct(x),
                 pct(y),
+                crate::fmt::duration(seconds.abs()),
                 crate::fmt::p_value(p)
             ),
         ));
@@ -100,15 +107,20 @@ mod tests {
     use crate::rundir::samples::{parse, record};
 
     fn run(f: u64, g: u64, trials: usize) -> SampledRecord {
+        run3(f, g, 0, trials)
+    }
+
+    /// f, g and (where not 0) h's samples a trial.
+    fn run3(f: u64, g: u64, h: u64, trials: usize) -> SampledRecord {
         // A little spread per trial, so the rank test sees distinct values.
         let stacks: Vec<_> = (0..trials as u64)
             .map(|t| {
-                parse(&format!(
-                    "main;m (t.py);f (t.py) {}\nmain;m (t.py);g (t.py) {}\n",
-                    f + t,
-                    g + t
-                ))
-                .unwrap()
+                let mut text =
+                    format!("main;m (t.py);f (t.py) {}\nmain;m (t.py);g (t.py) {}\n", f + t, g + t);
+                if h > 0 {
+                    text.push_str(&format!("main;m (t.py);h (t.py) {}\n", h + t));
+                }
+                parse(&text).unwrap()
             })
             .collect();
         record("py-spy 0.4.3", 100, &stacks, &[], 3).unwrap()
@@ -118,7 +130,14 @@ mod tests {
     fn a_shift_from_f_to_g_is_named_and_the_same_split_is_not() {
         let said = changed(&run(70, 30, 6), &run(50, 50, 6));
         assert!(said.starts_with("2 function(s)' share of the running samples changed"), "{said}");
-        assert!(said.contains("`f (t.py)` (main) self 69.0% → 50.0% (p 0.0028)"), "{said}");
+        assert!(said.contains("`f (t.py)` (main) self 69.0% → 50.0%, -"), "{said}");
+        assert!(said.contains(" a trial (p 0.0028)"), "{said}");
+        // f made 3.5× faster, g unchanged, h a little faster: g's share
+        // grows more than f's shrinks (29% → 59%, 67% → 39%), but f changed
+        // the time a trial spends, and is named first.
+        let said = changed(&run3(670, 290, 40, 6), &run3(190, 290, 10, 6));
+        let first = said.split(": `").nth(1).unwrap_or_default();
+        assert!(first.starts_with("f (t.py)"), "{said}");
         let same = changed(&run(70, 30, 6), &run(70, 30, 6));
         assert!(same.starts_with("no function's share changed significantly"), "{same}");
         let few = changed(&run(70, 30, 3), &run(50, 50, 3));

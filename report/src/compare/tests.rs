@@ -64,13 +64,7 @@ fn the_table_words_each_verdict_and_an_existing_output_is_refused() {
         row("same", "wall_s", &a, &a, 5.0, 1),
         row("few", "wall_s", &a[..1], &a, 5.0, 1),
     ];
-    let c = super::Comparison {
-        incomparable: Vec::new(),
-        comparability: Vec::new(),
-        rows,
-        notes: Vec::new(),
-        stacks: Vec::new(),
-    };
+    let c = super::Comparison::of_rows(rows);
     let table = super::render(&c, 5.0);
     let line = |stage: &str| table.lines().find(|l| l.starts_with(stage)).unwrap().to_string();
     assert!(line("regressed").ends_with("SLOWER (regressed)"), "{table}");

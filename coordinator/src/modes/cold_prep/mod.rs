@@ -95,8 +95,7 @@ impl super::Mode for ColdPrep {
         own: &clap::ArgMatches,
         shared: &super::SharedArgs,
     ) -> Result<Box<dyn Planned>, crate::error::Refusal> {
-        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
-            .map_err(|e| crate::error::Refusal(e.to_string()))?;
+        let own: Args = super::own_args(own)?;
         let items = items::resolve(&own, shared)?;
         Ok(Box::new(Plan {
             os_cache: own.os_cache.unwrap_or_default(),

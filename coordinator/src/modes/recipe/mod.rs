@@ -70,8 +70,7 @@ impl super::Mode for Recipe {
         own: &clap::ArgMatches,
         shared: &super::SharedArgs,
     ) -> Result<Box<dyn Planned>, Refusal> {
-        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
-            .map_err(|e| Refusal(e.to_string()))?;
+        let own: Args = super::own_args(own)?;
         let Some(dir) = own.state else {
             return Err(Refusal(format!("--mode {NAME} needs --state DIR")));
         };

@@ -69,8 +69,7 @@ impl super::Mode for Trials {
         own: &clap::ArgMatches,
         shared: &SharedArgs,
     ) -> Result<Box<dyn Planned>, Refusal> {
-        let own = <Args as clap::FromArgMatches>::from_arg_matches(own)
-            .map_err(|e| Refusal(e.to_string()))?;
+        let own: Args = super::own_args(own)?;
         let seed = shared.seed.unwrap_or(0);
         let stages = stages::planned(shared, seed, |other| match other {
             Other::Recipe(_, stage) => Ok(stage),
