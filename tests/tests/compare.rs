@@ -481,3 +481,35 @@ fn history_and_dashboard_trust_only_what_verifies() {
     assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
     assert!(f.stdout.contains("history of 1 run of one definition"), "{}", f.stdout);
 }
+
+/// `compare A B --html A/cmp.html` (or `--output A/dir`) would write into
+/// run A, which would then fail `verify`, and so would every later compare
+/// of A: refused in one line (exit 2), nothing written, A still verifying.
+#[test]
+fn an_output_inside_a_run_directory_is_refused_and_the_run_still_verifies() {
+    let mut keep = Vec::new();
+    let a = nap_run("0.01", "3", &mut keep);
+    let b = nap_run("0.01", "3", &mut keep);
+    let nested = a.join("plots");
+    for (flag, path) in [
+        ("--html", a.join("cmp.html")),
+        ("--output", a.join("cmp")),
+        ("--html", nested.join("cmp.html")),
+    ] {
+        let f = compare(&a, &b, &[flag, path.to_str().unwrap()]);
+        assert_eq!(f.code(), Some(2), "{flag} {}: {}{}", path.display(), f.stdout, f.stderr);
+        let line = f.stderr.lines().find(|l| l.contains("inside the evidence directory"));
+        let line = line.unwrap_or_else(|| panic!("{flag}: {}", f.stderr));
+        assert!(line.contains(flag) && line.contains("write it elsewhere"), "{line}");
+        assert!(!path.exists(), "{} was written", path.display());
+    }
+    let mut c = coordinator();
+    c.arg("verify").arg(&a);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
+    // Beside the runs, not in them, it is written.
+    let page = a.parent().unwrap().join("cmp.html");
+    let f = compare(&a, &b, &["--html", page.to_str().unwrap()]);
+    assert!(matches!(f.code(), Some(0 | 4)), "{}{}", f.stdout, f.stderr);
+    assert!(page.is_file());
+}

@@ -301,3 +301,22 @@ fn compare_writes_a_forest_plot_into_a_new_directory_only() {
     assert!(f.stderr.contains("already exists"), "{}", f.stderr);
     assert_eq!(std::fs::read_to_string(out.join("forest.svg")).unwrap(), svg);
 }
+
+/// `--export-folded` of a run that recorded no span and sampled nothing:
+/// the run is complete and measured what it was asked to, so it exits 0,
+/// says in one warning why nothing was folded, and writes no file (it once
+/// exited 2, "nothing was measured", after a whole run).
+#[test]
+fn a_folded_export_of_a_run_without_spans_is_a_warning_not_a_failure() {
+    let (tmp, out, mut c) = harness::coordinator_with_output();
+    let folded = tmp.path().join("stacks.folded");
+    c.args(["--quiet", "--stage", "noop", "--export-folded"]).arg(&folded);
+    let f = harness::run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let warned: Vec<&str> = f.stderr.lines().filter(|l| l.contains("--export-folded")).collect();
+    assert_eq!(warned.len(), 1, "{}", f.stderr);
+    assert!(warned[0].starts_with("warning: --export-folded '"), "{}", warned[0]);
+    assert!(warned[0].contains("not written: the run recorded no span"), "{}", warned[0]);
+    assert!(!folded.exists(), "an empty export was written");
+    assert!(out.join("report.json").is_file());
+}

@@ -96,6 +96,12 @@ fn command(cli: Cli) -> Result<u8, Error> {
             if let Some(out) = output.as_ref().filter(|o| o.symlink_metadata().is_ok()) {
                 return Err(Error::Usage(format!("output '{}' already exists", out.display())));
             }
+            if let Some(out) = &output {
+                report::compare::refuse_inside_evidence("--output", out)?;
+            }
+            if let Some(page) = &html {
+                report::compare::refuse_inside_evidence("--html", page)?;
+            }
             if let Some(page) = &html {
                 if page.symlink_metadata().is_ok() {
                     return Err(Error::Usage(format!(
@@ -341,8 +347,12 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
 /// Writes the exports of a finished run (the run's evidence is complete
 /// either way): a path found taken is a usage error, a failed write a failure.
 fn write_exports(exports: &Exports, report: &report::Report, dir: &Path) -> Result<u8, Error> {
-    for p in exports.write(report, dir)? {
-        println!("exported {}", Path::new(&p).display());
+    let written = exports.write(report, dir)?;
+    for p in written.paths {
+        println!("exported {}", p.display());
+    }
+    for why in written.skipped {
+        eprintln!("warning: {why}");
     }
     Ok(code::SUCCESS)
 }

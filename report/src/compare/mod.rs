@@ -105,9 +105,30 @@ pub enum CompareError {
     /// `--output DIR` exists: refused before anything was written.
     #[error("output '{0}' already exists")]
     OutputExists(String),
+    /// `--output` or `--html` would write into a run, campaign or
+    /// bisection directory, which would then no longer verify.
+    #[error(
+        "{0} '{1}' is inside the evidence directory '{2}' (it holds declaration.json), which it would alter so that it no longer verifies: write it elsewhere"
+    )]
+    InsideEvidence(&'static str, String, String),
     /// Writing `--output DIR` failed; nothing of it was published.
     #[error("{0}")]
     Write(String),
+}
+
+/// Refuses an output (`flag`'s `path`, which does not exist yet) whose
+/// folder is a run, campaign or bisection directory, or inside one.
+pub fn refuse_inside_evidence(flag: &'static str, path: &Path) -> Result<(), CompareError> {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let folder = absolute.parent().unwrap_or(&absolute);
+    match crate::runs_below::evidence_at_or_above(folder) {
+        Some(dir) => Err(CompareError::InsideEvidence(
+            flag,
+            path.display().to_string(),
+            dir.display().to_string(),
+        )),
+        None => Ok(()),
+    }
 }
 
 /// Writes `file` (which must not exist): the comparison `c` of the runs in

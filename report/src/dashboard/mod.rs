@@ -233,6 +233,40 @@ fn cell(s: &str) -> String {
     s.replace('|', "\\|").replace('\n', " ")
 }
 
+/// A name as Markdown text: never markup. HTML's `<`, `>` and `&` as
+/// entities (GitHub would render `<img …>` as an element), Markdown's own
+/// punctuation escaped (a `[` opens no link, a `|` splits no row).
+fn text(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            '\\' | '`' | '*' | '_' | '[' | ']' | '(' | ')' | '|' | '#' | '!' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '\n' | '\r' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A relative path as a link's target: every byte but unreserved ones and
+/// `/` percent-encoded, so no name ends the link or starts markup.
+fn target(path: &str) -> String {
+    path.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' | b'/' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
 fn markdown(rows: &[Row]) -> String {
     let mut s = String::new();
     let _ = writeln!(s, "{MARKER}");
@@ -253,9 +287,9 @@ fn markdown(rows: &[Row]) -> String {
     let _ = writeln!(s, "|---|---|---|---|---:|---:|---:|---|---|");
     for r in rows {
         let link = if r.status == OK {
-            format!("[{}]({}/summary.md)", cell(&r.rel), r.rel.replace(' ', "%20"))
+            format!("[{}]({}/summary.md)", text(&r.rel), target(&r.rel))
         } else {
-            cell(&r.rel)
+            text(&r.rel)
         };
         let _ = writeln!(
             s,
@@ -277,6 +311,33 @@ fn markdown(rows: &[Row]) -> String {
 mod tests {
     use super::headline;
     use crate::modes::Report;
+
+    /// A run named as markup is text in README.md: no element, no link of
+    /// its own, no cell split, its link's target encoded.
+    #[test]
+    fn a_run_named_as_markup_is_text_in_the_readme() {
+        let hostile = "<img src=x onerror=alert(1)>|x [y](z) `c`";
+        let row = |status: &str| super::Row {
+            rel: hostile.into(),
+            created: "2026-12-07T00:00:00Z".into(),
+            mode: "trials".into(),
+            status: status.into(),
+            stages: "1".into(),
+            processes: "1".into(),
+            wall: "1 s".into(),
+            headline: "h".into(),
+            last_change: "–".into(),
+            trend: None,
+        };
+        let md = super::markdown(&[row(super::OK), row("failed")]);
+        assert!(!md.contains("<img") && md.contains("&lt;img"), "{md}");
+        for line in md.lines().filter(|l| l.contains("onerror")) {
+            let cells = line.split('|').count() - line.matches("\\|").count();
+            assert_eq!(cells, 11, "a name split the row: {line}");
+            assert!(!line.contains("[y](z)") && !line.contains("`c`"), "{line}");
+        }
+        assert!(md.contains("](%3Cimg%20src%3Dx%20onerror%3Dalert%281%29%3E%7Cx"), "{md}");
+    }
 
     /// A cold-prep row says whether its caches, or a team's outputs, were
     /// identical, and says DIFFER when they were not; a report of a mode

@@ -75,13 +75,13 @@ pub fn write(dir: &Path, h: &History) -> Result<String, HistoryError> {
         evidence::write_atomic(&path, bytes).map_err(werr(&path))?;
         changed += 1;
     }
+    // Plots are named only where there are some (and so their folder).
+    let plots = match plotted {
+        0 => " (no plot: nothing changed to draw)".to_string(),
+        n => format!(" and {n} plot(s) in {}/", plots.display()),
+    };
     Ok(match changed {
-        0 => format!("unchanged {}, {} and {plotted} plot(s)", index.display(), page.display()),
-        _ => format!(
-            "wrote {}, {} and {plotted} plot(s) in {}/",
-            index.display(),
-            page.display(),
-            plots.display()
-        ),
+        0 => format!("unchanged {} and {}{plots}", index.display(), page.display()),
+        _ => format!("wrote {} and {}{plots}", index.display(), page.display()),
     })
 }

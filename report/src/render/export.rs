@@ -114,8 +114,11 @@ impl Exports {
 
     /// Writes every export of `r`, whose run directory is `dir`, each as a
     /// new file. A trace reads every job back from the run's jobs.jsonl.gz.
-    pub fn write(&self, r: &Report, dir: &Path) -> Result<Vec<&Path>, ExportError> {
-        let mut written = Vec::new();
+    /// An export the run gave nothing to (`--export-folded` of a run with
+    /// no span and no sample) is not written and says why in `skipped`: the
+    /// run itself is complete, and measured what it was asked to.
+    pub fn write(&self, r: &Report, dir: &Path) -> Result<Written<'_>, ExportError> {
+        let mut written = Written::default();
         let mut with_jobs: Option<Report> = None;
         for (f, p) in &self.0 {
             let path = || p.display().to_string();
@@ -132,15 +135,29 @@ impl Exports {
                 },
                 _ => r,
             };
-            let bytes = bytes(*f, r).map_err(|e| ExportError::Untimed(f.flag(), path(), e))?;
+            let bytes = match bytes(*f, r) {
+                Ok(bytes) => bytes,
+                Err(e @ Unexportable::NoSpans) => {
+                    written.skipped.push(format!("{} '{}' not written: {e}", f.flag(), path()));
+                    continue;
+                }
+                Err(e) => return Err(ExportError::Untimed(f.flag(), path(), e)),
+            };
             evidence::write_new(p, &bytes).map_err(|e| match e.kind() {
                 std::io::ErrorKind::AlreadyExists => ExportError::Exists(f.flag(), path()),
                 _ => ExportError::Write(f.flag(), path(), e),
             })?;
-            written.push(p.as_path());
+            written.paths.push(p.as_path());
         }
         Ok(written)
     }
+}
+
+/// What [`Exports::write`] wrote, and what it had nothing to write, why.
+#[derive(Debug, Default)]
+pub struct Written<'a> {
+    pub paths: Vec<&'a Path>,
+    pub skipped: Vec<String>,
 }
 
 /// Why a report cannot be exported in a form.

@@ -117,8 +117,8 @@ pub fn inside_lines(st: &StageRecord, x: &SampledRecord) -> Vec<String> {
             format!(
                 "inside `{}` ({median}{} samples per {}): {}",
                 i.span,
-                x.per(),
                 round(i.samples),
+                x.per(),
                 parts.join(", ")
             )
         })
@@ -200,6 +200,37 @@ mod tests {
             line(&x).contains("150 running samples per trial (`forked` 50, `main` 100)"),
             "{}",
             line(&x)
+        );
+    }
+
+    /// The sentence of what ran inside a span reads in its order: the
+    /// span, its calls' median, then its samples per trial (it once said
+    /// "trial samples per 9").
+    #[test]
+    fn what_ran_inside_a_span_is_counted_in_samples_per_trial() {
+        let r: crate::modes::Report =
+            serde_json::from_str(include_str!("fixtures/trials-report.json")).unwrap();
+        let mut st = r.ordered()[0].1.clone();
+        let name = "work_a".to_string();
+        let call = serde_json::json!({"calls": 4, "sum_s": 0.02, "first_s": 0.005,
+            "median_s": 0.00385, "p95_s": 0.006, "p99_s": 0.006, "max_s": 0.006,
+            "self_s": 0.02, "concurrent_s": 0.0, "share": 0.1});
+        let call = serde_json::from_value(call).unwrap();
+        st.spans = [(name.clone(), call)].into();
+        let median = "3.850 ms";
+        let a = parse("main;m (t.py);f (t.py) 70\n").unwrap();
+        let mut x = record("py-spy 0.4.3", 100, &[a.clone(), a], &[], 1).unwrap();
+        x.inside = vec![crate::rundir::samples::InsideSpan {
+            span: name.clone(),
+            qualname: "m".into(),
+            samples: 9.0,
+            top: vec![("main".into(), "f (t.py)".into(), 0.5)],
+        }];
+        assert_eq!(
+            inside_lines(&st, &x),
+            [format!(
+                "inside `{name}` (median {median} a call, 9 samples per trial): 50.0% in `f (t.py)` (main)"
+            )]
         );
     }
 }
