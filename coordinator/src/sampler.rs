@@ -52,13 +52,41 @@ pub(crate) fn find(commands: &[String]) -> Result<Found, Refusal> {
     Ok(Found { path, version })
 }
 
-/// `bin/py-spy` beside a command line's first word when that is a path to
-/// a Python (`/venv/bin/python train.py`, `.venv/bin/python3 -m x`).
+/// `bin/py-spy` beside the Python a command line runs, when it names one
+/// by its path (`/venv/bin/python train.py`, `.venv/bin/python3 -m x`),
+/// also through `env` and its variables (`env FOO=1 /venv/bin/python …`)
+/// or variables set before it (`FOO=1 /venv/bin/python …`).
 fn beside_python(command: &str) -> Option<PathBuf> {
-    let first = command.split_whitespace().next()?;
+    let mut words = command.split_whitespace().peekable();
+    if words.peek().is_some_and(|w| *w == "env" || w.ends_with("/env")) {
+        words.next();
+        // env's own options (`-i`, `-u NAME`) before the assignments.
+        while let Some(w) = words.peek() {
+            match *w {
+                "-u" | "--unset" | "-C" | "--chdir" | "-S" | "--split-string" => {
+                    words.next();
+                    words.next();
+                }
+                w if w.starts_with('-') => {
+                    words.next();
+                }
+                _ => break,
+            }
+        }
+    }
+    let first = words.find(|w| !is_assignment(w))?;
     let name = Path::new(first).file_name()?.to_str()?;
     (first.contains('/') && name.starts_with("python"))
         .then(|| Path::new(first).with_file_name("py-spy"))
+}
+
+/// A shell or `env` assignment: `NAME=value`, NAME a shell name.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        let mut chars = name.chars();
+        chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+            && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+    })
 }
 
 fn is_executable(p: &Path) -> bool {
@@ -119,5 +147,12 @@ mod tests {
         assert_eq!(beside_python(".venv/bin/python -m m"), Some(PathBuf::from(".venv/bin/py-spy")));
         assert_eq!(beside_python("python3 train.py"), None);
         assert_eq!(beside_python("/usr/bin/env python3"), None);
+        // Through env, its options and assignments, or assignments alone.
+        let venv = Some(PathBuf::from("/venv/bin/py-spy"));
+        assert_eq!(beside_python("env FOO=1 /venv/bin/python t.py"), venv);
+        assert_eq!(beside_python("/usr/bin/env -u X A_1=2 B= /venv/bin/python3 t.py"), venv);
+        assert_eq!(beside_python("FOO=1 OMP_NUM_THREADS=4 /venv/bin/python t.py"), venv);
+        assert_eq!(beside_python("env FOO=1 python t.py"), None);
+        assert_eq!(beside_python("env =x /venv/bin/python"), None);
     }
 }

@@ -48,6 +48,28 @@ pub fn rfc3339_utc_now() -> String {
     rfc3339_utc(now_secs())
 }
 
+/// `2026-11-29T09:15:00.123456Z`: an instant to the microsecond, for what
+/// is ordered by when it started (runs made within one second).
+pub fn rfc3339_utc_now_micros() -> String {
+    let now = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    let secs = rfc3339_utc(now.as_secs() as i64);
+    format!("{}.{:06}Z", &secs[..secs.len() - 1], now.subsec_micros())
+}
+
+/// An RFC 3339 UTC instant as this crate writes it, with or without
+/// microseconds, as a key that sorts by time: its seconds' text and its
+/// microseconds (0 where it has none).
+pub fn instant_key(s: &str) -> (&str, u32) {
+    let s = s.strip_suffix('Z').unwrap_or(s);
+    match s.split_once('.') {
+        Some((secs, frac)) => {
+            let digits: String = frac.chars().chain(std::iter::repeat('0')).take(6).collect();
+            (secs, digits.parse().unwrap_or(0))
+        }
+        None => (s, 0),
+    }
+}
+
 pub fn rfc3339_utc(secs: i64) -> String {
     let (y, mo, d, h, mi, s) = parts(secs);
     format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}Z")
@@ -56,6 +78,31 @@ pub fn rfc3339_utc(secs: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Instants with and without microseconds sort by time: a run of the
+    /// same second with microseconds orders among them by its microsecond.
+    #[test]
+    fn instants_sort_to_the_microsecond() {
+        let mut xs = vec![
+            "2026-12-07T10:00:01Z",
+            "2026-12-07T10:00:00.500000Z",
+            "2026-12-07T10:00:00Z",
+            "2026-12-07T10:00:00.000100Z",
+        ];
+        xs.sort_by_key(|s| instant_key(s));
+        assert_eq!(
+            xs,
+            [
+                "2026-12-07T10:00:00Z",
+                "2026-12-07T10:00:00.000100Z",
+                "2026-12-07T10:00:00.500000Z",
+                "2026-12-07T10:00:01Z"
+            ]
+        );
+        let now = rfc3339_utc_now_micros();
+        assert_eq!(now.len(), "2026-12-07T10:00:00.000000Z".len(), "{now}");
+        assert!(instant_key(&now).1 < 1_000_000);
+    }
 
     #[test]
     fn known_instants() {

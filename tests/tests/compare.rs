@@ -265,7 +265,7 @@ fn history_finds_the_run_where_a_stage_got_slower_and_says_when_it_cannot() {
     assert!(f.stdout.contains("1 run of 1 other definition left out"), "{}", f.stdout);
     let row = f.stdout.lines().find(|l| l.starts_with("nap") && l.contains("wall_s"));
     let row = row.unwrap_or_else(|| panic!("no wall_s change: {}", f.stdout));
-    assert!(row.contains("run 7 ("), "the first run after the change: {row}");
+    assert!(row.contains("r07 ("), "the first run after the change, by its directory: {row}");
     let ratio: f64 = row.split_whitespace().nth(6).unwrap().parse().unwrap();
     assert!((3.0..6.0).contains(&ratio), "0.25 s against 0.05 s plus start-up: {row}");
     let md = std::fs::read_to_string(dir.join("history.md")).unwrap();
@@ -388,7 +388,8 @@ fn redated(dir: &Path, created: &str) {
     let path = dir.join("declaration.json");
     let text = std::fs::read_to_string(&path).unwrap();
     let at = text.find("\"created_utc\": \"").unwrap() + 16;
-    std::fs::write(&path, format!("{}{created}{}", &text[..at], &text[at + 20..])).unwrap();
+    let end = at + text[at..].find('"').unwrap();
+    std::fs::write(&path, format!("{}{created}{}", &text[..at], &text[end..])).unwrap();
 }
 
 /// History and dashboard read only evidence that verifies: a redated
@@ -512,4 +513,19 @@ fn an_output_inside_a_run_directory_is_refused_and_the_run_still_verifies() {
     let f = compare(&a, &b, &["--html", page.to_str().unwrap()]);
     assert!(matches!(f.code(), Some(0 | 4)), "{}{}", f.stdout, f.stderr);
     assert!(page.is_file());
+    // Which runs A and B are, on the console and on the page: each
+    // directory's name (never its path), start, commit and declaration.
+    let html = std::fs::read_to_string(&page).unwrap();
+    for (side, dir) in [("A", &a), ("B", &b)] {
+        let name = dir.file_name().unwrap().to_str().unwrap();
+        let declared = harness::reports::read(dir).declaration_sha256;
+        let line = f.stdout.lines().find(|l| l.starts_with(&format!("{side}: ")));
+        let line = line.unwrap_or_else(|| panic!("no {side}: {}", f.stdout));
+        assert!(line.starts_with(&format!("{side}: {name} (started ")), "{line}");
+        assert!(line.contains(&format!("declaration {})", &declared[..12])), "{line}");
+        assert!(!line.contains(dir.parent().unwrap().to_str().unwrap()), "a path: {line}");
+        assert!(html.contains(&format!("<tr data-side=\"{side}\">")), "no row for {side}");
+        assert!(html.contains(&declared[..12]), "the page lacks {side}'s declaration");
+    }
+    assert!(html.contains("What each ran on (A | B)"), "no comparability block");
 }

@@ -181,8 +181,8 @@ fn the_dashboard_lists_runs_newest_first_idempotently_and_spares_a_users_readme(
     let decl = runs.join("nested/b/declaration.json");
     let text = std::fs::read_to_string(&decl).unwrap();
     let at = text.find("\"created_utc\": \"").unwrap() + 16;
-    std::fs::write(&decl, format!("{}2099-01-01T00:00:00Z{}", &text[..at], &text[at + 20..]))
-        .unwrap();
+    let end = at + text[at..].find('"').unwrap();
+    std::fs::write(&decl, format!("{}2099-01-01T00:00:00Z{}", &text[..at], &text[end..])).unwrap();
 
     let dashboard = |dir: &Path| {
         let mut c = coordinator();

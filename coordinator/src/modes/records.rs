@@ -128,14 +128,40 @@ pub(crate) fn checked_artifact(
 }
 
 /// A stage's sampled stacks (`--sample`) over `trials`, from the artifacts
-/// they reported (re-hashed first); None when the run was not sampled.
+/// they reported (re-hashed first), into `record`; a stage that was to be
+/// sampled and got no running sample says so and why among its warnings,
+/// never as a silent absence.
 pub(crate) fn sampled(
     cx: &super::Context<'_>,
+    record: &mut StageRecord,
     trials: &[&JobResult],
     seed: u64,
-) -> Result<Option<report::rundir::samples::SampledRecord>, RunError> {
+) -> Result<(), RunError> {
     let sources: Vec<_> = trials.iter().map(|r| (*r, &r.artifacts[..])).collect();
-    Ok(sampled_stacks(cx, &sources, seed)?.0)
+    record.samples = sampled_stacks(cx, &sources, seed)?.0;
+    if let Some(why) = not_sampled(cx, record, trials.first().copied(), trials.len(), "trial") {
+        record.span_warnings.push(why);
+    }
+    Ok(())
+}
+
+/// Why a stage that was to be sampled has no samples: its processes ended
+/// before py-spy found them, or ran too briefly for a sample at the rate
+/// asked. None when it has samples or was not to be sampled.
+pub(crate) fn not_sampled(
+    cx: &super::Context<'_>,
+    record: &StageRecord,
+    first: Option<&JobResult>,
+    count: usize,
+    per: &str,
+) -> Option<String> {
+    let rate = first?.job.sample.as_ref()?.rate_hz;
+    (cx.sampler.is_some() && record.samples.is_none()).then(|| {
+        format!(
+            "--sample: no running Python sample in {count} {per}(s) at {rate} Hz: the program ended before py-spy found it (within its first second) or ran too briefly to be sampled ({} of wall); its figures stand unsampled: sample a longer run, or a higher --sample rate",
+            report::fmt::duration(record.wall_s)
+        )
+    })
 }
 
 /// A worker's result and files it reported beside it: relative path and

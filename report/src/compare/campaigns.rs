@@ -51,7 +51,14 @@ pub(super) fn compare(
     if rows.is_empty() {
         return Err(CompareError::Nothing("the campaigns share no step with a figure".into()));
     }
-    Ok(Comparison { incomparable, comparability, rows, notes, stacks: Vec::new() })
+    Ok(Comparison {
+        incomparable,
+        comparability,
+        rows,
+        notes,
+        stacks: Vec::new(),
+        runs: Vec::new(),
+    })
 }
 
 /// Rows key: the step (`STEP`) or a stage of it (`STEP/STAGE`), and the

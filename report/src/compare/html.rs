@@ -78,6 +78,38 @@ pub fn page(c: &Comparison, threshold_pct: f64) -> Result<String, flame::FlameEr
             @if !c.incomparable.is_empty() {
                 ul.warnings { @for w in &c.incomparable { li { "not comparable: " (w) } } }
             }
+            @if !c.runs.is_empty() {
+                table.runs {
+                    thead { tr { th { "run" } th { "directory" } th { "started" } th { "commit" } th { "declaration" } } }
+                    tbody {
+                        @for (side, r) in ["A", "B"].iter().zip(&c.runs) {
+                            tr data-side=(side) {
+                                td { (side) } td { code { (r.name) } } td { (r.created_utc) }
+                                td { code { (r.commit) } } td { code { (r.declaration) } }
+                            }
+                        }
+                    }
+                }
+            }
+            @if !c.comparability.is_empty() {
+                details.comparability {
+                    summary { "What each ran on (A | B)" }
+                    table {
+                        tbody {
+                            @for l in &c.comparability {
+                                tr.(if l.differs() { "differs" } else { "same" }) {
+                                    td { (l.what) } td { (l.a) } td { (l.b) }
+                                    td { (match (l.differs(), l.informational) {
+                                        (false, _) => "same",
+                                        (true, true) => "differs (information)",
+                                        (true, false) => "DIFFERS",
+                                    }) }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
             @let differs = super::comparable::differences(&c.comparability);
             @if !differs.is_empty() || !c.notes.is_empty() {
                 ul.warnings {

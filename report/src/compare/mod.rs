@@ -69,6 +69,44 @@ pub struct Comparison {
     pub notes: Vec<String>,
     /// Two runs: per stage both drew from nested spans, its stacks compared.
     pub stacks: Vec<stacks::StageStacks>,
+    /// Two runs: which A and B are (empty for campaigns).
+    pub runs: Vec<RunId>,
+}
+
+/// Which run a side of a comparison is: its directory's name (never its
+/// path), when it started, the commit it was built from, its declaration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RunId {
+    pub name: String,
+    pub created_utc: String,
+    /// stagebench's commit, or "no commit" outside a checkout.
+    pub commit: String,
+    /// The declaration's SHA-256, first 12 hex.
+    pub declaration: String,
+}
+
+impl RunId {
+    fn of(dir: &Path, d: &Declaration, r: &crate::modes::Report) -> RunId {
+        let name = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+        RunId {
+            name: name.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            created_utc: d.created_utc.clone(),
+            commit: d
+                .program
+                .git_commit
+                .as_deref()
+                .map_or("no commit".into(), |c| c[..12.min(c.len())].to_string()),
+            declaration: r.declaration_sha256[..12.min(r.declaration_sha256.len())].to_string(),
+        }
+    }
+
+    /// As a line: "r07 (started …, commit …, declaration …)".
+    pub fn line(&self) -> String {
+        format!(
+            "{} (started {}, commit {}, declaration {})",
+            self.name, self.created_utc, self.commit, self.declaration
+        )
+    }
 }
 
 #[cfg(test)]
@@ -81,6 +119,7 @@ impl Comparison {
             rows,
             notes: vec![],
             stacks: vec![],
+            runs: vec![],
         }
     }
 }
@@ -261,6 +300,7 @@ pub struct Asked<'a> {
 
 pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, CompareError> {
     let Asked { threshold_pct, allow_incomparable, strict, figures } = *asked;
+    let (a_dir, b_dir) = (a, b);
     for dir in [a, b] {
         verify(dir).map_err(|reason| CompareError::Unverified {
             dir: dir.display().to_string(),
@@ -335,7 +375,8 @@ pub fn compare(a: &Path, b: &Path, asked: &Asked<'_>) -> Result<Comparison, Comp
         }));
     }
     let stacks = stacks::compared(&ra, &rb, threshold_pct);
-    Ok(Comparison { incomparable, comparability, rows, notes, stacks })
+    let runs = vec![RunId::of(a_dir, &da, &ra), RunId::of(b_dir, &db, &rb)];
+    Ok(Comparison { incomparable, comparability, rows, notes, stacks, runs })
 }
 
 /// A sentence per run for the stages it ran and the other did not (a later

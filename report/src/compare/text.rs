@@ -7,6 +7,9 @@ use crate::stats::{self, Verdict};
 /// What the runs ran on, A against B: every line once, those that differ
 /// marked (a commit differing is information, nothing more).
 fn comparability(s: &mut String, c: &Comparison) {
+    for (side, run) in ["A", "B"].iter().zip(&c.runs) {
+        s.push_str(&format!("{side}: {}\n", run.line()));
+    }
     let w = c.comparability.iter().map(|l| l.what.len()).max().unwrap_or(0);
     s.push_str("comparability (A | B):\n");
     for l in &c.comparability {

@@ -116,7 +116,8 @@ pub fn write(dir: &Path) -> Result<String, DashboardError> {
         }
     }
     // Newest first; ties (and unreadable dates) by path, so the order is total.
-    rows.sort_by(|a, b| b.created.cmp(&a.created).then_with(|| a.rel.cmp(&b.rel)));
+    use evidence::timestamp::instant_key as at;
+    rows.sort_by(|a, b| at(&b.created).cmp(&at(&a.created)).then_with(|| a.rel.cmp(&b.rel)));
     let text = markdown(&rows);
     let html = page::page(&rows);
     let mut unchanged = true;

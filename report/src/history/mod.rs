@@ -127,6 +127,10 @@ pub struct History {
     /// Each figure's value per run, in history order (as `figures`).
     pub series: Vec<Vec<f64>>,
     pub changes: Vec<Change>,
+    /// Per figure whose strongest split the permutation test could not
+    /// decide ([`stats::Search::unsure`]): that split, neither a change nor
+    /// its absence.
+    pub unsure: Vec<Change>,
 }
 
 impl History {
@@ -198,7 +202,7 @@ pub fn history(
     let mut runs: Vec<Read> = all.into_iter().filter(|r| r.definition == chosen).collect();
     order(&mut runs);
     let figures = figures_of(&runs, figures)?;
-    let (all_series, changes) = analyse(&runs, &figures, min_segment);
+    let (all_series, changes, unsure) = analyse(&runs, &figures, min_segment);
     Ok(History {
         definition: chosen[..12].to_string(),
         mode: runs[0].mode.clone(),
@@ -213,25 +217,35 @@ pub fn history(
         figures,
         series: all_series,
         changes,
+        unsure,
     })
 }
 
-/// Each figure's series over `runs` (in order), and its change points.
+/// Each figure's series over `runs` (in order), its change points, and
+/// the splits the test could not decide.
 fn analyse(
     runs: &[Read],
     figures: &[(String, String)],
     min_segment: usize,
-) -> (Vec<Vec<f64>>, Vec<Change>) {
-    let mut changes = Vec::new();
+) -> (Vec<Vec<f64>>, Vec<Change>, Vec<Change>) {
+    let (mut changes, mut unsure) = (Vec::new(), Vec::new());
     let mut all_series = Vec::new();
     for (i, (stage, figure)) in figures.iter().enumerate() {
         let series: Vec<f64> = runs.iter().map(|r| run_median(&r.run, stage, figure)).collect();
         let seed = i as u64;
-        let points = stats::change_points(&series, min_segment, seed);
-        changes.extend(changes_of(stage, figure, &series, &points, seed));
+        let found = stats::search(&series, min_segment, seed);
+        changes.extend(changes_of(stage, figure, &series, &found.points, seed));
+        if let Some(c) = found.unsure {
+            // Its sides: the segment it would split, between the changes kept.
+            let mut points = found.points.clone();
+            points.push(c);
+            points.sort_by_key(|p| p.at);
+            let all = changes_of(stage, figure, &series, &points, seed);
+            unsure.extend(all.into_iter().filter(|x| x.at == c.at));
+        }
         all_series.push(series);
     }
-    (all_series, changes)
+    (all_series, changes, unsure)
 }
 
 /// A run's place in its definition's history, for the dashboard.
@@ -388,9 +402,11 @@ fn with_speedup(mut run: Run, rep: &Report) -> Run {
 }
 
 /// By commit (in the order each commit's first run started), then start
-/// time, then directory.
+/// time (to the microsecond where the declaration has it), then directory
+/// (runs of one second from before declarations held microseconds).
 fn order(runs: &mut [Read]) {
-    runs.sort_by(|a, b| a.created.cmp(&b.created).then_with(|| a.rel.cmp(&b.rel)));
+    use evidence::timestamp::instant_key as at;
+    runs.sort_by(|a, b| at(&a.created).cmp(&at(&b.created)).then_with(|| a.rel.cmp(&b.rel)));
     let mut first: BTreeMap<Option<String>, usize> = BTreeMap::new();
     for (i, r) in runs.iter().enumerate() {
         first.entry(r.commit.clone()).or_insert(i);

@@ -39,7 +39,7 @@ fn a_speedup_that_drops_is_a_change_and_its_absence_is_no_error() {
     let asked = vec!["speedup*".to_string()];
     let figures = figures_of(&runs, &asked).unwrap();
     assert_eq!(figures, [(RUN_FIGURES.to_string(), "speedup".to_string())]);
-    let (_, changes) = analyse(&runs, &figures, 3);
+    let (_, changes, _) = analyse(&runs, &figures, 3);
     assert_eq!(changes.len(), 1, "{changes:?}");
     assert_eq!((changes[0].at, changes[0].figure.as_str()), (6, "speedup"));
     assert!(changes[0].ratio < 0.7, "{changes:?}");

@@ -55,6 +55,30 @@ pub(super) fn verdict(h: &History) -> String {
             stats::lowest_p(n, min)
         );
     }
+    // The strongest split the test could not decide, named, never read as
+    // "no change".
+    let unsure = h.unsure.iter().max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()));
+    let unsure = unsure.map(|u| {
+        format!(
+            "not sure: the strongest candidate is `{}` `{}` from {}, ×{:.2}, p ≈ {:.3} ({} reshufflings could not place its p on either side of {})",
+            u.stage,
+            u.figure,
+            h.runs[u.at].rel,
+            u.ratio,
+            u.p,
+            stats::MAX_PERMUTATIONS + 1,
+            stats::SIGNIFICANCE
+        )
+    });
+    match (h.changes.len(), unsure) {
+        (0, Some(u)) => u,
+        (_, Some(u)) => format!("{}; and {u}", verdict_of_changes(h)),
+        (_, None) => verdict_of_changes(h),
+    }
+}
+
+/// The verdict when every split was decided.
+fn verdict_of_changes(h: &History) -> String {
     match h.changes.len() {
         0 => format!("no change point in any of {} figures", h.figures.len()),
         n => format!(
@@ -69,14 +93,15 @@ pub(super) fn verdict(h: &History) -> String {
     }
 }
 
-/// The first run after a change: "run 25 (ab12cd34ef56, 2026-12-04T10:00:00Z)".
+/// The first run after a change, by its directory, as the dashboard
+/// names it: "r25 (ab12cd34ef56, 2026-12-04T10:00:00Z)".
 pub(super) fn first_after(h: &History, at: usize) -> String {
     let r = &h.runs[at];
     // A commit to 12 hex digits (and stagebench's, named as such).
     let commit =
         r.commit.as_deref().map(|c| &c[..c.len().min(c.find('@').map_or(0, |i| i + 1) + 12)]);
     let commit = commit.unwrap_or("no commit");
-    format!("run {} ({commit}, {})", at + 1, r.created_utc)
+    format!("{} ({commit}, {})", r.rel, r.created_utc)
 }
 
 /// The change points, one row each: the console's table and history.md's.

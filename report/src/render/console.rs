@@ -6,6 +6,7 @@
 //! is tested as bytes.
 
 use super::view::{View, WarningKind};
+use crate::rundir::spans::SpanTotals;
 use std::io::{self, Write};
 use std::path::Path;
 
@@ -51,10 +52,8 @@ pub fn write(v: &View<'_>, dir: &Path, out: &mut dyn Write, err: &mut dyn Write)
         }
         if later(key) && !st.spans.is_empty() {
             unshown += 1;
-        } else {
-            for line in crate::rundir::spans::lines(key, &st.spans, st.span_totals.as_ref()) {
-                writeln!(out, "  {line}")?;
-            }
+        } else if let Some(t) = &st.span_totals {
+            spans(v, key, t, out)?;
         }
         if !st.command_stages.is_empty() {
             use crate::rundir::spans::{COMMAND_STAGE_COLUMNS as C, command_stage_cells};
@@ -99,4 +98,35 @@ pub fn write(v: &View<'_>, dir: &Path, out: &mut dyn Write, err: &mut dyn Write)
         dir.display(),
         if jobs { " binding jobs.jsonl.gz" } else { "" }
     )
+}
+
+/// Most spans a stage shows on the console (largest self time first);
+/// report.json, summary.md and report.html hold them all.
+pub const CONSOLE_SPANS: usize = 12;
+
+/// A stage's spans: its totals, then each span's row of the view's spans
+/// table, per measurement as summary.md and report.html give them.
+fn spans(v: &View<'_>, key: &str, t: &SpanTotals, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "  spans: {key}: {}", crate::rundir::spans::totals_line(t))?;
+    let rows: Vec<_> = v.spans.iter().filter(|r| r.stage == key).collect();
+    for r in rows.iter().take(CONSOLE_SPANS) {
+        let c = &r.cells;
+        let concurrent = match c[9].as_str() {
+            "0.000 s" => String::new(),
+            other => format!(", {other} concurrent"),
+        };
+        writeln!(
+            out,
+            "    {} {} call(s), {} per measurement; first {}, median {}, p95 {}, max {}; self {} a measurement ({} of the wall){concurrent}",
+            r.span, c[0], c[1], c[2], c[3], c[4], c[6], c[8], c[10]
+        )?;
+    }
+    if rows.len() > CONSOLE_SPANS {
+        writeln!(
+            out,
+            "    and {} more spans (summary.md, report.html, report.json)",
+            rows.len() - CONSOLE_SPANS
+        )?;
+    }
+    Ok(())
 }

@@ -165,6 +165,15 @@ pub struct SpanRow<'a> {
     pub cells: [String; 11],
 }
 
+/// A span's share of the wall; over 100% it cannot be (a span longer than
+/// its stage), and says so rather than pass for a figure.
+fn share_cell(share: f64) -> String {
+    match share > 1.0 + 1e-9 {
+        true => format!("impossible: {:.1}%", 100.0 * share),
+        false => format!("{:.1}%", 100.0 * share),
+    }
+}
+
 /// Every stage's spans in plan order, each stage's by self time: the one
 /// source of the spans table's figures.
 pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
@@ -198,7 +207,7 @@ pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
                     time,
                     duration((x.self_s - x.concurrent_s) / m),
                     duration(x.concurrent_s / m),
-                    format!("{:.1}%", 100.0 * x.share),
+                    share_cell(x.share),
                 ],
             });
         }

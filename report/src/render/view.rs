@@ -225,6 +225,15 @@ fn warnings(r: &Report) -> Vec<Warning> {
         for w in &st.span_warnings {
             push(WarningKind::Span, format!("`{key}`: {w}"));
         }
+        for (name, x) in st.spans.iter().filter(|(_, x)| x.share > 1.0 + 1e-9) {
+            push(
+                WarningKind::Span,
+                format!(
+                    "`{key}`: span `{name}` reads {:.1}% of the wall, longer than its stage, which cannot be: its record is wrong, and its figures are not to be trusted",
+                    100.0 * x.share
+                ),
+            );
+        }
         if let Some(note) = st.memory_note(key) {
             push(WarningKind::Memory, note);
         }

@@ -116,3 +116,27 @@ fn a_figure_changed_in_the_view_shows_changed_in_the_console_summary_and_page() 
         }
     }
 }
+
+/// A span recorded longer than its stage (a share of the wall over 100%)
+/// is marked impossible in the spans table and warned of in every view,
+/// never shown as "30537.7%" of the wall.
+#[test]
+fn a_span_longer_than_its_stage_is_marked_impossible_everywhere() {
+    let (_, mut r) = fixtures().into_iter().find(|(n, _)| *n == "trials").unwrap();
+    let (key, name) = ("spin:30".to_string(), "step".to_string());
+    let st = r.stages.get_mut(&key).unwrap();
+    let span = serde_json::json!({"calls": 3, "sum_s": 9.2, "first_s": 3.0, "median_s": 3.0,
+        "p95_s": 3.2, "p99_s": 3.2, "max_s": 3.2, "self_s": 9.2, "concurrent_s": 0.0,
+        "share": 305.377});
+    st.spans = [(name.clone(), serde_json::from_value(span).unwrap())].into();
+    let totals = serde_json::json!({"measurements": 3, "wall_s": 0.09, "in_spans_s": 9.2,
+        "outside_s": 0.0, "concurrent_s": 0.0});
+    st.span_totals = Some(serde_json::from_value(totals).unwrap());
+    let v = View::of(&r);
+    let row = v.spans.iter().find(|row| row.stage == key && row.span == name).unwrap();
+    assert_eq!(row.cells[10], "impossible: 30537.7%");
+    let warned: Vec<_> = v.warnings_of(&key).filter(|w| w.text.contains("cannot be")).collect();
+    assert_eq!(warned.len(), 1, "{:?}", v.warnings);
+    let all = three(&v);
+    shown_in_all("trials", &all, &warned[0].text, "the impossible span's warning");
+}

@@ -120,7 +120,8 @@ impl Declaration {
         Declaration {
             schema: SCHEMA.into(),
             schema_version: SCHEMA_VERSION,
-            created_utc: evidence::timestamp::rfc3339_utc_now(),
+            // To the microsecond: runs of one second keep their order.
+            created_utc: evidence::timestamp::rfc3339_utc_now_micros(),
             mode: mode.into(),
             isolation: isolation.into(),
             workers,

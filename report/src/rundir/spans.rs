@@ -152,30 +152,6 @@ pub fn sum_name(key: &str, has: impl Fn(&str) -> bool) -> Option<&str> {
     has(&format!("span:{name}_n")).then_some(name)
 }
 
-/// Most spans a stage shows on the console (largest self time first);
-/// report.json and summary.md hold them all.
-pub const CONSOLE_SPANS: usize = 12;
-
-/// A stage's spans as console lines: its totals, then each span.
-pub fn lines(
-    key: &str,
-    spans: &BTreeMap<String, SpanRecord>,
-    totals: Option<&SpanTotals>,
-) -> Vec<String> {
-    let Some(t) = totals else { return Vec::new() };
-    let mut out = vec![format!("spans: {key}: {}", totals_line(t))];
-    for (name, r) in by_self(spans).into_iter().take(CONSOLE_SPANS) {
-        out.push(format!("  {}", line(name, r)));
-    }
-    if spans.len() > CONSOLE_SPANS {
-        out.push(format!(
-            "  and {} more spans (summary.md, report.json)",
-            spans.len() - CONSOLE_SPANS
-        ));
-    }
-    out
-}
-
 /// Spans by self time on the main thread, largest first, then concurrent.
 pub fn by_self(spans: &BTreeMap<String, SpanRecord>) -> Vec<(&String, &SpanRecord)> {
     let mut v: Vec<_> = spans.iter().collect();
@@ -184,27 +160,6 @@ pub fn by_self(spans: &BTreeMap<String, SpanRecord>) -> Vec<(&String, &SpanRecor
         own(b.1).total_cmp(&own(a.1)).then(b.1.concurrent_s.total_cmp(&a.1.concurrent_s))
     });
     v
-}
-
-/// One span as a person reads it: "loader_wait 100 calls, first 21.20 ms,
-/// median 15.30 ms, p95 15.90 ms, max 30.00 ms; self 1.530 s (51% of the
-/// wall)", the concurrent part said where there is one.
-pub fn line(name: &str, r: &SpanRecord) -> String {
-    let mut out = format!(
-        "{name} {} call{}, first {}, median {}, p95 {}, max {}; self {}",
-        r.calls,
-        if r.calls == 1 { "" } else { "s" },
-        duration(r.first_s),
-        duration(r.median_s),
-        duration(r.p95_s),
-        duration(r.max_s),
-        duration(r.self_s - r.concurrent_s),
-    );
-    out.push_str(&format!(" ({:.0}% of the wall)", 100.0 * r.share));
-    if r.concurrent_s > 0.0 {
-        out.push_str(&format!(", {} concurrent", duration(r.concurrent_s)));
-    }
-    out
 }
 
 /// The stage's totals as a person reads them.

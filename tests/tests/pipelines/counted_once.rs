@@ -58,12 +58,12 @@ fn nesting_and_threads_are_counted_once_in_a_diagnostic_run() {
     // first call is read off the line and held to the same tolerance.
     let first = f
         .stdout
-        .split_once("inner 2 calls, first ")
+        .split_once("inner 2 call(s), 2 per measurement; first ")
         .and_then(|(_, rest)| rest.split_once(" ms,"))
         .and_then(|(ms, _)| ms.parse::<f64>().ok())
         .unwrap_or_else(|| panic!("no first call of inner in ms: {}", f.stdout));
     near("inner's first call on the console", first / 1e3, 0.40);
-    assert!(f.stdout.contains("worker 2 calls"), "{}", f.stdout);
+    assert!(f.stdout.contains("worker 2 call(s)"), "{}", f.stdout);
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     assert!(summary.contains("## Spans (per call, and per measurement"), "{summary}");
     assert!(summary.contains("| `truth` | `inner` | 2 | 2 |"), "{summary}");

@@ -230,3 +230,34 @@ fn a_hostile_file_name_is_text_on_the_page() {
     assert_eq!(seen["values"][0], "[1,0,0]", "one script, no image, no handler: {seen}");
     assert_eq!(seen["values"][1], true, "the name is shown as text: {seen}");
 }
+
+/// A Python program that ends before py-spy finds it (10 ms, `-S -c pass`)
+/// and one too brief for `--sample 1` are measured as asked: the run exits
+/// 0 with its figures, and the stage says it has no samples and why, in its
+/// warnings, which every view shows. A run once failed for the first, and
+/// wrote `samples: null` with no word for the second.
+#[test]
+fn a_program_too_brief_to_sample_keeps_its_figures_and_says_why_it_has_no_samples() {
+    let Some(py) = py_spy_python("a_program_too_brief_to_sample") else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    for (command, rate) in [
+        (format!("{py} -S -c pass"), "100"),
+        (format!("{py} -c \"import time; time.sleep(0.05)\""), "1"),
+    ] {
+        let (_tmp, out, mut c) = harness::coordinator_with_output();
+        c.args(["--mode", "trials", "--trials", "3", "--warmup", "0", "--sample", rate]);
+        c.args(["--command", &command]);
+        let f = run(c);
+        assert_eq!(f.code(), Some(0), "{command}: {}", f.stderr);
+        let r = harness::reports::read(&out);
+        let st = harness::reports::stage(&r, "command");
+        assert!(st.samples.is_none(), "{command}: {:?}", st.samples);
+        let why = st.span_warnings.iter().find(|w| w.contains("no running Python sample"));
+        let why = why.unwrap_or_else(|| panic!("{command}: no word: {:?}", st.span_warnings));
+        assert!(why.contains(&format!("in 3 trial(s) at {rate} Hz")), "{why}");
+        assert!(f.stdout.contains("no running Python sample"), "the console: {}", f.stdout);
+        let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
+        assert!(summary.contains("no running Python sample"), "{summary}");
+        assert!(st.wall_s > 0.0);
+    }
+}

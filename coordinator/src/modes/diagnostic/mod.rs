@@ -79,7 +79,7 @@ impl Planned for Plan {
         for p in outcomes {
             for r in p.results() {
                 let mut record = stage_from_job(r, r.job.order);
-                record.samples = super::records::sampled(cx, &[r], r.job.order as u64)?;
+                super::records::sampled(cx, &mut record, &[r], r.job.order as u64)?;
                 records.stages.insert(r.job.key.clone(), record);
                 for (path, claimed) in &r.artifacts {
                     records.artifacts.push(checked_artifact(cx.dir, r, path, claimed, "file")?);

@@ -345,6 +345,10 @@ pub(crate) fn programs_sampled(
         if let Some(stage) = records.stages.get_mut(&p.phase.key) {
             stage.samples =
                 record.map(|r| report::rundir::samples::SampledRecord { programs: true, ..r });
+            let first = sources.first().map(|(r, _)| *r);
+            let why =
+                crate::modes::records::not_sampled(cx, stage, first, sources.len(), "program");
+            stage.span_warnings.extend(why);
         }
         records.artifacts.extend(artifacts);
     }

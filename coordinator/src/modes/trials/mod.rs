@@ -237,7 +237,7 @@ impl Planned for Plan {
             notes.sort();
             notes.dedup();
             record.span_warnings = notes;
-            record.samples = super::records::sampled(cx, counted, order as u64)?;
+            super::records::sampled(cx, &mut record, counted, order as u64)?;
             record.command_stages = report::stats::median_stages(
                 &counted.iter().map(|r| &r.measurement.command_stages[..]).collect::<Vec<_>>(),
             );

@@ -31,11 +31,18 @@ use std::time::{Duration, Instant};
 /// before it is asked to stop (SIGINT), and again before it is killed.
 const WRITE_GRACE: Duration = Duration::from_secs(5);
 
+/// How long py-spy looks for a Python process in the tree it was given
+/// before it gives up: a command that ended sooner may have ended before
+/// py-spy found it, which is no fault of the command's.
+const FINDS_WITHIN: Duration = Duration::from_secs(1);
+
 /// py-spy, sampling a command.
 pub(crate) struct Running {
     pid: i32,
     dir: PathBuf,
     cwd: PathBuf,
+    /// When py-spy was started (just after the command was spawned).
+    attached: Instant,
 }
 
 impl Running {
@@ -85,7 +92,7 @@ pub(crate) fn attach(req: &SampleRequest, pid: i32, cwd: PathBuf) -> Result<Runn
     })?;
     let spy = child.id() as i32;
     crate::tree::outside_the_tree(Some(spy));
-    Ok(Running { pid: spy, dir, cwd })
+    Ok(Running { pid: spy, dir, cwd, attached: Instant::now() })
 }
 
 impl Running {
@@ -115,15 +122,19 @@ impl Running {
         tag: &str,
         keep: bool,
     ) -> Result<Option<protocol::Written>, StageError> {
+        // The command has ended: how long it lived, near enough.
+        let lived = self.attached.elapsed();
         let status = self.reap();
         crate::tree::outside_the_tree(None);
+        let stderr = || std::fs::read_to_string(self.stderr()).unwrap_or_default();
         let result = match status {
             Some(0) if keep => self.write(run_dir, tag).map(Some),
             Some(0) => Ok(None),
             _ if !keep => Ok(None),
-            _ => Err(StageError::Failed(why(
-                &std::fs::read_to_string(self.stderr()).unwrap_or_default()
-            ))),
+            // A program that ended before py-spy found it was not sampled:
+            // its figures stand, and its stage says it has no samples.
+            _ if lived < FINDS_WITHIN && found_no_python(&stderr()) => Ok(None),
+            _ => Err(StageError::Failed(why(&stderr()))),
         };
         let _ = std::fs::remove_dir_all(&self.dir);
         result
@@ -172,6 +183,11 @@ impl Running {
     }
 }
 
+/// Whether py-spy said it found no Python process in the tree.
+fn found_no_python(stderr: &str) -> bool {
+    stderr.contains("No python processes found") || stderr.contains("Failed to find python version")
+}
+
 /// py-spy's error, as one line that says what to do.
 fn why(stderr: &str) -> String {
     let said = stderr
@@ -189,8 +205,7 @@ fn why(stderr: &str) -> String {
             "--sample: py-spy may not read the command's processes (ptrace not permitted{scope}); run as root, set kernel.yama.ptrace_scope to 0, or give the container SYS_PTRACE (docker run --cap-add SYS_PTRACE)"
         );
     }
-    if said.contains("No python processes found") || said.contains("Failed to find python version")
-    {
+    if found_no_python(said) {
         // With --subprocesses py-spy says this also when it may read none
         // of the tree's processes: without CAP_SYS_PTRACE, a process of
         // another user (or a non-dumpable one) cannot be read.
