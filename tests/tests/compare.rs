@@ -154,7 +154,11 @@ fn runs_on_other_thread_settings_are_marked_and_refused_when_strict() {
 
     let f = compare(&a, &same, &lenient);
     assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
-    assert!(f.stdout.starts_with("comparability (A | B):"), "{}", f.stdout);
+    assert!(
+        f.stdout.starts_with("A: ") && f.stdout.contains("\ncomparability (A | B):"),
+        "{}",
+        f.stdout
+    );
     assert!(f.stdout.contains("CPU model"), "{}", f.stdout);
     assert!(!f.stdout.contains("DIFFERS") && !f.stdout.contains("[ran on"), "{}", f.stdout);
     let f = compare(&a, &same, &["--threshold", "1000", "--strict"]);

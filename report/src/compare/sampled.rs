@@ -70,10 +70,14 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
         // function raises every other's share: a function is ranked by the
         // time a trial spent in it, share times the running samples, so
         // the one that changed leads and its partners follow.
-        let seconds = (y.median * b.samples - x.median * a.samples) / f64::from(a.rate_hz.max(1));
+        let rate = f64::from(a.rate_hz.max(1));
+        let seconds = (y.median * b.samples - x.median * a.samples) / rate;
         let sign = if seconds < 0.0 { "-" } else { "+" };
+        // Ranked by the change of its own (self) time a trial: a caller's
+        // inclusive time moves with every callee's, which is named itself.
+        let own = (g.own.median * b.samples - f.own.median * a.samples) / rate;
         found.push((
-            seconds.abs(),
+            own.abs(),
             format!(
                 "`{}` ({}) {which} {} → {}, {sign}{} a {per} (p {})",
                 f.function,

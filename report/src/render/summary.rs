@@ -75,7 +75,13 @@ fn runtimes(s: &mut String, r: &Report) {
 fn spans_not_found(s: &mut String, v: &View<'_>) {
     for row in &v.stages {
         let (key, st) = (row.key, row.record);
-        for w in v.warnings_of(key).filter(|w| w.kind == WarningKind::SpansNotFound) {
+        // A stage's span warnings are said with its spans' table; one
+        // with no spans (a sampled stage with no samples) says them here.
+        let shown_here = |w: &&crate::render::view::Warning| {
+            w.kind == WarningKind::SpansNotFound
+                || (w.kind == WarningKind::Span && st.span_totals.is_none())
+        };
+        for w in v.warnings_of(key).filter(shown_here) {
             let _ = writeln!(s, "\nWarning: {}.", w.text);
         }
         if !st.command_stages.is_empty() {

@@ -140,3 +140,19 @@ fn a_span_longer_than_its_stage_is_marked_impossible_everywhere() {
     let all = three(&v);
     shown_in_all("trials", &all, &warned[0].text, "the impossible span's warning");
 }
+
+/// A stage's span warning shows in all three whether or not the stage has
+/// spans (a sampled stage with no samples has none): summary.md once said
+/// it only beside a spans table.
+#[test]
+fn a_warning_of_a_stage_without_spans_shows_in_all_three() {
+    let (_, mut r) = fixtures().into_iter().find(|(n, _)| *n == "diagnostic").unwrap();
+    let key = r.ordered()[0].0.clone();
+    let st = r.stages.get_mut(&key).unwrap();
+    assert!(st.span_totals.is_none());
+    st.span_warnings.push("--sample: no running Python sample in 1 trial(s) at 100 Hz".into());
+    let v = View::of(&r);
+    let warned: Vec<_> = v.warnings_of(&key).filter(|w| w.kind == WarningKind::Span).collect();
+    assert_eq!(warned.len(), 1);
+    shown_in_all("diagnostic", &three(&v), &warned[0].text, "the warning");
+}

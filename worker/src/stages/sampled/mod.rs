@@ -132,8 +132,13 @@ impl Running {
             Some(0) => Ok(None),
             _ if !keep => Ok(None),
             // A program that ended before py-spy found it was not sampled:
-            // its figures stand, and its stage says it has no samples.
-            _ if lived < FINDS_WITHIN && found_no_python(&stderr()) => Ok(None),
+            // its figures stand, and its stage says it has no samples. Only
+            // where py-spy may read any process: without CAP_SYS_PTRACE, "no
+            // Python found" may be a process of another user it may not
+            // read, which fails the run saying so.
+            _ if lived < FINDS_WITHIN && found_no_python(&stderr()) && may_read_any_process() => {
+                Ok(None)
+            }
             _ => Err(StageError::Failed(why(&stderr()))),
         };
         let _ = std::fs::remove_dir_all(&self.dir);
