@@ -7,6 +7,11 @@ after a framework's own exit handler (``_runtime``).
 
 import sys
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import hasattr  # noqa: A004
+
 
 def after_import(finder, fullname, path, target, then):
     """The spec the other finders on ``sys.meta_path`` give ``fullname``,

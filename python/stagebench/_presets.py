@@ -54,6 +54,29 @@ import threading
 from stagebench import _sink, _spans
 from stagebench._wrap import Refused, timed
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import (  # noqa: A004
+    classmethod,
+    getattr,
+    hasattr,
+    id,
+    int,
+    isinstance,
+    iter,
+    list,
+    max,
+    next,
+    range,
+    set,
+    setattr,
+    super,
+    tuple,
+    type,
+    vars,
+)
+
 
 # ---------------------------------------------------------------- torch
 

@@ -15,6 +15,23 @@ from stagebench import _sink
 from stagebench._hooks import after_import
 from stagebench._sink import join, open_, scandir
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import (  # noqa: A004
+    frozenset,
+    getattr,
+    hasattr,
+    isinstance,
+    len,
+    list,
+    range,
+    set,
+    sorted,
+    str,
+    tuple,
+)
+
 # Distribution names and versions reported at exit: what a wheel's metadata
 # may hold that the worker accepts (never a path).
 _SAFE = re.compile(r"[A-Za-z0-9_.+!\-]{1,100}\Z")

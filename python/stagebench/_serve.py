@@ -11,6 +11,15 @@ import traceback
 from stagebench import _spans
 from stagebench._sink import encode
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import int, isinstance, memoryview, type  # noqa: A004
+
+# os.write likewise: `--span os:write` times the program's writes, never the
+# helper's answers.
+_os_write = os.write
+
 _ITEMS_FD = "STAGEBENCH_ITEMS_FD"
 _ANSWERS_FD = "STAGEBENCH_ANSWERS_FD"
 
@@ -44,7 +53,7 @@ def serve(fn):
         line = (encode(record) + "\n").encode()
         view = memoryview(line)
         while view:
-            view = view[os.write(answers_fd, view):]
+            view = view[_os_write(answers_fd, view):]
 
     answer({"ready": True})
     with os.fdopen(items_fd, "rb", buffering=0) as raw:

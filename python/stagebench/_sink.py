@@ -10,6 +10,15 @@ import json
 import os
 import threading
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import bool, getattr, open  # noqa: A004
+
+# os.write likewise: `--span os:write` times the program's writes, never the
+# helper's own lines.
+_os_write = os.write
+
 # The variable naming the spans file (set by the worker).
 ENV = "STAGEBENCH_SPANS"
 
@@ -51,7 +60,7 @@ def write(line):
     """Writes one line (bytes, with its newline) to the spans file."""
     fd = _spans_fd()
     if fd is not None:
-        os.write(fd, line)
+        _os_write(fd, line)
 
 
 # What the helper itself calls, taken before any ``--span`` target is

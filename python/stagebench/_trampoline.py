@@ -22,6 +22,22 @@ import sys
 import types
 import warnings
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import (  # noqa: A004
+    compile,
+    exec,
+    getattr,
+    hasattr,
+    isinstance,
+    len,
+    range,
+    str,
+    tuple,
+    zip,
+)
+
 # Each kind's trampoline: the same kind of function, whose string
 # constants "@NAME" are placeholders for what :func:`redirect` is given.
 _SOURCES = {

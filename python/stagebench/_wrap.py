@@ -26,6 +26,23 @@ import inspect
 from stagebench import _layout as L
 from stagebench import _sink, _spans, _trampoline
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+from builtins import (  # noqa: A004
+    callable,
+    classmethod,
+    getattr,
+    isinstance,
+    len,
+    object,
+    property,
+    setattr,
+    staticmethod,
+    str,
+    type,
+)
+
 
 class StageName(str):
     """The span name of a stage target (``MODULE:QUALNAME=NAME:stage``):

@@ -498,6 +498,70 @@ def run_spanned(program, targets, files=(), args=()):
     return p, lines
 
 
+def helper_builtins():
+    """Per module of the helper, the builtins its code calls (names it
+    loads that are builtins and that it does not define itself)."""
+    import ast
+    import builtins
+
+    pkg = os.path.join(HERE, "..", "stagebench")
+    out = {}
+    for name in sorted(os.listdir(pkg)):
+        if not name.endswith(".py"):
+            continue
+        with open(os.path.join(pkg, name)) as f:
+            tree = ast.parse(f.read())
+        defined, bound = set(), set()
+        for n in ast.walk(tree):
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                defined.add(n.name)
+            elif isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                defined.add(n.id)
+            elif isinstance(n, ast.arg):
+                defined.add(n.arg)
+            elif isinstance(n, (ast.Import, ast.ImportFrom)):
+                names = {(a.asname or a.name).split(".")[0] for a in n.names}
+                if isinstance(n, ast.ImportFrom) and n.module == "builtins" and n in tree.body:
+                    bound |= names
+                else:
+                    defined |= names
+        used = {
+            n.id for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and n.id in dir(builtins)
+            and n.id not in defined and not n.id[0].isupper() and not n.id.startswith("__")
+        }
+        out[name] = (used, bound)
+    return out
+
+
+class TheHelpersOwnCalls(unittest.TestCase):
+    """Issue 75: a program's `--span builtins:NAME` must neither crash it
+    (the helper calling the span it wraps: a RecursionError) nor count the
+    helper's own calls as the program's."""
+
+    def test_every_builtin_the_helper_calls_is_bound_at_import(self):
+        for module, (used, bound) in helper_builtins().items():
+            self.assertEqual(used - bound, set(), "%s calls these through builtins" % module)
+
+    def test_a_builtin_the_helper_uses_is_timed_as_the_programs_alone(self):
+        p, lines = run_spanned("print(len([1]))\n", [("builtins", "len", "len")])
+        self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+        self.assertEqual(p.stdout, b"1\n")
+        calls = {k: v["n"] for k, v in tally(lines).items()}
+        self.assertEqual(calls.get("len"), 1, calls)
+
+    def test_every_builtin_the_helper_calls_can_be_spanned_at_once(self):
+        used = set().union(*(u for u, _ in helper_builtins().values()))
+        targets = [("builtins", n, n) for n in sorted(used)] + [("os", "write", "os_write")]
+        p, lines = run_spanned("print('x')\n", targets)
+        self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+        self.assertEqual(p.stdout, b"x\n")
+        calls = {k: v["n"] for k, v in tally(lines).items()}
+        # The helper writes its lines with its own os.write.
+        self.assertNotIn("os_write", calls)
+        self.assertNotIn("len", calls)
+
+
 class EveryCall(unittest.TestCase):
     """Issue 63: every call of a ``--span`` target is counted, whatever
     reference it goes through; spanning costs no recursion depth, no false
