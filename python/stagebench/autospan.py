@@ -31,7 +31,7 @@ import json
 import os
 import sys
 
-from stagebench import _sink, _spans
+from stagebench import _sink, _spans, _trampoline
 from stagebench._hooks import after_import
 from stagebench._presets import PRESETS
 from stagebench._wrap import StageName, attempt
@@ -159,6 +159,11 @@ def install():
             spelled = "%s:%s" % (t["module"], t["qualname"])
             name = StageName(t["name"]) if t.get("stage") else t["name"]
             by_module.setdefault(t["module"], []).append((t["qualname"], name, spelled))
+    # The recursion limit raised for the trampolines' frames, and sys's
+    # limit functions scaling it, before the program's first line: raised
+    # at the first wrap instead, a call of sys.getrecursionlimit already
+    # under way (the watch wraps at a call) read the raised limit.
+    _trampoline.deepen()
     # What a first call would otherwise set up inside the program's own
     # time: the spans file, this thread's state and each name's tally.
     _sink.open_now()

@@ -550,6 +550,24 @@ class TheHelpersOwnCalls(unittest.TestCase):
         calls = {k: v["n"] for k, v in tally(lines).items()}
         self.assertEqual(calls.get("len"), 1, calls)
 
+    def test_the_program_reads_its_own_recursion_limit_at_every_moment(self):
+        # Read between a target's def and its first call (the watch wraps it
+        # at that very call), and after; and a recursion sized by it.
+        program = (
+            "import sys\n"
+            "def f():\n    return 1\n"
+            "print(sys.getrecursionlimit())\n"
+            "f()\n"
+            "print(sys.getrecursionlimit())\n"
+            "def r(n):\n    return 0 if n == 0 else 1 + r(n - 1)\n"
+            "print(r(sys.getrecursionlimit() - 50))\n"
+        )
+        bare, _ = run_spanned(program, [])
+        spanned, _ = run_spanned(program, [("__main__", "f", "f"), ("__main__", "r", "r")])
+        self.assertEqual(bare.returncode, 0, bare.stderr.decode()[-2000:])
+        self.assertEqual(spanned.returncode, 0, spanned.stderr.decode()[-2000:])
+        self.assertEqual(spanned.stdout, bare.stdout)
+
     def test_every_builtin_the_helper_calls_can_be_spanned_at_once(self):
         used = set().union(*(u for u, _ in helper_builtins().values()))
         targets = [("builtins", n, n) for n in sorted(used)] + [("os", "write", "os_write")]
