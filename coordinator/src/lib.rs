@@ -12,10 +12,8 @@
 mod error;
 mod events;
 mod kill_points;
-// Floor 1: `--inputs`, digested before a run and checked after. (What a run reads of
-// this host: its machine record, its page cache, locks on its directories and the
-// items file, is the `host` crate's.)
-mod inputs;
+// (What a run reads of this host: its machine record, its page cache, locks on its
+// directories, `--inputs` and the items file, is the `host` crate's.)
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;
 // (gate admits connections; launch starts workers and binds where they connect)

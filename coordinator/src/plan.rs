@@ -236,7 +236,7 @@ pub(crate) struct Settings {
     pub(crate) sources: BTreeMap<String, String>,
     /// `--inputs`: the directories the run's commands read, digested
     /// before anything runs (checked again after the last phase).
-    pub(crate) inputs: Vec<crate::inputs::InputDir>,
+    pub(crate) inputs: Vec<host::inputs::InputDir>,
     /// `--span`: functions every command stage's (and preparation
     /// program's) Python wraps as spans.
     pub(crate) spans: Vec<protocol::SpanTarget>,
@@ -294,7 +294,7 @@ impl Settings {
                 serde_json::json!(self.sources),
             );
         }
-        p.extend(crate::inputs::parameters(&self.inputs));
+        p.extend(host::inputs::parameters(&self.inputs));
         if let Some(step) = &self.campaign_step {
             p.insert("campaign_step".into(), step.clone().into());
         }

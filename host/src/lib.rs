@@ -1,7 +1,8 @@
 //! What a stagebench run reads of the host it runs on, synchronously and
 //! without a process or a socket of its own: this machine's record
 //! (`environment.json`), its page cache (`--os-cache cold`), locks on the
-//! directories runs share, and the items file of `--prepare`. The coordinator
+//! directories runs share, and the files a run is handed: `--inputs`,
+//! digested before and after, and the items file of `--prepare`. The coordinator
 //! orchestrates; what it reads of the machine and its files is here. See
 //! ARCHITECTURE.md.
 //!
@@ -10,6 +11,7 @@
 
 // Floor 0: each reads one thing and uses no sibling.
 pub mod dirlock;
+pub mod inputs;
 pub mod items_file;
 pub mod machine;
 pub mod pagecache;

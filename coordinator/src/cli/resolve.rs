@@ -104,7 +104,8 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
     };
     // Digested last: a refused command line reads no one's data.
     let run_dir = args.output.clone().unwrap_or_else(|| PathBuf::from("runs"));
-    let inputs = crate::inputs::resolve(&args.inputs, &run_dir)?;
+    let inputs = host::inputs::resolve(&args.inputs, &run_dir)
+        .map_err(|e| crate::error::Refusal(e.to_string()))?;
     // The largest count is the run's: its processes are the most at once.
     let workers = args.workers.0.iter().copied().max().unwrap_or(1);
     Ok(RunPlan {

@@ -156,12 +156,8 @@ pub(crate) fn not_sampled(
     per: &str,
 ) -> Option<String> {
     let rate = first?.job.sample.as_ref()?.rate_hz;
-    (cx.sampler.is_some() && record.samples.is_none()).then(|| {
-        format!(
-            "--sample: no running Python sample in {count} {per}(s) at {rate} Hz: the program ended before py-spy found it (within its first second) or ran too briefly to be sampled ({} of wall); its figures stand unsampled: sample a longer run, or a higher --sample rate",
-            report::fmt::duration(record.wall_s)
-        )
-    })
+    (cx.sampler.is_some() && record.samples.is_none())
+        .then(|| report::rundir::samples::none_sentence(count, per, rate, record.wall_s))
 }
 
 /// A worker's result and files it reported beside it: relative path and

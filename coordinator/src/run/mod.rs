@@ -218,7 +218,8 @@ fn run_in(
         }
     }
     ending::check_leaks(&outcomes, plan.settings.leaks)?;
-    let inputs = crate::inputs::unchanged(&plan.settings.inputs)?;
+    let inputs = host::inputs::unchanged(&plan.settings.inputs)
+        .map_err(|e| fail(None, None, "inputs_changed", e.to_string()))?;
     let hosts: std::collections::BTreeSet<&String> =
         workers.iter().filter_map(|w| w.host_sha256.as_ref()).collect();
     let hosts = hosts.len() as u32;

@@ -104,6 +104,15 @@ pub struct Share {
     pub trials: Vec<f64>,
 }
 
+/// Why a stage that was to be sampled has no samples, as its warning says
+/// it: `count` trials or programs (`per`) at `rate_hz`, the stage's wall.
+pub fn none_sentence(count: usize, per: &str, rate_hz: u32, wall_s: f64) -> String {
+    format!(
+        "--sample: no running Python sample in {count} {per}(s) at {rate_hz} Hz: the program ended before py-spy found it (within its first second) or ran too briefly to be sampled ({} of wall); its figures stand unsampled: sample a longer run, or a higher --sample rate",
+        crate::fmt::duration(wall_s)
+    )
+}
+
 /// One trial's stacks: (frames, lane first; samples).
 pub type Stacks = Vec<(Vec<String>, u64)>;
 

@@ -13,18 +13,17 @@
 //!   overlap (one holds the other), and one that holds the run directory
 //!   (the run's own writes would be read as a change).
 
-use crate::error::{Refusal, RunError, fail};
 use report::inputs::{Digest, combined};
 use std::path::{Path, PathBuf};
 
 /// One `--inputs` directory, as digested before the run.
 #[derive(Clone, Debug)]
-pub(crate) struct InputDir {
+pub struct InputDir {
     /// As given (for the person at the terminal; never in evidence).
-    pub(crate) path: PathBuf,
-    pub(crate) before: Digest,
+    pub path: PathBuf,
+    pub before: Digest,
     /// Every file digested, for `--os-cache cold` to evict.
-    pub(crate) files: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
 }
 
 /// `dir` walked: its digest, and the path of every file in it.
@@ -41,37 +40,54 @@ fn digest(dir: &Path) -> Result<(Digest, Vec<PathBuf>), report::manifest::Unwalk
     Ok((digest, paths))
 }
 
+/// Why an `--inputs` is refused before anything runs, in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum Refused {
+    #[error("--inputs {0}: not a directory")]
+    NotADirectory(String),
+    #[error("--inputs {0} and --inputs {1}: one holds the other; give each directory once")]
+    Overlap(String, String),
+    #[error(
+        "--inputs {0} holds the run directory ({1}): the run's own files would read as a change; give --output outside it"
+    )]
+    HoldsTheRun(String, String),
+    #[error("--inputs {0}: cannot be digested: {1}")]
+    Undigestible(String, String),
+}
+
+/// An `--inputs` that changed during the run (`inputs_changed`), named by
+/// its position, never its path.
+#[derive(Debug, thiserror::Error)]
+#[error("{which} {why}")]
+pub struct Changed {
+    pub which: String,
+    pub why: String,
+}
+
 /// Every `--inputs`, checked and digested, before anything is created.
 /// `run_dir` is where the run directory will be (`--output`, or the
 /// default's parent).
-pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>, Refusal> {
+pub fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>, Refused> {
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let run_dir = report::rundir::resolved(&cwd, run_dir);
     let mut seen: Vec<(&Path, PathBuf)> = Vec::new();
     let mut out = Vec::new();
     for dir in dirs {
-        let shown = dir.display();
+        let shown = dir.display().to_string();
         if !dir.is_dir() {
-            return Err(Refusal(format!("--inputs {shown}: not a directory")));
+            return Err(Refused::NotADirectory(shown));
         }
         let real = report::rundir::resolved(&cwd, dir);
         if let Some((other, _)) =
             seen.iter().find(|(_, r)| r.starts_with(&real) || real.starts_with(r))
         {
-            return Err(Refusal(format!(
-                "--inputs {shown} and --inputs {}: one holds the other; give each directory once",
-                other.display()
-            )));
+            return Err(Refused::Overlap(shown, other.display().to_string()));
         }
         if run_dir.starts_with(&real) {
-            return Err(Refusal(format!(
-                "--inputs {shown} holds the run directory ({}): the run's own files would read as a change; give --output outside it",
-                run_dir.display()
-            )));
+            return Err(Refused::HoldsTheRun(shown, run_dir.display().to_string()));
         }
-        let (before, files) = digest(dir).map_err(|why| {
-            Refusal(format!("--inputs {shown}: cannot be digested: {}", why.named()))
-        })?;
+        let (before, files) =
+            digest(dir).map_err(|why| Refused::Undigestible(shown.clone(), why.named()))?;
         seen.push((dir, real));
         out.push(InputDir { path: dir.clone(), before, files });
     }
@@ -80,7 +96,7 @@ pub(crate) fn resolve(dirs: &[PathBuf], run_dir: &Path) -> Result<Vec<InputDir>,
 
 /// The declaration's parameters for `--inputs`: `inputs_sha256` and
 /// `inputs_files` (of all of them), and with several, `inputs_each_sha256`.
-pub(crate) fn parameters(dirs: &[InputDir]) -> Vec<(String, serde_json::Value)> {
+pub fn parameters(dirs: &[InputDir]) -> Vec<(String, serde_json::Value)> {
     use report::rundir::declaration::keys;
     let before: Vec<Digest> = dirs.iter().map(|d| d.before.clone()).collect();
     let Some(all) = combined(&before) else { return Vec::new() };
@@ -97,7 +113,7 @@ pub(crate) fn parameters(dirs: &[InputDir]) -> Vec<(String, serde_json::Value)> 
 
 /// Every `--inputs` digested again after the last phase: each must be what
 /// it was before the first. The failure names it by position, not path.
-pub(crate) fn unchanged(dirs: &[InputDir]) -> Result<Vec<Digest>, RunError> {
+pub fn unchanged(dirs: &[InputDir]) -> Result<Vec<Digest>, Changed> {
     let many = dirs.len() > 1;
     dirs.iter()
         .enumerate()
@@ -106,7 +122,7 @@ pub(crate) fn unchanged(dirs: &[InputDir]) -> Result<Vec<Digest>, RunError> {
                 true => format!("--inputs #{} of {}", i + 1, dirs.len()),
                 false => "--inputs".to_string(),
             };
-            let changed = |why: String| fail(None, None, "inputs_changed", format!("{which} {why}"));
+            let changed = |why: String| Changed { which: which.clone(), why };
             let (after, _) = digest(&dir.path)
                 .map_err(|why| changed(format!("cannot be digested again: {why}")))?;
             let before = &dir.before;
@@ -181,9 +197,7 @@ mod tests {
         let dirs = resolve(&[a.path().into(), b.path().into()], &run).unwrap();
         assert_eq!(unchanged(&dirs).unwrap().len(), 2, "nothing changed");
         std::fs::write(b.path().join("new"), b"xyz").unwrap();
-        let e = unchanged(&dirs).unwrap_err();
-        assert_eq!(e.recorded_as().2, "inputs_changed");
-        let text = e.to_string();
+        let text = unchanged(&dirs).unwrap_err().to_string();
         assert!(text.contains("--inputs #2 of 2 changed during the run: 1 file(s), 1 bytes before; 2 file(s), 4 bytes after"), "{text}");
         assert!(!text.contains(&b.path().display().to_string()), "{text}");
     }
@@ -192,7 +206,7 @@ mod tests {
     fn bad_inputs_are_refused_in_one_line_before_anything_runs() {
         let a = dir_with(&[("sub/1", b"a")]);
         let run = tempfile::tempdir().unwrap().path().join("run");
-        let refused = |dirs: &[PathBuf], run: &Path| resolve(dirs, run).unwrap_err().0;
+        let refused = |dirs: &[PathBuf], run: &Path| resolve(dirs, run).unwrap_err().to_string();
         let missing = a.path().join("nope");
         assert!(refused(&[missing], &run).ends_with("nope: not a directory"));
         let file = a.path().join("sub/1");
