@@ -12,7 +12,8 @@ from stagebench._wrap import timed
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
 from builtins import float, isinstance, str  # noqa: A004
 
 _NAME = re.compile(r"[A-Za-z0-9_.\-]{1,64}\Z")

@@ -56,7 +56,8 @@ from stagebench._wrap import Refused, timed
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
 from builtins import (  # noqa: A004
     classmethod,
     getattr,

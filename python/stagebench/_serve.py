@@ -13,7 +13,8 @@ from stagebench._sink import encode
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
 from builtins import int, isinstance, memoryview, type  # noqa: A004
 
 # os.write likewise: `--span os:write` times the program's writes, never the

@@ -12,7 +12,8 @@ import threading
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
 from builtins import bool, getattr, open  # noqa: A004
 
 # os.write likewise: `--span os:write` times the program's writes, never the

@@ -56,6 +56,24 @@ from stagebench._layout import (
     T_TOP_NS,
 )
 
+# The builtins this module calls, bound as they are at import: a program's
+# `--span builtins:NAME` replaces one, and the helper must neither call
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
+from builtins import (  # noqa: A004
+    any,
+    frozenset,
+    getattr,
+    hasattr,
+    int,
+    iter,
+    len,
+    list,
+    next,
+    open,
+    range,
+)
+
 MAX_SLICES = 4096
 FLUSH_NS = 1_000_000_000
 BUCKETS = 64 * 64 + 64
@@ -436,21 +454,5 @@ if fast is not None:
 
 import atexit  # noqa: E402
 
-# The builtins this module calls, bound as they are at import: a program's
-# `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
-from builtins import (  # noqa: A004
-    any,
-    frozenset,
-    getattr,
-    hasattr,
-    int,
-    iter,
-    len,
-    list,
-    next,
-    open,
-    range,
-)
 
 atexit.register(flush_all)

@@ -38,7 +38,8 @@ from stagebench._wrap import StageName, attempt
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
-# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls` in python/tests).
+# that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
+# in python/tests).
 from builtins import callable, dict, getattr, isinstance, list, str  # noqa: A004
 
 _TARGETS = "STAGEBENCH_SPAN_TARGETS"
