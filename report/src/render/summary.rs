@@ -130,7 +130,7 @@ fn spans(s: &mut String, v: &View<'_>) {
         writeln!(s, "\n## Spans (per call, and per measurement: a trial, an item or the run)\n");
     let _ = writeln!(
         s,
-        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration. Time, self and concurrent are per measurement (over trials: the median of the trials' times, with its interval).\n"
+        "Self time is a span's time less the spans inside it on its thread; the main thread's self times are the shares of the wall and add up to the time in spans. Time in spans on other threads, in forked children, in generators and coroutines is concurrent: its own column, no share of the wall. Quantiles are within 1% of a call's duration. Time, self and concurrent are each the mean per measurement, so they add up (over trials the median trial's time and its interval follow the mean).\n"
     );
     let _ = writeln!(s, "| stage | span | {} |", SPAN_COLUMNS.join(" | "));
     let _ = writeln!(s, "|---|---|{}", "---:|".repeat(SPAN_COLUMNS.len()));
@@ -191,10 +191,16 @@ pub fn span_rows(r: &Report) -> Vec<SpanRow<'_>> {
         for (name, x) in crate::rundir::spans::by_self(&st.spans) {
             let over_trials =
                 trials.and_then(|t| t.get(key)?.summary.get(&format!("span:{name}_s")));
+            // Time, self and concurrent are each the mean over the
+            // measurements, so they add up (self never exceeds its time);
+            // over trials the median trial's time and its interval follow.
             let time = match over_trials {
-                Some(sum) => {
-                    format!("{}; {}", duration(sum.median), sum.median_interval.cell(duration))
-                }
+                Some(sum) => format!(
+                    "{} (median {}; {})",
+                    duration(x.sum_s / m),
+                    duration(sum.median),
+                    sum.median_interval.cell(duration)
+                ),
                 None => duration(x.sum_s / m),
             };
             let per = x.calls as f64 / m;

@@ -156,3 +156,33 @@ fn a_warning_of_a_stage_without_spans_shows_in_all_three() {
     assert_eq!(warned.len(), 1);
     shown_in_all("diagnostic", &three(&v), &warned[0].text, "the warning");
 }
+
+/// Over trials, a span's time, self and concurrent are each a mean per
+/// trial, so they add up: self never exceeds its time, which it did when
+/// time was the median trial's and self the mean (a first call of 2.786 s
+/// self against 2.596 s). The median trial's time and its interval follow.
+#[test]
+fn a_spans_self_never_exceeds_its_time_over_trials() {
+    let (_, mut r) = fixtures().into_iter().find(|(n, _)| *n == "trials").unwrap();
+    let key = "spin:30".to_string();
+    let st = r.stages.get_mut(&key).unwrap();
+    // 3 trials: 2.9 s in the span in all, all of it self; the median
+    // trial's 0.5 s is below the mean of 0.967 s.
+    let span = serde_json::json!({"calls": 3, "sum_s": 2.9, "first_s": 2.0, "median_s": 0.5,
+        "p95_s": 2.0, "p99_s": 2.0, "max_s": 2.0, "self_s": 2.9, "concurrent_s": 0.0,
+        "share": 0.5});
+    st.spans = [("step".to_string(), serde_json::from_value(span).unwrap())].into();
+    let totals = serde_json::json!({"measurements": 3, "wall_s": 6.0, "in_spans_s": 2.9,
+        "outside_s": 3.1, "concurrent_s": 0.0});
+    st.span_totals = Some(serde_json::from_value(totals).unwrap());
+    let crate::Section::Trials(t) = &mut r.section else { panic!("a trials report") };
+    let set = t.trials.get_mut(&key).unwrap();
+    let mut median = set.summary["wall_s"].clone();
+    median.median = 0.5;
+    set.summary.insert("span:step_s".into(), median);
+    let v = View::of(&r);
+    let row = v.spans.iter().find(|row| row.stage == key && row.span == "step").unwrap();
+    let (time, own) = (&row.cells[7], &row.cells[8]);
+    assert!(time.starts_with("966.7 ms (median 500.0 ms; "), "{time}");
+    assert_eq!(own, "966.7 ms", "self, the mean per trial");
+}
