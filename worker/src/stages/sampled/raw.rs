@@ -16,8 +16,11 @@
 //!   as `package/module.py`, below the working directory relative to it,
 //!   in the standard library relative to `lib/pythonX.Y`, anything else by
 //!   its base name; `<frozen …>` and `<string>` stay;
-//! - a run of the import machinery's frames is one frame, [`IMPORT`], so
-//!   an import nested twenty deep is twenty frames, not a hundred.
+//! - a run of the import machinery's frames is one frame, and a chain of
+//!   imports (each module's code importing the next) is one frame named
+//!   for the top-level import that began it, `import keras (<frozen
+//!   importlib>)` ([`imports_folded`]), as pyinstrument hides a library's
+//!   internals: what the program imported, not forty alternating frames.
 
 use std::collections::BTreeMap;
 
@@ -192,17 +195,9 @@ pub fn fold(text: &str, cwd: &Path) -> (String, u64) {
             role(me, parent)
         };
         let mut line = lane;
-        let mut importing = false;
-        for f in &r.frames {
-            // The import machinery's frames (five per nested import) as one.
-            let machinery = f.ends_with("(<frozen importlib._bootstrap>)")
-                || f.ends_with("(<frozen importlib._bootstrap_external>)");
-            if machinery && importing {
-                continue;
-            }
-            importing = machinery;
+        for f in imports_folded(&r.frames, cwd) {
             line.push(';');
-            line.push_str(&if machinery { IMPORT.to_string() } else { frame(f, cwd) });
+            line.push_str(&f);
         }
         *stacks.entry(line).or_default() += r.count;
         total += r.count;
@@ -214,9 +209,96 @@ pub fn fold(text: &str, cwd: &Path) -> (String, u64) {
     (out, total)
 }
 
+/// A stack's frames named ([`frame`]), the import machinery's runs made
+/// one frame each ([`IMPORT`]), and a chain of imports (a module's code
+/// importing the next: `IMPORT;<module> (a);IMPORT;<module> (b);…`) made
+/// one frame for the top-level import that began it, `import a (<frozen
+/// importlib>)`: an import twenty deep reads as what the program imported,
+/// not forty alternating frames. The functions a module's code runs stay.
+fn imports_folded(frames: &[&str], cwd: &Path) -> Vec<String> {
+    let machinery = |f: &str| {
+        f.ends_with("(<frozen importlib._bootstrap>)")
+            || f.ends_with("(<frozen importlib._bootstrap_external>)")
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut in_chain = false;
+    let mut i = 0;
+    while i < frames.len() {
+        if !machinery(frames[i]) {
+            out.push(frame(frames[i], cwd));
+            in_chain = false;
+            i += 1;
+            continue;
+        }
+        // A run of the machinery's frames, and what it ran.
+        while i < frames.len() && machinery(frames[i]) {
+            i += 1;
+        }
+        let module = frames.get(i).map(|f| frame(f, cwd));
+        match module.as_deref().and_then(top_level_module) {
+            Some(top) => {
+                if !in_chain {
+                    out.push(format!("import {top} (<frozen importlib>)"));
+                    in_chain = true;
+                }
+                i += 1;
+            }
+            // The machinery at the top of the stack, or running no module's
+            // code (a C extension's initialisation): its own frame.
+            None if in_chain => {}
+            None => out.push(IMPORT.to_string()),
+        }
+    }
+    out
+}
+
+/// The top-level package of a module's code frame, `<module> (a/b.py)` →
+/// `a`; None for any other frame.
+fn top_level_module(frame: &str) -> Option<String> {
+    let file = frame.strip_prefix("<module> (")?.strip_suffix(')')?;
+    let first = file.split('/').next()?;
+    let name = first.strip_suffix(".py").unwrap_or(first);
+    (!name.is_empty()).then(|| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// An import chain twenty modules deep is one frame named for what the
+    /// program imported; the functions the modules ran stay under it; a
+    /// second top-level import is its own frame; the machinery at a
+    /// stack's top keeps its own frame.
+    #[test]
+    fn a_chain_of_imports_is_one_frame_for_the_top_level_import() {
+        let m = "_find_and_load (<frozen importlib._bootstrap>)";
+        let x = "exec_module (<frozen importlib._bootstrap_external>)";
+        let mut frames = vec!["<module> (/p/t.py)"];
+        let deep: Vec<String> = (0..20)
+            .map(|k| format!("<module> (/v/lib/python3.11/site-packages/keras/m{k}.py)"))
+            .collect();
+        for d in &deep {
+            frames.extend([m, x]);
+            frames.push(d);
+        }
+        frames.push("build (/v/lib/python3.11/site-packages/keras/ops.py)");
+        frames.extend([m, "<module> (/v/lib/python3.11/site-packages/numpy/__init__.py)", m]);
+        let got = imports_folded(&frames, Path::new("/p"));
+        assert_eq!(
+            got,
+            [
+                "<module> (t.py)",
+                "import keras (<frozen importlib>)",
+                "build (keras/ops.py)",
+                "import numpy (<frozen importlib>)",
+            ]
+        );
+        // The machinery alone, at the top of a stack: its own frame.
+        assert_eq!(
+            imports_folded(&["<module> (/p/t.py)", m, x], Path::new("/p")),
+            ["<module> (t.py)", IMPORT]
+        );
+    }
 
     const RAW: &str = "process 10:\"sh -c python3 /home/u/proj/t.py\";<module> (/home/u/proj/t.py);main (/home/u/proj/t.py);f (/home/u/proj/t.py) 34\n\
 process 10:\"sh -c python3 /home/u/proj/t.py\";process 11:\"/usr/bin/python3 -c \"x\ny\"\";h (/home/u/proj/lib/w.py) 5\n\
