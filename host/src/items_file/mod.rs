@@ -4,7 +4,7 @@
 //!
 //! - One item per line, `ID` or `ID<TAB>WEIGHT` (every line weighted, or
 //!   none). A refusal names a line, never an id.
-//! - Ids are unique ([`unique`]: a Bloom filter of fixed size, then exact).
+//! - Ids are unique (`unique`: a Bloom filter of fixed size, then exact).
 //! - Weighted items are handed out largest first: their lines and offsets,
 //!   8 bytes an item, for up to [`MAX_SORTED`] items; beyond that in file
 //!   order, which the report says.

@@ -43,7 +43,7 @@ pub struct ProcessRecord {
     /// (never the name): equal digests mean the same host.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub host_sha256: Option<String>,
-    /// Its page faults and context switches (see [`FAULTS`]).
+    /// Its page faults and context switches (described in its schema).
     #[serde(flatten)]
     pub faults: super::Faults,
     /// Seconds from the run's start (the coordinator's monotonic clock, no

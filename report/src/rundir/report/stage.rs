@@ -75,7 +75,7 @@ pub struct StageRecord {
     /// over them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command_stages: Vec<protocol::CommandStage>,
-    /// The stage's own page faults and context switches (see [`FAULTS`]).
+    /// The stage's own page faults and context switches (described in its schema).
     #[serde(flatten)]
     pub faults: Faults,
     /// Storage and system-call I/O of the stage's whole tree (for a phase,
