@@ -63,6 +63,30 @@ impl std::fmt::Display for Verified {
     }
 }
 
+/// A run directory with a declaration and neither ending: a run killed
+/// (SIGKILL leaves no failure.json) or still running, and what it left, by
+/// name (a killed run's half-written files are its own: `.NAME.tmp-PID`,
+/// a bootstrap directory, a preparation's outputs).
+fn unended(dir: &Path) -> String {
+    let mut left: Vec<String> = std::fs::read_dir(dir)
+        .map(|entries| {
+            entries.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+        })
+        .unwrap_or_default();
+    left.retain(|n| {
+        ![crate::rundir::DECLARATION, crate::rundir::ENVIRONMENT].contains(&n.as_str())
+    });
+    left.sort();
+    let held = match left.is_empty() {
+        true => String::new(),
+        false => format!("; beside its declaration it holds {}", left.join(", ")),
+    };
+    format!(
+        "neither {REPORT} nor {FAILURE} in '{}': the run was killed (SIGKILL leaves no {FAILURE}) or is still running{held}",
+        dir.display()
+    )
+}
+
 /// Checks every binding of the run directory and that nothing else is in
 /// it; the error names the first thing that differs.
 pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
@@ -282,6 +306,7 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
                     Err(e) => format!("no {REPORT}, and {FAILURE} does not match its schema: {e}"),
                 },
                 Err(_) if !dir.is_dir() => format!("'{}' is not a directory", dir.display()),
+                Err(_) if dir.join(crate::rundir::DECLARATION).is_file() => unended(dir),
                 Err(_) => format!("no {REPORT} in '{}'", dir.display()),
             }));
         }
@@ -431,5 +456,19 @@ mod tests {
         std::fs::create_dir(tmp.path().join("report.json")).unwrap();
         let unreadable = err(tmp.path());
         assert!(unreadable.starts_with("cannot read report.json: "), "{unreadable}");
+        // A run killed by SIGKILL: a declaration, no ending, what it left.
+        let killed = tmp.path().join("killed");
+        std::fs::create_dir(&killed).unwrap();
+        for f in ["declaration.json", "environment.json", ".jobs.jsonl.gz.tmp-4242"] {
+            std::fs::write(killed.join(f), "{}").unwrap();
+        }
+        std::fs::create_dir(killed.join("private-output")).unwrap();
+        assert_eq!(
+            err(&killed),
+            format!(
+                "neither report.json nor failure.json in '{}': the run was killed (SIGKILL leaves no failure.json) or is still running; beside its declaration it holds .jobs.jsonl.gz.tmp-4242, private-output",
+                killed.display()
+            )
+        );
     }
 }
