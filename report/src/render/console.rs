@@ -1,6 +1,7 @@
 //! What a person reads on the console when a run ends: the stage table,
-//! each stage's warnings, spans and input-wait verdict, the mode's own
-//! lines (`ModeSection::console`), the inputs and where the evidence is.
+//! each stage's warnings, spans and input-wait verdict, the mode's blocks
+//! that show everywhere (`ModeSection::blocks`), the inputs and where the
+//! evidence is.
 //! It formats the report's [`View`] as summary.md and report.html do, and
 //! writes to any `Write` (the coordinator passes stdout and stderr), so it
 //! is tested as bytes.
@@ -17,7 +18,7 @@ pub fn write(v: &View<'_>, dir: &Path, out: &mut dyn Write, err: &mut dyn Write)
     writeln!(
         out,
         "{}: {} stage(s) in {} worker process(es), {}",
-        v.title.replace('`', ""),
+        crate::doc::plain(&v.title),
         v.run.stages,
         v.run.workers,
         v.run.wall.text
@@ -48,7 +49,7 @@ pub fn write(v: &View<'_>, dir: &Path, out: &mut dyn Write, err: &mut dyn Write)
                 WarningKind::Memory => "note",
                 _ => "warning",
             };
-            writeln!(out, "  {label}: {}", warning.text.replace('`', ""))?;
+            writeln!(out, "  {label}: {}", crate::doc::plain(&warning.text))?;
         }
         if later(key) && !st.spans.is_empty() {
             unshown += 1;

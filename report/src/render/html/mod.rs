@@ -49,7 +49,7 @@ pub fn page(r: &Report, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
 /// The page of a report's view (see [`page`]).
 pub fn page_of(v: &super::view::View<'_>, plots: &[(&str, &[u8])]) -> Result<String, FlameError> {
     let r = v.report;
-    let title = v.title.replace('`', "");
+    let title = crate::doc::plain(&v.title);
     let spans = spans(v)?;
     let sampled = sampled::view(r)?;
     let body = html! {
