@@ -94,7 +94,8 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     v.arg("verify").arg(&out);
     assert_eq!(run(v).code(), Some(0));
     // summary.md shows them in one table by stage and name: calls, calls
-    // per trial, and the time per trial (median over the trials, interval).
+    // per trial, and the time per trial (the mean, then the median over the
+    // trials with its interval).
     let summary = std::fs::read_to_string(out.join("summary.md")).unwrap();
     let row = |name: &str| {
         let start = format!("| `spans` | `{name}` |");
@@ -102,13 +103,13 @@ fn a_commands_own_spans_enter_the_report_as_figures() {
     };
     assert!(row("load").starts_with("| `spans` | `load` | 4 | 2 |"), "{}", row("load"));
     assert!(
-        row("load").contains("| 750.0 ms; 750.0 ms–750.0 ms (range, 50%) |"),
+        row("load").contains("| 750.0 ms (median 750.0 ms; 750.0 ms–750.0 ms (range, 50%)) |"),
         "{}",
         row("load")
     );
     let adapt = row("adapt_images");
     assert!(adapt.starts_with("| `spans` | `adapt_images` | 2 | 1 | 54.70 s |"), "{adapt}");
-    assert!(adapt.contains("| 54.70 s; 54.70 s–54.70 s (range, 50%) |"), "{adapt}");
+    assert!(adapt.contains(" (median 54.70 s; 54.70 s–54.70 s (range, 50%)) |"), "{adapt}");
     assert_eq!(summary.matches("| `spans` | `load` |").count(), 1, "one spans table");
 }
 
