@@ -147,7 +147,8 @@ pub(crate) fn sampled(
 
 /// Why a stage that was to be sampled has no samples: its processes ended
 /// before py-spy found them, or ran too briefly for a sample at the rate
-/// asked. None when it has samples or was not to be sampled.
+/// asked (none at all, or a median of none). None when it has samples or
+/// was not to be sampled.
 pub(crate) fn not_sampled(
     cx: &super::Context<'_>,
     record: &StageRecord,
@@ -156,8 +157,14 @@ pub(crate) fn not_sampled(
     per: &str,
 ) -> Option<String> {
     let rate = first?.job.sample.as_ref()?.rate_hz;
-    (cx.sampler.is_some() && record.samples.is_none())
-        .then(|| report::rundir::samples::none_sentence(count, per, rate, record.wall_s))
+    let some = match &record.samples {
+        None => false,
+        Some(s) if s.samples == 0.0 => true,
+        Some(_) => return None,
+    };
+    cx.sampler
+        .is_some()
+        .then(|| report::rundir::samples::none_sentence(count, per, rate, record.wall_s, some))
 }
 
 /// A worker's result and files it reported beside it: relative path and

@@ -106,9 +106,12 @@ pub struct Share {
 
 /// Why a stage that was to be sampled has no samples, as its warning says
 /// it: `count` trials or programs (`per`) at `rate_hz`, the stage's wall.
-pub fn none_sentence(count: usize, per: &str, rate_hz: u32, wall_s: f64) -> String {
+/// `some` when a few of them had a sample, but the median had none.
+pub fn none_sentence(count: usize, per: &str, rate_hz: u32, wall_s: f64, some: bool) -> String {
+    let which = if some { "most of the " } else { "" };
+    let median = if some { format!(" (a median of 0 a {per})") } else { String::new() };
     format!(
-        "--sample: no running Python sample in {count} {per}(s) at {rate_hz} Hz: the program ended before py-spy found it (within its first second) or ran too briefly to be sampled ({} of wall); its figures stand unsampled: sample a longer run, or a higher --sample rate",
+        "--sample: no running Python sample in {which}{count} {per}(s) at {rate_hz} Hz{median}: the program ended before py-spy found it (within its first second) or ran too briefly to be sampled ({} of wall); its figures stand unsampled: sample a longer run, or a higher --sample rate",
         crate::fmt::duration(wall_s)
     )
 }
