@@ -11,7 +11,7 @@ import os
 import re
 import sys
 
-from stagebench import _sink
+from stagebench import _own, _sink, _spans
 from stagebench._hooks import after_import
 from stagebench._sink import join, open_, scandir
 
@@ -204,11 +204,13 @@ def _sources():
 _PID = os.getpid()
 
 
+@_own.own
 def _report_runtime():
     """At exit, under stagebench, in the process that imported the helper:
     one ``{"runtime": {...}}`` line. Never raises (the program is ending)."""
     if os.getpid() != _PID or not _sink.active():
         return
+    _spans.ended()
     try:
         _sink.append({"runtime": _runtime()})
     except Exception:  # noqa: BLE001 - an exit handler must not fail the program

@@ -14,7 +14,8 @@ span, in a run that will be killed, so what ended before the kill is
 known), and every thread's rest
 is written at exit, also from a process that leaves through ``os._exit``
 (a forked child of ``multiprocessing`` does). A generator's span still
-open at exit (started, never finished) is counted, as open until then.
+open at exit (started, never finished) is counted, as open until then,
+and so is a call still running at ``os._exit``.
 
 Self time is a span's time minus the spans that ran inside it on its
 thread. The main thread's top-level spans never overlap each other, so
@@ -31,7 +32,7 @@ import threading
 import time
 from itertools import compress
 
-from stagebench import _sink
+from stagebench import _own, _sink
 from stagebench._layout import (
     BESIDE,
     CALLS,
@@ -46,6 +47,7 @@ from stagebench._layout import (
     OPEN,
     PARENT,
     SELF,
+    START,
     SUM,
     T_FLUSH_AT,
     T_INNER,
@@ -147,6 +149,7 @@ def begin(t, name):
     s[CHILDREN] = 0
     s[PARENT] = t[T_INNER]
     t[T_INNER] = s
+    s[START] = now()
     return s
 
 
@@ -341,6 +344,7 @@ def _line(t):
     ).encode()
 
 
+@_own.own
 def flush(t):
     """Writes thread state ``t``'s tally (if anything changed). Never
     raises: measuring must not fail the program."""
@@ -353,15 +357,40 @@ def flush(t):
         pass
 
 
-def flush_all():
-    """Every thread's rest (at exit), with every generator's span still
-    open counted as open until now."""
+def ended():
+    """The exit has begun: every generator's span still open is counted,
+    as open until now (before the exit's own work, which is not theirs)."""
     for key in list(_running):
         stopped(key, now())
+
+
+@_own.own
+def flush_all():
+    """Every thread's rest (at exit), with every generator's span still
+    open counted as open until now (:func:`ended`)."""
+    ended()
     with _lock:
         states = list(_all)
     for t in states:
         flush(t)
+
+
+@_own.own
+def _left():
+    """At ``os._exit``: the calls still open on every thread end now and
+    are counted (a call that was running when the process left is a
+    call), innermost first; then every thread's rest is written."""
+    at = now()
+    with _lock:
+        states = list(_all)
+    for t in states:
+        while t[T_INNER] is not None:
+            s = t[T_INNER]
+            if s[START]:
+                end(t, s, s[START], at - s[START])
+            else:
+                cancel(t, s)
+    flush_all()
 
 
 def _after_fork_in_child():
@@ -375,6 +404,9 @@ def _after_fork_in_child():
     del _all[:]
     if mine is not None:
         for s in mine[T_TALLIES].values():
+            # A call open at the fork is the parent's: not one the child
+            # was running when it left (``_left``).
+            s[START] = 0
             s[CALLS] = s[SUM] = s[SELF] = s[BESIDE] = s[MAX] = 0
             s[MIN] = _BIG
             s[HIST][:] = [0] * BUCKETS
@@ -394,7 +426,7 @@ def _exit_writes():
         original = os._exit
 
         def _exit(code):
-            flush_all()
+            _left()
             original(code)
 
         _exit.__stagebench__ = True

@@ -24,7 +24,7 @@ import functools
 import inspect
 
 from stagebench import _layout as L
-from stagebench import _sink, _spans, _trampoline
+from stagebench import _own, _sink, _spans, _trampoline
 
 # The builtins this module calls, bound as they are at import: a program's
 # `--span builtins:NAME` replaces one, and the helper must neither call
@@ -124,7 +124,7 @@ def timed(func, name):
     )
     OPEN, CHILDREN, PARENT = L.OPEN, L.CHILDREN, L.PARENT
     T_INNER, T_TALLIES, T_MAIN, T_FLUSH_AT = L.T_INNER, L.T_TALLIES, L.T_MAIN, L.T_FLUSH_AT
-    T_TOP_NS, T_TOP_FIRST, T_TOP_LAST = L.T_TOP_NS, L.T_TOP_FIRST, L.T_TOP_LAST
+    T_TOP_NS, T_TOP_FIRST, T_TOP_LAST, START = L.T_TOP_NS, L.T_TOP_FIRST, L.T_TOP_LAST, L.START
 
     # _spans.begin and _spans.end, inline: a wrapped call's cost is mostly
     # these steps, and two calls more would add a fifth to it.
@@ -143,7 +143,7 @@ def timed(func, name):
         s[CHILDREN] = 0
         s[PARENT] = t[T_INNER]
         t[T_INNER] = s
-        start = now()
+        start = s[START] = now()
         try:
             return func(*args, **kwargs)
         finally:
@@ -276,6 +276,23 @@ def _function_of(raw):
     return raw
 
 
+def _outside_the_helper(span, func):
+    """The span of a callable the program shares with the helper (a
+    builtin, ``os.write``), counted only for calls made outside the
+    helper's own work (``_own``): the helper, and the standard library it
+    uses, call ``func`` uncounted."""
+    state = _own.state
+
+    @functools.wraps(func)
+    def call(*args, **kwargs):
+        if getattr(state, "busy", False):
+            return func(*args, **kwargs)
+        return span(*args, **kwargs)
+
+    call.__stagebench_span__ = span.__stagebench_span__
+    return call
+
+
 def wrap(module, qualname, name, spelled=None):
     """Wraps MODULE.QUALNAME in place; whether it was found. Raises
     :class:`Refused` for what cannot be wrapped without changing what the
@@ -335,7 +352,7 @@ def wrap(module, qualname, name, spelled=None):
     elif isinstance(raw, type):
         raise Refused("a class: name one of its methods")
     elif callable(raw):
-        wrapped = timed(raw, name)
+        wrapped = _outside_the_helper(timed(raw, name), raw)
     else:
         raise Refused("not callable (a %s)" % type(raw).__name__)
     try:
@@ -349,6 +366,7 @@ def wrap(module, qualname, name, spelled=None):
     return True
 
 
+@_own.own
 def attempt(module, qualname, name, spelled):
     """Wraps one target; a refusal is reported for it alone, and no error
     of ours ever reaches the program."""

@@ -25,13 +25,14 @@ method calling its wrapped override) is not timed again: nesting of
 different names is recorded as nesting, and no second is counted twice.
 """
 
+import gc
 import importlib.abc
 import inspect
 import json
 import os
 import sys
 
-from stagebench import _sink, _spans, _trampoline
+from stagebench import _own, _sink, _spans, _trampoline
 from stagebench._hooks import after_import
 from stagebench._presets import PRESETS
 from stagebench._wrap import StageName, attempt
@@ -40,7 +41,7 @@ from stagebench._wrap import StageName, attempt
 # `--span builtins:NAME` replaces one, and the helper must neither call
 # that span (a recursion) nor be counted as the program (`TheHelpersOwnCalls`
 # in python/tests).
-from builtins import callable, dict, getattr, isinstance, list, str  # noqa: A004
+from builtins import callable, dict, getattr, isinstance, len, list, str  # noqa: A004
 
 _TARGETS = "STAGEBENCH_SPAN_TARGETS"
 
@@ -71,54 +72,108 @@ def _watch_main(targets):
     library's, a builtin) and wraps each as soon as it exists. A function
     is wrapped in place, so a reference a line loaded before (``f(g(x))``
     loads f, then calls g; ``serve(prepare)``; ``map(f, ...)``) calls the
-    span too; a call that began before the wrap (the target called first
-    of all) is timed by the hook until its ``return``. The hook removes
-    itself once all are wrapped and none is in flight, or when the
-    script's module code has returned."""
+    span too. A call that began before the wrap (the target called first of
+    all) is timed by the hook from the moment every target is wrapped (the
+    wrapping is never inside it) until its ``return``; a generator's (or a
+    coroutine's) made before the wrap, from its first resume until it ends,
+    as any generator's span is, not at its first ``yield``. The hook
+    removes itself once all are wrapped and none is in flight, or when the
+    script's module code has returned and none is in flight."""
     main = sys.modules.get("__main__")
     if main is None:
         return
+    from opcode import opmap
+
+    suspends = opmap["YIELD_VALUE"]
+    resumable = inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR
     g = main.__dict__
     pending = list(targets)
+    # By frame: (thread state, open tally, start) for a call; (None, key,
+    # thrown) for a generator's frame, `thrown` when its last resume threw
+    # an exception in at its yield; (None, None, name) for a generator
+    # made before its function was wrapped, not yet started.
     inflight = {}
     previous = sys.getprofile()
+    # What the hook calls, bound now: it may still run at interpreter
+    # shutdown (a generator closed then), when module globals are gone.
+    setprofile, now, running, stopped = sys.setprofile, _spans.now, _spans.running, _spans.stopped
+    begin, end, thread = _spans.begin, _spans.end, _spans.thread
 
     def done():
         return not pending and not inflight
 
     def hook(frame, event, arg):
-        if frame.f_globals is not g:
-            # A library's function called by the script itself (its caller
-            # is the script's) after the script defined a target wraps it.
-            # Calls deeper inside a library (an import's) define nothing in
-            # the script, so they are passed over at once.
-            caller = frame.f_back
-            if pending and event == "call" and caller is not None and caller.f_globals is g:
-                wrap_defined(None)
+        try:
+            if frame.f_globals is not g:
+                # A library's function called by the script itself (its caller
+                # is the script's) after the script defined a target wraps it.
+                # Calls deeper inside a library (an import's) define nothing in
+                # the script, so they are passed over at once.
+                caller = frame.f_back
+                if pending and event == "call" and caller is not None and caller.f_globals is g:
+                    wrap_defined(None)
+                    if done():
+                        setprofile(previous)
+                return
+            opened = inflight.get(frame)
+            if event == "return":
+                if opened is not None:
+                    if opened[0] is None:
+                        # A generator's frame returns at each yield, and at its
+                        # end; an exception thrown in at a yield that leaves
+                        # it (close()) ends it there too.
+                        code, at = frame.f_code.co_code, frame.f_lasti
+                        if 0 <= at < len(code) and code[at] == suspends and not (opened[2] and arg is None):
+                            return
+                        stopped(opened[1], now())
+                    else:
+                        t, opened_span, start = opened
+                        if opened_span is not None:
+                            end(t, opened_span, start, now() - start)
+                    del inflight[frame]
+                elif frame.f_code.co_name == "<module>":
+                    # The script is over: what it made and never started is
+                    # no longer looked for.
+                    pending.clear()
+                    for f, (t, key, _) in list(inflight.items()):
+                        if t is None and key is None:
+                            del inflight[f]
                 if done():
-                    sys.setprofile(previous)
-            return
-        if event == "return":
-            opened = inflight.pop(frame, None)
+                    setprofile(previous)
+                return
+            if event not in ("call", "c_call"):
+                return
             if opened is not None:
-                t, opened_span, start = opened
-                if opened_span is not None:
-                    _spans.end(t, opened_span, start, _spans.now() - start)
-            elif frame.f_code.co_name == "<module>":
-                pending.clear()
+                if opened[1] is None:
+                    # Made before the wrap, started now.
+                    inflight[frame] = (None, running(str(opened[2]), now()), False)
+                    return
+                # A generator in flight resumed; at its yield's own instruction,
+                # an exception was thrown in.
+                code, at = frame.f_code.co_code, frame.f_lasti
+                inflight[frame] = (None, opened[1], 0 <= at < len(code) and code[at] == suspends)
+                return
+            if not pending:
+                return
+            began = wrap_defined(frame if event == "call" else None)
+            if began is not None:
+                if frame.f_code.co_flags & resumable:
+                    inflight[frame] = (None, running(str(began), now()), False)
+                else:
+                    t = thread()
+                    inflight[frame] = (t, begin(t, str(began)), now())
             if done():
-                sys.setprofile(previous)
-            return
-        if event not in ("call", "c_call"):
-            return
-        wrap_defined(frame if event == "call" else None)
-        if done():
-            sys.setprofile(previous)
+                setprofile(previous)
+        except Exception:  # noqa: BLE001 - never raise into the program we measure
+            pass
 
+    @_own.own
     def wrap_defined(frame):
-        """Wraps every pending target the script has defined by now; a
-        call of one that began unwrapped (``frame``) is timed until it
-        returns."""
+        """Wraps every pending target the script has defined by now; the
+        span name of the target whose call ``frame`` is, when it began
+        unwrapped (the caller times it from now), else None."""
+        began = None
+        made = {}
         for item in list(pending):
             qualname, name, spelled = item
             first = qualname.split(".", 1)[0]
@@ -136,13 +191,55 @@ def _watch_main(targets):
             target = None
             attempt(main, qualname, name, spelled)
             if frame is not None and code is not None and frame.f_code is code:
-                # This very call began unwrapped: timed until it returns.
-                t = _spans.thread()
-                inflight[frame] = (t, _spans.begin(t, str(name)), _spans.now())
+                began = name
+            elif code is not None and code.co_flags & resumable:
+                made[code] = name
+        if made:
+            # A generator (or coroutine) the script made before the wrap
+            # (`g = gen()` then `next(g)`) runs unwrapped: found once, by
+            # what refers to its code, and timed from its first resume.
+            for o in gc.get_referrers(*made):
+                f = getattr(o, "gi_frame", None) or getattr(o, "cr_frame", None)
+                if f is not None and f is not frame and f.f_code in made and not_started(o):
+                    inflight[f] = (None, None, made[f.f_code])
+        return began
+
+    def not_started(o):
+        if inspect.isgenerator(o):
+            return inspect.getgeneratorstate(o) == inspect.GEN_CREATED
+        return inspect.iscoroutine(o) and inspect.getcoroutinestate(o) == inspect.CORO_CREATED
 
     sys.setprofile(hook)
 
 
+def _quiet_until_main():
+    """What runs between the helper's start and the script's first line
+    (the rest of ``sitecustomize``, ``site``'s look for a
+    ``usercustomize``, ``runpy``) is the interpreter starting, not the
+    program: the main thread stays marked as the helper's own (``_own``)
+    until the script's first event, which a profile hook sees, chained
+    before any other (the watch of ``__main__`` targets)."""
+    main = sys.modules.get("__main__")
+    if main is None:
+        return
+    g = main.__dict__
+    inner = [sys.getprofile()]
+
+    def start(frame, event, arg):
+        if frame.f_globals is g:
+            _own.state.busy = False
+            sys.setprofile(inner[0])
+        elif sys.getprofile() is not start:
+            inner[0] = sys.getprofile()
+            sys.setprofile(start)
+        if inner[0] is not None:
+            inner[0](frame, event, arg)
+
+    _own.state.busy = True
+    sys.setprofile(start)
+
+
+@_own.own
 def install():
     """Wraps every target named in ``STAGEBENCH_SPAN_TARGETS``, each on its
     own: a target that cannot be wrapped is reported (``{"refused": ...}``)
@@ -182,3 +279,10 @@ def install():
                 attempt(sys.modules[module], qualname, name, spelled)
     if by_module:
         sys.meta_path.insert(0, _Finder(by_module))
+
+
+def start():
+    """What ``sitecustomize`` calls: :func:`install`, then the interpreter's
+    start-up marked as the helper's until the script's first line."""
+    install()
+    _quiet_until_main()

@@ -568,6 +568,18 @@ class TheHelpersOwnCalls(unittest.TestCase):
         self.assertEqual(spanned.returncode, 0, spanned.stderr.decode()[-2000:])
         self.assertEqual(spanned.stdout, bare.stdout)
 
+    def test_only_the_programs_own_calls_of_a_builtin_are_counted(self):
+        # Not the helper's, nor the standard library's it uses (its exit's
+        # report, its wraps), nor the interpreter's start-up after it
+        # (site's look for a usercustomize): 10 and none, not 1,372 and 204.
+        program = "for i in range(10):\n    isinstance(i, int)\nprint('x')\n"
+        targets = [("builtins", "isinstance", "isinstance"), ("builtins", "getattr", "getattr"),
+                   ("os", "write", "os_write")]
+        p, lines = run_spanned(program, targets)
+        self.assertEqual(p.returncode, 0, p.stderr.decode()[-2000:])
+        self.assertEqual((p.stdout, p.stderr), (b"x\n", b""))
+        self.assertEqual({k: v["n"] for k, v in tally(lines).items()}, {"isinstance": 10})
+
     def test_every_builtin_the_helper_calls_can_be_spanned_at_once(self):
         used = set().union(*(u for u, _ in helper_builtins().values()))
         targets = [("builtins", n, n) for n in sorted(used)] + [("os", "write", "os_write")]
@@ -664,6 +676,57 @@ if sys.argv[1] == "exit":
             self.assertEqual(p.returncode, 0, p.stderr.decode())
             self.assertEqual(self.calls(lines), {"gen": 1, "f": 1}, how)
 
+    def test_a_call_running_at_os_exit_is_a_call_and_a_forked_childs_is_not(self):
+        lib = "import os, sys\ndef f():\n    sys.stdout.flush()\n    os._exit(0)\n"
+        main = "import os, sys\ndef f():\n    sys.stdout.flush()\n    os._exit(0)\nf()\n"
+        for program, files, target in [
+            ("import lib\nlib.f()\n", [("lib.py", lib)], ("lib", "f", "f")),
+            (main, [], ("__main__", "f", "f")),
+        ]:
+            p, lines = run_spanned(program, [target], files)
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(self.calls(lines), {"f": 1}, target)
+        # A child forked inside the span leaves at once: the call open in it
+        # is its parent's, counted once, by the parent.
+        lib = "import os\ndef f():\n    pid = os.fork()\n    if pid == 0:\n        os._exit(0)\n    os.waitpid(pid, 0)\n"
+        p, lines = run_spanned("import lib\nlib.f()\n", [("lib", "f", "f")], [("lib.py", lib)])
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        self.assertEqual(self.calls(lines), {"f": 1})
+
+    def test_a_scripts_generator_made_before_its_wrap_is_one_call_beside_the_wall(self):
+        # Looped over at once (the wrap comes at its first resume), made and
+        # then started (the wrap comes at next(), a C call, before it), and
+        # abandoned after two next(): each one call, from its first resume
+        # to its end, beside the main thread's time, never its self.
+        looped = (
+            "import time\ndef gen():\n    for i in range(3):\n        yield i\n"
+            "for x in gen():\n    time.sleep(0.01)\n"
+        )
+        made = "import time\ndef gen():\n    yield 1\n    yield 2\ng = gen()\nnext(g)\ntime.sleep(0.03)\nlist(g)\n"
+        abandoned = "def gen():\n    yield 1\n    yield 2\n    yield 3\ng = gen()\nnext(g); next(g)\n"
+        for program in (looped, made, abandoned):
+            p, lines = run_spanned(program, [("__main__", "gen", "gen")])
+            self.assertEqual(p.returncode, 0, p.stderr.decode())
+            self.assertEqual(p.stderr, b"")
+            t = tally(lines)
+            self.assertEqual(self.calls(lines), {"gen": 1}, program)
+            self.assertEqual(t["gen"]["main"], 0, program)
+            self.assertEqual(t["gen"]["beside"], t["gen"]["sum"], program)
+            if program is not abandoned:
+                self.assertGreater(t["gen"]["sum"], 25_000_000, program)
+
+    def test_wrapping_many_script_targets_is_outside_the_first_call(self):
+        # The watch wraps every target at the first call after their defs;
+        # that work (about 10 ms for 400) is never inside the call it times.
+        n = 400
+        program = "".join("def fn_%03d():\n    return %d\n" % (i, i) for i in range(n)) + "fn_000()\n"
+        p, lines = run_spanned(program, [("__main__", "fn_%03d" % i, "fn_%03d" % i) for i in range(n)])
+        self.assertEqual(p.returncode, 0, p.stderr.decode())
+        wrapped = [line for line in lines if "wrapped" in line]
+        self.assertEqual(len(wrapped), n)
+        self.assertEqual(self.calls(lines), {"fn_000": 1})
+        self.assertLess(tally(lines)["fn_000"]["first"], 2_000_000, "ns")
+
     def test_one_function_has_one_span_name(self):
         lib = "def f():\n    return 1\n"
         p, lines = run_spanned("import lib\nlib.f()\n", [("lib", "f", "a"), ("lib", "f", "b")],
@@ -740,9 +803,6 @@ class Layout(unittest.TestCase):
         del t[_layout.T_TALLIES]["layout_probe"]
 
 
-if __name__ == "__main__":
-    unittest.main()
-
 
 class Serve(unittest.TestCase):
     """`serve` as a worker sees it: a child process speaking the item
@@ -802,3 +862,7 @@ class Serve(unittest.TestCase):
         with self.assertRaises(RuntimeError) as e:
             stagebench.serve(lambda item, out: None)
         self.assertIn("--prepare", str(e.exception))
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -13,7 +13,7 @@ try:
     if os.environ.get("STAGEBENCH_SPAN_TARGETS"):
         from stagebench import autospan
 
-        autospan.install()
+        autospan.start()
     else:
         import stagebench  # noqa: F401 - its exit handler reports the runtime
 except Exception as _e:  # noqa: BLE001 - the program runs whatever we make of its targets

@@ -17,11 +17,12 @@ use std::process::Command;
 
 /// The files of the bootstrap directory: the helper package's every
 /// module (a test holds this list to the package's folder).
-const FILES: [(&str, &str); 13] = [
+const FILES: [(&str, &str); 14] = [
     ("sitecustomize.py", include_str!("../../../python/stagebench/bootstrap/sitecustomize.py")),
     ("stagebench/__init__.py", include_str!("../../../python/stagebench/__init__.py")),
     ("stagebench/_sink.py", include_str!("../../../python/stagebench/_sink.py")),
     ("stagebench/_layout.py", include_str!("../../../python/stagebench/_layout.py")),
+    ("stagebench/_own.py", include_str!("../../../python/stagebench/_own.py")),
     ("stagebench/_spans.py", include_str!("../../../python/stagebench/_spans.py")),
     ("stagebench/_hooks.py", include_str!("../../../python/stagebench/_hooks.py")),
     ("stagebench/_runtime.py", include_str!("../../../python/stagebench/_runtime.py")),
@@ -71,6 +72,7 @@ impl Drop for Shared {
     fn drop(&mut self) {
         *SHARED.lock().unwrap_or_else(|e| e.into_inner()) = None;
         let _ = std::fs::remove_dir_all(&self.dir);
+        crate::tree::removed(&self.dir);
     }
 }
 
@@ -78,6 +80,7 @@ impl Drop for Shared {
 fn write_files(dir: &Path) -> Result<(), StageError> {
     let io = |path: &Path, source| StageError::Io { path: path.display().to_string(), source };
     std::fs::create_dir(dir).map_err(|e| io(dir, e))?;
+    crate::tree::remove_if_killed(dir);
     std::fs::create_dir(dir.join("stagebench")).map_err(|e| io(dir, e))?;
     for (name, text) in FILES {
         let path = dir.join(name);
@@ -159,6 +162,7 @@ impl Drop for Bootstrap {
     fn drop(&mut self) {
         if self.owned {
             let _ = std::fs::remove_dir_all(&self.dir);
+            crate::tree::removed(&self.dir);
         }
     }
 }
