@@ -272,6 +272,8 @@ with span("run"):
 
 /// Frames' fills by their span name, from the first flame graph.
 const FILLS: &str = "JSON.stringify([...document.querySelectorAll('svg.flame g')].map(g => [g.querySelector('title').textContent.split(' (')[0], g.querySelector('rect').getAttribute('fill')]))";
+/// The details line after hovering step's frame on a compare page.
+const STEP_HOVER: &str = "(() => { const g = [...document.querySelectorAll('svg.flame g')].find(g => g.querySelector('title').textContent.startsWith('step (')); if (!g) return null; g.dispatchEvent(new MouseEvent('mouseover')); return g.closest('svg.flame').querySelector(\"text[id$='-details']\").textContent; })()";
 /// The stacks table: stack, verdict class, change.
 const STACKS: &str = "JSON.stringify([...document.querySelectorAll('table.stacks tbody tr')].map(r => [r.dataset.stack, r.className, r.querySelector('td.change').textContent]))";
 
@@ -314,7 +316,7 @@ fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
     if !chromium("the_compare_page_colours_the_one_span_made_slower_and_only_it") {
         return;
     }
-    let seen = check_page(&page, &shots().join("compare.png"), &[STACKS, FILLS]);
+    let seen = check_page(&page, &shots().join("compare.png"), &[STACKS, FILLS, STEP_HOVER]);
     assert_eq!(seen["requests"], serde_json::json!([]), "{seen}");
     assert_eq!(seen["errors"], serde_json::json!([]), "{seen}");
     // The spans' stacks (the stage's own frame, its time outside spans,
@@ -328,6 +330,12 @@ fn the_compare_page_colours_the_one_span_made_slower_and_only_it() {
     eprintln!("step changed by {pct}%");
     // +100% on an idle machine; less where every core is busy (above).
     assert!((25.0..140.0).contains(&pct), "step changed by {pct}%");
+    // Hovering step's frame gives the one change the table gives its
+    // stack, never inferno's share of the whole graph beside it.
+    let hover = seen["values"][2].as_str().unwrap_or_default();
+    assert!(hover.starts_with("step ("), "{hover}");
+    assert!(hover.ends_with(&format!(" per trial, {} (slower)", slower[0][2])), "{hover}");
+    assert_eq!(hover.matches('%').count(), 2, "one share and one change: {hover}");
     // In the graph, step's frame alone among the spans has a colour of its own.
     let spans = ["run", "load", "step", "forward"];
     let fills: Vec<Vec<String>> = strings(&seen["values"][1])

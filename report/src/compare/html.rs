@@ -68,7 +68,7 @@ pub fn page(c: &Comparison, threshold_pct: f64) -> Result<String, flame::FlameEr
     let mut stages = Vec::new();
     for (i, s) in c.stacks.iter().enumerate() {
         let lines: Vec<String> = s.rows.iter().map(|r| line(r, threshold_pct)).collect();
-        let graph = flame::svg(&lines, &format!("cmp{i}"))?;
+        let graph = flame::differential_svg(&lines, &format!("cmp{i}"))?;
         stages.push((&s.stage, s.measurements_a, s.measurements_b, &s.rows, graph));
     }
     let body = html! {

@@ -23,6 +23,35 @@ pub fn svg(lines: &[String], id: &str) -> Result<String, FlameError> {
     drawn(lines, id, "µs per trial", "span:")
 }
 
+/// A differential graph of `lines` (`a;b BEFORE AFTER`), as [`svg`] draws
+/// it, without inferno's own figure of a frame's change in its title
+/// (`; +17.57%`, a share of the whole graph): the page gives each frame
+/// the one figure its table gives the stack.
+pub fn differential_svg(lines: &[String], id: &str) -> Result<String, FlameError> {
+    Ok(without_deltas(&svg(lines, id)?))
+}
+
+/// Each `<title>` of `svg` with its trailing `; ±N.NN%` taken out.
+fn without_deltas(svg: &str) -> String {
+    let mut out = String::with_capacity(svg.len());
+    let mut rest = svg;
+    while let Some(at) = rest.find("</title>") {
+        let title = &rest[..at];
+        let open = title.rfind(" (").unwrap_or(0);
+        match title[open..].rfind("; ") {
+            Some(d) if title.ends_with("%)") => {
+                out.push_str(&title[..open + d]);
+                out.push(')');
+            }
+            _ => out.push_str(title),
+        }
+        out.push_str("</title>");
+        rest = &rest[at + "</title>".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
 /// The graph of sampled stacks: counts are samples, frames functions.
 pub fn samples_svg(lines: &[String], id: &str) -> Result<String, FlameError> {
     drawn(lines, id, "samples", "function:")
@@ -93,5 +122,24 @@ mod tests {
         }
         assert!(g.contains("id=\"fg0-frames\""));
         assert_eq!(g, svg(&lines, "fg0").unwrap(), "not repeatable");
+    }
+
+    #[test]
+    fn a_differential_graph_keeps_each_frames_width_and_drops_infernos_change() {
+        let lines = vec!["s;run 500 500".to_string(), "s;run;step 100 200".into()];
+        let drawn = svg(&lines, "c0").unwrap();
+        assert!(drawn.contains("%; +"), "inferno's change is there to take out: {drawn}");
+        let g = differential_svg(&lines, "c0").unwrap();
+        let titles: Vec<&str> =
+            g.split("<title>").skip(1).map(|t| &t[..t.find("</title>").unwrap()]).collect();
+        assert!(titles.len() >= 3, "{titles:?}");
+        for t in &titles {
+            assert!(!t.contains("; "), "{t}");
+            assert!(t.ends_with("%)"), "{t}");
+        }
+        assert!(titles.iter().any(|t| t.starts_with("step (200 µs per trial, ")), "{titles:?}");
+        // Only the titles changed: every frame is drawn where it was.
+        let rects = |s: &str| s.matches("<rect").count();
+        assert_eq!(rects(&g), rects(&drawn));
     }
 }

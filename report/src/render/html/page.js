@@ -56,10 +56,37 @@
       });
     };
     // The stage's spans table, whose row for a frame's span gives its
-    // calls and self time per trial (absent on a compare page).
+    // calls and self time per trial; on a compare page, its stacks table,
+    // whose row for the frame's stack gives the one change it shows.
     var box = svg.closest(".stage-spans");
     var table = box ? box.querySelector("table.spans") : null;
-    var about = function (name) {
+    var stacks = box ? box.querySelector("table.stacks") : null;
+    var nameOf = function (g) {
+      var text = g.querySelector("title").textContent;
+      return text.slice(0, text.lastIndexOf(" ("));
+    };
+    var stackOf = function (g) {
+      var s = spanOf(g);
+      var above = groups.filter(function (o) {
+        var t = spanOf(o);
+        return t.y < s.y && t.x <= s.x && t.x + t.w >= s.x + s.w;
+      });
+      above.sort(function (a, b) { return spanOf(a).y - spanOf(b).y; });
+      return above.slice(1).map(nameOf).concat([nameOf(g)]).join(";");
+    };
+    var change = function (g) {
+      var rows = stacks.tBodies[0].rows, path = stackOf(g);
+      for (var i = 0; i < rows.length; i++) {
+        if (rows[i].getAttribute("data-stack") === path) {
+          var c = rows[i].cells;
+          return " · self " + c[1].textContent + " → " + c[2].textContent + " per trial, " +
+            c[3].textContent + " (" + c[6].textContent + ")";
+        }
+      }
+      return "";
+    };
+    var about = function (name, g) {
+      if (stacks) return change(g);
       if (!table) return "";
       var rows = table.tBodies[0].rows;
       for (var i = 0; i < rows.length; i++) {
@@ -75,9 +102,7 @@
       var title = g.querySelector("title");
       g.addEventListener("mouseover", function () {
         if (!details || !title) return;
-        var text = title.textContent;
-        var name = text.slice(0, text.lastIndexOf(" ("));
-        details.textContent = text + about(name);
+        details.textContent = title.textContent + about(nameOf(g), g);
       });
       g.addEventListener("click", function () {
         var s = spanOf(g);
