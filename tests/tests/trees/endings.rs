@@ -61,6 +61,52 @@ fn a_coordinator_killed_mid_stage_leaves_no_daemon_behind() {
     }
 }
 
+/// A coordinator killed outright while a spanned Python command runs: its
+/// worker (SIGTERM on its parent's death) ends the tree and removes the
+/// helper's bootstrap directory it made in the run directory, which a
+/// killed run once kept (`.spans-bootstrap-worker-0-PID`).
+#[test]
+fn a_killed_coordinators_worker_leaves_no_helper_directory_in_the_run() {
+    // Three times: the worker may also see its socket close first and
+    // return, which removed the directory before too (2 kills in 8).
+    for _ in 0..3 {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("python.pid");
+        let (_tmp, out, mut c) = coordinator_with_output();
+        let py = harness::python(&mut c);
+        let program = format!(
+            "import os, time; open('{}', 'w').write(str(os.getpid())); time.sleep(30)",
+            pid_file.display()
+        );
+        c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--span", "time:sleep"]);
+        c.arg("--command").arg(format!("{py} -c \"{program}\""));
+        let running = harness::Running::spawn(c);
+        let child = pid_written_to(&pid_file);
+        let helper = |out: &Path| -> Vec<String> {
+            let names: Vec<String> = match std::fs::read_dir(out) {
+                Ok(d) => {
+                    d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).collect()
+                }
+                Err(_) => Vec::new(),
+            };
+            names.into_iter().filter(|n| n.starts_with(".spans-bootstrap-")).collect()
+        };
+        assert_eq!(helper(&out).len(), 1, "the helper's directory while the command runs");
+        // SAFETY: kill(2) on the coordinator we spawned.
+        unsafe { libc::kill(running.pid(), libc::SIGKILL) };
+        let (_, stderr) = running.finish();
+        assert!(harness::wait_gone(child, std::time::Duration::from_secs(5)), "{child} left");
+        // The worker removes the directory after the tree is dead, before
+        // it exits: waited for by its pid.
+        let workers = harness::worker_pids(&stderr);
+        assert!(!workers.is_empty(), "{stderr}");
+        for pid in workers {
+            assert!(harness::wait_gone(pid, std::time::Duration::from_secs(5)), "{pid} left");
+        }
+        assert_eq!(helper(&out), Vec::<String>::new(), "left in the killed run's directory");
+    }
+}
+
 /// Socket directories in the temp directory, by name.
 fn socket_dirs(tmp: &Path) -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir(tmp)

@@ -29,7 +29,7 @@ mod watcher;
 
 pub use cgroup::enter as enter_stage_cgroup;
 pub use procfs::{descendants, outside_the_tree};
-pub use watcher::{start_watcher, will_start_processes};
+pub use watcher::{remove_if_killed, removed, start_watcher, will_start_processes};
 
 use cgroup::Cgroup;
 use procfs::{comm, own_rss, rss_and_hwm, running};

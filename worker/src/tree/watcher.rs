@@ -82,7 +82,25 @@ fn tick(interval_ms: u32, with_cgroup: bool) -> libc::timespec {
 fn end_on_sigterm() -> ! {
     kill_tree();
     cgroup::remove_current();
+    for dir in SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).drain(..) {
+        let _ = std::fs::remove_dir_all(dir);
+    }
     std::process::exit(128 + libc::SIGTERM)
+}
+
+/// Directories the worker made below the run directory for a while (the
+/// helper's bootstrap): a SIGTERM (the coordinator's death) removes them
+/// once the tree is dead, so a killed run leaves none of them.
+static SCRATCH: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
+
+/// Notes `dir` as one a SIGTERM removes ([`SCRATCH`]) until [`removed`].
+pub fn remove_if_killed(dir: &std::path::Path) {
+    SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
+}
+
+/// `dir` is gone, removed by its owner: a SIGTERM leaves it alone.
+pub fn removed(dir: &std::path::Path) {
+    SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).retain(|d| d != dir);
 }
 
 /// SIGKILLs every descendant and reaps it, until none is left, zombies
