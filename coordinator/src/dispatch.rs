@@ -11,7 +11,7 @@
 //! the same.
 
 use crate::events::Event;
-use crate::gate::{Connection, Gate};
+use crate::admission::{Connection, Admission};
 use crate::launch::Launcher;
 use crate::process::WorkerProcess;
 use crate::supervisor::{
@@ -114,7 +114,7 @@ impl Queue {
 pub(crate) async fn dispatch(
     jobs: Queue,
     launcher: Arc<Launcher>,
-    gate: Arc<Gate>,
+    admission: Arc<Admission>,
     cfg: DispatchConfig,
     cancel: CancellationToken,
     events: mpsc::UnboundedSender<Event>,
@@ -148,7 +148,7 @@ pub(crate) async fn dispatch(
     });
     let slot = Slot {
         shared: shared.clone(),
-        gate,
+        admission,
         first_failure: Arc::new(Mutex::new(None)),
         launch_error: Arc::new(Mutex::new(None)),
     };
@@ -158,7 +158,7 @@ pub(crate) async fn dispatch(
         // Long-lived workers through a scheduler: one job step for the phase.
         let n = cfg.workers.max(1).min(jobs_count.max(1) as u32);
         let first = WorkerId(next_rank.fetch_add(n, Ordering::Relaxed));
-        let conns: Vec<_> = (0..n).map(|i| slot.gate.register(WorkerId(first.0 + i))).collect();
+        let conns: Vec<_> = (0..n).map(|i| slot.admission.register(WorkerId(first.0 + i))).collect();
         match launcher.launch(first, n) {
             Ok(procs) => {
                 step = procs.first().cloned();
@@ -173,7 +173,7 @@ pub(crate) async fn dispatch(
             }
             Err(e) => {
                 for i in 0..n {
-                    slot.gate.forget(WorkerId(first.0 + i));
+                    slot.admission.forget(WorkerId(first.0 + i));
                 }
                 slot.launch_failed(&launcher, e);
             }
@@ -185,11 +185,11 @@ pub(crate) async fn dispatch(
                 let mut outcomes = Vec::new();
                 while !slot.shared.cancel.is_cancelled() && slot.shared.has_work().await {
                     let rank = WorkerId(next_rank.fetch_add(1, Ordering::Relaxed));
-                    let conn = slot.gate.register(rank);
+                    let conn = slot.admission.register(rank);
                     let proc = match launcher.launch(rank, 1) {
                         Ok(mut p) => p.remove(0),
                         Err(e) => {
-                            slot.gate.forget(rank);
+                            slot.admission.forget(rank);
                             slot.launch_failed(&launcher, e);
                             break;
                         }
@@ -292,7 +292,7 @@ async fn own_queue(
 #[derive(Clone)]
 struct Slot {
     shared: Arc<Shared>,
-    gate: Arc<Gate>,
+    admission: Arc<Admission>,
     first_failure: Arc<Mutex<Option<(WorkerId, WorkerEnd)>>>,
     launch_error: Arc<Mutex<Option<String>>>,
 }
@@ -307,11 +307,11 @@ impl Slot {
     ) -> Result<WorkerOutcome, WorkerOutcome> {
         let rank = proc.rank;
         if !proc.task_of_step {
-            self.gate.set_pid(rank, proc.pid);
+            self.admission.set_pid(rank, proc.pid);
         }
         tracing::debug!(rank = rank.0, pid = proc.pid, "worker spawned");
         let outcome = supervise(proc, conn, &self.shared).await;
-        self.gate.forget(rank);
+        self.admission.forget(rank);
         tracing::debug!(rank = rank.0, end = outcome.end.reason(), exit = %outcome.exit.kind, "worker ended");
         if outcome.end.is_success() {
             return Ok(outcome);

@@ -189,6 +189,24 @@ impl From<report::compare::CompareError> for Error {
     }
 }
 
+impl From<host::dataset::DatasetError> for Error {
+    fn from(e: host::dataset::DatasetError) -> Self {
+        match e {
+            host::dataset::DatasetError::Input(m) => Error::Usage(m),
+            host::dataset::DatasetError::Io(m) => Error::Failed(m),
+        }
+    }
+}
+
+impl From<host::dataset::DatasetError> for RunError {
+    fn from(e: host::dataset::DatasetError) -> Self {
+        match e {
+            host::dataset::DatasetError::Input(m) => RunError::Usage(m),
+            host::dataset::DatasetError::Io(m) => fail(None, None, "dataset", m),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

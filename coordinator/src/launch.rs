@@ -132,15 +132,15 @@ pub(crate) enum BoundListener {
 
 impl BoundListener {
     /// The tokio listener; call inside the runtime.
-    pub(crate) fn into_tokio(self) -> io::Result<crate::gate::Listener> {
+    pub(crate) fn into_tokio(self) -> io::Result<crate::admission::Listener> {
         Ok(match self {
             BoundListener::Unix(l) => {
                 l.set_nonblocking(true)?;
-                crate::gate::Listener::Unix(tokio::net::UnixListener::from_std(l)?)
+                crate::admission::Listener::Unix(tokio::net::UnixListener::from_std(l)?)
             }
             BoundListener::Tcp(l) => {
                 l.set_nonblocking(true)?;
-                crate::gate::Listener::Tcp(tokio::net::TcpListener::from_std(l)?)
+                crate::admission::Listener::Tcp(tokio::net::TcpListener::from_std(l)?)
             }
         })
     }

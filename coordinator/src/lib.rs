@@ -16,8 +16,8 @@ mod kill_points;
 // directories, `--inputs` and the items file, is the `host` crate's.)
 // Floor 2: worker processes, connections, supervision, one phase's dispatch.
 mod process;
-// (gate admits connections; launch starts workers and binds where they connect)
-mod gate;
+// (admission lets connections in; launch starts workers and binds where they connect)
+mod admission;
 // (launch)
 mod launch;
 // (supervisor: one worker's life)
@@ -26,8 +26,7 @@ mod supervisor;
 mod dispatch;
 // (sampler: `--sample`'s py-spy, found and checked before anything runs)
 mod sampler;
-// Floor 3: which data, what a run will do, what a person sees while it runs.
-mod dataset;
+// Floor 3: what a run will do, what a person sees while it runs.
 mod plan;
 mod progress;
 // Floor 4: the modes (plans, phases, the sections they assemble), one run.

@@ -1,7 +1,9 @@
 //! What a stagebench run reads of the host it runs on, synchronously and
-//! without a process or a socket of its own: this machine's record
+//! without a socket of its own (the one process it starts is this
+//! coordinator, making the built-in dataset): this machine's record
 //! (`environment.json`), its page cache (`--os-cache cold`), locks on the
-//! directories runs share, and the files a run is handed: `--inputs`,
+//! directories runs share, the frozen dataset a run reads (the built-in
+//! one made and frozen once), and the files a run is handed: `--inputs`,
 //! digested before and after, and the items file of `--prepare`. The coordinator
 //! orchestrates; what it reads of the machine and its files is here. See
 //! ARCHITECTURE.md.
@@ -10,6 +12,7 @@
 //! above it (`scripts/check-floors.py` holds `.ci/run` to this order).
 
 // Floor 0: each reads one thing and uses no sibling.
+pub mod dataset;
 pub mod dirlock;
 pub mod inputs;
 pub mod items_file;

@@ -22,7 +22,7 @@
 pub(crate) mod file;
 mod runner;
 
-use crate::dataset::DatasetError;
+use host::dataset::DatasetError;
 use report::campaign::report::{self as records, CampaignReport};
 use report::campaign::{PRIVATE, SCHEMA_DECLARATION};
 use report::rundir::{self, RunDir};
@@ -103,7 +103,7 @@ pub(crate) fn run(
     // A pipeline reads no dataset of ours; the recipe reads the declared one.
     let (dataset, fingerprint) = match campaign.pipeline.is_empty() {
         true => {
-            let (dir, frozen) = crate::dataset::resolve(campaign.campaign.data.as_deref(), false)
+            let (dir, frozen) = host::dataset::resolve(campaign.campaign.data.as_deref(), false)
                 .map_err(|e| match e {
                 DatasetError::Input(m) => CampaignError::Usage(m),
                 DatasetError::Io(m) => CampaignError::Failed(m),

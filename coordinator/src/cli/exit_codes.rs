@@ -17,9 +17,9 @@ fn a_refusal_is_usage_and_a_failed_write_is_a_failure() {
     let dash = |e: report::dashboard::DashboardError| Error::from(e).exit_code();
     assert_eq!(dash(report::dashboard::DashboardError::NotOurs("README.md".into())), 2);
     assert_eq!(dash(report::dashboard::DashboardError::Write("README.md".into(), full())), 1);
-    let data = |e: crate::dataset::DatasetError| Error::from(e).exit_code();
-    assert_eq!(data(crate::dataset::DatasetError::Input("no frozen.json".into())), 2);
-    assert_eq!(data(crate::dataset::DatasetError::Io("cannot create".into())), 1);
+    let data = |e: host::dataset::DatasetError| Error::from(e).exit_code();
+    assert_eq!(data(host::dataset::DatasetError::Input("no frozen.json".into())), 2);
+    assert_eq!(data(host::dataset::DatasetError::Io("cannot create".into())), 1);
     let cmp = |e: report::compare::CompareError| Error::from(e).exit_code();
     assert_eq!(cmp(report::compare::CompareError::OutputExists("out".into())), 2);
     assert_eq!(cmp(report::compare::CompareError::Write("writing compare.txt".into())), 1);

@@ -70,15 +70,15 @@ fn command(cli: Cli) -> Result<u8, Error> {
         Some(Command::Dataset(cmd)) => {
             let line = match cmd {
                 DatasetCommand::Generate { out, scale, seed } => {
-                    crate::dataset::generate_cmd(&out, scale, seed)
+                    host::dataset::generate_cmd(&out, scale, seed)
                 }
                 DatasetCommand::Freeze { series, events, out } => {
-                    crate::dataset::freeze_cmd(&series, &events, &out)
+                    host::dataset::freeze_cmd(&series, &events, &out)
                 }
                 DatasetCommand::Path => {
-                    crate::dataset::resolve(None, false).map(|(dir, _)| dir.display().to_string())
+                    host::dataset::resolve(None, false).map(|(dir, _)| dir.display().to_string())
                 }
-                DatasetCommand::Scan { data } => crate::dataset::scan_cmd(data.as_deref()),
+                DatasetCommand::Scan { data } => host::dataset::scan_cmd(data.as_deref()),
             }?;
             println!("{line}");
             Ok(code::SUCCESS)
@@ -285,11 +285,11 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 // the cohort again, not by reading the error's text.
                 let altered = plan.settings.data.is_none()
                     && matches!(f.error, crate::error::RunError::Failed { .. })
-                    && crate::dataset::builtin_altered();
+                    && host::dataset::builtin_altered();
                 match f.error.recorded(f.failure_file.as_deref()) {
                     Error::Failed(m) if altered => Error::Failed(format!(
                         "{m}; {}",
-                        crate::dataset::regenerate_hint(&crate::dataset::builtin_dir())
+                        host::dataset::regenerate_hint(&host::dataset::builtin_dir())
                     )),
                     e => e,
                 }

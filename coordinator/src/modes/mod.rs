@@ -376,7 +376,7 @@ pub(crate) struct PhaseOutcome {
     /// What dropping its inputs from the page cache did, if asked.
     pub(crate) eviction: Option<report::rundir::report::Eviction>,
     /// Accepts that failed while it ran (descriptors ran out), if any.
-    pub(crate) accept_trouble: Option<crate::gate::AcceptTrouble>,
+    pub(crate) accept_trouble: Option<crate::admission::AcceptTrouble>,
 }
 
 impl PhaseOutcome {

@@ -1,10 +1,10 @@
-//! The phases of one run under one tokio runtime: the gate that admits
+//! The phases of one run under one tokio runtime: the admission that lets in
 //! workers, a signal watcher, and each phase dispatched in turn (its cache
 //! directory made, its inputs evicted, its filesystem flushed after).
 
 use crate::dispatch::{DispatchConfig, Queue, RankCounter, dispatch};
 use crate::events::Event;
-use crate::gate::Gate;
+use crate::admission::Admission;
 use crate::launch::Launcher;
 use crate::modes::{Phase, PhaseOutcome};
 use crate::plan::Settings;
@@ -30,9 +30,9 @@ pub(super) async fn supervise_run(
     let mut sigint = signal(SignalKind::interrupt())?;
     let mut sigterm = signal(SignalKind::terminate())?;
     let listener = listener.into_tokio()?;
-    let gate =
-        Gate::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
-    let gate_task = tokio::spawn(gate.clone().serve(listener));
+    let admission =
+        Admission::new(token.clone(), run_dir.to_string_lossy().into_owned(), plan.connect_timeout);
+    let admission_task = tokio::spawn(admission.clone().serve(listener));
 
     let cancel = CancellationToken::new();
     let signal_cancel = cancel.clone();
@@ -94,7 +94,7 @@ pub(super) async fn supervise_run(
             jobs_file: jobs_file.clone(),
             prefetch: phase.feed.as_ref().map_or(0, |f| f.ahead),
         };
-        let accepts_before = gate.accept_trouble();
+        let accepts_before = admission.accept_trouble();
         // The jobs go to the dispatcher, not a copy: a phase of 10⁶ items
         // would hold its plan twice. Its first stays, for the phase's kind.
         let mut phase = phase;
@@ -110,7 +110,7 @@ pub(super) async fn supervise_run(
         let d = dispatch(
             jobs,
             launcher.clone(),
-            gate.clone(),
+            admission.clone(),
             cfg,
             cancel.clone(),
             events_tx.clone(),
@@ -123,7 +123,7 @@ pub(super) async fn supervise_run(
             // any measured wall, so no phase pays for another's writeback.
             flush_filesystem(run_dir);
         }
-        let accept_trouble = gate.accept_trouble().since(&accepts_before);
+        let accept_trouble = admission.accept_trouble().since(&accepts_before);
         let mut outcome = PhaseOutcome {
             phase,
             planned,
@@ -152,7 +152,7 @@ pub(super) async fn supervise_run(
         }
     }
     drop(events_tx);
-    gate_task.abort();
+    admission_task.abort();
     let _ = printer.await;
     let interrupted = if signal_task.is_finished() {
         signal_task.await.ok()
@@ -160,8 +160,8 @@ pub(super) async fn supervise_run(
         signal_task.abort();
         None
     };
-    if gate.refused() > 0 {
-        tracing::warn!("{} connection(s) were refused during this run", gate.refused());
+    if admission.refused() > 0 {
+        tracing::warn!("{} connection(s) were refused during this run", admission.refused());
     }
     Ok((outcomes, interrupted))
 }

@@ -3,7 +3,7 @@
 //! or of a Slurm job step's task, after its last job.
 
 use super::{Incoming, Item, Shared, WorkerEnd, tally::Cpu};
-use crate::gate;
+use crate::admission;
 use crate::process::{ExitKind, ProcessExit, WorkerProcess};
 use protocol::ToWorker;
 use protocol::frame;
@@ -28,7 +28,7 @@ pub(super) async fn died_or_violated(
 
 pub(super) async fn shut_down(
     proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
+    writer: &mut admission::WriteHalf,
     grace: Duration,
 ) -> (WorkerEnd, ProcessExit) {
     let _ = frame::nonblocking::write(writer, &ToWorker::Shutdown).await;
@@ -54,7 +54,7 @@ pub(super) async fn shut_down(
 /// Shutdown (the worker exits right after); the step ends with its last task.
 pub(super) async fn task_shut_down(
     proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
+    writer: &mut admission::WriteHalf,
     incoming: &mut Incoming,
     cpu: Cpu,
     grace: Duration,

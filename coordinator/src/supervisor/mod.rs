@@ -30,7 +30,7 @@ use tally::Cpu;
 pub(crate) use tally::Tally;
 
 use crate::events::Event;
-use crate::gate::{self, Connection};
+use crate::admission::{self, Connection};
 use crate::process::WorkerProcess;
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, KillPoint, Stage, ToWorker};
@@ -208,7 +208,7 @@ struct Closed {
 /// measured close (the worker gives the program the connect timeout to exit).
 async fn finish(
     proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
+    writer: &mut admission::WriteHalf,
     incoming: &mut Incoming,
     shared: &Shared,
     key: String,
@@ -240,7 +240,7 @@ async fn finish(
         Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
             Err(WorkerEnd::StageFailed { key, error, done: Vec::new(), stderr_tail: None })
         }
-        Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", gate::kind(&other)))),
+        Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", admission::kind(&other)))),
         Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
             Err(violation(e.to_string()))
         }
@@ -254,7 +254,7 @@ async fn finish(
 }
 
 async fn read_frames(
-    reader: gate::ReadHalf,
+    reader: admission::ReadHalf,
     tx: mpsc::UnboundedSender<Result<FromWorker, FrameError>>,
 ) {
     // One read takes in every frame waiting (a header and its payload, or
@@ -316,7 +316,7 @@ impl Limit {
 /// and is named with that job's item.
 async fn assign(
     proc: &WorkerProcess,
-    writer: &mut gate::WriteHalf,
+    writer: &mut admission::WriteHalf,
     shared: &Shared,
     job: &Job,
     in_flight: Option<&Job>,
@@ -431,7 +431,7 @@ async fn answer(
                 });
             }
             Some(Ok(other)) => {
-                return Err(violation(format!("unexpected {} frame", gate::kind(&other))));
+                return Err(violation(format!("unexpected {} frame", admission::kind(&other))));
             }
             Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_)))) => {
                 return Err(violation(e.to_string()));

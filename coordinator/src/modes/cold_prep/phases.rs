@@ -98,7 +98,7 @@ pub(crate) fn prepare(settings: &Settings, plan: &Plan) -> Result<Prepared, RunE
     if let Some(items) = &plan.items {
         return prepare_items(settings, plan, items);
     }
-    let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+    let (dataset, frozen) = host::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
     let dataset = dataset.as_path();
     let mut numbers = JobNumbers::default();
     let mut phases = vec![verify_phase(&mut numbers, VERIFY_BEFORE, dataset)];

@@ -71,7 +71,7 @@ impl Planned for Plan {
     }
 
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
-        let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+        let (dataset, frozen) = host::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let phases = self.phases(settings, &dataset, &frozen);
         let mut parameters = BTreeMap::new();
         parameters.insert("seed".into(), self.seed.into());

@@ -116,7 +116,7 @@ impl Planned for Plan {
         // Two runs never share a state: the second is refused here, before
         // it has a run directory.
         let lock = host::dirlock::lock(&self.state, "--state")?;
-        let (dataset, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+        let (dataset, frozen) = host::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
         let mut numbers = JobNumbers::default();
         let verify = preparation::verify_phase(&mut numbers, VERIFY_BEFORE, &dataset);
         let input = StateInput {

@@ -139,7 +139,7 @@ impl Planned for Plan {
     fn prepare(&self, settings: &Settings) -> Result<Prepared, RunError> {
         let filled;
         let (plan, data) = if self.stages.iter().any(|s| stages::recipe_name(&s.stage)) {
-            let (dir, frozen) = crate::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
+            let (dir, frozen) = host::dataset::resolve(settings.data.as_deref(), settings.quiet)?;
             let mut with_data = self.clone();
             for s in &mut with_data.stages {
                 stages::with_dataset(&mut s.stage, &dir);

@@ -9,11 +9,11 @@ use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 
 /// Seed of the built-in cohort.
-pub(crate) const DEFAULT_SEED: u64 = 0;
-pub(crate) const DEFAULT_SCALE: Scale = Scale::Small;
+pub const DEFAULT_SEED: u64 = 0;
+pub const DEFAULT_SCALE: Scale = Scale::Small;
 
 /// `$STAGEBENCH_CACHE`, else `$XDG_CACHE_HOME/stagebench`, else `~/.cache/stagebench`.
-pub(crate) fn cache_root() -> PathBuf {
+pub fn cache_root() -> PathBuf {
     if let Some(p) = std::env::var_os("STAGEBENCH_CACHE") {
         return PathBuf::from(p);
     }
@@ -26,7 +26,7 @@ pub(crate) fn cache_root() -> PathBuf {
 
 /// Why a dataset could not be read or made.
 #[derive(Debug, thiserror::Error)]
-pub(crate) enum DatasetError {
+pub enum DatasetError {
     /// The input is missing, is not a frozen dataset, or breaks its contract:
     /// bad input, found before anything was measured.
     #[error("{0}")]
@@ -37,31 +37,12 @@ pub(crate) enum DatasetError {
     Io(String),
 }
 
-impl From<DatasetError> for crate::error::Error {
-    fn from(e: DatasetError) -> Self {
-        use crate::error::Error;
-        match e {
-            DatasetError::Input(m) => Error::Usage(m),
-            DatasetError::Io(m) => Error::Failed(m),
-        }
-    }
-}
-
-impl From<DatasetError> for crate::error::RunError {
-    fn from(e: DatasetError) -> Self {
-        match e {
-            DatasetError::Input(m) => crate::error::RunError::Usage(m),
-            DatasetError::Io(m) => crate::error::fail(None, None, "dataset", m),
-        }
-    }
-}
-
 fn input(e: impl std::fmt::Display) -> DatasetError {
     DatasetError::Input(e.to_string())
 }
 
 /// The dataset a run reads, as an absolute path, with its checked frozen.json.
-pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), DatasetError> {
+pub fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Frozen), DatasetError> {
     let dir = match data {
         Some(d) => d.to_path_buf(),
         None => default_dataset(quiet)?,
@@ -96,7 +77,7 @@ pub(crate) fn resolve(data: Option<&Path>, quiet: bool) -> Result<(PathBuf, Froz
 }
 
 /// How to remake an altered built-in cohort at `dir`.
-pub(crate) fn regenerate_hint(dir: &Path) -> String {
+pub fn regenerate_hint(dir: &Path) -> String {
     format!(
         "the built-in cohort at '{}' was altered: remove that directory and run again to regenerate it",
         dir.display()
@@ -105,7 +86,7 @@ pub(crate) fn regenerate_hint(dir: &Path) -> String {
 
 /// Whether the built-in cohort exists and a source or the events file no
 /// longer has the SHA-256 frozen.json gives it (or is gone).
-pub(crate) fn builtin_altered() -> bool {
+pub fn builtin_altered() -> bool {
     use recipe::frozen::FrozenError;
     let dir = builtin_dir();
     let Ok(frozen) = Frozen::load(&dir) else { return false };
@@ -116,7 +97,7 @@ pub(crate) fn builtin_altered() -> bool {
 }
 
 /// Where the built-in cohort lives (made or not).
-pub(crate) fn builtin_dir() -> PathBuf {
+pub fn builtin_dir() -> PathBuf {
     cache_root().join("datasets").join(format!("{}-seed{DEFAULT_SEED}", DEFAULT_SCALE.as_str()))
 }
 
@@ -182,7 +163,7 @@ fn run_self(args: &[&str], paths: &[(&str, &Path)]) -> Result<(), DatasetError> 
 }
 
 /// `coordinator dataset generate`.
-pub(crate) fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, DatasetError> {
+pub fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String, DatasetError> {
     let terminal = std::io::stderr().is_terminal();
     let g = generate::generate(out, scale, seed, &mut |done, total| {
         if terminal {
@@ -205,7 +186,7 @@ pub(crate) fn generate_cmd(out: &Path, scale: Scale, seed: u64) -> Result<String
 }
 
 /// `coordinator dataset freeze`.
-pub(crate) fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, DatasetError> {
+pub fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<String, DatasetError> {
     let terminal = std::io::stderr().is_terminal();
     let f = recipe::freeze::freeze(series, events, out, &mut |rows| {
         if terminal && rows % (1 << 20) < (64 << 10) {
@@ -229,7 +210,7 @@ pub(crate) fn freeze_cmd(series: &Path, events: &Path, out: &Path) -> Result<Str
 }
 
 /// `coordinator dataset scan`: map and decode every training series, serially.
-pub(crate) fn scan_cmd(data: Option<&Path>) -> Result<String, DatasetError> {
+pub fn scan_cmd(data: Option<&Path>) -> Result<String, DatasetError> {
     let (dir, frozen) = resolve(data, false)?;
     let (mut read_s, mut decode_s, mut rows, mut bytes, mut series) = (0.0, 0.0, 0u64, 0u64, 0u64);
     let mut checked_s = 0.0;

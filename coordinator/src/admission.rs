@@ -3,7 +3,7 @@
 //!
 //! A connection that fails any check is refused (a `Refused` frame naming the
 //! reason, then closed), logged, counted, and never handed to a supervisor.
-//! Under a flood (descriptors exhausted, or many bad connections) the gate
+//! Under a flood (descriptors exhausted, or many bad connections) admission
 //! backs off and logs at most one line per kind a second, with a count.
 
 use protocol::frame::{self, FrameError};
@@ -60,7 +60,7 @@ struct Pending {
     tx: oneshot::Sender<Connection>,
 }
 
-pub(crate) struct Gate {
+pub(crate) struct Admission {
     token: Token,
     run_dir: String,
     hello_timeout: Duration,
@@ -68,14 +68,14 @@ pub(crate) struct Gate {
     refused: AtomicU64,
     refusals_logged: Throttle,
     /// Failed accepts so far, the back-off waited after them, and the last
-    /// error (see [`Gate::accept_trouble`]).
+    /// error (see [`Admission::accept_trouble`]).
     accept_failures: AtomicU64,
     accept_waited_us: AtomicU64,
     accept_error: Mutex<String>,
 }
 
 /// Accepts that failed (descriptors ran out) between two readings of
-/// [`Gate::accept_trouble`]: how many, how long the gate waited after
+/// [`Admission::accept_trouble`]: how many, how long admission waited after
 /// them, and the last error.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct AcceptTrouble {
@@ -148,9 +148,9 @@ fn next_backoff(now: Duration) -> Duration {
     (now * 2).clamp(Duration::from_millis(1), ACCEPT_BACKOFF_MAX)
 }
 
-impl Gate {
-    pub(crate) fn new(token: Token, run_dir: String, hello_timeout: Duration) -> Arc<Gate> {
-        Arc::new(Gate {
+impl Admission {
+    pub(crate) fn new(token: Token, run_dir: String, hello_timeout: Duration) -> Arc<Admission> {
+        Arc::new(Admission {
             token,
             run_dir,
             hello_timeout,
@@ -211,8 +211,8 @@ impl Gate {
             match listener.accept().await {
                 Ok((reader, writer)) => {
                     backoff = Duration::ZERO;
-                    let gate = self.clone();
-                    tokio::spawn(async move { gate.admit(reader, writer).await });
+                    let admission = self.clone();
+                    tokio::spawn(async move { admission.admit(reader, writer).await });
                 }
                 Err(e) => {
                     backoff = next_backoff(backoff);
