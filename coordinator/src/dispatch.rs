@@ -10,8 +10,8 @@
 //! The first failure cancels every other worker (fail fast); a signal does
 //! the same.
 
+use crate::admission::{Admission, Connection};
 use crate::events::Event;
-use crate::admission::{Connection, Admission};
 use crate::launch::Launcher;
 use crate::process::WorkerProcess;
 use crate::supervisor::{
@@ -158,7 +158,8 @@ pub(crate) async fn dispatch(
         // Long-lived workers through a scheduler: one job step for the phase.
         let n = cfg.workers.max(1).min(jobs_count.max(1) as u32);
         let first = WorkerId(next_rank.fetch_add(n, Ordering::Relaxed));
-        let conns: Vec<_> = (0..n).map(|i| slot.admission.register(WorkerId(first.0 + i))).collect();
+        let conns: Vec<_> =
+            (0..n).map(|i| slot.admission.register(WorkerId(first.0 + i))).collect();
         match launcher.launch(first, n) {
             Ok(procs) => {
                 step = procs.first().cloned();

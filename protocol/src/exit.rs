@@ -16,8 +16,11 @@ pub mod coordinator {
     pub const USAGE: u8 = 2;
     /// `coordinator verify` found a binding or hash that does not hold.
     pub const VERIFY_FAILED: u8 = 3;
-    /// `coordinator compare` found a figure that regressed beyond the threshold.
+    /// `coordinator compare` (or `gate`) found a figure that regressed beyond the threshold.
     pub const REGRESSION: u8 = 4;
+    /// `coordinator gate` could not decide a gated figure (the machine too
+    /// unstable, or `--max-rounds` reached); `--not-sure pass` makes it 0.
+    pub const NOT_SURE: u8 = 5;
     /// Interrupted by a signal: the exit code is 128 + the signal number
     /// (130 for SIGINT, 143 for SIGTERM), as shells report it.
     pub const INTERRUPTED_BASE: u8 = 128;

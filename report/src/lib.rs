@@ -34,7 +34,9 @@ pub mod compare;
 // Floor 9: a history of runs, read as compare reads two; a bisection's probes, read so too.
 pub mod bisect;
 pub mod history;
-// Floor 10: runs listed, each with its definition's last change.
+// Floor 10: a gate's interleaved runs, judged in pairs (through bisect's reading of a run).
+pub mod gate;
+// Floor 11: runs listed, each with its definition's last change.
 pub mod dashboard;
 
 pub mod schema;

@@ -18,25 +18,41 @@ pub(super) const WORKTREES: &str = ".worktrees";
 /// (what its interrupted probes left half-written is cleared). The SHA-256
 /// of the declaration and environment it holds.
 pub(super) fn open(out: &Path, declaration: &BisectDeclaration) -> Result<(String, String), Error> {
+    open_as(out, declaration, SCHEMA_DECLARATION, "bisection", |a, b| a.same_bisection(b))
+}
+
+/// A directory of `what` (a bisection, a gate) declared by `declaration`
+/// (of `schema`): made new, or reopened to resume when it holds an
+/// unfinished one that `same` finds declared alike.
+pub(super) fn open_as<D: serde::Serialize + serde::de::DeserializeOwned>(
+    out: &Path,
+    declaration: &D,
+    schema: &str,
+    what: &str,
+    same: impl Fn(&D, &D) -> bool,
+) -> Result<(String, String), Error> {
     let read = |name: &str| std::fs::read(out.join(name));
     if out.symlink_metadata().is_ok() {
-        let earlier: Option<BisectDeclaration> =
+        let value: Option<serde_json::Value> =
             read(rundir::DECLARATION).ok().and_then(|b| serde_json::from_slice(&b).ok());
-        let Some(earlier) = earlier.filter(|d| d.schema == SCHEMA_DECLARATION) else {
+        let earlier: Option<D> = value
+            .filter(|v| v["schema"].as_str() == Some(schema))
+            .and_then(|v| serde_json::from_value(v).ok());
+        let Some(earlier) = earlier else {
             return Err(Error::Usage(format!(
-                "output '{}' already exists and holds no bisection to resume",
+                "output '{}' already exists and holds no {what} to resume",
                 out.display()
             )));
         };
         if out.join(rundir::REPORT).exists() {
             return Err(Error::Usage(format!(
-                "output '{}' holds a finished bisection (report.json); give a new --output",
+                "output '{}' holds a finished {what} (report.json); give a new --output",
                 out.display()
             )));
         }
-        if !earlier.same_bisection(declaration) {
+        if !same(&earlier, declaration) {
             return Err(Error::Usage(format!(
-                "output '{}' holds another bisection (its endpoints, flags, build, figure, threshold or rounds differ)",
+                "output '{}' holds another {what} (its commits, flags, build, figures, threshold or rounds differ)",
                 out.display()
             )));
         }

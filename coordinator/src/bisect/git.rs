@@ -80,6 +80,19 @@ pub(super) fn first_parent(repo: &Path, good: &str, bad: &str) -> Result<Vec<Str
     Ok(list)
 }
 
+/// The best common ancestor of `a` and `b`: what a pull request from `b`
+/// into `a` changes is measured against it.
+pub(super) fn merge_base(repo: &Path, a: &str, b: &str) -> Result<String, GitError> {
+    git(repo, &["merge-base", a, b]).map_err(|e| match e {
+        GitError::Said(_) => GitError::Refused(format!(
+            "'{}' and '{}' have no common ancestor",
+            &a[..a.len().min(12)],
+            &b[..b.len().min(12)]
+        )),
+        other => other,
+    })
+}
+
 /// Whether the work tree or index has uncommitted changes.
 pub(super) fn dirty(repo: &Path) -> Result<bool, GitError> {
     git(repo, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty())

@@ -15,6 +15,7 @@
 //! is removed when its probe ends, and on SIGINT (exit 130).
 
 mod directory;
+pub(crate) mod gate;
 mod git;
 mod measure;
 mod probe;

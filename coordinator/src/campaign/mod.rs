@@ -105,9 +105,9 @@ pub(crate) fn run(
         true => {
             let (dir, frozen) = host::dataset::resolve(campaign.campaign.data.as_deref(), false)
                 .map_err(|e| match e {
-                DatasetError::Input(m) => CampaignError::Usage(m),
-                DatasetError::Io(m) => CampaignError::Failed(m),
-            })?;
+                    DatasetError::Input(m) => CampaignError::Usage(m),
+                    DatasetError::Io(m) => CampaignError::Failed(m),
+                })?;
             (dir, Some(frozen.fingerprint))
         }
         false => (PathBuf::new(), None),

@@ -17,7 +17,7 @@ use std::time::Duration;
     about = "Profile a pipeline stage by stage, each stage in a fresh isolated worker process, with hash-bound evidence",
     args_conflicts_with_subcommands = true,
     after_help = "Exit codes: 0 success, 1 run failed (failure.json says why; for doctor, a warning applies), 2 bad usage or input, \
-                  3 verification failed, 4 compare found a regression, 128+N interrupted by signal N.\n\
+                  3 verification failed, 4 compare or gate found a regression, 5 gate not sure, 128+N interrupted by signal N.\n\
                   Set STAGEBENCH_LOG=debug to see worker spawns, pids and handshakes on stderr."
 )]
 pub struct Cli {
@@ -154,6 +154,63 @@ pub(super) enum Command {
         #[arg(long, value_name = "DIR")]
         output: PathBuf,
         /// A run's own flags, after `--`: what each probe runs.
+        #[arg(last = true, required = true, value_name = "RUN FLAGS")]
+        flags: Vec<String>,
+    },
+    /// Is this pull request slower? Builds --base (by default its merge
+    /// base with --head) and --head once each in their own worktrees, runs
+    /// them in interleaved windows (base, head, head, base; then the
+    /// reverse), one run of the flags after `--` per letter, and judges
+    /// each gated figure from pairs of trials measured side by side:
+    /// regressed (exit 4), improved or same (0), or not sure (5; 0 with
+    /// --not-sure pass). Writes DIR/comment.md for the pull request.
+    /// Example: `coordinator gate --base origin/main --head HEAD --output
+    /// gate/ -- --mode trials --trials 4 --command 'python3 train.py'`
+    Gate {
+        /// The branch the pull request goes into (its merge base with --head is measured).
+        #[arg(long, value_name = "REV")]
+        base: String,
+        /// The pull request's commit.
+        #[arg(long, value_name = "REV")]
+        head: String,
+        /// Measure --base itself, not its merge base with --head.
+        #[arg(long)]
+        base_exact: bool,
+        /// The git repository. [default: the current directory's]
+        #[arg(long, value_name = "DIR")]
+        repo: Option<PathBuf>,
+        /// A shell command run once in each commit's worktree before its runs.
+        #[arg(long, value_name = "CMD")]
+        build: Option<String>,
+        /// The most seconds one build may take.
+        #[arg(long, value_name = "SECONDS")]
+        build_timeout: Option<String>,
+        /// A figure to gate on; repeat for several: wall_s (each stage's),
+        /// cpu_s, peak_rss_bytes, span:NAME_s. [default: wall_s]
+        #[arg(long = "gate", value_name = "FIGURE")]
+        gates: Vec<String>,
+        /// Percent beyond which head is regressed (or improved), and inside which it is the same.
+        #[arg(long, default_value_t = 5.0)]
+        threshold: f64,
+        /// The most counted trials a side before the gate stops undecided. [default: ten times the run's rounds: five windows]
+        #[arg(long, value_name = "N")]
+        max_rounds: Option<u32>,
+        /// What "not sure" does: fail (exit 5) or pass (exit 0, with a warning line).
+        #[arg(long, value_name = "fail|pass", default_value = "fail")]
+        not_sure: String,
+        /// The gate's name, in its comment's marker (one comment per name).
+        #[arg(long, default_value = "default")]
+        name: String,
+        /// Write the judged figures in Bencher's Metric Format.
+        #[arg(long, value_name = "FILE")]
+        export_bmf: Option<PathBuf>,
+        /// Write them as github-action-benchmark's customSmallerIsBetter.
+        #[arg(long, value_name = "FILE")]
+        export_github_benchmark: Option<PathBuf>,
+        /// The gate's directory: new, or one this gate left unfinished (it resumes).
+        #[arg(long, value_name = "DIR")]
+        output: PathBuf,
+        /// A run's own flags, after `--`: what each window's runs run.
         #[arg(last = true, required = true, value_name = "RUN FLAGS")]
         flags: Vec<String>,
     },

@@ -1,6 +1,6 @@
 //! The command line: [`parse`] the flags, then [`run`] the command. Each
-//! command returns `Ok` with its exit code (0, or 4 for a comparison that
-//! found a regression) or an `error::Error`, which is printed as one line and
+//! command returns `Ok` with its exit code (0, or 4 for a comparison or a
+//! gate that found a regression, 5 for a gate not sure) or an `error::Error`, which is printed as one line and
 //! mapped to its exit code by `Error::exit_code`, nowhere else.
 
 mod args;
@@ -8,6 +8,7 @@ mod args;
 mod docs_tests;
 #[cfg(test)]
 mod exit_codes;
+mod gate;
 mod print;
 mod resolve;
 
@@ -210,6 +211,50 @@ fn command(cli: Cli) -> Result<u8, Error> {
             );
             Ok(code::SUCCESS)
         }
+        Some(Command::Gate {
+            base,
+            head,
+            base_exact,
+            repo,
+            build,
+            build_timeout,
+            gates,
+            threshold,
+            max_rounds,
+            not_sure,
+            name,
+            export_bmf,
+            export_github_benchmark,
+            output,
+            flags,
+        }) => {
+            let rounds = run_flags(&flags)?;
+            if build_timeout.is_some() && build.is_none() {
+                return Err(Error::Usage(
+                    "--build-timeout limits --build, which is not given".into(),
+                ));
+            }
+            let asked = crate::bisect::gate::GateAsked {
+                base,
+                head,
+                base_exact,
+                repo,
+                build,
+                build_timeout: build_timeout
+                    .as_deref()
+                    .map(crate::plan::positive_secs)
+                    .transpose()
+                    .map_err(|e| Error::Usage(format!("--build-timeout {e}")))?,
+                gates: if gates.is_empty() { vec!["wall_s".into()] } else { gates },
+                threshold_pct: threshold,
+                max_rounds,
+                name,
+                output,
+                flags,
+                rounds,
+            };
+            gate::run(gate::Flags { asked, not_sure, export_bmf, export_github_benchmark })
+        }
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
         Some(Command::Campaign { file, output, worker_bin, export_trace }) => {
             let worker_bin = match worker_bin {
@@ -393,6 +438,9 @@ fn redraw(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>
         }
         Checked::Bisection(b) => {
             (None, report::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
+        }
+        Checked::Gate(g) => {
+            (None, report::render::gate::write_all(dir, &g).map_err(|e| failed(&e))?)
         }
     };
     Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))

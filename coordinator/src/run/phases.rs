@@ -2,9 +2,9 @@
 //! workers, a signal watcher, and each phase dispatched in turn (its cache
 //! directory made, its inputs evicted, its filesystem flushed after).
 
+use crate::admission::Admission;
 use crate::dispatch::{DispatchConfig, Queue, RankCounter, dispatch};
 use crate::events::Event;
-use crate::admission::Admission;
 use crate::launch::Launcher;
 use crate::modes::{Phase, PhaseOutcome};
 use crate::plan::Settings;

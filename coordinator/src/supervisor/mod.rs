@@ -29,8 +29,8 @@ pub(crate) use shared::{Ask, Shared};
 use tally::Cpu;
 pub(crate) use tally::Tally;
 
-use crate::events::Event;
 use crate::admission::{self, Connection};
+use crate::events::Event;
 use crate::process::WorkerProcess;
 use protocol::frame::{self, FrameError};
 use protocol::{FromWorker, KillPoint, Stage, ToWorker};
@@ -240,7 +240,9 @@ async fn finish(
         Ok(Some(Ok(FromWorker::Finished { error: Some(error), .. }))) => {
             Err(WorkerEnd::StageFailed { key, error, done: Vec::new(), stderr_tail: None })
         }
-        Ok(Some(Ok(other))) => Err(violation(format!("unexpected {} frame", admission::kind(&other)))),
+        Ok(Some(Ok(other))) => {
+            Err(violation(format!("unexpected {} frame", admission::kind(&other))))
+        }
         Ok(Some(Err(e @ (FrameError::Oversized { .. } | FrameError::Decode(_))))) => {
             Err(violation(e.to_string()))
         }

@@ -413,7 +413,7 @@ fn regressed(verdict: Verdict, ratio: f64, threshold_pct: f64) -> bool {
 }
 
 /// Whether `figure` is `pattern`, or starts with it when it ends in `*`.
-fn matches(pattern: &str, figure: &str) -> bool {
+pub(crate) fn matches(pattern: &str, figure: &str) -> bool {
     match pattern.strip_suffix('*') {
         Some(prefix) => figure.starts_with(prefix),
         None => pattern == figure,

@@ -9,6 +9,7 @@ pub mod bisect;
 pub mod console;
 pub mod export;
 pub mod folded;
+pub mod gate;
 pub mod html;
 pub mod plots;
 pub mod sampled;

@@ -17,6 +17,7 @@ pub mod bisect;
 pub mod declaration;
 pub mod environment;
 pub mod failure;
+pub mod gate;
 pub mod jobs;
 pub mod keys;
 pub mod report;

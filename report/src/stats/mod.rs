@@ -2,15 +2,18 @@
 //! from the samples alone; nothing measures. `interval` holds a median's (and a
 //! ratio's) interval with its coverage; `compare` the two-sample rank test,
 //! the ratio of medians and the verdict; `changes` the change points of a
-//! series (e-divisive means with a permutation test).
+//! series (e-divisive means with a permutation test); `paired` pairs judged
+//! as pairs (the gate's signed-rank test and Hodges–Lehmann interval).
 
 mod changes;
 mod compare;
 mod interval;
+mod paired;
 
 pub use changes::*;
 pub use compare::*;
 pub use interval::*;
+pub use paired::*;
 
 use serde::{Deserialize, Serialize};
 

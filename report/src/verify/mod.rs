@@ -106,6 +106,9 @@ pub fn verify(dir: &Path) -> Result<Verified, Mismatch> {
     if value["schema"].as_str() == Some(crate::rundir::bisect::SCHEMA) {
         return verify_bisection(dir, value, verified, accounted);
     }
+    if value["schema"].as_str() == Some(crate::rundir::gate::SCHEMA) {
+        return verify_gate(dir, value, verified, accounted);
+    }
     let mut parsed: Report = serde_json::from_value(value)
         .map_err(|e| Mismatch(format!("{REPORT} does not match its schema: {e}")))?;
     // Its timelines, streamed from jobs.jsonl.gz (already hashed above).
@@ -293,6 +296,27 @@ fn verify_bisection(
     Ok(Verified { mode: "bisect".into(), stages: parsed.probes.len(), ..verified })
 }
 
+/// A gate: its bindings (checked), then every window's run directory
+/// verified whole (its report.json is the artifact that names it), and its
+/// derived files (summary.md, comment.md, report.html) as they render.
+fn verify_gate(
+    dir: &Path,
+    value: Value,
+    verified: Verified,
+    mut accounted: Accounted,
+) -> Result<Verified, Mismatch> {
+    let parsed: crate::rundir::gate::GateReport = serde_json::from_value(value)
+        .map_err(|e| Mismatch(format!("{REPORT} does not match the gate schema: {e}")))?;
+    for a in parsed.artifacts.iter().filter(|a| a.kind == "run") {
+        let run = Path::new(&a.path).parent().unwrap_or(Path::new(""));
+        verify(&dir.join(run)).map_err(|e| Mismatch(format!("run {}: {e}", run.display())))?;
+        accounted.subtree(run);
+    }
+    check_derived(dir, crate::render::gate::derived(&parsed), &mut accounted)?;
+    accounted.check(dir)?;
+    Ok(Verified { mode: "gate".into(), stages: parsed.gated.len(), ..verified })
+}
+
 /// Every binding except the derived files (summary.md, plots); returns the
 /// report with what was checked, and the files those bindings account for.
 fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch> {
@@ -326,9 +350,12 @@ fn verify_bindings(dir: &Path) -> Result<(Value, Verified, Accounted), Mismatch>
     );
     let bisection =
         (Some(crate::rundir::bisect::SCHEMA), Some(crate::rundir::bisect::SCHEMA_VERSION as u64));
+    let gate =
+        (Some(crate::rundir::gate::SCHEMA), Some(crate::rundir::gate::SCHEMA_VERSION as u64));
     if (schema, version) != (Some(report::SCHEMA), Some(report::SCHEMA_VERSION as u64))
         && (schema, version) != campaign
         && (schema, version) != bisection
+        && (schema, version) != gate
     {
         let shown = |x: Option<String>| x.unwrap_or_else(|| "none".into());
         return Err(Mismatch(format!(
@@ -417,6 +444,7 @@ pub enum Checked {
     Run(Box<Report>),
     Campaign(Box<crate::campaign::report::CampaignReport>),
     Bisection(Box<crate::rundir::bisect::BisectReport>),
+    Gate(Box<crate::rundir::gate::GateReport>),
 }
 
 /// Checks every binding of a run or campaign directory but its derived
@@ -433,6 +461,11 @@ pub fn checked_report(dir: &Path) -> Result<Checked, Mismatch> {
         return serde_json::from_value(value)
             .map(|c| Checked::Bisection(Box::new(c)))
             .map_err(|e| Mismatch(format!("{REPORT} does not match the bisection schema: {e}")));
+    }
+    if value["schema"].as_str() == Some(crate::rundir::gate::SCHEMA) {
+        return serde_json::from_value(value)
+            .map(|c| Checked::Gate(Box::new(c)))
+            .map_err(|e| Mismatch(format!("{REPORT} does not match the gate schema: {e}")));
     }
     serde_json::from_value(value)
         .map(|r| Checked::Run(Box::new(r)))

@@ -18,7 +18,7 @@
 mod balance;
 pub mod flame;
 mod histogram;
-mod markdown;
+pub(crate) mod markdown;
 mod sampled;
 pub mod sparkline;
 pub mod timeline;

@@ -1,0 +1,266 @@
+//! `coordinator gate --base REV --head REV --output DIR -- RUN FLAGS`: is
+//! head slower than base? Both are checked out and built once each in
+//! their own worktrees (a bisection of two commits: its worktrees, builds
+//! and runs), then run in interleaved windows (base, head, head, base;
+//! then head, base, base, head), one run of RUN FLAGS per letter, into
+//! `windows/W/SIDE-I/`, and judged in pairs by `report::gate` after each
+//! window, until every gated figure is decided or `--max-rounds`. DIR
+//! holds the declaration, the environment, every window's runs, report.json
+//! (bound) and the derived summary.md, comment.md and report.html. Rerun
+//! into the same DIR, it resumes: a run whose directory verifies is read,
+//! not run again.
+
+use super::directory::{WORKTREES, open_as};
+use super::{Asked, Bisection, git};
+use crate::error::Error;
+use report::bisect::text::short;
+use report::compare::Run;
+use report::gate::Side;
+use report::rundir::bisect::Artifact;
+use report::rundir::gate::{
+    GateDeclaration, GateReport, SCHEMA, SCHEMA_DECLARATION, SCHEMA_VERSION, WINDOWS, Window,
+};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// What was asked, the run flags already checked as a run's.
+pub(crate) struct GateAsked {
+    pub(crate) base: String,
+    pub(crate) head: String,
+    /// Measure `--base` itself, not its merge base with head.
+    pub(crate) base_exact: bool,
+    pub(crate) repo: Option<PathBuf>,
+    pub(crate) build: Option<String>,
+    pub(crate) build_timeout: Option<std::time::Duration>,
+    pub(crate) gates: Vec<String>,
+    pub(crate) threshold_pct: f64,
+    pub(crate) max_rounds: Option<u32>,
+    pub(crate) name: String,
+    pub(crate) output: PathBuf,
+    pub(crate) flags: Vec<String>,
+    pub(crate) rounds: u32,
+}
+
+/// Runs (or resumes) a gate; its report, written and sealed, and that
+/// report.json's SHA-256.
+pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
+    let refused = |flag: &str, e: git::GitError| match e {
+        git::GitError::Refused(m) if flag.is_empty() => Error::Usage(m),
+        git::GitError::Refused(m) => Error::Usage(format!("{flag}: {m}")),
+        other => Error::Failed(format!("git: {other}")),
+    };
+    let here =
+        std::env::current_dir().map_err(|e| Error::Failed(format!("no working directory: {e}")))?;
+    let repo = git::toplevel(g.repo.as_deref().unwrap_or(&here)).map_err(|e| refused("", e))?;
+    let asked_base = git::commit(&repo, &g.base).map_err(|e| refused("--base", e))?;
+    let head = git::commit(&repo, &g.head).map_err(|e| refused("--head", e))?;
+    let base = match g.base_exact {
+        true => asked_base.clone(),
+        false => git::merge_base(&repo, &asked_base, &head).map_err(|e| refused("--base", e))?,
+    };
+    if base == head {
+        return Err(Error::Usage(format!(
+            "--base and --head name the same commit ({}): nothing to gate",
+            short(&head)
+        )));
+    }
+    let max_rounds = g.max_rounds.unwrap_or(10 * g.rounds);
+    if max_rounds < 2 * g.rounds {
+        return Err(Error::Usage(format!(
+            "--max-rounds {max_rounds} is below one window's {} rounds a side",
+            2 * g.rounds
+        )));
+    }
+    if !g.threshold_pct.is_finite() || g.threshold_pct <= 0.0 {
+        return Err(Error::Usage(format!("--threshold {}: must be above 0", g.threshold_pct)));
+    }
+    let out = report::rundir::resolved(&here, &g.output);
+    let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
+    let parent_real = std::fs::canonicalize(&parent).unwrap_or(parent);
+    if parent_real.starts_with(std::fs::canonicalize(&repo).unwrap_or(repo.clone())) {
+        return Err(Error::Usage(format!(
+            "--output '{}' is inside the repository: the worktrees would see it; put it outside",
+            g.output.display()
+        )));
+    }
+    let dirty = git::dirty(&repo).map_err(|e| refused("", e))?;
+    let worker_sha = std::env::current_exe()
+        .ok()
+        .and_then(|me| evidence::file_sha256(&me.with_file_name("worker")).ok())
+        .map(|(sha, _)| sha)
+        .unwrap_or_default();
+    let declaration = GateDeclaration {
+        schema: SCHEMA_DECLARATION.into(),
+        schema_version: SCHEMA_VERSION,
+        created_utc: evidence::timestamp::rfc3339_utc_now(),
+        name: g.name.clone(),
+        base: base.clone(),
+        head: head.clone(),
+        merge_base_of: (base != asked_base).then(|| g.base.clone()),
+        run_flags_sha256: evidence::sha256_hex(&evidence::to_bytes(&g.flags)),
+        build_sha256: g.build.as_ref().map(|b| evidence::sha256_hex(b.as_bytes())),
+        gates: g.gates.clone(),
+        threshold_pct: g.threshold_pct,
+        rounds: g.rounds,
+        max_rounds,
+        work_tree_dirty: dirty,
+        program: report::rundir::declaration::Program::current(worker_sha),
+    };
+    let (declaration_sha256, environment_sha256) =
+        open_as(&out, &declaration, SCHEMA_DECLARATION, "gate", |a, b| a.same_gate(b))?;
+    // A bisection of the two commits: its worktrees, builds and runs.
+    let asked = Asked {
+        good: base.clone(),
+        bad: head.clone(),
+        repo: Some(repo.clone()),
+        build: g.build.clone(),
+        build_timeout: g.build_timeout,
+        figure: "wall_s".into(),
+        threshold_pct: g.threshold_pct,
+        max_rounds: Some(max_rounds),
+        output: out.clone(),
+        flags: g.flags.clone(),
+        rounds: g.rounds,
+    };
+    let mut b = Bisection {
+        asked: &asked,
+        repo,
+        out: out.clone(),
+        commits: vec![base.clone(), head.clone()],
+        max_rounds,
+        stop: crate::campaign::watch_signals(),
+        probes: Vec::new(),
+        good_runs: Vec::new(),
+        bad_runs: Vec::new(),
+        target: None,
+        warned: Default::default(),
+        trees: BTreeMap::new(),
+        confirmation: None,
+    };
+    let result = windows(&mut b, g, max_rounds);
+    for tree in std::mem::take(&mut b.trees).into_values() {
+        let _ = git::remove_worktree(&b.repo, &tree);
+    }
+    let _ = std::fs::remove_dir_all(out.join(WORKTREES));
+    let (runs, windows, found) = result?;
+    let machine = machine(&out);
+    let sentence = report::render::gate::sentence(&found.gated, found.verdict, g.threshold_pct);
+    let mut artifacts = Vec::new();
+    for (rel, _, _) in &runs {
+        let path = format!("{rel}/{}", report::rundir::REPORT);
+        let (sha256, bytes) = evidence::file_sha256(&out.join(&path))
+            .map_err(|e| Error::Failed(format!("cannot hash {path}: {e}")))?;
+        artifacts.push(Artifact { path, sha256, bytes, kind: "run".into() });
+    }
+    artifacts.sort_by(|a, b| a.path.cmp(&b.path));
+    let report = GateReport {
+        schema: SCHEMA.into(),
+        schema_version: SCHEMA_VERSION,
+        declaration_sha256,
+        environment_sha256,
+        name: g.name.clone(),
+        base,
+        head,
+        merge_base_of: declaration.merge_base_of.clone(),
+        threshold_pct: g.threshold_pct,
+        correction: format!("Bonferroni over {} gated figure(s)", found.gated.len().max(1)),
+        gated: found.gated,
+        others: found.others,
+        attribution: found.attribution,
+        verdict: found.verdict,
+        sentence,
+        rounds: runs.iter().filter(|(_, s, _)| *s == Side::Base).count() as u32 * g.rounds,
+        windows,
+        machine,
+        work_tree_dirty: dirty,
+        artifacts,
+    };
+    report::render::gate::write_all(&out, &report)
+        .map_err(|e| Error::Failed(format!("cannot write the gate's files: {e}")))?;
+    let sealed = report::rundir::report::seal(&report);
+    evidence::write_atomic(&out.join(report::rundir::REPORT), &sealed)
+        .map_err(|e| Error::Failed(format!("cannot write report.json: {e}")))?;
+    Ok((report, evidence::sha256_hex(&sealed)))
+}
+
+/// Every run made, in order: (directory, side, run).
+type Made = Vec<(String, Side, Run)>;
+
+/// The windows, each judged as it ends, until every gated figure is
+/// decided or a side has `max_rounds` counted rounds.
+fn windows(
+    b: &mut Bisection<'_>,
+    g: &GateAsked,
+    max_rounds: u32,
+) -> Result<(Made, Vec<Window>, report::gate::Found), Error> {
+    let mut made: Made = Vec::new();
+    let mut windows = Vec::new();
+    for w in 0.. {
+        let mut window =
+            Window { order: Vec::new(), runs: Vec::new(), base_median: None, head_median: None };
+        for (i, side) in report::gate::order(w).into_iter().enumerate() {
+            let nth = if i < 2 { 1 } else { 2 };
+            let rel = format!("{WINDOWS}/{}/{}-{nth}", w + 1, side.word());
+            let k = usize::from(side == Side::Head);
+            let m = b.measure(k, &rel)?.map_err(|why| {
+                Error::Failed(format!(
+                    "{} {} cannot be measured: {why}",
+                    side.word(),
+                    short(&b.commits[k])
+                ))
+            })?;
+            window.order.push(side.word().into());
+            window.runs.push(m.dir.clone());
+            made.push((m.dir, side, m.run));
+        }
+        let pairs: Vec<(Side, &Run)> = made.iter().map(|(_, s, r)| (*s, r)).collect();
+        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct).map_err(|f| {
+            Error::Usage(format!("--gate {f}: the runs record no such figure in any stage"))
+        })?;
+        let last: Vec<(Side, &Run)> = pairs[pairs.len() - 4..].to_vec();
+        if let Some(first) = found.gated.first() {
+            let median = |side: Side| {
+                let xs: Vec<f64> = last
+                    .iter()
+                    .filter(|(s, _)| *s == side)
+                    .flat_map(|(_, r)| report::bisect::samples(r, &first.stage, &first.figure))
+                    .collect();
+                (!xs.is_empty()).then(|| report::stats::median(&xs))
+            };
+            window.base_median = median(Side::Base);
+            window.head_median = median(Side::Head);
+        }
+        windows.push(window);
+        let decided =
+            found.gated.iter().all(|j| j.verdict != report::rundir::gate::Verdict::NotSure);
+        let rounds = made.iter().filter(|(_, s, _)| *s == Side::Base).count() as u32 * g.rounds;
+        eprintln!(
+            "gate: window {} done, {rounds} round(s) a side: {}",
+            w + 1,
+            found.verdict.word()
+        );
+        if (decided && !found.gated.is_empty()) || rounds + 2 * g.rounds > max_rounds {
+            return Ok((made, windows, found));
+        }
+    }
+    unreachable!("the windows end when decided or at --max-rounds")
+}
+
+/// The machine in a line, from the gate's environment.json: CPU, cores,
+/// kernel; never a host or user name.
+fn machine(out: &Path) -> String {
+    let env: Option<report::rundir::environment::Environment> =
+        std::fs::read(out.join(report::rundir::ENVIRONMENT))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok());
+    match env {
+        Some(e) => format!(
+            "{}, {} logical core(s), {} {}",
+            e.cpu.model.as_deref().unwrap_or("unknown CPU"),
+            e.cpu.logical_cores,
+            e.os.kernel.as_deref().unwrap_or("unknown kernel"),
+            e.os.arch
+        ),
+        None => "unknown".into(),
+    }
+}

@@ -1,0 +1,235 @@
+//! `coordinator gate`'s judgement: head against base from runs made in
+//! interleaved windows (base, head, head, base; then head, base, base,
+//! head), each figure judged from pairs, never from each side's pooled
+//! samples.
+//!
+//! Pairs: the runs are taken two by two in the order they ran (each
+//! window's base and head beside each other), and within two such runs the
+//! trials are paired mirrored around the moment one ended and the other
+//! began (the last trial of the first with the first of the second, and so
+//! on), so each pair's two trials ran as close in time as the runs allow.
+//! Each pair's ratio head / base is judged by `stats::paired` at a level
+//! corrected for the figures gated (Bonferroni: 1 − 0.05 / figures).
+//!
+//! A figure is
+//! - `regressed` when its interval lies above 1 and its ratio above 1 +
+//!   the threshold;
+//! - `improved` when below 1 and 1 − the threshold;
+//! - `same` when its interval lies inside ± the threshold;
+//! - `not sure` otherwise, or with fewer than [`stats::FEWEST_PAIRS`]
+//!   pairs, or when the machine moved the pairs' ratio itself: the
+//!   couples' own ratios spread (their interquartile range) by more than
+//!   four times the threshold.
+//!
+//! The coordinator checks commits out, builds and runs them; this module
+//! never spawns a process.
+
+use crate::bisect;
+use crate::compare::Run;
+use crate::rundir::gate::{Judged, Verdict};
+use crate::stats;
+
+/// Which commit a run measured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Side {
+    Base,
+    Head,
+}
+
+impl Side {
+    pub fn word(self) -> &'static str {
+        match self {
+            Side::Base => "base",
+            Side::Head => "head",
+        }
+    }
+}
+
+/// The order of window `w` (from 0): base, head, head, base, then the
+/// reverse, so that neither side always runs first.
+pub fn order(w: usize) -> [Side; 4] {
+    use Side::{Base, Head};
+    if w % 2 == 0 { [Base, Head, Head, Base] } else { [Head, Base, Base, Head] }
+}
+
+/// The level each gated figure's interval holds at, for `figures` gated.
+pub fn confidence(figures: usize) -> f64 {
+    1.0 - 0.05 / figures.max(1) as f64
+}
+
+/// The pairs of `figure` for `stage`, as (base, head) samples, grouped by
+/// couple of runs: the runs taken two by two in the order they ran, a
+/// couple's trials mirrored around its middle.
+pub fn couples(runs: &[(Side, &Run)], stage: &str, figure: &str) -> Vec<Vec<(f64, f64)>> {
+    let mut out = Vec::new();
+    for two in runs.chunks_exact(2) {
+        let ((s1, r1), (s2, r2)) = (two[0], two[1]);
+        if s1 == s2 {
+            continue;
+        }
+        let (first, second) =
+            (bisect::samples(r1, stage, figure), bisect::samples(r2, stage, figure));
+        let pairs: Vec<(f64, f64)> = first
+            .iter()
+            .rev()
+            .zip(&second)
+            .map(|(x, y)| if s1 == Side::Base { (*x, *y) } else { (*y, *x) })
+            .collect();
+        if !pairs.is_empty() {
+            out.push(pairs);
+        }
+    }
+    out
+}
+
+/// One figure judged from its couples at `confidence`, with `threshold_pct`.
+pub fn judge(
+    stage: &str,
+    figure: &str,
+    couples: &[Vec<(f64, f64)>],
+    confidence: f64,
+    threshold_pct: f64,
+) -> Option<Judged> {
+    let pairs: Vec<(f64, f64)> = couples.iter().flatten().copied().collect();
+    let s = stats::paired(&pairs, confidence)?;
+    let t = threshold_pct / 100.0;
+    let (base, head): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
+    let spread = spread(couples);
+    let (verdict, reason) = if s.n < stats::FEWEST_PAIRS {
+        (Verdict::NotSure, Some(format!("{} pair(s): too few to judge", s.n)))
+    } else if let Some(spread) = spread.filter(|x| *x > 4.0 * (1.0 + t).ln()) {
+        let pct = (spread.exp() - 1.0) * 100.0;
+        (
+            Verdict::NotSure,
+            Some(format!(
+                "the machine moved the pairs' own ratio: it spread by {pct:.0}% between couples of runs, over four times the threshold"
+            )),
+        )
+    } else if s.low > 1.0 && s.ratio > 1.0 + t {
+        (Verdict::Regressed, None)
+    } else if s.high < 1.0 && s.ratio < 1.0 - t {
+        (Verdict::Improved, None)
+    } else if s.low >= 1.0 - t && s.high <= 1.0 + t {
+        (Verdict::Same, None)
+    } else {
+        (
+            Verdict::NotSure,
+            Some(format!(
+                "its interval ×{:.3}–×{:.3} reaches past ±{threshold_pct}%",
+                s.low, s.high
+            )),
+        )
+    };
+    Some(Judged {
+        stage: stage.into(),
+        figure: figure.into(),
+        base_median: stats::median(&base),
+        head_median: stats::median(&head),
+        ratio: s.ratio,
+        low: s.low,
+        high: s.high,
+        confidence: s.confidence,
+        p: s.p,
+        pairs: s.n as u32,
+        verdict,
+        reason,
+    })
+}
+
+/// The interquartile range of the couples' own log-ratios (each couple's
+/// median), with four couples or more.
+fn spread(couples: &[Vec<(f64, f64)>]) -> Option<f64> {
+    if couples.len() < 4 {
+        return None;
+    }
+    let mut own: Vec<f64> = couples
+        .iter()
+        .map(|c| stats::median(&c.iter().map(|(b, h)| (h / b).ln()).collect::<Vec<_>>()))
+        .filter(|x| x.is_finite())
+        .collect();
+    own.sort_by(f64::total_cmp);
+    Some(stats::quantile_sorted(&own, 0.75) - stats::quantile_sorted(&own, 0.25))
+}
+
+/// The gate's answer over its gated figures: regressed if any is, else
+/// not sure if any is (or none could be judged), else improved if any is,
+/// else same.
+pub fn overall(gated: &[Judged]) -> Verdict {
+    let any = |v: Verdict| gated.iter().any(|j| j.verdict == v);
+    if any(Verdict::Regressed) {
+        Verdict::Regressed
+    } else if gated.is_empty() || any(Verdict::NotSure) {
+        Verdict::NotSure
+    } else if any(Verdict::Improved) {
+        Verdict::Improved
+    } else {
+        Verdict::Same
+    }
+}
+
+/// What a gate found, figure by figure.
+pub struct Found {
+    pub gated: Vec<Judged>,
+    pub others: Vec<Judged>,
+    pub attribution: Vec<Judged>,
+    pub verdict: Verdict,
+}
+
+/// Every figure `gates` names (patterns expand over the stages both sides
+/// record; `wall_s` is each stage's) judged, the other figures both
+/// record judged alike for the details, and for each regressed stage the
+/// span whose time changed most. Err names a gate no stage records.
+pub fn found(runs: &[(Side, &Run)], gates: &[String], threshold_pct: f64) -> Result<Found, String> {
+    let Some((_, first)) = runs.first() else { return Err("no run to judge".into()) };
+    let mut named = Vec::new();
+    for g in gates {
+        let got = bisect::stages_with(first, g);
+        if got.is_empty() {
+            return Err(g.clone());
+        }
+        named.extend(got);
+    }
+    let level = confidence(named.len());
+    let judged = |stage: &str, figure: &str, level: f64| {
+        judge(stage, figure, &couples(runs, stage, figure), level, threshold_pct)
+    };
+    let gated: Vec<Judged> = named.iter().filter_map(|(s, f)| judged(s, f, level)).collect();
+    // A gate whose figure no stage recorded a sample of is refused too.
+    for g in gates {
+        if !gated.iter().any(|j| crate::compare::matches(g, &j.figure)) {
+            return Err(g.clone());
+        }
+    }
+    let mut others = Vec::new();
+    let mut attribution = Vec::new();
+    for (stage, figure) in bisect::stages_with(first, "*") {
+        if named.iter().any(|(s, f)| *s == stage && *f == figure) {
+            continue;
+        }
+        let Some(j) = judged(&stage, &figure, 0.95) else { continue };
+        others.push(j);
+    }
+    for g in gated.iter().filter(|j| j.verdict == Verdict::Regressed) {
+        // A span's own time (`span:NAME_s`, not its median, p95 or calls),
+        // other than the gated figure itself, that changed significantly.
+        let own_time = |f: &str| {
+            f.strip_prefix("span:")
+                .and_then(|n| n.strip_suffix("_s"))
+                .is_some_and(|n| !n.ends_with("_median") && !n.ends_with("_p95"))
+        };
+        let spans = others
+            .iter()
+            .filter(|j| j.stage == g.stage && own_time(&j.figure) && (j.low > 1.0 || j.high < 1.0));
+        let most = spans.max_by(|a, b| a.ratio.ln().abs().total_cmp(&b.ratio.ln().abs()));
+        if let Some(m) = most.filter(|m| {
+            !attribution.iter().any(|a: &Judged| a.figure == m.figure && a.stage == m.stage)
+        }) {
+            attribution.push(m.clone());
+        }
+    }
+    let verdict = overall(&gated);
+    Ok(Found { gated, others, attribution, verdict })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,283 @@
+//! A gate's words and files, from its report.json alone: the console's
+//! lines, `comment.md` (the pull request's comment, one per gate name by
+//! its marker), `summary.md`, `report.html`, what `GITHUB_OUTPUT` gets,
+//! and the exports CI dashboards read (Bencher's BMF, and
+//! github-action-benchmark's `customSmallerIsBetter`). `verify` re-renders
+//! the derived ones and compares them, as a run's.
+
+use super::Rendered;
+use crate::doc::{Align, Cell, Table};
+use crate::fmt::{figure, p_value};
+use crate::rundir::gate::{COMMENT, COMMENT_LIMIT, GateReport, Judged, MARKER, Verdict};
+use maud::html;
+use serde_json::json;
+
+/// A commit as the gate names it.
+fn short(commit: &str) -> &str {
+    &commit[..commit.len().min(12)]
+}
+
+/// "×1.103 (×1.061–×1.147)".
+fn change(j: &Judged) -> String {
+    format!("×{:.3} (×{:.3}–×{:.3})", j.ratio, j.low, j.high)
+}
+
+/// The answer in one sentence, from the gated figures.
+pub fn sentence(gated: &[Judged], verdict: Verdict, threshold_pct: f64) -> String {
+    let named = |v: Verdict| -> Vec<String> {
+        gated
+            .iter()
+            .filter(|j| j.verdict == v)
+            .map(|j| format!("`{}` {} {}", j.stage, j.figure, change(j)))
+            .collect()
+    };
+    match verdict {
+        Verdict::Regressed => {
+            format!(
+                "Regressed: {} slower than base, beyond {threshold_pct}%.",
+                named(verdict).join(", ")
+            )
+        }
+        Verdict::Improved => {
+            format!(
+                "Improved: {} faster than base, beyond {threshold_pct}%; nothing regressed.",
+                named(verdict).join(", ")
+            )
+        }
+        Verdict::Same => format!(
+            "Same: every gated figure's interval lies inside ±{threshold_pct}% ({} figure(s)).",
+            gated.len()
+        ),
+        Verdict::NotSure if gated.is_empty() => "Not sure: no gated figure could be judged.".into(),
+        Verdict::NotSure => {
+            let why: Vec<String> = gated
+                .iter()
+                .filter(|j| j.verdict == Verdict::NotSure)
+                .map(|j| {
+                    format!(
+                        "`{}` {}: {}",
+                        j.stage,
+                        j.figure,
+                        j.reason.as_deref().unwrap_or("undecided")
+                    )
+                })
+                .collect();
+            format!("Not sure: {}.", why.join("; "))
+        }
+    }
+}
+
+/// The figures as a table: stage, figure, base, head, change, p, pairs, verdict.
+fn table(rows: &[Judged]) -> Table {
+    use Align::{Left, Right};
+    let mut t = Table::new(&[
+        ("stage", Left),
+        ("figure", Left),
+        ("base", Right),
+        ("head", Right),
+        ("head/base (interval)", Right),
+        ("p", Right),
+        ("pairs", Right),
+        ("verdict", Left),
+    ]);
+    for j in rows {
+        t.row(vec![
+            Cell::code(j.stage.clone()),
+            Cell::code(j.figure.clone()),
+            figure(&j.figure, j.base_median).into(),
+            figure(&j.figure, j.head_median).into(),
+            change(j).into(),
+            p_value(j.p).into(),
+            j.pairs.to_string().into(),
+            j.verdict.word().into(),
+        ]);
+    }
+    t
+}
+
+/// What the comment and summary.md hold below their first line: the
+/// sentence, the gated table, the attribution, then the details (every
+/// other figure, the machine, the drift); the details cut to `room`
+/// characters when given, and said so.
+fn body(r: &GateReport, room: Option<usize>) -> String {
+    let mut s = format!(
+        "**stagebench gate**: head `{}` against base `{}`{}\n\n{}\n\n",
+        short(&r.head),
+        short(&r.base),
+        match &r.merge_base_of {
+            Some(b) => format!(" (the merge base with `{b}`)"),
+            None => String::new(),
+        },
+        r.sentence
+    );
+    table(&r.gated).markdown(&mut s);
+    for a in &r.attribution {
+        s.push_str(&format!(
+            "\nChanged most in `{}`: {} {} (p {}).\n",
+            a.stage,
+            a.figure,
+            change(a),
+            p_value(a.p)
+        ));
+    }
+    let mut details =
+        String::from("\n<details><summary>Every figure, the machine, the drift</summary>\n\n");
+    details.push_str(&format!(
+        "Pairs: each base trial with the head trial beside it, in windows base, head, head, base (then the reverse); {} counted trial(s) a side; intervals at {} ({}).\n\n",
+        r.rounds,
+        crate::stats::coverage_pct(r.gated.first().map_or(0.95, |j| j.confidence)),
+        r.correction
+    ));
+    if !r.others.is_empty() {
+        table(&r.others).markdown(&mut details);
+        details.push('\n');
+    }
+    details.push_str(&format!("Machine: {}\n\n", r.machine));
+    let mut drift = Table::new(&[
+        ("window", Align::Right),
+        ("order", Align::Left),
+        ("base median", Align::Right),
+        ("head median", Align::Right),
+    ]);
+    let gated = r.gated.first().map(|j| j.figure.as_str()).unwrap_or("wall_s");
+    for (i, w) in r.windows.iter().enumerate() {
+        let cell = |x: Option<f64>| x.map_or("–".to_string(), |x| figure(gated, x));
+        drift.row(vec![
+            (i + 1).to_string().into(),
+            w.order.join(", ").into(),
+            cell(w.base_median).into(),
+            cell(w.head_median).into(),
+        ]);
+    }
+    drift.markdown(&mut details);
+    details.push_str("\n</details>\n");
+    match room {
+        Some(room) if s.len() + details.len() > room => {
+            s.push_str("\n(The details were cut: the comment would pass GitHub's 65,536 characters; see summary.md in the gate's directory.)\n");
+        }
+        _ => s.push_str(&details),
+    }
+    s
+}
+
+/// The pull request's comment: the marker, then the body, within GitHub's limit.
+pub fn comment(r: &GateReport) -> String {
+    let marker = format!("{MARKER}{} -->\n", r.name);
+    let room = COMMENT_LIMIT - marker.len() - 200;
+    format!("{marker}{}", body(r, Some(room)))
+}
+
+/// The console's lines: the sentence, then each gated figure.
+pub fn text(r: &GateReport) -> String {
+    let mut s = format!("{}\n", crate::doc::plain(&r.sentence));
+    let mut t = Vec::new();
+    let _ = table(&r.gated).text("  ", &mut t);
+    s.push_str(&String::from_utf8_lossy(&t));
+    for a in &r.attribution {
+        s.push_str(&format!("changed most in {}: {} {}\n", a.stage, a.figure, change(a)));
+    }
+    s
+}
+
+/// The page: the same as the comment, as a document.
+fn page(r: &GateReport) -> String {
+    let md = body(r, None);
+    let body = html! {
+        header { h1 { "stagebench gate" } }
+        section id="gate" { (super::html::markdown::markdown(&md)) }
+    };
+    super::html::document("stagebench gate", body)
+}
+
+/// Every file derived from a gate's report, in a fixed order.
+pub fn derived(r: &GateReport) -> Vec<Rendered> {
+    vec![
+        Rendered {
+            path: super::SUMMARY.into(),
+            bytes: format!("# Gate\n\n{}", body(r, None)).into_bytes(),
+        },
+        Rendered { path: COMMENT.into(), bytes: comment(r).into_bytes() },
+        Rendered { path: super::html::HTML.into(), bytes: page(r).into_bytes() },
+    ]
+}
+
+/// Writes them into the gate's directory.
+pub fn write_all(
+    dir: &std::path::Path,
+    r: &GateReport,
+) -> Result<Vec<Rendered>, crate::chart::RenderError> {
+    super::write_files(dir, derived(r))
+}
+
+/// What `GITHUB_OUTPUT` gets: `verdict=`, `exit-code=`, `report-sha256=`.
+pub fn github_output(r: &GateReport, exit_code: u8, report_sha256: &str) -> String {
+    let verdict = r.verdict.word().replace(' ', "-");
+    format!("verdict={verdict}\nexit-code={exit_code}\nreport-sha256={report_sha256}\n")
+}
+
+/// A figure's benchmark name and measure: `STAGE` for a stage's own
+/// figure, `STAGE/span:NAME` for a span's; the measure is the figure.
+fn benchmark(j: &Judged) -> (String, String) {
+    match j.figure.strip_prefix("span:") {
+        Some(span) => {
+            (format!("{}/span:{}", j.stage, span.trim_end_matches("_s")), "time_s".into())
+        }
+        None => (j.stage.clone(), j.figure.clone()),
+    }
+}
+
+/// A figure's unit: seconds, bytes, or none.
+fn unit(figure: &str) -> &'static str {
+    if figure.ends_with("_bytes") {
+        "bytes"
+    } else if figure.ends_with("_s") {
+        "s"
+    } else {
+        ""
+    }
+}
+
+/// Head's value and its bounds: head's median, and base's median times
+/// the pairs' interval of head / base.
+fn head_bounds(j: &Judged) -> (f64, f64, f64) {
+    (j.head_median, j.base_median * j.low, j.base_median * j.high)
+}
+
+/// Bencher's Metric Format: `{"BENCH": {"MEASURE": {"value", "lower_value", "upper_value"}}}`.
+pub fn bmf(r: &GateReport) -> Vec<u8> {
+    let mut out = serde_json::Map::new();
+    for j in r.gated.iter().chain(&r.others) {
+        let (name, measure) = benchmark(j);
+        let (value, lower, upper) = head_bounds(j);
+        let entry = out.entry(name).or_insert_with(|| json!({}));
+        entry[measure] = json!({ "value": value, "lower_value": lower, "upper_value": upper });
+    }
+    let mut bytes = serde_json::to_vec_pretty(&serde_json::Value::Object(out)).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
+
+/// github-action-benchmark's `customSmallerIsBetter`: `[{"name", "unit",
+/// "value", "range", "extra"}]`, `extra` the pairs and the report's SHA-256.
+pub fn github_benchmark(r: &GateReport, report_sha256: &str) -> Vec<u8> {
+    let rows: Vec<serde_json::Value> = r
+        .gated
+        .iter()
+        .chain(&r.others)
+        .map(|j| {
+            let (name, measure) = benchmark(j);
+            let name = if measure == "wall_s" || measure == "time_s" { name } else { format!("{name}/{measure}") };
+            let (value, lower, upper) = head_bounds(j);
+            json!({
+                "name": name,
+                "unit": unit(&j.figure),
+                "value": value,
+                "range": format!("{:.6}–{:.6}", lower, upper),
+                "extra": format!("pairs: {}\nverdict: {}\nreport-sha256: {report_sha256}", j.pairs, j.verdict.word()),
+            })
+        })
+        .collect();
+    let mut bytes = serde_json::to_vec_pretty(&rows).unwrap_or_default();
+    bytes.push(b'\n');
+    bytes
+}
