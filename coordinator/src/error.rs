@@ -43,6 +43,12 @@ impl Error {
 #[error("{0}")]
 pub(crate) struct Refusal(pub(crate) String);
 
+impl From<report::modes::params::Refusal> for Refusal {
+    fn from(r: report::modes::params::Refusal) -> Self {
+        Refusal(r.0)
+    }
+}
+
 impl From<Refusal> for Error {
     fn from(r: Refusal) -> Self {
         Error::Usage(r.0)

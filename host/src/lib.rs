@@ -1,6 +1,7 @@
 //! What a stagebench run reads of the host it runs on, synchronously and
-//! without a socket of its own (the one process it starts is this
-//! coordinator, making the built-in dataset): this machine's record
+//! without a socket of its own (the processes it starts are this
+//! coordinator, making the built-in dataset, and git, answering about a
+//! repository): this machine's record
 //! (`environment.json`), its page cache (`--os-cache cold`), locks on the
 //! directories runs share, the frozen dataset a run reads (the built-in
 //! one made and frozen once), and the files a run is handed: `--inputs`,
@@ -14,6 +15,7 @@
 // Floor 0: each reads one thing and uses no sibling.
 pub mod dataset;
 pub mod dirlock;
+pub mod git;
 pub mod inputs;
 pub mod items_file;
 pub mod machine;

@@ -11,8 +11,9 @@
 //! not run again.
 
 use super::directory::{WORKTREES, open_as};
-use super::{Asked, Bisection, git};
+use super::{Asked, Bisection, outside, refused, repository, worker_sha};
 use crate::error::Error;
+use host::git;
 use report::bisect::text::short;
 use report::compare::Run;
 use report::gate::Side;
@@ -21,7 +22,7 @@ use report::rundir::gate::{
     GateDeclaration, GateReport, SCHEMA, SCHEMA_DECLARATION, SCHEMA_VERSION, WINDOWS, Window,
 };
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What was asked, the run flags already checked as a run's.
 pub(crate) struct GateAsked {
@@ -44,14 +45,7 @@ pub(crate) struct GateAsked {
 /// Runs (or resumes) a gate; its report, written and sealed, and that
 /// report.json's SHA-256.
 pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
-    let refused = |flag: &str, e: git::GitError| match e {
-        git::GitError::Refused(m) if flag.is_empty() => Error::Usage(m),
-        git::GitError::Refused(m) => Error::Usage(format!("{flag}: {m}")),
-        other => Error::Failed(format!("git: {other}")),
-    };
-    let here =
-        std::env::current_dir().map_err(|e| Error::Failed(format!("no working directory: {e}")))?;
-    let repo = git::toplevel(g.repo.as_deref().unwrap_or(&here)).map_err(|e| refused("", e))?;
+    let (here, repo) = repository(g.repo.as_deref())?;
     let asked_base = git::commit(&repo, &g.base).map_err(|e| refused("--base", e))?;
     let head = git::commit(&repo, &g.head).map_err(|e| refused("--head", e))?;
     let base = match g.base_exact {
@@ -74,21 +68,8 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
     if !g.threshold_pct.is_finite() || g.threshold_pct <= 0.0 {
         return Err(Error::Usage(format!("--threshold {}: must be above 0", g.threshold_pct)));
     }
-    let out = report::rundir::resolved(&here, &g.output);
-    let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
-    let parent_real = std::fs::canonicalize(&parent).unwrap_or(parent);
-    if parent_real.starts_with(std::fs::canonicalize(&repo).unwrap_or(repo.clone())) {
-        return Err(Error::Usage(format!(
-            "--output '{}' is inside the repository: the worktrees would see it; put it outside",
-            g.output.display()
-        )));
-    }
+    let out = outside(&here, &repo, &g.output)?;
     let dirty = git::dirty(&repo).map_err(|e| refused("", e))?;
-    let worker_sha = std::env::current_exe()
-        .ok()
-        .and_then(|me| evidence::file_sha256(&me.with_file_name("worker")).ok())
-        .map(|(sha, _)| sha)
-        .unwrap_or_default();
     let declaration = GateDeclaration {
         schema: SCHEMA_DECLARATION.into(),
         schema_version: SCHEMA_VERSION,
@@ -104,7 +85,7 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
         rounds: g.rounds,
         max_rounds,
         work_tree_dirty: dirty,
-        program: report::rundir::declaration::Program::current(worker_sha),
+        program: report::rundir::declaration::Program::current(worker_sha()),
     };
     let (declaration_sha256, environment_sha256) =
         open_as(&out, &declaration, SCHEMA_DECLARATION, "gate", |a, b| a.same_gate(b))?;
@@ -143,7 +124,7 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
     }
     let _ = std::fs::remove_dir_all(out.join(WORKTREES));
     let (runs, windows, found) = result?;
-    let machine = machine(&out);
+    let machine = report::rundir::environment::one_line(&out.join(report::rundir::ENVIRONMENT));
     let sentence = report::render::gate::sentence(&found.gated, found.verdict, g.threshold_pct);
     let mut artifacts = Vec::new();
     for (rel, _, _) in &runs {
@@ -217,18 +198,12 @@ fn windows(
         let found = report::gate::found(&pairs, &g.gates, g.threshold_pct).map_err(|f| {
             Error::Usage(format!("--gate {f}: the runs record no such figure in any stage"))
         })?;
-        let last: Vec<(Side, &Run)> = pairs[pairs.len() - 4..].to_vec();
         if let Some(first) = found.gated.first() {
-            let median = |side: Side| {
-                let xs: Vec<f64> = last
-                    .iter()
-                    .filter(|(s, _)| *s == side)
-                    .flat_map(|(_, r)| report::bisect::samples(r, &first.stage, &first.figure))
-                    .collect();
-                (!xs.is_empty()).then(|| report::stats::median(&xs))
-            };
-            window.base_median = median(Side::Base);
-            window.head_median = median(Side::Head);
+            let last = &pairs[pairs.len() - 4..];
+            window.base_median =
+                report::gate::median(last, Side::Base, &first.stage, &first.figure);
+            window.head_median =
+                report::gate::median(last, Side::Head, &first.stage, &first.figure);
         }
         windows.push(window);
         let decided =
@@ -244,23 +219,4 @@ fn windows(
         }
     }
     unreachable!("the windows end when decided or at --max-rounds")
-}
-
-/// The machine in a line, from the gate's environment.json: CPU, cores,
-/// kernel; never a host or user name.
-fn machine(out: &Path) -> String {
-    let env: Option<report::rundir::environment::Environment> =
-        std::fs::read(out.join(report::rundir::ENVIRONMENT))
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-    match env {
-        Some(e) => format!(
-            "{}, {} logical core(s), {} {}",
-            e.cpu.model.as_deref().unwrap_or("unknown CPU"),
-            e.cpu.logical_cores,
-            e.os.kernel.as_deref().unwrap_or("unknown kernel"),
-            e.os.arch
-        ),
-        None => "unknown".into(),
-    }
 }

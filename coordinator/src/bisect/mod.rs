@@ -16,13 +16,13 @@
 
 mod directory;
 pub(crate) mod gate;
-mod git;
 mod measure;
 mod probe;
 mod windows;
 
 use crate::error::Error;
 use directory::{WORKTREES, artifacts, open};
+use host::git;
 use report::bisect::search::{Ended, Search};
 use report::bisect::{
     BisectDeclaration, BisectReport, Confirmation, Endpoints, PROBES, Probe, ProbeVerdict, SCHEMA,
@@ -54,15 +54,7 @@ pub(crate) struct Asked {
 /// Runs (or resumes) a bisection; its report, written and sealed.
 pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     let usage = |m: String| Error::Usage(m);
-    // A refusal is bad input (exit 2); git that cannot run or answer, a failure.
-    let refused = |flag: &str, e: git::GitError| match e {
-        git::GitError::Refused(m) if flag.is_empty() => Error::Usage(m),
-        git::GitError::Refused(m) => Error::Usage(format!("{flag}: {m}")),
-        other => Error::Failed(format!("git: {other}")),
-    };
-    let here =
-        std::env::current_dir().map_err(|e| Error::Failed(format!("no working directory: {e}")))?;
-    let repo = git::toplevel(asked.repo.as_deref().unwrap_or(&here)).map_err(|e| refused("", e))?;
+    let (here, repo) = repository(asked.repo.as_deref())?;
     let good = git::commit(&repo, &asked.good).map_err(|e| refused("--good", e))?;
     let bad = git::commit(&repo, &asked.bad).map_err(|e| refused("--bad", e))?;
     if good == bad {
@@ -80,23 +72,8 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     if !asked.threshold_pct.is_finite() || asked.threshold_pct < 0.0 {
         return Err(usage(format!("--threshold {}: must be 0 or more", asked.threshold_pct)));
     }
-    let out = rundir::resolved(&here, &asked.output);
-    let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
-    let parent_real = std::fs::canonicalize(&parent).unwrap_or(parent);
-    let repo_real = std::fs::canonicalize(&repo).unwrap_or(repo.clone());
-    if parent_real.starts_with(&repo_real) {
-        return Err(usage(format!(
-            "--output '{}' is inside the repository: probes would see it in their worktrees; put it outside",
-            asked.output.display()
-        )));
-    }
+    let out = outside(&here, &repo, &asked.output)?;
     let dirty = git::dirty(&repo).map_err(|e| refused("", e))?;
-    // The worker the probes' runs use by default: this coordinator's sibling.
-    let worker_sha = std::env::current_exe()
-        .ok()
-        .and_then(|me| evidence::file_sha256(&me.with_file_name("worker")).ok())
-        .map(|(sha, _)| sha)
-        .unwrap_or_default();
     let declaration = BisectDeclaration {
         schema: SCHEMA_DECLARATION.into(),
         schema_version: SCHEMA_VERSION,
@@ -111,7 +88,7 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         rounds: asked.rounds,
         max_rounds,
         work_tree_dirty: dirty,
-        program: report::rundir::declaration::Program::current(worker_sha),
+        program: report::rundir::declaration::Program::current(worker_sha()),
     };
     let (declaration_sha256, environment_sha256) = open(&out, &declaration)?;
     let stop = crate::campaign::watch_signals();
@@ -177,6 +154,49 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
     evidence::write_atomic(&out.join(rundir::REPORT), &report::rundir::report::seal(&report))
         .map_err(|e| Error::Failed(format!("cannot write report.json: {e}")))?;
     Ok(report)
+}
+
+/// A refusal of git's as bad input (exit 2) for `flag`; git that cannot
+/// run or answer, a failure.
+fn refused(flag: &str, e: git::GitError) -> Error {
+    match e {
+        git::GitError::Refused(m) if flag.is_empty() => Error::Usage(m),
+        git::GitError::Refused(m) => Error::Usage(format!("{flag}: {m}")),
+        other => Error::Failed(format!("git: {other}")),
+    }
+}
+
+/// The working directory and the repository (`--repo`, else the working
+/// directory's).
+fn repository(repo: Option<&Path>) -> Result<(PathBuf, PathBuf), Error> {
+    let here =
+        std::env::current_dir().map_err(|e| Error::Failed(format!("no working directory: {e}")))?;
+    let repo = git::toplevel(repo.unwrap_or(&here)).map_err(|e| refused("", e))?;
+    Ok((here, repo))
+}
+
+/// `output` resolved, refused inside the repository (the worktrees would
+/// see it).
+fn outside(here: &Path, repo: &Path, output: &Path) -> Result<PathBuf, Error> {
+    let out = rundir::resolved(here, output);
+    let parent = out.parent().map(Path::to_path_buf).unwrap_or_default();
+    let parent_real = std::fs::canonicalize(&parent).unwrap_or(parent);
+    if parent_real.starts_with(std::fs::canonicalize(repo).unwrap_or(repo.to_path_buf())) {
+        return Err(Error::Usage(format!(
+            "--output '{}' is inside the repository: the worktrees would see it; put it outside",
+            output.display()
+        )));
+    }
+    Ok(out)
+}
+
+/// The SHA-256 of the worker the runs use by default: this coordinator's sibling.
+fn worker_sha() -> String {
+    std::env::current_exe()
+        .ok()
+        .and_then(|me| evidence::file_sha256(&me.with_file_name("worker")).ok())
+        .map(|(sha, _)| sha)
+        .unwrap_or_default()
 }
 
 /// A bisection under way.

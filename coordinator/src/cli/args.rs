@@ -166,54 +166,7 @@ pub(super) enum Command {
     /// --not-sure pass). Writes DIR/comment.md for the pull request.
     /// Example: `coordinator gate --base origin/main --head HEAD --output
     /// gate/ -- --mode trials --trials 4 --command 'python3 train.py'`
-    Gate {
-        /// The branch the pull request goes into (its merge base with --head is measured).
-        #[arg(long, value_name = "REV")]
-        base: String,
-        /// The pull request's commit.
-        #[arg(long, value_name = "REV")]
-        head: String,
-        /// Measure --base itself, not its merge base with --head.
-        #[arg(long)]
-        base_exact: bool,
-        /// The git repository. [default: the current directory's]
-        #[arg(long, value_name = "DIR")]
-        repo: Option<PathBuf>,
-        /// A shell command run once in each commit's worktree before its runs.
-        #[arg(long, value_name = "CMD")]
-        build: Option<String>,
-        /// The most seconds one build may take.
-        #[arg(long, value_name = "SECONDS")]
-        build_timeout: Option<String>,
-        /// A figure to gate on; repeat for several: wall_s (each stage's),
-        /// cpu_s, peak_rss_bytes, span:NAME_s. [default: wall_s]
-        #[arg(long = "gate", value_name = "FIGURE")]
-        gates: Vec<String>,
-        /// Percent beyond which head is regressed (or improved), and inside which it is the same.
-        #[arg(long, default_value_t = 5.0)]
-        threshold: f64,
-        /// The most counted trials a side before the gate stops undecided. [default: ten times the run's rounds: five windows]
-        #[arg(long, value_name = "N")]
-        max_rounds: Option<u32>,
-        /// What "not sure" does: fail (exit 5) or pass (exit 0, with a warning line).
-        #[arg(long, value_name = "fail|pass", default_value = "fail")]
-        not_sure: String,
-        /// The gate's name, in its comment's marker (one comment per name).
-        #[arg(long, default_value = "default")]
-        name: String,
-        /// Write the judged figures in Bencher's Metric Format.
-        #[arg(long, value_name = "FILE")]
-        export_bmf: Option<PathBuf>,
-        /// Write them as github-action-benchmark's customSmallerIsBetter.
-        #[arg(long, value_name = "FILE")]
-        export_github_benchmark: Option<PathBuf>,
-        /// The gate's directory: new, or one this gate left unfinished (it resumes).
-        #[arg(long, value_name = "DIR")]
-        output: PathBuf,
-        /// A run's own flags, after `--`: what each window's runs run.
-        #[arg(last = true, required = true, value_name = "RUN FLAGS")]
-        flags: Vec<String>,
-    },
+    Gate(super::gate::GateArgs),
     /// Print the machine's state as a run would record it (environment.json)
     /// and what in it makes measurements hard to trust, without running
     /// anything. Exits 1 when a warning applies, 0 otherwise.
@@ -423,7 +376,7 @@ pub(super) struct RunArgs {
     /// set, and each value is its own stages (`trial[NAME=V]`), with a
     /// recommendation.
     #[arg(long = "param", value_name = "NAME=VALUES")]
-    pub(super) params: Vec<crate::modes::params::Param>,
+    pub(super) params: Vec<report::modes::params::Param>,
     /// Allow a --param that no command spells as {NAME}: the program reads
     /// STAGEBENCH_PARAM_NAME.
     #[arg(long, requires = "params")]

@@ -184,8 +184,16 @@ fn shell_commands(line: &str) -> Vec<Vec<String>> {
 }
 
 /// Why clap refuses `words` (a `coordinator` command line) with `--help`
-/// appended, or None when it parses as far as printing help.
+/// appended, or None when it parses as far as printing help. A line with
+/// RUN FLAGS after `--` (bisect, gate) is two: the command's own flags,
+/// and the run's, each parsed alike.
 fn refused(words: &[String]) -> Option<String> {
+    if let Some(at) = words.iter().position(|w| w == "--") {
+        let run: Vec<String> =
+            std::iter::once(words[0].clone()).chain(words[at + 1..].iter().cloned()).collect();
+        return refused(&words[..at])
+            .or_else(|| refused(&run).map(|why| format!("RUN FLAGS: {why}")));
+    }
     let mut argv: Vec<String> = words.to_vec();
     argv.push("--help".into());
     match super::grammar().try_get_matches_from(&argv) {

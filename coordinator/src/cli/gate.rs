@@ -10,30 +10,77 @@ use report::rundir::gate::Verdict;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-/// The gate's flags, as parsed.
-pub(super) struct Flags {
-    pub(super) asked: crate::bisect::gate::GateAsked,
+/// `coordinator gate`'s flags.
+#[derive(clap::Args, Debug)]
+pub(crate) struct GateArgs {
+    /// The branch the pull request goes into (its merge base with --head is measured).
+    #[arg(long, value_name = "REV")]
+    pub(super) base: String,
+    /// The pull request's commit.
+    #[arg(long, value_name = "REV")]
+    pub(super) head: String,
+    /// Measure --base itself, not its merge base with --head.
+    #[arg(long)]
+    pub(super) base_exact: bool,
+    /// The git repository. [default: the current directory's]
+    #[arg(long, value_name = "DIR")]
+    pub(super) repo: Option<PathBuf>,
+    /// A shell command run once in each commit's worktree before its runs.
+    #[arg(long, value_name = "CMD")]
+    pub(super) build: Option<String>,
+    /// The most seconds one build may take.
+    #[arg(long, value_name = "SECONDS")]
+    pub(super) build_timeout: Option<String>,
+    /// A figure to gate on; repeat for several: wall_s (each stage's),
+    /// cpu_s, peak_rss_bytes, span:NAME_s. [default: wall_s]
+    #[arg(long = "gate", value_name = "FIGURE")]
+    pub(super) gates: Vec<String>,
+    /// Percent beyond which head is regressed (or improved), and inside which it is the same.
+    #[arg(long, default_value_t = 5.0)]
+    pub(super) threshold: f64,
+    /// The most counted trials a side before the gate stops undecided. [default: ten times the run's rounds: five windows]
+    #[arg(long, value_name = "N")]
+    pub(super) max_rounds: Option<u32>,
+    /// What "not sure" does: fail (exit 5) or pass (exit 0, with a warning line).
+    #[arg(long, value_name = "fail|pass", default_value = "fail")]
     pub(super) not_sure: String,
+    /// The gate's name, in its comment's marker (one comment per name).
+    #[arg(long, default_value = "default")]
+    pub(super) name: String,
+    /// Write the judged figures in Bencher's Metric Format.
+    #[arg(long, value_name = "FILE")]
     pub(super) export_bmf: Option<PathBuf>,
+    /// Write them as github-action-benchmark's customSmallerIsBetter.
+    #[arg(long, value_name = "FILE")]
     pub(super) export_github_benchmark: Option<PathBuf>,
+    /// The gate's directory: new, or one this gate left unfinished (it resumes).
+    #[arg(long, value_name = "DIR")]
+    pub(super) output: PathBuf,
+    /// A run's own flags, after `--`: what each window's runs run.
+    #[arg(last = true, required = true, value_name = "RUN FLAGS")]
+    pub(super) flags: Vec<String>,
 }
 
-/// Runs the gate; its exit code.
-pub(super) fn run(f: Flags) -> Result<u8, Error> {
-    let pass = match f.not_sure.as_str() {
+/// Runs the gate its flags ask for; its exit code.
+pub(super) fn run(a: GateArgs) -> Result<u8, Error> {
+    let rounds = super::run_flags(&a.flags)?;
+    if a.build_timeout.is_some() && a.build.is_none() {
+        return Err(Error::Usage("--build-timeout limits --build, which is not given".into()));
+    }
+    let pass = match a.not_sure.as_str() {
         "fail" => false,
         "pass" => true,
         other => return Err(Error::Usage(format!("--not-sure {other}: fail or pass"))),
     };
     let exports = [
-        ("--export-bmf", &f.export_bmf),
-        ("--export-github-benchmark", &f.export_github_benchmark),
+        ("--export-bmf", &a.export_bmf),
+        ("--export-github-benchmark", &a.export_github_benchmark),
     ];
     for (flag, path) in exports.iter().filter_map(|(flag, p)| p.as_ref().map(|p| (flag, p))) {
         if path.symlink_metadata().is_ok() {
             return Err(Error::Usage(format!("{flag} '{}' already exists", path.display())));
         }
-        let inside = std::path::absolute(path).ok().zip(std::path::absolute(&f.asked.output).ok());
+        let inside = std::path::absolute(path).ok().zip(std::path::absolute(&a.output).ok());
         if inside.is_some_and(|(p, o)| p.starts_with(&o)) {
             return Err(Error::Usage(format!(
                 "{flag} '{}' is inside the gate's directory, which holds its evidence only",
@@ -41,11 +88,31 @@ pub(super) fn run(f: Flags) -> Result<u8, Error> {
             )));
         }
     }
-    let (report, sha) = crate::bisect::gate::run(&f.asked)?;
+    let asked = crate::bisect::gate::GateAsked {
+        base: a.base,
+        head: a.head,
+        base_exact: a.base_exact,
+        repo: a.repo,
+        build: a.build,
+        build_timeout: a
+            .build_timeout
+            .as_deref()
+            .map(crate::plan::positive_secs)
+            .transpose()
+            .map_err(|e| Error::Usage(format!("--build-timeout {e}")))?,
+        gates: if a.gates.is_empty() { vec!["wall_s".into()] } else { a.gates },
+        threshold_pct: a.threshold,
+        max_rounds: a.max_rounds,
+        name: a.name,
+        output: a.output,
+        flags: a.flags,
+        rounds,
+    };
+    let (report, sha) = crate::bisect::gate::run(&asked)?;
     print!("{}", report::render::gate::text(&report));
     println!(
         "evidence: {}/ (report.json, comment.md; every run under windows/)",
-        f.asked.output.display()
+        asked.output.display()
     );
     let exit = match report.verdict {
         Verdict::Regressed => code::REGRESSION,

@@ -211,50 +211,7 @@ fn command(cli: Cli) -> Result<u8, Error> {
             );
             Ok(code::SUCCESS)
         }
-        Some(Command::Gate {
-            base,
-            head,
-            base_exact,
-            repo,
-            build,
-            build_timeout,
-            gates,
-            threshold,
-            max_rounds,
-            not_sure,
-            name,
-            export_bmf,
-            export_github_benchmark,
-            output,
-            flags,
-        }) => {
-            let rounds = run_flags(&flags)?;
-            if build_timeout.is_some() && build.is_none() {
-                return Err(Error::Usage(
-                    "--build-timeout limits --build, which is not given".into(),
-                ));
-            }
-            let asked = crate::bisect::gate::GateAsked {
-                base,
-                head,
-                base_exact,
-                repo,
-                build,
-                build_timeout: build_timeout
-                    .as_deref()
-                    .map(crate::plan::positive_secs)
-                    .transpose()
-                    .map_err(|e| Error::Usage(format!("--build-timeout {e}")))?,
-                gates: if gates.is_empty() { vec!["wall_s".into()] } else { gates },
-                threshold_pct: threshold,
-                max_rounds,
-                name,
-                output,
-                flags,
-                rounds,
-            };
-            gate::run(gate::Flags { asked, not_sure, export_bmf, export_github_benchmark })
-        }
+        Some(Command::Gate(args)) => gate::run(args),
         Some(Command::Doctor { workers }) => Ok(print::doctor(workers)),
         Some(Command::Campaign { file, output, worker_bin, export_trace }) => {
             let worker_bin = match worker_bin {

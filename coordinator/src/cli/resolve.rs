@@ -69,7 +69,7 @@ pub(super) fn resolve(args: RunArgs, matches: &clap::ArgMatches) -> Result<RunPl
         kill_at: args.kill_at.clone(),
         workers: args.workers.0.clone(),
         inputs: args.inputs.clone(),
-        params: crate::modes::params::ParamArgs {
+        params: report::modes::params::ParamArgs {
             params: args.params.clone(),
             env_only: args.param_env_only,
             many: args.yes_many,

@@ -124,7 +124,7 @@ pub(crate) struct SharedArgs {
     /// `--inputs`, as given (digested once the mode has accepted them).
     pub(crate) inputs: Vec<std::path::PathBuf>,
     /// `--param` and its companions, as given.
-    pub(crate) params: params::ParamArgs,
+    pub(crate) params: report::modes::params::ParamArgs,
 }
 
 /// A mode's `name`, in its `impl Mode`.
@@ -166,7 +166,6 @@ pub(crate) mod trials;
 pub(crate) const MODES: &[&dyn Mode] =
     &[&diagnostic::MODE, &cold_prep::MODE, &trials::MODE, &profile::MODE, &recipe::MODE];
 
-pub(crate) mod params;
 pub(crate) mod preparation;
 pub(crate) mod stages;
 

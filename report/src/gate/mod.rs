@@ -167,6 +167,16 @@ pub fn overall(gated: &[Judged]) -> Verdict {
     }
 }
 
+/// The median of `figure` for `stage` over the runs of `side` among `runs`.
+pub fn median(runs: &[(Side, &Run)], side: Side, stage: &str, figure: &str) -> Option<f64> {
+    let xs: Vec<f64> = runs
+        .iter()
+        .filter(|(s, _)| *s == side)
+        .flat_map(|(_, r)| bisect::samples(r, stage, figure))
+        .collect();
+    (!xs.is_empty()).then(|| stats::median(&xs))
+}
+
 /// What a gate found, figure by figure.
 pub struct Found {
     pub gated: Vec<Judged>,

@@ -7,6 +7,7 @@
 
 // Floor 0: the names, wording and judgments several modes share.
 pub mod input_wait;
+pub mod params;
 pub mod preparation;
 pub mod scan;
 // Floor 1: each mode's section.

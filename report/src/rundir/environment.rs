@@ -230,3 +230,21 @@ pub fn warnings_now(env: &Environment, workers: u32) -> Vec<String> {
     out.extend(warnings(env, workers, None, false));
     out
 }
+
+/// The machine of an environment.json in a line (CPU, cores, kernel,
+/// architecture), never a host or user name; "unknown" when it cannot be
+/// read.
+pub fn one_line(path: &std::path::Path) -> String {
+    let env: Option<Environment> =
+        std::fs::read(path).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    match env {
+        Some(e) => format!(
+            "{}, {} logical core(s), {} {}",
+            e.cpu.model.as_deref().unwrap_or("unknown CPU"),
+            e.cpu.logical_cores,
+            e.os.kernel.as_deref().unwrap_or("unknown kernel"),
+            e.os.arch
+        ),
+        None => "unknown".into(),
+    }
+}

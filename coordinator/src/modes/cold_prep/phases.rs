@@ -5,13 +5,13 @@
 use super::storage::OsCache;
 use super::{items, rounds};
 use crate::error::RunError;
-use crate::modes::params::{Grid, Point, env_name, round_order};
 use crate::modes::preparation::{prepare_phase, verify_phase};
 use crate::modes::{JobNumbers, Phase, Prepared};
 use crate::plan::Settings;
 use crate::supervisor::{Feed, Item};
 use host::pagecache::Inputs;
 use protocol::Stage;
+use report::modes::params::{Grid, Point, env_name, round_order};
 use report::modes::preparation::{ITEMS, Names, RECIPE, VERIFY_AFTER, VERIFY_BEFORE};
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -261,7 +261,7 @@ fn item_phase(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modes::params::Param;
+    use report::modes::params::Param;
 
     fn plan(rounds: u32, values: &str, seed: u64) -> Plan {
         let param: Param = values.parse().unwrap();

@@ -32,7 +32,7 @@ pub(super) fn assess(
     let mut first_serial: Option<Vec<u8>> = None;
     let mut measured = Vec::new();
     for (i, (point, n)) in points.iter().enumerate() {
-        let label = crate::modes::params::Grid::label(point);
+        let label = report::modes::params::Grid::label(point);
         let (serial, serial_art) = side::sealed(dir, find(outcomes, &n.serial)?)?;
         let (parallel, parallel_art) = side::sealed(dir, find(outcomes, &n.parallel)?)?;
         // The first value's pair is the plain comparison's: checked and
@@ -55,7 +55,7 @@ pub(super) fn assess(
                 let d = outputs::differences(first, &serial);
                 warnings.push(format!(
                     "{label}'s outputs differ from {}'s ({} file(s) differ, {} missing, {} extra): the values prepare different outputs, so their times are not of the same work",
-                    crate::modes::params::Grid::label(&points[0].0),
+                    report::modes::params::Grid::label(&points[0].0),
                     d.differ,
                     d.missing,
                     d.extra

@@ -426,7 +426,7 @@ impl Plan {
         // A scan runs its values in a new shuffled order each round.
         let n = self.stages.len();
         let order = |round| match &self.scan {
-            Some(scan) => crate::modes::params::round_order(n, scan.seed, round),
+            Some(scan) => report::modes::params::round_order(n, scan.seed, round),
             None => (0..n).collect(),
         };
         let jobs = (0..self.warmup + self.trials)

@@ -5,9 +5,9 @@
 
 use crate::error::Refusal;
 use crate::modes::Records;
-use crate::modes::params::{Grid, Point, env_name};
 use crate::plan::PlannedStage;
 use protocol::{LocalPath, Stage, Word};
+use report::modes::params::{Grid, Point, env_name};
 use report::rundir::report::TrialSet;
 use std::collections::BTreeMap;
 

@@ -1,4 +1,4 @@
-//! The git a bisection needs, each a `git -C REPO` process: names resolved
+//! The git a bisection and a gate need, each a `git -C REPO` process: names resolved
 //! to commits, the first-parent history between two, whether the work tree
 //! has changes, and detached worktrees added and removed. Nothing here
 //! touches the user's work tree, index or HEAD.
@@ -8,7 +8,7 @@ use std::process::Command;
 
 /// Why a git command gave no answer.
 #[derive(Debug, thiserror::Error)]
-pub(super) enum GitError {
+pub enum GitError {
     #[error("cannot run git: {0}")]
     Spawn(#[from] std::io::Error),
     /// git's own first line of complaint (its stderr has no other type).
@@ -36,7 +36,7 @@ fn git(repo: &Path, args: &[&str]) -> Result<String, GitError> {
 }
 
 /// The repository's top directory, or why `dir` is none.
-pub(super) fn toplevel(dir: &Path) -> Result<PathBuf, GitError> {
+pub fn toplevel(dir: &Path) -> Result<PathBuf, GitError> {
     git(dir, &["rev-parse", "--show-toplevel"]).map(PathBuf::from).map_err(|e| match e {
         GitError::Said(said) => {
             GitError::Refused(format!("'{}' is not a git repository ({said})", dir.display()))
@@ -46,7 +46,7 @@ pub(super) fn toplevel(dir: &Path) -> Result<PathBuf, GitError> {
 }
 
 /// The commit `rev` names.
-pub(super) fn commit(repo: &Path, rev: &str) -> Result<String, GitError> {
+pub fn commit(repo: &Path, rev: &str) -> Result<String, GitError> {
     git(repo, &["rev-parse", "--verify", "--quiet", &format!("{rev}^{{commit}}")]).map_err(|e| {
         match e {
             GitError::Said(_) => {
@@ -59,7 +59,7 @@ pub(super) fn commit(repo: &Path, rev: &str) -> Result<String, GitError> {
 
 /// The first-parent history from `good` to `bad`, both included, oldest
 /// first; an error when `good` is not on `bad`'s first-parent history.
-pub(super) fn first_parent(repo: &Path, good: &str, bad: &str) -> Result<Vec<String>, GitError> {
+pub fn first_parent(repo: &Path, good: &str, bad: &str) -> Result<Vec<String>, GitError> {
     let mut list: Vec<String> =
         git(repo, &["rev-list", "--first-parent", "--reverse", &format!("{good}..{bad}")])?
             .lines()
@@ -82,7 +82,7 @@ pub(super) fn first_parent(repo: &Path, good: &str, bad: &str) -> Result<Vec<Str
 
 /// The best common ancestor of `a` and `b`: what a pull request from `b`
 /// into `a` changes is measured against it.
-pub(super) fn merge_base(repo: &Path, a: &str, b: &str) -> Result<String, GitError> {
+pub fn merge_base(repo: &Path, a: &str, b: &str) -> Result<String, GitError> {
     git(repo, &["merge-base", a, b]).map_err(|e| match e {
         GitError::Said(_) => GitError::Refused(format!(
             "'{}' and '{}' have no common ancestor",
@@ -94,18 +94,18 @@ pub(super) fn merge_base(repo: &Path, a: &str, b: &str) -> Result<String, GitErr
 }
 
 /// Whether the work tree or index has uncommitted changes.
-pub(super) fn dirty(repo: &Path) -> Result<bool, GitError> {
+pub fn dirty(repo: &Path) -> Result<bool, GitError> {
     git(repo, &["status", "--porcelain", "--untracked-files=no"]).map(|s| !s.is_empty())
 }
 
 /// A detached worktree of `commit` at `path`.
-pub(super) fn add_worktree(repo: &Path, path: &Path, commit: &str) -> Result<(), GitError> {
+pub fn add_worktree(repo: &Path, path: &Path, commit: &str) -> Result<(), GitError> {
     let path = path.to_string_lossy();
     git(repo, &["worktree", "add", "--detach", "--force", &path, commit]).map(|_| ())
 }
 
 /// Removes a worktree this bisection added, and git's record of it.
-pub(super) fn remove_worktree(repo: &Path, path: &Path) -> Result<(), GitError> {
+pub fn remove_worktree(repo: &Path, path: &Path) -> Result<(), GitError> {
     if path.exists() {
         git(repo, &["worktree", "remove", "--force", &path.to_string_lossy()])?;
     }

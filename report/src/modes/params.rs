@@ -7,25 +7,28 @@
 //! every round runs the points in a new shuffled order drawn from a
 //! recorded seed.
 
-use crate::error::Refusal;
+/// A `--param` refused before anything runs, and why, in one line.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{0}")]
+pub struct Refusal(pub String);
 
 /// Grid points above which a scan needs `--yes-many`.
-pub(crate) const MAX_POINTS: usize = 64;
+pub const MAX_POINTS: usize = 64;
 
 /// The scan flags, as given (shared: `--param`, `--param-env-only`,
 /// `--yes-many`, `--param-seed`).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct ParamArgs {
-    pub(crate) params: Vec<Param>,
-    pub(crate) env_only: bool,
-    pub(crate) many: bool,
-    pub(crate) seed: Option<u64>,
+pub struct ParamArgs {
+    pub params: Vec<Param>,
+    pub env_only: bool,
+    pub many: bool,
+    pub seed: Option<u64>,
 }
 
 impl ParamArgs {
     /// The checked grid over `lines` (the program given by `flag`), and
     /// its rounds' seed: the one given, else the clock's.
-    pub(crate) fn grid(&self, lines: &[&str], flag: &str) -> Result<Option<(Grid, u64)>, Refusal> {
+    pub fn grid(&self, lines: &[&str], flag: &str) -> Result<Option<(Grid, u64)>, Refusal> {
         let grid = Grid::checked(self.params.clone(), lines, flag, self.env_only, self.many)?;
         Ok(grid.map(|g| (g, self.seed.unwrap_or_else(clock_seed))))
     }
@@ -33,14 +36,14 @@ impl ParamArgs {
 
 /// One `--param`: its name and its values, in the order given.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Param {
-    pub(crate) name: String,
-    pub(crate) values: Vec<String>,
+pub struct Param {
+    pub name: String,
+    pub values: Vec<String>,
 }
 
 /// Why a `--param` spec is refused (clap prints it after the flag).
 #[derive(Debug, PartialEq, Eq, thiserror::Error)]
-pub(crate) enum BadParam {
+pub enum BadParam {
     #[error("write NAME=V1,V2 or NAME=A..B[:STEP]")]
     Spelling,
     #[error("the name {0:?} must be a letter or _ then letters, digits or _ (at most 32)")]
@@ -125,7 +128,7 @@ fn is_value(s: &str) -> bool {
 }
 
 /// The environment variable that carries `name`'s value.
-pub(crate) fn env_name(name: &str) -> String {
+pub fn env_name(name: &str) -> String {
     format!("STAGEBENCH_PARAM_{}", name.to_ascii_uppercase())
 }
 
@@ -184,7 +187,7 @@ fn pieces(line: &str) -> Vec<Piece<'_>> {
 
 /// The `{NAME}` placeholders of a command line, each once, in order (see
 /// [`pieces`]: `${HOME}` and `{{print}}` are none).
-pub(crate) fn placeholders(line: &str) -> Vec<&str> {
+pub fn placeholders(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for piece in pieces(line) {
         if let Piece::Placeholder(name) = piece {
@@ -198,8 +201,8 @@ pub(crate) fn placeholders(line: &str) -> Vec<&str> {
 
 /// A checked scan: its names in order and every point of their grid.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Grid {
-    pub(crate) params: Vec<Param>,
+pub struct Grid {
+    pub params: Vec<Param>,
 }
 
 impl Grid {
@@ -207,7 +210,7 @@ impl Grid {
     /// `flag` (`--command`, `--prepare`). `env_only`
     /// allows a name no line spells (the program reads its variable);
     /// `many` allows more than [`MAX_POINTS`] points.
-    pub(crate) fn checked(
+    pub fn checked(
         params: Vec<Param>,
         lines: &[&str],
         flag: &str,
@@ -265,7 +268,7 @@ impl Grid {
     }
 
     /// Every point, the first name varying slowest, each value in order.
-    pub(crate) fn points(&self) -> Vec<Vec<(String, String)>> {
+    pub fn points(&self) -> Vec<Vec<(String, String)>> {
         let mut points: Vec<Vec<(String, String)>> = vec![Vec::new()];
         for p in &self.params {
             points = points
@@ -284,7 +287,7 @@ impl Grid {
 
     /// `line` with every `{NAME}` replaced by the point's value, `{{` and
     /// `}}` by a brace, and the rest (the shell's `${NAME}` too) as it was.
-    pub(crate) fn substituted(line: &str, point: &Point) -> String {
+    pub fn substituted(line: &str, point: &Point) -> String {
         pieces(line)
             .into_iter()
             .map(|piece| match piece {
@@ -298,14 +301,14 @@ impl Grid {
     }
 
     /// A point's label, `a=1,b=2`: what a stage's key carries in brackets.
-    pub(crate) fn label(point: &Point) -> String {
+    pub fn label(point: &Point) -> String {
         let label: Vec<String> = point.iter().map(|(k, v)| format!("{k}={v}")).collect();
         label.join(",")
     }
 
     /// What the declaration records: each name with its values, in order,
     /// and the seed of the rounds' order.
-    pub(crate) fn declared(&self, seed: u64) -> serde_json::Value {
+    pub fn declared(&self, seed: u64) -> serde_json::Value {
         let params: Vec<serde_json::Value> = self
             .params
             .iter()
@@ -315,16 +318,16 @@ impl Grid {
     }
 
     /// The names, in order.
-    pub(crate) fn names(&self) -> Vec<String> {
+    pub fn names(&self) -> Vec<String> {
         self.params.iter().map(|p| p.name.clone()).collect()
     }
 }
 
 /// A grid point: each name with its value.
-pub(crate) type Point = Vec<(String, String)>;
+pub type Point = Vec<(String, String)>;
 
 /// A seed for a scan's order when none is given: the clock's nanoseconds.
-pub(crate) fn clock_seed() -> u64 {
+pub fn clock_seed() -> u64 {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     // Below 2^53, so every JSON reader reads it back exactly.
     now.map(|d| d.as_nanos() as u64 & ((1 << 53) - 1)).unwrap_or(0)
@@ -333,7 +336,7 @@ pub(crate) fn clock_seed() -> u64 {
 /// The order of `n` points in round `round` of a scan seeded `seed`: a
 /// Fisher–Yates shuffle from a generator of its own per round, so a round's
 /// order does not depend on how many rounds came before.
-pub(crate) fn round_order(n: usize, seed: u64, round: u32) -> Vec<usize> {
+pub fn round_order(n: usize, seed: u64, round: u32) -> Vec<usize> {
     let mut rng =
         evidence::rng::Rng::new(seed ^ (round as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15));
     let mut order: Vec<usize> = (0..n).collect();

@@ -5,13 +5,15 @@
 //! `GITHUB_STEP_SUMMARY`, the exports), each exit code, and the bad inputs
 //! refused before anything is built.
 
+mod action;
+
 use harness::{coordinator, json, run};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 
 /// The gates time real processes: one at a time.
-fn alone() -> MutexGuard<'static, ()> {
+pub(crate) fn alone() -> MutexGuard<'static, ()> {
     static ONE: Mutex<()> = Mutex::new(());
     ONE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -51,23 +53,35 @@ fn repository(dir: &Path) -> Vec<String> {
 /// A gate of `base` against `head` in `repo` into `out`, with `extra`
 /// flags, running the program 3 trials a run.
 fn gate(repo: &Path, out: &Path, base: &str, head: &str, extra: &[&str]) -> Command {
+    gate_of(repo, out, base, head, extra, "3")
+}
+
+/// [`gate`] with `trials` a run.
+fn gate_of(
+    repo: &Path,
+    out: &Path,
+    base: &str,
+    head: &str,
+    extra: &[&str],
+    trials: &str,
+) -> Command {
     let mut c = coordinator();
     let py = harness::python(&mut c);
     c.args(["gate", "--base", base, "--head", head, "--base-exact", "--repo"]).arg(repo);
     c.arg("--output").arg(out).args(extra).arg("--");
-    c.args(["--mode", "trials", "--trials", "3", "--warmup", "0", "--command"]);
+    c.args(["--mode", "trials", "--trials", trials, "--warmup", "0", "--command"]);
     c.arg(format!("{py} prog.py"));
     c
 }
 
-struct Repo {
+pub(crate) struct Repo {
     _tmp: tempfile::TempDir,
-    repo: PathBuf,
-    base: PathBuf,
-    commits: Vec<String>,
+    pub(crate) repo: PathBuf,
+    pub(crate) base: PathBuf,
+    pub(crate) commits: Vec<String>,
 }
 
-fn made() -> Repo {
+pub(crate) fn made() -> Repo {
     let tmp = tempfile::tempdir().unwrap();
     let repo = tmp.path().join("repo");
     let commits = repository(&repo);
@@ -168,13 +182,14 @@ fn a_comment_only_change_never_regresses_and_a_faster_one_is_improved() {
 fn not_sure_exits_5_unless_passed_and_an_unwritable_github_file_is_a_warning() {
     let _one = alone();
     let r = made();
-    // One window, a threshold no interval can sit inside: not sure.
-    let strict = ["--threshold", "0.001", "--max-rounds", "6"];
-    let f = run(gate(&r.repo, &r.base.join("a"), "HEAD~2", "HEAD~1", &strict));
+    // One window of 2-trial runs: 4 pairs, too few to judge: not sure.
+    let strict = ["--max-rounds", "4"];
+    let f = run(gate_of(&r.repo, &r.base.join("a"), "HEAD~2", "HEAD~1", &strict, "2"));
     assert_eq!(f.code(), Some(5), "{}{}", f.stdout, f.stderr);
     assert!(f.stdout.starts_with("Not sure: "), "{}", f.stdout);
+    assert!(f.stdout.contains("4 pair(s): too few to judge"), "{}", f.stdout);
     let passed = [&strict[..], &["--not-sure", "pass"]].concat();
-    let mut c = gate(&r.repo, &r.base.join("b"), "HEAD~2", "HEAD~1", &passed);
+    let mut c = gate_of(&r.repo, &r.base.join("b"), "HEAD~2", "HEAD~1", &passed, "2");
     c.env("GITHUB_OUTPUT", r.base.join("no-such-folder").join("out"));
     let f = run(c);
     assert_eq!(f.code(), Some(0), "{}{}", f.stdout, f.stderr);
