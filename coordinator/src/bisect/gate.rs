@@ -177,6 +177,7 @@ fn windows(
     let mut made: Made = Vec::new();
     let mut windows = Vec::new();
     for w in 0.. {
+        let mut reused = 0;
         let mut window =
             Window { order: Vec::new(), runs: Vec::new(), base_median: None, head_median: None };
         for (i, side) in report::gate::order(w).into_iter().enumerate() {
@@ -190,6 +191,7 @@ fn windows(
                     short(&b.commits[k])
                 ))
             })?;
+            reused += usize::from(m.reused);
             window.order.push(side.word().into());
             window.runs.push(m.dir.clone());
             made.push((m.dir, side, m.run));
@@ -209,8 +211,12 @@ fn windows(
         let decided =
             found.gated.iter().all(|j| j.verdict != report::rundir::gate::Verdict::NotSure);
         let rounds = made.iter().filter(|(_, s, _)| *s == Side::Base).count() as u32 * g.rounds;
+        let again = match reused {
+            0 => String::new(),
+            n => format!(", {n} run(s) read again from an interrupted gate"),
+        };
         eprintln!(
-            "gate: window {} done, {rounds} round(s) a side: {}",
+            "gate: window {} done, {rounds} round(s) a side{again}: {}",
             w + 1,
             found.verdict.word()
         );

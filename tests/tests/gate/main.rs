@@ -8,9 +8,12 @@
 mod action;
 
 use harness::{coordinator, json, run};
+use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
 
 /// The gates time real processes: one at a time.
 pub(crate) fn alone() -> MutexGuard<'static, ()> {
@@ -239,4 +242,53 @@ fn bad_input_is_refused_in_one_line_before_anything_is_built() {
         "{}",
         f.stderr
     );
+}
+
+#[test]
+fn sigint_stops_a_gate_and_the_same_command_resumes_it_reading_its_runs_again() {
+    let _one = alone();
+    let r = made();
+    let out = r.base.join("gate");
+    // Runs of 2 trials: a window holds 4 pairs, too few to decide, so
+    // the signal always finds the gate in its second window.
+    let flags = ["--gate", "span:work_s", "--max-rounds", "8"];
+    let mut c = gate_of(&r.repo, &out, "HEAD~2", "HEAD~1", &flags, "2");
+    let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    // The event: the first window is done.
+    let mut seen = Vec::new();
+    loop {
+        let line = rx.recv_timeout(Duration::from_secs(120)).expect("no window in 120 s");
+        seen.push(line.clone());
+        if line.starts_with("gate: window 1 done") {
+            break;
+        }
+    }
+    // SAFETY: kill(2) on our own child.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    let (tx_end, rx_end) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx_end.send(child.wait());
+    });
+    let status = rx_end.recv_timeout(Duration::from_secs(60)).expect("no exit in 60 s").unwrap();
+    seen.extend(rx.try_iter());
+    assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
+    assert_eq!(git(&r.repo, &["worktree", "list"]).lines().count(), 1, "a worktree was left");
+    assert!(!out.join("report.json").exists());
+    let f = run(gate_of(&r.repo, &out, "HEAD~2", "HEAD~1", &flags, "2"));
+    assert!(matches!(f.code(), Some(0 | 5)), "{:?}: {}{}", f.code(), f.stdout, f.stderr);
+    assert!(
+        f.stderr.contains("gate: window 1 done, 4 round(s) a side, 4 run(s) read again"),
+        "{}",
+        f.stderr
+    );
+    let mut v = coordinator();
+    v.arg("verify").arg(&out);
+    assert_eq!(run(v).code(), Some(0));
 }

@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""scripts/bench-gate.py [--per N] [--periods 1,6,30] [--coordinator PATH]:
+`coordinator gate` against the way stored-baseline gates judge, beside a
+drifting machine. A benchmark, run by hand on an otherwise idle 2-core
+machine, never beside another benchmark; it takes many minutes.
+
+The repository: prog.py, a Python program with two spans, `load` (20 ms
+of spinning) and `work` (60 ms × F); base has F = 1.0, and each pull
+request is one commit on top of it:
+- null: only a comment changes (N of them);
+- slower: `work` 10% slower, F = 1.1 (N);
+- faster: `work` 10% faster, F = 0.9 (N).
+
+The neighbour: two processes burning both cores for half of a period and
+sleeping the other half (a co-tenant's job), the period varying across the
+pull requests: 1 s, 6 s and 30 s, so the method holds at the time scale of
+a trial, of a run and of a whole gate. The program's own drift: its spin
+lengthens by up to 3% following the wall clock (a sine of 20 s), as in
+bench-bisect-drift.sh.
+
+Each pull request is judged twice, side by side:
+- the gate: `coordinator gate --gate span:work_s` (threshold 5%, rounds
+  adaptive up to --max-rounds 30, trials of 3 a run): its verdict, pairs
+  and wall time;
+- the stored-baseline way: base run once (5 trials), head once just after,
+  `coordinator compare --figure span:work_s --threshold 5`: regressed when
+  it exits 4 (false alarms and misses as github-action-benchmark would
+  see them; a real one's baseline is from another day and runner, which
+  this does not even test).
+
+Prints one line per pull request, then the table (counts per kind and
+method, the median pairs the gate needed, the median wall time of each
+method and their ratio). Controls: the null pull requests (the truth is
+"not slower"), and the slower ones (the truth is 1.10).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+PROGRAM = """# {comment}
+import math, time
+from stagebench import span
+F = {factor}
+def spin(s):
+    s *= 1 + 0.015 * (1 + math.sin(2 * math.pi * time.time() / 20))
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+with span("load"):
+    spin(0.02)
+with span("work"):
+    spin(0.06 * F)
+"""
+
+
+def git(repo, *args):
+    return subprocess.run(["git", "-C", repo, *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+def repository(path):
+    """base, then one branch per pull request kind made on demand."""
+    os.makedirs(path)
+    git(path, "init", "-q")
+    git(path, "config", "user.email", "bench@example.invalid")
+    git(path, "config", "user.name", "bench")
+    with open(os.path.join(path, "prog.py"), "w") as f:
+        f.write(PROGRAM.format(comment="base", factor="1.0"))
+    git(path, "add", "-A")
+    git(path, "commit", "-q", "-m", "base")
+    return git(path, "rev-parse", "HEAD")
+
+
+def pull_request(repo, base, kind, i):
+    """A commit on top of base: its hash."""
+    git(repo, "checkout", "-q", "--detach", base)
+    factor = {"null": "1.0", "slower": "1.1", "faster": "0.9"}[kind]
+    with open(os.path.join(repo, "prog.py"), "w") as f:
+        f.write(PROGRAM.format(comment=f"{kind} pull request {i}", factor=factor))
+    git(repo, "commit", "-q", "-am", f"{kind} {i}")
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach", base)
+    return head
+
+
+class Neighbour:
+    """Two processes burning both cores half of each `period` seconds."""
+
+    CODE = (
+        "import time\n"
+        "p, h = {p}, {h}\n"
+        "while True:\n"
+        "    t = time.time() % p\n"
+        "    if t < h:\n"
+        "        end = time.time() + (h - t)\n"
+        "        while time.time() < end:\n"
+        "            pass\n"
+        "    else:\n"
+        "        time.sleep(p - t)\n"
+    )
+
+    def __init__(self, period):
+        code = self.CODE.format(p=period, h=period / 2)
+        self.procs = [subprocess.Popen([sys.executable, "-c", code]) for _ in range(2)]
+
+    def stop(self):
+        for p in self.procs:
+            p.kill()
+            p.wait()
+
+
+def run_flags(py, trials):
+    return ["--mode", "trials", "--trials", str(trials), "--warmup", "0", "--command", f"{py} prog.py"]
+
+
+def gate(coord, repo, base, head, out, py, max_rounds):
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [coord, "gate", "--base", base, "--head", head, "--base-exact", "--repo", repo,
+         "--output", out, "--gate", "span:work_s", "--threshold", "5", "--max-rounds", str(max_rounds),
+         "--", *run_flags(py, 3)],
+        capture_output=True, text=True, cwd=repo, env=env_for(),
+    )
+    wall = time.monotonic() - t0
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            r = json.load(f)
+        j = r["gated"][0]
+        return r["verdict"], j["pairs"], j["ratio"], wall, p.returncode
+    except (OSError, KeyError, IndexError, ValueError):
+        return f"failed ({p.returncode}: {p.stderr.strip().splitlines()[-1:]})", 0, float("nan"), wall, p.returncode
+
+
+def stored_baseline(coord, repo, base, head, work, py):
+    """Base once, head once just after, compare at 5%: regressed or not."""
+    t0 = time.monotonic()
+    dirs = []
+    for name, commit in (("base", base), ("head", head)):
+        tree = os.path.join(work, f"tree-{name}")
+        git(repo, "worktree", "add", "-q", "--detach", tree, commit)
+        out = os.path.join(work, f"run-{name}")
+        subprocess.run([coord, "--quiet", *run_flags(py, 5), "--output", out], cwd=tree, env=env_for(),
+                       capture_output=True, check=True)
+        git(repo, "worktree", "remove", "--force", tree)
+        dirs.append(out)
+    p = subprocess.run([coord, "compare", dirs[0], dirs[1], "--figure", "span:work_s", "--threshold", "5"],
+                       capture_output=True, text=True, env=env_for())
+    return ("regressed" if p.returncode == 4 else "not regressed"), time.monotonic() - t0
+
+
+def env_for():
+    env = dict(os.environ)
+    env.setdefault("PYTHONPATH", os.path.join(ROOT, "python"))
+    return env
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--per", type=int, default=20, help="pull requests of each kind (default 20)")
+    ap.add_argument("--periods", default="1,6,30", help="the neighbour's periods in seconds, cycled over the pull requests")
+    ap.add_argument("--max-rounds", type=int, default=30)
+    ap.add_argument("--coordinator", default=os.path.join(ROOT, "target", "release", "coordinator"))
+    ap.add_argument("--no-neighbour", action="store_true", help="the control: an idle machine")
+    a = ap.parse_args()
+    if not os.path.exists(a.coordinator):
+        subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "stagebench-coordinator",
+                        "-p", "stagebench-worker"], cwd=ROOT, check=True)
+    periods = [float(p) for p in a.periods.split(",")]
+    py = sys.executable
+    rows = []
+    with tempfile.TemporaryDirectory() as tmp:
+        repo = os.path.join(tmp, "repo")
+        base = repository(repo)
+        n = 0
+        for i in range(a.per):
+            for kind in ("null", "slower", "faster"):
+                period = periods[n % len(periods)]
+                n += 1
+                head = pull_request(repo, base, kind, i)
+                work = os.path.join(tmp, f"pr{n}")
+                os.makedirs(work)
+                neighbour = None if a.no_neighbour else Neighbour(period)
+                try:
+                    verdict, pairs, ratio, gate_wall, code = gate(
+                        a.coordinator, repo, base, head, os.path.join(work, "gate"), py, a.max_rounds)
+                    stored, stored_wall = stored_baseline(a.coordinator, repo, base, head, work, py)
+                finally:
+                    if neighbour:
+                        neighbour.stop()
+                rows.append((kind, period, verdict, pairs, ratio, gate_wall, stored, stored_wall))
+                print(f"{kind:6} period {period:4.0f} s: gate {verdict:10} ({pairs:3} pairs, ×{ratio:.3f}, "
+                      f"{gate_wall:5.1f} s, exit {code}); stored baseline {stored:13} ({stored_wall:5.1f} s)",
+                      flush=True)
+    print()
+    print("| pull requests | method | regressed | improved | same | not sure | median pairs |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    for kind in ("null", "slower", "faster"):
+        mine = [r for r in rows if r[0] == kind]
+        count = lambda v: sum(1 for r in mine if r[2] == v)  # noqa: E731
+        pairs = statistics.median(r[3] for r in mine) if mine else 0
+        print(f"| {len(mine)} {kind} | gate | {count('regressed')} | {count('improved')} | {count('same')} | "
+              f"{count('not_sure')} | {pairs:.0f} |")
+        stored = sum(1 for r in mine if r[6] == "regressed")
+        print(f"| {len(mine)} {kind} | stored baseline, compare at 5% | {stored} | – | – | – | – |")
+    gw = statistics.median(r[5] for r in rows)
+    sw = statistics.median(r[7] for r in rows)
+    print(f"\nmedian wall: gate {gw:.1f} s, stored baseline {sw:.1f} s (ratio {gw / sw:.2f}x)")
+    null_alarms = sum(1 for r in rows if r[0] == "null" and r[2] == "regressed")
+    slow_caught = sum(1 for r in rows if r[0] == "slower" and r[2] == "regressed")
+    stored_alarms = sum(1 for r in rows if r[0] == "null" and r[6] == "regressed")
+    stored_caught = sum(1 for r in rows if r[0] == "slower" and r[6] == "regressed")
+    print(f"false alarms on null: gate {null_alarms}, stored baseline {stored_alarms}; "
+          f"slower caught: gate {slow_caught}, stored baseline {stored_caught} of {a.per}")
+
+
+if __name__ == "__main__":
+    main()
