@@ -281,3 +281,93 @@ pub fn github_benchmark(r: &GateReport, report_sha256: &str) -> Vec<u8> {
     bytes.push(b'\n');
     bytes
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rundir::gate::{SCHEMA, SCHEMA_VERSION, Window};
+
+    fn judged(stage: &str, figure: &str, ratio: f64, verdict: Verdict) -> Judged {
+        Judged {
+            stage: stage.into(),
+            figure: figure.into(),
+            base_median: 1.0,
+            head_median: ratio,
+            ratio,
+            low: ratio * 0.98,
+            high: ratio * 1.02,
+            confidence: 0.95,
+            p: 0.01,
+            pairs: 12,
+            verdict,
+            reason: None,
+        }
+    }
+
+    fn report(others: usize) -> GateReport {
+        let gated = vec![judged("command", "span:work_s", 1.3, Verdict::Regressed)];
+        GateReport {
+            schema: SCHEMA.into(),
+            schema_version: SCHEMA_VERSION,
+            declaration_sha256: "d".into(),
+            environment_sha256: "e".into(),
+            name: "ci".into(),
+            base: "a".repeat(40),
+            head: "b".repeat(40),
+            merge_base_of: None,
+            threshold_pct: 5.0,
+            correction: "Bonferroni over 1 gated figure(s)".into(),
+            sentence: sentence(&gated, Verdict::Regressed, 5.0),
+            gated,
+            others: (0..others)
+                .map(|i| judged(&format!("stage{i}"), "wall_s", 1.0, Verdict::Same))
+                .collect(),
+            attribution: Vec::new(),
+            verdict: Verdict::Regressed,
+            rounds: 12,
+            windows: vec![Window {
+                order: vec!["base".into(), "head".into(), "head".into(), "base".into()],
+                runs: vec![],
+                base_median: Some(0.05),
+                head_median: Some(0.065),
+            }],
+            machine: "a CPU".into(),
+            work_tree_dirty: false,
+            artifacts: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_comment_fits_githubs_limit_its_details_cut_first_and_said() {
+        let small = comment(&report(3));
+        assert!(small.starts_with("<!-- stagebench gate: ci -->\n"), "{small}");
+        assert!(small.contains("<details>") && !small.contains("were cut"), "{small}");
+        let big = comment(&report(2000));
+        assert!(big.chars().count() <= COMMENT_LIMIT, "{}", big.len());
+        assert!(!big.contains("<details>"), "the details stayed");
+        assert!(big.contains("The details were cut"), "and it says so");
+        // The gated table and the sentence stay.
+        assert!(big.contains("| `command` | `span:work_s` |") && big.contains("Regressed: "));
+        // summary.md keeps everything.
+        let summary = String::from_utf8(derived(&report(2000))[0].bytes.clone()).unwrap();
+        assert!(summary.contains("`stage1999`"));
+    }
+
+    #[test]
+    fn github_output_and_the_exports_name_what_ci_reads() {
+        let r = report(1);
+        assert_eq!(
+            github_output(&r, 4, "abc"),
+            "verdict=regressed\nexit-code=4\nreport-sha256=abc\n"
+        );
+        let bmf: serde_json::Value = serde_json::from_slice(&bmf(&r)).unwrap();
+        assert_eq!(bmf["command/span:work"]["time_s"]["value"], 1.3);
+        assert!(bmf["stage0"]["wall_s"]["lower_value"].as_f64().unwrap() < 1.0);
+        let gh: serde_json::Value = serde_json::from_slice(&github_benchmark(&r, "abc")).unwrap();
+        let names: Vec<&str> =
+            gh.as_array().unwrap().iter().map(|x| x["name"].as_str().unwrap()).collect();
+        assert_eq!(names, ["command/span:work", "stage0"]);
+        assert_eq!(gh[0]["unit"], "s");
+        assert!(gh[0]["extra"].as_str().unwrap().ends_with("report-sha256: abc"));
+    }
+}
