@@ -186,7 +186,7 @@ fn pieces(line: &str) -> Vec<Piece<'_>> {
 }
 
 /// The `{NAME}` placeholders of a command line, each once, in order (see
-/// [`pieces`]: `${HOME}` and `{{print}}` are none).
+/// `pieces`: `${HOME}` and `{{print}}` are none).
 pub fn placeholders(line: &str) -> Vec<&str> {
     let mut out = Vec::new();
     for piece in pieces(line) {

@@ -93,7 +93,7 @@ fn end_on_sigterm() -> ! {
 /// once the tree is dead, so a killed run leaves none of them.
 static SCRATCH: std::sync::Mutex<Vec<std::path::PathBuf>> = std::sync::Mutex::new(Vec::new());
 
-/// Notes `dir` as one a SIGTERM removes ([`SCRATCH`]) until [`removed`].
+/// Notes `dir` as one a SIGTERM removes until [`removed`].
 pub fn remove_if_killed(dir: &std::path::Path) {
     SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).push(dir.to_path_buf());
 }
