@@ -7,10 +7,9 @@
 use harness::reports::bisection;
 use harness::{coordinator, run};
 use report::rundir::bisect::{Probe, ProbeVerdict};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::{Mutex, MutexGuard, mpsc};
+use std::process::Command;
+use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
 /// The bisections time real processes: one at a time, as compare's tests.
@@ -303,31 +302,10 @@ fn sigint_stops_a_bisection_and_a_rerun_resumes_it_without_repeating_a_probe() {
     let repo = tmp.path().join("repo");
     let commits = repository(&repo, Some(11), None);
     let out: PathBuf = tmp.path().join("bisect");
-    let mut c = bisect(&repo, &out, &[]);
-    let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let (child, rx) = harness::spawn_reading_stderr(bisect(&repo, &out, &[]));
     // The event: the second probe (the bad endpoint) is done.
-    let mut seen = Vec::new();
-    loop {
-        let line = rx.recv_timeout(Duration::from_secs(120)).expect("no second probe in 120 s");
-        seen.push(line.clone());
-        if line.starts_with("probe 2: ") {
-            break;
-        }
-    }
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let (tx_end, rx_end) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx_end.send(child.wait());
-    });
-    let status = rx_end.recv_timeout(Duration::from_secs(60)).expect("no exit in 60 s").unwrap();
+    let mut seen = harness::lines_until(&rx, "probe 2: ", Duration::from_secs(120));
+    let status = harness::interrupt_within(child, Duration::from_secs(60));
     seen.extend(rx.try_iter());
     assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
     assert!(processes_in(&out).is_empty(), "left running: {:?}", processes_in(&out));

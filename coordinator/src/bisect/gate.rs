@@ -10,7 +10,7 @@
 //! into the same DIR, it resumes: a run whose directory verifies is read,
 //! not run again.
 
-use super::directory::{WORKTREES, open_as};
+use super::directory::open_as;
 use super::{Asked, Bisection, outside, refused, repository, worker_sha};
 use crate::error::Error;
 use host::git;
@@ -21,7 +21,6 @@ use report::rundir::bisect::Artifact;
 use report::rundir::gate::{
     GateDeclaration, GateReport, SCHEMA, SCHEMA_DECLARATION, SCHEMA_VERSION, WINDOWS, Window,
 };
-use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// What was asked, the run flags already checked as a run's.
@@ -103,26 +102,10 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
         flags: g.flags.clone(),
         rounds: g.rounds,
     };
-    let mut b = Bisection {
-        asked: &asked,
-        repo,
-        out: out.clone(),
-        commits: vec![base.clone(), head.clone()],
-        max_rounds,
-        stop: crate::campaign::watch_signals(),
-        probes: Vec::new(),
-        good_runs: Vec::new(),
-        bad_runs: Vec::new(),
-        target: None,
-        warned: Default::default(),
-        trees: BTreeMap::new(),
-        confirmation: None,
-    };
+    let mut b =
+        Bisection::new(&asked, repo, out.clone(), vec![base.clone(), head.clone()], max_rounds);
     let result = windows(&mut b, g, max_rounds);
-    for tree in std::mem::take(&mut b.trees).into_values() {
-        let _ = git::remove_worktree(&b.repo, &tree);
-    }
-    let _ = std::fs::remove_dir_all(out.join(WORKTREES));
+    b.remove_worktrees();
     let (runs, windows, found) = result?;
     let machine = report::rundir::environment::one_line(&out.join(report::rundir::ENVIRONMENT));
     let sentence = report::render::gate::sentence(&found.gated, found.verdict, g.threshold_pct);

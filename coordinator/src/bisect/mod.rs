@@ -91,28 +91,9 @@ pub(crate) fn run(asked: &Asked) -> Result<BisectReport, Error> {
         program: report::rundir::declaration::Program::current(worker_sha()),
     };
     let (declaration_sha256, environment_sha256) = open(&out, &declaration)?;
-    let stop = crate::campaign::watch_signals();
-    let mut b = Bisection {
-        asked,
-        repo,
-        out: out.clone(),
-        commits,
-        max_rounds,
-        stop,
-        probes: Vec::new(),
-        good_runs: Vec::new(),
-        bad_runs: Vec::new(),
-        target: None,
-        warned: Default::default(),
-        trees: BTreeMap::new(),
-        confirmation: None,
-    };
+    let mut b = Bisection::new(asked, repo, out.clone(), commits, max_rounds);
     let result = b.bisect();
-    // Whatever happened, no worktree of ours is left.
-    for tree in std::mem::take(&mut b.trees).into_values() {
-        let _ = git::remove_worktree(&b.repo, &tree);
-    }
-    let _ = std::fs::remove_dir_all(out.join(WORKTREES));
+    b.remove_worktrees();
     let (endpoints, ended) = result?;
     let (first_bad, candidates, span) = match &ended {
         Some(Ended::FirstBad(k)) => {
@@ -218,6 +199,42 @@ struct Bisection<'a> {
     trees: BTreeMap<usize, PathBuf>,
     /// The boundary measured side by side, when it was.
     confirmation: Option<Confirmation>,
+}
+
+impl<'a> Bisection<'a> {
+    /// A bisection of `commits` in `repo` into `out`, nothing measured yet;
+    /// SIGINT and SIGTERM are watched from now.
+    fn new(
+        asked: &'a Asked,
+        repo: PathBuf,
+        out: PathBuf,
+        commits: Vec<String>,
+        max_rounds: u32,
+    ) -> Bisection<'a> {
+        Bisection {
+            asked,
+            repo,
+            out,
+            commits,
+            max_rounds,
+            stop: crate::campaign::watch_signals(),
+            probes: Vec::new(),
+            good_runs: Vec::new(),
+            bad_runs: Vec::new(),
+            target: None,
+            warned: Default::default(),
+            trees: BTreeMap::new(),
+            confirmation: None,
+        }
+    }
+
+    /// Whatever happened, no worktree of ours is left.
+    fn remove_worktrees(&mut self) {
+        for tree in std::mem::take(&mut self.trees).into_values() {
+            let _ = git::remove_worktree(&self.repo, &tree);
+        }
+        let _ = std::fs::remove_dir_all(self.out.join(WORKTREES));
+    }
 }
 
 impl Bisection<'_> {

@@ -8,10 +8,8 @@
 mod action;
 
 use harness::{coordinator, json, run};
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::sync::{Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -252,31 +250,11 @@ fn sigint_stops_a_gate_and_the_same_command_resumes_it_reading_its_runs_again() 
     // Runs of 2 trials: a window holds 4 pairs, too few to decide, so
     // the signal always finds the gate in its second window.
     let flags = ["--gate", "span:work_s", "--max-rounds", "8"];
-    let mut c = gate_of(&r.repo, &out, "HEAD~2", "HEAD~1", &flags, "2");
-    let mut child = c.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
-    let stderr = child.stderr.take().unwrap();
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
+    let c = gate_of(&r.repo, &out, "HEAD~2", "HEAD~1", &flags, "2");
+    let (child, rx) = harness::spawn_reading_stderr(c);
     // The event: the first window is done.
-    let mut seen = Vec::new();
-    loop {
-        let line = rx.recv_timeout(Duration::from_secs(120)).expect("no window in 120 s");
-        seen.push(line.clone());
-        if line.starts_with("gate: window 1 done") {
-            break;
-        }
-    }
-    // SAFETY: kill(2) on our own child.
-    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
-    let (tx_end, rx_end) = mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx_end.send(child.wait());
-    });
-    let status = rx_end.recv_timeout(Duration::from_secs(60)).expect("no exit in 60 s").unwrap();
+    let mut seen = harness::lines_until(&rx, "gate: window 1 done", Duration::from_secs(120));
+    let status = harness::interrupt_within(child, Duration::from_secs(60));
     seen.extend(rx.try_iter());
     assert_eq!(status.code(), Some(130), "{}", seen.join("\n"));
     assert_eq!(git(&r.repo, &["worktree", "list"]).lines().count(), 1, "a worktree was left");
