@@ -198,9 +198,10 @@ fn a_run_with_both_endings_is_neither_ok_nor_verified() {
     assert!(row.contains("**incomplete**") && !row.contains("| ok |"), "{row}");
 }
 
-/// A campaign on a full disk: its directory ends with report.json or with
-/// failure.json (beside its declaration, environment, runs and state), never
-/// both, and every run under runs/ has one ending of its own.
+/// A campaign on a full disk: its directory ends with report.json (exit 0,
+/// or 1 with the trials that failed named) or with failure.json (beside its
+/// declaration, environment, runs and state), never both, and every run
+/// under runs/ has one ending of its own.
 #[test]
 fn a_campaign_on_a_full_disk_has_exactly_one_ending_at_every_size() {
     let tmp = tempfile::tempdir().unwrap();
@@ -234,8 +235,19 @@ fn a_campaign_on_a_full_disk_has_exactly_one_ending_at_every_size() {
                 assert_eq!(verify(&out).code(), Some(0), "{at}");
                 endings.insert("completed");
             }
+            // A campaign whose trials failed (a full disk met by one of its
+            // runs) completes with its report and exits 1: the failed trials
+            // are its first finding, each said in a line of its own.
+            Some(1) if has("report.json") => {
+                assert_eq!(verify(&out).code(), Some(0), "{at}");
+                let r = harness::json(&out.join("report.json"));
+                let failed = r["failed_trials"].as_array().map_or(0, Vec::len);
+                assert!(failed >= 1, "exit 1 with a report that names no failed trial at {at}");
+                let trials = f.stderr.lines().filter(|l| l.starts_with("error: step ")).count();
+                assert_eq!(trials, failed, "{at}");
+                endings.insert("completed with failed trials");
+            }
             Some(1) => {
-                assert!(!has("report.json"), "{at}");
                 let errors = f.stderr.lines().filter(|l| l.starts_with("error:")).count();
                 assert_eq!(errors, 1, "{at}");
                 if has("failure.json") {
