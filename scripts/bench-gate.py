@@ -4,8 +4,10 @@
 drifting machine. A benchmark, run by hand on an otherwise idle 2-core
 machine, never beside another benchmark; it takes many minutes.
 
-The repository: prog.py, a Python program with two spans, `load` (20 ms
-of spinning) and `work` (60 ms × F); base has F = 1.0, and each pull
+The repository: prog.py, a Python program with two spans, `load` (a
+fixed loop of 400,000 steps) and `work` (1,200,000 × F steps, about 60 ms
+on an idle core): fixed work, which slows when the neighbour takes the
+cores, as a real program's does; base has F = 1.0, and each pull
 request is one commit on top of it:
 - null: only a comment changes (N of them);
 - slower: `work` 10% slower, F = 1.1 (N);
@@ -15,7 +17,7 @@ The neighbour: two processes burning both cores for half of a period and
 sleeping the other half (a co-tenant's job), the period varying across the
 pull requests: 1 s, 6 s and 30 s, so the method holds at the time scale of
 a trial, of a run and of a whole gate. The program's own drift: its spin
-lengthens by up to 3% following the wall clock (a sine of 20 s), as in
+takes up to 3% more steps following the wall clock (a sine of 20 s), as in
 bench-bisect-drift.sh.
 
 Each pull request is judged twice, side by side:
@@ -49,15 +51,17 @@ PROGRAM = """# {comment}
 import math, time
 from stagebench import span
 F = {factor}
-def spin(s):
-    s *= 1 + 0.015 * (1 + math.sin(2 * math.pi * time.time() / 20))
-    t = time.perf_counter()
-    while time.perf_counter() - t < s:
-        pass
+def spin(n):
+    # Fixed work (not a fixed wall time): it slows when the cores are taken.
+    n = int(n * (1 + 0.015 * (1 + math.sin(2 * math.pi * time.time() / 20))))
+    x = 0
+    for _ in range(n):
+        x += 1
+    return x
 with span("load"):
-    spin(0.02)
+    spin(400_000)
 with span("work"):
-    spin(0.06 * F)
+    spin(1_200_000 * F)
 """
 
 
@@ -169,6 +173,7 @@ def main():
     ap.add_argument("--coordinator", default=os.path.join(ROOT, "target", "release", "coordinator"))
     ap.add_argument("--no-neighbour", action="store_true", help="the control: an idle machine")
     a = ap.parse_args()
+    a.coordinator = os.path.abspath(a.coordinator)
     if not os.path.exists(a.coordinator):
         subprocess.run(["cargo", "build", "--release", "--quiet", "-p", "stagebench-coordinator",
                         "-p", "stagebench-worker"], cwd=ROOT, check=True)
@@ -181,7 +186,8 @@ def main():
         n = 0
         for i in range(a.per):
             for kind in ("null", "slower", "faster"):
-                period = periods[n % len(periods)]
+                # Every kind meets every period.
+                period = periods[i % len(periods)]
                 n += 1
                 head = pull_request(repo, base, kind, i)
                 work = os.path.join(tmp, f"pr{n}")

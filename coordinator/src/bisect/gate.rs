@@ -127,7 +127,11 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
         head,
         merge_base_of: declaration.merge_base_of.clone(),
         threshold_pct: g.threshold_pct,
-        correction: format!("Bonferroni over {} gated figure(s)", found.gated.len().max(1)),
+        correction: format!(
+            "Bonferroni over {} gated figure(s) and {} look(s)",
+            found.gated.len().max(1),
+            (max_rounds / (2 * g.rounds).max(1)).max(1)
+        ),
         gated: found.gated,
         others: found.others,
         attribution: found.attribution,
@@ -159,6 +163,8 @@ fn windows(
 ) -> Result<(Made, Vec<Window>, report::gate::Found), Error> {
     let mut made: Made = Vec::new();
     let mut windows = Vec::new();
+    // The windows the gate may end after, each a look at the figures.
+    let looks = (max_rounds / (2 * g.rounds).max(1)).max(1) as usize;
     for w in 0.. {
         let mut reused = 0;
         let mut window =
@@ -180,7 +186,7 @@ fn windows(
             made.push((m.dir, side, m.run));
         }
         let pairs: Vec<(Side, &Run)> = made.iter().map(|(_, s, r)| (*s, r)).collect();
-        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct).map_err(|f| {
+        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct, looks).map_err(|f| {
             Error::Usage(format!("--gate {f}: the runs record no such figure in any stage"))
         })?;
         if let Some(first) = found.gated.first() {

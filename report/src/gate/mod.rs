@@ -9,7 +9,10 @@
 //! began (the last trial of the first with the first of the second, and so
 //! on), so each pair's two trials ran as close in time as the runs allow.
 //! Each pair's ratio head / base is judged by `stats::paired` at a level
-//! corrected for the figures gated (Bonferroni: 1 − 0.05 / figures).
+//! corrected for the figures gated and for the windows it may look at
+//! (Bonferroni: 1 − 0.05 / (figures × looks)): a gate that stops as soon as
+//! it can decide must not turn each look into another chance of a false
+//! alarm.
 //!
 //! A figure is
 //! - `regressed` when its interval lies above 1 and its ratio above 1 +
@@ -52,9 +55,12 @@ pub fn order(w: usize) -> [Side; 4] {
     if w % 2 == 0 { [Base, Head, Head, Base] } else { [Head, Base, Base, Head] }
 }
 
-/// The level each gated figure's interval holds at, for `figures` gated.
-pub fn confidence(figures: usize) -> f64 {
-    1.0 - 0.05 / figures.max(1) as f64
+/// The level each gated figure's interval holds at, for `figures` gated
+/// and judged at up to `looks` windows' ends: Bonferroni over both, so
+/// neither ten gated stages nor five looks at the same figure give ten or
+/// five chances of a false alarm.
+pub fn confidence(figures: usize, looks: usize) -> f64 {
+    1.0 - 0.05 / (figures.max(1) * looks.max(1)) as f64
 }
 
 /// The pairs of `figure` for `stage`, as (base, head) samples, grouped by
@@ -189,7 +195,12 @@ pub struct Found {
 /// record; `wall_s` is each stage's) judged, the other figures both
 /// record judged alike for the details, and for each regressed stage the
 /// span whose time changed most. Err names a gate no stage records.
-pub fn found(runs: &[(Side, &Run)], gates: &[String], threshold_pct: f64) -> Result<Found, String> {
+pub fn found(
+    runs: &[(Side, &Run)],
+    gates: &[String],
+    threshold_pct: f64,
+    looks: usize,
+) -> Result<Found, String> {
     let Some((_, first)) = runs.first() else { return Err("no run to judge".into()) };
     let mut named = Vec::new();
     for g in gates {
@@ -199,7 +210,7 @@ pub fn found(runs: &[(Side, &Run)], gates: &[String], threshold_pct: f64) -> Res
         }
         named.extend(got);
     }
-    let level = confidence(named.len());
+    let level = confidence(named.len(), looks);
     let judged = |stage: &str, figure: &str, level: f64| {
         judge(stage, figure, &couples(runs, stage, figure), level, threshold_pct)
     };

@@ -76,6 +76,7 @@ fn the_gate_says_regressed_if_any_figure_did_then_not_sure_then_improved() {
 fn windows_alternate_which_side_runs_first_and_the_level_is_corrected() {
     assert_eq!(order(0), [Side::Base, Side::Head, Side::Head, Side::Base]);
     assert_eq!(order(1), [Side::Head, Side::Base, Side::Base, Side::Head]);
-    assert!((confidence(1) - 0.95).abs() < 1e-12);
-    assert!((confidence(10) - 0.995).abs() < 1e-12);
+    assert!((confidence(1, 1) - 0.95).abs() < 1e-12);
+    assert!((confidence(10, 1) - 0.995).abs() < 1e-12);
+    assert!((confidence(2, 5) - 0.995).abs() < 1e-12);
 }
