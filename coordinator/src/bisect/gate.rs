@@ -186,9 +186,8 @@ fn windows(
             made.push((m.dir, side, m.run));
         }
         let pairs: Vec<(Side, &Run)> = made.iter().map(|(_, s, r)| (*s, r)).collect();
-        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct, looks).map_err(|f| {
-            Error::Usage(format!("--gate {f}: the runs record no such figure in any stage"))
-        })?;
+        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct, looks)
+            .map_err(|e| Error::Usage(e.to_string()))?;
         if let Some(first) = found.gated.first() {
             let last = &pairs[pairs.len() - 4..];
             window.base_median =

@@ -67,6 +67,14 @@ pub(super) fn run(a: GateArgs) -> Result<u8, Error> {
     if a.build_timeout.is_some() && a.build.is_none() {
         return Err(Error::Usage("--build-timeout limits --build, which is not given".into()));
     }
+    // The name is the comment's hidden marker: nothing in it may end the
+    // HTML comment or be markup.
+    if !crate::plan::is_label(&a.name) {
+        return Err(Error::Usage(format!(
+            "--name '{}': 1 to 64 of A-Z a-z 0-9 _ - (it marks the gate's one comment)",
+            a.name
+        )));
+    }
     let pass = match a.not_sure.as_str() {
         "fail" => false,
         "pass" => true,

@@ -183,6 +183,16 @@ pub fn median(runs: &[(Side, &Run)], side: Side, stage: &str, figure: &str) -> O
     (!xs.is_empty()).then(|| stats::median(&xs))
 }
 
+/// Why a gate's runs cannot be judged.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum GateError {
+    #[error("no run to judge")]
+    NoRuns,
+    /// A `--gate` figure (as given) that no stage recorded a sample of.
+    #[error("--gate {0}: the runs record no such figure in any stage")]
+    NoSuchFigure(String),
+}
+
 /// What a gate found, figure by figure.
 pub struct Found {
     pub gated: Vec<Judged>,
@@ -200,13 +210,13 @@ pub fn found(
     gates: &[String],
     threshold_pct: f64,
     looks: usize,
-) -> Result<Found, String> {
-    let Some((_, first)) = runs.first() else { return Err("no run to judge".into()) };
+) -> Result<Found, GateError> {
+    let Some((_, first)) = runs.first() else { return Err(GateError::NoRuns) };
     let mut named = Vec::new();
     for g in gates {
         let got = bisect::stages_with(first, g);
         if got.is_empty() {
-            return Err(g.clone());
+            return Err(GateError::NoSuchFigure(g.clone()));
         }
         named.extend(got);
     }
@@ -218,7 +228,7 @@ pub fn found(
     // A gate whose figure no stage recorded a sample of is refused too.
     for g in gates {
         if !gated.iter().any(|j| crate::compare::matches(g, &j.figure)) {
-            return Err(g.clone());
+            return Err(GateError::NoSuchFigure(g.clone()));
         }
     }
     let mut others = Vec::new();

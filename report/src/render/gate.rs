@@ -95,11 +95,14 @@ fn table(rows: &[Judged]) -> Table {
     t
 }
 
-/// What the comment and summary.md hold below their first line: the
-/// sentence, the gated table, the attribution, then the details (every
-/// other figure, the machine, the drift); the details cut to `room`
-/// characters when given, and said so.
-fn body(r: &GateReport, room: Option<usize>) -> String {
+/// The heading of the details, in the comment and on the page.
+const DETAILS: &str = "Every figure, the machine, the drift";
+
+/// What the comment, summary.md and the page hold below their first line,
+/// as Markdown in two parts: the sentence, the gated table and the
+/// attribution; then the details (every other figure, the machine, the
+/// drift), which each formats in its own way.
+fn parts(r: &GateReport) -> (String, String) {
     let mut s = format!(
         "**stagebench gate**: head `{}` against base `{}`{}\n\n{}\n\n",
         short(&r.head),
@@ -120,14 +123,12 @@ fn body(r: &GateReport, room: Option<usize>) -> String {
             p_value(a.p)
         ));
     }
-    let mut details =
-        String::from("\n<details><summary>Every figure, the machine, the drift</summary>\n\n");
-    details.push_str(&format!(
+    let mut details = format!(
         "Pairs: each base trial with the head trial beside it, in windows base, head, head, base (then the reverse); {} counted trial(s) a side; intervals at {} ({}).\n\n",
         r.rounds,
         crate::stats::coverage_pct(r.gated.first().map_or(0.95, |j| j.confidence)),
         r.correction
-    ));
+    );
     if !r.others.is_empty() {
         table(&r.others).markdown(&mut details);
         details.push('\n');
@@ -150,7 +151,15 @@ fn body(r: &GateReport, room: Option<usize>) -> String {
         ]);
     }
     drift.markdown(&mut details);
-    details.push_str("\n</details>\n");
+    (s, details)
+}
+
+/// The two parts as one Markdown text, the details in GitHub's
+/// `<details>` block; cut to `room` characters when given, the details
+/// first, and said so.
+fn body(r: &GateReport, room: Option<usize>) -> String {
+    let (mut s, details) = parts(r);
+    let details = format!("\n<details><summary>{DETAILS}</summary>\n\n{details}\n</details>\n");
     match room {
         Some(room) if s.len() + details.len() > room => {
             s.push_str("\n(The details were cut: the comment would pass GitHub's 65,536 characters; see summary.md in the gate's directory.)\n");
@@ -179,12 +188,17 @@ pub fn text(r: &GateReport) -> String {
     s
 }
 
-/// The page: the same as the comment, as a document.
+/// The page: the same as the comment, as a document, its details a
+/// `<details>` element (raw HTML in Markdown is shown as text there).
 fn page(r: &GateReport) -> String {
-    let md = body(r, None);
+    let (main, details) = parts(r);
+    let markdown = super::html::markdown::markdown;
     let body = html! {
         header { h1 { "stagebench gate" } }
-        section id="gate" { (super::html::markdown::markdown(&md)) }
+        section id="gate" {
+            (markdown(&main))
+            details { summary { (DETAILS) } (markdown(&details)) }
+        }
     };
     super::html::document("stagebench gate", body)
 }
@@ -351,6 +365,14 @@ mod tests {
         // summary.md keeps everything.
         let summary = String::from_utf8(derived(&report(2000))[0].bytes.clone()).unwrap();
         assert!(summary.contains("`stage1999`"));
+    }
+
+    #[test]
+    fn the_page_draws_its_details_as_an_element_never_as_text() {
+        let page = page(&report(1));
+        assert!(page.contains("<details><summary>Every figure, the machine, the drift</summary>"));
+        assert!(!page.contains("&lt;details&gt;"), "the block shown as text");
+        assert!(page.contains("<code>stage0</code>"));
     }
 
     #[test]

@@ -229,6 +229,12 @@ fn bad_input_is_refused_in_one_line_before_anything_is_built() {
     let f = run(c);
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("RUN FLAGS: --output is given"), "{}", f.stderr);
+    // A name that would end the comment's marker and put markup in it.
+    let f =
+        run(gate(&r.repo, &r.base.join("n"), "HEAD~2", "HEAD", &["--name", "x --><img src=x>"]));
+    assert_eq!(f.code(), Some(2), "{}", f.stderr);
+    assert!(f.stderr.contains("--name 'x --><img src=x>': 1 to 64 of"), "{}", f.stderr);
+    assert!(!r.base.join("n").exists());
     let f = run(gate(&r.repo, &r.base.join("z"), "HEAD~2", "HEAD", &["--not-sure", "maybe"]));
     assert_eq!(f.code(), Some(2), "{}", f.stderr);
     assert!(f.stderr.contains("--not-sure maybe: fail or pass"), "{}", f.stderr);
