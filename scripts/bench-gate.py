@@ -124,12 +124,12 @@ def run_flags(py, trials):
     return ["--mode", "trials", "--trials", str(trials), "--warmup", "0", "--command", f"{py} prog.py"]
 
 
-def gate(coord, repo, base, head, out, py, max_rounds):
+def gate(coord, repo, base, head, out, py, max_rounds, trials):
     t0 = time.monotonic()
     p = subprocess.run(
         [coord, "gate", "--base", base, "--head", head, "--base-exact", "--repo", repo,
          "--output", out, "--gate", "span:work_s", "--threshold", "5", "--max-rounds", str(max_rounds),
-         "--", *run_flags(py, 3)],
+         "--", *run_flags(py, trials)],
         capture_output=True, text=True, cwd=repo, env=env_for(),
     )
     wall = time.monotonic() - t0
@@ -137,9 +137,10 @@ def gate(coord, repo, base, head, out, py, max_rounds):
         with open(os.path.join(out, "report.json")) as f:
             r = json.load(f)
         j = r["gated"][0]
-        return r["verdict"], j["pairs"], j["ratio"], wall, p.returncode
+        return r["verdict"], j["pairs"], j["ratio"], wall, p.returncode, j.get("reason") or ""
     except (OSError, KeyError, IndexError, ValueError):
-        return f"failed ({p.returncode}: {p.stderr.strip().splitlines()[-1:]})", 0, float("nan"), wall, p.returncode
+        why = p.stderr.strip().splitlines()[-1:]
+        return f"failed ({p.returncode}: {why})", 0, float("nan"), wall, p.returncode, ""
 
 
 def stored_baseline(coord, repo, base, head, work, py):
@@ -170,6 +171,9 @@ def main():
     ap.add_argument("--per", type=int, default=20, help="pull requests of each kind (default 20)")
     ap.add_argument("--periods", default="1,6,30", help="the neighbour's periods in seconds, cycled over the pull requests")
     ap.add_argument("--max-rounds", type=int, default=30)
+    ap.add_argument("--trials", type=int, default=3, help="the RUN FLAGS' --trials: one run's trials a letter")
+    ap.add_argument("--kinds", default="null,slower,faster", help="which pull requests, of null, slower, faster")
+    ap.add_argument("--keep", help="keep the repository and every gate's directory here (a new directory)")
     ap.add_argument("--coordinator", default=os.path.join(ROOT, "target", "release", "coordinator"))
     ap.add_argument("--no-neighbour", action="store_true", help="the control: an idle machine")
     a = ap.parse_args()
@@ -180,12 +184,17 @@ def main():
     periods = [float(p) for p in a.periods.split(",")]
     py = sys.executable
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    kinds = a.kinds.split(",")
+    with tempfile.TemporaryDirectory() as scratch:
+        tmp = scratch
+        if a.keep:
+            os.makedirs(a.keep)
+            tmp = os.path.abspath(a.keep)
         repo = os.path.join(tmp, "repo")
         base = repository(repo)
         n = 0
         for i in range(a.per):
-            for kind in ("null", "slower", "faster"):
+            for kind in kinds:
                 # Every kind meets every period.
                 period = periods[i % len(periods)]
                 n += 1
@@ -194,20 +203,21 @@ def main():
                 os.makedirs(work)
                 neighbour = None if a.no_neighbour else Neighbour(period)
                 try:
-                    verdict, pairs, ratio, gate_wall, code = gate(
-                        a.coordinator, repo, base, head, os.path.join(work, "gate"), py, a.max_rounds)
+                    verdict, pairs, ratio, gate_wall, code, reason = gate(
+                        a.coordinator, repo, base, head, os.path.join(work, "gate"), py, a.max_rounds, a.trials)
                     stored, stored_wall = stored_baseline(a.coordinator, repo, base, head, work, py)
                 finally:
                     if neighbour:
                         neighbour.stop()
                 rows.append((kind, period, verdict, pairs, ratio, gate_wall, stored, stored_wall))
                 print(f"{kind:6} period {period:4.0f} s: gate {verdict:10} ({pairs:3} pairs, ×{ratio:.3f}, "
-                      f"{gate_wall:5.1f} s, exit {code}); stored baseline {stored:13} ({stored_wall:5.1f} s)",
+                      f"{gate_wall:5.1f} s, exit {code}); stored baseline {stored:13} ({stored_wall:5.1f} s)"
+                      + (f"\n    {reason}" if reason else ""),
                       flush=True)
     print()
     print("| pull requests | method | regressed | improved | same | not sure | median pairs |")
     print("|---|---|---:|---:|---:|---:|---:|")
-    for kind in ("null", "slower", "faster"):
+    for kind in kinds:
         mine = [r for r in rows if r[0] == kind]
         count = lambda v: sum(1 for r in mine if r[2] == v)  # noqa: E731
         pairs = statistics.median(r[3] for r in mine) if mine else 0

@@ -29,6 +29,7 @@ use report::bisect::{
     SCHEMA_DECLARATION, SCHEMA_VERSION, text,
 };
 use report::compare::Run;
+use report::gate::Side;
 use report::rundir;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -228,6 +229,17 @@ impl<'a> Bisection<'a> {
         }
     }
 
+    /// The endpoints' runs in the order they ran, good as base and bad as
+    /// head: good, bad, bad, good, batch by batch.
+    fn endpoint_runs(&self) -> Vec<(Side, &Run)> {
+        let (good, bad) = (self.good_runs.chunks_exact(2), self.bad_runs.chunks_exact(2));
+        good.zip(bad)
+            .flat_map(|(g, b)| {
+                [(Side::Base, &g[0]), (Side::Head, &b[0]), (Side::Head, &b[1]), (Side::Base, &g[1])]
+            })
+            .collect()
+    }
+
     /// Whatever happened, no worktree of ours is left.
     fn remove_worktrees(&mut self) {
         for tree in std::mem::take(&mut self.trees).into_values() {
@@ -283,11 +295,14 @@ impl Bisection<'_> {
                     self.say(p);
                 }
             }
-            let row = report::bisect::endpoints(
-                &self.good_runs,
-                &self.bad_runs,
+            // Judged in pairs, as the gate judges (issue 76), at a level
+            // corrected for every batch the endpoints may take.
+            let looks = (self.max_rounds / (2 * self.asked.rounds).max(1)).max(1) as usize;
+            let e = report::gate::bisection::endpoints(
+                &self.endpoint_runs(),
                 &self.asked.figure,
                 self.asked.threshold_pct,
+                looks,
             )
             .ok_or_else(|| {
                 Error::Usage(format!(
@@ -295,27 +310,21 @@ impl Bisection<'_> {
                     self.asked.figure
                 ))
             })?;
-            // Not sure yet (too few rounds to judge, or an interval that
-            // reaches past the threshold): both endpoints get more.
-            // Not regressed, but its interval reaches past the threshold:
-            // "no regression" would be a claim the runs cannot make.
-            let unsure = row.verdict == report::stats::Verdict::TooFewTrials
-                || (!row.regressed && row.ci.high > 1.0 + self.asked.threshold_pct / 100.0);
+            // Not sure yet (too few pairs, an interval that reaches past the
+            // threshold, or couples that disagree): both endpoints get more.
             let room = 2 * (batch + 1) * self.asked.rounds <= self.max_rounds;
-            if row.regressed || !unsure || !room {
-                break row;
-            }
+            let Some(why) = e.unsure.as_ref().filter(|_| room) else { break e };
             batch += 1;
             eprintln!(
-                "endpoints: not sure yet after {} rounds each (p = {:.3}, ×{:.2}): another pair of runs each",
-                row.n_a, row.p, row.ratio
+                "endpoints: not sure yet after {} pairs (×{:.2}, p = {:.3}: {why}): another pair of runs each",
+                e.interval.n, e.ratio, e.p
             );
         };
         let [good_dirs, bad_dirs] = dirs;
         self.probes[0].runs = good_dirs;
         self.probes[1].runs = bad_dirs;
-        let endpoints = Endpoints::from(&row);
-        self.target = Some((row.stage.clone(), row.figure.clone()));
+        let endpoints = row;
+        self.target = Some((endpoints.stage.clone(), endpoints.figure.clone()));
         // The endpoints' medians, now that the figure is known.
         for (p, runs) in [(0, &self.good_runs), (1, &self.bad_runs)] {
             let xs = self.samples_of(runs);

@@ -11,6 +11,7 @@ use super::Bisection;
 use super::probe::Unmeasured;
 use crate::error::Error;
 use report::bisect::{Confirmation, PROBES, Probe, ProbeVerdict, Window, text};
+use report::gate::{Side, couple};
 
 /// A run's role in a window.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -54,6 +55,9 @@ impl Bisection<'_> {
         let number = self.probes.len() + 1;
         let mut windows: Vec<Window> = Vec::new();
         let (mut good, mut bad, mut xs) = (Vec::new(), Vec::new(), Vec::new());
+        // The couples of runs that ran one after the other: good and the
+        // probe, the probe and bad (judged in pairs, issue 76).
+        let (mut good_probe, mut probe_bad) = (Vec::new(), Vec::new());
         let mut runs = Vec::new();
         let mut reused = true;
         let mut w = 0;
@@ -64,6 +68,7 @@ impl Bisection<'_> {
             // The endpoints' runs of this window so far: a window the probe
             // cannot finish is no evidence, and they go.
             let mut partial: Vec<String> = Vec::new();
+            let mut ran: Vec<(Role, report::compare::Run)> = Vec::new();
             for role in order(w) {
                 let (position, rel) = match role {
                     Role::Probe if w == 1 => (k, format!("{PROBES}/{short}")),
@@ -101,6 +106,20 @@ impl Bisection<'_> {
                     partial.push(m.dir.clone());
                 }
                 dirs[role as usize] = m.dir;
+                ran.push((role, m.run));
+            }
+            for two in ran.windows(2) {
+                let ((r1, a), (r2, b)) = (&two[0], &two[1]);
+                // Base: good against the probe, the probe against bad.
+                let with_good = *r1 == Role::Good || *r2 == Role::Good;
+                let into = if with_good { &mut good_probe } else { &mut probe_bad };
+                let side = |r: Role| match (r, with_good) {
+                    (Role::Good, _) | (Role::Probe, false) => Side::Base,
+                    (Role::Bad, _) | (Role::Probe, true) => Side::Head,
+                };
+                if let Some((stage, figure)) = &self.target {
+                    into.push(couple((side(*r1), a), (side(*r2), b), stage, figure));
+                }
             }
             let [good_run, _, bad_run] = dirs;
             windows.push(Window {
@@ -114,7 +133,11 @@ impl Bisection<'_> {
             if w % 2 == 1 {
                 continue;
             }
-            let c = report::bisect::classify(&good, &bad, &xs, self.asked.threshold_pct);
+            let c = report::gate::bisection::classify(
+                &good_probe,
+                &probe_bad,
+                self.asked.threshold_pct,
+            );
             let more = xs.len() as u32 + 2 * self.asked.rounds <= self.max_rounds;
             match c.verdict {
                 Some(v) => break (v, c),
@@ -237,6 +260,7 @@ impl Bisection<'_> {
         }
         let short = text::short(&self.commits[upper]).to_string();
         let (mut lows, mut ups, mut runs) = (Vec::new(), Vec::new(), Vec::new());
+        let mut ran: Vec<(Side, report::compare::Run)> = Vec::new();
         for (i, (k, side)) in
             [(lower, "lower"), (upper, "upper"), (upper, "upper"), (lower, "lower")]
                 .into_iter()
@@ -252,11 +276,15 @@ impl Bisection<'_> {
             let samples = self.samples_of(std::slice::from_ref(&m.run));
             if k == lower { &mut lows } else { &mut ups }.extend(samples);
             runs.push(m.dir);
+            ran.push((if k == lower { Side::Base } else { Side::Head }, m.run));
         }
         self.release(lower)?;
         self.release(upper)?;
-        let (held, p) = report::bisect::boundary_holds(&lows, &ups, self.asked.threshold_pct);
         let figure = self.target.as_ref().map_or(self.asked.figure.as_str(), |t| t.1.as_str());
+        let stage = self.target.as_ref().map_or("", |t| t.0.as_str());
+        let in_order: Vec<(Side, &report::compare::Run)> = ran.iter().map(|(s, r)| (*s, r)).collect();
+        let couples = report::gate::couples(&in_order, stage, figure);
+        let (held, p) = report::gate::bisection::boundary_holds(&couples, self.asked.threshold_pct);
         let c = Confirmation {
             lower: self.commits[lower].clone(),
             upper: self.commits[upper].clone(),

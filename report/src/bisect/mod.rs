@@ -33,6 +33,7 @@ impl From<&Row> for Endpoints {
             interval: r.ci,
             p: r.p,
             regressed: r.regressed,
+            unsure: None,
         }
     }
 }
@@ -120,35 +121,6 @@ pub struct Classified {
 /// (0.05), because a bisection looks many times (each probe, each batch of
 /// rounds) and one wrong verdict sends it down the wrong half.
 pub const PROBE_ALPHA: f64 = 0.01;
-
-/// A probe is bad when it regressed against good (significantly slower,
-/// beyond the threshold, at p < [`PROBE_ALPHA`]) and bad has not regressed
-/// against it; good when bad regressed against it so and it has not
-/// against good. Anything else says nothing yet: slower than good and
-/// faster than bad, both significantly, is a partial change (or a drift),
-/// and neither is not enough rounds. `good` and `bad` are the endpoints'
-/// samples from the probe's own windows (measured beside it), so a drift
-/// of the machine moves all three alike; where the place of the probe's
-/// median between the endpoints' once decided (a third of the way), an
-/// answer drifted into the wrong commit (issue 63).
-pub fn classify(good: &[f64], bad: &[f64], probe: &[f64], threshold_pct: f64) -> Classified {
-    let against_good = compare::row("", "", good, probe, threshold_pct, 1);
-    let bad_against = compare::row("", "", probe, bad, threshold_pct, 2);
-    let sure = |r: &Row| r.regressed && r.p < PROBE_ALPHA;
-    let verdict = match (sure(&against_good), sure(&bad_against)) {
-        (true, false) if !bad_against.regressed => Some(ProbeVerdict::Bad),
-        (false, true) if !against_good.regressed => Some(ProbeVerdict::Good),
-        _ => None,
-    };
-    Classified { verdict, p_good: against_good.p, p_bad: bad_against.p }
-}
-
-/// The boundary side by side: whether `upper`'s samples regressed against
-/// `lower`'s (slower beyond the threshold at p < [`PROBE_ALPHA`]), and p.
-pub fn boundary_holds(lower: &[f64], upper: &[f64], threshold_pct: f64) -> (bool, f64) {
-    let r = compare::row("", "", lower, upper, threshold_pct, 3);
-    (r.regressed && r.p < PROBE_ALPHA, r.p)
-}
 
 /// A probe's median with its interval.
 pub fn median_of(samples: &[f64]) -> Option<(f64, Interval)> {

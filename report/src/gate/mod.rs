@@ -20,12 +20,14 @@
 //! - `improved` when below 1 and 1 − the threshold;
 //! - `same` when its interval lies inside ± the threshold;
 //! - `not sure` otherwise, or with fewer than [`stats::FEWEST_PAIRS`]
-//!   pairs, or when the machine moved the pairs' ratio itself: the
+//!   pairs, or too few for an interval at the corrected level, or when the machine moved the pairs' ratio itself: the
 //!   couples' own ratios spread (their interquartile range) by more than
 //!   four times the threshold.
 //!
 //! The coordinator checks commits out, builds and runs them; this module
 //! never spawns a process.
+
+pub mod bisection;
 
 use crate::bisect;
 use crate::compare::Run;
@@ -67,25 +69,32 @@ pub fn confidence(figures: usize, looks: usize) -> f64 {
 /// couple of runs: the runs taken two by two in the order they ran, a
 /// couple's trials mirrored around its middle.
 pub fn couples(runs: &[(Side, &Run)], stage: &str, figure: &str) -> Vec<Vec<(f64, f64)>> {
-    let mut out = Vec::new();
-    for two in runs.chunks_exact(2) {
-        let ((s1, r1), (s2, r2)) = (two[0], two[1]);
-        if s1 == s2 {
-            continue;
-        }
-        let (first, second) =
-            (bisect::samples(r1, stage, figure), bisect::samples(r2, stage, figure));
-        let pairs: Vec<(f64, f64)> = first
-            .iter()
-            .rev()
-            .zip(&second)
-            .map(|(x, y)| if s1 == Side::Base { (*x, *y) } else { (*y, *x) })
-            .collect();
-        if !pairs.is_empty() {
-            out.push(pairs);
-        }
+    runs.chunks_exact(2)
+        .map(|two| couple(two[0], two[1], stage, figure))
+        .filter(|pairs| !pairs.is_empty())
+        .collect()
+}
+
+/// The pairs of two runs of either side that ran one after the other, as
+/// (base, head): the last trial of the first with the first of the
+/// second, and so on, mirrored around the moment one ended and the other
+/// began. None for two runs of one side.
+pub fn couple(
+    (s1, r1): (Side, &Run),
+    (s2, r2): (Side, &Run),
+    stage: &str,
+    figure: &str,
+) -> Vec<(f64, f64)> {
+    if s1 == s2 {
+        return Vec::new();
     }
-    out
+    let (first, second) = (bisect::samples(r1, stage, figure), bisect::samples(r2, stage, figure));
+    first
+        .iter()
+        .rev()
+        .zip(&second)
+        .map(|(x, y)| if s1 == Side::Base { (*x, *y) } else { (*y, *x) })
+        .collect()
 }
 
 /// One figure judged from its couples at `confidence`, with `threshold_pct`.
@@ -103,6 +112,17 @@ pub fn judge(
     let spread = spread(couples);
     let (verdict, reason) = if s.n < stats::FEWEST_PAIRS {
         (Verdict::NotSure, Some(format!("{} pair(s): too few to judge", s.n)))
+    } else if s.confidence + 1e-9 < confidence {
+        // Too few pairs for the level asked: even their whole range of
+        // Walsh averages covers less, and would decide at a weaker level.
+        (
+            Verdict::NotSure,
+            Some(format!(
+                "{} pairs cannot give an interval at {}: too few for the corrected level",
+                s.n,
+                stats::coverage_pct(confidence)
+            )),
+        )
     } else if let Some(spread) = spread.filter(|x| *x > 4.0 * (1.0 + t).ln()) {
         let pct = (spread.exp() - 1.0) * 100.0;
         (
@@ -144,7 +164,7 @@ pub fn judge(
 
 /// The interquartile range of the couples' own log-ratios (each couple's
 /// median), with four couples or more.
-fn spread(couples: &[Vec<(f64, f64)>]) -> Option<f64> {
+pub(crate) fn spread(couples: &[Vec<(f64, f64)>]) -> Option<f64> {
     if couples.len() < 4 {
         return None;
     }

@@ -80,3 +80,38 @@ fn windows_alternate_which_side_runs_first_and_the_level_is_corrected() {
     assert!((confidence(10, 1) - 0.995).abs() < 1e-12);
     assert!((confidence(2, 5) - 0.995).abs() < 1e-12);
 }
+
+/// bisect's probe judged in pairs: like good is good, like bad is bad,
+/// halfway or beside endpoints that do not differ is neither, and too few
+/// pairs or couples the machine moved say nothing.
+#[test]
+fn a_probe_in_pairs_is_good_bad_or_not_yet_either() {
+    use crate::rundir::bisect::ProbeVerdict::{Bad, Good};
+    let c = |gp: &[Vec<(f64, f64)>], pb: &[Vec<(f64, f64)>]| bisection::classify(gp, pb, 5.0);
+    let (like, worse) = (couples_of(4, 3, 1.0, 0.01), couples_of(4, 3, 1.4, 0.01));
+    assert_eq!(c(&like, &worse).verdict, Some(Good));
+    assert_eq!(c(&worse, &like).verdict, Some(Bad));
+    let half = couples_of(4, 3, 1.18, 0.01);
+    assert_eq!(c(&half, &half).verdict, None, "halfway is neither");
+    assert_eq!(c(&like, &like).verdict, None, "endpoints alike: neither");
+    assert_eq!(c(&worse[..1], &like[..1]).verdict, None, "3 pairs say nothing");
+    // Regressed at 95% but not at the bisection's 99%: six pairs, all
+    // slower, give p = 2/64 at best.
+    let six = couples_of(2, 3, 1.10, 0.01);
+    assert_eq!(judge("s", "f", &six, 0.95, 5.0).unwrap().verdict, Verdict::Regressed);
+    assert_eq!(c(&six, &couples_of(2, 3, 1.0, 0.01)).verdict, None);
+    // Bad against good, but the probe's couples with bad disagree wildly
+    // (×1.4 in one, ×0.7 in the next): the machine moved them, neither.
+    let moved: Vec<Vec<(f64, f64)>> =
+        (0..6).map(|k| vec![(1.0, if k % 2 == 0 { 1.4 } else { 0.7 }); 3]).collect();
+    assert_eq!(c(&couples_of(6, 3, 1.4, 0.01), &moved).verdict, None);
+}
+
+/// The boundary side by side holds only for an upper commit surely slower.
+#[test]
+fn the_boundary_in_pairs_holds_only_when_the_upper_commit_is_surely_slower() {
+    assert!(bisection::boundary_holds(&couples_of(4, 3, 1.4, 0.01), 5.0).0);
+    assert!(!bisection::boundary_holds(&couples_of(4, 3, 1.0, 0.01), 5.0).0);
+    assert!(!bisection::boundary_holds(&couples_of(4, 3, 0.7, 0.01), 5.0).0, "faster is none");
+    assert!(!bisection::boundary_holds(&[], 5.0).0);
+}

@@ -153,6 +153,10 @@ pub struct Endpoints {
     pub interval: Interval,
     pub p: f64,
     pub regressed: bool,
+    /// Why the endpoints, judged in pairs, cannot be said to differ or
+    /// not (the gate's "not sure"); absent when they can.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unsure: Option<String>,
 }
 
 /// A file the report binds: a probe's report.json (its run directory

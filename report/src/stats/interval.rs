@@ -22,6 +22,10 @@ pub enum IntervalMethod {
     /// For a ratio of medians with fewer than [`MIN_BOOTSTRAP`] samples on
     /// a side: the two ranges' far ends; `coverage` is a lower bound.
     RangeRatio,
+    /// For a ratio from pairs (bisect's endpoints, judged as the gate
+    /// judges): the Hodges–Lehmann estimate's exact interval from the
+    /// pairs' Walsh averages; `coverage` is the level it holds at.
+    PairedWalsh,
 }
 
 /// An interval for a median (or a ratio of medians) with the probability
@@ -52,6 +56,7 @@ impl Interval {
     pub fn cell(&self, fmt: impl Fn(f64) -> String) -> String {
         let tag = match self.method {
             IntervalMethod::Bootstrap => "95% CI".to_string(),
+            IntervalMethod::PairedWalsh => format!("{} CI, paired", self.coverage_text()),
             _ => format!("range, {}", self.coverage_text()),
         };
         format!("{}–{} ({tag})", fmt(self.low), fmt(self.high))
@@ -63,6 +68,7 @@ impl Interval {
         let (lo, hi) = (fmt(self.low), fmt(self.high));
         match self.method {
             IntervalMethod::Bootstrap => format!("95% CI {lo}-{hi}"),
+            IntervalMethod::PairedWalsh => format!("{} CI {lo}-{hi}, paired", self.coverage_text()),
             _ => format!("range {lo}-{hi}, {} coverage", self.coverage_text()),
         }
     }

@@ -47,6 +47,12 @@ pub fn answer(
     let Some(e) = endpoints else {
         return "the endpoints record no such figure in a common stage: nothing to bisect".into();
     };
+    if let (false, Some(why)) = (e.regressed, &e.unsure) {
+        return format!(
+            "not sure the endpoints differ: {why}, so nothing was bisected; give more rounds (--max-rounds) on a quieter machine ({})",
+            change(e)
+        );
+    }
     if !e.regressed && e.interval.high > 1.0 + threshold_pct / 100.0 {
         return format!(
             "not sure the endpoints differ: the interval of their ratio reaches past the {threshold_pct}% threshold, so nothing was bisected; give more rounds (--max-rounds) on a quieter machine ({})",
