@@ -82,6 +82,7 @@ pub fn every_message() -> (Vec<FromWorker>, Vec<ToWorker>) {
                     first_s: 0.3,
                     first_at: 7.0,
                     buckets: vec![(1500, 2)],
+                    cpu_s: Some(0.45),
                 }],
                 span_warnings: vec!["--span json:dumps was wrapped but never called".into()],
                 command_stages: vec![protocol_stage()],

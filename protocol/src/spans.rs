@@ -61,6 +61,9 @@ pub struct SpanSummary {
     pub first_at: f64,
     /// `(bucket, calls)`, by bucket.
     pub buckets: Vec<(u32, u64)>,
+    /// The calls' thread CPU seconds (inclusive, like `sum_s`), where the
+    /// helper took them (`STAGEBENCH_SPANS_CPU=1`); None where it did not.
+    pub cpu_s: Option<f64>,
 }
 
 impl SpanSummary {
@@ -84,6 +87,7 @@ impl SpanSummary {
             first_s: seconds,
             first_at: at,
             buckets: vec![(key, 1)],
+            cpu_s: None,
         });
     }
 
@@ -107,6 +111,10 @@ impl SpanSummary {
         self.sum_s += other.sum_s;
         self.self_s += other.self_s;
         self.concurrent_s += other.concurrent_s;
+        self.cpu_s = match (self.cpu_s, other.cpu_s) {
+            (Some(a), Some(b)) => Some(a + b),
+            (a, b) => a.or(b),
+        };
         let (x, y) = (&self.buckets, &other.buckets);
         let mut merged = Vec::with_capacity(x.len() + y.len());
         let (mut i, mut j) = (0, 0);

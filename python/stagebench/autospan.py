@@ -144,6 +144,11 @@ def _watch_main(targets):
             if event not in ("call", "c_call"):
                 return
             if opened is not None:
+                if event == "c_call":
+                    # A C function called by a call in flight (the target
+                    # called first of all calls `time.perf_counter`): its
+                    # frame is the caller's, and nothing resumed.
+                    return
                 if opened[1] is None:
                     # Made before the wrap, started now.
                     inflight[frame] = (None, running(str(opened[2]), now()), False)

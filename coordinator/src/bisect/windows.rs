@@ -282,7 +282,8 @@ impl Bisection<'_> {
         self.release(upper)?;
         let figure = self.target.as_ref().map_or(self.asked.figure.as_str(), |t| t.1.as_str());
         let stage = self.target.as_ref().map_or("", |t| t.0.as_str());
-        let in_order: Vec<(Side, &report::compare::Run)> = ran.iter().map(|(s, r)| (*s, r)).collect();
+        let in_order: Vec<(Side, &report::compare::Run)> =
+            ran.iter().map(|(s, r)| (*s, r)).collect();
         let couples = report::gate::couples(&in_order, stage, figure);
         let (held, p) = report::gate::bisection::boundary_holds(&couples, self.asked.threshold_pct);
         let c = Confirmation {

@@ -261,12 +261,13 @@ pub fn found(
         others.push(j);
     }
     for g in gated.iter().filter(|j| j.verdict == Verdict::Regressed) {
-        // A span's own time (`span:NAME_s`, not its median, p95 or calls),
-        // other than the gated figure itself, that changed significantly.
+        // A span's own time (`span:NAME_s`, not its median, p95, CPU or
+        // calls), other than the gated figure itself, that changed
+        // significantly.
         let own_time = |f: &str| {
-            f.strip_prefix("span:")
-                .and_then(|n| n.strip_suffix("_s"))
-                .is_some_and(|n| !n.ends_with("_median") && !n.ends_with("_p95"))
+            f.strip_prefix("span:").and_then(|n| n.strip_suffix("_s")).is_some_and(|n| {
+                !n.ends_with("_median") && !n.ends_with("_p95") && !n.ends_with("_cpu")
+            })
         };
         let spans = others
             .iter()

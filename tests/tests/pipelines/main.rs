@@ -8,6 +8,7 @@ mod counted_once;
 mod fix;
 mod keras;
 mod provenance;
+mod span_cpu;
 mod spans;
 
 use harness::{coordinator, coordinator_with_output, json, python, python_on_path, repo, run};

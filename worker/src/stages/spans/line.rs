@@ -265,6 +265,10 @@ pub struct AggSpan {
     pub at: u64,
     /// Bucket, count, bucket, count, …
     pub h: Vec<u64>,
+    /// The calls' thread CPU nanoseconds, where the helper took them
+    /// (`STAGEBENCH_SPANS_CPU=1`).
+    #[serde(default)]
+    pub cpu: Option<u64>,
 }
 
 fn check_name(name: &str) -> Result<(), BadLine> {
@@ -340,6 +344,7 @@ impl Agg {
             first_s: sec(s.first),
             first_at: sec(s.at),
             buckets,
+            cpu_s: s.cpu.map(sec),
         }
     }
 }

@@ -270,7 +270,8 @@ fn thousands(n: u64) -> String {
     out
 }
 
-/// The figures of span summaries (see [`Tally::figures`]).
+/// The figures of span summaries (see [`Tally::figures`]), and
+/// `span:NAME_cpu_s` where the helper took the calls' CPU time.
 pub fn figures_of(spans: &[SpanSummary]) -> Vec<Figure> {
     spans
         .iter()
@@ -281,6 +282,8 @@ pub fn figures_of(spans: &[SpanSummary]) -> Vec<Figure> {
                 figure(&format!("span:{}_median_s", s.name), s.quantile(0.5)),
                 figure(&format!("span:{}_p95_s", s.name), s.quantile(0.95)),
             ]
+            .into_iter()
+            .chain(s.cpu_s.map(|cpu| figure(&format!("span:{}_cpu_s", s.name), cpu)))
         })
         .collect()
 }
