@@ -124,11 +124,11 @@ def run_flags(py, trials):
     return ["--mode", "trials", "--trials", str(trials), "--warmup", "0", "--command", f"{py} prog.py"]
 
 
-def gate(coord, repo, base, head, out, py, max_rounds, trials):
+def gate(coord, repo, base, head, out, py, max_rounds, trials, figure):
     t0 = time.monotonic()
     p = subprocess.run(
         [coord, "gate", "--base", base, "--head", head, "--base-exact", "--repo", repo,
-         "--output", out, "--gate", "span:work_s", "--threshold", "5", "--max-rounds", str(max_rounds),
+         "--output", out, "--gate", figure, "--threshold", "5", "--max-rounds", str(max_rounds),
          "--", *run_flags(py, trials)],
         capture_output=True, text=True, cwd=repo, env=env_for(),
     )
@@ -143,8 +143,9 @@ def gate(coord, repo, base, head, out, py, max_rounds, trials):
         return f"failed ({p.returncode}: {why})", 0, float("nan"), wall, p.returncode, ""
 
 
-def stored_baseline(coord, repo, base, head, work, py):
-    """Base once, head once just after, compare at 5%: regressed or not."""
+def stored_baseline(coord, repo, base, head, work, py, figures):
+    """Base once, head once just after, compare at 5% for each figure:
+    regressed or not, per figure."""
     t0 = time.monotonic()
     dirs = []
     for name, commit in (("base", base), ("head", head)):
@@ -155,14 +156,19 @@ def stored_baseline(coord, repo, base, head, work, py):
                        capture_output=True, check=True)
         git(repo, "worktree", "remove", "--force", tree)
         dirs.append(out)
-    p = subprocess.run([coord, "compare", dirs[0], dirs[1], "--figure", "span:work_s", "--threshold", "5"],
-                       capture_output=True, text=True, env=env_for())
-    return ("regressed" if p.returncode == 4 else "not regressed"), time.monotonic() - t0
+    said = {}
+    for figure in figures:
+        p = subprocess.run([coord, "compare", dirs[0], dirs[1], "--figure", figure, "--threshold", "5"],
+                           capture_output=True, text=True, env=env_for())
+        said[figure] = "regressed" if p.returncode == 4 else "not regressed"
+    return said, time.monotonic() - t0
 
 
 def env_for():
     env = dict(os.environ)
     env.setdefault("PYTHONPATH", os.path.join(ROOT, "python"))
+    # Every span's thread CPU time too, so span:work_cpu_s can be gated.
+    env["STAGEBENCH_SPANS_CPU"] = "1"
     return env
 
 
@@ -173,6 +179,8 @@ def main():
     ap.add_argument("--max-rounds", type=int, default=30)
     ap.add_argument("--trials", type=int, default=3, help="the RUN FLAGS' --trials: one run's trials a letter")
     ap.add_argument("--kinds", default="null,slower,faster", help="which pull requests, of null, slower, faster")
+    ap.add_argument("--figures", default="span:work_s,span:work_cpu_s",
+                    help="the figures gated, each by a gate of its own (the span's wall and its thread CPU time)")
     ap.add_argument("--keep", help="keep the repository and every gate's directory here (a new directory)")
     ap.add_argument("--coordinator", default=os.path.join(ROOT, "target", "release", "coordinator"))
     ap.add_argument("--no-neighbour", action="store_true", help="the control: an idle machine")
@@ -185,6 +193,7 @@ def main():
     py = sys.executable
     rows = []
     kinds = a.kinds.split(",")
+    figures = a.figures.split(",")
     with tempfile.TemporaryDirectory() as scratch:
         tmp = scratch
         if a.keep:
@@ -203,37 +212,43 @@ def main():
                 os.makedirs(work)
                 neighbour = None if a.no_neighbour else Neighbour(period)
                 try:
-                    verdict, pairs, ratio, gate_wall, code, reason = gate(
-                        a.coordinator, repo, base, head, os.path.join(work, "gate"), py, a.max_rounds, a.trials)
-                    stored, stored_wall = stored_baseline(a.coordinator, repo, base, head, work, py)
+                    gated = []
+                    for k, figure in enumerate(figures):
+                        gated.append(gate(a.coordinator, repo, base, head, os.path.join(work, f"gate{k}"),
+                                          py, a.max_rounds, a.trials, figure))
+                    stored, stored_wall = stored_baseline(a.coordinator, repo, base, head, work, py, figures)
                 finally:
                     if neighbour:
                         neighbour.stop()
-                rows.append((kind, period, verdict, pairs, ratio, gate_wall, stored, stored_wall))
-                print(f"{kind:6} period {period:4.0f} s: gate {verdict:10} ({pairs:3} pairs, ×{ratio:.3f}, "
-                      f"{gate_wall:5.1f} s, exit {code}); stored baseline {stored:13} ({stored_wall:5.1f} s)"
-                      + (f"\n    {reason}" if reason else ""),
-                      flush=True)
+                for figure, (verdict, pairs, ratio, gate_wall, code, reason) in zip(figures, gated):
+                    rows.append((kind, period, verdict, pairs, ratio, gate_wall, stored[figure], stored_wall, figure))
+                    print(f"{kind:6} period {period:4.0f} s {figure:15}: gate {verdict:10} ({pairs:3} pairs, "
+                          f"×{ratio:.3f}, {gate_wall:5.1f} s, exit {code}); stored baseline {stored[figure]:13} "
+                          f"({stored_wall:5.1f} s)" + (f"\n    {reason}" if reason else ""), flush=True)
     print()
-    print("| pull requests | method | regressed | improved | same | not sure | median pairs |")
-    print("|---|---|---:|---:|---:|---:|---:|")
-    for kind in kinds:
-        mine = [r for r in rows if r[0] == kind]
-        count = lambda v: sum(1 for r in mine if r[2] == v)  # noqa: E731
-        pairs = statistics.median(r[3] for r in mine) if mine else 0
-        print(f"| {len(mine)} {kind} | gate | {count('regressed')} | {count('improved')} | {count('same')} | "
-              f"{count('not_sure')} | {pairs:.0f} |")
-        stored = sum(1 for r in mine if r[6] == "regressed")
-        print(f"| {len(mine)} {kind} | stored baseline, compare at 5% | {stored} | – | – | – | – |")
-    gw = statistics.median(r[5] for r in rows)
-    sw = statistics.median(r[7] for r in rows)
-    print(f"\nmedian wall: gate {gw:.1f} s, stored baseline {sw:.1f} s (ratio {gw / sw:.2f}x)")
-    null_alarms = sum(1 for r in rows if r[0] == "null" and r[2] == "regressed")
-    slow_caught = sum(1 for r in rows if r[0] == "slower" and r[2] == "regressed")
-    stored_alarms = sum(1 for r in rows if r[0] == "null" and r[6] == "regressed")
-    stored_caught = sum(1 for r in rows if r[0] == "slower" and r[6] == "regressed")
-    print(f"false alarms on null: gate {null_alarms}, stored baseline {stored_alarms}; "
-          f"slower caught: gate {slow_caught}, stored baseline {stored_caught} of {a.per}")
+    print("| pull requests | figure | method | regressed | improved | same | not sure | median pairs (max) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|")
+    for figure in figures:
+        for kind in kinds:
+            mine = [r for r in rows if r[0] == kind and r[8] == figure]
+            count = lambda v: sum(1 for r in mine if r[2] == v)  # noqa: E731
+            pairs = statistics.median(r[3] for r in mine) if mine else 0
+            most = max((r[3] for r in mine), default=0)
+            print(f"| {len(mine)} {kind} | `{figure}` | gate | {count('regressed')} | {count('improved')} | "
+                  f"{count('same')} | {count('not_sure')} | {pairs:.0f} ({most}) |")
+            stored = sum(1 for r in mine if r[6] == "regressed")
+            print(f"| {len(mine)} {kind} | `{figure}` | stored baseline, compare at 5% | {stored} | – | – | – | – |")
+    for figure in figures:
+        mine = [r for r in rows if r[8] == figure]
+        gw = statistics.median(r[5] for r in mine)
+        sw = statistics.median(r[7] for r in mine)
+        null_alarms = sum(1 for r in mine if r[0] == "null" and r[2] == "regressed")
+        slow_caught = sum(1 for r in mine if r[0] == "slower" and r[2] == "regressed")
+        stored_alarms = sum(1 for r in mine if r[0] == "null" and r[6] == "regressed")
+        stored_missed = sum(1 for r in mine if r[0] == "slower" and r[6] != "regressed")
+        print(f"{figure}: median wall gate {gw:.1f} s, stored baseline {sw:.1f} s (ratio {gw / sw:.2f}x); "
+              f"false alarms on null: gate {null_alarms}, stored baseline {stored_alarms}; "
+              f"slower caught: gate {slow_caught}, stored baseline {a.per - stored_missed} of {a.per}")
 
 
 if __name__ == "__main__":
