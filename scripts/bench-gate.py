@@ -30,6 +30,12 @@ Each pull request is judged twice, side by side:
   see them; a real one's baseline is from another day and runner, which
   this does not even test).
 
+Then --bisects N (default 10) comment-only ranges (8 commits on top of
+base, each changing only a comment) are bisected beside the neighbour
+(`coordinator bisect --figure span:work_s`, trials of 3, --max-rounds 30),
+the periods cycled: none may say "first bad commit" (before the endpoints
+were judged in pairs, 2 of 9 did beside such a neighbour).
+
 Prints one line per pull request, then the table (counts per kind and
 method, the median pairs the gate needed, the median wall time of each
 method and their ratio). Controls: the null pull requests (the truth is
@@ -92,6 +98,39 @@ def pull_request(repo, base, kind, i):
     head = git(repo, "rev-parse", "HEAD")
     git(repo, "checkout", "-q", "--detach", base)
     return head
+
+
+def comment_range(repo, base, i, n=8):
+    """n commits on top of base, each changing only a comment: the head."""
+    git(repo, "checkout", "-q", "--detach", base)
+    for k in range(n):
+        with open(os.path.join(repo, "prog.py"), "w") as f:
+            f.write(PROGRAM.format(comment=f"range {i} commit {k}", factor="1.0"))
+        git(repo, "commit", "-q", "-am", f"range {i} commit {k}")
+    head = git(repo, "rev-parse", "HEAD")
+    git(repo, "checkout", "-q", "--detach", base)
+    return head
+
+
+def bisect(coord, repo, good, bad, out, py):
+    """One bisection of a comment-only range: its answer and wall time."""
+    t0 = time.monotonic()
+    p = subprocess.run(
+        [coord, "bisect", "--good", good, "--bad", bad, "--repo", repo, "--output", out,
+         "--figure", "span:work_s", "--threshold", "5", "--max-rounds", "30", "--", *run_flags(py, 3)],
+        capture_output=True, text=True, cwd=repo, env=env_for(),
+    )
+    wall = time.monotonic() - t0
+    try:
+        with open(os.path.join(out, "report.json")) as f:
+            r = json.load(f)
+    except (OSError, ValueError):
+        return f"failed ({p.returncode}: {p.stderr.strip().splitlines()[-1:]})", wall
+    if r.get("first_bad"):
+        return "first bad commit " + r["first_bad"][:12], wall
+    if r.get("candidates"):
+        return "one of " + ", ".join(c[:7] for c in r["candidates"]), wall
+    return r["answer"].split(":")[0], wall
 
 
 class Neighbour:
@@ -181,6 +220,7 @@ def main():
     ap.add_argument("--kinds", default="null,slower,faster", help="which pull requests, of null, slower, faster")
     ap.add_argument("--figures", default="span:work_s,span:work_cpu_s",
                     help="the figures gated, each by a gate of its own (the span's wall and its thread CPU time)")
+    ap.add_argument("--bisects", type=int, default=10, help="comment-only ranges bisected beside the neighbour")
     ap.add_argument("--keep", help="keep the repository and every gate's directory here (a new directory)")
     ap.add_argument("--coordinator", default=os.path.join(ROOT, "target", "release", "coordinator"))
     ap.add_argument("--no-neighbour", action="store_true", help="the control: an idle machine")
@@ -225,7 +265,23 @@ def main():
                     print(f"{kind:6} period {period:4.0f} s {figure:15}: gate {verdict:10} ({pairs:3} pairs, "
                           f"×{ratio:.3f}, {gate_wall:5.1f} s, exit {code}); stored baseline {stored[figure]:13} "
                           f"({stored_wall:5.1f} s)" + (f"\n    {reason}" if reason else ""), flush=True)
+        bisected = []
+        for i in range(a.bisects):
+            period = periods[i % len(periods)]
+            head = comment_range(repo, base, i)
+            neighbour = None if a.no_neighbour else Neighbour(period)
+            try:
+                answer, wall = bisect(a.coordinator, repo, base, head, os.path.join(tmp, f"bisect{i}"), py)
+            finally:
+                if neighbour:
+                    neighbour.stop()
+            bisected.append(answer)
+            print(f"bisect {i + 1} of a comment-only range, period {period:4.0f} s: {answer} ({wall:.1f} s)", flush=True)
     print()
+    if bisected:
+        named = sum(1 for b in bisected if b.startswith("first bad commit"))
+        print(f"comment-only ranges bisected beside the neighbour: {named} of {len(bisected)} said "
+              f"'first bad commit'\n")
     print("| pull requests | figure | method | regressed | improved | same | not sure | median pairs (max) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for figure in figures:

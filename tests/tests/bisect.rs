@@ -362,7 +362,7 @@ fn bad_input_is_refused_in_one_line_before_any_probe() {
         (
             vec![],
             ["--export-json", "x.json"].into_iter().chain(run_flags.iter().copied()).collect(),
-            "RUN FLAGS: --export-json is given; every probe would write the same file",
+            "RUN FLAGS: --export-json is given; every run would write the same file",
         ),
         (
             vec![("--build", "true"), ("--build-timeout", "soon")],

@@ -320,3 +320,55 @@ fn a_folded_export_of_a_run_without_spans_is_a_warning_not_a_failure() {
     assert!(!folded.exists(), "an empty export was written");
     assert!(out.join("report.json").is_file());
 }
+
+/// `--export-bmf` and `--export-github-benchmark` on a run of trials: one
+/// benchmark per stage (and `STAGE/span:NAME` per span), each figure's
+/// trial median bounded by its interval, the report's digest in `extra`;
+/// `render DIR` writes the same bytes again.
+#[test]
+fn a_runs_dashboard_exports_name_its_stages_and_spans_with_their_medians_and_intervals() {
+    let mut keep = Vec::new();
+    let dir = tempfile::tempdir().unwrap();
+    let (bmf, gh) = (dir.path().join("bmf.json"), dir.path().join("gh.json"));
+    let span = harness::repo().join("tests/scripts/spans.py");
+    let mut c = coordinator();
+    let py = harness::python(&mut c);
+    let command = format!("{py} '{}'", span.display());
+    let args = [
+        "--command",
+        &command,
+        "--export-bmf",
+        bmf.to_str().unwrap(),
+        "--export-github-benchmark",
+        gh.to_str().unwrap(),
+    ];
+    let (out, f) = trials_run(&mut keep, &args);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    let typed = harness::reports::read(&out);
+    let trials = &harness::reports::trials(&typed).trials;
+    let b = json(&bmf);
+    let wall = &trials["sleep:5"].summary["wall_s"];
+    assert_eq!(b["sleep:5"]["wall_s"]["value"], wall.median);
+    assert_eq!(b["sleep:5"]["wall_s"]["lower_value"], wall.median_interval.low);
+    assert_eq!(b["sleep:5"]["wall_s"]["upper_value"], wall.median_interval.high);
+    // The command's spans (tests/scripts/spans.py: load 0.5 + 0.25 s a trial).
+    assert_eq!(b["command/span:load"]["time_s"]["value"], 0.75);
+    assert_eq!(b["command/span:load"]["calls"]["value"], 2.0);
+    let rows = json(&gh);
+    let rows = rows.as_array().unwrap();
+    let row =
+        |name: &str| rows.iter().find(|r| r["name"] == name).unwrap_or_else(|| panic!("{name}"));
+    assert_eq!(row("command/span:load")["unit"], "s");
+    assert_eq!(row("noop/peak_rss_bytes")["unit"], "bytes");
+    let extra = row("sleep:5")["extra"].as_str().unwrap();
+    let digest = json(&out.join("report.json"))["body_sha256"].as_str().unwrap().to_string();
+    assert!(extra.starts_with("trials: 3\n") && extra.ends_with(&digest), "{extra}");
+
+    // The same bytes from `render`.
+    let again = dir.path().join("again.json");
+    let mut c = coordinator();
+    c.arg("render").arg(&out).arg("--export-bmf").arg(&again);
+    let f = run(c);
+    assert_eq!(f.code(), Some(0), "{}", f.stderr);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&bmf).unwrap());
+}

@@ -150,3 +150,31 @@ fn the_helpers_versions_are_the_workspaces() {
         "pyproject.toml: the version from Cargo.toml"
     );
 }
+
+/// The action's `install: wheel` step (scripts/action/install.sh) installs
+/// the wheel its `wheel` input names into the runner's Python and puts that
+/// Python's scripts folder on `GITHUB_PATH`, where the next steps find the
+/// coordinator.
+#[test]
+fn the_actions_wheel_install_puts_the_coordinator_on_the_jobs_path() {
+    let test = "the_actions_wheel_install_puts_the_coordinator_on_the_jobs_path";
+    let Some(wheel) = wheel(test) else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path();
+    for d in ["home", "work"] {
+        std::fs::create_dir(root.join(d)).unwrap();
+    }
+    let mut venv = Command::new("python3");
+    venv.args(["-m", "venv"]).arg(root.join("venv"));
+    ok(venv, "python3 -m venv");
+    let github_path = root.join("github_path");
+    let mut install = fresh(Path::new("bash"), root);
+    install.arg(harness::repo().join("scripts/action/install.sh"));
+    install.env("INPUT_INSTALL", "wheel").env("INPUT_WHEEL", &wheel);
+    install.env("GITHUB_ACTION_PATH", harness::repo()).env("GITHUB_PATH", &github_path);
+    let said = ok(install, "install.sh with install: wheel");
+    assert_eq!(said, format!("coordinator {VERSION}\n"));
+    let path = std::fs::read_to_string(&github_path).unwrap();
+    assert_eq!(path.trim(), root.join("venv/bin").display().to_string());
+    assert!(root.join("venv/bin/worker").is_file(), "the worker beside it");
+}

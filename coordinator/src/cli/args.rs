@@ -267,18 +267,30 @@ pub(super) struct ExportArgs {
     /// sample counted as 1/RATE s.
     #[arg(long, value_name = "FILE")]
     pub(super) export_folded: Option<PathBuf>,
+    /// Write the results in Bencher's Metric Format: per benchmark (STAGE,
+    /// STAGE/span:NAME) and measure, the value with its bounds (over
+    /// trials, the median and its interval).
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_bmf: Option<PathBuf>,
+    /// Write the results as github-action-benchmark's customSmallerIsBetter
+    /// JSON, the same benchmarks, `extra` the trials and the report's digest.
+    #[arg(long, value_name = "FILE")]
+    pub(super) export_github_benchmark: Option<PathBuf>,
 }
 
 impl ExportArgs {
     pub(super) fn exports(self) -> Exports {
-        Exports::new(
-            self.export_json,
-            self.export_csv,
-            self.export_markdown,
-            self.export_trace,
-            self.export_benchmark_tsv,
-            self.export_folded,
-        )
+        use report::render::export::Format;
+        Exports::new([
+            (Format::Json, self.export_json),
+            (Format::Csv, self.export_csv),
+            (Format::Markdown, self.export_markdown),
+            (Format::Trace, self.export_trace),
+            (Format::BenchmarkTsv, self.export_benchmark_tsv),
+            (Format::Folded, self.export_folded),
+            (Format::Bmf, self.export_bmf),
+            (Format::GithubBenchmark, self.export_github_benchmark),
+        ])
     }
 }
 

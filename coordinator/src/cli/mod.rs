@@ -219,7 +219,8 @@ fn command(cli: Cli) -> Result<u8, Error> {
                 None => resolve::default_worker_bin()?,
             };
             // Refused before anything runs, as a run's exports are.
-            let exports = Exports::new(None, None, None, export_trace.clone(), None, None);
+            let trace = report::render::export::Format::Trace;
+            let exports = Exports::new([(trace, export_trace.clone())]);
             exports.check(output.as_deref())?;
             let done = crate::campaign::run(file.as_deref(), output.as_deref(), worker_bin)?;
             if let Some(path) = &export_trace {
@@ -323,7 +324,10 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
         return Err(refused("they name a command; give the flags of a run".into()));
     }
     if cli.run.output.is_some() {
-        return Err(refused("--output is given; each probe's run goes in probes/COMMIT/".into()));
+        return Err(refused(
+            "--output is given; each run goes in DIR's own folders (a bisection's probes/, a gate's windows/)"
+                .into(),
+        ));
     }
     // Every probe's run would write the same file: the first would, the
     // next would refuse it, and the bisection would fail on a good probe.
@@ -335,10 +339,12 @@ fn run_flags(flags: &[String]) -> Result<u32, Error> {
         ("--export-trace", e.export_trace.is_some()),
         ("--export-benchmark-tsv", e.export_benchmark_tsv.is_some()),
         ("--export-folded", e.export_folded.is_some()),
+        ("--export-bmf", e.export_bmf.is_some()),
+        ("--export-github-benchmark", e.export_github_benchmark.is_some()),
     ];
     if let Some((flag, _)) = exports.iter().find(|(_, given)| *given) {
         return Err(refused(format!(
-            "{flag} is given; every probe would write the same file: export a probe afterwards with `coordinator render DIR/probes/COMMIT {flag} FILE`"
+            "{flag} is given; every run would write the same file: export one afterwards with `coordinator render DIR/probes/COMMIT {flag} FILE` (a gate's: DIR/windows/W/SIDE-I, or the gate's own exports)"
         )));
     }
     let mode = crate::modes::by_name(&cli.run.mode)

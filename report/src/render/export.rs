@@ -1,5 +1,6 @@
 //! `--export-json`, `--export-csv`, `--export-markdown`, `--export-trace`,
-//! `--export-benchmark-tsv`, `--export-folded`: a run's results in the forms
+//! `--export-benchmark-tsv`, `--export-folded`, `--export-bmf`,
+//! `--export-github-benchmark` ([`super::benchmarks`]): a run's results in the forms
 //! other tools read, in hyperfine's spirit (the trace is [`super::trace`],
 //! Snakemake's benchmark table `snakemake`, the collapsed stacks
 //! [`super::folded`]). Derived from report.json
@@ -23,6 +24,8 @@ pub enum Format {
     Trace,
     BenchmarkTsv,
     Folded,
+    Bmf,
+    GithubBenchmark,
 }
 
 impl Format {
@@ -34,6 +37,8 @@ impl Format {
             Format::Trace => "--export-trace",
             Format::BenchmarkTsv => "--export-benchmark-tsv",
             Format::Folded => "--export-folded",
+            Format::Bmf => "--export-bmf",
+            Format::GithubBenchmark => "--export-github-benchmark",
         }
     }
 }
@@ -67,23 +72,9 @@ pub enum ExportError {
 pub struct Exports(pub Vec<(Format, PathBuf)>);
 
 impl Exports {
-    pub fn new(
-        json: Option<PathBuf>,
-        csv: Option<PathBuf>,
-        markdown: Option<PathBuf>,
-        trace: Option<PathBuf>,
-        benchmark_tsv: Option<PathBuf>,
-        folded: Option<PathBuf>,
-    ) -> Exports {
-        let all = [
-            (Format::Json, json),
-            (Format::Csv, csv),
-            (Format::Markdown, markdown),
-            (Format::Trace, trace),
-            (Format::BenchmarkTsv, benchmark_tsv),
-            (Format::Folded, folded),
-        ];
-        Exports(all.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
+    /// The exports asked for, each format with its path where given.
+    pub fn new(asked: impl IntoIterator<Item = (Format, Option<PathBuf>)>) -> Exports {
+        Exports(asked.into_iter().filter_map(|(f, p)| p.map(|p| (f, p))).collect())
     }
 
     /// Refuses, before anything runs, a path that exists, is named twice,
@@ -182,6 +173,8 @@ pub fn bytes(f: Format, r: &Report) -> Result<Vec<u8>, Unexportable> {
             text if text.is_empty() => return Err(Unexportable::NoSpans),
             text => text.into_bytes(),
         },
+        Format::Bmf => super::benchmarks::bmf(&super::benchmarks::of_run(r)),
+        Format::GithubBenchmark => super::benchmarks::github(&super::benchmarks::of_run(r)),
     })
 }
 

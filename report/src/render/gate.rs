@@ -5,12 +5,11 @@
 //! github-action-benchmark's `customSmallerIsBetter`). `verify` re-renders
 //! the derived ones and compares them, as a run's.
 
-use super::Rendered;
+use super::{Rendered, benchmarks};
 use crate::doc::{Align, Cell, Table};
 use crate::fmt::{figure, p_value};
 use crate::rundir::gate::{COMMENT, COMMENT_LIMIT, GateReport, Judged, MARKER, Verdict};
 use maud::html;
-use serde_json::json;
 
 /// A commit as the gate names it.
 fn short(commit: &str) -> &str {
@@ -229,71 +228,36 @@ pub fn github_output(r: &GateReport, exit_code: u8, report_sha256: &str) -> Stri
     format!("verdict={verdict}\nexit-code={exit_code}\nreport-sha256={report_sha256}\n")
 }
 
-/// A figure's benchmark name and measure: `STAGE` for a stage's own
-/// figure, `STAGE/span:NAME` for a span's; the measure is the figure.
-fn benchmark(j: &Judged) -> (String, String) {
-    match j.figure.strip_prefix("span:") {
-        Some(span) => {
-            (format!("{}/span:{}", j.stage, span.trim_end_matches("_s")), "time_s".into())
-        }
-        None => (j.stage.clone(), j.figure.clone()),
-    }
-}
-
-/// A figure's unit: seconds, bytes, or none.
-fn unit(figure: &str) -> &'static str {
-    if figure.ends_with("_bytes") {
-        "bytes"
-    } else if figure.ends_with("_s") {
-        "s"
-    } else {
-        ""
-    }
-}
-
-/// Head's value and its bounds: head's median, and base's median times
-/// the pairs' interval of head / base.
-fn head_bounds(j: &Judged) -> (f64, f64, f64) {
-    (j.head_median, j.base_median * j.low, j.base_median * j.high)
-}
-
-/// Bencher's Metric Format: `{"BENCH": {"MEASURE": {"value", "lower_value", "upper_value"}}}`.
-pub fn bmf(r: &GateReport) -> Vec<u8> {
-    let mut out = serde_json::Map::new();
-    for j in r.gated.iter().chain(&r.others) {
-        let (name, measure) = benchmark(j);
-        let (value, lower, upper) = head_bounds(j);
-        let entry = out.entry(name).or_insert_with(|| json!({}));
-        entry[measure] = json!({ "value": value, "lower_value": lower, "upper_value": upper });
-    }
-    let mut bytes = serde_json::to_vec_pretty(&serde_json::Value::Object(out)).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
-}
-
-/// github-action-benchmark's `customSmallerIsBetter`: `[{"name", "unit",
-/// "value", "range", "extra"}]`, `extra` the pairs and the report's SHA-256.
-pub fn github_benchmark(r: &GateReport, report_sha256: &str) -> Vec<u8> {
-    let rows: Vec<serde_json::Value> = r
-        .gated
+/// The gate's figures as benchmarks: head's median, bounded by base's
+/// median times the pairs' interval of head / base.
+fn entries(r: &GateReport, report_sha256: &str) -> Vec<benchmarks::Entry> {
+    r.gated
         .iter()
         .chain(&r.others)
-        .map(|j| {
-            let (name, measure) = benchmark(j);
-            let name = if measure == "wall_s" || measure == "time_s" { name } else { format!("{name}/{measure}") };
-            let (value, lower, upper) = head_bounds(j);
-            json!({
-                "name": name,
-                "unit": unit(&j.figure),
-                "value": value,
-                "range": format!("{:.6}–{:.6}", lower, upper),
-                "extra": format!("pairs: {}\nverdict: {}\nreport-sha256: {report_sha256}", j.pairs, j.verdict.word()),
-            })
+        .map(|j| benchmarks::Entry {
+            stage: j.stage.clone(),
+            figure: j.figure.clone(),
+            value: j.head_median,
+            lower: j.base_median * j.low,
+            upper: j.base_median * j.high,
+            extra: format!(
+                "pairs: {}\nverdict: {}\nreport-sha256: {report_sha256}",
+                j.pairs,
+                j.verdict.word()
+            ),
         })
-        .collect();
-    let mut bytes = serde_json::to_vec_pretty(&rows).unwrap_or_default();
-    bytes.push(b'\n');
-    bytes
+        .collect()
+}
+
+/// Bencher's Metric Format (see [`benchmarks`]).
+pub fn bmf(r: &GateReport) -> Vec<u8> {
+    benchmarks::bmf(&entries(r, ""))
+}
+
+/// github-action-benchmark's `customSmallerIsBetter` (see [`benchmarks`]),
+/// `extra` the pairs, the verdict and the report's SHA-256.
+pub fn github_benchmark(r: &GateReport, report_sha256: &str) -> Vec<u8> {
+    benchmarks::github(&entries(r, report_sha256))
 }
 
 #[cfg(test)]
@@ -391,5 +355,14 @@ mod tests {
         assert_eq!(names, ["command/span:work", "stage0"]);
         assert_eq!(gh[0]["unit"], "s");
         assert!(gh[0]["extra"].as_str().unwrap().ends_with("report-sha256: abc"));
+        // A span's other figures are measures of the same benchmark.
+        let mut r = report(0);
+        for f in ["span:work_cpu_s", "span:work_median_s", "span:work_n"] {
+            r.others.push(judged("command", f, 1.1, Verdict::Same));
+        }
+        let spans: serde_json::Value = serde_json::from_slice(&super::bmf(&r)).unwrap();
+        let measures: Vec<&String> =
+            spans["command/span:work"].as_object().unwrap().keys().collect();
+        assert_eq!(measures, ["calls", "cpu_s", "median_s", "time_s"]);
     }
 }

@@ -5,6 +5,7 @@
 //! coordinator build, so `verify` re-renders and compares, and
 //! `coordinator render` redraws them.
 
+pub mod benchmarks;
 pub mod bisect;
 pub mod console;
 pub mod export;
