@@ -296,6 +296,8 @@ def main():
             print(f"| {len(mine)} {kind} | `{figure}` | stored baseline, compare at 5% | {stored} | – | – | – | – |")
     for figure in figures:
         mine = [r for r in rows if r[8] == figure]
+        if not mine:
+            continue
         gw = statistics.median(r[5] for r in mine)
         sw = statistics.median(r[7] for r in mine)
         null_alarms = sum(1 for r in mine if r[0] == "null" and r[2] == "regressed")
