@@ -192,15 +192,12 @@ def _timed_cpu(func, name):
     """A plain function's span that also takes its thread's CPU time
     (``STAGEBENCH_SPANS_CPU=1``): through _spans.begin and _spans.end,
     which read it, rather than the inline steps above, which do not."""
-    local, new, begin, end, now = _spans.local, _spans.thread, _spans.begin, _spans.end, _spans.now
+    thread, begin, end, now = _spans.thread, _spans.begin, _spans.end, _spans.now
     START = L.START
 
     @functools.wraps(func)
     def span(*args, **kwargs):
-        try:
-            t = local.t
-        except AttributeError:
-            t = new()
+        t = thread()
         s = begin(t, name)
         if s is None:
             return func(*args, **kwargs)

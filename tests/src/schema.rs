@@ -79,10 +79,16 @@ fn validator() -> Option<&'static str> {
         .as_deref()
 }
 
+/// What the validator said of files that do not validate: every failure,
+/// one per line.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct Invalid(pub String);
+
 /// Validates the evidence files below `dir` against docs/schema: how many
-/// were validated, or every failure (one per line). `None` when no
-/// validator is available (see the module's doc).
-pub fn validate(dir: &Path) -> Option<Result<usize, String>> {
+/// were validated, or every failure. `None` when no validator is
+/// available (see the module's doc).
+pub fn validate(dir: &Path) -> Option<Result<usize, Invalid>> {
     let python = validator()?;
     let out = Command::new(python)
         .arg("-c")
@@ -94,7 +100,7 @@ pub fn validate(dir: &Path) -> Option<Result<usize, String>> {
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     if !out.status.success() {
         let stderr = String::from_utf8_lossy(&out.stderr);
-        return Some(Err(format!("{stdout}{stderr}")));
+        return Some(Err(Invalid(format!("{stdout}{stderr}"))));
     }
     let count = stdout
         .lines()

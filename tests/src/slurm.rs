@@ -15,11 +15,22 @@ pub const TAG: &str = "STAGEBENCH_TEST_TAG";
 /// on a cluster that does not answer fails the test instead of skipping it.
 pub const REQUIRED: &str = "STAGEBENCH_SLURM_REQUIRED";
 
+/// Why there is no cluster to test against.
+#[derive(Debug, thiserror::Error)]
+pub enum NoCluster {
+    #[error("no Slurm config at {} (run scripts/slurm-local.sh up, or set SLURM_CONF)", .0.display())]
+    NoConfig(PathBuf),
+    #[error("cannot run sinfo: {0}")]
+    Sinfo(#[source] std::io::Error),
+    #[error("the Slurm cluster does not answer (sinfo: '{state}' {stderr})")]
+    NotAnswering { state: String, stderr: String },
+}
+
 /// The cluster's config when it answers, or why not.
 ///
 /// # Panics
 /// When [`REQUIRED`] is set and the cluster does not answer.
-pub fn cluster() -> Result<PathBuf, String> {
+pub fn cluster() -> Result<PathBuf, NoCluster> {
     let found = find_cluster();
     if let (Err(why), Some(_)) = (&found, std::env::var_os(REQUIRED)) {
         panic!("{REQUIRED} is set (the cluster came up), but: {why}");
@@ -27,28 +38,23 @@ pub fn cluster() -> Result<PathBuf, String> {
     found
 }
 
-fn find_cluster() -> Result<PathBuf, String> {
+fn find_cluster() -> Result<PathBuf, NoCluster> {
     let conf = std::env::var_os("SLURM_CONF")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/stagebench-slurm/slurm.conf"));
     if !conf.exists() {
-        return Err(format!(
-            "no Slurm config at {} (run scripts/slurm-local.sh up, or set SLURM_CONF)",
-            conf.display()
-        ));
+        return Err(NoCluster::NoConfig(conf));
     }
     let out = Command::new("timeout")
         .args(["10", "sinfo", "-h", "-o", "%T"])
         .env("SLURM_CONF", &conf)
         .output()
-        .map_err(|e| format!("cannot run sinfo: {e}"))?;
+        .map_err(NoCluster::Sinfo)?;
     let state = String::from_utf8_lossy(&out.stdout).trim().to_string();
     if !out.status.success() || !["idle", "mixed", "allocated"].iter().any(|s| state.starts_with(s))
     {
-        return Err(format!(
-            "the Slurm cluster does not answer (sinfo: '{state}' {})",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        let stderr = String::from_utf8_lossy(&out.stderr).trim().to_string();
+        return Err(NoCluster::NotAnswering { state, stderr });
     }
     Ok(conf)
 }

@@ -33,7 +33,7 @@ fn manifest(run: &Path, cache: &str) -> Vec<u8> {
 fn a_teams_preparation_through_slurm() {
     let conf = match cluster() {
         Ok(c) => c,
-        Err(reason) => return skip("a_teams_preparation_through_slurm", &reason),
+        Err(reason) => return skip("a_teams_preparation_through_slurm", &reason.to_string()),
     };
     let tag = new_tag();
     let (tmp, out, mut c) = harness::coordinator_with_output();
@@ -73,7 +73,9 @@ fn a_teams_preparation_through_slurm() {
 fn cold_prep_through_slurm_matches_a_local_run() {
     let conf = match cluster() {
         Ok(c) => c,
-        Err(reason) => return skip("cold_prep_through_slurm_matches_a_local_run", &reason),
+        Err(reason) => {
+            return skip("cold_prep_through_slurm_matches_a_local_run", &reason.to_string());
+        }
     };
     let tag = new_tag();
     let (_tmp, out, mut c) = harness::coordinator_with_output();
@@ -120,7 +122,12 @@ fn cold_prep_through_slurm_matches_a_local_run() {
 fn a_task_killed_mid_run_fails_the_run_naming_its_rank() {
     let conf = match cluster() {
         Ok(c) => c,
-        Err(reason) => return skip("a_task_killed_mid_run_fails_the_run_naming_its_rank", &reason),
+        Err(reason) => {
+            return skip(
+                "a_task_killed_mid_run_fails_the_run_naming_its_rank",
+                &reason.to_string(),
+            );
+        }
     };
     let tag = new_tag();
     let (_tmp, out, mut c) = harness::coordinator_with_output();
@@ -162,7 +169,10 @@ fn an_allocation_srun_refuses_fails_the_run_with_no_task_left() {
     let conf = match cluster() {
         Ok(c) => c,
         Err(reason) => {
-            return skip("an_allocation_srun_refuses_fails_the_run_with_no_task_left", &reason);
+            return skip(
+                "an_allocation_srun_refuses_fails_the_run_with_no_task_left",
+                &reason.to_string(),
+            );
         }
     };
     let tag = new_tag();
@@ -184,7 +194,10 @@ fn a_task_that_never_connects_times_out_and_its_step_is_cancelled() {
     let conf = match cluster() {
         Ok(c) => c,
         Err(reason) => {
-            return skip("a_task_that_never_connects_times_out_and_its_step_is_cancelled", &reason);
+            return skip(
+                "a_task_that_never_connects_times_out_and_its_step_is_cancelled",
+                &reason.to_string(),
+            );
         }
     };
     let tag = new_tag();
@@ -206,7 +219,9 @@ fn a_task_that_never_connects_times_out_and_its_step_is_cancelled() {
 fn interrupting_the_coordinator_cancels_every_task() {
     let conf = match cluster() {
         Ok(c) => c,
-        Err(reason) => return skip("interrupting_the_coordinator_cancels_every_task", &reason),
+        Err(reason) => {
+            return skip("interrupting_the_coordinator_cancels_every_task", &reason.to_string());
+        }
     };
     let tag = new_tag();
     let (_tmp, out, mut c) = harness::coordinator_with_output();

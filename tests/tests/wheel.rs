@@ -35,6 +35,18 @@ fn fresh(program: &Path, root: &Path) -> Command {
     c
 }
 
+/// A new user's scratch: `home/`, `work/` and a fresh `venv/`, nothing installed.
+fn fresh_venv() -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap();
+    for d in ["home", "work"] {
+        std::fs::create_dir(tmp.path().join(d)).unwrap();
+    }
+    let mut venv = Command::new("python3");
+    venv.args(["-m", "venv"]).arg(tmp.path().join("venv"));
+    ok(venv, "python3 -m venv");
+    tmp
+}
+
 fn ok(c: Command, what: &str) -> String {
     let f = run_within(c, LIMIT);
     assert_eq!(f.code(), Some(0), "{what}: {}\n{}", f.stdout, f.stderr);
@@ -59,14 +71,8 @@ fn a_fresh_environment_runs_the_main_job_and_a_users_program_from_the_wheel_alon
     assert!(name.starts_with(&format!("stagebench-{VERSION}-")), "{name}: not version {VERSION}");
     assert!(name.contains("-manylinux_2_"), "{name}: not a manylinux wheel");
 
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = fresh_venv();
     let root = tmp.path();
-    for d in ["home", "work"] {
-        std::fs::create_dir(root.join(d)).unwrap();
-    }
-    let mut venv = Command::new("python3");
-    venv.args(["-m", "venv"]).arg(root.join("venv"));
-    ok(venv, "python3 -m venv");
     let bin = root.join("venv/bin");
     for dir in std::env::split_paths(&format!("{}:/usr/bin:/bin", bin.display())) {
         assert!(!dir.join("cargo").exists(), "cargo in {}: not a PATH without Rust", dir.display());
@@ -159,14 +165,8 @@ fn the_helpers_versions_are_the_workspaces() {
 fn the_actions_wheel_install_puts_the_coordinator_on_the_jobs_path() {
     let test = "the_actions_wheel_install_puts_the_coordinator_on_the_jobs_path";
     let Some(wheel) = wheel(test) else { return };
-    let tmp = tempfile::tempdir().unwrap();
+    let tmp = fresh_venv();
     let root = tmp.path();
-    for d in ["home", "work"] {
-        std::fs::create_dir(root.join(d)).unwrap();
-    }
-    let mut venv = Command::new("python3");
-    venv.args(["-m", "venv"]).arg(root.join("venv"));
-    ok(venv, "python3 -m venv");
     let github_path = root.join("github_path");
     let mut install = fresh(Path::new("bash"), root);
     install.arg(harness::repo().join("scripts/action/install.sh"));

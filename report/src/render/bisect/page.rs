@@ -33,7 +33,7 @@ pub fn page(r: &BisectReport, svg: &[u8]) -> String {
             h2 { "Probes in commit order" }
             p.note {
                 "Position 0 is the good endpoint. Each commit between the endpoints was measured in windows \
-                 beside both endpoints and judged against the endpoints' runs of its own windows (p < 0.01); \
+                 beside both endpoints and judged in pairs against the endpoints' runs of its own windows (at 99%); \
                  # is the order the probes were made in."
             }
             table.sortable {
