@@ -22,8 +22,9 @@ bench-bisect-drift.sh.
 
 Each pull request is judged twice, side by side:
 - the gate: `coordinator gate --gate span:work_s` (threshold 5%, rounds
-  adaptive up to --max-rounds 30, trials of 3 a run): its verdict, pairs
-  and wall time;
+  adaptive up to --max-rounds (default 60: the gate's own default for
+  trials of 3, ten windows, twenty couples of runs), trials of 3 a run):
+  its verdict, the couples of runs it judged and its wall time;
 - the stored-baseline way: base run once (5 trials), head once just after,
   `coordinator compare --figure span:work_s --threshold 5`: regressed when
   it exits 4 (false alarms and misses as github-action-benchmark would
@@ -37,7 +38,7 @@ the periods cycled: none may say "first bad commit" (before the endpoints
 were judged in pairs, 2 of 9 did beside such a neighbour).
 
 Prints one line per pull request, then the table (counts per kind and
-method, the median pairs the gate needed, the median wall time of each
+method, the median couples the gate needed, the median wall time of each
 method and their ratio). Controls: the null pull requests (the truth is
 "not slower"), and the slower ones (the truth is 1.10).
 """
@@ -176,7 +177,7 @@ def gate(coord, repo, base, head, out, py, max_rounds, trials, figure):
         with open(os.path.join(out, "report.json")) as f:
             r = json.load(f)
         j = r["gated"][0]
-        return r["verdict"], j["pairs"], j["ratio"], wall, p.returncode, j.get("reason") or ""
+        return r["verdict"], j["couples"], j["ratio"], wall, p.returncode, j.get("reason") or ""
     except (OSError, KeyError, IndexError, ValueError):
         why = p.stderr.strip().splitlines()[-1:]
         return f"failed ({p.returncode}: {why})", 0, float("nan"), wall, p.returncode, ""
@@ -215,7 +216,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per", type=int, default=20, help="pull requests of each kind (default 20)")
     ap.add_argument("--periods", default="1,6,30", help="the neighbour's periods in seconds, cycled over the pull requests")
-    ap.add_argument("--max-rounds", type=int, default=30)
+    ap.add_argument("--max-rounds", type=int, default=60)
     ap.add_argument("--trials", type=int, default=3, help="the RUN FLAGS' --trials: one run's trials a letter")
     ap.add_argument("--kinds", default="null,slower,faster", help="which pull requests, of null, slower, faster")
     ap.add_argument("--figures", default="span:work_s,span:work_cpu_s",
@@ -262,7 +263,7 @@ def main():
                         neighbour.stop()
                 for figure, (verdict, pairs, ratio, gate_wall, code, reason) in zip(figures, gated):
                     rows.append((kind, period, verdict, pairs, ratio, gate_wall, stored[figure], stored_wall, figure))
-                    print(f"{kind:6} period {period:4.0f} s {figure:15}: gate {verdict:10} ({pairs:3} pairs, "
+                    print(f"{kind:6} period {period:4.0f} s {figure:15}: gate {verdict:10} ({pairs:3} couples, "
                           f"×{ratio:.3f}, {gate_wall:5.1f} s, exit {code}); stored baseline {stored[figure]:13} "
                           f"({stored_wall:5.1f} s)" + (f"\n    {reason}" if reason else ""), flush=True)
         bisected = []
@@ -282,7 +283,7 @@ def main():
         named = sum(1 for b in bisected if b.startswith("first bad commit"))
         print(f"comment-only ranges bisected beside the neighbour: {named} of {len(bisected)} said "
               f"'first bad commit'\n")
-    print("| pull requests | figure | method | regressed | improved | same | not sure | median pairs (max) |")
+    print("| pull requests | figure | method | regressed | improved | same | not sure | median couples (max) |")
     print("|---|---|---|---:|---:|---:|---:|---:|")
     for figure in figures:
         for kind in kinds:

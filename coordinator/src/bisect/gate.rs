@@ -3,7 +3,7 @@
 //! their own worktrees (a bisection of two commits: its worktrees, builds
 //! and runs), then run in interleaved windows (base, head, head, base;
 //! then head, base, base, head), one run of RUN FLAGS per letter, into
-//! `windows/W/SIDE-I/`, and judged in pairs by `report::gate` after each
+//! `windows/W/SIDE-I/`, and judged by couples of runs (`report::gate`) after each
 //! window, until every gated figure is decided or `--max-rounds`. DIR
 //! holds the declaration, the environment, every window's runs, report.json
 //! (bound) and the derived summary.md, comment.md and report.html. Rerun
@@ -57,8 +57,10 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
             short(&head)
         )));
     }
-    // Ten windows: beside a neighbour burning the cores, a span's CPU time
-    // took up to 60 pairs (trials of 3) to say "same" (scripts/bench-gate.py).
+    // Ten windows, twenty couples: the sign test needs nine couples to
+    // decide at 99.5% (one figure, ten looks), and beside a neighbour
+    // burning the cores a span's CPU time took up to twenty to say "same"
+    // (scripts/bench-gate.py).
     let max_rounds = g.max_rounds.unwrap_or(20 * g.rounds);
     if max_rounds < 2 * g.rounds {
         return Err(Error::Usage(format!(
@@ -187,11 +189,11 @@ fn windows(
             window.runs.push(m.dir.clone());
             made.push((m.dir, side, m.run));
         }
-        let pairs: Vec<(Side, &Run)> = made.iter().map(|(_, s, r)| (*s, r)).collect();
-        let found = report::gate::found(&pairs, &g.gates, g.threshold_pct, looks)
+        let runs: Vec<(Side, &Run)> = made.iter().map(|(_, s, r)| (*s, r)).collect();
+        let found = report::gate::found(&runs, &g.gates, g.threshold_pct, looks)
             .map_err(|e| Error::Usage(e.to_string()))?;
         if let Some(first) = found.gated.first() {
-            let last = &pairs[pairs.len() - 4..];
+            let last = &runs[runs.len() - 4..];
             window.base_median =
                 report::gate::median(last, Side::Base, &first.stage, &first.figure);
             window.head_median =

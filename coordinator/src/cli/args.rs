@@ -161,7 +161,7 @@ pub(super) enum Command {
     /// base with --head) and --head once each in their own worktrees, runs
     /// them in interleaved windows (base, head, head, base; then the
     /// reverse), one run of the flags after `--` per letter, and judges
-    /// each gated figure from pairs of trials measured side by side:
+    /// each gated figure from couples of runs that ran side by side:
     /// regressed (exit 4), improved or same (0), or not sure (5; 0 with
     /// --not-sure pass). Writes DIR/comment.md for the pull request.
     /// Example: `coordinator gate --base origin/main --head HEAD --output

@@ -5,8 +5,14 @@
 //! that slows one run and spares the next then moves a pair's two trials
 //! alike, or makes its couples disagree (not sure), rather than reading as
 //! a regression.
+//!
+//! Unlike the gate, bisect counts each pair as a unit ([`Unit::Pair`]): a
+//! probe runs two to four windows, and so few couples cannot reach its 99%
+//! (the sign test needs eight). Pairs of one couple are not independent
+//! where a neighbour slows a whole run, so its intervals can be narrower
+//! than they say; docs/ci.md names this.
 
-use super::{Side, confidence, couples, judge, spread};
+use super::{Side, Unit, confidence, couples, judge, spread};
 use crate::bisect::{Classified, PROBE_ALPHA};
 use crate::compare::Run;
 use crate::rundir::bisect::{Endpoints, ProbeVerdict};
@@ -29,7 +35,7 @@ pub fn endpoints(
     let level = confidence(named.len(), looks);
     let mut judged: Vec<Judged> = named
         .iter()
-        .filter_map(|(s, f)| judge(s, f, &couples(runs, s, f), level, threshold_pct))
+        .filter_map(|(s, f)| judge(s, f, &couples(runs, s, f), Unit::Pair, level, threshold_pct))
         .collect();
     judged.sort_by(|a, b| {
         let key = |j: &Judged| (j.verdict == Verdict::Regressed, j.ratio);
@@ -73,8 +79,8 @@ pub fn classify(
     threshold_pct: f64,
 ) -> Classified {
     let level = 1.0 - PROBE_ALPHA;
-    let against_good = judge("", "", good_probe, level, threshold_pct);
-    let bad_against = judge("", "", probe_bad, level, threshold_pct);
+    let against_good = judge("", "", good_probe, Unit::Pair, level, threshold_pct);
+    let bad_against = judge("", "", probe_bad, Unit::Pair, level, threshold_pct);
     let (Some(ag), Some(ba)) = (against_good, bad_against) else {
         return Classified { verdict: None, p_good: 1.0, p_bad: 1.0 };
     };
@@ -96,7 +102,7 @@ pub fn classify(
 /// upper, lower): whether upper regressed against lower at 1 −
 /// [`PROBE_ALPHA`], and the pairs' p.
 pub fn boundary_holds(couples: &[Vec<(f64, f64)>], threshold_pct: f64) -> (bool, f64) {
-    match judge("", "", couples, 1.0 - PROBE_ALPHA, threshold_pct) {
+    match judge("", "", couples, Unit::Pair, 1.0 - PROBE_ALPHA, threshold_pct) {
         Some(j) => (j.verdict == Verdict::Regressed, j.p),
         None => (false, 1.0),
     }

@@ -1,18 +1,27 @@
 //! `coordinator gate`'s judgement: head against base from runs made in
 //! interleaved windows (base, head, head, base; then head, base, base,
-//! head), each figure judged from pairs, never from each side's pooled
-//! samples.
+//! head), each figure judged from couples of runs, never from each side's
+//! pooled samples.
 //!
-//! Pairs: the runs are taken two by two in the order they ran (each
-//! window's base and head beside each other), and within two such runs the
-//! trials are paired mirrored around the moment one ended and the other
-//! began (the last trial of the first with the first of the second, and so
-//! on), so each pair's two trials ran as close in time as the runs allow.
-//! Each pair's ratio head / base is judged by `stats::paired` at a level
-//! corrected for the figures gated and for the windows it may look at
-//! (Bonferroni: 1 − 0.05 / (figures × looks)): a gate that stops as soon as
-//! it can decide must not turn each look into another chance of a false
-//! alarm.
+//! Couples: the runs are taken two by two in the order they ran (each
+//! window's base and head beside each other). A couple is the unit: a
+//! neighbour that takes a core for a second slows every trial of one run
+//! and spares the next, so the trials of one couple are not independent
+//! evidence, and counting each of them would count one event of the
+//! machine's several times. A couple's ratio is head's lowest trial over
+//! base's lowest (a shared machine only ever adds time, so a run's
+//! least-disturbed trial is its best account of the work), and the
+//! couples' ratios are judged by the sign test (`stats::sign`): their
+//! median, with its exact interval at a level corrected for the figures
+//! gated and for the windows it may look at (Bonferroni: 1 − 0.05 /
+//! (figures × looks)): a gate that stops as soon as it can decide must not
+//! turn each look into another chance of a false alarm.
+//!
+//! Within a couple the trials are also paired, mirrored around the moment
+//! one run ended and the other began (the last trial of the first with the
+//! first of the second, and so on): bisect's probes, which run too few
+//! windows for couples to decide at their level, still judge those pairs
+//! as units (`stats::paired`, [`Unit::Pair`]).
 //!
 //! A figure is
 //! - `regressed` when its interval lies above 1 and its ratio above 1 +
@@ -20,9 +29,9 @@
 //! - `improved` when below 1 and 1 − the threshold;
 //! - `same` when its interval lies inside ± the threshold;
 //! - `not sure` otherwise, or with fewer than [`stats::FEWEST_PAIRS`]
-//!   pairs, or too few for an interval at the corrected level, or when the machine moved the pairs' ratio itself: the
-//!   couples' own ratios spread (their interquartile range) by more than
-//!   four times the threshold.
+//!   units, or too few for an interval at the corrected level, or when the
+//!   machine moved the couples' own ratios: their interquartile range
+//!   exceeds four times the threshold.
 //!
 //! The coordinator checks commits out, builds and runs them; this module
 //! never spawns a process.
@@ -97,28 +106,56 @@ pub fn couple(
         .collect()
 }
 
-/// One figure judged from its couples at `confidence`, with `threshold_pct`.
+/// What one unit of evidence is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unit {
+    /// A couple of runs, its lowest trials' ratio (the gate).
+    Couple,
+    /// A pair of trials (bisect's endpoints, probes and boundary).
+    Pair,
+}
+
+/// A couple's ratio head / base as a log: head's lowest sample over base's
+/// lowest. None without a positive, finite sample on a side.
+pub fn couple_ratio(pairs: &[(f64, f64)]) -> Option<f64> {
+    let lowest = |xs: &mut dyn Iterator<Item = f64>| {
+        xs.filter(|x| x.is_finite() && *x > 0.0).min_by(f64::total_cmp)
+    };
+    let base = lowest(&mut pairs.iter().map(|p| p.0))?;
+    let head = lowest(&mut pairs.iter().map(|p| p.1))?;
+    Some((head / base).ln())
+}
+
+/// One figure judged from its couples at `confidence`, with `threshold_pct`,
+/// each couple (the gate's) or each pair (bisect's) one unit.
 pub fn judge(
     stage: &str,
     figure: &str,
     couples: &[Vec<(f64, f64)>],
+    unit: Unit,
     confidence: f64,
     threshold_pct: f64,
 ) -> Option<Judged> {
     let pairs: Vec<(f64, f64)> = couples.iter().flatten().copied().collect();
-    let s = stats::paired(&pairs, confidence)?;
+    let (s, units) = match unit {
+        Unit::Couple => {
+            let ratios: Vec<f64> = couples.iter().filter_map(|c| couple_ratio(c)).collect();
+            (stats::sign(&ratios, confidence)?, "couple(s) of runs")
+        }
+        Unit::Pair => (stats::paired(&pairs, confidence)?, "pair(s)"),
+    };
     let t = threshold_pct / 100.0;
     let (base, head): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
     let spread = spread(couples);
     let (verdict, reason) = if s.n < stats::FEWEST_PAIRS {
-        (Verdict::NotSure, Some(format!("{} pair(s): too few to judge", s.n)))
+        (Verdict::NotSure, Some(format!("{} {units}: too few to judge", s.n)))
     } else if s.confidence + 1e-9 < confidence {
         // Too few pairs for the level asked: even their whole range of
         // Walsh averages covers less, and would decide at a weaker level.
         (
             Verdict::NotSure,
             Some(format!(
-                "{} pairs cannot give an interval at {}: too few for the corrected level",
+                "{} {units} cannot give an interval at {}: too few for the corrected level",
                 s.n,
                 stats::coverage_pct(confidence)
             )),
@@ -128,7 +165,7 @@ pub fn judge(
         (
             Verdict::NotSure,
             Some(format!(
-                "the machine moved the pairs' own ratio: it spread by {pct:.0}% between couples of runs, over four times the threshold"
+                "the machine moved the couples' own ratio: it spread by {pct:.0}% between couples of runs, over four times the threshold"
             )),
         )
     } else if s.low > 1.0 && s.ratio > 1.0 + t {
@@ -156,23 +193,23 @@ pub fn judge(
         high: s.high,
         confidence: s.confidence,
         p: s.p,
-        pairs: s.n as u32,
+        pairs: pairs.len() as u32,
+        couples: if unit == Unit::Couple { s.n as u32 } else { 0 },
         verdict,
         reason,
     })
 }
 
-/// The interquartile range of the couples' own log-ratios (each couple's
-/// median), with four couples or more.
+/// The interquartile range of the couples' own log-ratios
+/// ([`couple_ratio`]), with four couples or more.
 pub(crate) fn spread(couples: &[Vec<(f64, f64)>]) -> Option<f64> {
     if couples.len() < 4 {
         return None;
     }
-    let mut own: Vec<f64> = couples
-        .iter()
-        .map(|c| stats::median(&c.iter().map(|(b, h)| (h / b).ln()).collect::<Vec<_>>()))
-        .filter(|x| x.is_finite())
-        .collect();
+    let mut own: Vec<f64> = couples.iter().filter_map(|c| couple_ratio(c)).collect();
+    if own.len() < 4 {
+        return None;
+    }
     own.sort_by(f64::total_cmp);
     Some(stats::quantile_sorted(&own, 0.75) - stats::quantile_sorted(&own, 0.25))
 }
@@ -242,7 +279,7 @@ pub fn found(
     }
     let level = confidence(named.len(), looks);
     let judged = |stage: &str, figure: &str, level: f64| {
-        judge(stage, figure, &couples(runs, stage, figure), level, threshold_pct)
+        judge(stage, figure, &couples(runs, stage, figure), Unit::Couple, level, threshold_pct)
     };
     let gated: Vec<Judged> = named.iter().filter_map(|(s, f)| judged(s, f, level)).collect();
     // A gate whose figure no stage recorded a sample of is refused too.

@@ -1,56 +1,80 @@
 use super::*;
 
-/// Couples of `n` pairs each, head = base × `ratio` × a per-couple level
-/// the machine set (both sides alike) and a small per-pair wobble.
+/// Couples of `n` pairs each, head = base × `ratio`, each at a per-couple
+/// level the machine set (both sides alike: ×1, ×2, ×3) and each trial with
+/// a small wobble of its own (up to ± `wobble`, on either side).
 fn couples_of(couples: usize, n: usize, ratio: f64, wobble: f64) -> Vec<Vec<(f64, f64)>> {
+    let w = |i: usize, c: usize, salt: usize| {
+        1.0 + wobble * (((i * 7 + c * 13 + salt * 5) % 11) as f64 / 5.0 - 1.0)
+    };
     (0..couples)
         .map(|c| {
-            let level = 1.0 + (c % 3) as f64; // a neighbour: ×1, ×2, ×3
-            (0..n)
-                .map(|i| {
-                    let w = 1.0 + wobble * (((i * 7 + c * 3) % 5) as f64 - 2.0) / 2.0;
-                    (level, level * ratio * w)
-                })
-                .collect()
+            let level = 1.0 + (c % 3) as f64;
+            (0..n).map(|i| (level * w(i, c, 0), level * ratio * w(i, c, 1))).collect()
         })
         .collect()
 }
 
-#[test]
-fn each_of_the_four_verdicts_is_reached_and_each_can_say_no() {
-    let j = |c: &[Vec<(f64, f64)>]| judge("s", "wall_s", c, 0.95, 5.0).unwrap();
-    // 10% slower in every pair beside a neighbour that triples both: regressed.
-    let r = j(&couples_of(4, 4, 1.10, 0.01));
-    assert_eq!(r.verdict, Verdict::Regressed, "{r:?}");
-    assert!((r.ratio - 1.10).abs() < 0.01 && r.pairs == 16, "{r:?}");
-    // 10% faster: improved, never regressed.
-    assert_eq!(j(&couples_of(4, 4, 0.90, 0.01)).verdict, Verdict::Improved);
-    // The same, to within 1%: same.
-    let same = j(&couples_of(4, 4, 1.0, 0.01));
-    assert_eq!(same.verdict, Verdict::Same, "{same:?}");
-    // 3% slower, tight: significant but inside the threshold: not regressed
-    // and not the same either when the interval reaches past it? Here it
-    // is inside ±5%: same.
-    assert_eq!(j(&couples_of(4, 4, 1.03, 0.005)).verdict, Verdict::Same);
-    // A wide wobble: the interval reaches past ±5%: not sure, and why.
-    let wide = j(&couples_of(4, 4, 1.0, 0.3));
-    assert_eq!(wide.verdict, Verdict::NotSure, "{wide:?}");
-    assert!(wide.reason.as_deref().unwrap().contains("reaches past ±5%"), "{wide:?}");
-    // Too few pairs.
-    let few = j(&couples_of(1, 4, 1.10, 0.01));
-    assert_eq!(few.verdict, Verdict::NotSure);
-    assert_eq!(few.reason.as_deref(), Some("4 pair(s): too few to judge"));
+fn j(c: &[Vec<(f64, f64)>]) -> Judged {
+    judge("s", "wall_s", c, Unit::Couple, 0.95, 5.0).unwrap()
 }
 
 #[test]
-fn pairs_whose_own_ratio_the_machine_moved_are_not_sure() {
-    // Couples alternately ×1.3 and ×0.8 slower: the machine, not the code.
-    let mut c = couples_of(2, 4, 1.3, 0.0);
-    c.extend(couples_of(2, 4, 0.8, 0.0));
-    c.swap(1, 2);
-    let j = judge("s", "wall_s", &c, 0.95, 5.0).unwrap();
+fn each_of_the_four_verdicts_is_reached_and_each_can_say_no() {
+    // 10% slower in every couple beside a neighbour that triples both: regressed.
+    let r = j(&couples_of(8, 3, 1.10, 0.01));
+    assert_eq!(r.verdict, Verdict::Regressed, "{r:?}");
+    assert!((r.ratio - 1.10).abs() < 0.01 && (r.pairs, r.couples) == (24, 8), "{r:?}");
+    // 10% faster: improved, never regressed.
+    assert_eq!(j(&couples_of(8, 3, 0.90, 0.01)).verdict, Verdict::Improved);
+    // The same, to within 1%: same.
+    let same = j(&couples_of(8, 3, 1.0, 0.01));
+    assert_eq!(same.verdict, Verdict::Same, "{same:?}");
+    // 3% slower, tight: significant, but its interval inside ±5%: same.
+    assert_eq!(j(&couples_of(8, 3, 1.03, 0.005)).verdict, Verdict::Same);
+    // Couples that wobble by 8%: the interval reaches past ±5%: not sure, and why.
+    let wide = j(&couples_of(8, 1, 1.0, 0.08));
+    assert_eq!(wide.verdict, Verdict::NotSure, "{wide:?}");
+    assert!(wide.reason.as_deref().unwrap().contains("reaches past ±5%"), "{wide:?}");
+    // Too few couples, however many pairs each holds.
+    let few = j(&couples_of(1, 12, 1.10, 0.01));
+    assert_eq!(few.verdict, Verdict::NotSure);
+    assert_eq!(few.reason.as_deref(), Some("1 couple(s) of runs: too few to judge"));
+    // Enough couples for 95%, too few for 99.5%: not sure, and why.
+    let short = judge("s", "f", &couples_of(8, 3, 1.10, 0.01), Unit::Couple, 0.995, 5.0).unwrap();
+    assert_eq!(short.verdict, Verdict::NotSure, "{short:?}");
+    assert!(short.reason.as_deref().unwrap().contains("too few for the corrected level"));
+}
+
+#[test]
+fn a_couple_is_its_runs_lowest_trials_and_counts_once_however_many_pairs_it_holds() {
+    // Each run's least-disturbed trial: 1.1 / 1.0.
+    let c = vec![(1.5, 1.1), (1.0, 2.0), (1.4, 1.6)];
+    assert!((couple_ratio(&c).unwrap() - 1.1f64.ln()).abs() < 1e-12);
+    assert_eq!(couple_ratio(&[(0.0, 1.0)]), None);
+    // Four couples, each ×1.10 in all three of its pairs (one event of
+    // the machine's, or of the code's, seen three times): counted pair by
+    // pair, twelve agreeing pairs decide at 99.5%; counted by couple, four
+    // units cannot.
+    let c = couples_of(4, 3, 1.10, 0.002);
+    let by_pair = judge("s", "f", &c, Unit::Pair, 0.995, 5.0).unwrap();
+    assert_eq!(by_pair.verdict, Verdict::Regressed, "{by_pair:?}");
+    let by_couple = judge("s", "f", &c, Unit::Couple, 0.995, 5.0).unwrap();
+    assert_eq!(by_couple.verdict, Verdict::NotSure, "{by_couple:?}");
+    assert_eq!(by_couple.reason.as_deref(), Some("4 couple(s) of runs: too few to judge"));
+    // Nine such couples do.
+    let nine = judge("s", "f", &couples_of(9, 3, 1.10, 0.002), Unit::Couple, 0.995, 5.0).unwrap();
+    assert_eq!(nine.verdict, Verdict::Regressed, "{nine:?}");
+}
+
+#[test]
+fn couples_whose_own_ratio_the_machine_moved_are_not_sure() {
+    // Couples alternately ×1.3 and ×0.8: the machine, not the code.
+    let c: Vec<Vec<(f64, f64)>> =
+        (0..8).map(|k| vec![(1.0, if k % 2 == 0 { 1.3 } else { 0.8 }); 3]).collect();
+    let j = j(&c);
     assert_eq!(j.verdict, Verdict::NotSure, "{j:?}");
-    assert!(j.reason.as_deref().unwrap().contains("moved the pairs' own ratio"), "{j:?}");
+    assert!(j.reason.as_deref().unwrap().contains("moved the couples' own ratio"), "{j:?}");
 }
 
 #[test]
@@ -58,7 +82,8 @@ fn the_gate_says_regressed_if_any_figure_did_then_not_sure_then_improved() {
     let with = |vs: &[Verdict]| -> Vec<Judged> {
         vs.iter()
             .map(|v| {
-                let mut j = judge("s", "f", &couples_of(4, 4, 1.0, 0.01), 0.95, 5.0).unwrap();
+                let mut j =
+                    judge("s", "f", &couples_of(8, 3, 1.0, 0.01), Unit::Couple, 0.95, 5.0).unwrap();
                 j.verdict = *v;
                 j
             })
@@ -98,7 +123,7 @@ fn a_probe_in_pairs_is_good_bad_or_not_yet_either() {
     // Regressed at 95% but not at the bisection's 99%: six pairs, all
     // slower, give p = 2/64 at best.
     let six = couples_of(2, 3, 1.10, 0.01);
-    assert_eq!(judge("s", "f", &six, 0.95, 5.0).unwrap().verdict, Verdict::Regressed);
+    assert_eq!(judge("s", "f", &six, Unit::Pair, 0.95, 5.0).unwrap().verdict, Verdict::Regressed);
     assert_eq!(c(&six, &couples_of(2, 3, 1.0, 0.01)).verdict, None);
     // Bad against good, but the probe's couples with bad disagree wildly
     // (×1.4 in one, ×0.7 in the next): the machine moved them, neither.

@@ -66,7 +66,8 @@ pub fn sentence(gated: &[Judged], verdict: Verdict, threshold_pct: f64) -> Strin
     }
 }
 
-/// The figures as a table: stage, figure, base, head, change, p, pairs, verdict.
+/// The figures as a table: stage, figure, base, head, change, p, couples
+/// (pairs), verdict.
 fn table(rows: &[Judged]) -> Table {
     use Align::{Left, Right};
     let mut t = Table::new(&[
@@ -76,7 +77,7 @@ fn table(rows: &[Judged]) -> Table {
         ("head", Right),
         ("head/base (interval)", Right),
         ("p", Right),
-        ("pairs", Right),
+        ("couples (pairs)", Right),
         ("verdict", Left),
     ]);
     for j in rows {
@@ -87,7 +88,7 @@ fn table(rows: &[Judged]) -> Table {
             figure(&j.figure, j.head_median).into(),
             change(j).into(),
             p_value(j.p).into(),
-            j.pairs.to_string().into(),
+            format!("{} ({})", j.couples, j.pairs).into(),
             j.verdict.word().into(),
         ]);
     }
@@ -123,7 +124,7 @@ fn parts(r: &GateReport) -> (String, String) {
         ));
     }
     let mut details = format!(
-        "Pairs: each base trial with the head trial beside it, in windows base, head, head, base (then the reverse); {} counted trial(s) a side; intervals at {} ({}).\n\n",
+        "Couples: each base run with the head run beside it, in windows base, head, head, base (then the reverse), each couple one unit: its ratio head's lowest trial over base's lowest, the couples' median judged by the sign test; {} counted trial(s) a side; intervals at {} ({}).\n\n",
         r.rounds,
         crate::stats::coverage_pct(r.gated.first().map_or(0.95, |j| j.confidence)),
         r.correction
@@ -229,7 +230,7 @@ pub fn github_output(r: &GateReport, exit_code: u8, report_sha256: &str) -> Stri
 }
 
 /// The gate's figures as benchmarks: head's median, bounded by base's
-/// median times the pairs' interval of head / base.
+/// median times the couples' interval of head / base.
 fn entries(r: &GateReport, report_sha256: &str) -> Vec<benchmarks::Entry> {
     r.gated
         .iter()
@@ -241,7 +242,8 @@ fn entries(r: &GateReport, report_sha256: &str) -> Vec<benchmarks::Entry> {
             lower: j.base_median * j.low,
             upper: j.base_median * j.high,
             extra: format!(
-                "pairs: {}\nverdict: {}\nreport-sha256: {report_sha256}",
+                "couples: {}\npairs: {}\nverdict: {}\nreport-sha256: {report_sha256}",
+                j.couples,
                 j.pairs,
                 j.verdict.word()
             ),
@@ -255,7 +257,7 @@ pub fn bmf(r: &GateReport) -> Vec<u8> {
 }
 
 /// github-action-benchmark's `customSmallerIsBetter` (see [`benchmarks`]),
-/// `extra` the pairs, the verdict and the report's SHA-256.
+/// `extra` the couples and pairs, the verdict and the report's SHA-256.
 pub fn github_benchmark(r: &GateReport, report_sha256: &str) -> Vec<u8> {
     benchmarks::github(&entries(r, report_sha256))
 }
@@ -277,6 +279,7 @@ mod tests {
             confidence: 0.95,
             p: 0.01,
             pairs: 12,
+            couples: 4,
             verdict,
             reason: None,
         }

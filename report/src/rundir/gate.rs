@@ -95,7 +95,8 @@ impl Verdict {
     }
 }
 
-/// One figure of one stage, judged from its pairs.
+/// One figure of one stage, judged from its couples of runs (the gate) or
+/// its pairs of trials (bisect).
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Judged {
     pub stage: String,
@@ -103,15 +104,24 @@ pub struct Judged {
     /// Medians over every counted trial of each side.
     pub base_median: f64,
     pub head_median: f64,
-    /// Head / base: the pairs' Hodges–Lehmann ratio, its interval and
-    /// the level it holds at (corrected for the figures gated).
+    /// Head / base: the gate's median of its couples' ratios with the sign
+    /// test's interval (bisect's: the pairs' Hodges–Lehmann ratio and
+    /// interval), and the level it holds at (corrected for the figures
+    /// gated and the looks).
     pub ratio: f64,
     pub low: f64,
     pub high: f64,
     pub confidence: f64,
-    /// The signed-rank test's p over the pairs.
+    /// The sign test's p over the couples (bisect's: the signed-rank
+    /// test's over the pairs).
     pub p: f64,
+    /// Pairs of trials measured side by side.
     pub pairs: u32,
+    /// Couples of runs, the units the gate judged: two runs, one of each
+    /// side, that ran one after the other. 0 where pairs were the units
+    /// (bisect, and gates written before couples were).
+    #[serde(default)]
+    pub couples: u32,
     pub verdict: Verdict,
     /// Why it is not sure; None otherwise.
     pub reason: Option<String>,

@@ -3,17 +3,20 @@
 //! ratio's) interval with its coverage; `compare` the two-sample rank test,
 //! the ratio of medians and the verdict; `changes` the change points of a
 //! series (e-divisive means with a permutation test); `paired` pairs judged
-//! as pairs (the gate's signed-rank test and Hodges–Lehmann interval).
+//! as pairs (bisect's signed-rank test and Hodges–Lehmann interval); `sign`
+//! units judged by their signs (the gate's couples of runs).
 
 mod changes;
 mod compare;
 mod interval;
 mod paired;
+mod sign;
 
 pub use changes::*;
 pub use compare::*;
 pub use interval::*;
 pub use paired::*;
+pub use sign::*;
 
 use serde::{Deserialize, Serialize};
 

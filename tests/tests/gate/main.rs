@@ -118,9 +118,11 @@ fn a_slower_span_is_regressed_with_its_comment_outputs_and_exports() {
     );
     let ratio = work["ratio"].as_f64().unwrap();
     assert!((1.2..1.4).contains(&ratio), "{work}");
-    // Each base trial paired with a head trial, windows alternating.
+    // Windows alternating; each couple of runs one unit, nine of them at
+    // least (the sign test's fewest for 99.5%), each of three pairs.
     assert_eq!(report["windows"][0]["order"], serde_json::json!(["base", "head", "head", "base"]));
-    assert!(work["pairs"].as_u64().unwrap() >= 6, "{work}");
+    let couples = work["couples"].as_u64().unwrap();
+    assert!(couples >= 9 && work["pairs"].as_u64() == Some(3 * couples), "{work}");
     // The comment: its marker first, the sentence, the table.
     let comment = std::fs::read_to_string(out.join("comment.md")).unwrap();
     assert!(comment.starts_with("<!-- stagebench gate: ci -->\n"), "{comment}");
@@ -183,12 +185,12 @@ fn a_comment_only_change_never_regresses_and_a_faster_one_is_improved() {
 fn not_sure_exits_5_unless_passed_and_an_unwritable_github_file_is_a_warning() {
     let _one = alone();
     let r = made();
-    // One window of 2-trial runs: 4 pairs, too few to judge: not sure.
+    // One window: 2 couples of runs (of 4 pairs), too few to judge: not sure.
     let strict = ["--max-rounds", "4"];
     let f = run(gate_of(&r.repo, &r.base.join("a"), "HEAD~2", "HEAD~1", &strict, "2"));
     assert_eq!(f.code(), Some(5), "{}{}", f.stdout, f.stderr);
     assert!(f.stdout.starts_with("Not sure: "), "{}", f.stdout);
-    assert!(f.stdout.contains("4 pair(s): too few to judge"), "{}", f.stdout);
+    assert!(f.stdout.contains("2 couple(s) of runs: too few to judge"), "{}", f.stdout);
     let passed = [&strict[..], &["--not-sure", "pass"]].concat();
     let mut c = gate_of(&r.repo, &r.base.join("b"), "HEAD~2", "HEAD~1", &passed, "2");
     c.env("GITHUB_OUTPUT", r.base.join("no-such-folder").join("out"));
@@ -253,7 +255,7 @@ fn sigint_stops_a_gate_and_the_same_command_resumes_it_reading_its_runs_again() 
     let _one = alone();
     let r = made();
     let out = r.base.join("gate");
-    // Runs of 2 trials: a window holds 4 pairs, too few to decide, so
+    // A window holds 2 couples of runs, too few to decide, so
     // the signal always finds the gate in its second window.
     let flags = ["--gate", "span:work_s", "--max-rounds", "8"];
     let c = gate_of(&r.repo, &out, "HEAD~2", "HEAD~1", &flags, "2");
