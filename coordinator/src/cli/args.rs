@@ -77,11 +77,13 @@ pub(super) enum Command {
         #[arg(long, value_name = "FILE")]
         html: Option<PathBuf>,
     },
-    /// Redraw what a run or campaign derives from its report.json alone
-    /// (summary.md, report.html and its plots), byte for byte as it was written, after
-    /// checking every other binding; and write exports of a run.
+    /// Redraw what a run, campaign, bisection or gate derives from its
+    /// report.json alone (summary.md, report.html and its plots), byte for
+    /// byte as it was written, after checking every other binding; and write
+    /// exports of a run (any) or of a gate (--export-bmf,
+    /// --export-github-benchmark).
     Render {
-        /// The run or campaign directory (holding report.json).
+        /// The run, campaign, bisection or gate directory (holding report.json).
         dir: PathBuf,
         #[command(flatten)]
         export: ExportArgs,

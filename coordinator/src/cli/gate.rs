@@ -80,11 +80,12 @@ pub(super) fn run(a: GateArgs) -> Result<u8, Error> {
         "pass" => true,
         other => return Err(Error::Usage(format!("--not-sure {other}: fail or pass"))),
     };
-    let exports = [
-        ("--export-bmf", &a.export_bmf),
-        ("--export-github-benchmark", &a.export_github_benchmark),
-    ];
-    for (flag, path) in exports.iter().filter_map(|(flag, p)| p.as_ref().map(|p| (flag, p))) {
+    use report::render::export::{Exports, Format};
+    let exports = Exports::new([
+        (Format::Bmf, a.export_bmf),
+        (Format::GithubBenchmark, a.export_github_benchmark),
+    ]);
+    for (flag, path) in exports.0.iter().map(|(f, p)| (f.flag(), p)) {
         if path.symlink_metadata().is_ok() {
             return Err(Error::Usage(format!("{flag} '{}' already exists", path.display())));
         }
@@ -134,13 +135,7 @@ pub(super) fn run(a: GateArgs) -> Result<u8, Error> {
         }
         Verdict::Improved | Verdict::Same => code::SUCCESS,
     };
-    for (flag, path) in exports.iter().filter_map(|(flag, p)| p.as_ref().map(|p| (*flag, p))) {
-        let bytes = match flag {
-            "--export-bmf" => report::render::gate::bmf(&report),
-            _ => report::render::gate::github_benchmark(&report, &sha),
-        };
-        evidence::write_new(path, &bytes)
-            .map_err(|e| Error::Failed(format!("{flag} '{}': {e}", path.display())))?;
+    for path in exports.write_gate(&report, &sha)?.paths {
         println!("exported {}", path.display());
     }
     let comment = report::render::gate::comment(&report);

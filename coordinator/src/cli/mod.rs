@@ -144,14 +144,26 @@ fn command(cli: Cli) -> Result<u8, Error> {
         Some(Command::Render { dir, export }) => {
             let exports = export.exports();
             exports.check(Some(&dir))?;
-            let (report, paths) = redraw(&dir)?;
+            let (redrawn, paths) = redraw(&dir)?;
             for path in paths {
                 println!("rendered {}", path.display());
             }
-            match report {
-                Some(report) => write_exports(&exports, &report, &dir),
-                None if exports.0.is_empty() => Ok(code::SUCCESS),
-                None => Err(Error::Usage("exports apply to a run, not to a campaign".into())),
+            match redrawn {
+                Redrawn::Run(report) => write_exports(&exports, &report, &dir),
+                Redrawn::Gate(gate) => {
+                    let json = dir.join("report.json");
+                    let bytes = std::fs::read(&json)
+                        .map_err(|e| Error::Failed(format!("reading '{}': {e}", json.display())))?;
+                    let sha = evidence::sha256_hex(&bytes);
+                    for path in exports.write_gate(&gate, &sha)?.paths {
+                        println!("exported {}", path.display());
+                    }
+                    Ok(code::SUCCESS)
+                }
+                Redrawn::Other if exports.0.is_empty() => Ok(code::SUCCESS),
+                Redrawn::Other => Err(Error::Usage(
+                    "exports apply to a run or a gate, not to a campaign or a bisection".into(),
+                )),
             }
         }
         Some(Command::Dashboard { dir }) => {
@@ -381,7 +393,14 @@ fn init_logging() {
 /// summary.md and the plots redrawn from report.json; a run's parsed report
 /// comes back for the exports (a campaign has none).
 /// A directory that does not verify exits 3; a redraw that cannot be written, 1.
-fn redraw(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>), Error> {
+/// What `render` redrew: what its exports can be made from.
+enum Redrawn {
+    Run(Box<report::Report>),
+    Gate(Box<report::rundir::gate::GateReport>),
+    Other,
+}
+
+fn redraw(dir: &Path) -> Result<(Redrawn, Vec<std::path::PathBuf>), Error> {
     use report::verify::Checked;
     let failed = |e: &dyn std::fmt::Display| {
         Error::Failed(format!("rendering '{}' failed: {e}", dir.display()))
@@ -394,16 +413,17 @@ fn redraw(dir: &Path) -> Result<(Option<report::Report>, Vec<std::path::PathBuf>
                 Error::Unverified(format!("rendering '{}' failed: {e}", dir.display()))
             })?;
             let files = report::render::write_all(dir, &r).map_err(|e| failed(&e))?;
-            (Some(*r), files)
+            (Redrawn::Run(r), files)
         }
         Checked::Campaign(c) => {
-            (None, report::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
+            (Redrawn::Other, report::campaign::summary::write_all(dir, &c).map_err(|e| failed(&e))?)
         }
         Checked::Bisection(b) => {
-            (None, report::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
+            (Redrawn::Other, report::render::bisect::write_all(dir, &b).map_err(|e| failed(&e))?)
         }
         Checked::Gate(g) => {
-            (None, report::render::gate::write_all(dir, &g).map_err(|e| failed(&e))?)
+            let files = report::render::gate::write_all(dir, &g).map_err(|e| failed(&e))?;
+            (Redrawn::Gate(g), files)
         }
     };
     Ok((report, files.into_iter().map(|f| dir.join(f.path)).collect()))

@@ -65,6 +65,11 @@ pub enum ExportError {
     Write(&'static str, String, std::io::Error),
     #[error("{0} '{1}': {2}")]
     Jobs(&'static str, String, crate::rundir::jobs::JobsError),
+    /// A gate's figures are judged couples, not a run's trials.
+    #[error(
+        "{0}: a gate exports only --export-bmf and --export-github-benchmark; a run of it exports the rest (`coordinator render DIR/windows/W/SIDE-I {0} FILE`)"
+    )]
+    NotForGate(&'static str),
 }
 
 /// Exports requested on the command line.
@@ -134,14 +139,45 @@ impl Exports {
                 }
                 Err(e) => return Err(ExportError::Untimed(f.flag(), path(), e)),
             };
-            evidence::write_new(p, &bytes).map_err(|e| match e.kind() {
-                std::io::ErrorKind::AlreadyExists => ExportError::Exists(f.flag(), path()),
-                _ => ExportError::Write(f.flag(), path(), e),
-            })?;
+            new_file(*f, p, &bytes)?;
             written.paths.push(p.as_path());
         }
         Ok(written)
     }
+
+    /// Writes a gate's exports (`--export-bmf`, `--export-github-benchmark`:
+    /// its judged figures, `extra` naming `report_sha256`), each as a new
+    /// file; any other export is refused before anything is written.
+    pub fn write_gate(
+        &self,
+        g: &crate::rundir::gate::GateReport,
+        report_sha256: &str,
+    ) -> Result<Written<'_>, ExportError> {
+        if let Some((f, _)) =
+            self.0.iter().find(|(f, _)| !matches!(f, Format::Bmf | Format::GithubBenchmark))
+        {
+            return Err(ExportError::NotForGate(f.flag()));
+        }
+        let mut written = Written::default();
+        for (f, p) in &self.0 {
+            let bytes = match f {
+                Format::Bmf => super::gate::bmf(g),
+                _ => super::gate::github_benchmark(g, report_sha256),
+            };
+            new_file(*f, p, &bytes)?;
+            written.paths.push(p.as_path());
+        }
+        Ok(written)
+    }
+}
+
+/// Writes `bytes` to `p` as a new file, for the export `f`.
+fn new_file(f: Format, p: &Path, bytes: &[u8]) -> Result<(), ExportError> {
+    let path = || p.display().to_string();
+    evidence::write_new(p, bytes).map_err(|e| match e.kind() {
+        std::io::ErrorKind::AlreadyExists => ExportError::Exists(f.flag(), path()),
+        _ => ExportError::Write(f.flag(), path(), e),
+    })
 }
 
 /// What [`Exports::write`] wrote, and what it had nothing to write, why.

@@ -152,6 +152,19 @@ fn a_slower_span_is_regressed_with_its_comment_outputs_and_exports() {
     v.arg("verify").arg(&out);
     let verified = run(v);
     assert_eq!(verified.code(), Some(0), "{}", verified.stderr);
+    // render exports the gate again, the same bytes; a run's export it refuses.
+    let (again, json_export) = (r.base.join("again.json"), r.base.join("export.json"));
+    let mut c = coordinator();
+    c.arg("render").arg(&out).arg("--export-github-benchmark").arg(&again);
+    let rendered = run(c);
+    assert_eq!(rendered.code(), Some(0), "{}", rendered.stderr);
+    assert_eq!(std::fs::read(&again).unwrap(), std::fs::read(&ghb).unwrap());
+    let mut c = coordinator();
+    c.arg("render").arg(&out).arg("--export-json").arg(&json_export);
+    let refused = run(c);
+    assert_eq!(refused.code(), Some(2), "{}", refused.stderr);
+    assert!(refused.stderr.contains("--export-json: a gate exports only"), "{}", refused.stderr);
+    assert!(!json_export.exists());
     assert_eq!(git(&r.repo, &["status", "--porcelain"]), before);
     assert_eq!(git(&r.repo, &["worktree", "list"]).lines().count(), 1, "a worktree was left");
 }
