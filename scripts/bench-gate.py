@@ -22,8 +22,8 @@ bench-bisect-drift.sh.
 
 Each pull request is judged twice, side by side:
 - the gate: `coordinator gate --gate span:work_s` (threshold 5%, rounds
-  adaptive up to --max-rounds (default 60: the gate's own default for
-  trials of 3, ten windows, twenty couples of runs), trials of 3 a run):
+  adaptive up to --max-rounds (default 120: the gate's own default for
+  trials of 3, twenty windows, forty couples of runs), trials of 3 a run):
   its verdict, the couples of runs it judged and its wall time;
 - the stored-baseline way: base run once (5 trials), head once just after,
   `coordinator compare --figure span:work_s --threshold 5`: regressed when
@@ -216,7 +216,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--per", type=int, default=20, help="pull requests of each kind (default 20)")
     ap.add_argument("--periods", default="1,6,30", help="the neighbour's periods in seconds, cycled over the pull requests")
-    ap.add_argument("--max-rounds", type=int, default=60)
+    ap.add_argument("--max-rounds", type=int, default=120)
     ap.add_argument("--trials", type=int, default=3, help="the RUN FLAGS' --trials: one run's trials a letter")
     ap.add_argument("--kinds", default="null,slower,faster", help="which pull requests, of null, slower, faster")
     ap.add_argument("--figures", default="span:work_s,span:work_cpu_s",
@@ -305,9 +305,11 @@ def main():
         slow_caught = sum(1 for r in mine if r[0] == "slower" and r[2] == "regressed")
         stored_alarms = sum(1 for r in mine if r[0] == "null" and r[6] == "regressed")
         stored_missed = sum(1 for r in mine if r[0] == "slower" and r[6] != "regressed")
+        said = [f"false alarms on null: gate {null_alarms}, stored baseline {stored_alarms}"] if "null" in kinds else []
+        if "slower" in kinds:
+            said.append(f"slower caught: gate {slow_caught}, stored baseline {a.per - stored_missed} of {a.per}")
         print(f"{figure}: median wall gate {gw:.1f} s, stored baseline {sw:.1f} s (ratio {gw / sw:.2f}x); "
-              f"false alarms on null: gate {null_alarms}, stored baseline {stored_alarms}; "
-              f"slower caught: gate {slow_caught}, stored baseline {a.per - stored_missed} of {a.per}")
+              + "; ".join(said))
 
 
 if __name__ == "__main__":

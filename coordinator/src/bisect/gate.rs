@@ -57,11 +57,12 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
             short(&head)
         )));
     }
-    // Ten windows, twenty couples: the sign test needs nine couples to
-    // decide at 99.5% (one figure, ten looks), and beside a neighbour
-    // burning the cores a span's CPU time took up to twenty to say "same"
-    // (scripts/bench-gate.py).
-    let max_rounds = g.max_rounds.unwrap_or(20 * g.rounds);
+    // Twenty windows, forty couples: the sign test needs ten couples to
+    // decide at 99.75% (one figure, twenty looks), and beside a neighbour
+    // burning the cores twenty couples left 6 of 20 comment-only changes
+    // "not sure" on a span's CPU time, forty 1 (scripts/bench-gate.py). An
+    // undecided gate pays for them; a decided one stops.
+    let max_rounds = g.max_rounds.unwrap_or(40 * g.rounds);
     if max_rounds < 2 * g.rounds {
         return Err(Error::Usage(format!(
             "--max-rounds {max_rounds} is below one window's {} rounds a side",

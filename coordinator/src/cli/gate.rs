@@ -38,7 +38,7 @@ pub(crate) struct GateArgs {
     /// Percent beyond which head is regressed (or improved), and inside which it is the same.
     #[arg(long, default_value_t = 5.0)]
     pub(super) threshold: f64,
-    /// The most counted trials a side before the gate stops undecided. [default: twenty times the run's rounds: ten windows]
+    /// The most counted trials a side before the gate stops undecided. [default: forty times the run's rounds: twenty windows]
     #[arg(long, value_name = "N")]
     pub(super) max_rounds: Option<u32>,
     /// What "not sure" does: fail (exit 5) or pass (exit 0, with a warning line).
