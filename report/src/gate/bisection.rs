@@ -12,7 +12,7 @@
 //! where a neighbour slows a whole run, so its intervals can be narrower
 //! than they say; docs/ci.md names this.
 
-use super::{Side, Unit, confidence, couples, judge, spread};
+use super::{Side, Unit, confidence, couple_ratios, couples, judge, spread};
 use crate::bisect::{Classified, PROBE_ALPHA};
 use crate::compare::Run;
 use crate::rundir::bisect::{Endpoints, ProbeVerdict};
@@ -85,7 +85,7 @@ pub fn classify(
         return Classified { verdict: None, p_good: 1.0, p_bad: 1.0 };
     };
     let moved = |c: &[Vec<(f64, f64)>]| {
-        spread(c).is_some_and(|s| s > 4.0 * (1.0 + threshold_pct / 100.0).ln())
+        spread(&couple_ratios(c)).is_some_and(|s| s > 4.0 * (1.0 + threshold_pct / 100.0).ln())
     };
     let regressed = |j: &Judged| j.verdict == Verdict::Regressed;
     let verdict = if regressed(&ag) && !regressed(&ba) && !moved(probe_bad) {

@@ -137,21 +137,20 @@ pub fn judge(
     threshold_pct: f64,
 ) -> Option<Judged> {
     let pairs: Vec<(f64, f64)> = couples.iter().flatten().copied().collect();
+    let ratios = couple_ratios(couples);
     let (s, units) = match unit {
-        Unit::Couple => {
-            let ratios: Vec<f64> = couples.iter().filter_map(|c| couple_ratio(c)).collect();
-            (stats::sign(&ratios, confidence)?, "couple(s) of runs")
-        }
+        Unit::Couple => (stats::sign(&ratios, confidence)?, "couple(s) of runs"),
         Unit::Pair => (stats::paired(&pairs, confidence)?, "pair(s)"),
     };
     let t = threshold_pct / 100.0;
     let (base, head): (Vec<f64>, Vec<f64>) = pairs.iter().copied().unzip();
-    let spread = spread(couples);
+    let spread = spread(&ratios);
     let (verdict, reason) = if s.n < stats::FEWEST_PAIRS {
         (Verdict::NotSure, Some(format!("{} {units}: too few to judge", s.n)))
     } else if s.confidence + 1e-9 < confidence {
-        // Too few pairs for the level asked: even their whole range of
-        // Walsh averages covers less, and would decide at a weaker level.
+        // Too few units for the level asked: even their whole range (of
+        // couples, or of the pairs' Walsh averages) covers less, and would
+        // decide at a weaker level.
         (
             Verdict::NotSure,
             Some(format!(
@@ -200,16 +199,19 @@ pub fn judge(
     })
 }
 
+/// Each couple's own log-ratio ([`couple_ratio`]), the couples without one
+/// left out.
+pub(crate) fn couple_ratios(couples: &[Vec<(f64, f64)>]) -> Vec<f64> {
+    couples.iter().filter_map(|c| couple_ratio(c)).collect()
+}
+
 /// The interquartile range of the couples' own log-ratios
-/// ([`couple_ratio`]), with four couples or more.
-pub(crate) fn spread(couples: &[Vec<(f64, f64)>]) -> Option<f64> {
-    if couples.len() < 4 {
+/// ([`couple_ratios`]), with four couples or more.
+pub(crate) fn spread(ratios: &[f64]) -> Option<f64> {
+    if ratios.len() < 4 {
         return None;
     }
-    let mut own: Vec<f64> = couples.iter().filter_map(|c| couple_ratio(c)).collect();
-    if own.len() < 4 {
-        return None;
-    }
+    let mut own = ratios.to_vec();
     own.sort_by(f64::total_cmp);
     Some(stats::quantile_sorted(&own, 0.75) - stats::quantile_sorted(&own, 0.25))
 }

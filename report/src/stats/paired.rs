@@ -230,11 +230,8 @@ mod tests {
     fn the_interval_covers_the_truth_as_often_as_it_says() {
         // 1000 draws of 15 pairs, log-ratios uniform around ln 1.05: the
         // 95% interval covers 1.05 in at least 93% of them (3 sd below).
-        let mut state = 12345u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = evidence::rng::Rng::new(12345);
+        let mut next = || rng.uniform();
         let mut covered = 0;
         for _ in 0..1000 {
             let pairs: Vec<(f64, f64)> =

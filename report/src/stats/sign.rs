@@ -115,11 +115,8 @@ mod tests {
         // 2000 draws of 15 units, heavy-tailed around ln 1.05: the 95%
         // interval (which covers 96.5% exactly for n = 15) covers 1.05 in at
         // least 94.5% of them.
-        let mut state = 99u64;
-        let mut next = || {
-            state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (state >> 11) as f64 / (1u64 << 53) as f64
-        };
+        let mut rng = evidence::rng::Rng::new(99);
+        let mut next = || rng.uniform();
         let mut covered = 0;
         for _ in 0..2000 {
             let logs: Vec<f64> = (0..15)
