@@ -147,10 +147,30 @@ pub fn fewest_to_judge() -> usize {
 
 /// The rank test's p for `n_a` and `n_b` samples that do not overlap at all:
 /// the smallest it can give for these counts.
-fn smallest_p(n_a: usize, n_b: usize) -> f64 {
+pub fn smallest_p(n_a: usize, n_b: usize) -> f64 {
     let a: Vec<f64> = (0..n_a).map(|i| i as f64).collect();
     let b: Vec<f64> = (n_a..n_a + n_b).map(|i| i as f64).collect();
     mann_whitney_p(&a, &b)
+}
+
+/// Holm's step-down correction: which of the p-values `ps` (one per test
+/// of a family) are significant with the chance of any false finding in the
+/// family at most `alpha`. The k-th smallest (from 0) must be below
+/// `alpha / (m - k)`, and every smaller one significant too.
+pub fn holm(ps: &[f64], alpha: f64) -> Vec<bool> {
+    let m = ps.len();
+    let mut order: Vec<usize> = (0..m).collect();
+    order.sort_by(|&i, &j| ps[i].total_cmp(&ps[j]));
+    let mut significant = vec![false; m];
+    for (k, &i) in order.iter().enumerate() {
+        // NaN (no test) is never below anything, and ends the steps.
+        let below = ps[i] < alpha / (m - k) as f64;
+        if !below {
+            break;
+        }
+        significant[i] = true;
+    }
+    significant
 }
 
 #[cfg(test)]
@@ -233,6 +253,19 @@ mod compare_tests {
         assert!((p - 0.149).abs() < 0.001, "{p}");
         assert!((mann_whitney_p(&[1.0, 2.0], &[1.0, 2.0]) - 1.0).abs() < 1e-6);
         assert!((normal_cdf(1.959_964) - 0.975).abs() < 1e-6);
+    }
+
+    /// Holm by hand: 0.01 < 0.05/4, 0.012 < 0.05/3, 0.03 ≥ 0.05/2 stops
+    /// the steps, so 0.04 is not significant either (alone it would be);
+    /// NaN never is; an empty family has nothing to say.
+    #[test]
+    fn holm_steps_down_and_stops_at_the_first_failure() {
+        assert_eq!(holm(&[0.04, 0.012, 0.03, 0.01], 0.05), [false, true, false, true]);
+        assert_eq!(holm(&[0.04], 0.05), [true]);
+        assert_eq!(holm(&[0.02, 0.02], 0.05), [true, true]);
+        assert_eq!(holm(&[0.03, 0.026], 0.05), [false, false]);
+        assert_eq!(holm(&[f64::NAN, 0.001], 0.05), [false, true]);
+        assert!(holm(&[], 0.05).is_empty());
     }
 
     /// With ties, against SciPy 1.17.1:
