@@ -140,6 +140,7 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
         gated: found.gated,
         others: found.others,
         attribution: found.attribution,
+        sampled: found.sampled,
         verdict: found.verdict,
         sentence,
         rounds: runs.iter().filter(|(_, s, _)| *s == Side::Base).count() as u32 * g.rounds,

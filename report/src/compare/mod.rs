@@ -17,7 +17,7 @@ mod files;
 pub mod html;
 mod plot;
 mod runs;
-mod sampled;
+pub(crate) mod sampled;
 pub mod stacks;
 mod text;
 
@@ -188,6 +188,9 @@ pub struct Run {
     pub(crate) measured: BTreeMap<String, BTreeMap<String, f64>>,
     pub(crate) repeated: Samples,
     pub(crate) rounds: bool,
+    /// Each sampled stage's stacks (`--sample`), what the gate's
+    /// attribution pools per side.
+    pub(crate) sampled: BTreeMap<String, crate::rundir::samples::SampledRecord>,
 }
 
 impl Run {
@@ -204,6 +207,11 @@ impl Run {
                 .map(|t| t.iter().map(|(k, set)| (k.clone(), set.samples.clone())).collect())
                 .unwrap_or_default(),
             rounds: report.section.has_rounds(),
+            sampled: report
+                .stages
+                .iter()
+                .filter_map(|(k, r)| Some((k.clone(), r.samples.clone()?)))
+                .collect(),
         }
     }
 }

@@ -14,6 +14,7 @@ fn run(planned: &[(&str, &str)], stages: &[(&str, &[(&str, f64)])]) -> Run {
             .collect(),
         repeated: Samples::new(),
         rounds: false,
+        sampled: Default::default(),
     }
 }
 

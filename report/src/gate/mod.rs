@@ -37,10 +37,11 @@
 //! never spawns a process.
 
 pub mod bisection;
+pub mod sampled;
 
 use crate::bisect;
 use crate::compare::Run;
-use crate::rundir::gate::{Judged, Verdict};
+use crate::rundir::gate::{Judged, SampledChange, Verdict};
 use crate::stats;
 
 /// Which commit a run measured.
@@ -257,13 +258,16 @@ pub struct Found {
     pub gated: Vec<Judged>,
     pub others: Vec<Judged>,
     pub attribution: Vec<Judged>,
+    pub sampled: Vec<SampledChange>,
     pub verdict: Verdict,
 }
 
 /// Every figure `gates` names (patterns expand over the stages both sides
 /// record; `wall_s` is each stage's) judged, the other figures both
 /// record judged alike for the details, and for each regressed stage the
-/// span whose time changed most. Err names a gate no stage records.
+/// span whose time changed most and, where both sides sampled it, the
+/// functions whose share moved ([`sampled`]). Err names a gate no stage
+/// records.
 pub fn found(
     runs: &[(Side, &Run)],
     gates: &[String],
@@ -318,8 +322,18 @@ pub fn found(
             attribution.push(m.clone());
         }
     }
+    // With `--sample`: the functions whose share moved, per regressed stage.
+    let mut sampled: Vec<SampledChange> = Vec::new();
+    for g in gated.iter().filter(|j| j.verdict == Verdict::Regressed) {
+        if sampled.iter().any(|c| c.stage == g.stage) {
+            continue;
+        }
+        if let Some(sentence) = sampled::changed(runs, &g.stage) {
+            sampled.push(SampledChange { stage: g.stage.clone(), sentence });
+        }
+    }
     let verdict = overall(&gated);
-    Ok(Found { gated, others, attribution, verdict })
+    Ok(Found { gated, others, attribution, sampled, verdict })
 }
 
 #[cfg(test)]

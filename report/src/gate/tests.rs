@@ -1,4 +1,5 @@
 use super::*;
+use crate::rundir::gate::SampledChange;
 
 /// Couples of `n` pairs each, head = base × `ratio`, each at a per-couple
 /// level the machine set (both sides alike: ×1, ×2, ×3) and each trial with
@@ -139,4 +140,64 @@ fn the_boundary_in_pairs_holds_only_when_the_upper_commit_is_surely_slower() {
     assert!(!bisection::boundary_holds(&couples_of(4, 3, 1.0, 0.01), 5.0).0);
     assert!(!bisection::boundary_holds(&couples_of(4, 3, 0.7, 0.01), 5.0).0, "faster is none");
     assert!(!bisection::boundary_holds(&[], 5.0).0);
+}
+
+/// A run of three trials: `wall` each (a little apart), and, unless
+/// `f` is 0, sampled stacks with `f` samples in `f` and 30 in `g` a trial
+/// (`spread` more a trial, so the runs' shares differ a little).
+fn sampled_run(wall: f64, f: u64, spread: u64) -> Run {
+    use crate::rundir::samples::{parse, record};
+    let stacks: Vec<_> = (0..3)
+        .map(|t| {
+            let (f, g) = (f + spread * t, 30 + t);
+            parse(&format!("main;m (t.py);f (t.py) {f}\nmain;m (t.py);g (t.py) {g}\n")).unwrap()
+        })
+        .collect();
+    let trials = vec![wall, wall * 1.01, wall * 1.02];
+    let figures = std::collections::BTreeMap::from([("wall_s".to_string(), trials)]);
+    Run {
+        planned: vec![("command".into(), "d".into())],
+        measured: Default::default(),
+        repeated: std::collections::BTreeMap::from([("command".to_string(), figures)]),
+        rounds: false,
+        sampled: match f {
+            0 => Default::default(),
+            _ => std::collections::BTreeMap::from([(
+                "command".to_string(),
+                record("py-spy 0.4.3", 100, &stacks, &[], 3).unwrap(),
+            )]),
+        },
+    }
+}
+
+/// Eight couples: base's runs with `f` 70, head's with `head_f` and
+/// `head_wall`; the gate's sampled attribution of what it found.
+fn attributed(head_wall: f64, head_f: u64, unsampled_head: bool) -> Vec<SampledChange> {
+    let mut made = Vec::new();
+    for k in 0..8u64 {
+        made.push((Side::Base, sampled_run(1.0, 70, 1 + k % 3)));
+        let f = if unsampled_head && k == 5 { 0 } else { head_f };
+        made.push((Side::Head, sampled_run(head_wall, f, 1 + (k + 1) % 3)));
+    }
+    let runs: Vec<(Side, &Run)> = made.iter().map(|(s, r)| (*s, r)).collect();
+    found(&runs, &["wall_s".into()], 5.0, 1).unwrap().sampled
+}
+
+/// With `--sample`, a regressed stage names the function that took more
+/// of the samples, and says so of none when the split stayed; nothing
+/// where the stage did not regress or a run of one side was not sampled.
+#[test]
+fn a_regressed_stage_sampled_on_both_sides_names_the_function_that_moved() {
+    let slower_f = attributed(1.3, 91, false);
+    assert_eq!(slower_f.len(), 1, "{slower_f:?}");
+    assert_eq!(slower_f[0].stage, "command");
+    let said = &slower_f[0].sentence;
+    assert!(said.contains("share of the running samples changed"), "{said}");
+    let first = said.split(": `").nth(1).unwrap_or_default();
+    assert!(first.starts_with("f (t.py)` (main) self 7"), "{said}");
+    assert!(said.contains("over 24 and 24 trials"), "pooled over the runs: {said}");
+    let same_split = attributed(1.3, 70, false);
+    assert!(same_split[0].sentence.starts_with("no function's share changed"), "{same_split:?}");
+    assert!(attributed(1.0, 91, false).is_empty(), "not regressed");
+    assert!(attributed(1.3, 91, true).is_empty(), "a head run unsampled");
 }

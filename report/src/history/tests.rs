@@ -14,6 +14,7 @@ fn read(rel: &str, created: &str, commit: Option<&str>) -> Read {
             measured: BTreeMap::new(),
             repeated: BTreeMap::new(),
             rounds: false,
+            sampled: BTreeMap::new(),
         },
     }
 }

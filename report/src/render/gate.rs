@@ -123,6 +123,9 @@ fn parts(r: &GateReport) -> (String, String) {
             p_value(a.p)
         ));
     }
+    for c in &r.sampled {
+        s.push_str(&format!("\nSampled functions in `{}`: {}\n", c.stage, c.sentence));
+    }
     let mut details = format!(
         "Couples: each base run with the head run beside it, in windows base, head, head, base (then the reverse), each couple one unit: its ratio head's lowest trial over base's lowest, the couples' median judged by the sign test; {} counted trial(s) a side; intervals at {} ({}).\n\n",
         r.rounds,
@@ -184,6 +187,9 @@ pub fn text(r: &GateReport) -> String {
     s.push_str(&String::from_utf8_lossy(&t));
     for a in &r.attribution {
         s.push_str(&format!("changed most in {}: {} {}\n", a.stage, a.figure, change(a)));
+    }
+    for c in &r.sampled {
+        s.push_str(&format!("sampled in {}: {}\n", c.stage, crate::doc::plain(&c.sentence)));
     }
     s
 }
@@ -304,6 +310,7 @@ mod tests {
                 .map(|i| judged(&format!("stage{i}"), "wall_s", 1.0, Verdict::Same))
                 .collect(),
             attribution: Vec::new(),
+            sampled: Vec::new(),
             verdict: Verdict::Regressed,
             rounds: 12,
             windows: vec![Window {
@@ -340,6 +347,26 @@ mod tests {
         assert!(page.contains("<details><summary>Every figure, the machine, the drift</summary>"));
         assert!(!page.contains("&lt;details&gt;"), "the block shown as text");
         assert!(page.contains("<code>stage0</code>"));
+    }
+
+    /// A regressed stage's sampled functions: under the table in the
+    /// comment and on the page, a line of the console's, and nowhere
+    /// without them.
+    #[test]
+    fn a_sampled_change_is_said_in_the_comment_the_console_and_the_page() {
+        let mut r = report(0);
+        assert!(!comment(&r).contains("Sampled functions") && !text(&r).contains("sampled in"));
+        r.sampled.push(crate::rundir::gate::SampledChange {
+            stage: "command".into(),
+            sentence: "1 function(s)' share changed: `f (p.py)` (main) self 50.0% → 60.0%".into(),
+        });
+        let said = comment(&r);
+        let line = "\nSampled functions in `command`: 1 function(s)' share changed: `f (p.py)`";
+        assert!(said.contains(line) && said.find(line) < said.find("<details>"), "{said}");
+        assert!(
+            text(&r).contains("sampled in command: 1 function(s)' share changed: f (p.py) (main)")
+        );
+        assert!(page(&r).contains("Sampled functions in <code>command</code>"));
     }
 
     #[test]

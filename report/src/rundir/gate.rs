@@ -127,6 +127,15 @@ pub struct Judged {
     pub reason: Option<String>,
 }
 
+/// A regressed stage's sampled functions, base's runs pooled against
+/// head's: the sentence `compare` gives (the functions whose share moved,
+/// largest change of time a trial first, or that none did).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SampledChange {
+    pub stage: String,
+    pub sentence: String,
+}
+
 /// One window of runs, in the order they ran, with the first gated
 /// figure's medians in it: the drift the window saw.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -160,6 +169,10 @@ pub struct GateReport {
     pub others: Vec<Judged>,
     /// For a regressed stage: the span whose time changed most.
     pub attribution: Vec<Judged>,
+    /// For a regressed stage sampled on both sides (`--sample`): the
+    /// functions whose share of the running samples moved.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sampled: Vec<SampledChange>,
     /// The answer: regressed if any gated figure is, else not sure if any
     /// is, else improved if any is, else same.
     pub verdict: Verdict,

@@ -104,6 +104,15 @@ pub struct Share {
     pub trials: Vec<f64>,
 }
 
+impl Share {
+    /// A share from its value in each trial: their median and its interval.
+    pub fn of(trials: Vec<f64>, seed: u64) -> Share {
+        let s = stats::summarize(&trials, seed);
+        let i = s.median_interval;
+        Share { median: s.median, low: i.low, high: i.high, coverage: i.coverage, trials }
+    }
+}
+
 /// Why a stage that was to be sampled has no samples, as its warning says
 /// it: `count` trials or programs (`per`) at `rate_hz`, the stage's wall.
 /// `some` when a few of them had a sample, but the median had none.
@@ -218,11 +227,6 @@ pub fn record(
         return None;
     }
     let keys: BTreeSet<&Key> = per.iter().flat_map(|(c, _)| c.keys()).collect();
-    let share = |xs: Vec<f64>, seed: u64| {
-        let s = stats::summarize(&xs, seed);
-        let i = s.median_interval;
-        Share { median: s.median, low: i.low, high: i.high, coverage: i.coverage, trials: xs }
-    };
     let ratio = |n: u64, total: u64| if total == 0 { 0.0 } else { n as f64 / total as f64 };
     let mut functions: Vec<FunctionShare> = keys
         .iter()
@@ -234,8 +238,8 @@ pub fn record(
             FunctionShare {
                 lane: key.0.clone(),
                 function: key.1.clone(),
-                inclusive: share(of(|c| c.0), seed.wrapping_add(2 * k as u64)),
-                own: share(of(|c| c.1), seed.wrapping_add(2 * k as u64 + 1)),
+                inclusive: Share::of(of(|c| c.0), seed.wrapping_add(2 * k as u64)),
+                own: Share::of(of(|c| c.1), seed.wrapping_add(2 * k as u64 + 1)),
             }
         })
         .collect();

@@ -161,3 +161,56 @@ fn a_campaign_samples_its_pipeline_stages_and_a_recipe_campaign_is_refused() {
     assert!(f.stderr.contains("sample applies to a pipeline's Python stages"), "{}", f.stderr);
     assert!(!tmp.path().join("r").exists());
 }
+
+/// `coordinator gate` with `--sample` in its run flags, on a repository
+/// whose head makes `f` do 10 units of work a round where base did 7
+/// (`g`: 3 in both): the stage regresses, and the gate names `f` as the
+/// function whose share moved, in report.json, comment.md and on the
+/// console, from every run of each side pooled.
+#[test]
+fn a_gate_with_sample_names_the_function_whose_share_moved_in_a_regressed_stage() {
+    let Some(py) = py_spy_python("a_gate_with_sample") else { return };
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let tmp = tempfile::tempdir().unwrap();
+    let git_repo = tmp.path().join("repo");
+    std::fs::create_dir_all(&git_repo).unwrap();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git").arg("-C").arg(&git_repo).args(args).output();
+        let out = out.expect("git");
+        assert!(out.status.success(), "git {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    };
+    git(&["init", "-q"]);
+    git(&["config", "user.email", "test@example.invalid"]);
+    git(&["config", "user.name", "test"]);
+    for units in ["7", "10"] {
+        let program = format!(
+            "UNIT = 100_000\nF = {units}\n\ndef f():\n    s = 0\n    for i in range(F * UNIT):\n        s += i\n    return s\n\n\
+             def g():\n    s = 0\n    for i in range(3 * UNIT):\n        s += i\n    return s\n\n\
+             for _ in range(10):\n    f()\n    g()\n"
+        );
+        std::fs::write(git_repo.join("prog.py"), program).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-q", "-m", &format!("F = {units}")]);
+    }
+    let out = tmp.path().join("gate");
+    let mut c = harness::coordinator();
+    c.args(["gate", "--base", "HEAD~1", "--head", "HEAD", "--base-exact", "--repo"]).arg(&git_repo);
+    c.arg("--output").arg(&out).args(["--max-rounds", "24", "--"]);
+    c.args(["--mode", "trials", "--trials", "2", "--warmup", "0", "--sample", "200"]);
+    c.args(["--command", &format!("{py} prog.py")]);
+    let f = run(c);
+    assert_eq!(f.code(), Some(4), "{}{}", f.stdout, f.stderr);
+    let report = harness::json(&out.join("report.json"));
+    let sampled = &report["sampled"][0];
+    assert_eq!(sampled["stage"], "command", "{report}");
+    let said = sampled["sentence"].as_str().unwrap();
+    let first = said.split(": `").nth(1).unwrap_or_default();
+    assert!(first.starts_with("f (prog.py)` (main) self"), "{said}");
+    let comment = std::fs::read_to_string(out.join("comment.md")).unwrap();
+    assert!(comment.contains("Sampled functions in `command`: "), "{comment}");
+    assert!(f.stdout.contains("sampled in command: "), "{}", f.stdout);
+    let mut v = harness::coordinator();
+    v.arg("verify").arg(&out);
+    let verified = run(v);
+    assert_eq!(verified.code(), Some(0), "{}", verified.stderr);
+}
