@@ -112,6 +112,10 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
     let result = windows(&mut b, g, max_rounds);
     b.remove_worktrees();
     let (runs, windows, found) = result?;
+    let stacks = {
+        let sides: Vec<(Side, &Run)> = runs.iter().map(|(_, s, r)| (*s, r)).collect();
+        report::gate::stacks::compared(&sides, g.threshold_pct)
+    };
     let machine = report::rundir::environment::one_line(&out.join(report::rundir::ENVIRONMENT));
     let sentence = report::render::gate::sentence(&found.gated, found.verdict, g.threshold_pct);
     let mut artifacts = Vec::new();
@@ -141,6 +145,7 @@ pub(crate) fn run(g: &GateAsked) -> Result<(GateReport, String), Error> {
         others: found.others,
         attribution: found.attribution,
         sampled: found.sampled,
+        stacks,
         verdict: found.verdict,
         sentence,
         rounds: runs.iter().filter(|(_, s, _)| *s == Side::Base).count() as u32 * g.rounds,

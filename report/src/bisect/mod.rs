@@ -56,7 +56,7 @@ pub fn read_run(dir: &Path) -> Result<Run, ProbeError> {
         .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: DECLARATION })?;
     let report: crate::modes::Report = crate::runs_below::read(&dir.join(REPORT))
         .ok_or_else(|| ProbeError::Unreadable { dir: shown(), file: REPORT })?;
-    Ok(Run::new(&declaration, &report))
+    Ok(Run::new(&declaration, &report).with_spans(&report))
 }
 
 /// Every counted sample of `figure` for `stage` in one run.

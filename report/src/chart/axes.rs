@@ -102,6 +102,14 @@ impl ValueAxis {
         let ticks = round_ticks(lo, hi, steps, most).into_iter().map(|t| t + origin).collect();
         ValueAxis { range, ticks }
     }
+
+    /// The same axis with only its whole-numbered ticks: places (a run, a
+    /// commit, a window) have no halves, and a half labelled as a whole
+    /// number would read as its neighbour twice.
+    pub fn whole(mut self) -> ValueAxis {
+        self.ticks.retain(|t| t.fract() == 0.0);
+        self
+    }
 }
 
 impl Ranged for ValueAxis {

@@ -76,7 +76,7 @@ pub fn series_chart<'a, DB: DrawingBackend>(
     (lo, hi): (f64, f64),
 ) -> Result<SeriesChart<'a, DB>, RenderError> {
     let steps = if figure.ends_with("_bytes") { Steps::Binary } else { Steps::Decimal };
-    let x_axis = ValueAxis::new(x, ticks, Steps::Decimal, 10);
+    let x_axis = ValueAxis::new(x, ticks, Steps::Decimal, 10).whole();
     let y_axis = ValueAxis::new(lo..hi, lo..hi, steps, 5);
     let mut chart = ChartBuilder::on(body)
         .margin(8)

@@ -30,13 +30,9 @@ fn coloured(r: &Row, threshold_pct: f64) -> Option<Verdict> {
 /// whose difference is not coloured gets B's figure twice (a stack only A
 /// has, A's: inferno draws it as gone).
 fn line(s: &StackRow, threshold_pct: f64) -> String {
-    let us = |x: f64| (x * 1e6).round() as u64;
-    let after = us(s.row.median_b.max(0.0));
-    let before = match (s.changed(threshold_pct), s.presence) {
-        (Some(_), _) | (None, Presence::OnlyA) => us(s.row.median_a.max(0.0)),
-        (None, _) => after,
-    };
-    format!("{} {before} {after}", s.stack.join(";"))
+    let us = |x: f64| (x.max(0.0) * 1e6).round() as u64;
+    let coloured = s.changed(threshold_pct).is_some() || s.presence == Presence::OnlyA;
+    flame::differential_line(&s.stack, us(s.row.median_a), us(s.row.median_b), coloured)
 }
 
 fn class(v: Option<Verdict>) -> &'static str {

@@ -191,6 +191,9 @@ pub struct Run {
     /// Each sampled stage's stacks (`--sample`), what the gate's
     /// attribution pools per side.
     pub(crate) sampled: BTreeMap<String, crate::rundir::samples::SampledRecord>,
+    /// The stages' stacks drawn from nested spans: read by the gate (see
+    /// [`Run::with_spans`]), empty otherwise.
+    pub(crate) spans: Vec<crate::render::folded::Stacks>,
 }
 
 impl Run {
@@ -212,7 +215,16 @@ impl Run {
                 .iter()
                 .filter_map(|(k, r)| Some((k.clone(), r.samples.clone()?)))
                 .collect(),
+            spans: Vec::new(),
         }
+    }
+
+    /// With `report`'s stacks drawn from nested spans, each counted trial's
+    /// self times (what the gate's page compares, side against side).
+    pub(crate) fn with_spans(mut self, report: &crate::modes::Report) -> Run {
+        self.spans =
+            crate::render::folded::stacks(report).into_iter().filter(|s| s.nested).collect();
+        self
     }
 }
 

@@ -40,6 +40,18 @@ const SMALLEST: f64 = 0.01;
 /// are of all the running samples: less time in one function is more share
 /// for every other, so a change names its partners too.
 pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
+    judged(a, b).sentence
+}
+
+/// What [`changed`] says, with the functions it names.
+pub(crate) struct Judged {
+    pub(crate) sentence: String,
+    /// Every function found changed, (lane, function), named or not.
+    pub(crate) functions: Vec<(String, String)>,
+}
+
+/// [`changed`]'s judgement.
+pub(crate) fn judged(a: &SampledRecord, b: &SampledRecord) -> Judged {
     let trials = |x: &SampledRecord| x.functions.first().map_or(0, |f| f.own.trials.len());
     let (na, nb) = (trials(a), trials(b));
     // A preparation phase's samples are its programs, one per worker.
@@ -65,15 +77,17 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
     }
     let m = tested.len().max(1);
     if stats::smallest_p(na, nb) >= stats::ALPHA / m as f64 {
-        return format!(
+        let sentence = format!(
             "too few {per}s to tell whether a function's share changed ({na} and {nb}; the rank test over {m} function(s) at {}% or more cannot reach Holm's p < {} / {m})",
             FLOOR * 100.0,
             stats::ALPHA
         );
+        return Judged { sentence, functions: Vec::new() };
     }
     let ps: Vec<f64> = tested.iter().map(|t| t.5).collect();
     let significant = stats::holm(&ps, stats::ALPHA);
     let mut found: Vec<(f64, String)> = Vec::new();
+    let mut functions = Vec::new();
     for ((f, g, which, x, y, p), significant) in tested.into_iter().zip(significant) {
         let apart = x.high < y.low || y.high < x.low;
         if !(significant && apart && (y.median - x.median).abs() >= SMALLEST) {
@@ -90,6 +104,7 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
         // Ranked by the change of its own (self) time a trial: a caller's
         // inclusive time moves with every callee's, which is named itself.
         let own = (g.own.median * b.samples - f.own.median * a.samples) / rate;
+        functions.push((f.lane.clone(), f.function.clone()));
         found.push((
             own.abs(),
             format!(
@@ -109,17 +124,19 @@ pub(crate) fn changed(a: &SampledRecord, b: &SampledRecord) -> String {
         FLOOR * 100.0
     );
     if found.is_empty() {
-        return format!(
+        let sentence = format!(
             "no function's share changed significantly ({both} function(s) listed in both; {test})"
         );
+        return Judged { sentence, functions };
     }
     found.sort_by(|x, y| y.0.total_cmp(&x.0));
     let n = found.len();
     let named: Vec<String> = found.into_iter().take(NAMED).map(|(_, s)| s).collect();
-    format!(
+    let sentence = format!(
         "{n} function(s)' share of the running samples changed ({test}; of {both} listed in both): {}",
         named.join("; ")
-    )
+    );
+    Judged { sentence, functions }
 }
 
 #[cfg(test)]

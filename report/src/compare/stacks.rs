@@ -83,7 +83,7 @@ pub fn compared(a: &Report, b: &Report, threshold_pct: f64) -> Vec<StageStacks> 
 }
 
 /// Every stack of one stage in either run, compared.
-fn stacks(a: &Stacks, b: &Stacks, threshold_pct: f64) -> Vec<StackRow> {
+pub(crate) fn stacks(a: &Stacks, b: &Stacks, threshold_pct: f64) -> Vec<StackRow> {
     let mut keys: Vec<&Vec<String>> = a.samples.keys().chain(b.samples.keys()).collect();
     keys.sort();
     keys.dedup();

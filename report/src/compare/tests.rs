@@ -15,6 +15,7 @@ fn run(planned: &[(&str, &str)], stages: &[(&str, &[(&str, f64)])]) -> Run {
         repeated: Samples::new(),
         rounds: false,
         sampled: Default::default(),
+        spans: Vec::new(),
     }
 }
 

@@ -38,6 +38,7 @@
 
 pub mod bisection;
 pub mod sampled;
+pub mod stacks;
 
 use crate::bisect;
 use crate::compare::Run;

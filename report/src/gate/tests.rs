@@ -160,6 +160,7 @@ fn sampled_run(wall: f64, f: u64, spread: u64) -> Run {
         measured: Default::default(),
         repeated: std::collections::BTreeMap::from([("command".to_string(), figures)]),
         rounds: false,
+        spans: Vec::new(),
         sampled: match f {
             0 => Default::default(),
             _ => std::collections::BTreeMap::from([(
@@ -200,4 +201,71 @@ fn a_regressed_stage_sampled_on_both_sides_names_the_function_that_moved() {
     assert!(same_split[0].sentence.starts_with("no function's share changed"), "{same_split:?}");
     assert!(attributed(1.0, 91, false).is_empty(), "not regressed");
     assert!(attributed(1.3, 91, true).is_empty(), "a head run unsampled");
+}
+
+/// A run whose stage `command` has nested spans `load` (20 ms a trial)
+/// and `work` (`work_s`), three trials a little apart.
+fn spans_run(work_s: f64) -> Run {
+    let mut run = sampled_run(0.07, 0, 1);
+    let stack = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    let trials = |x: f64| vec![x, x * 1.01, x * 1.02];
+    run.spans.push(crate::render::folded::Stacks {
+        stage: "command".into(),
+        frames: Default::default(),
+        samples: std::collections::BTreeMap::from([
+            (stack(&["command", "load"]), trials(0.02)),
+            (stack(&["command", "work"]), trials(work_s)),
+        ]),
+        nested: true,
+        measurements: 3,
+        calls_drawn: 6,
+        calls: 6,
+    });
+    run
+}
+
+/// The page's stacks: a span 30% slower coloured slower and its
+/// unchanged sibling not, each side's trials pooled; sampled stacks
+/// coloured only where the function on top moved; nothing of a stage
+/// some run did not draw.
+#[test]
+fn the_stacks_head_against_base_colour_only_what_a_test_found_changed() {
+    use crate::rundir::gate::{StackChange, StacksOf};
+    let made: Vec<(Side, Run)> = (0..4)
+        .flat_map(|_| [(Side::Base, spans_run(0.05)), (Side::Head, spans_run(0.065))])
+        .collect();
+    let runs: Vec<(Side, &Run)> = made.iter().map(|(s, r)| (*s, r)).collect();
+    let got = stacks::compared(&runs, 5.0);
+    assert_eq!(got.len(), 1, "{got:?}");
+    let spans = &got[0];
+    assert_eq!((spans.of, spans.base_trials, spans.head_trials), (StacksOf::Spans, 12, 12));
+    let of = |name: &str| spans.stacks.iter().find(|d| d.frames.last().unwrap() == name).unwrap();
+    assert_eq!(of("work").change, Some(StackChange::Slower), "{spans:?}");
+    assert_eq!((of("work").base_us, of("work").head_us), (50_500, 65_650));
+    assert_eq!(of("load").change, None, "{spans:?}");
+    // Alike: nothing coloured.
+    let like: Vec<(Side, Run)> = (0..4)
+        .flat_map(|_| [(Side::Base, spans_run(0.05)), (Side::Head, spans_run(0.05))])
+        .collect();
+    let runs: Vec<(Side, &Run)> = like.iter().map(|(s, r)| (*s, r)).collect();
+    assert!(stacks::compared(&runs, 5.0)[0].stacks.iter().all(|d| d.change.is_none()));
+    // A head run without the stage's spans: no spans compared.
+    let mut partial = made;
+    partial[1].1.spans.clear();
+    let runs: Vec<(Side, &Run)> = partial.iter().map(|(s, r)| (*s, r)).collect();
+    assert!(stacks::compared(&runs, 5.0).is_empty());
+    // Sampled: f (70 → 91 a trial) coloured slower, g (30) not.
+    let mut made = Vec::new();
+    for k in 0..8u64 {
+        made.push((Side::Base, sampled_run(1.0, 70, 1 + k % 3)));
+        made.push((Side::Head, sampled_run(1.3, 91, 1 + (k + 1) % 3)));
+    }
+    let runs: Vec<(Side, &Run)> = made.iter().map(|(s, r)| (*s, r)).collect();
+    let got = stacks::compared(&runs, 5.0);
+    let sampled = got.iter().find(|s| s.of == StacksOf::Sampled).unwrap();
+    let top = |name: &str| {
+        sampled.stacks.iter().find(|d| d.frames.last().unwrap() == name).unwrap().change
+    };
+    assert_eq!(top("f (t.py)"), Some(StackChange::Slower), "{sampled:?}");
+    assert_eq!(top("g (t.py)"), None, "{sampled:?}");
 }

@@ -15,6 +15,7 @@ fn read(rel: &str, created: &str, commit: Option<&str>) -> Read {
             repeated: BTreeMap::new(),
             rounds: false,
             sampled: BTreeMap::new(),
+            spans: Vec::new(),
         },
     }
 }

@@ -136,6 +136,54 @@ pub struct SampledChange {
     pub sentence: String,
 }
 
+/// What a stage's stacks are of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StacksOf {
+    /// Nested spans: a stack's self time per trial.
+    Spans,
+    /// Sampled stacks (`--sample`): a stack's running samples per trial,
+    /// each 1 / rate s.
+    Sampled,
+}
+
+/// A stage's stacks, each side's runs pooled, head against base.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct StageStacks {
+    pub stage: String,
+    pub of: StacksOf,
+    /// The trials each side's figures are from.
+    pub base_trials: u32,
+    pub head_trials: u32,
+    pub stacks: Vec<DiffStack>,
+}
+
+/// One stack, head against base.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct DiffStack {
+    /// Its frames, outermost first (a span's stack opens with its stage,
+    /// a sampled one with its lane).
+    pub frames: Vec<String>,
+    /// µs per trial: the median over the trials (spans) or the mean
+    /// (sampled stacks, as a run's record merges them).
+    pub base_us: u64,
+    pub head_us: u64,
+    /// `slower` or `faster` where a test found it changed, else absent:
+    /// for spans compare's test of the stack's self time in each trial
+    /// beyond the threshold; for sampled stacks, the function on top of it
+    /// named by compare's test of its share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub change: Option<StackChange>,
+}
+
+/// Which way a stack changed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StackChange {
+    Slower,
+    Faster,
+}
+
 /// One window of runs, in the order they ran, with the first gated
 /// figure's medians in it: the drift the window saw.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -173,6 +221,10 @@ pub struct GateReport {
     /// functions whose share of the running samples moved.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sampled: Vec<SampledChange>,
+    /// Per stage, its stacks head against base: what the page's
+    /// differential flame graphs draw.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stacks: Vec<StageStacks>,
     /// The answer: regressed if any gated figure is, else not sure if any
     /// is, else improved if any is, else same.
     pub verdict: Verdict,

@@ -123,6 +123,19 @@ fn a_slower_span_is_regressed_with_its_comment_outputs_and_exports() {
     assert_eq!(report["windows"][0]["order"], serde_json::json!(["base", "head", "head", "base"]));
     let couples = work["couples"].as_u64().unwrap();
     assert!(couples >= 9 && work["pairs"].as_u64() == Some(3 * couples), "{work}");
+    // The page's stacks: the spans head against base, `work` slower and
+    // `load` not, drawn as a differential flame graph.
+    let spans = &report["stacks"][0];
+    assert_eq!((spans["stage"].as_str(), spans["of"].as_str()), (Some("command"), Some("spans")));
+    let change = |name: &str| {
+        let all = spans["stacks"].as_array().unwrap();
+        let d = all.iter().find(|d| d["frames"].as_array().unwrap().last().unwrap() == name);
+        d.unwrap_or_else(|| panic!("{name}: {spans}"))["change"].clone()
+    };
+    assert_eq!((change("work"), change("load")), ("slower".into(), serde_json::Value::Null));
+    let page = std::fs::read_to_string(out.join("report.html")).unwrap();
+    assert!(page.contains("Spans of <code>command</code>, head against base"), "{page}");
+    assert!(page.contains("<svg"), "no graph drawn");
     // The comment: its marker first, the sentence, the table.
     let comment = std::fs::read_to_string(out.join("comment.md")).unwrap();
     assert!(comment.starts_with("<!-- stagebench gate: ci -->\n"), "{comment}");

@@ -31,6 +31,19 @@ pub fn differential_svg(lines: &[String], id: &str) -> Result<String, FlameError
     Ok(without_deltas(&svg(lines, id)?))
 }
 
+/// A stack's line for [`differential_svg`]: `FRAMES BEFORE AFTER` in µs.
+/// A stack not `coloured` gets its after figure twice: inferno colours any
+/// difference.
+pub fn differential_line(
+    frames: &[String],
+    before_us: u64,
+    after_us: u64,
+    coloured: bool,
+) -> String {
+    let before = if coloured { before_us } else { after_us };
+    format!("{} {before} {after_us}", frames.join(";"))
+}
+
 /// Each `<title>` of `svg` with its trailing `; ±N.NN%` taken out.
 fn without_deltas(svg: &str) -> String {
     let mut out = String::with_capacity(svg.len());

@@ -9,7 +9,9 @@ use super::{Rendered, benchmarks};
 use crate::doc::{Align, Cell, Table};
 use crate::fmt::{figure, p_value};
 use crate::rundir::gate::{COMMENT, COMMENT_LIMIT, GateReport, Judged, MARKER, Verdict};
-use maud::html;
+
+mod page;
+mod plot;
 
 /// A commit as the gate names it.
 fn short(commit: &str) -> &str {
@@ -194,21 +196,6 @@ pub fn text(r: &GateReport) -> String {
     s
 }
 
-/// The page: the same as the comment, as a document, its details a
-/// `<details>` element (raw HTML in Markdown is shown as text there).
-fn page(r: &GateReport) -> String {
-    let (main, details) = parts(r);
-    let markdown = super::html::markdown::markdown;
-    let body = html! {
-        header { h1 { "stagebench gate" } }
-        section id="gate" {
-            (markdown(&main))
-            details { summary { (DETAILS) } (markdown(&details)) }
-        }
-    };
-    super::html::document("stagebench gate", body)
-}
-
 /// Every file derived from a gate's report, in a fixed order.
 pub fn derived(r: &GateReport) -> Vec<Rendered> {
     vec![
@@ -217,7 +204,7 @@ pub fn derived(r: &GateReport) -> Vec<Rendered> {
             bytes: format!("# Gate\n\n{}", body(r, None)).into_bytes(),
         },
         Rendered { path: COMMENT.into(), bytes: comment(r).into_bytes() },
-        Rendered { path: super::html::HTML.into(), bytes: page(r).into_bytes() },
+        Rendered { path: super::html::HTML.into(), bytes: page::page(r).into_bytes() },
     ]
 }
 
@@ -291,7 +278,7 @@ mod tests {
         }
     }
 
-    fn report(others: usize) -> GateReport {
+    pub(super) fn report(others: usize) -> GateReport {
         let gated = vec![judged("command", "span:work_s", 1.3, Verdict::Regressed)];
         GateReport {
             schema: SCHEMA.into(),
@@ -311,6 +298,7 @@ mod tests {
                 .collect(),
             attribution: Vec::new(),
             sampled: Vec::new(),
+            stacks: Vec::new(),
             verdict: Verdict::Regressed,
             rounds: 12,
             windows: vec![Window {
@@ -341,14 +329,6 @@ mod tests {
         assert!(summary.contains("`stage1999`"));
     }
 
-    #[test]
-    fn the_page_draws_its_details_as_an_element_never_as_text() {
-        let page = page(&report(1));
-        assert!(page.contains("<details><summary>Every figure, the machine, the drift</summary>"));
-        assert!(!page.contains("&lt;details&gt;"), "the block shown as text");
-        assert!(page.contains("<code>stage0</code>"));
-    }
-
     /// A regressed stage's sampled functions: under the table in the
     /// comment and on the page, a line of the console's, and nowhere
     /// without them.
@@ -366,7 +346,7 @@ mod tests {
         assert!(
             text(&r).contains("sampled in command: 1 function(s)' share changed: f (p.py) (main)")
         );
-        assert!(page(&r).contains("Sampled functions in <code>command</code>"));
+        assert!(page::page(&r).contains("Sampled functions in <code>command</code>"));
     }
 
     #[test]
