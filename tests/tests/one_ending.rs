@@ -11,6 +11,16 @@ use std::process::Command;
 
 const REQUIRED: &str = "STAGEBENCH_TMPFS_REQUIRED";
 
+/// Why a tmpfs could not be mounted here, as mount or the system said it.
+#[derive(Debug)]
+struct NoTmpfs(String);
+
+impl std::fmt::Display for NoTmpfs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A tmpfs mounted for the test, unmounted on drop.
 struct Tmpfs {
     _dir: tempfile::TempDir,
@@ -18,18 +28,18 @@ struct Tmpfs {
 }
 
 impl Tmpfs {
-    fn mount(kib: u32) -> Result<Tmpfs, String> {
-        let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
+    fn mount(kib: u32) -> Result<Tmpfs, NoTmpfs> {
+        let dir = tempfile::tempdir().map_err(|e| NoTmpfs(e.to_string()))?;
         let at = dir.path().join("fs");
-        std::fs::create_dir(&at).map_err(|e| e.to_string())?;
+        std::fs::create_dir(&at).map_err(|e| NoTmpfs(e.to_string()))?;
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={kib}k,mode=0700"), "tmpfs"])
             .arg(&at)
             .output()
-            .map_err(|e| format!("mount: {e}"))?;
+            .map_err(|e| NoTmpfs(format!("mount: {e}")))?;
         match out.status.success() {
             true => Ok(Tmpfs { _dir: dir, at }),
-            false => Err(String::from_utf8_lossy(&out.stderr).trim().to_string()),
+            false => Err(NoTmpfs(String::from_utf8_lossy(&out.stderr).trim().to_string())),
         }
     }
 }

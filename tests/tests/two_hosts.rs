@@ -15,6 +15,16 @@ use std::process::Command;
 /// Set where a second host can be made: then not making it is a failure.
 const REQUIRED: &str = "STAGEBENCH_TWO_HOSTS_REQUIRED";
 
+/// Why the second host could not be made, as `ip` or the system said it.
+#[derive(Debug)]
+struct NoSecondHost(String);
+
+impl std::fmt::Display for NoSecondHost {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
 /// A network namespace and veth pair, removed on drop.
 struct SecondHost {
     ns: String,
@@ -22,20 +32,22 @@ struct SecondHost {
     there: String,
 }
 
-fn ip(args: &[&str]) -> Result<(), String> {
-    let out = Command::new("ip").args(args).output().map_err(|e| format!("ip: {e}"))?;
+fn ip(args: &[&str]) -> Result<(), NoSecondHost> {
+    let out =
+        Command::new("ip").args(args).output().map_err(|e| NoSecondHost(format!("ip: {e}")))?;
     if out.status.success() {
         Ok(())
     } else {
-        Err(format!("ip {}: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()))
+        let said = String::from_utf8_lossy(&out.stderr);
+        Err(NoSecondHost(format!("ip {}: {}", args.join(" "), said.trim())))
     }
 }
 
 impl SecondHost {
-    fn new() -> Result<SecondHost, String> {
+    fn new() -> Result<SecondHost, NoSecondHost> {
         // SAFETY: geteuid has no preconditions and cannot fail.
         if unsafe { libc::geteuid() } != 0 {
-            return Err("network namespaces need root".into());
+            return Err(NoSecondHost("network namespaces need root".into()));
         }
         let id = std::process::id();
         let net = 200 + id % 50;
@@ -82,7 +94,7 @@ fn workers_on_a_second_host_connect_over_tcp_and_are_counted_not_named() {
         Err(reason) => {
             return skip(
                 "workers_on_a_second_host_connect_over_tcp_and_are_counted_not_named",
-                &reason,
+                &reason.0,
             );
         }
     };
