@@ -411,7 +411,7 @@ mod tests {
 
     #[test]
     fn names_that_differ_only_in_case_are_refused() {
-        let e = grid(&["X=1", "x=2"], &["run {X} {x}"], false).unwrap_err();
+        let e = grid(&["X=1", "x=2"], &["run {X} {x}"], false).unwrap_err().0;
         assert!(e.contains("differ only in case: both would set STAGEBENCH_PARAM_X"), "{e}");
     }
 
@@ -421,9 +421,9 @@ mod tests {
         assert!(e.contains("18446744073709551616 values"), "{e}");
     }
 
-    fn grid(specs: &[&str], lines: &[&str], env_only: bool) -> Result<Option<Grid>, String> {
+    fn grid(specs: &[&str], lines: &[&str], env_only: bool) -> Result<Option<Grid>, Refusal> {
         let params = specs.iter().map(|s| p(s).unwrap()).collect();
-        Grid::checked(params, lines, "--command", env_only, false).map_err(|e| e.0)
+        Grid::checked(params, lines, "--command", env_only, false)
     }
 
     #[test]
@@ -437,7 +437,7 @@ mod tests {
             (vec!["a=1..9", "b=1..8"], vec!["{a}{b}"], false, "72 points"),
         ];
         for (specs, lines, env_only, says) in refused {
-            let e = grid(&specs, &lines, env_only).unwrap_err();
+            let e = grid(&specs, &lines, env_only).unwrap_err().0;
             assert!(e.contains(says), "{specs:?}: {e}");
         }
         // Env only: a name no line spells is allowed; a placeholder with no
